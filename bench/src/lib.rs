@@ -1,0 +1,2 @@
+#![cfg_attr(not(feature = "host"), no_std)]
+//! Workloads.

@@ -1,0 +1,89 @@
+//! Error numbers at the VFS boundary, with Linux's values and names.
+//!
+//! The names are a contract: `vfsh` prints `err ENAME` and the differential
+//! test compares them with what host Linux returns. Internal signals of the
+//! walk (retry with references, retry the whole walk) are separate enums in
+//! `namei` and never escape as an `Errno`.
+
+use core::fmt;
+
+/// A Linux errno.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum Errno {
+    EPERM = 1,
+    ENOENT = 2,
+    EIO = 5,
+    EBADF = 9,
+    ENOMEM = 12,
+    EACCES = 13,
+    EBUSY = 16,
+    EEXIST = 17,
+    EXDEV = 18,
+    ENODEV = 19,
+    ENOTDIR = 20,
+    EISDIR = 21,
+    EINVAL = 22,
+    ENOSPC = 28,
+    EROFS = 30,
+    ENAMETOOLONG = 36,
+    ENOSYS = 38,
+    ENOTEMPTY = 39,
+    ELOOP = 40,
+    ENODATA = 61,
+    EPROTO = 71,
+    EOPNOTSUPP = 95,
+    ECONNRESET = 104,
+    ETIMEDOUT = 110,
+    ESTALE = 116,
+    EHOSTDOWN = 112,
+}
+
+impl Errno {
+    /// The symbolic name, e.g. `"ENOENT"`.
+    pub fn name(self) -> &'static str {
+        use Errno::*;
+        match self {
+            EPERM => "EPERM",
+            ENOENT => "ENOENT",
+            EIO => "EIO",
+            EBADF => "EBADF",
+            ENOMEM => "ENOMEM",
+            EACCES => "EACCES",
+            EBUSY => "EBUSY",
+            EEXIST => "EEXIST",
+            EXDEV => "EXDEV",
+            ENODEV => "ENODEV",
+            ENOTDIR => "ENOTDIR",
+            EISDIR => "EISDIR",
+            EINVAL => "EINVAL",
+            ENOSPC => "ENOSPC",
+            EROFS => "EROFS",
+            ENAMETOOLONG => "ENAMETOOLONG",
+            ENOSYS => "ENOSYS",
+            ENOTEMPTY => "ENOTEMPTY",
+            ELOOP => "ELOOP",
+            ENODATA => "ENODATA",
+            EPROTO => "EPROTO",
+            EOPNOTSUPP => "EOPNOTSUPP",
+            ECONNRESET => "ECONNRESET",
+            ETIMEDOUT => "ETIMEDOUT",
+            ESTALE => "ESTALE",
+            EHOSTDOWN => "EHOSTDOWN",
+        }
+    }
+
+    /// The positive errno value.
+    pub fn value(self) -> i32 {
+        self as i32
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Result type of VFS operations.
+pub type KResult<T> = Result<T, Errno>;

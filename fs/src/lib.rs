@@ -1,0 +1,21 @@
+//! A Linux-shaped VFS lookup path as a `no_std + alloc` library.
+//!
+//! The same code runs inside the research kernel and on host threads (tests,
+//! benchmarks, `vfsh`); the differences sit behind [`platform::Platform`].
+//!
+//! - [`sync`]: seqcounts, lockref, RCU pointers and lists (all unsafe code).
+//! - [`vfs`]: the path-based API (stat, open, mkdir, rename, mount ...).
+//! - [`stats`], [`trace`]: per-CPU counters and the lookup trace.
+//! - [`errno`]: Linux error numbers.
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
+
+extern crate alloc;
+
+pub mod errno;
+pub mod platform;
+pub mod stats;
+pub mod sync;
+pub mod trace;
+pub mod vfs;
+
+pub use errno::{Errno, KResult};

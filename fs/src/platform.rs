@@ -1,0 +1,77 @@
+//! The platform boundary: the few things the fs crate needs from whoever hosts it.
+//!
+//! The same VFS code runs inside the guest kernel and on ordinary host threads
+//! (tests, benchmarks, `vfsh`). Everything that differs between the two lives
+//! behind [`Platform`]: which CPU we are on, the clock, and RCU. The kernel
+//! implements it in `kernel/src/sync/rcu.rs` (QSBR, quiescent states from the
+//! tick); the host implementation is [`crate::sync::host::HostPlatform`]
+//! (thread slots as CPUs, epoch-based RCU), built with the `std` feature.
+//!
+//! Hot fixed-size objects (dentries, inodes) are allocated with `Arc::new`
+//! through the global allocator. On the kernel that allocator is a per-CPU slab
+//! with magazines (`kernel/src/mm/slab.rs`), so no global lock sits on the
+//! lookup path; on the host it is the C library's per-thread caches.
+//!
+//! This module touches nothing but one write-once global.
+
+use crate::sync::rcu::Retired;
+
+/// Upper bound on CPU ids (guest vCPUs or registered host threads).
+pub const MAX_CPUS: usize = 256;
+
+/// What the fs crate needs from its host. All methods must be callable from
+/// any CPU concurrently; none may sleep except [`Platform::synchronize_rcu`].
+pub trait Platform: Sync {
+    /// Id of the CPU running the caller, `< cpu_count() <= MAX_CPUS`. Stable
+    /// for the duration of a call into the fs crate (no migration inside it).
+    fn cpu_id(&self) -> usize;
+    /// Number of CPU ids in use (highest id + 1).
+    fn cpu_count(&self) -> usize;
+    /// Monotonic nanoseconds since boot (or since the platform was created).
+    fn now_ns(&self) -> u64;
+
+    /// Enter an RCU read-side section. Nests. Must not store to memory shared
+    /// with other CPUs (per-CPU state only): this is on the lock-free path.
+    fn rcu_read_lock(&self);
+    /// Leave an RCU read-side section.
+    fn rcu_read_unlock(&self);
+    /// Run `obj`'s destructor after every read-side section that might hold a
+    /// reference to it has ended. Must not allocate on the fast path (queues
+    /// are per CPU and amortised).
+    fn call_rcu(&self, obj: Retired);
+    /// Wait for a full grace period, then run due callbacks of this CPU.
+    fn synchronize_rcu(&self);
+    /// Report that this CPU holds no RCU references right now (outside any
+    /// read-side section). Long loops call it; QSBR relies on it.
+    fn rcu_quiescent_state(&self);
+}
+
+static PLATFORM: spin::Once<&'static dyn Platform> = spin::Once::new();
+
+/// Install the platform. The first call wins; later calls are ignored and
+/// return `false`.
+pub fn install(p: &'static dyn Platform) -> bool {
+    let mut first = false;
+    PLATFORM.call_once(|| {
+        first = true;
+        p
+    });
+    first
+}
+
+/// The installed platform. With the `std` feature the host platform is
+/// installed on first use; without it, using the crate before
+/// [`install`] is a bug and panics with a clear message.
+#[inline]
+pub fn get() -> &'static dyn Platform {
+    if let Some(p) = PLATFORM.get() {
+        return *p;
+    }
+    default_platform()
+}
+
+
+#[cold]
+fn default_platform() -> &'static dyn Platform {
+    todo!("host platform")
+}

@@ -1,0 +1,49 @@
+//! Lookup tracing: one line per step of a walk, for students and debugging.
+//!
+//! Off by default and cheap when off: each trace point is one relaxed load of
+//! a read-mostly flag and a predictable branch; the line is only formatted
+//! when tracing is on. The host (vfsh, the kernel's serial console) installs
+//! a sink that receives each formatted line.
+//!
+//! Touches: two globals (the flag and the sink).
+
+use core::fmt;
+
+use crate::sync::atomic::{AtomicBool, Ordering};
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+static SINK: spin::Once<fn(fmt::Arguments<'_>)> = spin::Once::new();
+
+/// Install the function that prints trace lines (first call wins).
+pub fn set_sink(f: fn(fmt::Arguments<'_>)) {
+    SINK.call_once(|| f);
+}
+
+/// Turn tracing on or off.
+pub fn enable(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// Is tracing on?
+#[inline(always)]
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+#[doc(hidden)]
+#[cold]
+pub fn emit(args: fmt::Arguments<'_>) {
+    if let Some(f) = SINK.get() {
+        f(args)
+    }
+}
+
+/// `trace!("fmt", args…)`: emit one trace line when tracing is on.
+#[macro_export]
+macro_rules! trace {
+    ($($arg:tt)*) => {
+        if $crate::trace::enabled() {
+            $crate::trace::emit(format_args!($($arg)*));
+        }
+    };
+}

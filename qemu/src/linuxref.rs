@@ -1,0 +1,1 @@
+//! linuxref (to be written).

@@ -1,0 +1,1 @@
+//! samba (to be written).
