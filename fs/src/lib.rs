@@ -11,10 +11,16 @@
 
 extern crate alloc;
 
+pub mod dcache;
 pub mod errno;
+pub mod inode;
+pub mod mount;
+pub mod namei;
 pub mod platform;
+#[cfg(feature = "std")]
 pub mod stats;
 pub mod sync;
+pub mod tmpfs;
 pub mod trace;
 pub mod vfs;
 

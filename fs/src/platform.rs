@@ -70,8 +70,14 @@ pub fn get() -> &'static dyn Platform {
     default_platform()
 }
 
-
+#[cfg(feature = "std")]
 #[cold]
 fn default_platform() -> &'static dyn Platform {
-    todo!("host platform")
+    *PLATFORM.call_once(|| crate::sync::host::HostPlatform::global())
+}
+
+#[cfg(not(feature = "std"))]
+#[cold]
+fn default_platform() -> &'static dyn Platform {
+    panic!("fs::platform::install() was not called before using the fs crate")
 }

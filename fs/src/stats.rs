@@ -8,7 +8,7 @@
 //! Touches: the platform's `cpu_id`, nothing else.
 
 use crate::platform::{self, MAX_CPUS};
-use crate::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Why an RCU-walk handed over to ref-walk (or restarted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,8 +102,12 @@ impl Counters {
             fallbacks_by_reason: [0; NR_FALLBACK_REASONS],
             dentry_alloc: self.dentry_alloc.saturating_sub(earlier.dentry_alloc),
             dentry_free: self.dentry_free.saturating_sub(earlier.dentry_free),
-            negative_created: self.negative_created.saturating_sub(earlier.negative_created),
-            negative_destroyed: self.negative_destroyed.saturating_sub(earlier.negative_destroyed),
+            negative_created: self
+                .negative_created
+                .saturating_sub(earlier.negative_created),
+            negative_destroyed: self
+                .negative_destroyed
+                .saturating_sub(earlier.negative_destroyed),
             enoent: self.enoent.saturating_sub(earlier.enoent),
             locks: self.locks.saturating_sub(earlier.locks),
             shared_stores: self.shared_stores.saturating_sub(earlier.shared_stores),

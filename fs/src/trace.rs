@@ -9,7 +9,7 @@
 
 use core::fmt;
 
-use crate::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, Ordering};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static SINK: spin::Once<fn(fmt::Arguments<'_>)> = spin::Once::new();

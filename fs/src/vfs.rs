@@ -4,12 +4,29 @@
 //! kernel): every call takes an absolute path as bytes, resolves it with the
 //! path walk in [`crate::namei`], and returns a Linux errno on failure.
 //!
+//! The operations that change names follow Linux's libfs/tmpfs (`simple_*`):
+//! the parent's `i_rwsem` exclusively, the parent's `dir_seq` write section
+//! around every change of its set of children (so a noalloc RCU-walk miss
+//! racing with a create retries), and a pin (an extra count) on every
+//! positive tmpfs dentry so that it never becomes unused.
+//!
 //! Touches: the dcache and mounts through `namei`; allocates only where the
 //! operation creates something (or the ENOENT design says so).
 
-use alloc::vec::Vec;
+#![deny(unsafe_code)]
 
-use crate::errno::KResult;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use crate::dcache::{self, d_hash, d_lookup, DRef, Dentry, D_MOUNTED};
+use crate::errno::{Errno, KResult};
+use crate::inode::Inode;
+use crate::mount::{Mount, MountTable};
+use crate::namei::{
+    self, filename_lookup, filename_parentat, LastType, LookupFlags, Parent, WalkErr,
+};
+use crate::tmpfs;
 
 /// File type as `stat` reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,90 +86,547 @@ impl core::ops::BitOr for OpenFlags {
 }
 
 /// A mount namespace: the root mount and everything mounted below it.
-/// Cheap to share between threads (`&Vfs` is all an operation needs).
+/// Share `&Vfs` between threads freely.
 pub struct Vfs {
-    _private: (),
+    root: Arc<Mount>,
+    pub(crate) mounts: MountTable,
 }
 
 /// An open file. Reads and writes go through the inode it was opened on,
 /// whatever happens to its name afterwards.
 pub struct File {
-    _private: (),
+    inode: Arc<Inode>,
+    pos: AtomicU64,
+    flags: OpenFlags,
+}
+
+fn access_mode(f: OpenFlags) -> u32 {
+    f.0 & 3
+}
+
+/// Take the `i_rwsem`s of two directories for a rename: ancestor first,
+/// else by address (renames are serialised, so this cannot deadlock with
+/// rmdir's parent-then-child order).
+fn lock_two<'a>(
+    a: &'a Arc<Dentry>,
+    ia: &'a Inode,
+    b: &'a Arc<Dentry>,
+    ib: &'a Inode,
+) -> (
+    crate::sync::spinlock::RwWriteGuard<'a>,
+    Option<crate::sync::spinlock::RwWriteGuard<'a>>,
+) {
+    if Arc::ptr_eq(a, b) {
+        return (ia.i_rwsem.write(), None);
+    }
+    let a_first = if dcache::is_ancestor(a, b) {
+        true
+    } else if dcache::is_ancestor(b, a) {
+        false
+    } else {
+        (Arc::as_ptr(a) as usize) < (Arc::as_ptr(b) as usize)
+    };
+    if a_first {
+        let ga = ia.i_rwsem.write();
+        (ga, Some(ib.i_rwsem.write()))
+    } else {
+        let gb = ib.i_rwsem.write();
+        (ia.i_rwsem.write(), Some(gb))
+    }
 }
 
 impl Vfs {
     /// A fresh namespace with a tmpfs at `/`, mounted with `opts`
     /// (comma-separated, e.g. `"enoent=noalloc"`; empty for defaults).
     pub fn new_tmpfs(opts: &str) -> KResult<Vfs> {
-        let _ = opts;
-        todo!("lead is implementing")
+        let root_dentry = tmpfs::new_root(opts)?;
+        let root = Arc::new(Mount::new(root_dentry, None, None));
+        Ok(Vfs {
+            mounts: MountTable::new(root.clone()),
+            root,
+        })
     }
+
+    /// The root mount.
+    pub(crate) fn root_mount(&self) -> &Arc<Mount> {
+        &self.root
+    }
+
     /// `stat(2)`: follows a final symlink.
     pub fn stat(&self, path: &[u8]) -> KResult<Stat> {
-        let _ = path;
-        todo!()
+        self.do_stat(path, true)
     }
+
     /// `lstat(2)`: does not follow a final symlink.
     pub fn lstat(&self, path: &[u8]) -> KResult<Stat> {
-        let _ = path;
-        todo!()
+        self.do_stat(path, false)
     }
+
+    fn do_stat(&self, path: &[u8], follow: bool) -> KResult<Stat> {
+        let flags = LookupFlags {
+            follow,
+            directory: false,
+        };
+        filename_lookup(self, path, flags, &mut |r| match r.inode() {
+            Some(i) => Ok(i.stat()),
+            None => Err(WalkErr::Errno(Errno::ENOENT)),
+        })
+    }
+
     /// `open(2)` with Linux flag semantics (O_CREAT, O_EXCL, O_TRUNC, O_DIRECTORY ...).
     pub fn open(&self, path: &[u8], flags: OpenFlags, mode: u32) -> KResult<File> {
-        let _ = (path, flags, mode);
-        todo!()
+        if !flags.contains(OpenFlags::CREAT) {
+            let lf = LookupFlags {
+                follow: !flags.contains(OpenFlags::NOFOLLOW),
+                directory: flags.contains(OpenFlags::DIRECTORY),
+            };
+            let inode = filename_lookup(self, path, lf, &mut |r| {
+                r.inode()
+                    .map(|i| i.to_arc())
+                    .ok_or(WalkErr::Errno(Errno::ENOENT))
+            })?;
+            return self.open_inode(inode, flags);
+        }
+        // O_CREAT: follow a final symlink (unless O_EXCL) by re-walking
+        // "<parent path>/<target>", at most MAXSYMLINKS times.
+        let mut owned: Vec<u8>;
+        let mut path = path;
+        for _ in 0..=namei::MAXSYMLINKS {
+            match self.open_creat(path, flags, mode)? {
+                Ok(f) => return Ok(f),
+                Err(body) => {
+                    owned = if body.first() == Some(&b'/') {
+                        body
+                    } else {
+                        let cut = path.iter().rposition(|&c| c == b'/').map_or(0, |i| i + 1);
+                        let mut p = path[..cut].to_vec();
+                        p.extend_from_slice(&body);
+                        p
+                    };
+                    path = &owned;
+                }
+            }
+        }
+        Err(Errno::ELOOP)
     }
+
+    /// One step of O_CREAT: `Ok(Err(body))` asks the caller to follow a
+    /// final symlink.
+    fn open_creat(
+        &self,
+        path: &[u8],
+        flags: OpenFlags,
+        mode: u32,
+    ) -> KResult<Result<File, Vec<u8>>> {
+        let p = filename_parentat(self, path)?;
+        if p.kind != LastType::Norm || p.trailing {
+            return Err(Errno::EISDIR);
+        }
+        let dir = p.dir.inode_arc().ok_or(Errno::ENOENT)?;
+        let lk = dir.i_rwsem.write();
+        let hash = d_hash(&p.dir, &p.last);
+        let existing = d_lookup(&p.dir, &p.last, hash);
+        if let Some(d) = existing.as_ref() {
+            if let Some(inode) = d.inode_arc() {
+                if flags.contains(OpenFlags::EXCL) {
+                    return Err(Errno::EEXIST);
+                }
+                if d.flags() & D_MOUNTED != 0 {
+                    drop(lk);
+                    // Opening a mountpoint by name opens what is mounted.
+                    let lf = LookupFlags {
+                        follow: true,
+                        directory: false,
+                    };
+                    let inode = filename_lookup(self, path, lf, &mut |r| {
+                        r.inode()
+                            .map(|i| i.to_arc())
+                            .ok_or(WalkErr::Errno(Errno::ENOENT))
+                    })?;
+                    return self.open_inode(inode, flags).map(Ok);
+                }
+                if inode.is_symlink() {
+                    if flags.contains(OpenFlags::NOFOLLOW) {
+                        return Err(Errno::ELOOP);
+                    }
+                    return Ok(Err(inode.link_body().to_vec()));
+                }
+                drop(lk);
+                return self.open_inode(inode, flags).map(Ok);
+            }
+        }
+        if flags.contains(OpenFlags::DIRECTORY) {
+            // Linux: O_CREAT|O_DIRECTORY on a missing name.
+            return Err(Errno::EINVAL);
+        }
+        let inode =
+            self.create_locked(&p, &dir, existing, crate::vfs::FileType::File, mode, b"")?;
+        drop(lk);
+        Ok(Ok(File {
+            inode,
+            pos: AtomicU64::new(0),
+            flags,
+        }))
+    }
+
+    fn open_inode(&self, inode: Arc<Inode>, flags: OpenFlags) -> KResult<File> {
+        if inode.is_dir() && access_mode(flags) != 0 {
+            return Err(Errno::EISDIR);
+        }
+        if flags.contains(OpenFlags::DIRECTORY) && !inode.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        if flags.contains(OpenFlags::TRUNC)
+            && access_mode(flags) != 0
+            && inode.kind == FileType::File
+        {
+            inode.truncate();
+        }
+        Ok(File {
+            inode,
+            pos: AtomicU64::new(0),
+            flags,
+        })
+    }
+
+    /// Create a new inode under `p` (parent's `i_rwsem` held exclusively):
+    /// reuse a negative dentry or allocate one, instantiate it inside the
+    /// parent's `dir_seq` write section, and pin it.
+    fn create_locked(
+        &self,
+        p: &Parent,
+        dir: &Inode,
+        existing: Option<DRef>,
+        kind: FileType,
+        mode: u32,
+        link: &[u8],
+    ) -> KResult<Arc<Inode>> {
+        if !p.dir.sb.ops.writable() {
+            return Err(Errno::EROFS);
+        }
+        if dir.is_dead() {
+            return Err(Errno::ENOENT);
+        }
+        let hash = d_hash(&p.dir, &p.last);
+        let d = match existing {
+            Some(d) => d,
+            None => dcache::d_alloc(p.dir.arc(), &p.last, hash),
+        };
+        let inode = Arc::new(Inode::new(p.dir.sb.alloc_ino(), kind, mode, link));
+        p.dir
+            .dir_seq
+            .write(|| dcache::d_instantiate(d.arc(), inode.clone()));
+        if kind == FileType::Dir {
+            dir.inc_nlink();
+        }
+        // The tmpfs pin: a positive dentry is never unused.
+        d.lockref.get();
+        Ok(inode)
+    }
+
+    /// Common start of mkdir/symlink: the parent, its lock, and the check
+    /// that the name is free.
+    fn create_node(&self, path: &[u8], kind: FileType, mode: u32, link: &[u8]) -> KResult<()> {
+        let p = filename_parentat(self, path)?;
+        if p.kind != LastType::Norm {
+            return Err(Errno::EEXIST);
+        }
+        let dir = p.dir.inode_arc().ok_or(Errno::ENOENT)?;
+        let _lk = dir.i_rwsem.write();
+        let hash = d_hash(&p.dir, &p.last);
+        let existing = d_lookup(&p.dir, &p.last, hash);
+        if existing.as_ref().is_some_and(|d| !d.is_negative()) {
+            return Err(Errno::EEXIST);
+        }
+        if p.trailing && kind != FileType::Dir {
+            return Err(Errno::ENOENT);
+        }
+        self.create_locked(&p, &dir, existing, kind, mode, link)
+            .map(|_| ())
+    }
+
     /// `mkdir(2)`.
     pub fn mkdir(&self, path: &[u8], mode: u32) -> KResult<()> {
-        let _ = (path, mode);
-        todo!()
+        self.create_node(path, FileType::Dir, mode, b"")
     }
-    /// `unlink(2)`.
-    pub fn unlink(&self, path: &[u8]) -> KResult<()> {
-        let _ = path;
-        todo!()
-    }
-    /// `rmdir(2)`.
-    pub fn rmdir(&self, path: &[u8]) -> KResult<()> {
-        let _ = path;
-        todo!()
-    }
-    /// `rename(2)`.
-    pub fn rename(&self, old: &[u8], new: &[u8]) -> KResult<()> {
-        let _ = (old, new);
-        todo!()
-    }
+
     /// `symlink(2)`: create `path` pointing at `target`.
     pub fn symlink(&self, target: &[u8], path: &[u8]) -> KResult<()> {
-        let _ = (target, path);
-        todo!()
+        if target.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        if target.len() >= namei::PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        self.create_node(path, FileType::Symlink, 0o777, target)
     }
+
+    /// Find the positive dentry `p.last` in a locked parent.
+    fn lookup_victim(p: &Parent) -> KResult<DRef> {
+        let hash = d_hash(&p.dir, &p.last);
+        match d_lookup(&p.dir, &p.last, hash) {
+            Some(d) if !d.is_negative() => Ok(d),
+            _ => Err(Errno::ENOENT),
+        }
+    }
+
+    /// Remove a positive dentry from its (locked) parent: negative and
+    /// unhashed inside the parent's `dir_seq` section, pin dropped.
+    fn remove_locked(dir: &Dentry, victim: &DRef) {
+        dir.dir_seq.write(|| dcache::d_delete(victim));
+        dcache::dput(victim.arc().clone());
+    }
+
+    /// `unlink(2)`.
+    pub fn unlink(&self, path: &[u8]) -> KResult<()> {
+        let p = filename_parentat(self, path)?;
+        if p.kind != LastType::Norm {
+            return Err(Errno::EISDIR);
+        }
+        let dir = p.dir.inode_arc().ok_or(Errno::ENOENT)?;
+        let _lk = dir.i_rwsem.write();
+        let victim = Self::lookup_victim(&p)?;
+        let inode = victim.inode_arc().ok_or(Errno::ENOENT)?;
+        if inode.is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        if p.trailing {
+            return Err(Errno::ENOTDIR);
+        }
+        if !p.dir.sb.ops.writable() {
+            return Err(Errno::EROFS);
+        }
+        if victim.flags() & D_MOUNTED != 0 {
+            return Err(Errno::EBUSY);
+        }
+        inode.dec_nlink();
+        Self::remove_locked(&p.dir, &victim);
+        Ok(())
+    }
+
+    /// `rmdir(2)`.
+    pub fn rmdir(&self, path: &[u8]) -> KResult<()> {
+        let p = filename_parentat(self, path)?;
+        match p.kind {
+            LastType::Dot => return Err(Errno::EINVAL),
+            LastType::DotDot => return Err(Errno::ENOTEMPTY),
+            LastType::Root => return Err(Errno::EBUSY),
+            LastType::Norm => {}
+        }
+        let dir = p.dir.inode_arc().ok_or(Errno::ENOENT)?;
+        let _lk = dir.i_rwsem.write();
+        let victim = Self::lookup_victim(&p)?;
+        let inode = victim.inode_arc().ok_or(Errno::ENOENT)?;
+        if !inode.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        if victim.flags() & D_MOUNTED != 0 {
+            return Err(Errno::EBUSY);
+        }
+        if !p.dir.sb.ops.writable() {
+            return Err(Errno::EROFS);
+        }
+        let _vlk = inode.i_rwsem.write();
+        if dcache::has_positive_children(&victim) {
+            return Err(Errno::ENOTEMPTY);
+        }
+        inode.mark_dead();
+        dir.dec_nlink();
+        Self::remove_locked(&p.dir, &victim);
+        Ok(())
+    }
+
+    /// `rename(2)`.
+    pub fn rename(&self, old: &[u8], new: &[u8]) -> KResult<()> {
+        let po = filename_parentat(self, old)?;
+        let pn = filename_parentat(self, new)?;
+        if !Arc::ptr_eq(&po.mnt, &pn.mnt) {
+            return Err(Errno::EXDEV);
+        }
+        if po.kind != LastType::Norm || pn.kind != LastType::Norm {
+            return Err(Errno::EBUSY);
+        }
+        if !po.dir.sb.ops.writable() {
+            return Err(Errno::EROFS);
+        }
+        let dc = dcache::dcache();
+        let _rm = dc.rename_mutex.lock();
+        let odir = po.dir.inode_arc().ok_or(Errno::ENOENT)?;
+        let ndir = pn.dir.inode_arc().ok_or(Errno::ENOENT)?;
+        let _locks = lock_two(po.dir.arc(), &odir, pn.dir.arc(), &ndir);
+        let old_d = Self::lookup_victim(&po)?;
+        let old_inode = old_d.inode_arc().ok_or(Errno::ENOENT)?;
+        let new_hash = d_hash(&pn.dir, &pn.last);
+        let new_d = d_lookup(&pn.dir, &pn.last, new_hash);
+        let new_inode = new_d.as_ref().and_then(|d| d.inode_arc());
+        if !old_inode.is_dir() && (po.trailing || pn.trailing) {
+            return Err(Errno::ENOTDIR);
+        }
+        // Source should not be an ancestor of the target's directory.
+        if dcache::is_ancestor(&old_d, pn.dir.arc()) {
+            return Err(Errno::EINVAL);
+        }
+        // Target should not be an ancestor of the source's directory.
+        if let Some(nd) = new_d.as_ref().filter(|_| new_inode.is_some()) {
+            if dcache::is_ancestor(nd, po.dir.arc()) {
+                return Err(Errno::ENOTEMPTY);
+            }
+        }
+        if let (Some(nd), Some(_)) = (new_d.as_ref(), new_inode.as_ref()) {
+            if Arc::ptr_eq(nd.arc(), old_d.arc()) {
+                return Ok(());
+            }
+        }
+        if let Some(ni) = new_inode.as_ref() {
+            if Arc::ptr_eq(ni, &old_inode) {
+                return Ok(());
+            }
+            if old_inode.is_dir() {
+                if !ni.is_dir() {
+                    return Err(Errno::ENOTDIR);
+                }
+            } else if ni.is_dir() {
+                return Err(Errno::EISDIR);
+            }
+        }
+        if old_d.flags() & D_MOUNTED != 0 {
+            return Err(Errno::EBUSY);
+        }
+        if let (Some(nd), Some(ni)) = (new_d.as_ref(), new_inode.as_ref()) {
+            if nd.flags() & D_MOUNTED != 0 {
+                return Err(Errno::EBUSY);
+            }
+            if ni.is_dir() {
+                let _vlk = ni.i_rwsem.write();
+                if dcache::has_positive_children(nd) {
+                    return Err(Errno::ENOTEMPTY);
+                }
+                ni.mark_dead();
+                ndir.dec_nlink();
+            } else {
+                ni.dec_nlink();
+            }
+        }
+        // Both directories' child sets change: open both sections.
+        po.dir.dir_seq.write_begin();
+        let two = !Arc::ptr_eq(po.dir.arc(), pn.dir.arc());
+        if two {
+            pn.dir.dir_seq.write_begin();
+        }
+        if let Some(nd) = new_d.as_ref() {
+            if new_inode.is_some() {
+                dcache::d_delete(nd);
+                dcache::dput(nd.arc().clone()); // its pin
+            } else {
+                dcache::d_drop(nd);
+            }
+        }
+        dcache::d_move(old_d.arc(), pn.dir.arc(), &pn.last);
+        if two && old_inode.is_dir() {
+            odir.dec_nlink();
+            ndir.inc_nlink();
+        }
+        if two {
+            pn.dir.dir_seq.write_end();
+        }
+        po.dir.dir_seq.write_end();
+        Ok(())
+    }
+
     /// `readlink(2)`.
     pub fn readlink(&self, path: &[u8]) -> KResult<Vec<u8>> {
-        let _ = path;
-        todo!()
+        let lf = LookupFlags {
+            follow: false,
+            directory: false,
+        };
+        filename_lookup(self, path, lf, &mut |r| match r.inode() {
+            Some(i) if i.is_symlink() => Ok(i.link_body().to_vec()),
+            Some(_) => Err(WalkErr::Errno(Errno::EINVAL)),
+            None => Err(WalkErr::Errno(Errno::ENOENT)),
+        })
     }
+
     /// All entries of a directory except `.` and `..`, in no particular order.
     pub fn readdir(&self, path: &[u8]) -> KResult<Vec<DirEntry>> {
-        let _ = path;
-        todo!()
+        let lf = LookupFlags {
+            follow: true,
+            directory: true,
+        };
+        let (_mnt, d) = namei::resolve(self, path, lf)?;
+        let inode = d.inode_arc().ok_or(Errno::ENOENT)?;
+        if !inode.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        let _shared = inode.i_rwsem.read();
+        Ok(dcache::children(&d)
+            .into_iter()
+            .filter_map(|c| {
+                let i = c.inode_arc()?;
+                Some(DirEntry {
+                    name: c.name.to_vec(),
+                    ino: i.ino,
+                    kind: i.kind,
+                })
+            })
+            .collect())
     }
+
     /// Mount a new filesystem of type `fstype` ("tmpfs") on directory `path`.
     pub fn mount(&self, fstype: &str, path: &[u8], opts: &str) -> KResult<()> {
-        let _ = (fstype, path, opts);
-        todo!()
+        if fstype != "tmpfs" {
+            return Err(Errno::ENODEV);
+        }
+        let root = tmpfs::new_root(opts)?;
+        self.mount_root(path, root)
     }
-    /// Change the options of the mount at `path` (e.g. `enoent=negative`).
+
+    /// Mount an already built filesystem root (any type) on directory `path`.
+    pub fn mount_root(&self, path: &[u8], root: DRef) -> KResult<()> {
+        let lf = LookupFlags {
+            follow: true,
+            directory: true,
+        };
+        let (mnt, mp) = namei::resolve(self, path, lf)?;
+        if mp.is_negative() {
+            return Err(Errno::ENOENT);
+        }
+        let m = Arc::new(Mount::new(root, Some(mnt), Some(mp)));
+        self.mounts.attach(m);
+        Ok(())
+    }
+
+    /// Change the options of the mount whose root is at `path`
+    /// (e.g. `enoent=negative`). Unused dentries are pruned so that the new
+    /// design starts from a clean cache.
     pub fn remount(&self, path: &[u8], opts: &str) -> KResult<()> {
-        let _ = (path, opts);
-        todo!()
+        let lf = LookupFlags {
+            follow: true,
+            directory: true,
+        };
+        let (mnt, d) = namei::resolve(self, path, lf)?;
+        if !Arc::ptr_eq(d.arc(), mnt.root_arc()) {
+            return Err(Errno::EINVAL);
+        }
+        let o = tmpfs::parse_opts(opts)?;
+        if let Some(design) = o.design {
+            mnt.sb.set_design(design);
+        }
+        drop(d);
+        dcache::shrink_all();
+        Ok(())
     }
+
     /// Convenience: open with O_WRONLY|O_CREAT|O_TRUNC and write `data`.
     pub fn write_file(&self, path: &[u8], data: &[u8]) -> KResult<()> {
-        let f = self.open(path, OpenFlags::WRONLY | OpenFlags::CREAT | OpenFlags::TRUNC, 0o644)?;
+        let f = self.open(
+            path,
+            OpenFlags::WRONLY | OpenFlags::CREAT | OpenFlags::TRUNC,
+            0o644,
+        )?;
         f.write(data)?;
         Ok(())
     }
+
     /// Convenience: open read-only and read everything.
     pub fn read_file(&self, path: &[u8]) -> KResult<Vec<u8>> {
         let f = self.open(path, OpenFlags::RDONLY, 0)?;
@@ -171,13 +645,39 @@ impl Vfs {
 impl File {
     /// Read from the current position; 0 at end of file. EISDIR on a directory.
     pub fn read(&self, buf: &mut [u8]) -> KResult<usize> {
-        let _ = buf;
-        todo!()
+        if self.inode.is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        if access_mode(self.flags) == 1 {
+            return Err(Errno::EBADF);
+        }
+        let pos = self.pos.load(Ordering::Relaxed);
+        let n = self.inode.read_at(pos, buf);
+        self.pos.store(pos + n as u64, Ordering::Relaxed);
+        Ok(n)
     }
+
     /// Write at the current position (or the end with O_APPEND). EBADF if not
     /// opened for writing.
     pub fn write(&self, data: &[u8]) -> KResult<usize> {
-        let _ = data;
-        todo!()
+        if access_mode(self.flags) == 0 {
+            return Err(Errno::EBADF);
+        }
+        if self.inode.is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        let pos = if self.flags.contains(OpenFlags::APPEND) {
+            self.inode.size()
+        } else {
+            self.pos.load(Ordering::Relaxed)
+        };
+        let n = self.inode.write_at(pos, data)?;
+        self.pos.store(pos + n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    /// The inode's attributes.
+    pub fn stat(&self) -> Stat {
+        self.inode.stat()
     }
 }

@@ -14,8 +14,11 @@
 //! `fs/tests/loom.rs`. Nothing here knows about dentries.
 
 pub mod atomic;
-// pub mod lockref;
+#[cfg(feature = "std")]
+pub mod host;
+pub mod ilist;
+pub mod lockref;
 pub mod rcu;
-// pub mod rculist;
-// pub mod seqcount;
-// pub mod spinlock;
+pub mod rculist;
+pub mod seqcount;
+pub mod spinlock;

@@ -47,7 +47,10 @@ impl Retired {
             // `from_arc`, and each Retired is reclaimed at most once.
             unsafe { drop(Arc::from_raw(p as *const T)) }
         }
-        Retired { ptr: Arc::into_raw(a) as *mut (), drop_fn: drop_arc::<T> }
+        Retired {
+            ptr: Arc::into_raw(a) as *mut (),
+            drop_fn: drop_arc::<T>,
+        }
     }
 
     /// Retire a `Box`.
@@ -57,7 +60,10 @@ impl Retired {
             // `from_box`, and each Retired is reclaimed at most once.
             unsafe { drop(Box::from_raw(p as *mut T)) }
         }
-        Retired { ptr: Box::into_raw(b) as *mut (), drop_fn: drop_box::<T> }
+        Retired {
+            ptr: Box::into_raw(b) as *mut (),
+            drop_fn: drop_box::<T>,
+        }
     }
 
     /// Run the destructor now. The caller (an RCU implementation) promises a
@@ -102,7 +108,9 @@ impl RcuGuard {
     #[inline]
     pub fn new() -> Self {
         platform::get().rcu_read_lock();
-        RcuGuard { _not_send: PhantomData }
+        RcuGuard {
+            _not_send: PhantomData,
+        }
     }
 }
 
@@ -141,7 +149,15 @@ impl<'g, T> RcuRef<'g, T> {
     /// strong count at least) until a grace period after `'g` ends.
     pub(crate) unsafe fn from_raw(p: *const T) -> Self {
         // SAFETY: guaranteed by the caller.
-        RcuRef { ptr: unsafe { &*p } }
+        RcuRef {
+            ptr: unsafe { &*p },
+        }
+    }
+
+    /// Borrow an object held by an `Arc` that outlives `'g` (for example a
+    /// mount's root dentry) as if it had been found under RCU.
+    pub fn from_arc(a: &'g Arc<T>) -> Self {
+        RcuRef { ptr: a }
     }
 
     /// The plain reference.
@@ -195,7 +211,9 @@ pub struct RcuCell<T: Send + Sync + 'static> {
 impl<T: Send + Sync + 'static> RcuCell<T> {
     /// A cell holding `v`.
     pub fn new(v: Option<Arc<T>>) -> Self {
-        RcuCell { ptr: AtomicPtr::new(into_raw(v)) }
+        RcuCell {
+            ptr: AtomicPtr::new(into_raw(v)),
+        }
     }
 
     /// Read under a guard (acquire: the pointee's initialisation is visible).

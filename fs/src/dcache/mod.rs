@@ -1,0 +1,757 @@
+//! The dentry cache: names → inodes, shaped like Linux `fs/dcache.c`.
+//!
+//! See `docs/lookup-path.md` for the walk-through; in short:
+//!
+//! | lock / counter            | guards                                                        |
+//! |---------------------------|---------------------------------------------------------------|
+//! | `d_lockref` (lock + count) | the dentry's children list, LRU membership, its count        |
+//! | `d_seq` (seqcount)        | name, parent, hash and inode of the dentry, for RCU readers    |
+//! | `dir_seq` (seqcount)      | "the set of children changed": bumped by create/unlink/rename in the directory (noalloc) |
+//! | hash bucket spinlock      | one chain of the global hash table (writers only)             |
+//! | in-lookup bucket spinlock | dentries whose filesystem lookup is in progress               |
+//! | `rename_lock` (seqcount + mutex) | moves between chains and parents (readers retry)       |
+//! | LRU spinlock              | the unused-dentry list and the shrinker                        |
+//! | inode `i_rwsem`           | a directory's entries: shared for lookups that ask the fs, exclusive for changes |
+//!
+//! Lock order: `rename mutex` → `i_rwsem` (ancestor first) → parent `d_lock`
+//! → child `d_lock` → hash / in-lookup bucket → LRU.
+//!
+//! The invariant every RCU reader relies on: a dentry found in a chain
+//! under an RCU guard stays allocated until the guard is dropped; whether it
+//! still *means* what the reader thinks (same parent, same name, same inode)
+//! is proved by re-checking its `d_seq`.
+//!
+//! Memory: each dentry is an `Arc`. The hash chain, the parent's children
+//! list, each child's parent pointer, the LRU and every walk holding a
+//! reference own one strong count each; counts reachable by RCU readers are
+//! released through `call_rcu`. The lockref count is the Linux count: how
+//! many users (walks, open files, children, the tmpfs pin) hold it; at zero
+//! a dentry is either cached on the LRU or killed.
+
+#![deny(unsafe_code)]
+
+pub mod design;
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::ops::Deref;
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use crate::inode::{Inode, SuperBlock};
+use crate::stats::{self, Event};
+use crate::sync::ilist::{ChildList, LruList, Node};
+use crate::sync::lockref::LockRef;
+use crate::sync::rcu::{RcuCell, RcuGuard, RcuRef};
+use crate::sync::rculist::{RcuHashTable, RcuLink, RcuNode};
+use crate::sync::seqcount::SeqCount;
+use crate::sync::spinlock::SpinLock;
+
+/// A dentry: the value plus its intrusive list links.
+pub type Dentry = Node<DentryInner>;
+
+/// Names up to this many bytes live inside the dentry.
+pub const DNAME_INLINE_LEN: usize = 32;
+const WORDS: usize = DNAME_INLINE_LEN / 8;
+
+/// The dentry's filesystem lookup is in progress (in the in-lookup table).
+pub const D_PAR_LOOKUP: u32 = 1 << 0;
+/// Something is mounted here.
+pub const D_MOUNTED: u32 = 1 << 1;
+
+/// A name stored so that RCU readers may read it while a rename rewrites it:
+/// short names in atomic words, long ones behind an RCU pointer. A reader
+/// may see a torn mix; its `d_seq` re-check throws such a read away.
+pub struct DName {
+    len: AtomicUsize,
+    words: [AtomicU64; WORDS],
+    ext: RcuCell<Vec<u8>>,
+}
+
+fn word(name: &[u8], i: usize) -> u64 {
+    let mut b = [0u8; 8];
+    let lo = (i * 8).min(name.len());
+    let hi = (i * 8 + 8).min(name.len());
+    b[..hi - lo].copy_from_slice(&name[lo..hi]);
+    u64::from_le_bytes(b)
+}
+
+impl DName {
+    fn new(name: &[u8]) -> Self {
+        let n = DName {
+            len: AtomicUsize::new(0),
+            words: Default::default(),
+            ext: RcuCell::new(None),
+        };
+        n.set(name);
+        n
+    }
+
+    /// Rewrite (callers hold `d_seq` for writing).
+    fn set(&self, name: &[u8]) {
+        if name.len() <= DNAME_INLINE_LEN {
+            for (i, w) in self.words.iter().enumerate() {
+                w.store(word(name, i), Ordering::Relaxed);
+            }
+            if !self.ext.is_none() {
+                self.ext.replace(None);
+            }
+        } else {
+            self.ext.replace(Some(Arc::new(name.to_vec())));
+        }
+        self.len.store(name.len(), Ordering::Release);
+    }
+
+    /// Does it equal `name`? (A snapshot: validate with `d_seq`.)
+    #[inline]
+    pub fn matches(&self, name: &[u8], g: &RcuGuard) -> bool {
+        if self.len.load(Ordering::Acquire) != name.len() {
+            return false;
+        }
+        if name.len() <= DNAME_INLINE_LEN {
+            (0..name.len().div_ceil(8))
+                .all(|i| self.words[i].load(Ordering::Relaxed) == word(name, i))
+        } else {
+            self.ext.load(g).is_some_and(|e| e.as_slice() == name)
+        }
+    }
+
+    /// A copy of the name.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let len = self.len.load(Ordering::Acquire);
+        if len <= DNAME_INLINE_LEN {
+            let mut v = Vec::with_capacity(len);
+            for w in &self.words {
+                v.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+            }
+            v.truncate(len);
+            v
+        } else {
+            self.ext.get_arc().map(|e| (*e).clone()).unwrap_or_default()
+        }
+    }
+}
+
+/// Fields of a dentry guarded by its `d_lock`.
+pub struct DLocked {
+    pub children: ChildList<DentryInner>,
+}
+
+/// Everything a dentry holds (see the module docs for what guards what).
+pub struct DentryInner {
+    hash_link: RcuLink<Dentry>,
+    hash: AtomicU64,
+    pub name: DName,
+    pub d_seq: SeqCount,
+    pub dir_seq: SeqCount,
+    pub lockref: LockRef<DLocked>,
+    pub parent: RcuCell<Dentry>,
+    pub inode: RcuCell<Inode>,
+    flags: AtomicU32,
+    pub sb: Arc<SuperBlock>,
+}
+
+impl RcuNode for Dentry {
+    fn rcu_link(&self) -> &RcuLink<Self> {
+        &self.hash_link
+    }
+}
+
+impl Drop for DentryInner {
+    fn drop(&mut self) {
+        stats::inc(Event::DentryFree);
+    }
+}
+
+impl DentryInner {
+    /// Flags snapshot.
+    #[inline]
+    pub fn flags(&self) -> u32 {
+        self.flags.load(Ordering::Acquire)
+    }
+    pub(crate) fn set_flag(&self, f: u32) {
+        self.flags.fetch_or(f, Ordering::AcqRel);
+    }
+    pub(crate) fn clear_flag(&self, f: u32) {
+        self.flags.fetch_and(!f, Ordering::AcqRel);
+    }
+    /// The name hash.
+    #[inline]
+    pub fn hash(&self) -> u64 {
+        self.hash.load(Ordering::Relaxed)
+    }
+    /// Is it in the hash table?
+    #[inline]
+    pub fn is_hashed(&self) -> bool {
+        self.hash_link.is_linked()
+    }
+    /// Is it a root (no parent)?
+    pub fn is_root(&self) -> bool {
+        self.parent.is_none()
+    }
+    /// Negative (no inode)? Snapshot.
+    pub fn is_negative(&self) -> bool {
+        self.inode.is_none()
+    }
+    /// Owned inode reference.
+    pub fn inode_arc(&self) -> Option<Arc<Inode>> {
+        self.inode.get_arc()
+    }
+}
+
+/// The global dcache state.
+pub struct Dcache {
+    table: RcuHashTable<Dentry>,
+    hasher: ahash::RandomState,
+    in_lookup: Vec<SpinLock<Vec<Arc<Dentry>>>>,
+    /// Readers: did a rename move any dentry between chains meanwhile?
+    pub rename_seq: SeqCount,
+    /// Serialises renames (Linux `s_vfs_rename_mutex` + `rename_lock`).
+    pub rename_mutex: SpinLock<()>,
+    lru: SpinLock<LruList<DentryInner>>,
+    max_unused: AtomicUsize,
+}
+
+static DCACHE: spin::Once<Dcache> = spin::Once::new();
+
+/// Default limit on unused (LRU) dentries before the shrinker runs.
+pub const DEFAULT_MAX_UNUSED: usize = 1 << 20;
+
+/// The dcache (created on first use, hash seed from the platform clock).
+pub fn dcache() -> &'static Dcache {
+    DCACHE.call_once(|| {
+        let t = crate::platform::get().now_ns();
+        Dcache {
+            table: RcuHashTable::new(16),
+            hasher: ahash::RandomState::with_seeds(
+                t ^ 0x243f_6a88_85a3_08d3,
+                t.rotate_left(17) ^ 0x1319_8a2e_0370_7344,
+                0xa409_3822_299f_31d0,
+                0x082e_fa98_ec4e_6c89,
+            ),
+            in_lookup: (0..256).map(|_| SpinLock::new(Vec::new())).collect(),
+            rename_seq: SeqCount::new(),
+            rename_mutex: SpinLock::new(()),
+            lru: SpinLock::new(LruList::new()),
+            max_unused: AtomicUsize::new(DEFAULT_MAX_UNUSED),
+        }
+    })
+}
+
+/// Set the unused-dentry limit (the shrinker keeps the LRU at or below it).
+pub fn set_max_unused(n: usize) {
+    dcache().max_unused.store(n, Ordering::Relaxed);
+    shrink_to_limit();
+}
+
+/// Number of dentries on the LRU.
+pub fn nr_unused() -> usize {
+    dcache().lru.lock().len()
+}
+
+/// Hash of `name` under `parent` (Linux `full_name_hash` salted by parent).
+#[inline]
+pub fn d_hash(parent: &Dentry, name: &[u8]) -> u64 {
+    dcache()
+        .hasher
+        .hash_one((parent as *const Dentry as usize, name))
+}
+
+/// An owned reference: one lockref count plus the `Arc` that keeps the
+/// memory. Dropping it is `dput`.
+pub struct DRef {
+    d: Option<Arc<Dentry>>,
+}
+
+impl DRef {
+    /// Adopt an `Arc` whose lockref count the caller already took.
+    fn adopt(d: Arc<Dentry>) -> DRef {
+        DRef { d: Some(d) }
+    }
+
+    /// The `Arc` (for pointer comparisons and long-lived links).
+    pub fn arc(&self) -> &Arc<Dentry> {
+        self.d.as_ref().expect("DRef used after drop")
+    }
+
+    /// `dget`: another counted reference.
+    pub fn dget(&self) -> DRef {
+        dget(self.arc())
+    }
+}
+
+impl Deref for DRef {
+    type Target = Dentry;
+    fn deref(&self) -> &Dentry {
+        self.arc()
+    }
+}
+
+impl Drop for DRef {
+    fn drop(&mut self) {
+        if let Some(d) = self.d.take() {
+            dput(d);
+        }
+    }
+}
+
+/// Take a counted reference to a dentry we already know is alive.
+pub fn dget(d: &Arc<Dentry>) -> DRef {
+    d.lockref.get();
+    stats::inc(Event::SharedStore); // the Arc strong count
+    DRef::adopt(d.clone())
+}
+
+/// Take a counted reference unless the dentry is dead
+/// (`lockref_get_not_dead`).
+pub fn dget_not_dead(d: RcuRef<'_, Dentry>) -> Option<DRef> {
+    if d.lockref.get_not_dead() {
+        stats::inc(Event::SharedStore);
+        Some(DRef::adopt(d.to_arc()))
+    } else {
+        None
+    }
+}
+
+/// Allocate a dentry for `name` under `parent` (Linux `d_alloc`): count 1,
+/// on the parent's children list, pinning the parent. Not hashed.
+pub fn d_alloc(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> DRef {
+    let d = Arc::new(Node::new(DentryInner {
+        hash_link: RcuLink::new(),
+        hash: AtomicU64::new(hash),
+        name: DName::new(name),
+        d_seq: SeqCount::new(),
+        dir_seq: SeqCount::new(),
+        lockref: LockRef::new(
+            1,
+            DLocked {
+                children: ChildList::new(),
+            },
+        ),
+        parent: RcuCell::new(Some(parent.clone())),
+        inode: RcuCell::new(None),
+        flags: AtomicU32::new(0),
+        sb: parent.sb.clone(),
+    }));
+    stats::inc(Event::DentryAlloc);
+    // The contended step of the transient design: the parent's d_lock,
+    // to add the child and take the child's reference on the parent.
+    let mut pg = parent.lockref.lock();
+    pg.inc();
+    pg.children.push_back(d.clone());
+    drop(pg);
+    DRef::adopt(d)
+}
+
+/// A root dentry for a new superblock, count 1 (the mount's reference).
+pub fn d_alloc_root(sb: Arc<SuperBlock>, inode: Arc<Inode>) -> DRef {
+    let d = Arc::new(Node::new(DentryInner {
+        hash_link: RcuLink::new(),
+        hash: AtomicU64::new(0),
+        name: DName::new(b"/"),
+        d_seq: SeqCount::new(),
+        dir_seq: SeqCount::new(),
+        lockref: LockRef::new(
+            1,
+            DLocked {
+                children: ChildList::new(),
+            },
+        ),
+        parent: RcuCell::new(None),
+        inode: RcuCell::new(Some(inode)),
+        flags: AtomicU32::new(0),
+        sb,
+    }));
+    stats::inc(Event::DentryAlloc);
+    DRef::adopt(d)
+}
+
+/// Find `name` under `parent` in the hash table, RCU mode (Linux
+/// `__d_lookup_rcu`): no stores. Returns the dentry and the `d_seq` sampled
+/// *before* its parent and name were compared, so that a later
+/// `read_retry` proves the match was real. A miss is not authoritative on
+/// its own (see `rculist` on renames); callers check `rename_seq`.
+#[inline]
+pub fn d_lookup_rcu<'g>(
+    parent: &Dentry,
+    name: &[u8],
+    hash: u64,
+    g: &'g RcuGuard,
+) -> Option<(RcuRef<'g, Dentry>, u32)> {
+    for d in dcache().table.bucket(hash).iter(g) {
+        if d.hash() != hash {
+            continue;
+        }
+        let seq = d.d_seq.raw_begin();
+        if !d.parent.load(g).is_some_and(|p| RcuRef::ptr_eq(p, parent)) {
+            continue;
+        }
+        if !d.is_hashed() || !d.name.matches(name, g) {
+            continue;
+        }
+        return Some((d, seq));
+    }
+    None
+}
+
+/// Find and reference `name` under `parent` (Linux `d_lookup`): retries
+/// while renames move dentries between chains, so a miss is a real miss
+/// at some instant.
+pub fn d_lookup(parent: &Dentry, name: &[u8], hash: u64) -> Option<DRef> {
+    loop {
+        let rs = dcache().rename_seq.read_begin();
+        let g = RcuGuard::new();
+        if let Some((d, seq)) = d_lookup_rcu(parent, name, hash, &g) {
+            if let Some(r) = dget_not_dead(d) {
+                if !d.d_seq.read_retry(seq) {
+                    return Some(r);
+                }
+                // It changed under us: retry from the top.
+                drop(r);
+                continue;
+            }
+        }
+        if !dcache().rename_seq.read_retry(rs) {
+            return None;
+        }
+    }
+}
+
+fn hash_insert(d: &Arc<Dentry>) {
+    dcache().table.bucket(d.hash()).lock().push_front(d.clone());
+}
+
+fn unhash(d: &Dentry) {
+    if d.is_hashed() {
+        dcache().table.bucket(d.hash()).lock().remove(d);
+    }
+}
+
+/// Give `d` its inode (or none: negative) and hash it (Linux `d_add`).
+pub fn d_add(d: &Arc<Dentry>, inode: Option<Arc<Inode>>) {
+    let g = d.lockref.lock();
+    let negative = inode.is_none();
+    d.d_seq.write(|| {
+        d.inode.replace(inode);
+        if !d.is_hashed() {
+            hash_insert(d);
+        }
+    });
+    drop(g);
+    if negative {
+        stats::inc(Event::NegativeCreated);
+    }
+}
+
+/// Turn `d` (negative or fresh) into a positive dentry for `inode` and make
+/// sure it is hashed. Caller holds the parent's `i_rwsem` exclusively and
+/// has opened the parent's `dir_seq` write section.
+pub fn d_instantiate(d: &Arc<Dentry>, inode: Arc<Inode>) {
+    let was_negative_hashed = d.is_hashed() && d.is_negative();
+    d_add(d, Some(inode));
+    if was_negative_hashed {
+        stats::inc(Event::NegativeDestroyed);
+    }
+    // d_add counted a negative creation only for None; nothing else to do.
+}
+
+/// Make `d` unreachable by lookups (Linux `d_drop`). Caller holds the
+/// parent's `i_rwsem` exclusively (and its `dir_seq` write section).
+pub fn d_drop(d: &Dentry) {
+    let g = d.lockref.lock();
+    d.d_seq.write(|| unhash(d));
+    drop(g);
+}
+
+/// Mark `d` negative and unhashed after an unlink/rmdir (Linux
+/// `d_delete` + `d_drop`). Caller as for [`d_drop`].
+pub fn d_delete(d: &Dentry) {
+    let g = d.lockref.lock();
+    d.d_seq.write(|| {
+        unhash(d);
+        d.inode.replace(None);
+    });
+    drop(g);
+}
+
+/// Should a dentry whose last reference is going away stay cached?
+fn retain_dentry(d: &Dentry) -> bool {
+    if !d.is_hashed() {
+        return false;
+    }
+    if !d.is_negative() {
+        return true;
+    }
+    d.sb.design().retain_negative(&d.sb)
+}
+
+/// Drop a reference (Linux `dput`): the fast path is one cmpxchg; the last
+/// reference either parks the dentry on the LRU or kills it, which drops
+/// the reference it held on its parent, and so on up.
+pub fn dput(d: Arc<Dentry>) {
+    stats::inc(Event::SharedStore); // the Arc strong count
+    let mut cur = d;
+    loop {
+        if cur.lockref.put_not_last() {
+            return;
+        }
+        let mut g = cur.lockref.lock();
+        if g.count() > 1 {
+            g.dec();
+            return;
+        }
+        if g.count() <= 0 {
+            // Dead or unbalanced: nothing to do but let go of the memory.
+            return;
+        }
+        if retain_dentry(&cur) {
+            g.set_count(0);
+            lru_add(&cur);
+            drop(g);
+            shrink_to_limit();
+            return;
+        }
+        drop(g);
+        match dentry_kill(cur, true) {
+            Some(parent) => cur = parent,
+            None => return,
+        }
+    }
+}
+
+/// Kill a dentry whose count we believe is our single reference. Takes the
+/// parent's lock, then the dentry's (the documented order), re-checks, and
+/// tears it down. Returns the parent, whose reference the caller must drop.
+/// `honor_retain`: if the dentry became worth caching meanwhile, park it on
+/// the LRU instead (dput); the shrinker passes `false`.
+fn dentry_kill(d: Arc<Dentry>, honor_retain: bool) -> Option<Arc<Dentry>> {
+    let parent = d.parent.get_arc();
+    let mut pg = parent.as_ref().map(|p| p.lockref.lock());
+    let mut g = d.lockref.lock();
+    if g.count() != 1 {
+        // Someone took a reference meanwhile: ours is not the last.
+        if g.count() > 1 {
+            g.dec();
+        }
+        return None;
+    }
+    if honor_retain && retain_dentry(&d) {
+        g.set_count(0);
+        lru_add(&d);
+        return None;
+    }
+    g.mark_dead();
+    let was_negative = d.is_negative();
+    let was_hashed = d.is_hashed();
+    d.d_seq.write(|| {
+        unhash(&d);
+        d.inode.replace(None);
+    });
+    if let Some(pg) = pg.as_mut() {
+        drop(pg.children.remove(&d));
+    }
+    lru_del(&d);
+    drop(g);
+    drop(pg);
+    if was_negative && was_hashed {
+        stats::inc(Event::NegativeDestroyed);
+    }
+    parent
+}
+
+/// Put an unused dentry on the LRU (caller holds its `d_lock`).
+fn lru_add(d: &Arc<Dentry>) {
+    if !d.on_lru() {
+        dcache().lru.lock().push_back(d.clone());
+    }
+}
+
+/// Take a dentry off the LRU (caller holds its `d_lock`).
+fn lru_del(d: &Dentry) {
+    if d.on_lru() {
+        drop(dcache().lru.lock().remove(d));
+    }
+}
+
+/// Run the shrinker until the LRU is within its limit.
+pub fn shrink_to_limit() {
+    let dc = dcache();
+    let max = dc.max_unused.load(Ordering::Relaxed);
+    loop {
+        let victim = {
+            let mut lru = dc.lru.lock();
+            if lru.len() <= max {
+                return;
+            }
+            lru.pop_front()
+        };
+        let Some(v) = victim else { return };
+        shrink_one(v);
+    }
+}
+
+/// Drop every unused dentry (tests, remount).
+pub fn shrink_all() {
+    loop {
+        let victim = dcache().lru.lock().pop_front();
+        let Some(v) = victim else { return };
+        shrink_one(v);
+    }
+}
+
+fn shrink_one(v: Arc<Dentry>) {
+    // It is off the LRU now. If unused, revive it to count 1 and kill it
+    // through the normal path; if someone uses it, just leave it (the last
+    // dput will park it again).
+    let mut g = v.lockref.lock();
+    if g.count() != 0 {
+        return;
+    }
+    g.set_count(1);
+    drop(g);
+    stats::inc(Event::Shrunk);
+    // Kill it directly: the retain policy would keep it (the shrinker's
+    // decision overrides it).
+    if let Some(parent) = dentry_kill(v, false) {
+        dput(parent);
+    }
+}
+
+/// The outcome of [`d_alloc_parallel`].
+pub enum Parallel {
+    /// Someone else had it (or finished looking it up meanwhile).
+    Found(DRef),
+    /// A fresh dentry in the in-lookup table: ask the filesystem, then
+    /// `d_add` and [`d_lookup_done`].
+    InLookup(DRef),
+}
+
+fn in_lookup_bucket(hash: u64) -> &'static SpinLock<Vec<Arc<Dentry>>> {
+    let b = &dcache().in_lookup;
+    &b[(hash as usize ^ (hash >> 40) as usize) % b.len()]
+}
+
+/// Allocate a dentry for a lookup that must ask the filesystem, making sure
+/// only one such lookup per (parent, name) is in flight (Linux
+/// `d_alloc_parallel`). Caller holds the parent's `i_rwsem` shared.
+pub fn d_alloc_parallel(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> Parallel {
+    let new = d_alloc(parent, name, hash);
+    loop {
+        if let Some(d) = d_lookup(parent, name, hash) {
+            return Parallel::Found(d);
+        }
+        let mut b = in_lookup_bucket(hash).lock();
+        let g = RcuGuard::new();
+        let other = b
+            .iter()
+            .find(|o| {
+                o.hash() == hash
+                    && o.parent
+                        .load(&g)
+                        .is_some_and(|p| core::ptr::eq(p.get(), &**parent))
+                    && o.name.matches(name, &g)
+            })
+            .cloned();
+        drop(g);
+        match other {
+            Some(o) => {
+                drop(b);
+                // Wait for the other lookup to finish, then look again.
+                while o.flags() & D_PAR_LOOKUP != 0 {
+                    crate::sync::atomic::spin_loop();
+                }
+            }
+            None => {
+                new.set_flag(D_PAR_LOOKUP);
+                b.push(new.arc().clone());
+                return Parallel::InLookup(new);
+            }
+        }
+    }
+}
+
+/// The filesystem lookup of an in-lookup dentry is over (Linux
+/// `d_lookup_done`).
+pub fn d_lookup_done(d: &Dentry) {
+    let mut b = in_lookup_bucket(d.hash()).lock();
+    if let Some(i) = b.iter().position(|o| core::ptr::eq(&***o, &**d)) {
+        b.swap_remove(i);
+    }
+    d.clear_flag(D_PAR_LOOKUP);
+}
+
+/// Move `d` to `new_parent` under `new_name` (Linux `d_move`). Caller holds
+/// the rename mutex and both parents' `i_rwsem` exclusively, and has
+/// dropped any target dentry already.
+pub fn d_move(d: &Arc<Dentry>, new_parent: &Arc<Dentry>, new_name: &[u8]) {
+    let dc = dcache();
+    let old_parent = d.parent.get_arc().expect("d_move of a root");
+    let new_hash = d_hash(new_parent, new_name);
+    dc.rename_seq.write_begin();
+    // Parents' locks in address order (both are stable under the rename
+    // mutex), then the dentry's.
+    let same = Arc::ptr_eq(&old_parent, new_parent);
+    let (mut g1, mut g2) = if same {
+        (old_parent.lockref.lock(), None)
+    } else if (Arc::as_ptr(&old_parent) as usize) < (Arc::as_ptr(new_parent) as usize) {
+        let a = old_parent.lockref.lock();
+        let b = new_parent.lockref.lock();
+        (a, Some(b))
+    } else {
+        let b = new_parent.lockref.lock();
+        let a = old_parent.lockref.lock();
+        (a, Some(b))
+    };
+    let dg = d.lockref.lock();
+    d.d_seq.write(|| {
+        unhash(d);
+        d.name.set(new_name);
+        d.hash.store(new_hash, Ordering::Relaxed);
+        if !same {
+            let child = g1
+                .children
+                .remove(d)
+                .expect("d_move: not on old parent's list");
+            g1.dec();
+            let g2 = g2.as_mut().expect("two parents");
+            g2.inc();
+            g2.children.push_back(child);
+            d.parent.replace(Some(new_parent.clone()));
+        }
+        hash_insert(d);
+    });
+    drop(dg);
+    drop(g2);
+    drop(g1);
+    dc.rename_seq.write_end();
+}
+
+/// Owned references to the positive children of `dir` (readdir).
+pub fn children(dir: &Dentry) -> Vec<Arc<Dentry>> {
+    let g = dir.lockref.lock();
+    g.children
+        .to_vec()
+        .into_iter()
+        .filter(|c| c.is_hashed() && !c.is_negative())
+        .collect()
+}
+
+/// Does `dir` have positive children? (rmdir's emptiness test)
+pub fn has_positive_children(dir: &Dentry) -> bool {
+    let g = dir.lockref.lock();
+    let any = g.children.iter().any(|c| c.is_hashed() && !c.is_negative());
+    drop(g);
+    any
+}
+
+/// Is `a` an ancestor of (or equal to) `b`, within one filesystem? Stable
+/// under the rename mutex.
+pub fn is_ancestor(a: &Dentry, b: &Arc<Dentry>) -> bool {
+    let mut cur = Some(b.clone());
+    while let Some(c) = cur {
+        if core::ptr::eq(&*c, a) {
+            return true;
+        }
+        cur = c.parent.get_arc();
+    }
+    false
+}

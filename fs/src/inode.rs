@@ -1,0 +1,214 @@
+//! Inodes and superblocks: what a dentry names.
+//!
+//! An inode carries the attributes `stat` reports (as atomics, so an
+//! RCU-walk can read them without locks and validate with the dentry's
+//! `d_seq`), the directory's `i_rwsem`, and the file's bytes or the
+//! symlink's target. A superblock is one mounted filesystem instance: its
+//! ENOENT design, whether its dcache is complete (tmpfs) and its operations.
+//!
+//! Touches: nothing global but the inode-number counter of its superblock.
+
+#![deny(unsafe_code)]
+
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use crate::dcache::design::{self, EnoentDesign};
+use crate::errno::KResult;
+use crate::sync::spinlock::{RwSem, SpinLock};
+use crate::vfs::{FileType, Stat};
+
+/// One file, directory or symlink.
+pub struct Inode {
+    pub ino: u64,
+    pub kind: FileType,
+    mode: AtomicU32,
+    nlink: AtomicU32,
+    uid: AtomicU32,
+    gid: AtomicU32,
+    size: AtomicU64,
+    /// Set when a directory is removed: nothing may be created in it.
+    dead: AtomicBool,
+    /// The directory lock (`i_rwsem`): shared by lookups that ask the
+    /// filesystem, exclusive for changes of the directory's entries.
+    pub i_rwsem: RwSem,
+    /// File contents (regular files).
+    data: SpinLock<Vec<u8>>,
+    /// Symlink target (immutable after creation).
+    link: Box<[u8]>,
+}
+
+impl Inode {
+    /// A new inode.
+    pub fn new(ino: u64, kind: FileType, mode: u32, link: &[u8]) -> Self {
+        Inode {
+            ino,
+            kind,
+            mode: AtomicU32::new(mode & 0o7777),
+            nlink: AtomicU32::new(if kind == FileType::Dir { 2 } else { 1 }),
+            uid: AtomicU32::new(0),
+            gid: AtomicU32::new(0),
+            size: AtomicU64::new(if kind == FileType::Symlink {
+                link.len() as u64
+            } else {
+                0
+            }),
+            dead: AtomicBool::new(false),
+            i_rwsem: RwSem::new(),
+            data: SpinLock::new(Vec::new()),
+            link: link.into(),
+        }
+    }
+
+    /// Is it a directory?
+    #[inline]
+    pub fn is_dir(&self) -> bool {
+        self.kind == FileType::Dir
+    }
+
+    /// Is it a symlink?
+    #[inline]
+    pub fn is_symlink(&self) -> bool {
+        self.kind == FileType::Symlink
+    }
+
+    /// The symlink target.
+    pub fn link_body(&self) -> &[u8] {
+        &self.link
+    }
+
+    /// Attributes for `stat` (lock-free reads).
+    pub fn stat(&self) -> Stat {
+        Stat {
+            ino: self.ino,
+            kind: self.kind,
+            size: self.size.load(Ordering::Relaxed),
+            mode: self.mode.load(Ordering::Relaxed),
+            nlink: self.nlink.load(Ordering::Relaxed),
+            uid: self.uid.load(Ordering::Relaxed),
+            gid: self.gid.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Set owner, group and mode (filesystems that learn them late).
+    pub fn set_owner(&self, uid: u32, gid: u32, mode: u32) {
+        self.uid.store(uid, Ordering::Relaxed);
+        self.gid.store(gid, Ordering::Relaxed);
+        self.mode.store(mode & 0o7777, Ordering::Relaxed);
+    }
+
+    /// Set the size attribute (filesystems whose data lives elsewhere).
+    pub fn set_size(&self, size: u64) {
+        self.size.store(size, Ordering::Relaxed);
+    }
+
+    pub(crate) fn inc_nlink(&self) {
+        self.nlink.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn dec_nlink(&self) {
+        let _ = self
+            .nlink
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    }
+
+    pub(crate) fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn mark_dead(&self) {
+        self.dead.store(true, Ordering::Release);
+    }
+
+    /// Read file bytes at `off`.
+    pub fn read_at(&self, off: u64, buf: &mut [u8]) -> usize {
+        let d = self.data.lock();
+        let off = off.min(d.len() as u64) as usize;
+        let n = buf.len().min(d.len() - off);
+        buf[..n].copy_from_slice(&d[off..off + n]);
+        n
+    }
+
+    /// Write file bytes at `off` (extending with zeros).
+    pub fn write_at(&self, off: u64, data: &[u8]) -> KResult<usize> {
+        let mut d = self.data.lock();
+        let off = usize::try_from(off).map_err(|_| crate::Errno::EINVAL)?;
+        let end = off.checked_add(data.len()).ok_or(crate::Errno::EINVAL)?;
+        if d.len() < end {
+            let extra = end - d.len();
+            d.try_reserve(extra).map_err(|_| crate::Errno::ENOMEM)?;
+            d.resize(end, 0);
+        }
+        d[off..end].copy_from_slice(data);
+        self.size.store(d.len() as u64, Ordering::Relaxed);
+        Ok(data.len())
+    }
+
+    /// Truncate to zero length.
+    pub fn truncate(&self) {
+        let mut d = self.data.lock();
+        d.clear();
+        self.size.store(0, Ordering::Relaxed);
+    }
+
+    /// Current size.
+    pub fn size(&self) -> u64 {
+        self.size.load(Ordering::Relaxed)
+    }
+}
+
+/// What a filesystem type provides to the VFS.
+pub trait FsOps: Send + Sync {
+    /// Name of the type ("tmpfs", "cifs").
+    fn fs_type(&self) -> &'static str;
+    /// Ask the filesystem for `name` in directory `dir` (the dcache had no
+    /// entry). `Ok(None)` means it does not exist. Called with `dir`'s
+    /// `i_rwsem` held shared.
+    fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> KResult<Option<Arc<Inode>>>;
+    /// Can entries be created or removed by the VFS in this filesystem?
+    fn writable(&self) -> bool;
+}
+
+/// One mounted filesystem instance.
+pub struct SuperBlock {
+    pub id: u64,
+    design: AtomicUsize,
+    /// The dcache holds every entry of every directory (tmpfs): a miss is
+    /// the truth, no need to ask the filesystem.
+    pub complete: bool,
+    next_ino: AtomicU64,
+    pub ops: Box<dyn FsOps>,
+}
+
+static NEXT_SB: AtomicU64 = AtomicU64::new(1);
+
+impl SuperBlock {
+    /// A superblock with the given design index and operations.
+    pub fn new(design: usize, complete: bool, ops: Box<dyn FsOps>) -> Self {
+        SuperBlock {
+            id: NEXT_SB.fetch_add(1, Ordering::Relaxed),
+            design: AtomicUsize::new(design),
+            complete,
+            next_ino: AtomicU64::new(1),
+            ops,
+        }
+    }
+
+    /// The ENOENT design of this mount.
+    #[inline]
+    pub fn design(&self) -> &'static dyn EnoentDesign {
+        design::DESIGNS[self.design.load(Ordering::Relaxed)]
+    }
+
+    /// Switch the ENOENT design (remount).
+    pub fn set_design(&self, idx: usize) {
+        self.design.store(idx, Ordering::Relaxed);
+    }
+
+    /// A fresh inode number.
+    pub fn alloc_ino(&self) -> u64 {
+        self.next_ino.fetch_add(1, Ordering::Relaxed)
+    }
+}

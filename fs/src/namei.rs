@@ -1,0 +1,782 @@
+//! The path walk, shaped and named like Linux `fs/namei.c`.
+//!
+//! A walk resolves a path one component at a time:
+//!
+//! ```text
+//! filename_lookup ── path_lookupat(RCU) ──► ok / errno
+//!        │                 │ Restart (a sequence check failed, could not unlazy)
+//!        │                 ▼
+//!        └────────── path_lookupat(REF) ──► ok / errno
+//!
+//! path_lookupat = path_init → link_path_walk → lookup_last → complete_walk
+//! link_path_walk: for each component but the last → walk_component
+//! walk_component: "." / ".." → handle_dots; else lookup_fast, or
+//!                 try_to_unlazy + lookup_slow → step_into
+//! step_into: cross mounts, follow symlinks (≤ 40), or move onto the child
+//! ```
+//!
+//! **RCU-walk** holds no references and stores nothing shared: positions are
+//! [`RcuRef`]s, each with the `d_seq` sampled when we stepped on it. Where
+//! the locked walk would take a reference we sample a sequence; where it
+//! would drop one we re-check it. So the lockless walk only ever decides
+//! what the locked walk could have decided.
+//!
+//! **try_to_unlazy** turns the current position into a counted reference
+//! (validating its `d_seq` and `mount_seq`) and continues in **ref-walk**;
+//! if that fails the whole walk restarts in ref-walk. Each handover is
+//! counted with its [`FallbackReason`].
+//!
+//! Differences from Linux, on purpose: (1) the RCU guard is held for the
+//! whole walk, also in ref-walk (our tmpfs lookups never sleep); (2) `stat`
+//! reads the attributes inside the RCU-walk and validates them with `d_seq`
+//! instead of taking a reference in `complete_walk` (Linux's statx always
+//! ends with a reference on the target); (3) a noalloc miss can end the walk
+//! in RCU mode with ENOENT (see `dcache::design`).
+//!
+//! Touches: dcache, mounts, inodes (read), the directory `i_rwsem` (shared,
+//! in `lookup_slow`), counters and traces.
+
+#![deny(unsafe_code)]
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::ops::Deref;
+
+use crate::dcache::{
+    self, d_hash, d_lookup, d_lookup_rcu, design::SlowMiss, DRef, Dentry, D_MOUNTED,
+};
+use crate::errno::{Errno, KResult};
+use crate::inode::Inode;
+use crate::mount::Mount;
+use crate::stats::{self, Event, FallbackReason};
+use crate::sync::rcu::{RcuGuard, RcuRef};
+use crate::trace;
+use crate::vfs::Vfs;
+
+/// Longest path (bytes, without the NUL), as Linux `PATH_MAX - 1`.
+pub const PATH_MAX: usize = 4096;
+/// Longest component.
+pub const NAME_MAX: usize = 255;
+/// Most symlinks followed in one walk (Linux `MAXSYMLINKS`).
+pub const MAXSYMLINKS: u32 = 40;
+
+/// Why a walk step stopped: an answer for the caller, or "start over with
+/// references" (Linux `-ECHILD`), which never escapes `filename_lookup`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WalkErr {
+    Errno(Errno),
+    Restart,
+}
+
+impl From<Errno> for WalkErr {
+    fn from(e: Errno) -> Self {
+        WalkErr::Errno(e)
+    }
+}
+
+type WResult<T> = Result<T, WalkErr>;
+
+/// The kind of the last component (Linux `LAST_NORM` …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LastType {
+    Norm,
+    Dot,
+    DotDot,
+    Root,
+}
+
+/// The last component of a path, not yet walked.
+#[derive(Debug, Clone, Copy)]
+pub struct Last<'p> {
+    pub name: &'p [u8],
+    pub kind: LastType,
+    /// The path ended with `/` after this component.
+    pub trailing: bool,
+}
+
+/// A walk position: borrowed under RCU, or counted.
+pub enum Pos<'g> {
+    Rcu(RcuRef<'g, Dentry>),
+    Ref(DRef),
+}
+
+impl Deref for Pos<'_> {
+    type Target = Dentry;
+    fn deref(&self) -> &Dentry {
+        match self {
+            Pos::Rcu(r) => r.get(),
+            Pos::Ref(r) => r,
+        }
+    }
+}
+
+/// Walk state (Linux `struct nameidata`).
+pub struct Nd<'g> {
+    g: &'g RcuGuard,
+    vfs: &'g Vfs,
+    /// In RCU-walk?
+    pub rcu: bool,
+    mnt: &'g Arc<Mount>,
+    d: Pos<'g>,
+    /// `d_seq` of `d`, sampled when we stepped on it (RCU-walk).
+    seq: u32,
+    /// `mount_seq` at the start.
+    m_seq: u32,
+    /// Symlinks followed so far.
+    nlinks: u32,
+}
+
+fn name_str(n: &[u8]) -> &str {
+    core::str::from_utf8(n).unwrap_or("<non-utf8>")
+}
+
+impl<'g> Nd<'g> {
+    /// Linux `path_init`: start at the namespace root (all our paths are
+    /// absolute; a relative one is taken relative to the root too).
+    fn path_init(g: &'g RcuGuard, vfs: &'g Vfs, rcu: bool) -> Self {
+        let mnt = vfs.root_mount();
+        let m_seq = vfs.mounts.seq.raw_begin();
+        let (d, seq) = if rcu {
+            let r = RcuRef::from_arc(mnt.root_arc());
+            (Pos::Rcu(r), r.d_seq.raw_begin())
+        } else {
+            (Pos::Ref(mnt.root.dget()), 0)
+        };
+        Nd {
+            g,
+            vfs,
+            rcu,
+            mnt,
+            d,
+            seq,
+            m_seq,
+            nlinks: 0,
+        }
+    }
+
+    fn mode(&self) -> &'static str {
+        if self.rcu {
+            "rcu"
+        } else {
+            "ref"
+        }
+    }
+
+    /// Make `Pos` for a dentry found under our guard.
+    fn pos(&self, d: RcuRef<'g, Dentry>) -> WResult<Pos<'g>> {
+        if self.rcu {
+            Ok(Pos::Rcu(d))
+        } else {
+            dcache::dget_not_dead(d)
+                .map(Pos::Ref)
+                .ok_or(WalkErr::Errno(Errno::ENOENT))
+        }
+    }
+
+    /// The inode of the current position (a directory, or we would not be
+    /// walking through it).
+    fn inode(&self) -> Option<RcuRef<'g, Inode>> {
+        self.d.inode.load(self.g)
+    }
+
+    /// Linux `try_to_unlazy`: leave RCU-walk, keeping the current position
+    /// by taking a counted reference on it. On failure nothing may touch the
+    /// walk state: the caller returns `Restart` and the walk starts over in
+    /// ref-walk.
+    fn try_to_unlazy(&mut self, why: FallbackReason) -> WResult<()> {
+        debug_assert!(self.rcu, "try_to_unlazy outside RCU-walk");
+        stats::fallback(why);
+        trace!("  unlazy: leaving rcu-walk, reason={}", why.name());
+        // Nothing was mounted or unmounted since we started.
+        if self.vfs.mounts.seq.read_retry(self.m_seq) {
+            trace!("  unlazy failed: mount_seq changed -> restart in ref-walk");
+            return Err(WalkErr::Restart);
+        }
+        let Pos::Rcu(r) = self.d else { return Ok(()) };
+        let Some(held) = dcache::dget_not_dead(r) else {
+            trace!("  unlazy failed: dentry is dead -> restart in ref-walk");
+            return Err(WalkErr::Restart);
+        };
+        // The dentry we hold is still the one we walked onto: its name,
+        // parent and inode did not change since we sampled d_seq.
+        if r.d_seq.read_retry(self.seq) {
+            trace!(
+                "  unlazy failed: d_seq {} moved -> restart in ref-walk",
+                self.seq
+            );
+            drop(held);
+            return Err(WalkErr::Restart);
+        }
+        self.d = Pos::Ref(held);
+        self.rcu = false;
+        Ok(())
+    }
+
+    /// A sequence check failed in RCU-walk: count it and restart.
+    fn restart(&self, why: FallbackReason) -> WalkErr {
+        stats::fallback(why);
+        trace!("  {} check failed -> restart in ref-walk", why.name());
+        WalkErr::Restart
+    }
+
+    /// Linux `handle_dots`: `.` stays, `..` goes up (across mount roots,
+    /// never above the namespace root).
+    fn handle_dots(&mut self, kind: LastType) -> WResult<()> {
+        if kind != LastType::DotDot {
+            return Ok(());
+        }
+        loop {
+            let mnt: &'g Arc<Mount> = self.mnt;
+            let at_mnt_root = core::ptr::eq(&*self.d, &**mnt.root_arc());
+            if !at_mnt_root {
+                break;
+            }
+            match (&mnt.parent, &mnt.mountpoint) {
+                (Some(parent_mnt), Some(mp)) => {
+                    // Up to the mountpoint in the parent mount (which the
+                    // child mount keeps alive).
+                    trace!(
+                        "  ..: mount root -> mountpoint in parent mount {}",
+                        parent_mnt.id
+                    );
+                    let mp_arc = mp.arc();
+                    self.d = if self.rcu {
+                        let r = RcuRef::from_arc(mp_arc);
+                        self.seq = r.d_seq.raw_begin();
+                        Pos::Rcu(r)
+                    } else {
+                        Pos::Ref(mp.dget())
+                    };
+                    self.mnt = parent_mnt;
+                }
+                _ => return Ok(()), // the namespace root: `..` stays
+            }
+        }
+        let Some(parent) = self.d.parent.load(self.g) else {
+            return Ok(());
+        };
+        if self.rcu {
+            let pseq = parent.d_seq.raw_begin();
+            // The child still had this parent when we read it.
+            if self.d.d_seq.read_retry(self.seq) {
+                return Err(self.restart(FallbackReason::DentrySeq));
+            }
+            self.d = Pos::Rcu(parent);
+            self.seq = pseq;
+        } else {
+            self.d = self.pos(parent)?;
+        }
+        trace!("  ..: up to parent ({})", self.mode());
+        Ok(())
+    }
+
+    /// Linux `lookup_fast` in RCU mode. `Ok(Some)`: found (dentry + seq).
+    /// `Ok(None)`: not in the dcache (and not an authoritative miss).
+    fn lookup_fast_rcu(
+        &mut self,
+        name: &[u8],
+        hash: u64,
+    ) -> WResult<Option<(RcuRef<'g, Dentry>, u32)>> {
+        let parent = match &self.d {
+            Pos::Rcu(r) => *r,
+            Pos::Ref(_) => unreachable!("lookup_fast_rcu in ref-walk"),
+        };
+        // Sample before searching: if the directory's children or any
+        // chain change meanwhile, a miss proves nothing.
+        let dseq = parent.dir_seq.raw_begin();
+        let rseq = dcache::dcache().rename_seq.raw_begin();
+        if let Some((child, cseq)) = d_lookup_rcu(&parent, name, hash, self.g) {
+            // The parent did not change since we stepped on it: the
+            // ref-walk would be holding it here.
+            if parent.d_seq.read_retry(self.seq) {
+                return Err(self.restart(FallbackReason::DentrySeq));
+            }
+            trace!(
+                "  lookup_fast \"{}\" hash={:#018x}: found dentry, d_seq={} (rcu)",
+                name_str(name),
+                hash,
+                cseq
+            );
+            return Ok(Some((child, cseq)));
+        }
+        let sb = &parent.sb;
+        if sb.design().rcu_miss_is_enoent(sb) {
+            let (d_now, r_now) = (parent.dir_seq.peek(), dcache::dcache().rename_seq.peek());
+            if parent.dir_seq.read_retry(dseq) {
+                trace!(
+                    "  lookup_fast \"{}\": miss, but dir_seq {} -> {}",
+                    name_str(name),
+                    dseq,
+                    d_now
+                );
+                self.try_to_unlazy(FallbackReason::DirSeq)?;
+                return Ok(None);
+            }
+            if dcache::dcache().rename_seq.read_retry(rseq) {
+                trace!(
+                    "  lookup_fast \"{}\": miss, but rename_seq {} -> {}",
+                    name_str(name),
+                    rseq,
+                    r_now
+                );
+                self.try_to_unlazy(FallbackReason::GlobalSeq)?;
+                return Ok(None);
+            }
+            if parent.d_seq.read_retry(self.seq) {
+                return Err(self.restart(FallbackReason::DentrySeq));
+            }
+            trace!(
+                "  lookup_fast \"{}\" hash={:#018x}: miss; dir_seq={} rename_seq={} unchanged -> ENOENT, nothing allocated ({})",
+                name_str(name),
+                hash,
+                dseq,
+                rseq,
+                sb.design().name()
+            );
+            return Err(WalkErr::Errno(Errno::ENOENT));
+        }
+        trace!(
+            "  lookup_fast \"{}\" hash={:#018x}: miss ({})",
+            name_str(name),
+            hash,
+            sb.design().name()
+        );
+        self.try_to_unlazy(FallbackReason::CacheMiss)?;
+        Ok(None)
+    }
+
+    /// Linux `lookup_slow`: ask the filesystem with the directory lock held
+    /// shared; the design decides whether a miss allocates.
+    fn lookup_slow(&mut self, name: &[u8], hash: u64) -> WResult<DRef> {
+        let Pos::Ref(parent) = &self.d else {
+            unreachable!("lookup_slow in RCU-walk")
+        };
+        let dir = parent.inode_arc().ok_or(Errno::ENOENT)?;
+        let _shared = dir.i_rwsem.read();
+        // Look again under the lock: somebody may have created it.
+        if let Some(d) = d_lookup(parent, name, hash) {
+            trace!("  lookup_slow \"{}\": found under i_rwsem", name_str(name));
+            return Ok(d);
+        }
+        let sb = parent.sb.clone();
+        match sb.design().slow_miss(&sb) {
+            SlowMiss::Enoent => {
+                trace!(
+                    "  lookup_slow \"{}\": miss under i_rwsem -> ENOENT, nothing allocated",
+                    name_str(name)
+                );
+                Err(WalkErr::Errno(Errno::ENOENT))
+            }
+            SlowMiss::AllocAndAsk => match dcache::d_alloc_parallel(parent.arc(), name, hash) {
+                dcache::Parallel::Found(d) => {
+                    trace!(
+                        "  lookup_slow \"{}\": d_alloc_parallel found it",
+                        name_str(name)
+                    );
+                    Ok(d)
+                }
+                dcache::Parallel::InLookup(d) => {
+                    let r = sb.ops.lookup(&sb, &dir, name);
+                    let res = match r {
+                        Ok(inode) => {
+                            trace!(
+                                "  lookup_slow \"{}\": d_alloc_parallel -> in-lookup; {} lookup -> {}; d_add",
+                                name_str(name),
+                                sb.ops.fs_type(),
+                                if inode.is_some() { "positive" } else { "negative" }
+                            );
+                            dcache::d_add(d.arc(), inode);
+                            Ok(())
+                        }
+                        Err(e) => Err(e),
+                    };
+                    dcache::d_lookup_done(&d);
+                    res?;
+                    Ok(d)
+                }
+            },
+        }
+    }
+
+    /// Linux `walk_component` for a normal name. Returns a symlink body to
+    /// follow, or `None` once we stand on the child.
+    fn walk_component(&mut self, name: &'g [u8], follow: bool) -> WResult<Option<&'g [u8]>> {
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG.into());
+        }
+        let hash = d_hash(&self.d, name);
+        if self.rcu {
+            if let Some((child, cseq)) = self.lookup_fast_rcu(name, hash)? {
+                return self.step_into(Pos::Rcu(child), cseq, follow);
+            }
+        }
+        // Ref-walk (from the start, or just unlazied).
+        let child = match d_lookup(&self.d, name, hash) {
+            Some(d) => {
+                trace!("  lookup_fast \"{}\": found (ref)", name_str(name));
+                d
+            }
+            None => self.lookup_slow(name, hash)?,
+        };
+        self.step_into(Pos::Ref(child), 0, follow)
+    }
+
+    /// Linux `step_into`: cross mounts on the child, then follow a symlink
+    /// or move onto it. Negative → ENOENT.
+    fn step_into(
+        &mut self,
+        mut child: Pos<'g>,
+        mut cseq: u32,
+        follow: bool,
+    ) -> WResult<Option<&'g [u8]>> {
+        let mut mnt = self.mnt;
+        while child.flags() & D_MOUNTED != 0 {
+            let Some(m) = self.vfs.mounts.lookup(mnt, &child, self.g) else {
+                break;
+            };
+            trace!(
+                "  step_into: crossing into mount {} ({})",
+                m.id,
+                m.sb.ops.fs_type()
+            );
+            mnt = m;
+            child = if self.rcu {
+                let r = RcuRef::from_arc(m.root_arc());
+                cseq = r.d_seq.raw_begin();
+                Pos::Rcu(r)
+            } else {
+                Pos::Ref(m.root.dget())
+            };
+        }
+        let inode = child.inode.load(self.g);
+        // What we read of the child (inode, mount flag) belongs to the name
+        // we matched: nothing renamed or instantiated it meanwhile.
+        if self.rcu && child.d_seq.read_retry(cseq) {
+            return Err(self.restart(FallbackReason::DentrySeq));
+        }
+        let Some(inode) = inode else {
+            trace!("  step_into: negative dentry -> ENOENT ({})", self.mode());
+            return Err(Errno::ENOENT.into());
+        };
+        if inode.is_symlink() && follow {
+            self.nlinks += 1;
+            if self.nlinks > MAXSYMLINKS {
+                return Err(Errno::ELOOP.into());
+            }
+            let body: &'g [u8] = inode.get().link_body();
+            trace!(
+                "  step_into: symlink -> \"{}\" (follow #{})",
+                name_str(body),
+                self.nlinks
+            );
+            if body.is_empty() {
+                return Err(Errno::ENOENT.into());
+            }
+            return Ok(Some(body));
+        }
+        self.mnt = mnt;
+        self.d = child;
+        self.seq = cseq;
+        Ok(None)
+    }
+
+    /// Jump to the namespace root (an absolute symlink body).
+    fn jump_root(&mut self) {
+        let mnt = self.vfs.root_mount();
+        self.mnt = mnt;
+        if self.rcu {
+            let r = RcuRef::from_arc(mnt.root_arc());
+            self.seq = r.d_seq.raw_begin();
+            self.d = Pos::Rcu(r);
+        } else {
+            self.d = Pos::Ref(mnt.root.dget());
+        }
+    }
+
+    /// The current position must be a directory to walk through it.
+    fn may_lookup(&self) -> WResult<()> {
+        match self.inode() {
+            Some(i) if i.is_dir() => Ok(()),
+            Some(_) => Err(Errno::ENOTDIR.into()),
+            None => Err(Errno::ENOENT.into()),
+        }
+    }
+
+    /// Linux `link_path_walk`: walk every component but the last one of the
+    /// outermost path; returns that last one.
+    fn link_path_walk(&mut self, path: &'g [u8]) -> WResult<Last<'g>> {
+        let mut stack: Vec<&'g [u8]> = Vec::new();
+        let mut rest = path;
+        loop {
+            while rest.first() == Some(&b'/') {
+                rest = &rest[1..];
+            }
+            if rest.is_empty() {
+                match stack.pop() {
+                    Some(s) => {
+                        rest = s;
+                        continue;
+                    }
+                    None => {
+                        return Ok(Last {
+                            name: b"/",
+                            kind: LastType::Root,
+                            trailing: false,
+                        })
+                    }
+                }
+            }
+            let end = rest.iter().position(|&c| c == b'/').unwrap_or(rest.len());
+            let (comp, mut after) = rest.split_at(end);
+            let trailing = !after.is_empty();
+            while after.first() == Some(&b'/') {
+                after = &after[1..];
+            }
+            let kind = match comp {
+                b"." => LastType::Dot,
+                b".." => LastType::DotDot,
+                _ => LastType::Norm,
+            };
+            if comp.len() > NAME_MAX {
+                return Err(Errno::ENAMETOOLONG.into());
+            }
+            if after.is_empty() && stack.is_empty() {
+                return Ok(Last {
+                    name: comp,
+                    kind,
+                    trailing,
+                });
+            }
+            self.may_lookup()?;
+            if kind != LastType::Norm {
+                self.handle_dots(kind)?;
+            } else if let Some(body) = self.walk_component(comp, true)? {
+                if !after.is_empty() {
+                    stack.push(after);
+                }
+                if body.first() == Some(&b'/') {
+                    self.jump_root();
+                }
+                rest = body;
+                continue;
+            }
+            rest = after;
+        }
+    }
+
+    /// Linux `lookup_last` + the trailing-symlink loop of `path_lookupat`:
+    /// resolve the final component.
+    fn lookup_last(&mut self, mut last: Last<'g>, follow: bool) -> WResult<()> {
+        loop {
+            match last.kind {
+                LastType::Root => return Ok(()),
+                LastType::Dot | LastType::DotDot => {
+                    self.may_lookup()?;
+                    return self.handle_dots(last.kind);
+                }
+                LastType::Norm => {
+                    self.may_lookup()?;
+                    match self.walk_component(last.name, follow || last.trailing)? {
+                        None => return Ok(()),
+                        Some(body) => {
+                            let trailing = last.trailing;
+                            if body.first() == Some(&b'/') {
+                                self.jump_root();
+                            }
+                            last = self.link_path_walk(body)?;
+                            last.trailing |= trailing;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Linux `complete_walk` for RCU-walk: everything we decided still
+    /// holds (the final dentry's `d_seq` and `mount_seq` did not move).
+    fn complete_walk(&self) -> WResult<()> {
+        if self.rcu {
+            if self.d.d_seq.read_retry(self.seq) {
+                return Err(self.restart(FallbackReason::DentrySeq));
+            }
+            if self.vfs.mounts.seq.read_retry(self.m_seq) {
+                return Err(self.restart(FallbackReason::GlobalSeq));
+            }
+        }
+        Ok(())
+    }
+
+    /// A counted reference to the current position (leaves RCU-walk).
+    fn take_ref(&mut self) -> WResult<(Arc<Mount>, DRef)> {
+        if self.rcu {
+            self.try_to_unlazy(FallbackReason::Other)?;
+        }
+        let Pos::Ref(d) = &self.d else { unreachable!() };
+        Ok((self.mnt.clone(), d.dget()))
+    }
+}
+
+/// How to treat the final component.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LookupFlags {
+    /// Follow a final symlink (`stat`, not `lstat`).
+    pub follow: bool,
+    /// The result must be a directory.
+    pub directory: bool,
+}
+
+/// What a resolved walk hands to its `finish` step: the final dentry and
+/// its inode, readable under the walk's guard.
+pub struct Resolved<'a, 'g> {
+    nd: &'a mut Nd<'g>,
+}
+
+impl<'g> Resolved<'_, 'g> {
+    /// The final dentry.
+    pub fn dentry(&self) -> &Dentry {
+        &self.nd.d
+    }
+    /// Its inode (`None` cannot happen after a successful walk, but a
+    /// filesystem might race; callers map it to ENOENT).
+    pub fn inode(&self) -> Option<RcuRef<'g, Inode>> {
+        self.nd.inode()
+    }
+    /// Leave RCU-walk and return counted references (Linux
+    /// `complete_walk` + `path_get`).
+    pub fn take_ref(&mut self) -> WResult<(Arc<Mount>, DRef)> {
+        self.nd.take_ref()
+    }
+}
+
+/// Linux `filename_lookup`: RCU-walk first, then ref-walk on `Restart`.
+/// `finish` runs at the end of a successful walk; in RCU-walk its result
+/// counts only if the final `d_seq` still validates afterwards.
+pub fn filename_lookup<T>(
+    vfs: &Vfs,
+    path: &[u8],
+    flags: LookupFlags,
+    finish: &mut dyn FnMut(&mut Resolved<'_, '_>) -> WResult<T>,
+) -> KResult<T> {
+    stats::inc(Event::Lookup);
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    if path.len() >= PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    let mut rcu = true;
+    let mut r = path_lookupat(vfs, path, flags, &mut rcu, finish);
+    if matches!(r, Err(WalkErr::Restart)) {
+        rcu = false;
+        r = path_lookupat(vfs, path, flags, &mut rcu, finish);
+    }
+    if rcu {
+        stats::inc(Event::RcuWalk);
+    }
+    match r {
+        Ok(v) => Ok(v),
+        Err(WalkErr::Errno(e)) => {
+            if e == Errno::ENOENT {
+                stats::inc(Event::Enoent);
+            }
+            Err(e)
+        }
+        Err(WalkErr::Restart) => {
+            // Only RCU-walk restarts; a ref-walk never returns it.
+            debug_assert!(false, "ref-walk returned Restart");
+            Err(Errno::EIO)
+        }
+    }
+}
+
+fn path_lookupat<T>(
+    vfs: &Vfs,
+    path: &[u8],
+    flags: LookupFlags,
+    rcu: &mut bool,
+    finish: &mut dyn FnMut(&mut Resolved<'_, '_>) -> WResult<T>,
+) -> WResult<T> {
+    let g = RcuGuard::new();
+    let mut nd = Nd::path_init(&g, vfs, *rcu);
+    let r = walk_and_finish(&mut nd, path, flags, finish);
+    // Report whether the walk stayed lockless to the end.
+    *rcu = nd.rcu;
+    r
+}
+
+fn walk_and_finish<'g, T>(
+    nd: &mut Nd<'g>,
+    path: &'g [u8],
+    flags: LookupFlags,
+    finish: &mut dyn FnMut(&mut Resolved<'_, '_>) -> WResult<T>,
+) -> WResult<T> {
+    trace!("walk \"{}\" mode={}", name_str(path), nd.mode());
+    let last = nd.link_path_walk(path)?;
+    nd.lookup_last(last, flags.follow)?;
+    if flags.directory || last.trailing {
+        match nd.inode() {
+            Some(i) if i.is_dir() => {}
+            Some(_) => return Err(Errno::ENOTDIR.into()),
+            None => return Err(Errno::ENOENT.into()),
+        }
+    }
+    let v = finish(&mut Resolved { nd })?;
+    nd.complete_walk()?;
+    trace!("  done ({})", nd.mode());
+    Ok(v)
+}
+
+/// The parent of a path's last component, referenced, for operations that
+/// create or remove names (Linux `filename_parentat`).
+pub struct Parent {
+    pub mnt: Arc<Mount>,
+    pub dir: DRef,
+    pub last: Vec<u8>,
+    pub kind: LastType,
+    pub trailing: bool,
+}
+
+/// Linux `filename_parentat`.
+pub fn filename_parentat(vfs: &Vfs, path: &[u8]) -> KResult<Parent> {
+    stats::inc(Event::Lookup);
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    if path.len() >= PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    let mut r = parentat(vfs, path, true);
+    if r.as_ref().err() == Some(&WalkErr::Restart) {
+        r = parentat(vfs, path, false);
+    }
+    match r {
+        Ok(p) => Ok(p),
+        Err(WalkErr::Errno(e)) => Err(e),
+        Err(WalkErr::Restart) => {
+            // Only RCU-walk restarts; a ref-walk never returns it.
+            debug_assert!(false, "ref-walk returned Restart");
+            Err(Errno::EIO)
+        }
+    }
+}
+
+fn parentat(vfs: &Vfs, path: &[u8], rcu: bool) -> WResult<Parent> {
+    let g = RcuGuard::new();
+    let mut nd = Nd::path_init(&g, vfs, rcu);
+    trace!("walk parent of \"{}\" mode={}", name_str(path), nd.mode());
+    let last = nd.link_path_walk(path)?;
+    nd.may_lookup()?;
+    let (mnt, dir) = nd.take_ref()?;
+    Ok(Parent {
+        mnt,
+        dir,
+        last: last.name.to_vec(),
+        kind: last.kind,
+        trailing: last.trailing,
+    })
+}
+
+/// Resolve `path` fully and return counted references to the result.
+pub fn resolve(vfs: &Vfs, path: &[u8], flags: LookupFlags) -> KResult<(Arc<Mount>, DRef)> {
+    filename_lookup(vfs, path, flags, &mut |r| r.take_ref())
+}

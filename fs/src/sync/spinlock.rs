@@ -1,0 +1,193 @@
+//! A test-and-test-and-set spinlock that owns its data, and a spinning
+//! reader-writer semaphore.
+//!
+//! Both count what they cost in [`crate::stats`]: each acquisition is one
+//! `locks` event and each atomic read-modify-write or release store one
+//! `shared_stores` event, because those are the cache-line transfers that
+//! stop a lookup path from scaling. Neither sleeps (the kernel has no
+//! scheduler to sleep on); both are fair enough for short sections.
+
+use core::cell::UnsafeCell;
+use core::ops::{Deref, DerefMut};
+
+use super::atomic::{spin_loop, AtomicBool, AtomicU32, Ordering};
+use crate::stats::{self, Event};
+
+/// A spinlock protecting a `T`.
+pub struct SpinLock<T> {
+    locked: AtomicBool,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the lock serialises all access to `data`, so sharing the lock
+// between threads is as safe as sending the `T` to each of them in turn.
+unsafe impl<T: Send> Sync for SpinLock<T> {}
+// SAFETY: moving the lock moves the `T`.
+unsafe impl<T: Send> Send for SpinLock<T> {}
+
+impl<T> SpinLock<T> {
+    /// An unlocked lock holding `v`.
+    pub const fn new(v: T) -> Self {
+        SpinLock {
+            locked: AtomicBool::new(false),
+            data: UnsafeCell::new(v),
+        }
+    }
+
+    /// Spin until the lock is ours.
+    #[inline]
+    pub fn lock(&self) -> SpinGuard<'_, T> {
+        stats::inc(Event::Lock);
+        stats::inc(Event::SharedStore);
+        while self
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            // Test before test-and-set: spin on a shared (read-only) copy
+            // of the line instead of bouncing it with failed RMWs.
+            while self.locked.load(Ordering::Relaxed) {
+                spin_loop();
+            }
+        }
+        SpinGuard { lock: self }
+    }
+
+    /// Take the lock if it is free.
+    pub fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
+        if self
+            .locked
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            stats::inc(Event::Lock);
+            stats::inc(Event::SharedStore);
+            Some(SpinGuard { lock: self })
+        } else {
+            None
+        }
+    }
+
+    /// Exclusive access without locking (we own the lock itself).
+    pub fn get_mut(&mut self) -> &mut T {
+        self.data.get_mut()
+    }
+}
+
+/// Holds a [`SpinLock`]; unlocks on drop.
+pub struct SpinGuard<'a, T> {
+    lock: &'a SpinLock<T>,
+}
+
+impl<T> Deref for SpinGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard exists only while we hold the lock, so no other
+        // reference to `data` is live.
+        unsafe { &*self.lock.data.get() }
+    }
+}
+
+impl<T> DerefMut for SpinGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only
+        // reference derived from the guard.
+        unsafe { &mut *self.lock.data.get() }
+    }
+}
+
+impl<T> Drop for SpinGuard<'_, T> {
+    fn drop(&mut self) {
+        stats::inc(Event::SharedStore);
+        self.lock.locked.store(false, Ordering::Release);
+    }
+}
+
+/// A spinning reader-writer semaphore guarding no data of its own: the
+/// per-directory `i_rwsem`. Readers share it (`lookup_slow`), writers
+/// (create, unlink, rename) exclude everyone.
+pub struct RwSem {
+    /// Bit 31: writer holds it. Bits 0..31: number of readers.
+    state: AtomicU32,
+}
+
+const WRITER: u32 = 1 << 31;
+
+impl Default for RwSem {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RwSem {
+    /// An unlocked semaphore.
+    pub const fn new() -> Self {
+        RwSem {
+            state: AtomicU32::new(0),
+        }
+    }
+
+    /// Shared acquisition.
+    pub fn read(&self) -> RwReadGuard<'_> {
+        stats::inc(Event::Lock);
+        stats::inc(Event::SharedStore);
+        loop {
+            let s = self.state.load(Ordering::Relaxed);
+            if s & WRITER == 0
+                && self
+                    .state
+                    .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return RwReadGuard { sem: self };
+            }
+            spin_loop();
+        }
+    }
+
+    /// Exclusive acquisition.
+    pub fn write(&self) -> RwWriteGuard<'_> {
+        stats::inc(Event::Lock);
+        stats::inc(Event::SharedStore);
+        loop {
+            if self
+                .state
+                .compare_exchange_weak(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return RwWriteGuard { sem: self };
+            }
+            spin_loop();
+        }
+    }
+
+    /// Exclusive acquisition if free right now.
+    pub fn try_write(&self) -> Option<RwWriteGuard<'_>> {
+        self.state
+            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| RwWriteGuard { sem: self })
+    }
+}
+
+/// Shared hold of an [`RwSem`].
+pub struct RwReadGuard<'a> {
+    sem: &'a RwSem,
+}
+impl Drop for RwReadGuard<'_> {
+    fn drop(&mut self) {
+        stats::inc(Event::SharedStore);
+        self.sem.state.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// Exclusive hold of an [`RwSem`].
+pub struct RwWriteGuard<'a> {
+    sem: &'a RwSem,
+}
+impl Drop for RwWriteGuard<'_> {
+    fn drop(&mut self) {
+        stats::inc(Event::SharedStore);
+        self.sem.state.store(0, Ordering::Release);
+    }
+}
