@@ -13,6 +13,7 @@
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::any::Any;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::dcache::design::{self, EnoentDesign};
@@ -38,6 +39,8 @@ pub struct Inode {
     data: SpinLock<Vec<u8>>,
     /// Symlink target (immutable after creation).
     link: Box<[u8]>,
+    /// The filesystem's own per-inode state (SMB: path, cache times).
+    private: Option<Box<dyn Any + Send + Sync>>,
 }
 
 impl Inode {
@@ -59,7 +62,26 @@ impl Inode {
             i_rwsem: RwSem::new(),
             data: SpinLock::new(Vec::new()),
             link: link.into(),
+            private: None,
         }
+    }
+
+    /// A new inode carrying filesystem-private state.
+    pub fn with_private(
+        ino: u64,
+        kind: FileType,
+        mode: u32,
+        private: Box<dyn Any + Send + Sync>,
+    ) -> Self {
+        Inode {
+            private: Some(private),
+            ..Inode::new(ino, kind, mode, b"")
+        }
+    }
+
+    /// The filesystem-private state, if it is a `T`.
+    pub fn private<T: Any>(&self) -> Option<&T> {
+        self.private.as_ref()?.downcast_ref::<T>()
     }
 
     /// Is it a directory?
@@ -163,12 +185,28 @@ impl Inode {
 pub trait FsOps: Send + Sync {
     /// Name of the type ("tmpfs", "cifs").
     fn fs_type(&self) -> &'static str;
+    /// For downcasting to the concrete filesystem (its statistics).
+    fn as_any(&self) -> &dyn Any;
     /// Ask the filesystem for `name` in directory `dir` (the dcache had no
     /// entry). `Ok(None)` means it does not exist. Called with `dir`'s
     /// `i_rwsem` held shared.
     fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> KResult<Option<Arc<Inode>>>;
     /// Can entries be created or removed by the VFS in this filesystem?
     fn writable(&self) -> bool;
+    /// Does `stat` need [`FsOps::getattr`] (attributes that may be stale)?
+    fn has_getattr(&self) -> bool {
+        false
+    }
+    /// Bring `inode`'s attributes up to date (may talk to a server). Called
+    /// after the walk, outside any lock.
+    fn getattr(&self, _sb: &SuperBlock, _inode: &Arc<Inode>) -> KResult<()> {
+        Ok(())
+    }
+    /// Bring the dcache's view of directory `dir` up to date before
+    /// `readdir` lists it (network filesystems list the server here).
+    fn refresh_dir(&self, _sb: &SuperBlock, _dir: &crate::dcache::DRef) -> KResult<()> {
+        Ok(())
+    }
 }
 
 /// One mounted filesystem instance.
@@ -205,6 +243,11 @@ impl SuperBlock {
     /// Switch the ENOENT design (remount).
     pub fn set_design(&self, idx: usize) {
         self.design.store(idx, Ordering::Relaxed);
+    }
+
+    /// The operations as their concrete type.
+    pub fn ops_as<T: Any>(&self) -> Option<&T> {
+        self.ops.as_any().downcast_ref::<T>()
     }
 
     /// A fresh inode number.

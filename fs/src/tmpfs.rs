@@ -48,6 +48,9 @@ impl FsOps for Tmpfs {
     fn fs_type(&self) -> &'static str {
         "tmpfs"
     }
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
+    }
     fn lookup(&self, _: &SuperBlock, _: &Inode, _: &[u8]) -> KResult<Option<Arc<Inode>>> {
         // Everything that exists is in the dcache already.
         Ok(None)

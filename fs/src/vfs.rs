@@ -167,10 +167,22 @@ impl Vfs {
             follow,
             directory: false,
         };
-        filename_lookup(self, path, flags, &mut |r| match r.inode() {
-            Some(i) => Ok(i.stat()),
+        // Attributes that are always current (tmpfs) are read inside the
+        // walk; a filesystem with a getattr step gets the inode afterwards.
+        let r = filename_lookup(self, path, flags, &mut |r| match r.inode() {
+            Some(i) if r.dentry().sb.ops.has_getattr() => {
+                Ok(Err((r.dentry().sb.clone(), i.to_arc())))
+            }
+            Some(i) => Ok(Ok(i.stat())),
             None => Err(WalkErr::Errno(Errno::ENOENT)),
-        })
+        })?;
+        match r {
+            Ok(st) => Ok(st),
+            Err((sb, inode)) => {
+                sb.ops.getattr(&sb, &inode)?;
+                Ok(inode.stat())
+            }
+        }
     }
 
     /// `open(2)` with Linux flag semantics (O_CREAT, O_EXCL, O_TRUNC, O_DIRECTORY ...).
@@ -230,6 +242,9 @@ impl Vfs {
             if let Some(inode) = d.inode_arc() {
                 if flags.contains(OpenFlags::EXCL) {
                     return Err(Errno::EEXIST);
+                }
+                if inode.is_dir() {
+                    return Err(Errno::EISDIR);
                 }
                 if d.flags() & D_MOUNTED != 0 {
                     drop(lk);
@@ -557,6 +572,7 @@ impl Vfs {
         if !inode.is_dir() {
             return Err(Errno::ENOTDIR);
         }
+        d.sb.ops.refresh_dir(&d.sb, &d)?;
         let _shared = inode.i_rwsem.read();
         Ok(dcache::children(&d)
             .into_iter()

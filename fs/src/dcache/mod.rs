@@ -333,6 +333,7 @@ pub fn d_alloc(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> DRef {
         sb: parent.sb.clone(),
     }));
     stats::inc(Event::DentryAlloc);
+    crate::trace!("  d_alloc: new dentry; parent d_lock to link it and pin the parent");
     // The contended step of the transient design: the parent's d_lock,
     // to add the child and take the child's reference on the parent.
     let mut pg = parent.lockref.lock();
@@ -507,10 +508,12 @@ pub fn dput(d: Arc<Dentry>) {
             g.set_count(0);
             lru_add(&cur);
             drop(g);
+            crate::trace!("  dput: last reference, kept unused on the LRU");
             shrink_to_limit();
             return;
         }
         drop(g);
+        crate::trace!("  dput: last reference, not worth caching -> dentry_kill (parent d_lock, unhash, free after grace period)");
         match dentry_kill(cur, true) {
             Some(parent) => cur = parent,
             None => return,

@@ -157,7 +157,8 @@ fn drain_local() {
         // Anything queued by the destructors goes after the survivors.
         q.extend(cur.drain(..));
         *cur = q;
-    })
+    });
+    reclaim_orphans();
 }
 
 /// The host implementation of [`Platform`].
@@ -254,7 +255,6 @@ impl Platform for HostPlatform {
             std::thread::yield_now();
         }
         drain_local();
-        reclaim_orphans();
     }
 
     fn rcu_quiescent_state(&self) {
