@@ -11,6 +11,7 @@
 
 extern crate alloc;
 
+pub mod cifs;
 pub mod dcache;
 pub mod errno;
 pub mod inode;
@@ -18,6 +19,8 @@ pub mod mount;
 pub mod namei;
 pub mod platform;
 #[cfg(feature = "std")]
+pub mod shell;
+pub mod smb;
 pub mod stats;
 pub mod sync;
 pub mod tmpfs;

@@ -325,6 +325,8 @@ impl<'g> Nd<'g> {
             if parent.d_seq.read_retry(self.seq) {
                 return Err(self.restart(FallbackReason::DentrySeq));
             }
+            // What the filesystem's lookup would have said first.
+            check_name(name)?;
             trace!(
                 "  lookup_fast \"{}\" hash={:#018x}: miss; dir_seq={} rename_seq={} unchanged -> ENOENT, nothing allocated ({})",
                 name_str(name),
@@ -358,6 +360,9 @@ impl<'g> Nd<'g> {
             trace!("  lookup_slow \"{}\": found under i_rwsem", name_str(name));
             return Ok(d);
         }
+        // Like tmpfs's `simple_lookup`, only a name that reaches the
+        // filesystem is checked for length.
+        check_name(name)?;
         let sb = parent.sb.clone();
         match sb.design().slow_miss(&sb) {
             SlowMiss::Enoent => {
@@ -401,9 +406,6 @@ impl<'g> Nd<'g> {
     /// Linux `walk_component` for a normal name. Returns a symlink body to
     /// follow, or `None` once we stand on the child.
     fn walk_component(&mut self, name: &'g [u8], follow: bool) -> WResult<Option<&'g [u8]>> {
-        if name.len() > NAME_MAX {
-            return Err(Errno::ENAMETOOLONG.into());
-        }
         let hash = d_hash(&self.d, name);
         if self.rcu {
             if let Some((child, cseq)) = self.lookup_fast_rcu(name, hash)? {
@@ -537,9 +539,6 @@ impl<'g> Nd<'g> {
                 b".." => LastType::DotDot,
                 _ => LastType::Norm,
             };
-            if comp.len() > NAME_MAX {
-                return Err(Errno::ENAMETOOLONG.into());
-            }
             if after.is_empty() && stack.is_empty() {
                 return Ok(Last {
                     name: comp,
@@ -566,18 +565,22 @@ impl<'g> Nd<'g> {
 
     /// Linux `lookup_last` + the trailing-symlink loop of `path_lookupat`:
     /// resolve the final component.
-    fn lookup_last(&mut self, mut last: Last<'g>, follow: bool) -> WResult<()> {
+    /// Returns whether the name finally resolved had a trailing slash
+    /// (its own, or one of a symlink body on the way): it must be a
+    /// directory then.
+    fn lookup_last(&mut self, mut last: Last<'g>, follow: bool) -> WResult<bool> {
         loop {
             match last.kind {
-                LastType::Root => return Ok(()),
+                LastType::Root => return Ok(last.trailing),
                 LastType::Dot | LastType::DotDot => {
                     self.may_lookup()?;
-                    return self.handle_dots(last.kind);
+                    self.handle_dots(last.kind)?;
+                    return Ok(last.trailing);
                 }
                 LastType::Norm => {
                     self.may_lookup()?;
                     match self.walk_component(last.name, follow || last.trailing)? {
-                        None => return Ok(()),
+                        None => return Ok(last.trailing),
                         Some(body) => {
                             let trailing = last.trailing;
                             if body.first() == Some(&b'/') {
@@ -712,8 +715,8 @@ fn walk_and_finish<'g, T>(
 ) -> WResult<T> {
     trace!("walk \"{}\" mode={}", name_str(path), nd.mode());
     let last = nd.link_path_walk(path)?;
-    nd.lookup_last(last, flags.follow)?;
-    if flags.directory || last.trailing {
+    let trailing = nd.lookup_last(last, flags.follow)?;
+    if flags.directory || trailing {
         match nd.inode() {
             Some(i) if i.is_dir() => {}
             Some(_) => return Err(Errno::ENOTDIR.into()),
@@ -738,12 +741,19 @@ pub struct Parent {
 
 /// Linux `filename_parentat`.
 pub fn filename_parentat(vfs: &Vfs, path: &[u8]) -> KResult<Parent> {
+    if path.len() >= PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    filename_parentat_unchecked(vfs, path)
+}
+
+/// `filename_parentat` for a path we built ourselves (a symlink body
+/// joined to its directory): PATH_MAX applies to what the caller passed,
+/// not to this.
+pub fn filename_parentat_unchecked(vfs: &Vfs, path: &[u8]) -> KResult<Parent> {
     stats::inc(Event::Lookup);
     if path.is_empty() {
         return Err(Errno::ENOENT);
-    }
-    if path.len() >= PATH_MAX {
-        return Err(Errno::ENAMETOOLONG);
     }
     let mut r = parentat(vfs, path, true);
     if r.as_ref().err() == Some(&WalkErr::Restart) {
@@ -774,6 +784,15 @@ fn parentat(vfs: &Vfs, path: &[u8], rcu: bool) -> WResult<Parent> {
         kind: last.kind,
         trailing: last.trailing,
     })
+}
+
+/// ENAMETOOLONG for a component the filesystem would refuse.
+pub fn check_name(name: &[u8]) -> Result<(), Errno> {
+    if name.len() > NAME_MAX {
+        Err(Errno::ENAMETOOLONG)
+    } else {
+        Ok(())
+    }
 }
 
 /// Resolve `path` fully and return counted references to the result.

@@ -12,11 +12,13 @@ use core::fmt;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
-static SINK: spin::Once<fn(fmt::Arguments<'_>)> = spin::Once::new();
+/// Where trace lines go. A lock is fine here: it is only taken while
+/// tracing is on, which is never on a measured path.
+static SINK: spin::RwLock<Option<fn(fmt::Arguments<'_>)>> = spin::RwLock::new(None);
 
-/// Install the function that prints trace lines (first call wins).
+/// Install the function that prints trace lines (replacing any earlier one).
 pub fn set_sink(f: fn(fmt::Arguments<'_>)) {
-    SINK.call_once(|| f);
+    *SINK.write() = Some(f);
 }
 
 /// Turn tracing on or off.
@@ -33,7 +35,8 @@ pub fn enabled() -> bool {
 #[doc(hidden)]
 #[cold]
 pub fn emit(args: fmt::Arguments<'_>) {
-    if let Some(f) = SINK.get() {
+    let f = *SINK.read();
+    if let Some(f) = f {
         f(args)
     }
 }

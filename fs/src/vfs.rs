@@ -203,8 +203,9 @@ impl Vfs {
         // "<parent path>/<target>", at most MAXSYMLINKS times.
         let mut owned: Vec<u8>;
         let mut path = path;
+        let mut followed = false;
         for _ in 0..=namei::MAXSYMLINKS {
-            match self.open_creat(path, flags, mode)? {
+            match self.open_creat(path, flags, mode, !followed)? {
                 Ok(f) => return Ok(f),
                 Err(body) => {
                     owned = if body.first() == Some(&b'/') {
@@ -216,6 +217,7 @@ impl Vfs {
                         p
                     };
                     path = &owned;
+                    followed = true;
                 }
             }
         }
@@ -229,13 +231,27 @@ impl Vfs {
         path: &[u8],
         flags: OpenFlags,
         mode: u32,
+        user_path: bool,
     ) -> KResult<Result<File, Vec<u8>>> {
-        let p = filename_parentat(self, path)?;
-        if p.kind != LastType::Norm || p.trailing {
+        let p = if user_path {
+            filename_parentat(self, path)?
+        } else {
+            namei::filename_parentat_unchecked(self, path)?
+        };
+        if p.kind != LastType::Norm {
+            // `/`, `.` and `..` exist: O_EXCL says so first.
+            return Err(if flags.contains(OpenFlags::EXCL) {
+                Errno::EEXIST
+            } else {
+                Errno::EISDIR
+            });
+        }
+        if p.trailing {
             return Err(Errno::EISDIR);
         }
         let dir = p.dir.inode_arc().ok_or(Errno::ENOENT)?;
         let lk = dir.i_rwsem.write();
+        namei::check_name(&p.last)?;
         let hash = d_hash(&p.dir, &p.last);
         let existing = d_lookup(&p.dir, &p.last, hash);
         if let Some(d) = existing.as_ref() {
@@ -348,6 +364,7 @@ impl Vfs {
         }
         let dir = p.dir.inode_arc().ok_or(Errno::ENOENT)?;
         let _lk = dir.i_rwsem.write();
+        namei::check_name(&p.last)?;
         let hash = d_hash(&p.dir, &p.last);
         let existing = d_lookup(&p.dir, &p.last, hash);
         if existing.as_ref().is_some_and(|d| !d.is_negative()) {
@@ -378,6 +395,7 @@ impl Vfs {
 
     /// Find the positive dentry `p.last` in a locked parent.
     fn lookup_victim(p: &Parent) -> KResult<DRef> {
+        namei::check_name(&p.last)?;
         let hash = d_hash(&p.dir, &p.last);
         match d_lookup(&p.dir, &p.last, hash) {
             Some(d) if !d.is_negative() => Ok(d),
@@ -471,6 +489,7 @@ impl Vfs {
         let _locks = lock_two(po.dir.arc(), &odir, pn.dir.arc(), &ndir);
         let old_d = Self::lookup_victim(&po)?;
         let old_inode = old_d.inode_arc().ok_or(Errno::ENOENT)?;
+        namei::check_name(&pn.last)?;
         let new_hash = d_hash(&pn.dir, &pn.last);
         let new_d = d_lookup(&pn.dir, &pn.last, new_hash);
         let new_inode = new_d.as_ref().and_then(|d| d.inode_arc());

@@ -14,15 +14,21 @@
 //!   reaches `r + 2`: any reader that could have seen it entered in an
 //!   epoch `<= r`, and two advances prove it has left.
 //! - `call_rcu` queues on the calling thread (no lock, no allocation once the
-//!   queue has grown); the queue is drained when it passes a threshold. A
-//!   thread that exits hands its queue to a global orphan list.
+//!   queue has grown) and never runs a destructor itself: its caller may hold
+//!   dcache locks that a destructor (a `dput`) would take again. Past a
+//!   threshold the queue moves, in one batch, to a global pending list that a
+//!   background reclaimer thread (Linux's `rcuc`/`rcuo` kthreads) drains
+//!   once the epoch allows, holding no lock of ours. A thread that exits
+//!   hands its queue over the same way.
+//! - `synchronize_rcu` waits for two epoch advances and then runs whatever
+//!   is due itself (its caller holds no locks: it is about to wait).
 //!
 //! Touches: its own slot table and thread-locals; std's thread_local only.
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::Instant;
 
 use super::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -44,7 +50,6 @@ const SLOT: Slot = Slot {
 static SLOTS: [Slot; MAX_CPUS] = [SLOT; MAX_CPUS];
 static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 static EPOCH: AtomicU64 = AtomicU64::new(1);
-static ORPHANS: Mutex<Vec<(u64, Retired)>> = Mutex::new(Vec::new());
 
 /// Queue length at which `call_rcu` tries to reclaim.
 const RECLAIM_AT: usize = 128;
@@ -80,7 +85,7 @@ impl Drop for Local {
         SLOTS[self.slot].state.store(0, Ordering::Release);
         let q: Vec<_> = self.queue.get_mut().drain(..).collect();
         if !q.is_empty() {
-            ORPHANS.lock().unwrap_or_else(|e| e.into_inner()).extend(q);
+            hand_over(q);
         }
         SLOTS[self.slot].in_use.store(false, Ordering::Release);
     }
@@ -108,57 +113,76 @@ fn try_advance() -> u64 {
     }
 }
 
-fn reclaim_queue(q: &mut VecDeque<(u64, Retired)>) {
-    let now = try_advance();
-    // Read the epoch once; items were queued in epoch order.
-    let mut due = Vec::new();
-    while let Some((r, _)) = q.front() {
-        if r + 2 > now {
-            break;
-        }
-        due.push(q.pop_front().unwrap().1);
-    }
-    // Run destructors outside the queue borrow: they may call_rcu again.
-    for obj in due {
-        obj.reclaim();
-    }
+/// Objects handed over by `call_rcu`, oldest batch first, with the epoch
+/// at which each was retired.
+static PENDING: Mutex<Vec<(u64, Retired)>> = Mutex::new(Vec::new());
+static WAKE: Condvar = Condvar::new();
+
+fn pending() -> std::sync::MutexGuard<'static, Vec<(u64, Retired)>> {
+    PENDING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn reclaim_orphans() {
-    let Ok(mut o) = ORPHANS.try_lock() else {
-        return;
-    };
-    if o.is_empty() {
-        return;
-    }
-    let now = EPOCH.load(Ordering::Acquire);
-    let mut keep = Vec::new();
+/// Move a batch to the pending list and make sure the reclaimer runs.
+fn hand_over(batch: impl IntoIterator<Item = (u64, Retired)>) {
+    pending().extend(batch);
+    WAKE.notify_one();
+    start_reclaimer();
+}
+
+/// Take what is due (retired at least two epochs ago) off the pending list.
+fn take_due() -> Vec<Retired> {
+    let now = try_advance();
+    let mut p = pending();
     let mut due = Vec::new();
-    for (r, obj) in o.drain(..) {
+    let mut keep = Vec::with_capacity(p.len());
+    for (r, obj) in p.drain(..) {
         if r + 2 <= now {
             due.push(obj);
         } else {
             keep.push((r, obj));
         }
     }
-    *o = keep;
-    drop(o);
-    for obj in due {
-        obj.reclaim();
+    *p = keep;
+    due
+}
+
+/// Move this thread's queue to the pending list.
+fn flush_local() {
+    let batch = LOCAL.with(|l| core::mem::take(&mut *l.queue.borrow_mut()));
+    if !batch.is_empty() {
+        hand_over(batch);
     }
 }
 
-/// Reclaim what is due in this thread's queue.
-fn drain_local() {
-    LOCAL.with(|l| {
-        let mut q = core::mem::take(&mut *l.queue.borrow_mut());
-        reclaim_queue(&mut q);
-        let mut cur = l.queue.borrow_mut();
-        // Anything queued by the destructors goes after the survivors.
-        q.extend(cur.drain(..));
-        *cur = q;
+fn start_reclaimer() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        std::thread::Builder::new()
+            .name("rcu-reclaim".into())
+            .spawn(reclaimer)
+            .expect("cannot start the RCU reclaimer thread");
     });
-    reclaim_orphans();
+}
+
+/// The reclaimer: run due destructors (holding none of the callers' locks);
+/// callbacks they queue come back through this thread's own queue.
+fn reclaimer() {
+    loop {
+        {
+            let p = pending();
+            let idle = p.is_empty();
+            let _ = WAKE
+                .wait_timeout(
+                    p,
+                    std::time::Duration::from_millis(if idle { 50 } else { 1 }),
+                )
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        for obj in take_due() {
+            obj.reclaim();
+        }
+        flush_local();
+    }
 }
 
 /// The host implementation of [`Platform`].
@@ -231,30 +255,30 @@ impl Platform for HostPlatform {
                 if let Some(o) = obj.take() {
                     q.push_back((r, o));
                 }
-                q.len() >= RECLAIM_AT && l.nest.get() == 0
+                q.len() >= RECLAIM_AT
             })
             .unwrap_or(false);
         if let Some(o) = obj {
             // This thread is exiting (its thread-locals are gone).
-            ORPHANS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((r, o));
-            return;
-        }
-        if full {
-            drain_local();
+            hand_over([(r, o)]);
+        } else if full {
+            flush_local();
         }
     }
 
     fn synchronize_rcu(&self) {
         let nested = LOCAL.with(|l| l.nest.get());
         assert_eq!(nested, 0, "synchronize_rcu inside an RCU read-side section");
+        flush_local();
         let target = EPOCH.load(Ordering::Acquire) + 2;
         while try_advance() < target {
             std::thread::yield_now();
         }
-        drain_local();
+        // Everything retired before the call is due now; destructors may
+        // retire more, which the next grace period covers.
+        for obj in take_due() {
+            obj.reclaim();
+        }
     }
 
     fn rcu_quiescent_state(&self) {

@@ -1,0 +1,574 @@
+//! `cifs`: the SMB2/3 client as a filesystem type.
+//!
+//! The wire protocol and session state live in [`crate::smb`]; this module
+//! is the VFS glue, shaped like Linux `fs/smb/client`:
+//!
+//! - mount options named as Linux's ([`CifsOpts::parse`]);
+//! - `lookup` asks the server (CREATE+QUERY_INFO+CLOSE) and caches the
+//!   answer in the dcache, negative answers included (they expire with the
+//!   attribute window);
+//! - `readdir` lists the server (QUERY_DIRECTORY) and primes the dcache
+//!   with every entry and its attributes (Linux `cifs_prime_dcache`), so a
+//!   `stat` inside acregmax/acdirmax costs no round trip; the listing itself
+//!   is reused inside acdirmax;
+//! - `getattr` revalidates attributes older than the window and asks for the
+//!   WSL EAs when the WSL-EA design says so ([`wslea`]).
+//!
+//! Touches: one connection (behind a spinlock: requests of one mount are
+//! serialised), the dcache entries of its own superblock.
+
+#![deny(unsafe_code)]
+
+pub mod wslea;
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use crate::dcache::{self, d_hash, DRef};
+use crate::errno::{Errno, KResult};
+use crate::inode::{FsOps, Inode, SuperBlock};
+use crate::smb::wire::dirinfo::DirInfo;
+use crate::smb::wire::info::FileStat;
+use crate::smb::{Clock, Config, Connection, Connector, SmbError};
+use crate::sync::spinlock::SpinLock;
+use crate::vfs::{FileType, Vfs};
+use wslea::{ProbeCtx, WSLEA_DESIGNS};
+
+/// FILE_ATTRIBUTE_DIRECTORY
+const ATTR_DIRECTORY: u32 = 0x10;
+/// FILE_ATTRIBUTE_REPARSE_POINT
+const ATTR_REPARSE: u32 = 0x400;
+
+/// Parsed mount options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CifsOpts {
+    pub vers: Vec<u16>,
+    pub username: String,
+    pub password: String,
+    pub domain: String,
+    pub uid: u32,
+    pub forceuid: bool,
+    pub gid: u32,
+    pub forcegid: bool,
+    pub file_mode: u32,
+    pub dir_mode: u32,
+    /// file_mode / dir_mode given explicitly.
+    pub file_mode_set: bool,
+    pub dir_mode_set: bool,
+    pub acregmax_ms: u64,
+    pub acdirmax_ms: u64,
+    pub soft: bool,
+    pub noserverino: bool,
+    /// Index into [`WSLEA_DESIGNS`].
+    pub wslea: usize,
+    /// K of the negcache design.
+    pub wslea_k: u32,
+    /// Signing on every request (`sign`), else only where required.
+    pub sign: bool,
+}
+
+/// A mount option the parser refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptError(pub String);
+
+impl fmt::Display for OptError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The option names, for help texts.
+pub const OPTION_NAMES: &str = "vers= username= password= domain= uid= forceuid gid= forcegid \
+file_mode= dir_mode= acregmax= acdirmax= actimeo= soft hard noserverino sign wslea=probe|negcache|easize|off wslea_k=";
+
+impl Default for CifsOpts {
+    fn default() -> Self {
+        CifsOpts {
+            vers: alloc::vec![0x0311, 0x0302, 0x0210],
+            username: String::new(),
+            password: String::new(),
+            domain: String::new(),
+            uid: 0,
+            forceuid: false,
+            gid: 0,
+            forcegid: false,
+            file_mode: 0o755,
+            dir_mode: 0o755,
+            file_mode_set: false,
+            dir_mode_set: false,
+            acregmax_ms: 1000,
+            acdirmax_ms: 30_000,
+            soft: true,
+            noserverino: false,
+            wslea: wslea::by_name("easize").expect("easize exists"),
+            wslea_k: 8,
+            sign: false,
+        }
+    }
+}
+
+fn num(k: &str, v: &str, radix: u32) -> Result<u64, OptError> {
+    u64::from_str_radix(v, radix).map_err(|_| OptError(format!("cifs: bad value for {k}: {v:?}")))
+}
+
+impl CifsOpts {
+    /// Parse `a=b,c,...` (Linux names; times in seconds, modes in octal).
+    pub fn parse(s: &str) -> Result<CifsOpts, OptError> {
+        let mut o = CifsOpts::default();
+        for w in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            let (k, v) = match w.split_once('=') {
+                Some((k, v)) => (k, Some(v)),
+                None => (w, None),
+            };
+            let need = || v.ok_or_else(|| OptError(format!("cifs: {k} needs a value")));
+            match k {
+                "vers" => {
+                    o.vers = match need()? {
+                        "3.1.1" | "3.11" => alloc::vec![0x0311],
+                        "3.0.2" | "3.02" => alloc::vec![0x0302],
+                        "2.1" => alloc::vec![0x0210],
+                        "3" | "default" => alloc::vec![0x0311, 0x0302],
+                        x => {
+                            return Err(OptError(format!(
+                                "cifs: unsupported vers={x} (3.1.1, 3.0.2, 2.1, 3, default)"
+                            )))
+                        }
+                    }
+                }
+                "username" | "user" => o.username = need()?.to_string(),
+                "password" | "pass" => o.password = need()?.to_string(),
+                "domain" => o.domain = need()?.to_string(),
+                "uid" => o.uid = num(k, need()?, 10)? as u32,
+                "gid" => o.gid = num(k, need()?, 10)? as u32,
+                "forceuid" => o.forceuid = true,
+                "forcegid" => o.forcegid = true,
+                "file_mode" => {
+                    o.file_mode = num(k, need()?, 8)? as u32 & 0o7777;
+                    o.file_mode_set = true;
+                }
+                "dir_mode" => {
+                    o.dir_mode = num(k, need()?, 8)? as u32 & 0o7777;
+                    o.dir_mode_set = true;
+                }
+                "acregmax" => o.acregmax_ms = num(k, need()?, 10)? * 1000,
+                "acdirmax" => o.acdirmax_ms = num(k, need()?, 10)? * 1000,
+                "actimeo" => {
+                    o.acregmax_ms = num(k, need()?, 10)? * 1000;
+                    o.acdirmax_ms = o.acregmax_ms;
+                }
+                "soft" => o.soft = true,
+                "hard" => o.soft = false,
+                "noserverino" => o.noserverino = true,
+                "sign" => o.sign = true,
+                "wslea" => {
+                    let v = need()?;
+                    o.wslea = wslea::by_name(v).ok_or_else(|| {
+                        OptError(format!(
+                            "cifs: unknown wslea={v} (probe|negcache|easize|off)"
+                        ))
+                    })?;
+                }
+                "wslea_k" => o.wslea_k = num(k, need()?, 10)?.clamp(1, 1 << 20) as u32,
+                _ => {
+                    return Err(OptError(format!(
+                        "cifs: unknown mount option {k:?}; valid: {OPTION_NAMES}"
+                    )))
+                }
+            }
+        }
+        Ok(o)
+    }
+
+    /// Would every answer of a WSL-EA probe be thrown away?
+    pub fn all_forced(&self) -> bool {
+        self.forceuid && self.forcegid && self.file_mode_set && self.dir_mode_set
+    }
+
+    /// The design in force (`off` when everything is forced).
+    pub fn effective_wslea(&self) -> &'static dyn wslea::WslEaDesign {
+        if self.all_forced() {
+            &wslea::Off
+        } else {
+            WSLEA_DESIGNS[self.wslea]
+        }
+    }
+}
+
+/// Per-inode SMB state.
+pub struct CifsInode {
+    /// Share-relative path.
+    pub path: String,
+    attr_ms: AtomicU64,
+    /// The directory listing was fetched at (directories).
+    list_ms: AtomicU64,
+    list_valid: AtomicBool,
+    /// EaSize from the last listing; `u32::MAX`: unknown / reparse point.
+    listing_ea_size: AtomicU32,
+    /// When the server last answered a WSL-EA probe for it (0: never).
+    answered_ms: AtomicU64,
+}
+
+impl CifsInode {
+    fn new(path: String, now: u64) -> Self {
+        CifsInode {
+            path,
+            attr_ms: AtomicU64::new(now),
+            list_ms: AtomicU64::new(0),
+            list_valid: AtomicBool::new(false),
+            listing_ea_size: AtomicU32::new(u32::MAX),
+            answered_ms: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Per-tree-connect WSL-EA state (the negcache rule).
+#[derive(Default)]
+struct TconEa {
+    no_eas: u32,
+    positive: bool,
+    stop_ms: Option<u64>,
+    conn_epoch: u64,
+}
+
+/// One mounted share.
+pub struct CifsFs {
+    conn: SpinLock<Connection>,
+    pub opts: CifsOpts,
+    tcon: SpinLock<TconEa>,
+    /// Times WSL EAs were probed (for reports).
+    pub probes: AtomicU64,
+    /// Monotonic epoch of (re)connects seen.
+    epoch: AtomicU64,
+}
+
+impl CifsFs {
+    fn now(&self) -> u64 {
+        self.conn.lock().now_ms()
+    }
+
+    /// `/proc/fs/cifs/Stats`-style counters of this tree connect.
+    pub fn render_stats(&self) -> String {
+        self.conn.lock().render_stats()
+    }
+
+    /// Look at the per-tcon counters.
+    pub fn with_stats<R>(&self, f: impl FnOnce(&crate::smb::TconStats) -> R) -> R {
+        f(self.conn.lock().stats())
+    }
+
+    /// The smb3 trace events, one per line.
+    pub fn dump_trace(&self) -> String {
+        self.conn.lock().trace().dump()
+    }
+
+    /// Reset the per-tcon counters (benchmarks: count from the mount on).
+    pub fn reset_stats(&self) {
+        self.conn.lock().reset_stats();
+    }
+
+    fn map<T>(r: Result<T, SmbError>) -> KResult<T> {
+        r.map_err(|e| e.errno())
+    }
+
+    fn make_inode(
+        &self,
+        sb: &SuperBlock,
+        path: String,
+        dir: bool,
+        size: u64,
+        id: Option<u64>,
+        now: u64,
+    ) -> Arc<Inode> {
+        let ino = if self.opts.noserverino { None } else { id }
+            .unwrap_or_else(|| sb.alloc_ino() | (1 << 62));
+        let (kind, mode) = if dir {
+            (FileType::Dir, self.opts.dir_mode)
+        } else {
+            (FileType::File, self.opts.file_mode)
+        };
+        let i = Inode::with_private(ino, kind, mode, Box::new(CifsInode::new(path, now)));
+        i.set_owner(self.opts.uid, self.opts.gid, mode);
+        i.set_size(size);
+        Arc::new(i)
+    }
+
+    fn child_path(dir: &Inode, name: &[u8]) -> KResult<String> {
+        let name = core::str::from_utf8(name).map_err(|_| Errno::EINVAL)?;
+        let base = dir
+            .private::<CifsInode>()
+            .map(|c| c.path.as_str())
+            .unwrap_or("");
+        Ok(if base.is_empty() {
+            name.to_string()
+        } else {
+            format!("{base}/{name}")
+        })
+    }
+
+    fn apply_stat(inode: &Inode, st: &FileStat) {
+        inode.set_size(st.end_of_file);
+    }
+
+    fn apply_listing(inode: &Inode, e: &DirInfo, now: u64) {
+        inode.set_size(e.end_of_file);
+        if let Some(c) = inode.private::<CifsInode>() {
+            c.attr_ms.store(now, Ordering::Relaxed);
+            let ea = if e.attributes & ATTR_REPARSE != 0 {
+                None
+            } else {
+                e.ea_size
+            };
+            c.listing_ea_size
+                .store(ea.unwrap_or(u32::MAX), Ordering::Relaxed);
+        }
+    }
+}
+
+impl FsOps for CifsFs {
+    fn fs_type(&self) -> &'static str {
+        "cifs"
+    }
+
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
+    }
+
+    fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> KResult<Option<Arc<Inode>>> {
+        let path = Self::child_path(dir, name)?;
+        let r = self.conn.lock().stat(&path);
+        match r {
+            Ok(st) => {
+                let now = self.now();
+                Ok(Some(self.make_inode(
+                    sb,
+                    path,
+                    st.directory,
+                    st.end_of_file,
+                    st.file_id,
+                    now,
+                )))
+            }
+            Err(e) if e.errno() == Errno::ENOENT => Ok(None),
+            Err(e) => Err(e.errno()),
+        }
+    }
+
+    fn writable(&self) -> bool {
+        false
+    }
+
+    fn has_getattr(&self) -> bool {
+        true
+    }
+
+    fn getattr(&self, _sb: &SuperBlock, inode: &Arc<Inode>) -> KResult<()> {
+        let Some(ci) = inode.private::<CifsInode>() else {
+            return Ok(());
+        };
+        let now = self.now();
+        let window = if inode.is_dir() {
+            self.opts.acdirmax_ms
+        } else {
+            self.opts.acregmax_ms
+        };
+        if now.saturating_sub(ci.attr_ms.load(Ordering::Relaxed)) >= window {
+            let st = Self::map(self.conn.lock().stat(&ci.path))?;
+            Self::apply_stat(inode, &st);
+            ci.attr_ms.store(now, Ordering::Relaxed);
+        }
+        let design = self.opts.effective_wslea();
+        let ctx = {
+            let t = self.tcon.lock();
+            let no_eas = ci.answered_ms.load(Ordering::Relaxed);
+            let listing = ci.listing_ea_size.load(Ordering::Relaxed);
+            ProbeCtx {
+                since_answer_ms: (no_eas != 0).then(|| now.saturating_sub(no_eas)),
+                listing_ea_size: (listing != u32::MAX).then_some(listing),
+                tcon_no_eas: t.no_eas,
+                tcon_positive: t.positive,
+                since_tcon_stop_ms: t.stop_ms.map(|s| now.saturating_sub(s)),
+                window_ms: self.opts.acregmax_ms,
+                k: self.opts.wslea_k,
+            }
+        };
+        if !design.should_probe(&ctx) {
+            return Ok(());
+        }
+        self.probes.fetch_add(1, Ordering::Relaxed);
+        let r = Self::map(self.conn.lock().query_wsl_eas(&ci.path))?;
+        let mut t = self.tcon.lock();
+        // A reconnect resets what the tree connect taught us.
+        let epoch = self.epoch.load(Ordering::Relaxed);
+        if t.conn_epoch != epoch {
+            *t = TconEa {
+                conn_epoch: epoch,
+                ..TconEa::default()
+            };
+        }
+        match r {
+            None => {
+                ci.answered_ms.store(now.max(1), Ordering::Relaxed);
+                t.no_eas += 1;
+                if t.no_eas == self.opts.wslea_k {
+                    t.stop_ms = Some(now);
+                }
+                if t.stop_ms
+                    .is_some_and(|s| now.saturating_sub(s) >= self.opts.acregmax_ms)
+                {
+                    // The window expired: start counting again.
+                    t.no_eas = 1;
+                    t.stop_ms = None;
+                }
+            }
+            Some(w) => {
+                t.positive = true;
+                ci.answered_ms.store(now.max(1), Ordering::Relaxed);
+                let st = inode.stat();
+                let uid = if self.opts.forceuid {
+                    st.uid
+                } else {
+                    w.uid.unwrap_or(st.uid)
+                };
+                let gid = if self.opts.forcegid {
+                    st.gid
+                } else {
+                    w.gid.unwrap_or(st.gid)
+                };
+                let forced_mode = if inode.is_dir() {
+                    self.opts.dir_mode_set
+                } else {
+                    self.opts.file_mode_set
+                };
+                let mode = if forced_mode {
+                    st.mode
+                } else {
+                    w.mode.map_or(st.mode, |m| m & 0o7777)
+                };
+                inode.set_owner(uid, gid, mode);
+            }
+        }
+        Ok(())
+    }
+
+    fn refresh_dir(&self, sb: &SuperBlock, dir: &DRef) -> KResult<()> {
+        let inode = dir.inode_arc().ok_or(Errno::ENOENT)?;
+        let Some(ci) = inode.private::<CifsInode>() else {
+            return Ok(());
+        };
+        let now = self.now();
+        if ci.list_valid.load(Ordering::Relaxed)
+            && now.saturating_sub(ci.list_ms.load(Ordering::Relaxed)) < self.opts.acdirmax_ms
+        {
+            return Ok(());
+        }
+        let entries = Self::map(self.conn.lock().list_dir(&ci.path))?;
+        let _excl = inode.i_rwsem.write();
+        let mut seen: Vec<Vec<u8>> = Vec::with_capacity(entries.len());
+        for e in &entries {
+            let name = e.name.as_bytes();
+            seen.push(name.to_vec());
+            let hash = d_hash(dir, name);
+            let existing = dcache::d_lookup(dir, name, hash);
+            let is_dir = e.attributes & ATTR_DIRECTORY != 0;
+            match existing.as_ref().and_then(|d| d.inode_arc()) {
+                Some(i) if i.is_dir() == is_dir => Self::apply_listing(&i, e, now),
+                _ => {
+                    if let Some(old) = existing.as_ref() {
+                        dir.dir_seq.write(|| dcache::d_delete(old));
+                    }
+                    let path = Self::child_path(&inode, name)?;
+                    let child = self.make_inode(sb, path, is_dir, e.end_of_file, e.file_id, now);
+                    Self::apply_listing(&child, e, now);
+                    let d = dcache::d_alloc(dir.arc(), name, hash);
+                    dir.dir_seq.write(|| dcache::d_add(d.arc(), Some(child)));
+                }
+            }
+        }
+        // Entries the server no longer has.
+        for c in dcache::children(dir) {
+            if !seen.iter().any(|n| *n == c.name.to_vec()) {
+                dir.dir_seq.write(|| dcache::d_delete(&c));
+            }
+        }
+        ci.list_ms.store(now, Ordering::Relaxed);
+        ci.list_valid.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Why a mount failed.
+#[derive(Debug)]
+pub enum MountError {
+    Opts(OptError),
+    Smb(SmbError),
+    Vfs(Errno),
+}
+
+impl fmt::Display for MountError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MountError::Opts(e) => write!(f, "{e}"),
+            MountError::Smb(e) => write!(f, "cifs: {e}"),
+            MountError::Vfs(e) => write!(f, "cifs: mount point: {e}"),
+        }
+    }
+}
+
+/// Mount `//server/share` (`source`) on `path` of `vfs`. Connects and
+/// authenticates now, so a bad password fails the mount.
+pub fn mount(
+    vfs: &Vfs,
+    source: &str,
+    path: &[u8],
+    opts: &str,
+    connector: Box<dyn Connector>,
+    clock: Box<dyn Clock>,
+) -> Result<Arc<SuperBlock>, MountError> {
+    let o = CifsOpts::parse(opts).map_err(MountError::Opts)?;
+    let unc = source.trim_start_matches(['/', '\\']);
+    let (server, share) = unc.split_once(['/', '\\']).ok_or_else(|| {
+        MountError::Opts(OptError(format!(
+            "cifs: source must be //server/share, got {source:?}"
+        )))
+    })?;
+    let mut cfg = Config::new(server, share, &o.username, &o.password);
+    cfg.creds.domain = o.domain.clone();
+    cfg.dialects = o.vers.clone();
+    cfg.soft = o.soft;
+    if o.sign {
+        cfg.signing = crate::smb::Signing::On;
+    }
+    let mut conn = Connection::new(cfg, connector, clock);
+    conn.connect().map_err(MountError::Smb)?;
+    let root_stat = conn.stat("").map_err(MountError::Smb)?;
+    let now = conn.now_ms();
+    let fs = CifsFs {
+        conn: SpinLock::new(conn),
+        opts: o,
+        tcon: SpinLock::new(TconEa::default()),
+        probes: AtomicU64::new(0),
+        epoch: AtomicU64::new(0),
+    };
+    // Non-complete dcache: misses ask the server; negatives are cached.
+    let design = crate::dcache::design::by_name("negative").expect("negative exists");
+    let sb = Arc::new(SuperBlock::new(design, false, Box::new(fs)));
+    let root_inode = {
+        let fs = sb.ops_as::<CifsFs>().expect("cifs sb");
+        fs.make_inode(
+            &sb,
+            String::new(),
+            true,
+            root_stat.end_of_file,
+            root_stat.file_id,
+            now,
+        )
+    };
+    let root = dcache::d_alloc_root(sb.clone(), root_inode);
+    vfs.mount_root(path, root).map_err(MountError::Vfs)?;
+    Ok(sb)
+}

@@ -1,0 +1,617 @@
+//! The vfsh engine: a line-oriented command shell over a fresh tmpfs [`Vfs`].
+//!
+//! `vfsh` (the binary) and the tests drive the same engine: [`Shell::exec`]
+//! takes one input line and returns the output lines. The format is a
+//! contract other tools rely on; it is described here once.
+//!
+//! Touches: one [`Vfs`] per shell, the global counters ([`crate::stats`]) and
+//! the trace flag and sink ([`crate::trace`]). Host only (`std`).
+//!
+//! # Commands (one per line, paths absolute)
+//!
+//! | command | does |
+//! |---|---|
+//! | `mkdir P` | `mkdir(P, 0755)` |
+//! | `create P` | `open(P, O_WRONLY\|O_CREAT\|O_EXCL, 0644)`, then close |
+//! | `write P TEXT` | `open(P, O_WRONLY\|O_CREAT\|O_TRUNC, 0644)`, write TEXT, close |
+//! | `read P` | `open(P, O_RDONLY)`, read to end of file |
+//! | `symlink TARGET P` | `symlink(TARGET, P)` |
+//! | `readlink P` | `readlink(P)` |
+//! | `unlink P` · `rmdir P` | `unlink(P)` · `rmdir(P)` |
+//! | `rename A B` | `rename(A, B)` |
+//! | `stat P` · `lstat P` | `stat(P)` · `lstat(P)` |
+//! | `ls P` | list the directory P (follows a final symlink) |
+//! | `mount enoent=D` | remount the root tmpfs with ENOENT design D |
+//! | `mount OPTS P` | (extension) mount a fresh tmpfs with options OPTS on P |
+//! | `stats` | print the lookup counters |
+//! | `trace on` · `trace off` | print the lookup trace of later commands |
+//!
+//! # Output (exactly one result line per command)
+//!
+//! - `ok`, or `err ENAME` with the Linux errno name (`err ENOENT`).
+//! - `stat`/`lstat`: `ok dir`, `ok symlink` or `ok file size=N`.
+//! - `read`: `ok TEXT` (just `ok` for an empty file); `readlink`: `ok TARGET`.
+//! - `ls`: `ok` followed by the entry names, sorted by their bytes,
+//!   space-separated, without `.` and `..` (`ok a b c`; `ok` for an empty dir).
+//! - Extra lines start with `# ` and come before the result line: `stats`
+//!   prints one `# name value` per counter; with `trace on` every later command
+//!   first prints its trace lines as `# …`.
+//! - Blank lines and lines whose first non-blank character is `#` print
+//!   nothing. An unknown command, a wrong number of arguments, a malformed
+//!   escape, a NUL byte in a path or a bad `trace` argument print
+//!   `err EINVAL` (the command is not run).
+//!
+//! # Words, text and escapes
+//!
+//! Words (command, paths, link targets) are separated by spaces or tabs.
+//! `write` takes everything after the single blank that ends P as TEXT
+//! (further blanks belong to TEXT; `write P` alone writes an empty file).
+//! Inside a path, a link target or TEXT these escapes are decoded:
+//! `\\` (backslash), `\n`, `\r`, `\t`, `\xHH` (any byte, two hex digits);
+//! any other backslash sequence is malformed. The word `""` stands for the
+//! empty path (`stat ""` is `stat("")`).
+//!
+//! Output uses the same escapes, so what `read` prints can be fed back to
+//! `write`: in file contents (`read`), a backslash, every control byte
+//! (below 0x20, and 0x7f) and every byte that is not part of valid UTF-8 are
+//! escaped (`\n`, `\r`, `\t`, else `\xHH`); valid non-ASCII UTF-8 and spaces
+//! are printed as they are. Names (`ls`) and link targets (`readlink`) are
+//! escaped the same way and additionally have spaces written as `\x20`, so
+//! one result line always stays one line and `ls` output splits on spaces.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::string::{String, ToString};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::vec::Vec;
+
+use crate::errno::{Errno, KResult};
+use crate::stats;
+use crate::trace;
+use crate::vfs::{FileType, OpenFlags, Vfs};
+
+/// The ENOENT designs `mount enoent=D` knows about (for help texts; the
+/// filesystem is the judge of what it accepts).
+pub const DESIGNS: [&str; 3] = ["transient", "negative", "noalloc"];
+
+/// One parsed command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cmd {
+    Mkdir(Vec<u8>),
+    Create(Vec<u8>),
+    Write(Vec<u8>, Vec<u8>),
+    Read(Vec<u8>),
+    Symlink {
+        target: Vec<u8>,
+        path: Vec<u8>,
+    },
+    Readlink(Vec<u8>),
+    Unlink(Vec<u8>),
+    Rmdir(Vec<u8>),
+    Rename(Vec<u8>, Vec<u8>),
+    Stat(Vec<u8>),
+    Lstat(Vec<u8>),
+    Ls(Vec<u8>),
+    /// `mount OPTS` (remount `/`) or `mount OPTS P` (fresh tmpfs on P).
+    Mount {
+        opts: String,
+        path: Option<Vec<u8>>,
+    },
+    Stats,
+    Trace(bool),
+}
+
+/// Why a line was rejected with `err EINVAL`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParseError {
+    UnknownCommand(String),
+    /// Wrong number of arguments: the command and its usage.
+    Arity(&'static str),
+    /// A bad backslash escape in a word or text.
+    BadEscape(String),
+    /// A path or link target holding a NUL byte (no system call can take it).
+    Nul,
+    /// `trace` wants `on` or `off`.
+    TraceArg(String),
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::UnknownCommand(c) => write!(f, "unknown command `{c}`"),
+            ParseError::Arity(usage) => write!(f, "wrong number of arguments; usage: {usage}"),
+            ParseError::BadEscape(w) => write!(f, "malformed escape in `{w}`"),
+            ParseError::Nul => f.write_str("NUL byte in a path"),
+            ParseError::TraceArg(a) => write!(f, "`trace` wants `on` or `off`, not `{a}`"),
+        }
+    }
+}
+
+/// Usage lines of every command (`vfsh --help`).
+pub const USAGE: &[&str] = &[
+    "mkdir P",
+    "create P",
+    "write P TEXT",
+    "read P",
+    "symlink TARGET P",
+    "readlink P",
+    "unlink P",
+    "rmdir P",
+    "rename A B",
+    "stat P",
+    "lstat P",
+    "ls P",
+    "mount enoent=D [P]",
+    "stats",
+    "trace on|off",
+];
+
+fn is_blank(c: char) -> bool {
+    c == ' ' || c == '\t'
+}
+
+/// Decode the escapes of a word or text (see the module doc).
+pub fn unescape(s: &str) -> Result<Vec<u8>, ParseError> {
+    let bad = || ParseError::BadEscape(s.to_string());
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        match b.get(i + 1) {
+            Some(b'\\') => out.push(b'\\'),
+            Some(b'n') => out.push(b'\n'),
+            Some(b'r') => out.push(b'\r'),
+            Some(b't') => out.push(b'\t'),
+            Some(b'x') => {
+                let hex = b.get(i + 2..i + 4).ok_or_else(bad)?;
+                let hex = core::str::from_utf8(hex).map_err(|_| bad())?;
+                out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
+                i += 4;
+                continue;
+            }
+            _ => return Err(bad()),
+        }
+        i += 2;
+    }
+    Ok(out)
+}
+
+/// Decode one path or link-target word: escapes, `""` for empty, no NUL.
+fn path_word(w: &str) -> Result<Vec<u8>, ParseError> {
+    if w == "\"\"" {
+        return Ok(Vec::new());
+    }
+    let p = unescape(w)?;
+    if p.contains(&0) {
+        return Err(ParseError::Nul);
+    }
+    Ok(p)
+}
+
+fn escape_into(out: &mut String, bytes: &[u8], space_too: bool) {
+    use core::fmt::Write;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let (valid, bad) = match core::str::from_utf8(rest) {
+            Ok(s) => (s, &[][..]),
+            Err(e) => {
+                let (v, b) = rest.split_at(e.valid_up_to());
+                // `valid_up_to` guarantees `v` is valid UTF-8.
+                (core::str::from_utf8(v).unwrap_or(""), b)
+            }
+        };
+        for c in valid.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                ' ' if space_too => out.push_str("\\x20"),
+                c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                    let _ = write!(out, "\\x{:02x}", c as u32);
+                }
+                c => out.push(c),
+            }
+        }
+        if bad.is_empty() {
+            break;
+        }
+        // One byte that does not start valid UTF-8 here: escape it and go on.
+        let _ = write!(out, "\\x{:02x}", bad[0]);
+        rest = &bad[1..];
+    }
+}
+
+/// Escape file contents for a `read` line (spaces stay spaces).
+pub fn escape_text(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len());
+    escape_into(&mut s, bytes, false);
+    s
+}
+
+/// Escape a name or link target for an `ls`/`readlink` line (spaces too).
+pub fn escape_word(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len());
+    escape_into(&mut s, bytes, true);
+    s
+}
+
+/// `ok` followed by ` PAYLOAD` when the payload is not empty.
+pub fn ok_with(payload: &str) -> String {
+    if payload.is_empty() {
+        "ok".to_string()
+    } else {
+        let mut s = String::with_capacity(3 + payload.len());
+        s.push_str("ok ");
+        s.push_str(payload);
+        s
+    }
+}
+
+/// The `ls` result line for these names (any order; they are sorted here).
+pub fn ls_line(mut names: Vec<Vec<u8>>) -> String {
+    names.sort();
+    let words: Vec<String> = names.iter().map(|n| escape_word(n)).collect();
+    ok_with(&words.join(" "))
+}
+
+/// The `stat`/`lstat` result line.
+pub fn stat_line(kind: FileType, size: u64) -> String {
+    match kind {
+        FileType::Dir => "ok dir".to_string(),
+        FileType::Symlink => "ok symlink".to_string(),
+        FileType::File => std::format!("ok file size={size}"),
+    }
+}
+
+/// Parse one input line. `Ok(None)` for blank and comment lines.
+pub fn parse(line: &str) -> Result<Option<Cmd>, ParseError> {
+    let line = line.strip_suffix('\n').unwrap_or(line);
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let s = line.trim_start_matches(is_blank);
+    if s.is_empty() || s.starts_with('#') {
+        return Ok(None);
+    }
+    let (name, rest) = s.split_once(is_blank).unwrap_or((s, ""));
+    if name == "write" {
+        return parse_write(rest).map(Some);
+    }
+    let args: Vec<&str> = rest.split(is_blank).filter(|w| !w.is_empty()).collect();
+    let want = |n: usize, usage: &'static str| {
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(ParseError::Arity(usage))
+        }
+    };
+    let p = |i: usize| path_word(args[i]);
+    let cmd = match name {
+        "mkdir" => want(1, "mkdir P").and_then(|_| Ok(Cmd::Mkdir(p(0)?)))?,
+        "create" => want(1, "create P").and_then(|_| Ok(Cmd::Create(p(0)?)))?,
+        "read" => want(1, "read P").and_then(|_| Ok(Cmd::Read(p(0)?)))?,
+        "symlink" => want(2, "symlink TARGET P").and_then(|_| {
+            Ok(Cmd::Symlink {
+                target: p(0)?,
+                path: p(1)?,
+            })
+        })?,
+        "readlink" => want(1, "readlink P").and_then(|_| Ok(Cmd::Readlink(p(0)?)))?,
+        "unlink" => want(1, "unlink P").and_then(|_| Ok(Cmd::Unlink(p(0)?)))?,
+        "rmdir" => want(1, "rmdir P").and_then(|_| Ok(Cmd::Rmdir(p(0)?)))?,
+        "rename" => want(2, "rename A B").and_then(|_| Ok(Cmd::Rename(p(0)?, p(1)?)))?,
+        "stat" => want(1, "stat P").and_then(|_| Ok(Cmd::Stat(p(0)?)))?,
+        "lstat" => want(1, "lstat P").and_then(|_| Ok(Cmd::Lstat(p(0)?)))?,
+        "ls" => want(1, "ls P").and_then(|_| Ok(Cmd::Ls(p(0)?)))?,
+        "mount" => match args.len() {
+            1 => Cmd::Mount {
+                opts: args[0].to_string(),
+                path: None,
+            },
+            2 => Cmd::Mount {
+                opts: args[0].to_string(),
+                path: Some(p(1)?),
+            },
+            _ => return Err(ParseError::Arity("mount enoent=D [P]")),
+        },
+        "stats" => want(0, "stats").map(|_| Cmd::Stats)?,
+        "trace" => {
+            want(1, "trace on|off")?;
+            match args[0] {
+                "on" => Cmd::Trace(true),
+                "off" => Cmd::Trace(false),
+                a => return Err(ParseError::TraceArg(a.to_string())),
+            }
+        }
+        other => return Err(ParseError::UnknownCommand(other.to_string())),
+    };
+    Ok(Some(cmd))
+}
+
+/// `write P TEXT`: P is the first word, TEXT all after the blank that ends it.
+fn parse_write(rest: &str) -> Result<Cmd, ParseError> {
+    let rest = rest.trim_start_matches(is_blank);
+    if rest.is_empty() {
+        return Err(ParseError::Arity("write P TEXT"));
+    }
+    let (p, text) = rest.split_once(is_blank).unwrap_or((rest, ""));
+    Ok(Cmd::Write(path_word(p)?, unescape(text)?))
+}
+
+// Trace capture. The fs crate hands each trace line to one global sink
+// function; ours appends it to a buffer of the calling thread, and the shell
+// that ran the command collects it. The global flag is on while at least one
+// shell wants tracing.
+std::thread_local! {
+    static TRACE_BUF: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+static TRACE_USERS: AtomicUsize = AtomicUsize::new(0);
+
+fn trace_sink(args: fmt::Arguments<'_>) {
+    let line = args.to_string();
+    // `try_with`: a line emitted while the thread is being torn down is dropped.
+    let _ = TRACE_BUF.try_with(|b| b.borrow_mut().push(line));
+}
+
+fn take_trace() -> Vec<String> {
+    TRACE_BUF
+        .try_with(|b| core::mem::take(&mut *b.borrow_mut()))
+        .unwrap_or_default()
+}
+
+/// A shell: one fresh tmpfs namespace and the trace setting.
+pub struct Shell {
+    vfs: Vfs,
+    tracing: bool,
+}
+
+impl Shell {
+    /// A shell over a fresh tmpfs mounted with `opts` (e.g. `"enoent=noalloc"`,
+    /// `""` for the defaults).
+    pub fn try_new(opts: &str) -> KResult<Shell> {
+        let vfs = Vfs::new_tmpfs(opts)?;
+        trace::set_sink(trace_sink);
+        Ok(Shell {
+            vfs,
+            tracing: false,
+        })
+    }
+
+    /// Like [`Shell::try_new`].
+    ///
+    /// # Panics
+    /// If the filesystem rejects `opts`; use `try_new` for untrusted options.
+    pub fn new(opts: &str) -> Shell {
+        match Shell::try_new(opts) {
+            Ok(s) => s,
+            Err(e) => panic!("vfsh: cannot mount tmpfs with options {opts:?}: {e}"),
+        }
+    }
+
+    /// The namespace the shell works on.
+    pub fn vfs(&self) -> &Vfs {
+        &self.vfs
+    }
+
+    /// Run one input line; returns its output lines (none for blank and
+    /// comment lines, else `# ` lines followed by exactly one result line).
+    pub fn exec(&mut self, line: &str) -> Vec<String> {
+        match parse(line) {
+            Ok(None) => Vec::new(),
+            Ok(Some(cmd)) => self.run(&cmd),
+            Err(_) => vec![err_line(Errno::EINVAL)],
+        }
+    }
+
+    /// Run one parsed command (see [`Shell::exec`]).
+    pub fn run(&mut self, cmd: &Cmd) -> Vec<String> {
+        match cmd {
+            Cmd::Stats => {
+                let mut out = stats_lines();
+                out.push("ok".to_string());
+                out
+            }
+            Cmd::Trace(on) => {
+                self.set_tracing(*on);
+                vec!["ok".to_string()]
+            }
+            cmd => {
+                // Drop what other shells' traced commands left on this thread.
+                let _ = take_trace();
+                let result = self.run_fs(cmd);
+                let mut out = Vec::new();
+                if self.tracing {
+                    for t in take_trace() {
+                        for l in t.split('\n') {
+                            out.push(std::format!("# {l}"));
+                        }
+                    }
+                }
+                out.push(result);
+                out
+            }
+        }
+    }
+
+    fn set_tracing(&mut self, on: bool) {
+        if on != self.tracing {
+            self.tracing = on;
+            let users = if on {
+                TRACE_USERS.fetch_add(1, Ordering::SeqCst) + 1
+            } else {
+                TRACE_USERS.fetch_sub(1, Ordering::SeqCst) - 1
+            };
+            trace::enable(users > 0);
+        }
+    }
+
+    /// The filesystem commands: one result line.
+    fn run_fs(&self, cmd: &Cmd) -> String {
+        let v = &self.vfs;
+        let r: KResult<String> = match cmd {
+            Cmd::Mkdir(p) => v.mkdir(p, 0o755).map(|_| ok_with("")),
+            Cmd::Create(p) => v
+                .open(
+                    p,
+                    OpenFlags::WRONLY | OpenFlags::CREAT | OpenFlags::EXCL,
+                    0o644,
+                )
+                .map(|_f| ok_with("")),
+            Cmd::Write(p, text) => v.write_file(p, text).map(|_| ok_with("")),
+            Cmd::Read(p) => v.read_file(p).map(|d| ok_with(&escape_text(&d))),
+            Cmd::Symlink { target, path } => v.symlink(target, path).map(|_| ok_with("")),
+            Cmd::Readlink(p) => v.readlink(p).map(|t| ok_with(&escape_word(&t))),
+            Cmd::Unlink(p) => v.unlink(p).map(|_| ok_with("")),
+            Cmd::Rmdir(p) => v.rmdir(p).map(|_| ok_with("")),
+            Cmd::Rename(a, b) => v.rename(a, b).map(|_| ok_with("")),
+            Cmd::Stat(p) => v.stat(p).map(|st| stat_line(st.kind, st.size)),
+            Cmd::Lstat(p) => v.lstat(p).map(|st| stat_line(st.kind, st.size)),
+            Cmd::Ls(p) => v
+                .readdir(p)
+                .map(|es| ls_line(es.into_iter().map(|e| e.name).collect())),
+            Cmd::Mount { opts, path: None } => v.remount(b"/", opts).map(|_| ok_with("")),
+            Cmd::Mount {
+                opts,
+                path: Some(p),
+            } => v.mount("tmpfs", p, opts).map(|_| ok_with("")),
+            Cmd::Stats | Cmd::Trace(_) => Ok(ok_with("")),
+        };
+        r.unwrap_or_else(err_line)
+    }
+}
+
+impl Drop for Shell {
+    fn drop(&mut self) {
+        self.set_tracing(false);
+    }
+}
+
+/// `err ENAME`.
+pub fn err_line(e: Errno) -> String {
+    std::format!("err {}", e.name())
+}
+
+/// The `# name value` lines of `stats`, one per counter, in a fixed order.
+pub fn stats_lines() -> Vec<String> {
+    let c = stats::snapshot();
+    let mut out = vec![
+        std::format!("# lookups {}", c.lookups),
+        std::format!("# rcu_walks {}", c.rcu_walks),
+        std::format!("# fallbacks {}", c.fallbacks),
+    ];
+    for r in stats::FallbackReason::ALL {
+        out.push(std::format!(
+            "# fallbacks_{} {}",
+            r.name(),
+            c.fallbacks_by_reason[r as usize]
+        ));
+    }
+    for (name, v) in [
+        ("dentry_alloc", c.dentry_alloc),
+        ("dentry_free", c.dentry_free),
+        ("negative_created", c.negative_created),
+        ("negative_destroyed", c.negative_destroyed),
+        ("enoent", c.enoent),
+        ("locks", c.locks),
+        ("shared_stores", c.shared_stores),
+        ("shrunk", c.shrunk),
+    ] {
+        out.push(std::format!("# {name} {v}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_words_and_arity() {
+        assert_eq!(parse("  # comment"), Ok(None));
+        assert_eq!(parse("\t\r\n"), Ok(None));
+        assert_eq!(parse("mkdir /a\n"), Ok(Some(Cmd::Mkdir(b"/a".to_vec()))));
+        assert_eq!(
+            parse("rename  /a\t/b"),
+            Ok(Some(Cmd::Rename(b"/a".to_vec(), b"/b".to_vec())))
+        );
+        assert_eq!(parse("stat \"\""), Ok(Some(Cmd::Stat(Vec::new()))));
+        assert_eq!(parse("mkdir"), Err(ParseError::Arity("mkdir P")));
+        assert_eq!(parse("mkdir /a /b"), Err(ParseError::Arity("mkdir P")));
+        assert_eq!(parse("stats x"), Err(ParseError::Arity("stats")));
+        assert!(matches!(
+            parse("frob /a"),
+            Err(ParseError::UnknownCommand(_))
+        ));
+        assert!(matches!(parse("trace maybe"), Err(ParseError::TraceArg(_))));
+        assert_eq!(parse("stat /a\\x00"), Err(ParseError::Nul));
+        assert_eq!(
+            parse("mount enoent=noalloc /m"),
+            Ok(Some(Cmd::Mount {
+                opts: "enoent=noalloc".into(),
+                path: Some(b"/m".to_vec())
+            }))
+        );
+    }
+
+    #[test]
+    fn write_text_is_rest_of_line() {
+        assert_eq!(
+            parse("write /f  two  spaces \r\n"),
+            Ok(Some(Cmd::Write(b"/f".to_vec(), b" two  spaces ".to_vec())))
+        );
+        assert_eq!(
+            parse("write /f"),
+            Ok(Some(Cmd::Write(b"/f".to_vec(), Vec::new())))
+        );
+        assert_eq!(parse("write"), Err(ParseError::Arity("write P TEXT")));
+        assert_eq!(
+            parse("write /f a\\nb\\\\\\xff"),
+            Ok(Some(Cmd::Write(b"/f".to_vec(), b"a\nb\\\xff".to_vec())))
+        );
+        assert!(matches!(
+            parse("write /f \\q"),
+            Err(ParseError::BadEscape(_))
+        ));
+        assert!(matches!(
+            parse("write /f \\x4"),
+            Err(ParseError::BadEscape(_))
+        ));
+        assert!(matches!(
+            parse("write /f \\"),
+            Err(ParseError::BadEscape(_))
+        ));
+    }
+
+    #[test]
+    fn escapes_round_trip() {
+        let all: Vec<u8> = (0..=255u8).chain("é ü".bytes()).collect();
+        for esc in [escape_text(&all), escape_word(&all)] {
+            assert!(!esc.contains('\n'));
+            assert_eq!(unescape(&esc).unwrap(), all);
+        }
+        assert_eq!(escape_text(b"a b\n\\\xc3"), "a b\\n\\\\\\xc3");
+        assert_eq!(escape_word(b"a b"), "a\\x20b");
+        assert_eq!(escape_text("é".as_bytes()), "é");
+    }
+
+    #[test]
+    fn result_lines() {
+        assert_eq!(
+            ls_line(vec![b"c".to_vec(), b"a".to_vec(), b"b".to_vec()]),
+            "ok a b c"
+        );
+        assert_eq!(ls_line(Vec::new()), "ok");
+        assert_eq!(stat_line(FileType::File, 5), "ok file size=5");
+        assert_eq!(err_line(Errno::ENOTDIR), "err ENOTDIR");
+        let names: Vec<String> = stats_lines()
+            .iter()
+            .map(|l| l.split(' ').nth(1).unwrap().to_string())
+            .collect();
+        assert!(names.contains(&"lookups".to_string()));
+        assert!(names.contains(&"fallbacks_cache_miss".to_string()));
+    }
+}

@@ -1,0 +1,222 @@
+//! Observability of one tree connect: command counters rendered in the
+//! layout of Linux's `/proc/fs/cifs/Stats`, and a bounded ring of trace
+//! events named like the smb3 tracepoints (`smb3_cmd_enter`,
+//! `smb3_cmd_done`, `smb3_cmd_err`), so the usual
+//! `grep -oP '(?<=status=)\S+' | sort | uniq -c` analysis works on a dump.
+//!
+//! Plain data owned by the connection; no locks, no clock of its own (the
+//! caller passes timestamps).
+
+use crate::smb::wire::cmd;
+use alloc::collections::VecDeque;
+use alloc::string::String;
+use core::fmt::Write;
+
+/// Sent / failed counts of one command.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CmdCount {
+    /// Requests sent.
+    pub total: u64,
+    /// Replies with an error-severity status (or no reply at all).
+    pub failed: u64,
+}
+
+/// Counters of one tree connect (kept across reconnects).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TconStats {
+    /// `\\server\share`.
+    pub unc: String,
+    /// Indexed by command code (0..=18).
+    pub cmds: [CmdCount; 19],
+    /// Request frames sent (a compound counts once): the round trips.
+    pub frames: u64,
+    /// Requests sent (every compound member).
+    pub smbs: u64,
+    pub bytes_read: u64,
+    /// Successful (re)connects.
+    pub connects: u64,
+}
+
+impl TconStats {
+    /// Counts of command `c`.
+    pub fn get(&self, c: u16) -> CmdCount {
+        self.cmds.get(c as usize).copied().unwrap_or_default()
+    }
+
+    pub(crate) fn sent(&mut self, c: u16) {
+        self.smbs += 1;
+        if let Some(x) = self.cmds.get_mut(c as usize) {
+            x.total += 1;
+        }
+    }
+
+    pub(crate) fn failed(&mut self, c: u16) {
+        if let Some(x) = self.cmds.get_mut(c as usize) {
+            x.failed += 1;
+        }
+    }
+
+    /// The counters in `/proc/fs/cifs/Stats` layout (one tcon, numbered 1).
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "1) {}", self.unc);
+        let _ = writeln!(s, "SMBs: {}", self.smbs);
+        let _ = writeln!(s, "Frames: {}", self.frames);
+        let _ = writeln!(s, "Bytes read: {}", self.bytes_read);
+        let rows: [(&str, u16); 10] = [
+            ("Negotiates", cmd::NEGOTIATE),
+            ("SessionSetups", cmd::SESSION_SETUP),
+            ("Logoffs", cmd::LOGOFF),
+            ("TreeConnects", cmd::TREE_CONNECT),
+            ("TreeDisconnects", cmd::TREE_DISCONNECT),
+            ("Creates", cmd::CREATE),
+            ("Closes", cmd::CLOSE),
+            ("Reads", cmd::READ),
+            ("QueryDirectories", cmd::QUERY_DIRECTORY),
+            ("QueryInfos", cmd::QUERY_INFO),
+        ];
+        for (name, c) in rows {
+            let n = self.get(c);
+            let _ = writeln!(s, "{}: {} total {} failed", name, n.total, n.failed);
+        }
+        s
+    }
+}
+
+/// Which tracepoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceKind {
+    Enter,
+    Done,
+    Err,
+}
+
+/// One trace event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceEvent {
+    pub t_ms: u64,
+    pub kind: TraceKind,
+    pub sid: u64,
+    pub tid: u32,
+    pub cmd: u16,
+    pub mid: u64,
+    /// NT status (Done: 0).
+    pub status: u32,
+    /// Negative errno the status maps to (Err only).
+    pub rc: i32,
+}
+
+impl TraceEvent {
+    /// One line, shaped like the kernel's trace output.
+    pub fn render(&self, out: &mut String) {
+        let (name, extra) = match self.kind {
+            TraceKind::Enter => ("smb3_cmd_enter", false),
+            TraceKind::Done => ("smb3_cmd_done", false),
+            TraceKind::Err => ("smb3_cmd_err", true),
+        };
+        let _ = write!(
+            out,
+            "smb-client [000] ..... {}.{:03}: {}: sid=0x{:x} tid=0x{:x} cmd={} mid={}",
+            self.t_ms / 1000,
+            self.t_ms % 1000,
+            name,
+            self.sid,
+            self.tid,
+            self.cmd,
+            self.mid
+        );
+        if extra {
+            let _ = write!(out, " status=0x{:x} rc={}", self.status, self.rc);
+        }
+        out.push('\n');
+    }
+}
+
+/// A bounded ring of trace events; the oldest are dropped first.
+#[derive(Clone, Debug)]
+pub struct TraceRing {
+    events: VecDeque<TraceEvent>,
+    cap: usize,
+    /// Events dropped for lack of room.
+    pub dropped: u64,
+}
+
+impl TraceRing {
+    /// A ring holding at most `cap` events (0 disables tracing).
+    pub fn new(cap: usize) -> Self {
+        TraceRing {
+            events: VecDeque::new(),
+            cap,
+            dropped: 0,
+        }
+    }
+
+    pub(crate) fn push(&mut self, e: TraceEvent) {
+        if self.cap == 0 {
+            return;
+        }
+        if self.events.len() == self.cap {
+            self.events.pop_front();
+            self.dropped += 1;
+        }
+        self.events.push_back(e);
+    }
+
+    /// The events, oldest first.
+    pub fn events(&self) -> impl Iterator<Item = &TraceEvent> {
+        self.events.iter()
+    }
+
+    /// Forgets all events.
+    pub fn clear(&mut self) {
+        self.events.clear();
+        self.dropped = 0;
+    }
+
+    /// All events as text, one per line.
+    pub fn dump(&self) -> String {
+        let mut s = String::new();
+        for e in &self.events {
+            e.render(&mut s);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_formats() {
+        let mut st = TconStats {
+            unc: "\\\\h\\s".into(),
+            ..Default::default()
+        };
+        st.sent(cmd::QUERY_INFO);
+        st.sent(cmd::QUERY_INFO);
+        st.failed(cmd::QUERY_INFO);
+        let r = st.render();
+        assert!(r.contains("QueryInfos: 2 total 1 failed\n"), "{r}");
+        assert!(r.contains("Creates: 0 total 0 failed\n"));
+        let mut ring = TraceRing::new(2);
+        for mid in 0..3 {
+            ring.push(TraceEvent {
+                t_ms: 1234,
+                kind: TraceKind::Err,
+                sid: 0x10,
+                tid: 0x29,
+                cmd: 16,
+                mid,
+                status: 0xc000_0052,
+                rc: -61,
+            });
+        }
+        assert_eq!(ring.dropped, 1);
+        let d = ring.dump();
+        assert_eq!(d.lines().count(), 2);
+        assert!(d.starts_with(
+            "smb-client [000] ..... 1.234: smb3_cmd_err: sid=0x10 tid=0x29 cmd=16 mid=1 status=0xc0000052 rc=-61\n"
+        ), "{d}");
+    }
+}

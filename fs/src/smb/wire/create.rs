@@ -1,0 +1,178 @@
+//! CREATE (MS-SMB2 2.2.13, 2.2.14) and CLOSE (2.2.15, 2.2.16).
+
+use super::{put_u16, put_u32, put_u64, slice, u16_at, u32_at, u64_at, u8_at, utf16le};
+use super::{Result, WireError};
+use alloc::vec::Vec;
+
+/// An open's file id (persistent, volatile).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct FileId {
+    pub persistent: u64,
+    pub volatile: u64,
+}
+
+impl FileId {
+    /// The id used by related compound members: "the file the previous
+    /// request opened".
+    pub const RELATED: FileId = FileId {
+        persistent: u64::MAX,
+        volatile: u64::MAX,
+    };
+
+    /// Appends the 16 bytes.
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        put_u64(out, self.persistent);
+        put_u64(out, self.volatile);
+    }
+
+    /// Reads 16 bytes at `off`.
+    pub fn parse(b: &[u8], off: usize) -> Result<Self> {
+        Ok(FileId {
+            persistent: u64_at(b, off)?,
+            volatile: u64_at(b, off + 8)?,
+        })
+    }
+}
+
+/// Access mask bits the client asks for.
+pub mod access {
+    pub const FILE_READ_DATA: u32 = 0x1;
+    pub const FILE_READ_EA: u32 = 0x8;
+    pub const FILE_READ_ATTRIBUTES: u32 = 0x80;
+    pub const READ_CONTROL: u32 = 0x0002_0000;
+    pub const SYNCHRONIZE: u32 = 0x0010_0000;
+    pub const GENERIC_READ: u32 = 0x8000_0000;
+}
+
+/// ShareAccess bits.
+pub mod share {
+    pub const ALL: u32 = 0x7; // read | write | delete
+}
+
+/// CreateDisposition FILE_OPEN.
+pub const FILE_OPEN: u32 = 1;
+
+/// CreateOptions bits.
+pub mod options {
+    pub const DIRECTORY_FILE: u32 = 0x1;
+    pub const NON_DIRECTORY_FILE: u32 = 0x40;
+    pub const OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+}
+
+/// A CREATE request body.
+#[derive(Clone, Debug)]
+pub struct CreateRequest<'a> {
+    pub desired_access: u32,
+    pub file_attributes: u32,
+    pub share_access: u32,
+    pub disposition: u32,
+    pub options: u32,
+    /// Share-relative path with backslashes, no leading separator; empty
+    /// for the share root.
+    pub path: &'a str,
+}
+
+impl CreateRequest<'_> {
+    /// Appends the body after a 64-byte header already in `out`.
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        let name = utf16le(self.path);
+        put_u16(out, 57);
+        out.push(0); // SecurityFlags
+        out.push(0); // RequestedOplockLevel: none
+        put_u32(out, 2); // ImpersonationLevel: Impersonation
+        put_u64(out, 0); // SmbCreateFlags
+        put_u64(out, 0); // Reserved
+        put_u32(out, self.desired_access);
+        put_u32(out, self.file_attributes);
+        put_u32(out, self.share_access);
+        put_u32(out, self.disposition);
+        put_u32(out, self.options);
+        put_u16(out, 64 + 56);
+        put_u16(out, name.len() as u16);
+        put_u32(out, 0); // CreateContextsOffset
+        put_u32(out, 0); // CreateContextsLength
+        if name.is_empty() {
+            // The variable part may not be empty.
+            out.extend_from_slice(&[0u8; 8]);
+        } else {
+            out.extend_from_slice(&name);
+        }
+    }
+}
+
+/// Timestamps and sizes common to CREATE, CLOSE and the info classes
+/// (times are FILETIME: 100 ns since 1601).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct FileTimes {
+    pub creation: u64,
+    pub last_access: u64,
+    pub last_write: u64,
+    pub change: u64,
+}
+
+impl FileTimes {
+    /// Reads four FILETIMEs at `off`.
+    pub fn parse(b: &[u8], off: usize) -> Result<Self> {
+        Ok(FileTimes {
+            creation: u64_at(b, off)?,
+            last_access: u64_at(b, off + 8)?,
+            last_write: u64_at(b, off + 16)?,
+            change: u64_at(b, off + 24)?,
+        })
+    }
+}
+
+/// A parsed CREATE response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreateResponse {
+    pub oplock: u8,
+    pub create_action: u32,
+    pub times: FileTimes,
+    pub allocation_size: u64,
+    pub end_of_file: u64,
+    pub attributes: u32,
+    pub file_id: FileId,
+}
+
+impl CreateResponse {
+    /// Parses a whole response message (header included).
+    pub fn parse(msg: &[u8]) -> Result<Self> {
+        let b = slice(msg, 64, 88)?;
+        if u16_at(b, 0)? != 89 {
+            return Err(WireError::new("create structure size"));
+        }
+        Ok(CreateResponse {
+            oplock: u8_at(b, 2)?,
+            create_action: u32_at(b, 4)?,
+            times: FileTimes::parse(b, 8)?,
+            allocation_size: u64_at(b, 40)?,
+            end_of_file: u64_at(b, 48)?,
+            attributes: u32_at(b, 56)?,
+            file_id: FileId::parse(b, 64)?,
+        })
+    }
+}
+
+/// A CLOSE request body.
+#[derive(Clone, Copy, Debug)]
+pub struct CloseRequest {
+    pub file_id: FileId,
+}
+
+impl CloseRequest {
+    /// Appends the body after a 64-byte header already in `out`.
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        put_u16(out, 24);
+        put_u16(out, 0); // Flags: no attributes wanted
+        put_u32(out, 0);
+        self.file_id.emit(out);
+    }
+}
+
+/// Checks a CLOSE response body.
+pub fn parse_close(msg: &[u8]) -> Result<()> {
+    if u16_at(msg, 64)? != 60 {
+        return Err(WireError::new("close structure size"));
+    }
+    slice(msg, 64, 60).map(|_| ())
+}

@@ -1,0 +1,124 @@
+//! Directory entry records returned by QUERY_DIRECTORY (MS-FSCC 2.4):
+//! FileFullDirectoryInformation (class 2), FileIdBothDirectoryInformation
+//! (class 37) and FileIdExtdDirectoryInformation (class 60).
+//!
+//! All three carry a 32-bit field after the name length that holds the
+//! entry's EaSize — except on a reparse point in classes 2 and 37, where it
+//! holds the reparse tag instead. [`DirInfo`] keeps the two apart so a
+//! caller never mistakes a tag for an EA size.
+
+use super::create::FileTimes;
+use super::{from_utf16le, slice, u32_at, u64_at, Result, WireError};
+use alloc::string::String;
+use alloc::vec::Vec;
+
+/// Info classes.
+pub mod class {
+    pub const FULL_DIRECTORY: u8 = 2;
+    pub const ID_BOTH_DIRECTORY: u8 = 37;
+    pub const ID_EXTD_DIRECTORY: u8 = 60;
+}
+
+/// File attribute bits (MS-FSCC 2.6).
+pub mod attr {
+    pub const READONLY: u32 = 0x1;
+    pub const HIDDEN: u32 = 0x2;
+    pub const SYSTEM: u32 = 0x4;
+    pub const DIRECTORY: u32 = 0x10;
+    pub const ARCHIVE: u32 = 0x20;
+    pub const NORMAL: u32 = 0x80;
+    pub const REPARSE_POINT: u32 = 0x400;
+}
+
+/// One directory entry, as the filesystem layer uses it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirInfo {
+    pub name: String,
+    pub attributes: u32,
+    pub end_of_file: u64,
+    pub allocation_size: u64,
+    pub times: FileTimes,
+    /// EaSize: `Some(0)` means "no EAs at all". `None` when the field held
+    /// a reparse tag instead (classes 2 and 37 on a reparse point).
+    pub ea_size: Option<u32>,
+    /// Reparse tag, when the entry is a reparse point and the class says it.
+    pub reparse_tag: Option<u32>,
+    /// Server inode number (FileId); `None` for class 2.
+    pub file_id: Option<u64>,
+}
+
+impl DirInfo {
+    /// True for directories.
+    pub fn is_dir(&self) -> bool {
+        self.attributes & attr::DIRECTORY != 0
+    }
+}
+
+/// Fixed part length of a record of `class`, or `None` if unsupported.
+pub fn fixed_len(class: u8) -> Option<usize> {
+    match class {
+        class::FULL_DIRECTORY => Some(68),
+        class::ID_BOTH_DIRECTORY => Some(104),
+        class::ID_EXTD_DIRECTORY => Some(88),
+        _ => None,
+    }
+}
+
+/// Parses one output buffer of records of `class`.
+pub fn parse(class: u8, buf: &[u8]) -> Result<Vec<DirInfo>> {
+    let fixed = fixed_len(class).ok_or(WireError::new("unsupported dir class"))?;
+    let mut out = Vec::new();
+    let mut off = 0usize;
+    loop {
+        let rec = buf.get(off..).ok_or(WireError::new("dir record offset"))?;
+        let next = u32_at(rec, 0)? as usize;
+        slice(rec, 0, fixed)?;
+        let times = FileTimes::parse(rec, 8)?;
+        let end_of_file = u64_at(rec, 40)?;
+        let allocation_size = u64_at(rec, 48)?;
+        let attributes = u32_at(rec, 56)?;
+        let name_len = u32_at(rec, 60)? as usize;
+        let ea_or_tag = u32_at(rec, 64)?;
+        let name = from_utf16le(slice(rec, fixed, name_len)?)?;
+        let reparse = attributes & attr::REPARSE_POINT != 0;
+        let (ea_size, reparse_tag, file_id) = match class {
+            class::ID_EXTD_DIRECTORY => {
+                let tag = u32_at(rec, 68)?;
+                (
+                    Some(ea_or_tag),
+                    reparse.then_some(tag),
+                    Some(u64_at(rec, 72)?),
+                )
+            }
+            _ => {
+                let id = if class == class::ID_BOTH_DIRECTORY {
+                    Some(u64_at(rec, 96)?)
+                } else {
+                    None
+                };
+                if reparse {
+                    (None, Some(ea_or_tag), id)
+                } else {
+                    (Some(ea_or_tag), None, id)
+                }
+            }
+        };
+        out.push(DirInfo {
+            name,
+            attributes,
+            end_of_file,
+            allocation_size,
+            times,
+            ea_size,
+            reparse_tag,
+            file_id,
+        });
+        if next == 0 {
+            return Ok(out);
+        }
+        if next < fixed || !next.is_multiple_of(8) || next >= rec.len() {
+            return Err(WireError::new("bad NextEntryOffset"));
+        }
+        off += next;
+    }
+}

@@ -1,0 +1,160 @@
+//! Extended attributes on the wire (MS-FSCC 2.4.15.1, 2.4.15) and the WSL
+//! metadata EAs `$LXUID`, `$LXGID`, `$LXMOD`, `$LXDEV`.
+//!
+//! WSL stores a file's Linux owner, group and mode as EAs whose values are
+//! little-endian u32; `$LXDEV` holds the device number as two little-endian
+//! u32 (major, minor). A client asks for exactly these names with a
+//! FILE_GET_EA_INFORMATION list; the server answers with a
+//! FILE_FULL_EA_INFORMATION list (Samba returns all EAs of the file and
+//! ignores the list), or STATUS_NO_EAS_ON_FILE.
+
+use super::{pad_to, put_u32, slice, u16_at, u32_at, u8_at, Result, WireError};
+use alloc::string::String;
+use alloc::vec::Vec;
+
+/// The four WSL EA names, in the order the client asks for them.
+pub const WSL_EA_NAMES: [&str; 4] = ["$LXUID", "$LXGID", "$LXMOD", "$LXDEV"];
+
+/// Info class FileFullEaInformation.
+pub const FILE_FULL_EA_INFORMATION: u8 = 15;
+
+/// A FILE_GET_EA_INFORMATION list naming `names` (each entry 4-aligned).
+pub fn emit_get_ea_list(names: &[&str]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, n) in names.iter().enumerate() {
+        let start = out.len();
+        put_u32(&mut out, 0);
+        out.push(n.len() as u8);
+        out.extend_from_slice(n.as_bytes());
+        out.push(0);
+        if i + 1 < names.len() {
+            pad_to(&mut out, 4);
+            let next = (out.len() - start) as u32;
+            out[start..start + 4].copy_from_slice(&next.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// One full EA.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FullEa {
+    pub flags: u8,
+    pub name: String,
+    pub value: Vec<u8>,
+}
+
+/// Parses a FILE_FULL_EA_INFORMATION list.
+pub fn parse_full_ea_list(buf: &[u8]) -> Result<Vec<FullEa>> {
+    let mut out = Vec::new();
+    if buf.is_empty() {
+        return Ok(out);
+    }
+    let mut off = 0usize;
+    loop {
+        let rec = buf.get(off..).ok_or(WireError::new("ea offset"))?;
+        let next = u32_at(rec, 0)? as usize;
+        let flags = u8_at(rec, 4)?;
+        let name_len = u8_at(rec, 5)? as usize;
+        let value_len = u16_at(rec, 6)? as usize;
+        let name = slice(rec, 8, name_len)?;
+        let value = slice(rec, 8 + name_len + 1, value_len)?;
+        let name = core::str::from_utf8(name).map_err(|_| WireError::new("ea name not UTF-8"))?;
+        out.push(FullEa {
+            flags,
+            name: String::from(name),
+            value: value.to_vec(),
+        });
+        if next == 0 {
+            return Ok(out);
+        }
+        if next < 8 || next >= rec.len() {
+            return Err(WireError::new("bad ea NextEntryOffset"));
+        }
+        off += next;
+    }
+}
+
+/// The decoded WSL metadata of one file; a field is `None` if its EA is
+/// absent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct WslEas {
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub mode: Option<u32>,
+    /// (major, minor).
+    pub dev: Option<(u32, u32)>,
+}
+
+impl WslEas {
+    /// True if none of the four EAs was present.
+    pub fn is_empty(&self) -> bool {
+        self.uid.is_none() && self.gid.is_none() && self.mode.is_none() && self.dev.is_none()
+    }
+
+    /// Picks the WSL EAs out of a full EA list (names compared without
+    /// regard to case). A WSL EA whose value has the wrong length is an
+    /// error; other EAs are ignored.
+    pub fn from_eas(eas: &[FullEa]) -> Result<Self> {
+        let mut w = WslEas::default();
+        for ea in eas {
+            let u32v = |v: &[u8]| -> Result<u32> {
+                if v.len() != 4 {
+                    return Err(WireError::new("WSL EA value length"));
+                }
+                u32_at(v, 0)
+            };
+            let n = ea.name.as_str();
+            if n.eq_ignore_ascii_case("$LXUID") {
+                w.uid = Some(u32v(&ea.value)?);
+            } else if n.eq_ignore_ascii_case("$LXGID") {
+                w.gid = Some(u32v(&ea.value)?);
+            } else if n.eq_ignore_ascii_case("$LXMOD") {
+                w.mode = Some(u32v(&ea.value)?);
+            } else if n.eq_ignore_ascii_case("$LXDEV") {
+                if ea.value.len() != 8 {
+                    return Err(WireError::new("WSL $LXDEV length"));
+                }
+                w.dev = Some((u32_at(&ea.value, 0)?, u32_at(&ea.value, 4)?));
+            }
+        }
+        Ok(w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn get_list_layout() {
+        let l = emit_get_ea_list(&WSL_EA_NAMES);
+        // 4 + 1 + 6 + 1 = 12 per entry, already 4-aligned; last unpadded.
+        assert_eq!(l.len(), 48);
+        assert_eq!(u32_at(&l, 0).unwrap(), 12);
+        assert_eq!(&l[5..11], b"$LXUID");
+        assert_eq!(u32_at(&l, 36).unwrap(), 0);
+    }
+
+    #[test]
+    fn decode_wsl() {
+        let mk = |n: &str, v: &[u8]| FullEa {
+            flags: 0,
+            name: n.into(),
+            value: v.to_vec(),
+        };
+        let eas = [
+            mk("$LXUID", &1000u32.to_le_bytes()),
+            mk("$lxgid", &100u32.to_le_bytes()),
+            mk("$LXMOD", &0o100644u32.to_le_bytes()),
+            mk("$LXDEV", &[8, 0, 0, 0, 1, 0, 0, 0]),
+            mk("user.other", b"x"),
+        ];
+        let w = WslEas::from_eas(&eas).unwrap();
+        assert_eq!(w.uid, Some(1000));
+        assert_eq!(w.gid, Some(100));
+        assert_eq!(w.mode, Some(0o100644));
+        assert_eq!(w.dev, Some((8, 1)));
+        assert!(WslEas::from_eas(&[mk("$LXUID", b"abc")]).is_err());
+    }
+}

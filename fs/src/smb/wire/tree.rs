@@ -1,0 +1,48 @@
+//! TREE_CONNECT (MS-SMB2 2.2.9, 2.2.10); TREE_DISCONNECT uses
+//! [`super::session::emit_small`].
+
+use super::{put_u16, slice, u16_at, u32_at, u8_at, utf16le, Result, WireError};
+use alloc::vec::Vec;
+
+/// A TREE_CONNECT request body for the UNC path `\\server\share`.
+#[derive(Clone, Debug)]
+pub struct TreeConnectRequest<'a> {
+    pub unc: &'a str,
+}
+
+impl TreeConnectRequest<'_> {
+    /// Appends the body after a 64-byte header already in `out`.
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        let path = utf16le(self.unc);
+        put_u16(out, 9);
+        put_u16(out, 0);
+        put_u16(out, 64 + 8);
+        put_u16(out, path.len() as u16);
+        out.extend_from_slice(&path);
+    }
+}
+
+/// A parsed TREE_CONNECT response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeConnectResponse {
+    pub share_type: u8,
+    pub share_flags: u32,
+    pub capabilities: u32,
+    pub maximal_access: u32,
+}
+
+impl TreeConnectResponse {
+    /// Parses a whole response message (header included).
+    pub fn parse(msg: &[u8]) -> Result<Self> {
+        let b = slice(msg, 64, 16)?;
+        if u16_at(b, 0)? != 16 {
+            return Err(WireError::new("tree connect structure size"));
+        }
+        Ok(TreeConnectResponse {
+            share_type: u8_at(b, 2)?,
+            share_flags: u32_at(b, 4)?,
+            capabilities: u32_at(b, 8)?,
+            maximal_access: u32_at(b, 12)?,
+        })
+    }
+}
