@@ -1,4 +1,210 @@
+//! The bootable research kernel: PVH entry (in `arch`), then [`kernel_main`],
+//! whose body is the boot order as a list; application processors enter
+//! [`ap_main`] and then idle, waiting for cross-CPU jobs.
+//!
+//! Module map: `arch` (everything x86), `mm` (frames, heap, slab, stacks),
+//! `time`, `smp` (CPU sets, run closures on CPUs), `sync::rcu` (QSBR RCU +
+//! the fs crate's platform), `console` (serial + log), `exit` (status codes),
+//! `panic`, `selftest`; the command-line parser is `kernel::cmdline` in the
+//! library half of this crate.
 #![no_std]
 #![no_main]
-#[panic_handler]
-fn panic(_: &core::panic::PanicInfo) -> ! { loop {} }
+
+extern crate alloc;
+
+mod arch;
+mod console;
+mod exit;
+mod mm;
+mod panic;
+mod percpu;
+mod selftest;
+mod smp;
+mod sync;
+mod time;
+
+use console::kprintln;
+use exit::{exit, ExitCode};
+use kernel::cmdline::{self, Config, Crash};
+
+/// Boot CPU entry (called by the PVH entry on the boot stack, long mode,
+/// identity-mapped, interrupts off). `start_info` is the physical address of
+/// `hvm_start_info`.
+pub extern "C" fn kernel_main(start_info: u32) -> ! {
+    // 1. Per-core area (GS) and serial console: from here on we can print.
+    arch::kernel::early_init();
+    console::init(log::LevelFilter::Info);
+    // 2. Copy the PVH start info: command line, memory map, RSDP.
+    let boot = arch::start::pvh::read(start_info).unwrap_or_else(|e| boot_failure(e));
+    // 3. Strict command line: bad input exits here with the key reference.
+    let config = parse_cmdline(boot.cmdline());
+    console::init(config.log);
+    log::info!(
+        "boot: PVH start info v{}, {} memory map entries",
+        boot.version,
+        boot.memory_map().len()
+    );
+    log::debug!(
+        "boot: PVH entry to command line: {} TSC ticks",
+        arch::processor::rdtsc() - arch::start::entry::boot_tsc()
+    );
+    // 4. Memory: frame allocator, heap, per-CPU slab, page tables.
+    let layout = mm::init(boot.memory_map()).unwrap_or_else(|e| boot_failure(e));
+    log::info!(
+        "mm: {} MiB usable, heap {} MiB at {:#x}, {} frames",
+        layout.usable >> 20,
+        layout.heap_size >> 20,
+        layout.heap_start,
+        layout.frames
+    );
+    log::debug!(
+        "boot: PVH entry to mm up: {} TSC ticks",
+        arch::processor::rdtsc() - arch::start::entry::boot_tsc()
+    );
+    // 5. This CPU's GDT/TSS (guarded IST stack for #DF) and the IDT.
+    arch::kernel::boot_processor_init();
+    // 6. ACPI: the processors, the local APIC and HPET addresses.
+    let (apic_ids, hpet_base) = discover_cpus(boot.rsdp);
+    // 7. Calibrate the TSC against the HPET (or PIT); timestamps in the log.
+    let (tsc_hz, reference) = time::init(hpet_base);
+    console::time_ready();
+    if reference == time::Reference::Guess {
+        log::warn!("time: no HPET or PIT answer, assuming a 2 GHz TSC");
+    }
+    // 8. The boot CPU joins: LAPIC tick, RCU, online; the fs platform.
+    arch::kernel::apic::init_local();
+    time::start_tick(config.hz);
+    sync::rcu::cpu_online();
+    arch::kernel::smp::mark_online(0);
+    arch::interrupts::enable();
+    sync::rcu::install();
+    log::info!(
+        "time: TSC {} MHz ({reference:?}), LAPIC timer {} kHz, tick {} Hz",
+        tsc_hz / 1_000_000,
+        time::lapic_hz() / 1000,
+        config.hz
+    );
+    // 9. Start the application processors and report.
+    let online = arch::kernel::smp::start_aps(&apic_ids, config.smp_timeout_ms as u64);
+    if online < apic_ids.len() {
+        log::warn!("smp: only {online} of {} CPUs came online", apic_ids.len());
+    }
+    let ms = time::tsc_to_ns(arch::kernel::smp::last_online_tsc() - arch::start::entry::boot_tsc())
+        / 1_000_000;
+    kprintln!("smp: {online} CPUs online in {ms} ms");
+    // 10. Do what the command line asked.
+    run(&config)
+}
+
+/// Application processor entry, after `arch` set up its GDT/IDT/LAPIC on
+/// its own stack. Joins RCU, goes online, then idles.
+pub fn ap_main(cpu: usize) -> ! {
+    sync::rcu::cpu_online();
+    arch::kernel::smp::mark_online(cpu);
+    arch::interrupts::enable();
+    idle_loop()
+}
+
+/// Idle: run cross-CPU jobs, pass quiescent states and run RCU callbacks,
+/// halt until the next interrupt (tick or wake-up IPI).
+fn idle_loop() -> ! {
+    loop {
+        if arch::kernel::smp::poll_mailbox() {
+            continue;
+        }
+        sync::rcu::quiescent_state();
+        arch::interrupts::disable();
+        if arch::kernel::smp::has_job() {
+            arch::interrupts::enable();
+            continue;
+        }
+        arch::processor::enable_interrupts_and_halt();
+    }
+}
+
+fn parse_cmdline(raw: &[u8]) -> Config {
+    match cmdline::parse_bytes(raw) {
+        Ok(c) => c,
+        Err(e) => {
+            kprintln!("cmdline: {e}");
+            kprintln!("{}", cmdline::Help);
+            exit(ExitCode::BadCmdline)
+        }
+    }
+}
+
+fn discover_cpus(rsdp: u64) -> (alloc::vec::Vec<u32>, Option<u64>) {
+    let bsp = arch::kernel::apic::id();
+    arch::kernel::smp::register_boot_cpu(bsp);
+    match arch::kernel::acpi::processors(rsdp) {
+        Ok(p) => {
+            arch::kernel::apic::set_base(p.lapic_base as usize);
+            log::info!(
+                "acpi: {} processors in the MADT, LAPIC at {:#x}",
+                p.apic_ids.len(),
+                p.lapic_base
+            );
+            (p.apic_ids, p.hpet_base)
+        }
+        Err(e) => {
+            log::warn!("acpi: {e}; running on the boot CPU only");
+            (alloc::vec![bsp], None)
+        }
+    }
+}
+
+fn run(config: &Config) -> ! {
+    if let Some(c) = config.crash {
+        crash(c);
+    }
+    if config.selftest {
+        let (passed, failed) = selftest::run();
+        log::info!(
+            "selftest: done at {} ms guest time",
+            time::now_ns() / 1_000_000
+        );
+        kprintln!("{passed} passed, {failed} failed");
+        exit(if failed == 0 {
+            ExitCode::Success
+        } else {
+            ExitCode::TestsFailed
+        });
+    }
+    kprintln!("boot complete; nothing to do (kernel command line `selftest` runs the self-tests)");
+    exit(ExitCode::Success)
+}
+
+fn crash(c: Crash) -> ! {
+    log::warn!("crashing on purpose: {c:?}");
+    match c {
+        Crash::PageFault => {
+            arch::processor::read_unmapped();
+        }
+        Crash::StackOverflow => {
+            core::hint::black_box(recurse(1));
+        }
+        Crash::StackOverflowAp => {
+            let last = smp::cpu_count() - 1;
+            smp::run_on(&smp::CpuSet::single(last), |_| {
+                core::hint::black_box(recurse(1));
+            });
+        }
+        Crash::InvalidOpcode => arch::processor::invalid_opcode(),
+        Crash::Panic => panic!("crash=panic on the kernel command line"),
+    }
+    panic!("the deliberate crash did not crash")
+}
+
+#[inline(never)]
+fn recurse(n: u64) -> u64 {
+    let buf = core::hint::black_box([n; 32]);
+    if n == u64::MAX {
+        return buf[0];
+    }
+    recurse(n + 1).wrapping_add(buf[1])
+}
+
+fn boot_failure(why: &str) -> ! {
+    kprintln!("boot failure: {why}");
+    exit(ExitCode::BootFailure)
+}

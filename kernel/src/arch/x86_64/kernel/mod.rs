@@ -1,0 +1,47 @@
+//! CPU-level support: console, exit port, per-core data, descriptor tables,
+//! traps, local APIC, PIT, ACPI tables, SMP start and cross-CPU calls.
+//!
+//! [`boot_processor_init`] and [`application_processor_init`] are the ordered
+//! steps that make a CPU ready to run generic kernel code; the generic boot
+//! order lives in `main.rs`.
+
+pub mod acpi;
+pub mod apic;
+pub mod backtrace;
+pub mod core_local;
+pub mod exit;
+pub mod gdt;
+pub mod hpet;
+pub mod interrupts;
+pub mod pit;
+pub mod probe;
+pub mod processor;
+pub mod serial;
+pub mod smp;
+
+pub use core_local::cpu_id;
+
+/// Very first step on the boot CPU: GS base to CPU 0's per-core area (so
+/// `cpu_id()`, the slab and the logger work), serial port up.
+pub fn early_init() {
+    core_local::install(0);
+    serial::init();
+}
+
+/// Boot CPU, once the heap exists: its own GDT + TSS (with a guarded
+/// double-fault IST stack), the shared IDT, the legacy PIC masked.
+pub fn boot_processor_init() {
+    interrupts::build_idt();
+    gdt::init_cpu(0);
+    interrupts::load_idt();
+    apic::disable_legacy_pic();
+}
+
+/// Application processor `cpu`, first thing on its own stack: per-core area,
+/// GDT + TSS prepared by the boot CPU, the IDT, its local APIC.
+pub fn application_processor_init(cpu: usize) {
+    core_local::install(cpu);
+    gdt::init_cpu(cpu);
+    interrupts::load_idt();
+    apic::init_local();
+}

@@ -1,0 +1,108 @@
+//! The kernel heap and the global allocator.
+//!
+//! The heap is one contiguous identity-mapped RAM range managed by `talc`
+//! behind a spinlock (taken with interrupts off). `#[global_allocator]` is
+//! [`KernelAllocator`]: allocations of at most [`slab::MAX_SMALL`] bytes (and
+//! alignment) go to the per-CPU slab, which has no global lock on its fast
+//! path (so the fs crate's `Arc::new` of dentries and inodes scales), the
+//! rest to talc. Allocations and frees are counted per CPU.
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::ptr::{null_mut, NonNull};
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use spin::Mutex;
+use talc::base::Talc;
+use talc::source::Manual;
+use talc::DefaultBinning;
+
+use super::slab;
+
+struct Heap(Talc<Manual, DefaultBinning>);
+
+static TALC: Mutex<Heap> = Mutex::new(Heap(Talc::new(Manual)));
+static HEAP_START: AtomicUsize = AtomicUsize::new(0);
+static HEAP_SIZE: AtomicUsize = AtomicUsize::new(0);
+static HEAP_IN_USE: AtomicUsize = AtomicUsize::new(0);
+
+/// Give [base, base + size) to talc. Called once by `mm::init`.
+pub fn init(base: usize, size: usize) {
+    let mut h = TALC.lock();
+    // SAFETY: (1) [base, base + size) is identity-mapped usable RAM that
+    // `mm::init` took out of the frame allocator, so nothing else uses it;
+    // (2) `Manual` allows manual claims.
+    let end = unsafe { h.0.claim(base as *mut u8, size) };
+    assert!(end.is_some(), "talc rejected the heap");
+    HEAP_START.store(base, Ordering::Relaxed);
+    HEAP_SIZE.store(size, Ordering::Relaxed);
+}
+
+/// (heap start, heap size, bytes in use by large allocations and slab chunks).
+pub fn stats() -> (usize, usize, usize) {
+    (
+        HEAP_START.load(Ordering::Relaxed),
+        HEAP_SIZE.load(Ordering::Relaxed),
+        HEAP_IN_USE.load(Ordering::Relaxed),
+    )
+}
+
+/// Allocate from talc directly (used by the slab for chunks and magazines).
+/// Returns null when the heap is exhausted. `layout.size()` must be nonzero.
+pub fn talc_alloc(layout: Layout) -> *mut u8 {
+    debug_assert!(layout.size() != 0);
+    let p = crate::arch::interrupts::without(|| {
+        // SAFETY: layout has a nonzero size (all callers allocate real
+        // objects; GlobalAlloc forbids zero-sized layouts).
+        unsafe { TALC.lock().0.allocate(layout) }
+    });
+    match p {
+        Some(p) => {
+            HEAP_IN_USE.fetch_add(layout.size(), Ordering::Relaxed);
+            p.as_ptr()
+        }
+        None => null_mut(),
+    }
+}
+
+/// Free memory from [`talc_alloc`].
+///
+/// # Safety
+/// `ptr` came from `talc_alloc(layout)` with this `layout` and is not used
+/// afterwards.
+pub unsafe fn talc_free(ptr: *mut u8, layout: Layout) {
+    HEAP_IN_USE.fetch_sub(layout.size(), Ordering::Relaxed);
+    crate::arch::interrupts::without(|| {
+        // SAFETY: guaranteed by the caller.
+        unsafe { TALC.lock().0.deallocate(ptr, layout) }
+    });
+}
+
+/// The global allocator: small objects to the per-CPU slab, the rest to talc.
+pub struct KernelAllocator;
+
+#[global_allocator]
+static ALLOCATOR: KernelAllocator = KernelAllocator;
+
+// SAFETY: both back ends return memory valid for `layout` (size and
+// alignment) that no one else owns, and `dealloc` routes a pointer to the
+// back end that produced it: the route depends only on the layout, which
+// GlobalAlloc guarantees is the same at alloc and dealloc.
+unsafe impl GlobalAlloc for KernelAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        slab::count_alloc();
+        match slab::class_of(layout) {
+            Some(class) => slab::alloc(class).map_or(null_mut(), NonNull::as_ptr),
+            None => talc_alloc(layout),
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        slab::count_free();
+        match slab::class_of(layout) {
+            // SAFETY: `ptr` came from `slab::alloc(class)` for this layout.
+            Some(class) => unsafe { slab::free(class, ptr) },
+            // SAFETY: `ptr` came from `talc_alloc(layout)`.
+            None => unsafe { talc_free(ptr, layout) },
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! The per-CPU slab: size classes 16..2048 bytes (powers of two), each with
+//! per-CPU magazines in front of a global depot (Bonwick's magazine layer,
+//! as in Solaris' kmem and Linux's per-CPU kmem_cache arrays).
+//!
+//! Mental model: each CPU holds, per class, a *loaded* and a *previous*
+//! magazine (stacks of up to [`MAG_SIZE`] free objects). Allocation pops from
+//! the loaded one, swapping in the previous one when it runs dry; freeing
+//! pushes, swapping when full. Only when both are empty (alloc) or full
+//! (free) does the CPU visit the class's depot under its lock, exchanging a
+//! whole magazine. A steady alloc/free pattern on one CPU therefore touches
+//! only that CPU's cache lines. New objects are carved [`MAG_SIZE`] at a
+//! time from one talc chunk; memory is never given back to talc.
+//!
+//! Implementation: the per-CPU state is only touched by its own CPU, with
+//! interrupts disabled (interrupt handlers do not allocate, but this keeps
+//! the invariant local). Objects of a class are interchangeable, so a free
+//! on another CPU than the allocation is fine. Magazines are linked through
+//! a `next` field so depot operations never allocate.
+
+use core::alloc::Layout;
+use core::cell::UnsafeCell;
+use core::ptr::{null_mut, NonNull};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use spin::Mutex;
+
+use super::heap::talc_alloc;
+use crate::percpu::{per_cpu, PerCpu};
+
+/// Number of size classes (16 << 0 ..= 16 << 7).
+pub const NCLASSES: usize = 8;
+/// Largest size (and alignment) served by the slab.
+pub const MAX_SMALL: usize = 16 << (NCLASSES - 1);
+/// Objects per magazine.
+pub const MAG_SIZE: usize = 64;
+
+/// Object size of `class`.
+pub const fn class_size(class: usize) -> usize {
+    16 << class
+}
+
+/// The class serving `layout`, or `None` for the large-object heap.
+#[inline]
+pub fn class_of(layout: Layout) -> Option<usize> {
+    let need = layout.size().max(layout.align()).max(16);
+    if need > MAX_SMALL {
+        return None;
+    }
+    Some((usize::BITS - (need - 1).leading_zeros()) as usize - 4)
+}
+
+struct Magazine {
+    next: *mut Magazine,
+    count: usize,
+    objs: [*mut u8; MAG_SIZE],
+}
+
+struct ClassCache {
+    loaded: *mut Magazine,
+    previous: *mut Magazine,
+}
+
+struct CpuSlab {
+    classes: UnsafeCell<[ClassCache; NCLASSES]>,
+}
+
+// SAFETY: `classes` is only accessed by the CPU owning the slot, with
+// interrupts disabled (see `with_cpu_cache`), so there is never concurrent
+// access; the magazines it points to are owned by that CPU.
+unsafe impl Sync for CpuSlab {}
+
+struct Depot {
+    full: *mut Magazine,
+    empty: *mut Magazine,
+    nfull: usize,
+    nempty: usize,
+    /// Objects carved from talc so far.
+    carved: usize,
+}
+
+// SAFETY: the depot's magazines are only reached through the depot lock;
+// moving the raw pointers between CPUs is fine (heap memory).
+unsafe impl Send for Depot {}
+
+static CPU: PerCpu<CpuSlab> = per_cpu!(CpuSlab {
+    classes: UnsafeCell::new(
+        [const {
+            ClassCache {
+                loaded: null_mut(),
+                previous: null_mut(),
+            }
+        }; NCLASSES]
+    )
+});
+
+static DEPOT: [Mutex<Depot>; NCLASSES] = [const {
+    Mutex::new(Depot {
+        full: null_mut(),
+        empty: null_mut(),
+        nfull: 0,
+        nempty: 0,
+        carved: 0,
+    })
+}; NCLASSES];
+
+/// Allocation counters of one CPU.
+pub struct CpuCounts {
+    /// `GlobalAlloc::alloc` calls on this CPU (slab and large).
+    pub allocs: AtomicU64,
+    /// `GlobalAlloc::dealloc` calls on this CPU.
+    pub frees: AtomicU64,
+    /// Depot visits (magazine exchanges or refills) on this CPU.
+    pub depot_visits: AtomicU64,
+}
+
+/// Per-CPU allocation counters.
+pub static COUNTS: PerCpu<CpuCounts> = per_cpu!(CpuCounts {
+    allocs: AtomicU64::new(0),
+    frees: AtomicU64::new(0),
+    depot_visits: AtomicU64::new(0),
+});
+
+#[inline]
+pub(super) fn count_alloc() {
+    let c = COUNTS.get();
+    c.allocs
+        .store(c.allocs.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}
+
+#[inline]
+pub(super) fn count_free() {
+    let c = COUNTS.get();
+    c.frees
+        .store(c.frees.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}
+
+fn new_magazine() -> *mut Magazine {
+    let m = talc_alloc(Layout::new::<Magazine>()) as *mut Magazine;
+    if !m.is_null() {
+        // SAFETY: fresh, properly aligned memory for one Magazine.
+        unsafe {
+            m.write(Magazine {
+                next: null_mut(),
+                count: 0,
+                objs: [null_mut(); MAG_SIZE],
+            })
+        };
+    }
+    m
+}
+
+/// Fill the empty magazine `m` with MAG_SIZE new objects of `class` carved
+/// from one talc chunk. Returns false when the heap is exhausted.
+///
+/// # Safety
+/// `m` is a valid, empty magazine owned by the caller.
+unsafe fn carve_into(class: usize, m: *mut Magazine) -> bool {
+    let size = class_size(class);
+    let Ok(layout) = Layout::from_size_align(size * MAG_SIZE, size.min(4096)) else {
+        return false;
+    };
+    let chunk = talc_alloc(layout);
+    if chunk.is_null() {
+        return false;
+    }
+    // SAFETY: `m` is valid and owned (caller); the chunk holds MAG_SIZE
+    // objects of `size` bytes, each aligned to `size` (chunk alignment).
+    unsafe {
+        for i in 0..MAG_SIZE {
+            (*m).objs[i] = chunk.add(i * size);
+        }
+        (*m).count = MAG_SIZE;
+    }
+    DEPOT[class].lock().carved += MAG_SIZE;
+    true
+}
+
+fn with_cpu_cache<R>(class: usize, f: impl FnOnce(&mut ClassCache) -> R) -> R {
+    crate::arch::interrupts::without(|| {
+        let slab = CPU.get();
+        // SAFETY: this is the calling CPU's own slot and interrupts are off,
+        // so no other code (another CPU or an interrupt handler) can access
+        // it while `f` runs; `f` does not call back into the slab for the
+        // same CPU (depot and talc paths never use the global allocator).
+        let caches = unsafe { &mut *slab.classes.get() };
+        f(&mut caches[class])
+    })
+}
+
+/// Allocate one object of `class`.
+pub fn alloc(class: usize) -> Option<NonNull<u8>> {
+    with_cpu_cache(class, |c| {
+        // SAFETY (whole block): `loaded`/`previous` are null or magazines
+        // owned by this CPU's cache; depot magazines are owned by the depot
+        // until we unlink them under its lock.
+        unsafe {
+            if !c.loaded.is_null() && (*c.loaded).count > 0 {
+                return Some(pop(c.loaded));
+            }
+            if !c.previous.is_null() && (*c.previous).count > 0 {
+                core::mem::swap(&mut c.loaded, &mut c.previous);
+                return Some(pop(c.loaded));
+            }
+            count_depot_visit();
+            // both empty (or missing): trade the empty loaded one for a full one
+            {
+                let mut d = DEPOT[class].lock();
+                if !d.full.is_null() {
+                    let full = d.full;
+                    d.full = (*full).next;
+                    d.nfull -= 1;
+                    if !c.loaded.is_null() {
+                        (*c.loaded).next = d.empty;
+                        d.empty = c.loaded;
+                        d.nempty += 1;
+                    }
+                    c.loaded = full;
+                    return Some(pop(c.loaded));
+                }
+            }
+            if c.loaded.is_null() {
+                c.loaded = new_magazine();
+                if c.loaded.is_null() {
+                    return None;
+                }
+            }
+            if !carve_into(class, c.loaded) {
+                return None;
+            }
+            Some(pop(c.loaded))
+        }
+    })
+}
+
+/// Free an object of `class`.
+///
+/// # Safety
+/// `p` came from [`alloc`] with the same class and is not used afterwards.
+pub unsafe fn free(class: usize, p: *mut u8) {
+    with_cpu_cache(class, |c| {
+        // SAFETY (whole block): as in `alloc`; `p` is a free object of
+        // `class` now owned by the slab (caller's contract).
+        unsafe {
+            if !c.loaded.is_null() && (*c.loaded).count < MAG_SIZE {
+                push(c.loaded, p);
+                return;
+            }
+            if !c.previous.is_null() && (*c.previous).count == 0 {
+                core::mem::swap(&mut c.loaded, &mut c.previous);
+                push(c.loaded, p);
+                return;
+            }
+            count_depot_visit();
+            // loaded full (or missing), previous full (or missing): park the
+            // previous in the depot, loaded becomes previous, get an empty one
+            let empty = {
+                let mut d = DEPOT[class].lock();
+                if !c.previous.is_null() {
+                    (*c.previous).next = d.full;
+                    d.full = c.previous;
+                    d.nfull += 1;
+                    c.previous = null_mut();
+                }
+                if d.empty.is_null() {
+                    null_mut()
+                } else {
+                    let e = d.empty;
+                    d.empty = (*e).next;
+                    d.nempty -= 1;
+                    e
+                }
+            };
+            let empty = if empty.is_null() {
+                new_magazine()
+            } else {
+                empty
+            };
+            if empty.is_null() {
+                // No memory even for a magazine: keep the object in the
+                // depot's world by leaking it (never happens before the heap
+                // itself is exhausted).
+                return;
+            }
+            c.previous = c.loaded;
+            c.loaded = empty;
+            push(c.loaded, p);
+        }
+    })
+}
+
+/// # Safety
+/// `m` valid with `count > 0`.
+unsafe fn pop(m: *mut Magazine) -> NonNull<u8> {
+    // SAFETY: guaranteed by the caller; stored objects are non-null.
+    unsafe {
+        (*m).count -= 1;
+        NonNull::new_unchecked((*m).objs[(*m).count])
+    }
+}
+
+/// # Safety
+/// `m` valid with `count < MAG_SIZE`.
+unsafe fn push(m: *mut Magazine, p: *mut u8) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        (*m).objs[(*m).count] = p;
+        (*m).count += 1;
+    }
+}
+
+fn count_depot_visit() {
+    let c = COUNTS.get();
+    c.depot_visits.store(
+        c.depot_visits.load(Ordering::Relaxed) + 1,
+        Ordering::Relaxed,
+    );
+}
+
+/// Depot state of `class`: (full magazines, empty magazines, objects carved).
+pub fn depot_stats(class: usize) -> (usize, usize, usize) {
+    let d = DEPOT[class].lock();
+    (d.nfull, d.nempty, d.carved)
+}
+
+/// Sum of (allocs, frees) over the first `ncpus` CPUs.
+pub fn totals(ncpus: usize) -> (u64, u64) {
+    COUNTS.iter(ncpus).fold((0, 0), |(a, f), c| {
+        (
+            a + c.allocs.load(Ordering::Relaxed),
+            f + c.frees.load(Ordering::Relaxed),
+        )
+    })
+}

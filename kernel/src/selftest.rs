@@ -1,0 +1,757 @@
+//! The in-guest self-tests (`selftest` on the command line): memory (frames,
+//! heap, slab) under concurrent use from every CPU, per-CPU data, TSC and
+//! timer, cross-CPU calls and IPIs, RCU grace periods, and deliberate
+//! exceptions that are caught (a breakpoint, page faults through the probe).
+//!
+//! Each test runs on the boot CPU (fanning out with `smp::run_on`), returns
+//! `Err(reason)` on failure, and is reported as one line; `run` returns
+//! (passed, failed) and `main` prints the `N passed, M failed` verdict.
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use crate::arch::kernel::{core_local, interrupts, probe, smp as arch_smp};
+use crate::console::kprintln;
+use crate::mm::{frame, slab};
+use crate::smp::{self, CpuSet};
+use crate::sync::rcu;
+use crate::time;
+
+type TestResult = Result<(), String>;
+type Test = (&'static str, fn() -> TestResult);
+
+macro_rules! ensure {
+    ($cond:expr, $($arg:tt)*) => {
+        if !$cond {
+            return Err(format!($($arg)*));
+        }
+    };
+}
+
+const TESTS: &[Test] = &[
+    ("cmdline_parser", cmdline_parser),
+    ("percpu_data", percpu_data),
+    ("frame_alloc_all_cpus", frame_alloc_all_cpus),
+    ("heap_large_all_cpus", heap_large_all_cpus),
+    ("slab_all_cpus", slab_all_cpus),
+    ("slab_cross_cpu_free", slab_cross_cpu_free),
+    ("slab_fast_path_is_per_cpu", slab_fast_path_is_per_cpu),
+    ("tsc_vs_reference_clock", tsc_vs_reference_clock),
+    ("clock_monotonic_across_cpus", clock_monotonic_across_cpus),
+    ("timer_ticks_on_every_cpu", timer_ticks_on_every_cpu),
+    ("cross_cpu_calls", cross_cpu_calls),
+    ("ipi_delivery", ipi_delivery),
+    ("rcu_waits_for_reader", rcu_waits_for_reader),
+    ("rcu_call_rcu_all_cpus", rcu_call_rcu_all_cpus),
+    ("rcu_grace_periods_idle", rcu_grace_periods_idle),
+    ("rcu_async_callbacks", rcu_async_callbacks),
+    ("exception_breakpoint", exception_breakpoint),
+    ("exception_page_fault", exception_page_fault),
+    ("guarded_stack", guarded_stack),
+    ("fs_platform", fs_platform),
+];
+
+/// Run every test; returns (passed, failed).
+pub fn run() -> (usize, usize) {
+    kprintln!(
+        "selftest: {} tests on {} CPUs",
+        TESTS.len(),
+        smp::online_count()
+    );
+    let (mut passed, mut failed) = (0, 0);
+    for (name, test) in TESTS {
+        let t0 = time::now_ns();
+        let r = test();
+        let ms = (time::now_ns() - t0) / 1_000_000;
+        match r {
+            Ok(()) => {
+                passed += 1;
+                kprintln!("test {name} ... ok ({ms} ms)");
+            }
+            Err(e) => {
+                failed += 1;
+                kprintln!("test {name} ... FAILED: {e}");
+            }
+        }
+        rcu::quiescent_state();
+    }
+    let (allocs, frees) = slab::totals(ncpus());
+    let (_, heap_size, heap_used) = crate::mm::heap::stats();
+    let (nfull, nempty, carved) = (0..slab::NCLASSES)
+        .map(slab::depot_stats)
+        .fold((0, 0, 0), |a, d| (a.0 + d.0, a.1 + d.1, a.2 + d.2));
+    log::info!(
+        "mm: {allocs} allocations, {frees} frees on {} CPUs; heap {} of {} KiB in use; depot {nfull} full/{nempty} empty magazines, {carved} slab objects",
+        ncpus(),
+        heap_used >> 10,
+        heap_size >> 10
+    );
+    (passed, failed)
+}
+
+fn ncpus() -> usize {
+    smp::cpu_count()
+}
+
+/// Spin (with quiescent states) until `cond` or `timeout_ms`.
+fn wait_until(timeout_ms: u64, cond: impl Fn() -> bool) -> bool {
+    let deadline = time::now_ns() + timeout_ms * 1_000_000;
+    while !cond() {
+        if time::now_ns() > deadline {
+            return false;
+        }
+        crate::arch::processor::pause();
+    }
+    true
+}
+
+fn cmdline_parser() -> TestResult {
+    use kernel::cmdline::{parse, CmdlineError};
+    let c = parse("selftest hz=250").map_err(|e| format!("{e}"))?;
+    ensure!(c.selftest && c.hz == 250, "parsed {c:?}");
+    ensure!(
+        parse("bogus=1") == Err(CmdlineError::UnknownKey("bogus")),
+        "bogus=1 accepted"
+    );
+    ensure!(parse("hz=x").is_err(), "hz=x accepted");
+    Ok(())
+}
+
+fn percpu_data() -> TestResult {
+    let r = smp::run_on_collect(&CpuSet::all(), |cpu| {
+        (
+            crate::arch::cpu_id(),
+            crate::arch::processor::initial_apic_id(),
+            crate::arch::kernel::apic::id(),
+            core_local::of(cpu).apic_id.load(Ordering::Relaxed),
+        )
+    });
+    ensure!(
+        r.len() == ncpus(),
+        "{} results for {} CPUs",
+        r.len(),
+        ncpus()
+    );
+    let mut apics = Vec::new();
+    for (cpu, (id, cpuid_apic, lapic, recorded)) in r {
+        ensure!(cpu == id, "job for cpu {cpu} saw cpu_id {id}");
+        ensure!(
+            cpuid_apic == lapic && lapic == recorded,
+            "cpu {cpu}: APIC ids {cpuid_apic}/{lapic}/{recorded}"
+        );
+        apics.push(lapic);
+    }
+    apics.sort_unstable();
+    apics.dedup();
+    ensure!(apics.len() == ncpus(), "APIC ids not unique");
+    Ok(())
+}
+
+fn frame_alloc_all_cpus() -> TestResult {
+    const PER_CPU: usize = 16;
+    let (_, before) = frame::stats();
+    let got = smp::run_on_collect(&CpuSet::all(), |cpu| {
+        let mut v = Vec::new();
+        for i in 0..PER_CPU {
+            if let Some(pa) = frame::alloc() {
+                let tag = ((cpu as u64) << 32) | i as u64;
+                frame::write_word(pa, 0, tag);
+                frame::write_word(pa, 4088, !tag);
+                v.push((pa, tag));
+            }
+        }
+        v
+    });
+    let mut all: Vec<u64> = Vec::new();
+    let mut err = None;
+    for (cpu, v) in &got {
+        if v.len() != PER_CPU {
+            err = Some(format!("cpu {cpu} got {} frames", v.len()));
+        }
+        for &(pa, tag) in v {
+            if frame::read_word(pa, 0) != tag || frame::read_word(pa, 4088) != !tag {
+                err = Some(format!("frame {pa:#x} of cpu {cpu} overwritten"));
+            }
+            all.push(pa);
+        }
+    }
+    let n = all.len();
+    all.sort_unstable();
+    all.dedup();
+    if all.len() != n {
+        err = Some(format!("{} frames handed out twice", n - all.len()));
+    }
+    let (_, during) = frame::stats();
+    smp::run_on(&CpuSet::all(), |cpu| {
+        for &(pa, _) in &got[cpu].1 {
+            frame::free(pa);
+        }
+    });
+    let (_, after) = frame::stats();
+    if let Some(e) = err {
+        return Err(e);
+    }
+    ensure!(
+        during == before + n,
+        "in-use count {during}, expected {}",
+        before + n
+    );
+    ensure!(
+        after == before,
+        "in-use count {after} after freeing, expected {before}"
+    );
+    // freed frames are reused
+    let pa = frame::alloc().ok_or("no frame after freeing")?;
+    let reused = all.binary_search(&pa).is_ok();
+    frame::free(pa);
+    ensure!(reused, "freed frames are not reused");
+    Ok(())
+}
+
+fn heap_large_all_cpus() -> TestResult {
+    let bad = AtomicUsize::new(0);
+    smp::run_on(&CpuSet::all(), |cpu| {
+        let mut vs: Vec<Vec<u8>> = Vec::new();
+        for i in 0..8 {
+            let len = 4096 + i * 7919 + cpu * 13;
+            vs.push(alloc::vec![(cpu + i) as u8; len]);
+        }
+        for (i, v) in vs.iter().enumerate() {
+            if v.iter().any(|&b| b != (cpu + i) as u8) {
+                bad.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    ensure!(
+        bad.load(Ordering::Relaxed) == 0,
+        "{} large allocations corrupted",
+        bad.load(Ordering::Relaxed)
+    );
+    Ok(())
+}
+
+fn slab_all_cpus() -> TestResult {
+    const N: usize = 1500;
+    let before: Vec<(u64, u64)> = (0..ncpus())
+        .map(|c| {
+            (
+                slab::COUNTS[c].allocs.load(Ordering::Relaxed),
+                slab::COUNTS[c].frees.load(Ordering::Relaxed),
+            )
+        })
+        .collect();
+    let bad = AtomicUsize::new(0);
+    smp::run_on(&CpuSet::all(), |cpu| {
+        let tag = cpu as u64 * 1_000_003;
+        let mut small: Vec<Box<[u64; 2]>> = Vec::with_capacity(N);
+        let mut mid: Vec<Box<[u64; 24]>> = Vec::with_capacity(N / 4);
+        let mut big: Vec<Box<[u64; 200]>> = Vec::with_capacity(N / 16);
+        for i in 0..N as u64 {
+            small.push(Box::new([tag + i, !(tag + i)]));
+            if i % 4 == 0 {
+                mid.push(Box::new([tag ^ i; 24]));
+            }
+            if i % 16 == 0 {
+                big.push(Box::new([tag + 7 * i; 200]));
+            }
+        }
+        // free the second half of the small objects, reallocate them, check
+        small.truncate(N / 2);
+        for i in (N / 2) as u64..N as u64 {
+            small.push(Box::new([tag + i, !(tag + i)]));
+        }
+        let ok = small
+            .iter()
+            .enumerate()
+            .all(|(i, b)| b[0] == tag + i as u64 && b[1] == !(tag + i as u64))
+            && mid
+                .iter()
+                .enumerate()
+                .all(|(i, b)| b.iter().all(|&x| x == tag ^ (4 * i) as u64))
+            && big
+                .iter()
+                .enumerate()
+                .all(|(i, b)| b.iter().all(|&x| x == tag + 7 * 16 * i as u64));
+        if !ok {
+            bad.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    ensure!(
+        bad.load(Ordering::Relaxed) == 0,
+        "slab objects corrupted on {} CPUs",
+        bad.load(Ordering::Relaxed)
+    );
+    for (c, (a0, f0)) in before.iter().enumerate() {
+        let a = slab::COUNTS[c].allocs.load(Ordering::Relaxed) - a0;
+        let f = slab::COUNTS[c].frees.load(Ordering::Relaxed) - f0;
+        ensure!(
+            a as usize >= N + N / 2,
+            "cpu {c} counted only {a} allocations"
+        );
+        ensure!(f as usize >= N + N / 2, "cpu {c} counted only {f} frees");
+    }
+    Ok(())
+}
+
+fn slab_cross_cpu_free() -> TestResult {
+    let n = ncpus();
+    let slots: Vec<spin::Mutex<Vec<Arc<[u64; 6]>>>> =
+        (0..n).map(|_| spin::Mutex::new(Vec::new())).collect();
+    smp::run_on(&CpuSet::all(), |cpu| {
+        let mut v = slots[cpu].lock();
+        for i in 0..500u64 {
+            v.push(Arc::new([cpu as u64, i, 0, 0, 0, cpu as u64 ^ i]));
+        }
+    });
+    let bad = AtomicUsize::new(0);
+    smp::run_on(&CpuSet::all(), |cpu| {
+        let victim = (cpu + 1) % n;
+        let v = core::mem::take(&mut *slots[victim].lock());
+        for (i, a) in v.iter().enumerate() {
+            if a[0] != victim as u64 || a[1] != i as u64 || a[5] != victim as u64 ^ i as u64 {
+                bad.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        drop(v); // freed on another CPU than the allocation
+        let mine: Vec<Arc<[u64; 6]>> = (0..500u64).map(|i| Arc::new([i; 6])).collect();
+        if mine
+            .iter()
+            .enumerate()
+            .any(|(i, a)| a.iter().any(|&x| x != i as u64))
+        {
+            bad.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    ensure!(
+        bad.load(Ordering::Relaxed) == 0,
+        "{} objects corrupted",
+        bad.load(Ordering::Relaxed)
+    );
+    Ok(())
+}
+
+fn slab_fast_path_is_per_cpu() -> TestResult {
+    let c = &slab::COUNTS[smp::current_cpu()];
+    // warm up the magazines of this class
+    let warm: Vec<Box<[u8; 48]>> = (0..8).map(|_| Box::new([1; 48])).collect();
+    drop(warm);
+    let v0 = c.depot_visits.load(Ordering::Relaxed);
+    for i in 0..20_000u32 {
+        let b = core::hint::black_box(Box::new([i as u8; 48]));
+        drop(b);
+    }
+    let visits = c.depot_visits.load(Ordering::Relaxed) - v0;
+    ensure!(
+        visits <= 2,
+        "20000 alloc/free pairs visited the global depot {visits} times"
+    );
+    Ok(())
+}
+
+fn tsc_vs_reference_clock() -> TestResult {
+    use crate::arch::kernel::{hpet, pit};
+    let (hz, what) = if hpet::available() {
+        (hpet::tsc_hz(50).ok_or("HPET does not count")?, "HPET")
+    } else {
+        (pit::tsc_hz_over(50).ok_or("PIT does not count")?, "PIT")
+    };
+    let ratio = hz as f64 / time::tsc_hz() as f64;
+    ensure!(
+        (0.95..1.05).contains(&ratio),
+        "{what} now says a {hz} Hz TSC, boot calibration {} Hz",
+        time::tsc_hz()
+    );
+    let t0 = time::now_ns();
+    time::delay_us(5000);
+    let dt = time::now_ns() - t0;
+    // Only the lower bound is exact: the host may deschedule this vCPU.
+    ensure!(
+        (5_000_000..2_000_000_000).contains(&dt),
+        "delay_us(5000) took {dt} ns"
+    );
+    Ok(())
+}
+
+fn clock_monotonic_across_cpus() -> TestResult {
+    let before = time::now_ns();
+    let r = smp::run_on_collect(&CpuSet::all(), |_| {
+        let a = time::now_ns();
+        let b = time::now_ns();
+        (a, b)
+    });
+    let after = time::now_ns();
+    for (cpu, (a, b)) in r {
+        ensure!(a <= b, "cpu {cpu}: clock went back {a} -> {b}");
+        ensure!(
+            before <= a && b <= after,
+            "cpu {cpu}: {a}..{b} outside the caller's {before}..{after}"
+        );
+    }
+    Ok(())
+}
+
+fn timer_ticks_on_every_cpu() -> TestResult {
+    let n = ncpus();
+    let t0: Vec<u64> = (0..n).map(time::ticks).collect();
+    let ok = wait_until(10_000, || (0..n).all(|c| time::ticks(c) >= t0[c] + 3));
+    let lagging: Vec<usize> = (0..n).filter(|&c| time::ticks(c) < t0[c] + 3).collect();
+    ensure!(ok, "CPUs without 3 ticks in 10 s: {lagging:?}");
+    // The boot CPU never ticks faster than configured. It may tick slower:
+    // when the host deschedules a vCPU, the emulated LAPIC coalesces missed
+    // periodic ticks, so only a loose lower bound holds under TCG.
+    let hz = time::tick_hz() as u64;
+    let (k0, s0) = (time::ticks(0), time::now_ns());
+    time::delay_us(500_000);
+    let (k1, s1) = (time::ticks(0), time::now_ns());
+    let expect = hz * (s1 - s0) / 1_000_000_000;
+    let got = k1 - k0;
+    let ms = (s1 - s0) / 1_000_000;
+    ensure!(
+        got <= expect + 2,
+        "boot CPU took {got} ticks in {ms} ms at {hz} Hz"
+    );
+    ensure!(
+        got * 10 >= expect,
+        "boot CPU took only {got} ticks in {ms} ms at {hz} Hz"
+    );
+    Ok(())
+}
+
+fn cross_cpu_calls() -> TestResult {
+    let n = ncpus();
+    let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+    for _ in 0..10 {
+        smp::run_on(&CpuSet::all(), |cpu| {
+            hits[cpu].fetch_add(1, Ordering::Relaxed);
+        });
+    }
+    ensure!(
+        hits.iter().all(|h| h.load(Ordering::Relaxed) == 10),
+        "not every CPU ran 10 jobs"
+    );
+    // odd CPUs only (or just CPU 0 on a uniprocessor)
+    let mut odd = CpuSet::all();
+    (0..n).step_by(2).for_each(|c| odd.remove(c));
+    if odd.is_empty() {
+        odd.insert(0);
+    }
+    ensure!(
+        odd.len() == n / 2 || n == 1,
+        "CpuSet of odd CPUs has {} members",
+        odd.len()
+    );
+    let ran = AtomicU64::new(0);
+    smp::run_on(&odd, |cpu| {
+        ran.fetch_or(1 << (cpu % 64), Ordering::Relaxed);
+    });
+    let expect = odd.iter().fold(0u64, |m, c| m | 1 << (c % 64));
+    ensure!(
+        ran.load(Ordering::Relaxed) == expect,
+        "subset call ran on {:#x}, wanted {expect:#x}",
+        ran.load(Ordering::Relaxed)
+    );
+    let r = smp::run_on_collect(&CpuSet::first(n), |cpu| cpu * 3);
+    ensure!(
+        r.iter()
+            .enumerate()
+            .all(|(i, &(c, v))| c == i && v == 3 * i),
+        "collected results out of order"
+    );
+    Ok(())
+}
+
+fn ipi_delivery() -> TestResult {
+    let n = ncpus();
+    for cpu in 1..n {
+        let before = interrupts::IPIS[cpu].load(Ordering::Relaxed);
+        arch_smp::send_test_ipi(cpu);
+        let ok = wait_until(5000, || {
+            interrupts::IPIS[cpu].load(Ordering::Relaxed) > before
+        });
+        ensure!(ok, "cpu {cpu} did not take a test IPI within 5 s");
+        smp::kick(cpu);
+        let ok = wait_until(5000, || {
+            interrupts::IPIS[cpu].load(Ordering::Relaxed) > before + 1
+        });
+        ensure!(ok, "cpu {cpu} did not take a wake-up IPI within 5 s");
+    }
+    Ok(())
+}
+
+struct DropFlag(Arc<AtomicUsize>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn rcu_waits_for_reader() -> TestResult {
+    // same CPU: a callback cannot run while this CPU is inside a read section
+    let dropped = Arc::new(AtomicUsize::new(0));
+    rcu::read_lock();
+    rcu::call_rcu(fs::sync::rcu::Retired::from_box(Box::new(DropFlag(
+        dropped.clone(),
+    ))));
+    time::delay_us(30_000);
+    rcu::run_callbacks();
+    let early = dropped.load(Ordering::SeqCst);
+    rcu::read_unlock();
+    ensure!(
+        early == 0,
+        "callback ran inside the caller's own read section"
+    );
+    rcu::synchronize_rcu();
+    ensure!(
+        dropped.load(Ordering::SeqCst) == 1,
+        "callback did not run after synchronize_rcu"
+    );
+    if ncpus() < 2 {
+        return Ok(());
+    }
+    // two CPUs: CPU 1 holds a read section for 100 ms while CPU 0 waits
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let reader_in = AtomicBool::new(false);
+    let reader_out = AtomicBool::new(false);
+    let seen_early = AtomicBool::new(false);
+    let sync_saw_reader_out = AtomicBool::new(false);
+    let mut set = CpuSet::single(0);
+    set.insert(1);
+    smp::run_on(&set, |cpu| {
+        if cpu == 1 {
+            rcu::read_lock();
+            reader_in.store(true, Ordering::SeqCst);
+            let t0 = time::now_ns();
+            while time::now_ns() - t0 < 100_000_000 {
+                if dropped.load(Ordering::SeqCst) != 0 {
+                    seen_early.store(true, Ordering::SeqCst);
+                }
+                crate::arch::processor::pause();
+            }
+            reader_out.store(true, Ordering::SeqCst);
+            rcu::read_unlock();
+        } else {
+            while !reader_in.load(Ordering::SeqCst) {
+                crate::arch::processor::pause();
+            }
+            rcu::call_rcu(fs::sync::rcu::Retired::from_box(Box::new(DropFlag(
+                dropped.clone(),
+            ))));
+            rcu::synchronize_rcu();
+            sync_saw_reader_out.store(reader_out.load(Ordering::SeqCst), Ordering::SeqCst);
+        }
+    });
+    ensure!(
+        !seen_early.load(Ordering::SeqCst),
+        "object reclaimed while a reader was inside its section"
+    );
+    ensure!(
+        sync_saw_reader_out.load(Ordering::SeqCst),
+        "synchronize_rcu returned before the reader left"
+    );
+    ensure!(dropped.load(Ordering::SeqCst) == 1, "callback did not run");
+    Ok(())
+}
+
+fn rcu_call_rcu_all_cpus() -> TestResult {
+    const PER_CPU: usize = 200;
+    let dropped = Arc::new(AtomicUsize::new(0));
+    smp::run_on(&CpuSet::all(), |_| {
+        for _ in 0..PER_CPU {
+            rcu::call_rcu(fs::sync::rcu::Retired::from_arc(Arc::new(DropFlag(
+                dropped.clone(),
+            ))));
+        }
+        rcu::synchronize_rcu();
+    });
+    let want = PER_CPU * ncpus();
+    ensure!(
+        dropped.load(Ordering::SeqCst) == want,
+        "{} of {want} callbacks ran",
+        dropped.load(Ordering::SeqCst)
+    );
+    let left: usize = (0..ncpus()).map(rcu::pending).sum();
+    ensure!(left == 0, "{left} callbacks still queued");
+    let idle_cpu_ran: Vec<usize> = (0..ncpus())
+        .filter(|&c| rcu::reclaimed(c) < PER_CPU as u64)
+        .collect();
+    ensure!(
+        idle_cpu_ran.is_empty(),
+        "CPUs that reclaimed fewer than their own callbacks: {idle_cpu_ran:?}"
+    );
+    Ok(())
+}
+
+fn rcu_grace_periods_idle() -> TestResult {
+    for i in 0..3 {
+        let t0 = time::now_ns();
+        let (s0, _) = rcu::gp_state();
+        rcu::synchronize_rcu();
+        let (s1, d1) = rcu::gp_state();
+        let ms = (time::now_ns() - t0) / 1_000_000;
+        ensure!(
+            s1 > s0 && d1 > s0,
+            "round {i}: grace period state {s0} -> ({s1}, {d1})"
+        );
+        ensure!(ms < 20_000, "round {i}: synchronize_rcu took {ms} ms");
+    }
+    Ok(())
+}
+
+fn rcu_async_callbacks() -> TestResult {
+    // Queue without waiting: grace periods must be driven by ticks and the
+    // idle loop alone, and each CPU must run its own callbacks.
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let before: Vec<u64> = (0..ncpus()).map(rcu::reclaimed).collect();
+    smp::run_on(&CpuSet::all(), |_| {
+        for _ in 0..3 {
+            rcu::call_rcu(fs::sync::rcu::Retired::from_box(Box::new(DropFlag(
+                dropped.clone(),
+            ))));
+        }
+    });
+    let want = 3 * ncpus();
+    let ok = wait_until(20_000, || {
+        rcu::quiescent_state();
+        dropped.load(Ordering::SeqCst) == want
+    });
+    ensure!(
+        ok,
+        "{} of {want} callbacks ran within 20 s",
+        dropped.load(Ordering::SeqCst)
+    );
+    for (c, b) in before.iter().enumerate() {
+        ensure!(
+            rcu::reclaimed(c) >= b + 3,
+            "cpu {c} did not run its own callbacks"
+        );
+    }
+    Ok(())
+}
+
+fn exception_breakpoint() -> TestResult {
+    let r = smp::run_on_collect(&CpuSet::all(), |cpu| {
+        let before = core_local::of(cpu).breakpoints.load(Ordering::Relaxed);
+        crate::arch::processor::breakpoint();
+        core_local::of(cpu).breakpoints.load(Ordering::Relaxed) - before
+    });
+    for (cpu, n) in r {
+        ensure!(n == 1, "cpu {cpu}: {n} breakpoints counted");
+    }
+    Ok(())
+}
+
+fn exception_page_fault() -> TestResult {
+    // null page
+    match probe::read_u64(0) {
+        Ok(v) => return Err(format!("reading address 0 returned {v:#x}")),
+        Err(f) => ensure!(
+            f.addr == 0 && f.error_code & 1 == 0,
+            "null read fault {f:?}"
+        ),
+    }
+    // a mapped word reads fine through the probe
+    let word: u64 = 0x5eed_cafe_f00d_0001;
+    let got = probe::read_u64(&word as *const u64 as u64);
+    ensure!(got == Ok(word), "probe of a mapped word gave {got:?}");
+    // every CPU's own stack guard page faults
+    let r = smp::run_on_collect(&CpuSet::all(), |cpu| {
+        let cl = core_local::of(cpu);
+        let bottom = if cpu == 0 {
+            crate::arch::start::entry::boot_stack().1
+        } else {
+            cl.stack_bottom.load(Ordering::Relaxed)
+        };
+        let guard = (bottom - 4096) as u64;
+        (
+            guard,
+            crate::mm::stack::is_guard_page(guard as usize),
+            probe::read_u64(guard + 64),
+        )
+    });
+    for (cpu, (guard, known, res)) in r {
+        ensure!(
+            known,
+            "cpu {cpu}: {guard:#x} not recognised as a guard page"
+        );
+        match res {
+            Ok(v) => {
+                return Err(format!(
+                    "cpu {cpu}: guard page {guard:#x} readable ({v:#x})"
+                ))
+            }
+            Err(f) => ensure!(
+                f.addr == guard + 64,
+                "cpu {cpu}: fault at {:#x}, expected {:#x}",
+                f.addr,
+                guard + 64
+            ),
+        }
+    }
+    Ok(())
+}
+
+fn guarded_stack() -> TestResult {
+    let s = crate::mm::stack::alloc(8192).map_err(String::from)?;
+    ensure!(
+        s.bottom == s.guard + 4096 && s.top == s.bottom + 8192,
+        "stack layout {s:?}"
+    );
+    ensure!(
+        crate::mm::stack::is_guard_page(s.guard),
+        "guard page not recognised"
+    );
+    let top_word = probe::read_u64((s.top - 8) as u64);
+    let bottom_word = probe::read_u64(s.bottom as u64);
+    ensure!(
+        top_word.is_ok() && bottom_word.is_ok(),
+        "stack pages not readable: {top_word:?} {bottom_word:?}"
+    );
+    let guard = probe::read_u64((s.bottom - 8) as u64);
+    ensure!(
+        guard.is_err(),
+        "the word under the stack is readable: {guard:?}"
+    );
+    ensure!(
+        crate::mm::stack::readable(s.bottom, 8192) && !crate::mm::stack::readable(s.guard, 8),
+        "bounds"
+    );
+    Ok(())
+}
+
+fn fs_platform() -> TestResult {
+    let p = fs::platform::get();
+    ensure!(
+        p.cpu_count() == ncpus(),
+        "platform says {} CPUs",
+        p.cpu_count()
+    );
+    let r = smp::run_on_collect(&CpuSet::all(), |_| {
+        let p = fs::platform::get();
+        let t0 = p.now_ns();
+        let g = fs::sync::rcu::RcuGuard::new();
+        let inside = rcu::nesting();
+        drop(g);
+        (p.cpu_id(), inside, rcu::nesting(), p.now_ns() >= t0)
+    });
+    for (cpu, (id, inside, outside, mono)) in r {
+        ensure!(id == cpu, "platform cpu_id {id} on cpu {cpu}");
+        ensure!(
+            inside == 1 && outside == 0,
+            "cpu {cpu}: nesting {inside}/{outside}"
+        );
+        ensure!(mono, "cpu {cpu}: platform clock went back");
+    }
+    let dropped = Arc::new(AtomicUsize::new(0));
+    fs::sync::rcu::defer_drop(Arc::new(DropFlag(dropped.clone())));
+    fs::sync::rcu::synchronize_rcu();
+    ensure!(
+        dropped.load(Ordering::SeqCst) == 1,
+        "fs::sync::rcu::defer_drop never ran"
+    );
+    Ok(())
+}

@@ -1,0 +1,4 @@
+//! Kernel synchronisation services: [`rcu`], the QSBR implementation of the
+//! fs crate's `Platform` (RCU, CPU id, clock), installed at boot.
+
+pub mod rcu;
