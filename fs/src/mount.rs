@@ -92,6 +92,14 @@ impl MountTable {
         })
     }
 
+    /// Every mount, oldest first (owned references).
+    pub fn all(&self) -> Vec<Arc<Mount>> {
+        self.list
+            .get_arc()
+            .map(|l| (*l).clone())
+            .unwrap_or_default()
+    }
+
     /// Attach `m` (its parent and mountpoint are set).
     pub fn attach(&self, m: Arc<Mount>) {
         let _g = self.mutex.lock();

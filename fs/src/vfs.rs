@@ -92,6 +92,15 @@ pub struct Vfs {
     pub(crate) mounts: MountTable,
 }
 
+impl Drop for Vfs {
+    /// Unmount everything, newest first, and free the trees.
+    fn drop(&mut self) {
+        for m in self.mounts.all().iter().rev() {
+            dcache::d_genocide(m.root_arc());
+        }
+    }
+}
+
 /// An open file. Reads and writes go through the inode it was opened on,
 /// whatever happens to its name afterwards.
 pub struct File {

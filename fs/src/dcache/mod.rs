@@ -746,6 +746,29 @@ pub fn has_positive_children(dir: &Dentry) -> bool {
     any
 }
 
+/// Tear down the tree below `root` of a filesystem that is going away
+/// (Linux `d_genocide` + `shrink_dcache_for_umount`): unpin every positive
+/// dentry of a filesystem that pins them (tmpfs) and drop the unused ones,
+/// so that the last mount reference frees everything. No one else may use
+/// the filesystem any more.
+pub fn d_genocide(root: &Arc<Dentry>) {
+    let mut stack = alloc::vec![root.clone()];
+    let mut order = Vec::new();
+    while let Some(d) = stack.pop() {
+        let kids = d.lockref.lock().children.to_vec();
+        stack.extend(kids.iter().cloned());
+        order.push(d);
+    }
+    // Children before parents: each unpinned child lets its parent go.
+    for d in order.into_iter().skip(1).rev() {
+        if d.sb.complete && d.is_hashed() && !d.is_negative() {
+            d_delete(&d);
+            dput(d);
+        }
+    }
+    shrink_all();
+}
+
 /// Is `a` an ancestor of (or equal to) `b`, within one filesystem? Stable
 /// under the rename mutex.
 pub fn is_ancestor(a: &Dentry, b: &Arc<Dentry>) -> bool {
