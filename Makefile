@@ -1,0 +1,104 @@
+# Makefile: the project's front door. `make run` and `make test` work on a
+# fresh Debian machine (they call `make setup`, which installs what is missing
+# when run as root). See README.md for every target and variable.
+
+SHELL := /bin/bash
+CARGO ?= cargo
+
+# Where cargo puts its output (honours CARGO_TARGET_DIR like cargo does).
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+
+# The kernel: one command builds it; everything boots this ELF.
+KERNEL_TARGET := x86_64-unknown-none
+KERNEL_BUILD := $(CARGO) build --release -p kernel --target $(KERNEL_TARGET)
+KERNEL_ELF := $(TARGET_DIR)/$(KERNEL_TARGET)/release/kernel
+
+# Host side: the default workspace members (fs, bench, qemu).
+HOST_BUILD := $(CARGO) build --release
+QEMU_RUN := $(TARGET_DIR)/release/qemu-run
+QEMU_RUN_BUILD := $(CARGO) build --release -p qemu --bin qemu-run
+
+# `make boot` settings (override on the command line: make boot SMP=8 CMDLINE=selftest).
+SMP ?= 4
+MEM ?= 512M
+CMDLINE ?= selftest
+ACCEL ?= auto
+TIMEOUT ?= 600
+QEMU_RUN_FLAGS = --mem $(MEM) --accel $(ACCEL) --timeout $(TIMEOUT)
+
+# `make run`: the default demo (the lead will point it at the real demo).
+DEMO_CMDLINE ?= selftest
+DEMO_SMP ?= 4
+
+# `make test`: QEMU boot tests of `selftest` at these vCPU counts.
+BOOT_TEST_SMPS ?= 1 2 8 64
+BOOT_TEST_TIMEOUT ?= 300
+
+# `make bench`: arguments for `bench sweep` (see `cargo run -p bench -- sweep --help`).
+BENCH_ARGS ?=
+
+.PHONY: help setup build build-host build-kernel build-qemu-run run test test-host test-boot boot \
+        bench smb-bench demo-trace linuxref lint
+
+help:
+	@echo "make setup      install missing packages (as root) and the rust target"
+	@echo "make build      build host crates and the kernel (release)"
+	@echo "make run        setup + build + boot the demo (DEMO_CMDLINE='$(DEMO_CMDLINE)', DEMO_SMP=$(DEMO_SMP))"
+	@echo "make test       setup + host tests + QEMU boot tests at $(BOOT_TEST_SMPS) vCPUs"
+	@echo "make boot       boot once: SMP=$(SMP) MEM=$(MEM) CMDLINE='$(CMDLINE)' ACCEL=$(ACCEL) TIMEOUT=$(TIMEOUT)"
+	@echo "make bench      the design sweep (BENCH_ARGS='$(BENCH_ARGS)')"
+	@echo "make smb-bench  the SMB sweep"
+	@echo "make demo-trace boot with trace=lookup demo=trace"
+	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs"
+	@echo "make lint       rustfmt check + clippy (host crates and kernel) with -D warnings"
+
+setup:
+	@bash scripts/setup.sh
+
+build-host:
+	$(HOST_BUILD)
+
+build-kernel:
+	$(KERNEL_BUILD)
+
+build-qemu-run:
+	$(QEMU_RUN_BUILD)
+
+build: build-host build-kernel
+
+run: setup build
+	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(DEMO_SMP) --cmdline "$(DEMO_CMDLINE)" $(QEMU_RUN_FLAGS)
+
+# Only what booting needs, so a boot works while other host crates are broken.
+boot: build-qemu-run build-kernel
+	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(SMP) --cmdline "$(CMDLINE)" $(QEMU_RUN_FLAGS)
+
+test-host:
+	$(CARGO) test --release
+
+test-boot: build-qemu-run build-kernel
+	bash scripts/boot-tests.sh $(QEMU_RUN) $(KERNEL_ELF) "$(BOOT_TEST_SMPS)" \
+		--mem $(MEM) --accel $(ACCEL) --timeout $(BOOT_TEST_TIMEOUT)
+
+# Sequential on purpose: host tests first, then the boot tests (whose summary
+# line `N passed, M failed` closes the output).
+test: setup
+	$(MAKE) --no-print-directory test-host
+	$(MAKE) --no-print-directory test-boot
+
+bench: build
+	$(CARGO) run --release -p bench -- sweep $(BENCH_ARGS)
+
+smb-bench: build
+	$(CARGO) run --release -p bench -- smb-sweep
+
+demo-trace: build-qemu-run build-kernel
+	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(SMP) --cmdline "trace=lookup demo=trace" $(QEMU_RUN_FLAGS)
+
+linuxref: build-host
+	$(TARGET_DIR)/release/linuxref --cpus 1,2
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --release --all-targets -- -D warnings
+	$(CARGO) clippy --release -p kernel --target $(KERNEL_TARGET) -- -D warnings

@@ -1,0 +1,156 @@
+//! `linuxref`: builds the Linux reference guest (cached in build/linuxref/)
+//! and runs the C statneg in it at the requested vCPU counts, on tmpfs and
+//! ext4; optionally also on the host (`statneg-host` on /dev/shm and /tmp).
+//! Prints one table of ops/s. For manual use; the bench sweep calls the
+//! library (`qemu::linuxref`).
+//!
+//! It touches build/linuxref/ (or `--build-dir`), apt-get download, QEMU.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use qemu::linuxref::{self, Fs, GuestRun};
+use qemu::runner::Accel;
+
+/// Build the Linux reference guest and run statneg in it (and on the host).
+#[derive(Parser, Debug)]
+#[command(name = "linuxref", version)]
+struct Args {
+    /// Build directory; the guest is cached in DIR/linuxref/ (default: the workspace's build/).
+    #[arg(long, value_name = "DIR")]
+    build_dir: Option<PathBuf>,
+
+    /// vCPU counts to boot with, comma-separated (statneg uses as many threads).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2",
+        value_name = "N,..."
+    )]
+    cpus: Vec<u32>,
+
+    /// Filesystems to run on, comma-separated: tmpfs, ext4.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "tmpfs,ext4",
+        value_name = "FS,..."
+    )]
+    fs: Vec<Fs>,
+
+    /// Warm-up seconds per run.
+    #[arg(long, default_value_t = 1, value_name = "SECS")]
+    warmup: u32,
+
+    /// Measured seconds per run.
+    #[arg(long, default_value_t = 3, value_name = "SECS")]
+    secs: u32,
+
+    /// Use KVM instead of multi-threaded TCG for the guest.
+    #[arg(long)]
+    kvm: bool,
+
+    /// Also run statneg-host on the host (/dev/shm for tmpfs, /tmp for ext4) at the same thread counts.
+    #[arg(long)]
+    host: bool,
+
+    /// Stream the guest console to stdout.
+    #[arg(long)]
+    echo: bool,
+
+    /// Only build (or check the cache) and print the paths.
+    #[arg(long)]
+    build_only: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let build_dir = args
+        .build_dir
+        .clone()
+        .unwrap_or_else(linuxref::default_build_dir);
+    let paths = match linuxref::ensure_built(&build_dir) {
+        Ok(p) => p,
+        Err(skip) => {
+            eprintln!("linuxref: {skip}");
+            return ExitCode::from(2);
+        }
+    };
+    eprintln!(
+        "linuxref: {} cached in {}",
+        paths.kernel_package,
+        paths.dir.display()
+    );
+    if args.build_only {
+        println!("kernel        {}", paths.kernel.display());
+        println!("initramfs     {}", paths.initramfs.display());
+        println!("ext4 image    {}", paths.ext4_image.display());
+        println!("statneg-host  {}", paths.statneg_host.display());
+        return ExitCode::SUCCESS;
+    }
+
+    let accel = if args.kvm { Accel::Kvm } else { Accel::Tcg };
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for &cpus in &args.cpus {
+        let run = GuestRun {
+            cpus,
+            fs: args.fs.clone(),
+            warmup: args.warmup,
+            secs: args.secs,
+            accel,
+            echo: args.echo,
+        };
+        eprintln!("linuxref: booting with {cpus} vCPUs ({accel}) ...");
+        match linuxref::run_guest(&paths, &run) {
+            Ok(rep) => {
+                eprintln!(
+                    "linuxref: {cpus} vCPUs: boot+runs {:.1} s",
+                    rep.wall.as_secs_f64()
+                );
+                for (fs, r) in rep.results {
+                    rows.push((format!("linux-guest ({accel})"), fs, cpus, r));
+                }
+            }
+            Err(e) => {
+                eprintln!("linuxref: {cpus} vCPUs: {e}");
+                failed = true;
+            }
+        }
+        if args.host {
+            for &fs in &args.fs {
+                let dir = match fs {
+                    Fs::Tmpfs => PathBuf::from("/dev/shm"),
+                    Fs::Ext4 => PathBuf::from("/tmp"),
+                };
+                match linuxref::run_host_statneg(&paths, &dir, cpus, args.warmup, args.secs) {
+                    Ok(r) => rows.push((format!("linux-host {}", dir.display()), fs, cpus, r)),
+                    Err(e) => {
+                        eprintln!("linuxref: host {fs} {cpus} threads: {e}");
+                        failed = true;
+                    }
+                }
+            }
+        }
+    }
+
+    println!(
+        "| source | fs | cpus | ops/s (average) | per-cpu ops/s | min/thread/s | max/thread/s |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (src, fs, cpus, r) in &rows {
+        println!(
+            "| {src} | {fs} | {cpus} | {} | {} | {} | {} |",
+            r.average,
+            r.average / u64::from(*cpus),
+            r.min(),
+            r.max()
+        );
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
