@@ -1,2 +1,122 @@
+//! Benchmarks of the lookup path: the workloads and their driver, shared by
+//! the guest kernel and host mode, plus (feature `host`) the host-side
+//! tools: host mode, the Linux `stat()` reference, the sweep and the report.
+//!
+//! - [`params`]: the `bench=… tasks=… design=… warmup=… secs=…` words.
+//! - [`workloads`]: statneg and its relatives (one file each).
+//! - [`driver`]: one task per CPU, per-second sampling, the [`driver::Executor`]
+//!   trait a platform implements.
+//! - [`output`]: will-it-scale's output format, written and parsed.
+//! - [`host`] (feature `host`): std threads as the executor, host mode, the
+//!   Linux reference, the sweep, raw.csv, report.md and scaling.svg.
+//!
+//! The guest kernel calls [`run_params`] with its own executor; host mode
+//! calls it with [`host::exec::HostExecutor`]. Without `host` the crate is
+//! `no_std + alloc` and has no unsafe code.
 #![cfg_attr(not(feature = "host"), no_std)]
-//! Workloads.
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod driver;
+pub mod output;
+pub mod params;
+pub mod workloads;
+
+#[cfg(feature = "host")]
+pub mod host;
+
+use core::fmt;
+
+use fs::vfs::Vfs;
+
+use driver::{Executor, RunConfig, RunError, Summary};
+use params::{Bench, Params};
+use workloads::{VfsBody, Workload};
+
+/// Run the benchmark `p` describes, from scratch: mount a fresh tmpfs with
+/// `p.design`'s options, set the workload up, run it on `p.tasks` tasks of
+/// `exec` and print will-it-scale's format to `out`.
+///
+/// The fs platform must be installed first (the kernel does it at boot;
+/// on the host it installs itself).
+///
+/// What a kernel does with a command line such as
+/// `console=ttyS0 bench=statneg tasks=4 design=noalloc warmup=2 secs=5`:
+///
+/// ```ignore
+/// let mut b = bench::params::ParamsBuilder::new();
+/// for word in cmdline.split_ascii_whitespace() {
+///     match word.split_once('=') {
+///         Some((k, v)) if bench::params::is_key(k) => b.set(k, v)?, // Display lists the keys
+///         _ => { /* the kernel's own words */ }
+///     }
+/// }
+/// if !b.is_empty() {
+///     let params = b.finish()?;
+///     // KernelExecutor implements bench::driver::Executor (tasks on APs, pinned).
+///     match bench::run_params(&params, &KernelExecutor, &mut serial) {
+///         Ok(_) => exit(0),
+///         Err(e) => { writeln!(serial, "bench: {e}"); exit(1) }
+///     }
+/// }
+/// ```
+pub fn run_params<E, W>(p: &Params, exec: &E, out: &mut W) -> Result<Summary, RunError>
+where
+    E: Executor + ?Sized,
+    W: fmt::Write + Send,
+{
+    let vfs = Vfs::new_tmpfs(p.design.mount_opts()).map_err(RunError::Setup)?;
+    match p.bench {
+        Bench::Statneg => run_workload(workloads::statneg::Statneg, &vfs, p, exec, out),
+        Bench::StatnegDistinct => run_workload(
+            workloads::statneg_distinct::StatnegDistinct::default(),
+            &vfs,
+            p,
+            exec,
+            out,
+        ),
+        Bench::StatnegDeep => {
+            run_workload(workloads::statneg_deep::StatnegDeep, &vfs, p, exec, out)
+        }
+        Bench::Statpos => run_workload(workloads::statpos::Statpos::default(), &vfs, p, exec, out),
+        Bench::Churn => run_workload(workloads::churn::Churn::default(), &vfs, p, exec, out),
+    }
+}
+
+/// Set `w` up on `vfs` and run it (the generic half of [`run_params`]).
+pub fn run_workload<Wk, E, W>(
+    mut w: Wk,
+    vfs: &Vfs,
+    p: &Params,
+    exec: &E,
+    out: &mut W,
+) -> Result<Summary, RunError>
+where
+    Wk: Workload,
+    E: Executor + ?Sized,
+    W: fmt::Write + Send,
+{
+    let max = exec.max_tasks();
+    if p.tasks == 0 || p.tasks > max {
+        return Err(RunError::Tasks {
+            asked: p.tasks,
+            max,
+        });
+    }
+    w.setup(vfs, p.tasks).map_err(RunError::Setup)?;
+    let description = testcase_description(w.description(), p);
+    let cfg = RunConfig {
+        description: &description,
+        tasks: p.tasks,
+        warmup: p.warmup,
+        secs: p.secs,
+        counters: Some(fs::stats::snapshot),
+    };
+    driver::run(exec, &cfg, &VfsBody { workload: &w, vfs }, out)
+}
+
+/// `"<workload description> (tmpfs enoent=<design>)"`.
+pub fn testcase_description(desc: &str, p: &Params) -> alloc::string::String {
+    alloc::format!("{desc} (tmpfs enoent={})", p.design)
+}

@@ -1,1 +1,152 @@
-fn main() {}
+//! `bench`: host mode, the host Linux reference, the sweep and the report.
+//!
+//! ```text
+//! bench host bench=statneg tasks=2 design=noalloc warmup=2 secs=5
+//! bench linux-stat --dir /dev/shm --tasks 2 --warmup 2 --secs 5
+//! bench sweep --testcases statneg --designs transient,noalloc --cpus 1,2 --sources host,linux-host
+//! bench report results/A results/B --out results/merged
+//! ```
+//!
+//! Touches: stdout/stderr, the result directories, child processes.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bench::host::exec::HostExecutor;
+use bench::host::{linux, now_stamp, sweep, StdoutWriter};
+use bench::params::Params;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "bench",
+    version,
+    about = "Lookup benchmarks: host mode, Linux reference, sweep, report"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run one workload on native host threads: the guest's words
+    /// (bench=NAME tasks=N design=transient|negative|noalloc warmup=S secs=S).
+    Host {
+        /// Do not pin tasks to CPUs.
+        #[arg(long)]
+        no_pin: bool,
+        /// bench=… tasks=… design=… warmup=… secs=…
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "WORDS"
+        )]
+        words: Vec<String>,
+    },
+    /// Host Linux's own stat() of DIR/nonexistent on N threads (same output format).
+    LinuxStat {
+        /// Directory on the filesystem to measure (e.g. /dev/shm for tmpfs, /tmp).
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=255))]
+        tasks: u32,
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=3600))]
+        warmup: u32,
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=3600))]
+        secs: u32,
+        /// Do not pin threads to CPUs.
+        #[arg(long)]
+        no_pin: bool,
+    },
+    /// Run every design × CPU count on the chosen sources; write results/<timestamp>/.
+    Sweep(sweep::SweepArgs),
+    /// Merge the raw.csv of several result directories into one report.
+    Report {
+        /// Result directories (or raw.csv files).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Where the merged raw.csv, report.md and scaling.svg go [default: results/<timestamp>-merged].
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Host { no_pin, words } => {
+            let params = match Params::parse_words(words.iter().map(String::as_str)) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("bench host: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let exec = HostExecutor::new(!no_pin);
+            let result = bench::run_params(&params, &exec, &mut StdoutWriter::new());
+            if !no_pin && !exec.pinned() {
+                eprintln!("bench: note: tasks not pinned (taskset failed or missing)");
+            }
+            match result {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("bench host: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::LinuxStat {
+            dir,
+            tasks,
+            warmup,
+            secs,
+            no_pin,
+        } => {
+            let exec = HostExecutor::new(!no_pin);
+            let r = linux::run(
+                &exec,
+                &dir,
+                tasks as usize,
+                warmup,
+                secs,
+                &mut StdoutWriter::new(),
+            );
+            if !no_pin && !exec.pinned() {
+                eprintln!("bench: note: tasks not pinned (taskset failed or missing)");
+            }
+            match r {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("bench linux-stat: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Sweep(a) => match sweep::sweep(&a) {
+            Ok(dir) => {
+                println!("results in {}", dir.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bench sweep: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Cmd::Report { dirs, out } => {
+            let out = out.unwrap_or_else(|| {
+                PathBuf::from("results").join(format!("{}-merged", now_stamp()))
+            });
+            match sweep::merge(&dirs, &out) {
+                Ok(n) => {
+                    println!("{n} rows merged into {}", out.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("bench report: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! The platform-neutral run driver: start one task per CPU, sample their
+//! iteration counters once per second, print will-it-scale lines.
+//!
+//! What differs between the guest kernel and host threads is behind
+//! [`Executor`]: starting N pinned tasks, the clock, and waiting. The
+//! monitor (sampling and printing) runs either on the caller while the tasks
+//! run ([`Executor::concurrent_monitor`] = true: host threads, or a kernel
+//! with a spare CPU or preemption) or inside task 0, which then checks the
+//! clock every [`POLL_EVERY`] iterations (a kernel with one task per CPU and
+//! no preemption).
+//!
+//! Each task owns one 128-byte-aligned [`TaskCounter`] and stores to it
+//! only; the monitor only loads. So the counting adds no shared-line
+//! traffic of its own. The shared flags (`go`, `stop`) are written once each.
+//!
+//! Touches: the fs counters through the `counters` hook; allocates only
+//! before the tasks start and after they end.
+
+use alloc::vec::Vec;
+use core::fmt;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use fs::stats::Counters;
+
+use crate::output::{self, PerOpCounts, Sample};
+
+/// Nanoseconds in a second.
+pub const NS_PER_SEC: u64 = 1_000_000_000;
+/// How often a task reports an RCU quiescent state and (task 0 in inline
+/// mode) checks the clock: every this many iterations.
+pub const POLL_EVERY: u64 = 64;
+
+/// What the driver needs from its host (guest kernel or host threads).
+pub trait Executor: Sync {
+    /// Most tasks `run` can place one per CPU.
+    fn max_tasks(&self) -> usize;
+    /// Monotonic nanoseconds.
+    fn now_ns(&self) -> u64;
+    /// Return once `now_ns() >= deadline_ns` (sleep or spin). Only called
+    /// from the monitor when [`Executor::concurrent_monitor`] is true; a
+    /// kernel should count the wait as an RCU quiescent state.
+    fn wait_until(&self, deadline_ns: u64);
+    /// True: `run` calls `monitor` on the calling CPU while the tasks run
+    /// (it sleeps in [`Executor::wait_until`] between samples). False: task 0
+    /// does the monitor's work inline and `monitor` returns at once.
+    fn concurrent_monitor(&self) -> bool;
+    /// Call `task(i)` once for every `i in 0..n`, concurrently, each on its
+    /// own CPU and pinned there; call `monitor()` once on the calling CPU
+    /// meanwhile. Return when `monitor` and every task have returned.
+    fn run(&self, n: usize, task: &(dyn Fn(usize) + Sync), monitor: &mut dyn FnMut());
+}
+
+/// One iteration of a workload.
+pub trait Body: Sync {
+    /// Do one operation as task `task`; false if the answer was wrong.
+    fn run_once(&self, task: usize) -> bool;
+    /// Called every [`POLL_EVERY`] iterations outside any operation (report
+    /// an RCU quiescent state).
+    fn quiescent(&self) {}
+    /// What a right answer is, for the error line (e.g. "ENOENT").
+    fn expected(&self, task: usize) -> &'static str;
+}
+
+/// A task's counters, alone on their cache line pair.
+#[repr(align(128))]
+#[derive(Default)]
+pub struct TaskCounter {
+    iterations: AtomicU64,
+    failures: AtomicU64,
+}
+
+impl TaskCounter {
+    /// Iterations done so far.
+    pub fn iterations(&self) -> u64 {
+        self.iterations.load(Ordering::Relaxed)
+    }
+}
+
+#[repr(align(128))]
+struct Line<T>(T);
+
+/// What to run and how long.
+#[derive(Clone, Copy)]
+pub struct RunConfig<'a> {
+    /// Text after `testcase:`.
+    pub description: &'a str,
+    pub tasks: usize,
+    pub warmup: u32,
+    pub secs: u32,
+    /// Reads the fs counters (summed over CPUs); None: no `per-op` line.
+    pub counters: Option<fn() -> Counters>,
+}
+
+/// What a finished run measured.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub warmup: Vec<Sample>,
+    pub measurement: Vec<Sample>,
+    pub average: u64,
+    pub per_op: Option<PerOpCounts>,
+    /// The fs counter deltas of the measurement window.
+    pub counters: Option<Counters>,
+}
+
+/// Why a run failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunError {
+    /// tasks = 0 or more than the executor can place.
+    Tasks { asked: usize, max: usize },
+    /// Setting up the workload failed with this errno.
+    Setup(fs::Errno),
+    /// Writing the output failed.
+    Output,
+    /// Some operations returned the wrong answer (reported, not ignored).
+    WrongAnswers {
+        task: usize,
+        count: u64,
+        total: u64,
+        expected: &'static str,
+    },
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Tasks { asked, max } => {
+                write!(f, "tasks={asked} but this platform can run 1 to {max}")
+            }
+            RunError::Setup(e) => write!(f, "workload setup failed: {e}"),
+            RunError::Output => write!(f, "writing the output failed"),
+            RunError::WrongAnswers {
+                task,
+                count,
+                total,
+                expected,
+            } => write!(
+                f,
+                "{total} wrong answers (task {task}: {count}; expected {expected})"
+            ),
+        }
+    }
+}
+
+/// The sampling and printing state; owned by the caller or by task 0.
+struct Monitor<'a, W: fmt::Write> {
+    out: &'a mut W,
+    cfg: RunConfig<'a>,
+    tasks: &'a [TaskCounter],
+    prev: Vec<u64>,
+    start_ns: u64,
+    seconds: u32,
+    warmup: Vec<Sample>,
+    measurement: Vec<Sample>,
+    c0: Option<Counters>,
+    c1: Option<Counters>,
+    failed_write: bool,
+}
+
+impl<W: fmt::Write> Monitor<'_, W> {
+    fn line(&mut self, args: fmt::Arguments<'_>) {
+        if self.out.write_fmt(args).is_err() {
+            self.failed_write = true;
+        }
+    }
+
+    /// Print the header and take the zero sample; the tasks start after.
+    fn begin(&mut self, now: u64) {
+        self.start_ns = now;
+        let desc = self.cfg.description;
+        self.line(format_args!("testcase:{desc}\nwarmup\n"));
+        for (p, t) in self.prev.iter_mut().zip(self.tasks) {
+            *p = t.iterations();
+        }
+        if self.cfg.warmup == 0 {
+            self.enter_measurement();
+        }
+    }
+
+    fn enter_measurement(&mut self) {
+        self.line(format_args!("measurement\n"));
+        self.c0 = self.cfg.counters.map(|f| f());
+    }
+
+    fn deadline(&self) -> u64 {
+        self.start_ns + (self.seconds as u64 + 1) * NS_PER_SEC
+    }
+
+    /// One second has passed: sample, print. True when the run is over.
+    fn tick(&mut self) -> bool {
+        let mut s = Sample {
+            min: u64::MAX,
+            max: 0,
+            total: 0,
+        };
+        for (p, t) in self.prev.iter_mut().zip(self.tasks) {
+            let now = t.iterations();
+            let d = now.wrapping_sub(*p);
+            *p = now;
+            s.min = s.min.min(d);
+            s.max = s.max.max(d);
+            s.total += d;
+        }
+        if s.min == u64::MAX {
+            s.min = 0;
+        }
+        self.seconds += 1;
+        self.line(format_args!("{s}\n"));
+        if self.seconds <= self.cfg.warmup {
+            self.warmup.push(s);
+            if self.seconds == self.cfg.warmup {
+                self.enter_measurement();
+            }
+            false
+        } else {
+            self.measurement.push(s);
+            let done = self.seconds >= self.cfg.warmup + self.cfg.secs;
+            if done {
+                self.c1 = self.cfg.counters.map(|f| f());
+            }
+            done
+        }
+    }
+}
+
+/// Run `body` on `cfg.tasks` tasks and print will-it-scale's format to
+/// `out` as the run goes. Wrong answers end the output with an `error:`
+/// line and make the result an error.
+pub fn run<E, B, W>(
+    exec: &E,
+    cfg: &RunConfig<'_>,
+    body: &B,
+    out: &mut W,
+) -> Result<Summary, RunError>
+where
+    E: Executor + ?Sized,
+    B: Body,
+    W: fmt::Write + Send,
+{
+    let n = cfg.tasks;
+    let max = exec.max_tasks();
+    if n == 0 || n > max {
+        return Err(RunError::Tasks { asked: n, max });
+    }
+    let tasks: Vec<TaskCounter> = (0..n).map(|_| TaskCounter::default()).collect();
+    let ready = Line(AtomicUsize::new(0));
+    let go = Line(AtomicBool::new(false));
+    let stop = Line(AtomicBool::new(false));
+    let inline = !exec.concurrent_monitor();
+
+    let monitor = spin::Mutex::new(Monitor {
+        out,
+        cfg: *cfg,
+        tasks: &tasks,
+        prev: alloc::vec![0; n],
+        start_ns: 0,
+        seconds: 0,
+        warmup: Vec::with_capacity(cfg.warmup as usize),
+        measurement: Vec::with_capacity(cfg.secs as usize),
+        c0: None,
+        c1: None,
+        failed_write: false,
+    });
+
+    let task = |i: usize| {
+        let me = &tasks[i];
+        let monitoring = inline && i == 0;
+        ready.0.fetch_add(1, Ordering::AcqRel);
+        if monitoring {
+            while ready.0.load(Ordering::Acquire) < n {
+                body.quiescent();
+                core::hint::spin_loop();
+            }
+            monitor.lock().begin(exec.now_ns());
+            go.0.store(true, Ordering::Release);
+        } else {
+            while !go.0.load(Ordering::Acquire) {
+                body.quiescent();
+                core::hint::spin_loop();
+            }
+        }
+        let mut deadline = if monitoring {
+            monitor.lock().deadline()
+        } else {
+            u64::MAX
+        };
+        let mut count = 0u64;
+        let mut failures = 0u64;
+        while !stop.0.load(Ordering::Relaxed) {
+            if !body.run_once(i) {
+                failures += 1;
+                me.failures.store(failures, Ordering::Relaxed);
+            }
+            count += 1;
+            me.iterations.store(count, Ordering::Relaxed);
+            if count.is_multiple_of(POLL_EVERY) {
+                body.quiescent();
+                if monitoring && exec.now_ns() >= deadline {
+                    let mut m = monitor.lock();
+                    if m.tick() {
+                        stop.0.store(true, Ordering::Release);
+                    }
+                    deadline = m.deadline();
+                }
+            }
+        }
+    };
+
+    let mut watch = || {
+        if inline {
+            return;
+        }
+        while ready.0.load(Ordering::Acquire) < n {
+            exec.wait_until(exec.now_ns() + 100_000);
+        }
+        let mut m = monitor.lock();
+        m.begin(exec.now_ns());
+        go.0.store(true, Ordering::Release);
+        loop {
+            exec.wait_until(m.deadline());
+            if m.tick() {
+                stop.0.store(true, Ordering::Release);
+                break;
+            }
+        }
+    };
+    exec.run(n, &task, &mut watch);
+
+    let m = monitor.into_inner();
+    let average = output::average(&m.measurement);
+    let counters = match (m.c0, m.c1) {
+        (Some(a), Some(b)) => Some(b.delta(&a)),
+        _ => None,
+    };
+    let ops: u64 = m.measurement.iter().map(|s| s.total).sum();
+    let per_op = counters.map(|c| PerOpCounts {
+        ops,
+        allocs: c.dentry_alloc,
+        shared_stores: c.shared_stores,
+        fallbacks: c.fallbacks,
+        locks: c.locks,
+    });
+    let mut failed_write = m.failed_write;
+    let out = m.out;
+    failed_write |= writeln!(out, "average:{average}").is_err();
+    if let Some(p) = &per_op {
+        failed_write |= writeln!(out, "{p}").is_err();
+    }
+    let total: u64 = tasks
+        .iter()
+        .map(|t| t.failures.load(Ordering::Relaxed))
+        .sum();
+    let first_failed = tasks
+        .iter()
+        .enumerate()
+        .find(|(_, t)| t.failures.load(Ordering::Relaxed) > 0);
+    if let Some((task, t)) = first_failed {
+        let e = RunError::WrongAnswers {
+            task,
+            count: t.failures.load(Ordering::Relaxed),
+            total,
+            expected: body.expected(task),
+        };
+        let _ = writeln!(out, "error: {e}");
+        return Err(e);
+    }
+    if failed_write {
+        return Err(RunError::Output);
+    }
+    Ok(Summary {
+        warmup: m.warmup,
+        measurement: m.measurement,
+        average,
+        per_op,
+        counters,
+    })
+}

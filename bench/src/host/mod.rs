@@ -1,0 +1,101 @@
+//! Host-side tools (feature `host`): std threads as the driver's executor,
+//! host mode, the host Linux `stat()` reference, the sweep over sources ×
+//! designs × CPU counts, and the report (raw.csv, report.md, scaling.svg).
+//!
+//! - [`exec`]: [`exec::HostExecutor`], one pinned std thread per task.
+//! - [`linux`]: host Linux's own `stat()` of a missing name, same driver.
+//! - [`rows`]: one raw.csv row per run, written and read back.
+//! - [`report`]: report.md from rows; [`plot`]: scaling.svg.
+//! - [`sweep`]: runs every source and writes `results/<timestamp>/`.
+//! - [`proc`]: subprocesses with a timeout.
+//!
+//! Touches: threads, files under the chosen output directory, child
+//! processes (this binary, the QEMU runner) it starts and waits for.
+
+pub mod exec;
+pub mod linux;
+pub mod plot;
+pub mod proc;
+pub mod report;
+pub mod rows;
+pub mod sweep;
+
+use std::fmt;
+use std::io::Write;
+
+/// `fmt::Write` to stdout, flushed at every line end, so per-second lines
+/// appear as the run goes.
+pub struct StdoutWriter(pub std::io::Stdout);
+
+impl StdoutWriter {
+    pub fn new() -> Self {
+        StdoutWriter(std::io::stdout())
+    }
+}
+
+impl Default for StdoutWriter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Write for StdoutWriter {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let mut lock = self.0.lock();
+        lock.write_all(s.as_bytes()).map_err(|_| fmt::Error)?;
+        if s.contains('\n') {
+            lock.flush().map_err(|_| fmt::Error)?;
+        }
+        Ok(())
+    }
+}
+
+/// This machine's host name (for the `host` column).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// UTC time as `YYYYMMDDTHHMMSSZ` (for result directory names).
+pub fn utc_stamp(unix_secs: u64) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    let rem = unix_secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// [`utc_stamp`] of now.
+pub fn now_stamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    utc_stamp(secs)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_stamp_known_dates() {
+        assert_eq!(super::utc_stamp(0), "19700101T000000Z");
+        assert_eq!(super::utc_stamp(951_782_400), "20000229T000000Z");
+        assert_eq!(super::utc_stamp(1_796_016_555), "20261130T052915Z");
+    }
+}

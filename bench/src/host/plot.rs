@@ -1,0 +1,115 @@
+//! scaling.svg: ops/s against CPUs, one panel per testcase, one line per
+//! (source, design or reference) — and per host and accelerator when rows
+//! from several are merged. The y axis is logarithmic: guest (TCG) and
+//! native figures differ by an order of magnitude or more.
+//!
+//! Touches nothing but the rows it is given and the string it returns.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use plotters::prelude::*;
+
+use super::report::human;
+use super::rows::Row;
+
+/// The series label of a row.
+fn label(r: &Row, many_hosts: bool) -> String {
+    let src = if r.source == "guest" || r.source == "linux-guest" {
+        format!("{}[{}]", r.source, r.accel)
+    } else {
+        r.source.clone()
+    };
+    if many_hosts {
+        format!("{src}:{} @{}", r.design, r.host)
+    } else {
+        format!("{src}:{}", r.design)
+    }
+}
+
+/// Render the SVG text. Errors only if plotters fails to draw.
+pub fn render(rows: &[Row]) -> Result<String, String> {
+    let ok: Vec<&Row> = rows.iter().filter(|r| r.is_ok() && r.average > 0).collect();
+    // Linux references only run statneg; show them in that panel.
+    let testcases: Vec<String> = ok
+        .iter()
+        .map(|r| r.testcase.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let many_hosts = ok.iter().map(|r| &r.host).collect::<BTreeSet<_>>().len() > 1;
+    let mut buf = String::new();
+    {
+        let panels = testcases.len().max(1);
+        let root =
+            SVGBackend::with_string(&mut buf, (960, 480 * panels as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        if testcases.is_empty() {
+            root.draw(&Text::new(
+                "no measured runs",
+                (400, 220),
+                ("sans-serif", 20),
+            ))
+            .map_err(|e| e.to_string())?;
+        }
+        let areas = root.split_evenly((panels, 1));
+        for (area, testcase) in areas.iter().zip(&testcases) {
+            let mine: Vec<&&Row> = ok.iter().filter(|r| &r.testcase == testcase).collect();
+            // Series: label -> cpus -> (sum, count), averaging repeats.
+            let mut series: BTreeMap<String, BTreeMap<usize, (f64, usize)>> = BTreeMap::new();
+            for r in &mine {
+                let e = series
+                    .entry(label(r, many_hosts))
+                    .or_default()
+                    .entry(r.cpus)
+                    .or_insert((0.0, 0));
+                e.0 += r.average as f64;
+                e.1 += 1;
+            }
+            let xmax = mine.iter().map(|r| r.cpus).max().unwrap_or(1) as f64;
+            let ymin = mine.iter().map(|r| r.average).min().unwrap_or(1).max(1) as f64 / 2.0;
+            let ymax = mine.iter().map(|r| r.average).max().unwrap_or(1).max(1) as f64 * 2.0;
+            let mut chart = ChartBuilder::on(area)
+                .caption(format!("{testcase}: ops/s vs CPUs"), ("sans-serif", 20))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(80)
+                .build_cartesian_2d(0.5f64..xmax + 0.5, (ymin..ymax).log_scale())
+                .map_err(|e| e.to_string())?;
+            chart
+                .configure_mesh()
+                .x_desc("CPUs (tasks)")
+                .y_desc("ops/s")
+                .x_labels(xmax as usize + 1)
+                .x_label_formatter(&|v| format!("{v:.0}"))
+                .y_label_formatter(&|v| human(*v))
+                .draw()
+                .map_err(|e| e.to_string())?;
+            for (i, (name, pts)) in series.iter().enumerate() {
+                let color = Palette99::pick(i).to_rgba();
+                let points: Vec<(f64, f64)> = pts
+                    .iter()
+                    .map(|(c, (sum, n))| (*c as f64, sum / *n as f64))
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                    .map_err(|e| e.to_string())?
+                    .label(name.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                    });
+                chart
+                    .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
+                    .map_err(|e| e.to_string())?;
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()
+                .map_err(|e| e.to_string())?;
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(buf)
+}

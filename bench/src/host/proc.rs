@@ -1,0 +1,76 @@
+//! Child processes with a wall-clock limit: start, collect stdout and
+//! stderr, kill the child (only the one we started) if it runs too long.
+//!
+//! Touches: the child it starts.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What a finished (or killed) child left.
+#[derive(Debug)]
+pub struct Finished {
+    /// Exit code; None if killed by a signal or by the timeout.
+    pub code: Option<i32>,
+    pub timed_out: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run `cmd` with a limit. Errors only if it cannot be started.
+pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Result<Finished, String> {
+    let prog = format!("{:?}", cmd.get_program());
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {prog}: {e}"))?;
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let t_out = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        if let Some(o) = out.as_mut() {
+            let _ = o.read_to_end(&mut s);
+        }
+        String::from_utf8_lossy(&s).into_owned()
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        if let Some(e) = err.as_mut() {
+            let _ = e.read_to_end(&mut s);
+        }
+        String::from_utf8_lossy(&s).into_owned()
+    });
+    let start = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if start.elapsed() >= limit => {
+                timed_out = true;
+                let _ = child.kill();
+                break child.wait().ok();
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => break None,
+        }
+    };
+    let stdout = t_out.join().unwrap_or_default();
+    let stderr = t_err.join().unwrap_or_default();
+    Ok(Finished {
+        code: status.and_then(|s| s.code()).filter(|_| !timed_out),
+        timed_out,
+        stdout,
+        stderr,
+    })
+}
+
+/// The last non-empty line of `s`, for short error notes.
+pub fn last_line(s: &str) -> &str {
+    s.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+}

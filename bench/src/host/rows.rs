@@ -1,0 +1,250 @@
+//! raw.csv: one row per run (or per skipped run), written and read back.
+//!
+//! Columns, in order ([`HEADER`]): `source` (guest, host, linux-host,
+//! linux-guest), `accel` (tcg, kvm, native ...), `host` (machine name),
+//! `testcase`, `design` (an ENOENT design, or `linux-<fstype>` for
+//! references), `cpus`, `average` (ops/s: mean of the per-second totals),
+//! `min`/`max` (lowest and highest per-second total), `task_min`/`task_max`
+//! (lowest and highest per-task count of any measured second), the per-op
+//! counters `allocs`, `shared_stores`, `fallbacks`, `locks` (empty where the
+//! source has none), `status` (`ok`, `skipped`, `failed`) and `note`.
+//!
+//! Touches: the files it is asked to read or write.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::output::RunOutput;
+
+/// The header line of raw.csv.
+pub const HEADER: &str =
+    "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
+allocs,shared_stores,fallbacks,locks,status,note";
+
+/// One run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Row {
+    pub source: String,
+    pub accel: String,
+    pub host: String,
+    pub testcase: String,
+    pub design: String,
+    pub cpus: usize,
+    pub average: u64,
+    pub min: u64,
+    pub max: u64,
+    pub task_min: u64,
+    pub task_max: u64,
+    pub allocs: Option<f64>,
+    pub shared_stores: Option<f64>,
+    pub fallbacks: Option<f64>,
+    pub locks: Option<f64>,
+    pub status: String,
+    pub note: String,
+}
+
+impl Row {
+    /// A row for a run whose output parsed.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_output(
+        source: &str,
+        accel: &str,
+        host: &str,
+        testcase: &str,
+        design: &str,
+        cpus: usize,
+        out: &RunOutput,
+        note: &str,
+    ) -> Row {
+        let p = out.per_op;
+        Row {
+            source: source.into(),
+            accel: accel.into(),
+            host: host.into(),
+            testcase: testcase.into(),
+            design: design.into(),
+            cpus,
+            average: out.average,
+            min: out.min_total(),
+            max: out.max_total(),
+            task_min: out.task_min(),
+            task_max: out.task_max(),
+            allocs: p.map(|p| p.allocs),
+            shared_stores: p.map(|p| p.shared_stores),
+            fallbacks: p.map(|p| p.fallbacks),
+            locks: p.map(|p| p.locks),
+            status: "ok".into(),
+            note: note.into(),
+        }
+    }
+
+    /// A row for a run that did not happen or did not produce output.
+    #[allow(clippy::too_many_arguments)]
+    pub fn not_run(
+        status: &str,
+        source: &str,
+        accel: &str,
+        host: &str,
+        testcase: &str,
+        design: &str,
+        cpus: usize,
+        note: &str,
+    ) -> Row {
+        Row {
+            source: source.into(),
+            accel: accel.into(),
+            host: host.into(),
+            testcase: testcase.into(),
+            design: design.into(),
+            cpus,
+            status: status.into(),
+            note: note.into(),
+            ..Row::default()
+        }
+    }
+
+    pub fn is_ok(&self) -> bool {
+        self.status == "ok"
+    }
+
+    /// The CSV line (no newline).
+    pub fn to_csv(&self) -> String {
+        let opt = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
+        let mut s = String::new();
+        for f in [
+            &self.source,
+            &self.accel,
+            &self.host,
+            &self.testcase,
+            &self.design,
+        ] {
+            s.push_str(&quote(f));
+            s.push(',');
+        }
+        let _ = write!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},",
+            self.cpus,
+            self.average,
+            self.min,
+            self.max,
+            self.task_min,
+            self.task_max,
+            opt(self.allocs),
+            opt(self.shared_stores),
+            opt(self.fallbacks),
+            opt(self.locks)
+        );
+        s.push_str(&quote(&self.status));
+        s.push(',');
+        s.push_str(&quote(&self.note));
+        s
+    }
+
+    /// Parse one CSV line.
+    pub fn from_csv(line: &str) -> Result<Row, String> {
+        let f = split_csv(line)?;
+        if f.len() != 17 {
+            return Err(format!("expected 17 fields, got {}", f.len()));
+        }
+        let int = |i: usize, name: &str| -> Result<u64, String> {
+            f[i].parse().map_err(|_| format!("bad {name} '{}'", f[i]))
+        };
+        let opt = |i: usize, name: &str| -> Result<Option<f64>, String> {
+            if f[i].is_empty() {
+                Ok(None)
+            } else {
+                f[i].parse()
+                    .map(Some)
+                    .map_err(|_| format!("bad {name} '{}'", f[i]))
+            }
+        };
+        Ok(Row {
+            source: f[0].clone(),
+            accel: f[1].clone(),
+            host: f[2].clone(),
+            testcase: f[3].clone(),
+            design: f[4].clone(),
+            cpus: int(5, "cpus")? as usize,
+            average: int(6, "average")?,
+            min: int(7, "min")?,
+            max: int(8, "max")?,
+            task_min: int(9, "task_min")?,
+            task_max: int(10, "task_max")?,
+            allocs: opt(11, "allocs")?,
+            shared_stores: opt(12, "shared_stores")?,
+            fallbacks: opt(13, "fallbacks")?,
+            locks: opt(14, "locks")?,
+            status: f[15].clone(),
+            note: f[16].clone(),
+        })
+    }
+}
+
+fn quote(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"").replace(['\n', '\r'], " "))
+    } else {
+        s.to_string()
+    }
+}
+
+fn split_csv(line: &str) -> Result<Vec<String>, String> {
+    let mut fields = Vec::new();
+    let mut cur = String::new();
+    let mut chars = line.chars().peekable();
+    let mut in_quotes = false;
+    while let Some(c) = chars.next() {
+        match (c, in_quotes) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                cur.push('"');
+            }
+            ('"', true) => in_quotes = false,
+            ('"', false) if cur.is_empty() => in_quotes = true,
+            (',', false) => fields.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    if in_quotes {
+        return Err("unterminated quote".into());
+    }
+    fields.push(cur);
+    Ok(fields)
+}
+
+/// Whole file text for `rows`.
+pub fn to_csv(rows: &[Row]) -> String {
+    let mut s = String::from(HEADER);
+    s.push('\n');
+    for r in rows {
+        s.push_str(&r.to_csv());
+        s.push('\n');
+    }
+    s
+}
+
+/// Parse a whole raw.csv text.
+pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
+    let mut lines = text.lines().enumerate();
+    match lines.next() {
+        Some((_, h)) if h.trim_end() == HEADER => {}
+        _ => return Err("missing or different raw.csv header".into()),
+    }
+    lines
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| Row::from_csv(l).map_err(|e| format!("line {}: {e}", i + 1)))
+        .collect()
+}
+
+/// Write `rows` to `path`.
+pub fn write(path: &Path, rows: &[Row]) -> Result<(), String> {
+    std::fs::write(path, to_csv(rows)).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// Read `path`.
+pub fn read(path: &Path) -> Result<Vec<Row>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    parse_csv(&text).map_err(|e| format!("{}: {e}", path.display()))
+}

@@ -1,0 +1,298 @@
+//! will-it-scale's output format, written and read back.
+//!
+//! ```text
+//! testcase:non-existent file stat (tmpfs enoent=noalloc)
+//! warmup
+//! min:261181 max:285570 total:2780930
+//! measurement
+//! min:311937 max:348949 total:3289838
+//! average:3289838
+//! per-op: allocs=0.000 shared_stores=0.000 fallbacks=0.000 locks=0.000
+//! ```
+//!
+//! One `min:N max:N total:N` line per second: the lowest and highest
+//! per-task iteration count of that second and their sum. `average` is the
+//! integer mean of the measurement totals. The `per-op` line (fs counter
+//! deltas over the measurement window divided by operations) is ours; Linux
+//! references have no fs counters and leave it out. A run that saw wrong
+//! answers ends with an `error:` line, which makes [`parse`] fail.
+//!
+//! The parser skips anything before `testcase:` and after the block (a
+//! guest's boot log, a runner's notes), but is strict inside it.
+//!
+//! Touches nothing; allocates for the parsed result only.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+
+/// One per-second line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    pub min: u64,
+    pub max: u64,
+    pub total: u64,
+}
+
+impl fmt::Display for Sample {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "min:{} max:{} total:{}", self.min, self.max, self.total)
+    }
+}
+
+/// Counter values per operation, as printed (3 decimals).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PerOp {
+    pub allocs: f64,
+    pub shared_stores: f64,
+    pub fallbacks: f64,
+    pub locks: f64,
+}
+
+/// Raw counter deltas over the measurement window and the operations done.
+/// Prints as the `per-op:` line, dividing in integers (exact, no floats in
+/// the guest).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PerOpCounts {
+    pub ops: u64,
+    pub allocs: u64,
+    pub shared_stores: u64,
+    pub fallbacks: u64,
+    pub locks: u64,
+}
+
+impl fmt::Display for PerOpCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("per-op: allocs=")?;
+        write_ratio(f, self.allocs, self.ops)?;
+        f.write_str(" shared_stores=")?;
+        write_ratio(f, self.shared_stores, self.ops)?;
+        f.write_str(" fallbacks=")?;
+        write_ratio(f, self.fallbacks, self.ops)?;
+        f.write_str(" locks=")?;
+        write_ratio(f, self.locks, self.ops)
+    }
+}
+
+/// `n / d` rounded to 3 decimals; `0.000` when `d` is 0.
+fn write_ratio(f: &mut fmt::Formatter<'_>, n: u64, d: u64) -> fmt::Result {
+    if d == 0 {
+        return f.write_str("0.000");
+    }
+    let milli = (n as u128 * 1000 + d as u128 / 2) / d as u128;
+    write!(f, "{}.{:03}", milli / 1000, milli % 1000)
+}
+
+/// A whole run's output, parsed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunOutput {
+    /// The text after `testcase:`.
+    pub testcase: String,
+    pub warmup: Vec<Sample>,
+    pub measurement: Vec<Sample>,
+    pub average: u64,
+    pub per_op: Option<PerOp>,
+}
+
+impl RunOutput {
+    /// Lowest per-second total of the measurement.
+    pub fn min_total(&self) -> u64 {
+        self.measurement.iter().map(|s| s.total).min().unwrap_or(0)
+    }
+    /// Highest per-second total of the measurement.
+    pub fn max_total(&self) -> u64 {
+        self.measurement.iter().map(|s| s.total).max().unwrap_or(0)
+    }
+    /// Lowest per-task count of any measured second.
+    pub fn task_min(&self) -> u64 {
+        self.measurement.iter().map(|s| s.min).min().unwrap_or(0)
+    }
+    /// Highest per-task count of any measured second.
+    pub fn task_max(&self) -> u64 {
+        self.measurement.iter().map(|s| s.max).max().unwrap_or(0)
+    }
+}
+
+/// Integer mean of the totals, as will-it-scale prints it.
+pub fn average(samples: &[Sample]) -> u64 {
+    if samples.is_empty() {
+        return 0;
+    }
+    samples.iter().map(|s| s.total).sum::<u64>() / samples.len() as u64
+}
+
+/// Write a whole run (the format's reference writer; the driver writes
+/// the same lines one at a time as the run goes).
+pub fn write_run(
+    w: &mut dyn fmt::Write,
+    run: &RunOutput,
+    per_op: Option<&PerOpCounts>,
+) -> fmt::Result {
+    writeln!(w, "testcase:{}", run.testcase)?;
+    writeln!(w, "warmup")?;
+    for s in &run.warmup {
+        writeln!(w, "{s}")?;
+    }
+    writeln!(w, "measurement")?;
+    for s in &run.measurement {
+        writeln!(w, "{s}")?;
+    }
+    writeln!(w, "average:{}", run.average)?;
+    if let Some(p) = per_op {
+        writeln!(w, "{p}")?;
+    }
+    Ok(())
+}
+
+/// Why output did not parse: the 1-based line number and what was wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    pub line: usize,
+    pub msg: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}", self.msg)
+        } else {
+            write!(f, "line {}: {}", self.line, self.msg)
+        }
+    }
+}
+
+fn err(line: usize, msg: impl Into<String>) -> ParseError {
+    ParseError {
+        line,
+        msg: msg.into(),
+    }
+}
+
+/// Parse the first run block in `text` (see the module doc).
+pub fn parse(text: &str) -> Result<RunOutput, ParseError> {
+    // Serial consoles may end lines with "\r\n".
+    let mut lines = text
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .enumerate()
+        .map(|(i, l)| (i + 1, l));
+    let mut out = RunOutput::default();
+    loop {
+        match lines.next() {
+            Some((_, l)) => {
+                if let Some(desc) = l.strip_prefix("testcase:") {
+                    out.testcase = desc.to_string();
+                    break;
+                }
+            }
+            None => return Err(err(0, "no testcase: line")),
+        }
+    }
+    let mut next = |what: &str| {
+        lines
+            .next()
+            .ok_or_else(|| err(0, alloc::format!("output ends before {what}")))
+    };
+    let (n, l) = next("warmup")?;
+    if l != "warmup" {
+        return Err(err(n, alloc::format!("expected 'warmup', got '{l}'")));
+    }
+    let mut in_measurement = false;
+    loop {
+        let (n, l) = next("average:")?;
+        if l == "measurement" && !in_measurement {
+            in_measurement = true;
+        } else if let Some(v) = l.strip_prefix("average:") {
+            if !in_measurement {
+                return Err(err(n, "average: before measurement"));
+            }
+            out.average = num(v).ok_or_else(|| err(n, alloc::format!("bad average '{v}'")))?;
+            break;
+        } else {
+            let s = parse_sample(l).ok_or_else(|| {
+                err(
+                    n,
+                    alloc::format!("expected 'min:N max:N total:N', got '{l}'"),
+                )
+            })?;
+            if in_measurement {
+                out.measurement.push(s);
+            } else {
+                out.warmup.push(s);
+            }
+        }
+    }
+    if out.measurement.is_empty() {
+        return Err(err(0, "no measurement lines"));
+    }
+    // Optional per-op line, then an optional error line.
+    if let Some((n, l)) = lines.next() {
+        let mut l = l;
+        let mut n = n;
+        if let Some(rest) = l.strip_prefix("per-op:") {
+            out.per_op = Some(
+                parse_per_op(rest)
+                    .ok_or_else(|| err(n, alloc::format!("bad per-op line '{l}'")))?,
+            );
+            match lines.next() {
+                Some((n2, l2)) => {
+                    n = n2;
+                    l = l2;
+                }
+                None => return Ok(out),
+            }
+        }
+        if let Some(e) = l.strip_prefix("error:") {
+            return Err(err(n, alloc::format!("run reported an error:{e}")));
+        }
+    }
+    Ok(out)
+}
+
+fn num(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+fn parse_sample(l: &str) -> Option<Sample> {
+    let mut it = l.split(' ');
+    let min = num(it.next()?.strip_prefix("min:")?)?;
+    let max = num(it.next()?.strip_prefix("max:")?)?;
+    let total = num(it.next()?.strip_prefix("total:")?)?;
+    if it.next().is_some() || min > max {
+        return None;
+    }
+    Some(Sample { min, max, total })
+}
+
+fn parse_per_op(rest: &str) -> Option<PerOp> {
+    let mut p = PerOp::default();
+    let mut seen = [false; 4];
+    for word in rest.split_ascii_whitespace() {
+        let (k, v) = word.split_once('=')?;
+        if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            return None;
+        }
+        let v: f64 = v.parse().ok()?;
+        let i = match k {
+            "allocs" => 0,
+            "shared_stores" => 1,
+            "fallbacks" => 2,
+            "locks" => 3,
+            _ => return None,
+        };
+        if seen[i] {
+            return None;
+        }
+        seen[i] = true;
+        *[
+            &mut p.allocs,
+            &mut p.shared_stores,
+            &mut p.fallbacks,
+            &mut p.locks,
+        ][i] = v;
+    }
+    seen.iter().all(|s| *s).then_some(p)
+}

@@ -1,0 +1,360 @@
+//! The benchmark words: `bench=NAME tasks=N design=D warmup=S secs=S`.
+//!
+//! One strict parser for both places the words appear: the guest kernel's
+//! command line and host mode (`bench host WORDS`). An unknown key, a word
+//! that is not `key=value`, a repeated key or a bad value is an error whose
+//! text lists every valid key with one line of help ([`KEYS`]).
+//!
+//! The kernel's own command-line parser can delegate: for each `key=value`
+//! word it asks [`is_key`], feeds bench keys to [`ParamsBuilder::set`] and
+//! calls [`ParamsBuilder::finish`] at the end.
+//!
+//! Touches nothing: pure parsing, no allocation except in error values.
+
+use alloc::string::{String, ToString};
+use core::fmt;
+
+/// Largest task count: one task per CPU id, leaving one id for the CPU or
+/// thread that sets up and samples the run.
+pub const MAX_TASKS: usize = fs::platform::MAX_CPUS - 1;
+/// Longest warmup or measurement, in seconds (one hour).
+pub const MAX_SECS: u32 = 3600;
+
+/// One valid key: its name, the values it takes and one line of help.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyInfo {
+    pub key: &'static str,
+    pub values: &'static str,
+    pub help: &'static str,
+}
+
+/// Every key the parser accepts, in the order the help lists them.
+pub const KEYS: &[KeyInfo] = &[
+    KeyInfo {
+        key: "bench",
+        values: "statneg|statneg-distinct|statneg-deep|statpos|churn",
+        help: "workload to run (required)",
+    },
+    KeyInfo {
+        key: "tasks",
+        values: "1..255",
+        help: "tasks, one per CPU, pinned (default 1)",
+    },
+    KeyInfo {
+        key: "design",
+        values: "transient|negative|noalloc",
+        help: "tmpfs ENOENT design, mounted as enoent=DESIGN (default transient)",
+    },
+    KeyInfo {
+        key: "warmup",
+        values: "0..3600",
+        help: "warmup seconds (default 2)",
+    },
+    KeyInfo {
+        key: "secs",
+        values: "1..3600",
+        help: "measured seconds (default 5)",
+    },
+];
+
+/// Is `key` one of [`KEYS`]?
+pub fn is_key(key: &str) -> bool {
+    KEYS.iter().any(|k| k.key == key)
+}
+
+/// The workloads (see [`crate::workloads`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Bench {
+    /// Every task stats the same missing name in the tmpfs root.
+    Statneg,
+    /// Each task stats its own missing name in the root.
+    StatnegDistinct,
+    /// Every task stats `/a/b/c/d/missing`.
+    StatnegDeep,
+    /// Every task stats an existing file.
+    Statpos,
+    /// Half the tasks create and unlink in one directory, the rest statneg in it.
+    Churn,
+}
+
+impl Bench {
+    /// All workloads, in the order sweeps run them.
+    pub const ALL: [Bench; 5] = [
+        Bench::Statneg,
+        Bench::StatnegDistinct,
+        Bench::StatnegDeep,
+        Bench::Statpos,
+        Bench::Churn,
+    ];
+
+    /// The name used in `bench=NAME`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bench::Statneg => "statneg",
+            Bench::StatnegDistinct => "statneg-distinct",
+            Bench::StatnegDeep => "statneg-deep",
+            Bench::Statpos => "statpos",
+            Bench::Churn => "churn",
+        }
+    }
+
+    /// Parse a `bench=` value.
+    pub fn from_name(s: &str) -> Option<Bench> {
+        Bench::ALL.iter().copied().find(|b| b.name() == s)
+    }
+}
+
+impl fmt::Display for Bench {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The tmpfs ENOENT designs (the fs crate's `enoent=` mount option).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Design {
+    /// Linux's behaviour: a dentry allocated for the miss, freed right after.
+    Transient,
+    /// The miss leaves a cached negative dentry.
+    Negative,
+    /// A miss in RCU-walk allocates nothing and stores to no shared line.
+    Noalloc,
+}
+
+impl Design {
+    /// All designs.
+    pub const ALL: [Design; 3] = [Design::Transient, Design::Negative, Design::Noalloc];
+
+    /// The name used in `design=NAME` and `enoent=NAME`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Design::Transient => "transient",
+            Design::Negative => "negative",
+            Design::Noalloc => "noalloc",
+        }
+    }
+
+    /// Parse a `design=` value.
+    pub fn from_name(s: &str) -> Option<Design> {
+        Design::ALL.iter().copied().find(|d| d.name() == s)
+    }
+
+    /// The tmpfs mount options selecting this design.
+    pub fn mount_opts(self) -> &'static str {
+        match self {
+            Design::Transient => "enoent=transient",
+            Design::Negative => "enoent=negative",
+            Design::Noalloc => "enoent=noalloc",
+        }
+    }
+}
+
+impl fmt::Display for Design {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A complete, validated set of benchmark parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    pub bench: Bench,
+    pub tasks: usize,
+    pub design: Design,
+    pub warmup: u32,
+    pub secs: u32,
+}
+
+impl Params {
+    /// Parse whitespace-separated words (e.g. a command line).
+    pub fn parse_line(line: &str) -> Result<Params, ParamError> {
+        Params::parse_words(line.split_ascii_whitespace())
+    }
+
+    /// Parse words, each `key=value`. Every word must be a bench key.
+    pub fn parse_words<'a, I: IntoIterator<Item = &'a str>>(
+        words: I,
+    ) -> Result<Params, ParamError> {
+        let mut b = ParamsBuilder::new();
+        for w in words {
+            b.set_word(w)?;
+        }
+        b.finish()
+    }
+}
+
+/// Prints the canonical words, which [`Params::parse_line`] reads back.
+impl fmt::Display for Params {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "bench={} tasks={} design={} warmup={} secs={}",
+            self.bench, self.tasks, self.design, self.warmup, self.secs
+        )
+    }
+}
+
+/// Collects keys one at a time (for a caller that parses its own words).
+#[derive(Clone, Debug, Default)]
+pub struct ParamsBuilder {
+    bench: Option<Bench>,
+    tasks: Option<usize>,
+    design: Option<Design>,
+    warmup: Option<u32>,
+    secs: Option<u32>,
+}
+
+impl ParamsBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Take one `key=value` word.
+    pub fn set_word(&mut self, word: &str) -> Result<(), ParamError> {
+        match word.split_once('=') {
+            Some((k, v)) => self.set(k, v),
+            None => Err(ParamError::NotKeyValue(word.to_string())),
+        }
+    }
+
+    /// Take one key and its value.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
+        let bad = |expected: &'static str| ParamError::BadValue {
+            key: key.to_string(),
+            value: value.to_string(),
+            expected,
+        };
+        let dup = || ParamError::Repeated(key.to_string());
+        match key {
+            "bench" => {
+                let b = Bench::from_name(value).ok_or_else(|| bad(KEYS[0].values))?;
+                put(&mut self.bench, b).map_err(|_| dup())
+            }
+            "tasks" => {
+                let n = parse_num(value)
+                    .filter(|n| (1..=MAX_TASKS as u64).contains(n))
+                    .ok_or_else(|| bad("a whole number from 1 to 255"))?;
+                put(&mut self.tasks, n as usize).map_err(|_| dup())
+            }
+            "design" => {
+                let d = Design::from_name(value).ok_or_else(|| bad(KEYS[2].values))?;
+                put(&mut self.design, d).map_err(|_| dup())
+            }
+            "warmup" => {
+                let n = parse_num(value)
+                    .filter(|n| *n <= MAX_SECS as u64)
+                    .ok_or_else(|| bad("whole seconds from 0 to 3600"))?;
+                put(&mut self.warmup, n as u32).map_err(|_| dup())
+            }
+            "secs" => {
+                let n = parse_num(value)
+                    .filter(|n| (1..=MAX_SECS as u64).contains(n))
+                    .ok_or_else(|| bad("whole seconds from 1 to 3600"))?;
+                put(&mut self.secs, n as u32).map_err(|_| dup())
+            }
+            _ => Err(ParamError::UnknownKey(key.to_string())),
+        }
+    }
+
+    /// Has any key been given? (A kernel runs a benchmark only if so.)
+    pub fn is_empty(&self) -> bool {
+        self.bench.is_none()
+            && self.tasks.is_none()
+            && self.design.is_none()
+            && self.warmup.is_none()
+            && self.secs.is_none()
+    }
+
+    /// Check that `bench` was given and fill in defaults.
+    pub fn finish(&self) -> Result<Params, ParamError> {
+        Ok(Params {
+            bench: self.bench.ok_or(ParamError::MissingBench)?,
+            tasks: self.tasks.unwrap_or(1),
+            design: self.design.unwrap_or(Design::Transient),
+            warmup: self.warmup.unwrap_or(2),
+            secs: self.secs.unwrap_or(5),
+        })
+    }
+}
+
+fn put<T>(slot: &mut Option<T>, v: T) -> Result<(), ()> {
+    if slot.is_some() {
+        return Err(());
+    }
+    *slot = Some(v);
+    Ok(())
+}
+
+/// Decimal digits only (no sign, no spaces), at most 9 of them.
+fn parse_num(s: &str) -> Option<u64> {
+    if s.is_empty() || s.len() > 9 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Why a set of words was refused. `Display` names the problem, then lists
+/// every valid key with its help line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamError {
+    /// A key that is not in [`KEYS`].
+    UnknownKey(String),
+    /// A word without `=`.
+    NotKeyValue(String),
+    /// The same key twice.
+    Repeated(String),
+    /// A value out of range or not one of the names.
+    BadValue {
+        key: String,
+        value: String,
+        expected: &'static str,
+    },
+    /// No `bench=` word.
+    MissingBench,
+}
+
+impl ParamError {
+    /// The first line of the message, without the key list.
+    pub fn problem(&self) -> String {
+        match self {
+            ParamError::UnknownKey(k) => alloc::format!("unknown key '{k}'"),
+            ParamError::NotKeyValue(w) => alloc::format!("'{w}' is not a key=value word"),
+            ParamError::Repeated(k) => alloc::format!("key '{k}' given twice"),
+            ParamError::BadValue {
+                key,
+                value,
+                expected,
+            } => {
+                alloc::format!("bad value '{value}' for {key}= (expected {expected})")
+            }
+            ParamError::MissingBench => "missing bench=NAME".to_string(),
+        }
+    }
+}
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.problem())?;
+        write_help(f)
+    }
+}
+
+/// Write the key table, one line per key.
+pub fn write_help(f: &mut dyn fmt::Write) -> fmt::Result {
+    write!(f, "valid keys:")?;
+    for k in KEYS {
+        write!(f, "\n  {}={:<52} {}", k.key, k.values, k.help)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_round_trips() {
+        let p = Params::parse_line("bench=churn tasks=3 design=negative warmup=0 secs=7").unwrap();
+        assert_eq!(Params::parse_line(&alloc::format!("{p}")).unwrap(), p);
+    }
+}

@@ -1,0 +1,66 @@
+//! The workloads: what each task does once per iteration, and the setup it
+//! needs. One file per workload; all are `no_std` and shared by the guest
+//! kernel and host mode.
+//!
+//! - `statneg` ([`statneg::Statneg`]): every task stats the same missing
+//!   name in the tmpfs root (the seed's will-it-scale testcase).
+//! - `statneg-distinct` ([`statneg_distinct::StatnegDistinct`]): each task
+//!   its own missing name.
+//! - `statneg-deep` ([`statneg_deep::StatnegDeep`]): `/a/b/c/d/missing`.
+//! - `statpos` ([`statpos::Statpos`]): an existing file.
+//! - `churn` ([`churn::Churn`]): odd tasks create and unlink in one directory, even
+//!   tasks run statneg in it (the price of the sequence retries).
+//!
+//! A workload checks every answer: a wrong one makes `run_once` return
+//! false, which the driver counts and reports. `run_once` must not allocate
+//! (paths are built in `setup`), so the `allocs` figure is the fs crate's own.
+//!
+//! Touches: the [`Vfs`] it is given, nothing else.
+
+use fs::vfs::Vfs;
+use fs::KResult;
+
+use crate::driver::Body;
+
+pub mod churn;
+pub mod statneg;
+pub mod statneg_deep;
+pub mod statneg_distinct;
+pub mod statpos;
+
+/// A benchmark workload over a VFS.
+pub trait Workload: Sync {
+    /// The `testcase:` description (without the design).
+    fn description(&self) -> &'static str;
+    /// Create what the workload needs, for `tasks` tasks. Runs once, on one
+    /// CPU, before any task starts.
+    fn setup(&mut self, vfs: &Vfs, tasks: usize) -> KResult<()>;
+    /// One operation of task `task`; false if the answer was wrong.
+    fn run_once(&self, vfs: &Vfs, task: usize) -> bool;
+    /// The right answer for task `task`, in words (for error lines).
+    fn expected(&self, task: usize) -> &'static str;
+}
+
+/// Is this the answer of a stat of a missing name?
+pub(crate) fn is_enoent<T>(r: KResult<T>) -> bool {
+    matches!(r, Err(fs::Errno::ENOENT))
+}
+
+/// A workload bound to its VFS: the driver's [`Body`].
+pub struct VfsBody<'a, W: Workload> {
+    pub workload: &'a W,
+    pub vfs: &'a Vfs,
+}
+
+impl<W: Workload> Body for VfsBody<'_, W> {
+    #[inline]
+    fn run_once(&self, task: usize) -> bool {
+        self.workload.run_once(self.vfs, task)
+    }
+    fn quiescent(&self) {
+        fs::platform::get().rcu_quiescent_state();
+    }
+    fn expected(&self, task: usize) -> &'static str {
+        self.workload.expected(task)
+    }
+}

@@ -1,0 +1,44 @@
+//! `statneg-distinct`: each task stats its own missing name in the root
+//! (`/nonexistent-<task>`), so only the parent directory is shared.
+
+use alloc::vec::Vec;
+
+use fs::vfs::Vfs;
+use fs::KResult;
+
+use super::{is_enoent, Workload};
+
+#[derive(Default)]
+pub struct StatnegDistinct {
+    /// One path per task, built in setup so the loop does not allocate.
+    paths: Vec<Vec<u8>>,
+}
+
+impl StatnegDistinct {
+    /// Task `task`'s missing name.
+    pub fn path(task: usize) -> Vec<u8> {
+        alloc::format!("/nonexistent-{task}").into_bytes()
+    }
+}
+
+impl Workload for StatnegDistinct {
+    fn description(&self) -> &'static str {
+        "non-existent file stat, one name per task"
+    }
+    fn setup(&mut self, vfs: &Vfs, tasks: usize) -> KResult<()> {
+        self.paths = (0..tasks).map(Self::path).collect();
+        for p in &self.paths {
+            if !is_enoent(vfs.stat(p)) {
+                return Err(fs::Errno::EEXIST);
+            }
+        }
+        Ok(())
+    }
+    #[inline]
+    fn run_once(&self, vfs: &Vfs, task: usize) -> bool {
+        is_enoent(vfs.stat(&self.paths[task]))
+    }
+    fn expected(&self, _task: usize) -> &'static str {
+        "ENOENT from stat(/nonexistent-TASK)"
+    }
+}

@@ -1,0 +1,197 @@
+//! The platform-neutral driver, without the fs crate: both monitor
+//! placements (concurrent, as on host threads; inline in task 0, as a
+//! kernel without preemption would run it) and wrong-answer reporting.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bench::driver::{run, Body, Executor, RunConfig, RunError};
+use bench::output::parse;
+
+/// Std threads; `inline` chooses where the monitor runs.
+struct Threads {
+    start: Instant,
+    inline: bool,
+}
+
+impl Executor for Threads {
+    fn max_tasks(&self) -> usize {
+        8
+    }
+    fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+    fn wait_until(&self, deadline_ns: u64) {
+        assert!(!self.inline, "inline mode must not sleep in the monitor");
+        let now = self.now_ns();
+        if deadline_ns > now {
+            std::thread::sleep(Duration::from_nanos(deadline_ns - now));
+        }
+    }
+    fn concurrent_monitor(&self) -> bool {
+        !self.inline
+    }
+    fn run(&self, n: usize, task: &(dyn Fn(usize) + Sync), monitor: &mut dyn FnMut()) {
+        std::thread::scope(|s| {
+            for i in 0..n {
+                s.spawn(move || task(i));
+            }
+            monitor();
+        });
+    }
+}
+
+/// Spins a little per iteration; every `fail_every`-th call of task 1 is a wrong answer.
+struct Spin {
+    calls: [AtomicU64; 2],
+    fail_every: u64,
+}
+
+impl Body for Spin {
+    fn run_once(&self, task: usize) -> bool {
+        let c = self.calls[task].fetch_add(1, Ordering::Relaxed) + 1;
+        for _ in 0..50 {
+            std::hint::spin_loop();
+        }
+        !(task == 1 && self.fail_every > 0 && c.is_multiple_of(self.fail_every))
+    }
+    fn expected(&self, _task: usize) -> &'static str {
+        "true"
+    }
+}
+
+fn counters() -> fs::stats::Counters {
+    fs::stats::Counters {
+        lookups: 7,
+        ..Default::default()
+    }
+}
+
+fn check_run(inline: bool) {
+    let exec = Threads {
+        start: Instant::now(),
+        inline,
+    };
+    let body = Spin {
+        calls: Default::default(),
+        fail_every: 0,
+    };
+    let cfg = RunConfig {
+        description: "spin test",
+        tasks: 2,
+        warmup: 1,
+        secs: 1,
+        counters: Some(counters),
+    };
+    let mut out = String::new();
+    let t = Instant::now();
+    let sum = run(&exec, &cfg, &body, &mut out).unwrap();
+    let took = t.elapsed();
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_secs(5),
+        "took {took:?}"
+    );
+    let parsed = parse(&out).unwrap();
+    assert_eq!(parsed.testcase, "spin test");
+    assert_eq!(parsed.warmup.len(), 1);
+    assert_eq!(parsed.measurement.len(), 1);
+    assert_eq!(parsed.measurement, sum.measurement);
+    let m = parsed.measurement[0];
+    assert!(
+        m.min > 0 && m.min <= m.max && m.total == m.min + m.max,
+        "{m:?}"
+    );
+    assert_eq!(parsed.average, m.total);
+    // The constant fake counters give zero deltas.
+    let p = parsed.per_op.unwrap();
+    assert_eq!(p.allocs, 0.0);
+    // Every iteration was counted: the sum of all samples is at most what the body saw.
+    let seen: u64 = body.calls.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+    let sampled: u64 = parsed
+        .warmup
+        .iter()
+        .chain(&parsed.measurement)
+        .map(|s| s.total)
+        .sum();
+    assert!(
+        sampled <= seen && sampled > 0,
+        "sampled {sampled} seen {seen}"
+    );
+    assert!(out.starts_with("testcase:spin test\nwarmup\nmin:"), "{out}");
+}
+
+#[test]
+fn concurrent_monitor_run() {
+    check_run(false);
+}
+
+#[test]
+fn inline_monitor_run() {
+    check_run(true);
+}
+
+#[test]
+fn wrong_answers_are_reported() {
+    let exec = Threads {
+        start: Instant::now(),
+        inline: false,
+    };
+    let body = Spin {
+        calls: Default::default(),
+        fail_every: 1000,
+    };
+    let cfg = RunConfig {
+        description: "failing",
+        tasks: 2,
+        warmup: 0,
+        secs: 1,
+        counters: None,
+    };
+    let mut out = String::new();
+    match run(&exec, &cfg, &body, &mut out) {
+        Err(RunError::WrongAnswers {
+            task: 1,
+            count,
+            total,
+            ..
+        }) => assert!(count > 0 && total == count),
+        other => panic!("{other:?}"),
+    }
+    assert!(out.lines().last().unwrap().starts_with("error: "), "{out}");
+    assert!(
+        !out.contains("per-op:"),
+        "no counters, no per-op line: {out}"
+    );
+    assert!(
+        parse(&out).is_err(),
+        "a failed run's output must not parse as a result"
+    );
+}
+
+#[test]
+fn task_count_is_checked() {
+    let exec = Threads {
+        start: Instant::now(),
+        inline: false,
+    };
+    let body = Spin {
+        calls: Default::default(),
+        fail_every: 0,
+    };
+    for tasks in [0, 9] {
+        let cfg = RunConfig {
+            description: "x",
+            tasks,
+            warmup: 0,
+            secs: 1,
+            counters: None,
+        };
+        assert_eq!(
+            run(&exec, &cfg, &body, &mut String::new()),
+            Err(RunError::Tasks {
+                asked: tasks,
+                max: 8
+            })
+        );
+    }
+}

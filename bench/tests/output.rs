@@ -1,0 +1,153 @@
+//! will-it-scale's output format: write → parse round trip, the seed's own
+//! output, and malformed text.
+
+use bench::output::{self, parse, PerOpCounts, RunOutput, Sample};
+
+/// The seed's `./statneg_processes -t 10` output (tmpfs, Linux), verbatim.
+const SEED: &str = "\
+# ./statneg_processes -t 10
+testcase:non-existent file stat
+warmup
+min:261181 max:285570 total:2780930
+min:311086 max:352403 total:3348461
+min:310552 max:349138 total:3277166
+min:308172 max:321618 total:3134878
+min:310914 max:332300 total:3185394
+min:355424 max:385750 total:3702454
+measurement
+min:311937 max:348949 total:3289838
+min:293611 max:323888 total:3070839
+min:296091 max:313330 total:3036069
+min:288423 max:303650 total:2981185
+min:287714 max:317808 total:3023488
+average:3080283
+";
+
+#[test]
+fn seed_output_parses() {
+    let r = parse(SEED).unwrap();
+    assert_eq!(r.testcase, "non-existent file stat");
+    assert_eq!(r.warmup.len(), 6);
+    assert_eq!(r.measurement.len(), 5);
+    assert_eq!(
+        r.measurement[0],
+        Sample {
+            min: 311937,
+            max: 348949,
+            total: 3289838
+        }
+    );
+    assert_eq!(r.average, 3080283);
+    assert_eq!(
+        output::average(&r.measurement),
+        3080283,
+        "will-it-scale's average is the mean total"
+    );
+    assert_eq!(r.per_op, None);
+    assert_eq!(r.min_total(), 2981185);
+    assert_eq!(r.max_total(), 3289838);
+    assert_eq!(r.task_min(), 287714);
+    assert_eq!(r.task_max(), 348949);
+}
+
+#[test]
+fn round_trip_with_per_op() {
+    let run = RunOutput {
+        testcase: "non-existent file stat (tmpfs enoent=transient)".into(),
+        warmup: vec![Sample {
+            min: 1,
+            max: 2,
+            total: 3,
+        }],
+        measurement: vec![
+            Sample {
+                min: 10,
+                max: 12,
+                total: 22,
+            },
+            Sample {
+                min: 9,
+                max: 13,
+                total: 22,
+            },
+        ],
+        average: 22,
+        per_op: None,
+    };
+    let counts = PerOpCounts {
+        ops: 44,
+        allocs: 44,
+        shared_stores: 220,
+        fallbacks: 45,
+        locks: 88,
+    };
+    let mut text = String::new();
+    output::write_run(&mut text, &run, Some(&counts)).unwrap();
+    assert!(
+        text.ends_with(
+            "average:22\nper-op: allocs=1.000 shared_stores=5.000 fallbacks=1.023 locks=2.000\n"
+        ),
+        "{text}"
+    );
+    let back = parse(&format!("boot log line\n{text}qemu-run: exited\n")).unwrap();
+    assert_eq!(back.testcase, run.testcase);
+    assert_eq!(back.warmup, run.warmup);
+    assert_eq!(back.measurement, run.measurement);
+    assert_eq!(back.average, 22);
+    let p = back.per_op.unwrap();
+    assert_eq!(
+        (p.allocs, p.shared_stores, p.fallbacks, p.locks),
+        (1.0, 5.0, 1.023, 2.0)
+    );
+}
+
+#[test]
+fn per_op_rounding_and_zero_ops() {
+    let c = PerOpCounts {
+        ops: 3,
+        allocs: 1,
+        shared_stores: 2,
+        fallbacks: 0,
+        locks: 0,
+    };
+    assert_eq!(
+        c.to_string(),
+        "per-op: allocs=0.333 shared_stores=0.667 fallbacks=0.000 locks=0.000"
+    );
+    let z = PerOpCounts::default();
+    assert_eq!(
+        z.to_string(),
+        "per-op: allocs=0.000 shared_stores=0.000 fallbacks=0.000 locks=0.000"
+    );
+}
+
+#[test]
+fn crlf_serial_output_parses() {
+    let text = SEED.replace('\n', "\r\n");
+    assert_eq!(parse(&text).unwrap().average, 3080283);
+}
+
+#[test]
+fn malformed_output_is_refused() {
+    let ok = "testcase:x\nwarmup\nmeasurement\nmin:1 max:2 total:3\naverage:3\n";
+    assert!(parse(ok).is_ok());
+    for (bad, why) in [
+        ("", "no testcase"),
+        ("testcase:x\n", "ends early"),
+        ("testcase:x\nmeasurement\n", "no warmup line"),
+        ("testcase:x\nwarmup\nmeasurement\naverage:3\n", "no measurement lines"),
+        ("testcase:x\nwarmup\nmin:1 max:2 total:3\naverage:3\n", "average before measurement"),
+        ("testcase:x\nwarmup\nmeasurement\nmin:1 max:2 total:3\n", "no average"),
+        ("testcase:x\nwarmup\nmeasurement\nmin:1 max:2\naverage:3\n", "short sample"),
+        ("testcase:x\nwarmup\nmeasurement\nmin:3 max:2 total:5\naverage:5\n", "min > max"),
+        ("testcase:x\nwarmup\nmeasurement\nmin:1 max:2 total:3\nlog line\naverage:3\n", "noise inside"),
+        ("testcase:x\nwarmup\nmeasurement\nmin:1 max:2 total:3\naverage:-3\n", "negative average"),
+        ("testcase:x\nwarmup\nmeasurement\nmeasurement\nmin:1 max:2 total:3\naverage:3\n", "two measurement"),
+        (&format!("{ok}per-op: allocs=1.000 shared_stores=1.000 fallbacks=0.000\n"), "per-op missing locks"),
+        (&format!("{ok}per-op: allocs=x shared_stores=1 fallbacks=0 locks=0\n"), "per-op bad number"),
+        (&format!("{ok}per-op: allocs=0.000 shared_stores=0.000 fallbacks=0.000 locks=0.000\nerror: 3 wrong answers\n"), "error line"),
+        (&format!("{ok}error: 3 wrong answers\n"), "error line without per-op"),
+    ] {
+        assert!(parse(bad).is_err(), "accepted ({why}): {bad:?}");
+    }
+}

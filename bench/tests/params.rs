@@ -1,0 +1,137 @@
+//! The benchmark words parser: good words, defaults, and every kind of bad word.
+
+use bench::params::{is_key, Bench, Design, ParamError, Params, ParamsBuilder, KEYS, MAX_TASKS};
+
+#[test]
+fn full_line_parses() {
+    let p = Params::parse_line("bench=statneg tasks=2 design=noalloc warmup=1 secs=3").unwrap();
+    assert_eq!(
+        p,
+        Params {
+            bench: Bench::Statneg,
+            tasks: 2,
+            design: Design::Noalloc,
+            warmup: 1,
+            secs: 3
+        }
+    );
+}
+
+#[test]
+fn every_workload_and_design_name() {
+    for b in Bench::ALL {
+        for d in Design::ALL {
+            let p = Params::parse_line(&format!("design={} bench={}", d.name(), b.name())).unwrap();
+            assert_eq!((p.bench, p.design), (b, d));
+        }
+    }
+    assert_eq!(Bench::from_name("statneg-deep"), Some(Bench::StatnegDeep));
+    assert_eq!(Design::Negative.mount_opts(), "enoent=negative");
+}
+
+#[test]
+fn defaults_and_round_trip() {
+    let p = Params::parse_line("bench=churn").unwrap();
+    assert_eq!(
+        (p.tasks, p.design, p.warmup, p.secs),
+        (1, Design::Transient, 2, 5)
+    );
+    let q = Params::parse_line(&p.to_string()).unwrap();
+    assert_eq!(p, q);
+    assert_eq!(
+        p.to_string(),
+        "bench=churn tasks=1 design=transient warmup=2 secs=5"
+    );
+}
+
+#[test]
+fn limits() {
+    assert!(Params::parse_line(&format!("bench=statneg tasks={MAX_TASKS}")).is_ok());
+    assert_eq!(MAX_TASKS, 255, "KEYS' help text says 1..255");
+    assert!(Params::parse_line("bench=statneg warmup=0").is_ok());
+    assert!(Params::parse_line("bench=statneg secs=3600").is_ok());
+}
+
+fn bad(line: &str) -> ParamError {
+    Params::parse_line(line).expect_err(line)
+}
+
+#[test]
+fn unknown_key_lists_valid_keys() {
+    let e = bad("bench=statneg cpus=2");
+    assert_eq!(e, ParamError::UnknownKey("cpus".into()));
+    let msg = e.to_string();
+    assert!(msg.starts_with("unknown key 'cpus'"), "{msg}");
+    for k in KEYS {
+        assert!(
+            msg.contains(&format!("{}=", k.key)),
+            "help lacks {}: {msg}",
+            k.key
+        );
+        assert!(
+            msg.contains(k.help),
+            "help lacks the help of {}: {msg}",
+            k.key
+        );
+    }
+    assert_eq!(msg.lines().count(), 2 + KEYS.len());
+}
+
+#[test]
+fn bad_values() {
+    for line in [
+        "bench=statnegx",
+        "bench=statneg tasks=0",
+        "bench=statneg tasks=256",
+        "bench=statneg tasks=-1",
+        "bench=statneg tasks=+2",
+        "bench=statneg tasks=2x",
+        "bench=statneg tasks=",
+        "bench=statneg tasks=99999999999999999999",
+        "bench=statneg design=Noalloc",
+        "bench=statneg design=",
+        "bench=statneg warmup=3601",
+        "bench=statneg secs=0",
+        "bench=statneg secs=1.5",
+    ] {
+        match bad(line) {
+            ParamError::BadValue { .. } => {}
+            other => panic!("{line}: {other:?}"),
+        }
+        assert!(bad(line).to_string().contains("valid keys:"), "{line}");
+    }
+}
+
+#[test]
+fn other_errors() {
+    assert_eq!(bad("tasks=2"), ParamError::MissingBench);
+    assert_eq!(bad(""), ParamError::MissingBench);
+    assert_eq!(
+        bad("bench=statneg noalloc"),
+        ParamError::NotKeyValue("noalloc".into())
+    );
+    assert_eq!(
+        bad("bench=statneg tasks=1 tasks=2"),
+        ParamError::Repeated("tasks".into())
+    );
+    assert_eq!(bad("=3 bench=statneg"), ParamError::UnknownKey("".into()));
+}
+
+#[test]
+fn kernel_style_delegation() {
+    // A kernel command line mixes its own words with bench words.
+    let cmdline = "console=ttyS0 bench=statpos quiet tasks=4 secs=1";
+    let mut b = ParamsBuilder::new();
+    assert!(b.is_empty());
+    let mut own = Vec::new();
+    for w in cmdline.split_whitespace() {
+        match w.split_once('=') {
+            Some((k, v)) if is_key(k) => b.set(k, v).unwrap(),
+            _ => own.push(w),
+        }
+    }
+    assert_eq!(own, ["console=ttyS0", "quiet"]);
+    let p = b.finish().unwrap();
+    assert_eq!((p.bench, p.tasks, p.secs), (Bench::Statpos, 4, 1));
+    assert!(!is_key("console"));
+}

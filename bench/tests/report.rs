@@ -1,0 +1,309 @@
+//! Report generation from small synthetic raw.csv files: the tables, the
+//! ratios and goals, the merge of two hosts, and the SVG's series.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use bench::host::rows::{self, Row};
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bench-report-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row(
+    source: &str,
+    accel: &str,
+    host: &str,
+    design: &str,
+    cpus: usize,
+    avg: u64,
+    per_op: Option<[f64; 4]>,
+) -> Row {
+    Row {
+        source: source.into(),
+        accel: accel.into(),
+        host: host.into(),
+        testcase: "statneg".into(),
+        design: design.into(),
+        cpus,
+        average: avg,
+        min: avg - avg / 20,
+        max: avg + avg / 20,
+        task_min: avg / cpus as u64 - 10,
+        task_max: avg / cpus as u64 + 10,
+        allocs: per_op.map(|p| p[0]),
+        shared_stores: per_op.map(|p| p[1]),
+        fallbacks: per_op.map(|p| p[2]),
+        locks: per_op.map(|p| p[3]),
+        status: "ok".into(),
+        note: String::new(),
+    }
+}
+
+fn synthetic(host: &str) -> Vec<Row> {
+    let tr = Some([1.0, 6.0, 1.0, 3.0]);
+    let na = Some([0.0, 0.0, 0.0, 0.0]);
+    vec![
+        row("host", "native", host, "transient", 1, 1_000_000, tr),
+        row("host", "native", host, "transient", 2, 1_100_000, tr),
+        row("host", "native", host, "noalloc", 1, 10_000_000, na),
+        row("host", "native", host, "noalloc", 2, 19_000_000, na),
+        row("guest", "tcg", host, "transient", 1, 100_000, tr),
+        row("guest", "tcg", host, "transient", 2, 180_000, tr),
+        row(
+            "guest",
+            "tcg",
+            host,
+            "noalloc",
+            1,
+            400_000,
+            Some([0.0, 0.5, 0.0, 0.0]),
+        ),
+        row(
+            "guest",
+            "tcg",
+            host,
+            "noalloc",
+            2,
+            800_000,
+            Some([0.0, 0.5, 0.0, 0.0]),
+        ),
+        row(
+            "linux-host",
+            "native",
+            host,
+            "linux-tmpfs",
+            1,
+            900_000,
+            None,
+        ),
+        row(
+            "linux-host",
+            "native",
+            host,
+            "linux-tmpfs",
+            2,
+            1_000_000,
+            None,
+        ),
+        row(
+            "linux-host",
+            "native",
+            host,
+            "linux-ext4",
+            1,
+            3_290_000,
+            None,
+        ),
+        row(
+            "linux-host",
+            "native",
+            host,
+            "linux-ext4",
+            2,
+            6_660_000,
+            None,
+        ),
+        Row::not_run(
+            "skipped",
+            "linux-guest",
+            "auto",
+            host,
+            "statneg",
+            "linux-tmpfs",
+            2,
+            "no packages, \"offline\"",
+        ),
+    ]
+}
+
+fn write_dir(name: &str, rows: &[Row]) -> PathBuf {
+    let d = tmpdir(name);
+    rows::write(&d.join("raw.csv"), rows).unwrap();
+    d
+}
+
+#[test]
+fn csv_round_trip_with_quoting() {
+    let r = synthetic("h1");
+    let text = rows::to_csv(&r);
+    assert!(text.starts_with(rows::HEADER));
+    assert!(text.contains("\"no packages, \"\"offline\"\"\""), "{text}");
+    assert_eq!(rows::parse_csv(&text).unwrap(), r);
+    assert!(rows::parse_csv("source,accel\nx\n").is_err());
+    let bad_num = text.replace("1000000,950000", "lots,950000");
+    assert!(rows::parse_csv(&bad_num).is_err());
+}
+
+fn between<'a>(s: &'a str, from: &str) -> &'a str {
+    let i = s
+        .find(from)
+        .unwrap_or_else(|| panic!("no '{from}' in report:\n{s}"));
+    let rest = &s[i..];
+    let end = rest[1..].find("\n## ").map(|e| e + 1).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+fn check_svg(dir: &Path, series: &[&str]) -> String {
+    let svg = std::fs::read_to_string(dir.join("scaling.svg")).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
+    assert!(svg.contains("statneg: ops/s vs CPUs"));
+    for s in series {
+        assert!(svg.contains(s), "series {s} missing from the SVG");
+    }
+    assert!(
+        svg.matches("<polyline").count() >= series.len(),
+        "one line per series"
+    );
+    svg
+}
+
+#[test]
+fn report_from_synthetic_csv() {
+    let input_dir = write_dir("one", &synthetic("h1"));
+    let out = tmpdir("one-out");
+    assert_eq!(
+        bench::host::sweep::merge(std::slice::from_ref(&input_dir), &out).unwrap(),
+        13
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+
+    // One table per source, accelerator named.
+    let host = between(&md, "## Host mode: the fs crate on native host threads — source `host`, accel `native`, host `h1`");
+    assert!(host.contains("| statneg | noalloc | 2 | 19.00 M | 9.50 M | 95 % | 18.05 M–19.95 M | 0.000 | 0.000 | 0.000 | 0.000 |"), "{host}");
+    assert!(
+        host.contains("| statneg | transient | 2 | 1.10 M | 550.0 k | 55 % |"),
+        "{host}"
+    );
+    let guest = between(
+        &md,
+        "## Guest: this kernel under QEMU — source `guest`, accel `tcg`, host `h1`",
+    );
+    assert!(
+        guest.contains("| statneg | noalloc | 2 | 800.0 k | 400.0 k | 100 % |"),
+        "{guest}"
+    );
+    let linux = between(&md, "source `linux-host`, accel `native`");
+    assert!(
+        linux.contains("| statneg | linux-ext4 | 2 | 6.66 M | 3.33 M | 101 % |"),
+        "{linux}"
+    );
+    assert!(
+        linux.contains("| – | – | – | – |"),
+        "no counters for Linux: {linux}"
+    );
+
+    // Ratios between designs and to Linux.
+    let designs = between(&md, "## Designs compared");
+    assert!(
+        designs.contains("| host | native | h1 | statneg | 2 | – | 17.27× | – |"),
+        "{designs}"
+    );
+    let vs = between(&md, "## Against Linux");
+    assert!(
+        vs.contains("| host | h1 | noalloc | 2 | 19.00 M | 2.85× | 19.00× |"),
+        "{vs}"
+    );
+    assert!(
+        !vs.contains("| guest |"),
+        "no linux-guest rows to compare the guest with: {vs}"
+    );
+
+    // The issue's goals.
+    let goals = between(&md, "## Goals of issue 4");
+    assert!(
+        goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× | met"),
+        "{goals}"
+    );
+    assert!(
+        goals.contains("transient statneg 2 tasks ≤ 1.3 × 1 task | 1.10× | met"),
+        "{goals}"
+    );
+    assert!(
+        goals.contains("noalloc ÷ transient at 2 tasks ≥ 5× | 17.27× | met"),
+        "{goals}"
+    );
+    assert!(goals.contains("| guest `h1` 2 CPUs | noalloc per op: allocs = 0, shared_stores = 0 | allocs=0.000 shared_stores=0.500 | NOT met |"), "{goals}");
+
+    // Skipped runs with their reason.
+    let skipped = between(&md, "## Not run");
+    assert!(
+        skipped.contains(
+            "| linux-guest | h1 | statneg | linux-tmpfs | 2 | skipped | no packages, \"offline\" |"
+        ),
+        "{skipped}"
+    );
+
+    check_svg(
+        &out,
+        &[
+            "host:noalloc",
+            "host:transient",
+            "guest[tcg]:noalloc",
+            "linux-host:linux-tmpfs",
+            "linux-host:linux-ext4",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(input_dir);
+    let _ = std::fs::remove_dir_all(out);
+}
+
+#[test]
+fn report_cli_merges_two_hosts() {
+    let a = write_dir("a", &synthetic("small"));
+    let mut big = synthetic("big");
+    big.push(row(
+        "host",
+        "native",
+        "big",
+        "noalloc",
+        64,
+        600_000_000,
+        Some([0.0; 4]),
+    ));
+    let b = write_dir("b", &big);
+    let out = tmpdir("merged");
+    let st = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .arg("report")
+        .arg(&a)
+        .arg(&b)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert_eq!(rows::read(&out.join("raw.csv")).unwrap().len(), 27);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let big_host = between(&md, "accel `native`, host `big`");
+    assert!(
+        big_host.contains("| statneg | noalloc | 64 | 600.00 M | 9.38 M | 94 % |"),
+        "{big_host}"
+    );
+    assert!(md.contains("accel `native`, host `small`"));
+    check_svg(
+        &out,
+        &[
+            "host:noalloc @big",
+            "host:noalloc @small",
+            "linux-host:linux-tmpfs @big",
+        ],
+    );
+
+    let missing = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["report", "/nonexistent-dir"])
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent-dir/raw.csv"));
+    for d in [a, b, out] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
