@@ -355,23 +355,26 @@ impl<'g> Nd<'g> {
         };
         let dir = parent.inode_arc().ok_or(Errno::ENOENT)?;
         let _shared = dir.i_rwsem.read();
-        // Look again under the lock: somebody may have created it.
-        if let Some(d) = d_lookup(parent, name, hash) {
-            trace!("  lookup_slow \"{}\": found under i_rwsem", name_str(name));
-            return Ok(d);
-        }
-        // Like tmpfs's `simple_lookup`, only a name that reaches the
-        // filesystem is checked for length.
-        check_name(name)?;
         let sb = parent.sb.clone();
         match sb.design().slow_miss(&sb) {
             SlowMiss::Enoent => {
+                // Look again under the lock: a create may have finished.
+                if let Some(d) = d_lookup(parent, name, hash) {
+                    trace!("  lookup_slow \"{}\": found under i_rwsem", name_str(name));
+                    return Ok(d);
+                }
+                // Like tmpfs's `simple_lookup`, only a name that reaches
+                // the filesystem is checked for length.
+                check_name(name)?;
                 trace!(
                     "  lookup_slow \"{}\": miss under i_rwsem -> ENOENT, nothing allocated",
                     name_str(name)
                 );
                 Err(WalkErr::Errno(Errno::ENOENT))
             }
+            // As Linux's `__lookup_slow`: allocate first, then look (inside
+            // d_alloc_parallel), so a lookup that loses a race still paid
+            // for its dentry.
             SlowMiss::AllocAndAsk => match dcache::d_alloc_parallel(parent.arc(), name, hash) {
                 dcache::Parallel::Found(d) => {
                     trace!(
@@ -381,7 +384,7 @@ impl<'g> Nd<'g> {
                     Ok(d)
                 }
                 dcache::Parallel::InLookup(d) => {
-                    let r = sb.ops.lookup(&sb, &dir, name);
+                    let r = check_name(name).and_then(|()| sb.ops.lookup(&sb, &dir, name));
                     let res = match r {
                         Ok(inode) => {
                             trace!(
@@ -407,18 +410,21 @@ impl<'g> Nd<'g> {
     /// follow, or `None` once we stand on the child.
     fn walk_component(&mut self, name: &'g [u8], follow: bool) -> WResult<Option<&'g [u8]>> {
         let hash = d_hash(&self.d, name);
-        if self.rcu {
+        let child = if self.rcu {
             if let Some((child, cseq)) = self.lookup_fast_rcu(name, hash)? {
                 return self.step_into(Pos::Rcu(child), cseq, follow);
             }
-        }
-        // Ref-walk (from the start, or just unlazied).
-        let child = match d_lookup(&self.d, name, hash) {
-            Some(d) => {
-                trace!("  lookup_fast \"{}\": found (ref)", name_str(name));
-                d
+            // Missed and unlazied: straight to the filesystem, as Linux.
+            self.lookup_slow(name, hash)?
+        } else {
+            // Ref-walk from the start (Linux `lookup_fast` without RCU).
+            match d_lookup(&self.d, name, hash) {
+                Some(d) => {
+                    trace!("  lookup_fast \"{}\": found (ref)", name_str(name));
+                    d
+                }
+                None => self.lookup_slow(name, hash)?,
             }
-            None => self.lookup_slow(name, hash)?,
         };
         self.step_into(Pos::Ref(child), 0, follow)
     }
