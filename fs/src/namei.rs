@@ -729,8 +729,12 @@ fn walk_and_finish<'g, T>(
             None => return Err(Errno::ENOENT.into()),
         }
     }
-    let v = finish(&mut Resolved { nd })?;
+    let v = finish(&mut Resolved { nd });
+    // Validate before trusting the answer, an error included: in RCU-walk
+    // `finish` re-reads the inode, which a concurrent kill may have
+    // cleared after step_into validated it.
     nd.complete_walk()?;
+    let v = v?;
     trace!("  done ({})", nd.mode());
     Ok(v)
 }

@@ -556,15 +556,13 @@ impl Vfs {
         if two {
             pn.dir.dir_seq.write_begin();
         }
-        if let Some(nd) = new_d.as_ref() {
-            if new_inode.is_some() {
-                dcache::d_delete(nd);
-                dcache::dput(nd.arc().clone()); // its pin
-            } else {
-                dcache::d_drop(nd);
-            }
+        // The target only loses its name (dropped inside d_move): a walk
+        // already holding it still sees the inode it had, as the name
+        // existed at every instant.
+        dcache::d_move(old_d.arc(), pn.dir.arc(), &pn.last, new_d.as_deref());
+        if let (Some(nd), Some(_)) = (new_d.as_ref(), new_inode.as_ref()) {
+            dcache::dput(nd.arc().clone()); // its pin
         }
-        dcache::d_move(old_d.arc(), pn.dir.arc(), &pn.last);
         if two && old_inode.is_dir() {
             odir.dec_nlink();
             ndir.inc_nlink();

@@ -468,10 +468,10 @@ impl FsOps for CifsFs {
         }
         let entries = Self::map(self.conn.lock().list_dir(&ci.path))?;
         let _excl = inode.i_rwsem.write();
-        let mut seen: Vec<Vec<u8>> = Vec::with_capacity(entries.len());
+        let mut seen: alloc::collections::BTreeSet<&[u8]> = alloc::collections::BTreeSet::new();
         for e in &entries {
             let name = e.name.as_bytes();
-            seen.push(name.to_vec());
+            seen.insert(name);
             let hash = d_hash(dir, name);
             let existing = dcache::d_lookup(dir, name, hash);
             let is_dir = e.attributes & ATTR_DIRECTORY != 0;
@@ -491,7 +491,7 @@ impl FsOps for CifsFs {
         }
         // Entries the server no longer has.
         for c in dcache::children(dir) {
-            if !seen.iter().any(|n| *n == c.name.to_vec()) {
+            if !seen.contains(c.name.to_vec().as_slice()) {
                 dir.dir_seq.write(|| dcache::d_delete(&c));
             }
         }

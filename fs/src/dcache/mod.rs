@@ -421,9 +421,15 @@ fn hash_insert(d: &Arc<Dentry>) {
     dcache().table.bucket(d.hash()).lock().push_front(d.clone());
 }
 
+/// Take `d` out of the hash table (caller holds its `d_lock`). A hashed
+/// negative dentry stops being a cached negative here, whatever the path
+/// (kill, drop, rename over it).
 fn unhash(d: &Dentry) {
     if d.is_hashed() {
-        dcache().table.bucket(d.hash()).lock().remove(d);
+        let negative = d.is_negative();
+        if dcache().table.bucket(d.hash()).lock().remove(d) && negative {
+            stats::inc(Event::NegativeDestroyed);
+        }
     }
 }
 
@@ -527,38 +533,62 @@ pub fn dput(d: Arc<Dentry>) {
 /// `honor_retain`: if the dentry became worth caching meanwhile, park it on
 /// the LRU instead (dput); the shrinker passes `false`.
 fn dentry_kill(d: Arc<Dentry>, honor_retain: bool) -> Option<Arc<Dentry>> {
-    let parent = d.parent.get_arc();
-    let mut pg = parent.as_ref().map(|p| p.lockref.lock());
+    loop {
+        let parent = d.parent.get_arc();
+        match kill_locked(&d, parent.as_ref(), honor_retain) {
+            Kill::Moved => continue,
+            Kill::Kept => return None,
+            Kill::Killed => return parent,
+        }
+    }
+}
+
+enum Kill {
+    /// A rename moved it to another parent before we held both locks.
+    Moved,
+    /// Still referenced, or parked on the LRU.
+    Kept,
+    Killed,
+}
+
+/// The body of [`dentry_kill`] with `parent` (what we read as the parent)
+/// and then `d` locked, Linux's order. A rename may have moved `d` between
+/// reading the parent pointer and locking (Linux `lock_for_kill` re-checks
+/// the same way): then nothing is done and the caller retries.
+fn kill_locked(d: &Arc<Dentry>, parent: Option<&Arc<Dentry>>, honor_retain: bool) -> Kill {
+    let mut pg = parent.map(|p| p.lockref.lock());
     let mut g = d.lockref.lock();
+    let same = match parent {
+        Some(p) => core::ptr::eq(Arc::as_ptr(p), d.parent.ptr()),
+        None => d.parent.is_none(),
+    };
+    if !same {
+        return Kill::Moved;
+    }
     if g.count() != 1 {
         // Someone took a reference meanwhile: ours is not the last.
         if g.count() > 1 {
             g.dec();
         }
-        return None;
+        return Kill::Kept;
     }
-    if honor_retain && retain_dentry(&d) {
+    if honor_retain && retain_dentry(d) {
         g.set_count(0);
-        lru_add(&d);
-        return None;
+        lru_add(d);
+        return Kill::Kept;
     }
     g.mark_dead();
-    let was_negative = d.is_negative();
-    let was_hashed = d.is_hashed();
     d.d_seq.write(|| {
-        unhash(&d);
+        unhash(d);
         d.inode.replace(None);
     });
     if let Some(pg) = pg.as_mut() {
-        drop(pg.children.remove(&d));
+        drop(pg.children.remove(d));
     }
-    lru_del(&d);
+    lru_del(d);
     drop(g);
     drop(pg);
-    if was_negative && was_hashed {
-        stats::inc(Event::NegativeDestroyed);
-    }
-    parent
+    Kill::Killed
 }
 
 /// Put an unused dentry on the LRU (caller holds its `d_lock`).
@@ -682,14 +712,20 @@ pub fn d_lookup_done(d: &Dentry) {
     d.clear_flag(D_PAR_LOOKUP);
 }
 
-/// Move `d` to `new_parent` under `new_name` (Linux `d_move`). Caller holds
-/// the rename mutex and both parents' `i_rwsem` exclusively, and has
-/// dropped any target dentry already.
-pub fn d_move(d: &Arc<Dentry>, new_parent: &Arc<Dentry>, new_name: &[u8]) {
+/// Move `d` to `new_parent` under `new_name` (Linux `d_move`), dropping
+/// `target` (the dentry that had that name) from the hash. Caller holds the
+/// rename mutex and both parents' `i_rwsem` exclusively.
+pub fn d_move(d: &Arc<Dentry>, new_parent: &Arc<Dentry>, new_name: &[u8], target: Option<&Dentry>) {
     let dc = dcache();
     let old_parent = d.parent.get_arc().expect("d_move of a root");
     let new_hash = d_hash(new_parent, new_name);
     dc.rename_seq.write_begin();
+    // The target leaves the hash inside the same rename_seq section as the
+    // move brings `d` in: a `d_lookup` that misses the name in between
+    // retries (Linux drops the target inside `__d_move` too).
+    if let Some(t) = target {
+        d_drop(t);
+    }
     // Parents' locks in address order (both are stable under the rename
     // mutex), then the dentry's.
     let same = Arc::ptr_eq(&old_parent, new_parent);
