@@ -6,6 +6,7 @@
 //! implements it in `kernel/src/sync/rcu.rs` (QSBR, quiescent states from the
 //! tick); the host implementation is [`crate::sync::host::HostPlatform`]
 //! (thread slots as CPUs, epoch-based RCU), built with the `std` feature.
+//! Under `--cfg loom` it is [`crate::sync::model::ModelPlatform`] instead.
 //!
 //! Hot fixed-size objects (dentries, inodes) are allocated with `Arc::new`
 //! through the global allocator. On the kernel that allocator is a per-CPU slab
@@ -70,13 +71,21 @@ pub fn get() -> &'static dyn Platform {
     default_platform()
 }
 
-#[cfg(feature = "std")]
+#[cfg(all(feature = "std", not(loom)))]
 #[cold]
 fn default_platform() -> &'static dyn Platform {
     *PLATFORM.call_once(|| crate::sync::host::HostPlatform::global())
 }
 
-#[cfg(not(feature = "std"))]
+/// Under `--cfg loom` the crate runs only inside loom models, on the model
+/// platform (its state lives per loom execution).
+#[cfg(loom)]
+#[cold]
+fn default_platform() -> &'static dyn Platform {
+    *PLATFORM.call_once(|| &crate::sync::model::ModelPlatform)
+}
+
+#[cfg(not(any(feature = "std", loom)))]
 #[cold]
 fn default_platform() -> &'static dyn Platform {
     panic!("fs::platform::install() was not called before using the fs crate")

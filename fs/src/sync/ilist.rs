@@ -60,10 +60,13 @@ impl<T> Deref for Node<T> {
 intrusive_adapter!(SiblingAdapter<T> = Arc<Node<T>>: Node<T> { sibling => AtomicLink });
 intrusive_adapter!(LruAdapter<T> = Arc<Node<T>>: Node<T> { lru => AtomicLink });
 
-static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
+/// List ids only need to be unique, not ordered with anything, so the
+/// counter is a plain core atomic even under loom (whose atomics cannot be
+/// statics).
+static NEXT_ID: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(1);
 
 fn new_id() -> usize {
-    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    NEXT_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed)
 }
 
 macro_rules! owned_list {

@@ -9,15 +9,30 @@
 //!   hold a per-bucket lock.
 //! - [`host`] (feature `std`): the host [`crate::platform::Platform`]: thread
 //!   slots as CPUs and an epoch-based RCU.
+//! - [`model`] (`--cfg loom` only): the platform loom models run on, with a
+//!   simple RCU whose grace period waits for readers through loom atomics.
 //!
 //! Every module here is modelled with loom (`RUSTFLAGS="--cfg loom"`), see
 //! `fs/tests/loom.rs`. Nothing here knows about dentries.
 
+/// A constructor that is `const` in normal builds and a plain `fn` under
+/// `--cfg loom`, whose model-checked atomics have no const constructors.
+macro_rules! const_unless_loom {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty $body:block) => {
+        #[cfg(not(loom))]
+        $(#[$m])* $vis const fn $name($($arg: $ty),*) -> $ret $body
+        #[cfg(loom)]
+        $(#[$m])* $vis fn $name($($arg: $ty),*) -> $ret $body
+    };
+}
+
 pub mod atomic;
-#[cfg(feature = "std")]
+#[cfg(all(feature = "std", not(loom)))]
 pub mod host;
 pub mod ilist;
 pub mod lockref;
+#[cfg(loom)]
+pub mod model;
 pub mod rcu;
 pub mod rculist;
 pub mod seqcount;

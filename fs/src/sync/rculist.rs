@@ -13,6 +13,10 @@
 //! entries of the chain it started in. A miss found by walking a chain is
 //! therefore only authoritative if the caller also checked that no such move
 //! happened (the dcache checks `rename_lock`).
+//!
+//! Freed nodes are poisoned: their link's `next` is overwritten when they
+//! are dropped, and a reader that reaches the poison counts a
+//! [`poison_hits`] (the stress tests assert none).
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -36,11 +40,13 @@ impl<T> Default for RcuLink<T> {
 }
 
 impl<T> RcuLink<T> {
-    /// An unlinked link.
-    pub const fn new() -> Self {
-        RcuLink {
-            next: AtomicPtr::new(ptr::null_mut()),
-            linked: AtomicBool::new(false),
+    const_unless_loom! {
+        /// An unlinked link.
+        pub fn new() -> Self {
+            RcuLink {
+                next: AtomicPtr::new(ptr::null_mut()),
+                linked: AtomicBool::new(false),
+            }
         }
     }
 
@@ -48,6 +54,31 @@ impl<T> RcuLink<T> {
     pub fn is_linked(&self) -> bool {
         self.linked.load(Ordering::Acquire)
     }
+}
+
+impl<T> Drop for RcuLink<T> {
+    /// Poison the link of a node being freed (after its grace period): a
+    /// reader that still stands on it would read `POISON` as its next
+    /// pointer, which [`RcuIter`] detects and counts (best effort: until the
+    /// allocator reuses the memory).
+    fn drop(&mut self) {
+        self.next.store(poison(), Ordering::Relaxed);
+    }
+}
+
+/// The `next` value of a freed node; never a real node address.
+#[inline]
+fn poison<T>() -> *mut T {
+    ptr::without_provenance_mut(0xdead_0000_0bad_0000)
+}
+
+/// Readers that found a poisoned (freed) node while walking a chain.
+static POISON_HITS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// How many times a chain walk reached a node that had already been
+/// freed (must stay 0: stress tests assert it).
+pub fn poison_hits() -> u64 {
+    POISON_HITS.load(core::sync::atomic::Ordering::Relaxed)
 }
 
 /// A type that can be put on an RCU chain.
@@ -69,11 +100,13 @@ impl<T: RcuNode> Default for RcuList<T> {
 }
 
 impl<T: RcuNode> RcuList<T> {
-    /// An empty chain.
-    pub const fn new() -> Self {
-        RcuList {
-            head: AtomicPtr::new(ptr::null_mut()),
-            lock: SpinLock::new(()),
+    const_unless_loom! {
+        /// An empty chain.
+        pub fn new() -> Self {
+            RcuList {
+                head: AtomicPtr::new(ptr::null_mut()),
+                lock: SpinLock::new(()),
+            }
         }
     }
 
@@ -97,7 +130,9 @@ impl<T: RcuNode> RcuList<T> {
 
 impl<T: RcuNode> Drop for RcuList<T> {
     fn drop(&mut self) {
-        let mut p = *self.head.get_mut();
+        // `&mut self`: no other thread can touch the head (a plain load;
+        // loom's atomics have no `get_mut`).
+        let mut p = self.head.load(Ordering::Relaxed);
         while !p.is_null() {
             // SAFETY: every linked pointer came from Arc::into_raw in
             // push_front and is released once, here or in remove.
@@ -127,7 +162,15 @@ impl<'g, T: RcuNode> Iterator for RcuIter<'g, T> {
         // after it was unlinked, which cannot complete while our guard 'g
         // is held, so the node outlives 'g.
         let r = unsafe { RcuRef::from_raw(self.cur) };
-        self.cur = r.get().rcu_link().next.load(Ordering::Acquire);
+        let next = r.get().rcu_link().next.load(Ordering::Acquire);
+        if next == poison() {
+            // We stood on a node whose grace period had already ended:
+            // an RCU bug. Count it for the tests and stop walking.
+            POISON_HITS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+            self.cur = ptr::null_mut();
+        } else {
+            self.cur = next;
+        }
         Some(r)
     }
 }

@@ -29,10 +29,12 @@ impl Default for SeqCount {
 }
 
 impl SeqCount {
-    /// A counter at 0 (no writer).
-    pub const fn new() -> Self {
-        SeqCount {
-            seq: AtomicU32::new(0),
+    const_unless_loom! {
+        /// A counter at 0 (no writer).
+        pub fn new() -> Self {
+            SeqCount {
+                seq: AtomicU32::new(0),
+            }
         }
     }
 

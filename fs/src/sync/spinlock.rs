@@ -26,11 +26,13 @@ unsafe impl<T: Send> Sync for SpinLock<T> {}
 unsafe impl<T: Send> Send for SpinLock<T> {}
 
 impl<T> SpinLock<T> {
-    /// An unlocked lock holding `v`.
-    pub const fn new(v: T) -> Self {
-        SpinLock {
-            locked: AtomicBool::new(false),
-            data: UnsafeCell::new(v),
+    const_unless_loom! {
+        /// An unlocked lock holding `v`.
+        pub fn new(v: T) -> Self {
+            SpinLock {
+                locked: AtomicBool::new(false),
+                data: UnsafeCell::new(v),
+            }
         }
     }
 
@@ -120,10 +122,12 @@ impl Default for RwSem {
 }
 
 impl RwSem {
-    /// An unlocked semaphore.
-    pub const fn new() -> Self {
-        RwSem {
-            state: AtomicU32::new(0),
+    const_unless_loom! {
+        /// An unlocked semaphore.
+        pub fn new() -> Self {
+            RwSem {
+                state: AtomicU32::new(0),
+            }
         }
     }
 

@@ -1,0 +1,142 @@
+//! The platform loom models run on (`--cfg loom` only).
+//!
+//! Loom explores every interleaving of a few model threads, so the RCU here
+//! is as small as a correct one can be, built from the same loom atomics as
+//! the primitives it protects:
+//! - each model thread owns one `active` flag; entering its outermost
+//!   read-side section stores `true` and issues a SeqCst fence, leaving
+//!   stores `false` (Release);
+//! - `call_rcu` queues on the calling thread and never frees anything;
+//! - `synchronize_rcu` takes the caller's queue, issues a SeqCst fence, waits
+//!   until every other thread's flag reads `false` (Acquire), and only then
+//!   runs the queued destructors.
+//!
+//! That is the host platform's fence pairing (reader: flag, fence, loads;
+//! writer: unlink, fence, flag check) without epochs: either the writer sees
+//! the reader's flag and waits for it to leave, or the reader's loads come
+//! after the unlink and cannot find the object. Reclamation happens only at
+//! an explicit `synchronize_rcu`, so a model decides where grace periods end.
+//!
+//! State lives in `loom::lazy_static`/`loom::thread_local`, i.e. per loom
+//! execution. Call [`init`] at the start of each model, before spawning, so
+//! that the lazy initialisation adds no synchronisation between the modelled
+//! threads.
+//!
+//! Touches: only its own per-execution state.
+
+use alloc::vec::Vec;
+use core::cell::{Cell, RefCell};
+
+use super::atomic::{fence, spin_loop, AtomicBool, Ordering};
+use super::rcu::Retired;
+use crate::platform::Platform;
+
+/// Model threads (loom's limit): one `active` flag and one CPU id each.
+pub const MODEL_CPUS: usize = loom::MAX_THREADS;
+
+struct Readers {
+    active: [AtomicBool; MODEL_CPUS],
+}
+
+loom::lazy_static! {
+    static ref READERS: Readers = Readers {
+        active: core::array::from_fn(|_| AtomicBool::new(false)),
+    };
+    /// CPU ids are handed out in thread start order; not a modelled
+    /// atomic because it synchronises nothing.
+    static ref NEXT_CPU: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+}
+
+struct Local {
+    cpu: usize,
+    nest: Cell<u32>,
+    queue: RefCell<Vec<Retired>>,
+}
+
+loom::thread_local! {
+    static LOCAL: Local = Local {
+        cpu: NEXT_CPU.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % MODEL_CPUS,
+        nest: Cell::new(0),
+        queue: RefCell::new(Vec::new()),
+    };
+}
+
+/// Initialise this execution's platform state (call first in every model,
+/// on the model's main thread).
+pub fn init() {
+    let _ = &READERS.active;
+    let _ = LOCAL.with(|l| l.cpu);
+}
+
+/// Objects this thread has retired and not yet reclaimed.
+pub fn pending() -> usize {
+    LOCAL.with(|l| l.queue.borrow().len())
+}
+
+/// The loom model platform (a handle; its state is per execution).
+pub struct ModelPlatform;
+
+impl Platform for ModelPlatform {
+    fn cpu_id(&self) -> usize {
+        LOCAL.with(|l| l.cpu)
+    }
+
+    fn cpu_count(&self) -> usize {
+        MODEL_CPUS
+    }
+
+    fn now_ns(&self) -> u64 {
+        0
+    }
+
+    fn rcu_read_lock(&self) {
+        LOCAL.with(|l| {
+            let n = l.nest.get();
+            l.nest.set(n + 1);
+            if n == 0 {
+                READERS.active[l.cpu].store(true, Ordering::Relaxed);
+                // Pairs with the fence in synchronize_rcu.
+                fence(Ordering::SeqCst);
+            }
+        })
+    }
+
+    fn rcu_read_unlock(&self) {
+        LOCAL.with(|l| {
+            let n = l.nest.get();
+            assert!(n > 0, "rcu_read_unlock without rcu_read_lock");
+            l.nest.set(n - 1);
+            if n == 1 {
+                READERS.active[l.cpu].store(false, Ordering::Release);
+            }
+        })
+    }
+
+    fn call_rcu(&self, obj: Retired) {
+        // A thread whose locals are gone leaks the object (Retired's Drop
+        // never frees): leaking is safe, freeing early is not.
+        let _ = LOCAL.try_with(|l| l.queue.borrow_mut().push(obj));
+    }
+
+    fn synchronize_rcu(&self) {
+        let (me, nest) = LOCAL.with(|l| (l.cpu, l.nest.get()));
+        assert_eq!(nest, 0, "synchronize_rcu inside an RCU read-side section");
+        let batch = LOCAL.with(|l| core::mem::take(&mut *l.queue.borrow_mut()));
+        // Everything in `batch` was unlinked before this fence.
+        fence(Ordering::SeqCst);
+        for (cpu, a) in READERS.active.iter().enumerate() {
+            if cpu == me {
+                continue;
+            }
+            while a.load(Ordering::Acquire) {
+                spin_loop();
+            }
+        }
+        // Destructors may retire more objects: those wait for the next call.
+        for obj in batch {
+            obj.reclaim();
+        }
+    }
+
+    fn rcu_quiescent_state(&self) {}
+}

