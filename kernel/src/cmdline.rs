@@ -5,7 +5,12 @@
 //! caller then prints [`Help`] (every key with a one-line description) and
 //! exits non-zero.
 //!
-//! Pure code (no hardware, no allocation): [`parse`] is a function from
+//! The benchmark words (`bench= tasks= design= warmup= secs=`) are not in
+//! [`KEYS`]: they go to `bench::params`, host mode's parser, so both places
+//! accept exactly the same words.
+//!
+//! Pure code (no hardware; allocation only in `bench::params`' error
+//! values): [`parse`] is a function from
 //! bytes to a [`Config`], unit-tested on the host (`cargo test -p kernel
 //! --lib`) and ready for fuzzing. To add a key: add a field to [`Config`]
 //! (with its default in `Config::default`) and one [`KeySpec`] line to
@@ -41,6 +46,41 @@ pub struct Config {
     pub smp_timeout_ms: u32,
     /// Crash on purpose after boot.
     pub crash: Option<Crash>,
+    /// A guest benchmark: `bench=NAME tasks=N design=D warmup=S secs=S`,
+    /// parsed by `bench::params` (the same parser as host mode).
+    pub bench: Option<bench::params::Params>,
+    /// `trace=lookup`: print every path-walk step to the console.
+    pub trace_lookup: bool,
+    /// `demo=`: a demonstration to run.
+    pub demo: Option<Demo>,
+    /// `stress=`: a stress test to run.
+    pub stress: Option<Stress>,
+    /// `secs=` as given (bench length, or stress length without `bench=`).
+    pub secs: Option<u32>,
+    /// `design=` as given (with `stress=`: only this design).
+    pub design: Option<bench::params::Design>,
+    /// `smb=//A.B.C.D/SHARE`: mount the share at /mnt and list it (`lsla`).
+    pub smb: Option<crate::smbargs::SmbSource>,
+    /// `smbopts=`: cifs mount options for `smb=`.
+    pub smbopts: Option<crate::smbargs::Text<{ crate::smbargs::OPTS_MAX }>>,
+}
+
+/// What `demo=` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Demo {
+    /// Trace one `stat("/a/b/missing")` per ENOENT design.
+    Trace,
+    /// statneg for 1 s per design on up to 4 CPUs; one table.
+    Table,
+}
+
+/// What `stress=` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stress {
+    /// Create/unlink/rename churn against checked lookups on every CPU.
+    Rcu,
+    /// 1,000,000 distinct missing names per design in a small guest.
+    Mem,
 }
 
 impl Default for Config {
@@ -51,6 +91,14 @@ impl Default for Config {
             hz: 100,
             smp_timeout_ms: 60_000,
             crash: None,
+            bench: None,
+            trace_lookup: false,
+            demo: None,
+            stress: None,
+            secs: None,
+            design: None,
+            smb: None,
+            smbopts: None,
         }
     }
 }
@@ -143,6 +191,59 @@ pub const KEYS: &[KeySpec] = &[
             Ok(())
         }),
     },
+    KeySpec {
+        name: "trace",
+        syntax: "lookup",
+        help: "print every step of every path walk on the console, lines prefixed `# `",
+        kind: Kind::Value(|c, v| {
+            c.trace_lookup = value::one_of(v, &[("lookup", true)], "lookup")?;
+            Ok(())
+        }),
+    },
+    KeySpec {
+        name: "demo",
+        syntax: "trace|table",
+        help: "trace: trace stat(\"/a/b/missing\") per design; table: 1 s statneg per design, one table",
+        kind: Kind::Value(|c, v| {
+            c.demo = Some(value::one_of(
+                v,
+                &[("trace", Demo::Trace), ("table", Demo::Table)],
+                "trace or table",
+            )?);
+            Ok(())
+        }),
+    },
+    KeySpec {
+        name: "stress",
+        syntax: "rcu|mem",
+        help: "rcu: churn vs checked lookups on every CPU (secs=S); mem: 1M missing names per design",
+        kind: Kind::Value(|c, v| {
+            c.stress = Some(value::one_of(
+                v,
+                &[("rcu", Stress::Rcu), ("mem", Stress::Mem)],
+                "rcu or mem",
+            )?);
+            Ok(())
+        }),
+    },
+    KeySpec {
+        name: "smb",
+        syntax: "//A.B.C.D/SHARE",
+        help: "mount the SMB share at /mnt over virtio-net, run `lsla` cold then warm, exit",
+        kind: Kind::Value(|c, v| {
+            c.smb = Some(crate::smbargs::parse_source(v)?);
+            Ok(())
+        }),
+    },
+    KeySpec {
+        name: "smbopts",
+        syntax: "username=U,password=P,wslea=D,...",
+        help: "cifs mount options for `smb=` (as mount -t cifs -o; wslea=probe|negcache|easize|off)",
+        kind: Kind::Value(|c, v| {
+            c.smbopts = Some(crate::smbargs::parse_opts(v)?);
+            Ok(())
+        }),
+    },
 ];
 
 /// Value parsers for [`KeySpec`] entries.
@@ -202,6 +303,10 @@ pub enum CmdlineError<'a> {
     },
     /// The same key twice.
     Duplicate(&'static str),
+    /// A benchmark word other than `secs=`/`design=` without `bench=NAME`.
+    NeedsBench(&'static str),
+    /// Two things to run that exclude each other.
+    Conflict(&'static str, &'static str),
 }
 
 impl fmt::Display for CmdlineError<'_> {
@@ -222,6 +327,8 @@ impl fmt::Display for CmdlineError<'_> {
                 write!(f, "`{key}` is a flag and takes no value (got `{value}`)")
             }
             CmdlineError::Duplicate(k) => write!(f, "`{k}` given more than once"),
+            CmdlineError::NeedsBench(k) => write!(f, "`{k}=` needs `bench=NAME`"),
+            CmdlineError::Conflict(a, b) => write!(f, "`{a}` and `{b}` cannot run together"),
         }
     }
 }
@@ -235,6 +342,8 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Config, CmdlineError<'_>> {
 pub fn parse(line: &str) -> Result<Config, CmdlineError<'_>> {
     let mut cfg = Config::default();
     let mut seen = [false; 64];
+    let mut bench_words = bench::params::ParamsBuilder::new();
+    let mut other_bench_key = None;
     for word in line.split_ascii_whitespace() {
         let (key, value) = match word.split_once('=') {
             Some((k, v)) => (k, Some(v)),
@@ -242,6 +351,13 @@ pub fn parse(line: &str) -> Result<Config, CmdlineError<'_>> {
         };
         if key.is_empty() {
             return Err(CmdlineError::EmptyKey(word));
+        }
+        if let Some(bk) = bench::params::KEYS.iter().find(|k| k.key == key) {
+            bench_word(&mut cfg, &mut bench_words, bk, value)?;
+            if !matches!(bk.key, "bench" | "secs" | "design") {
+                other_bench_key.get_or_insert(bk.key);
+            }
+            continue;
         }
         let idx = KEYS
             .iter()
@@ -272,7 +388,63 @@ pub fn parse(line: &str) -> Result<Config, CmdlineError<'_>> {
             }
         }
     }
+    if bench_words.finish().is_ok() {
+        cfg.bench = bench_words.finish().ok();
+    } else if let Some(k) = other_bench_key {
+        return Err(CmdlineError::NeedsBench(k));
+    } else if cfg.stress.is_none() && (cfg.secs.is_some() || cfg.design.is_some()) {
+        return Err(CmdlineError::NeedsBench(if cfg.secs.is_some() {
+            "secs"
+        } else {
+            "design"
+        }));
+    }
+    let modes = [
+        ("selftest", cfg.selftest),
+        ("bench", cfg.bench.is_some()),
+        ("demo", cfg.demo.is_some()),
+        ("stress", cfg.stress.is_some()),
+    ];
+    let mut on = modes.iter().filter(|m| m.1).map(|m| m.0);
+    if let (Some(a), Some(b)) = (on.next(), on.next()) {
+        return Err(CmdlineError::Conflict(a, b));
+    }
     Ok(cfg)
+}
+
+/// One benchmark word, checked by `bench::params` (its own table and
+/// errors, mapped onto ours). `secs` and `design` are also kept in `cfg`
+/// for `stress=`.
+fn bench_word<'a>(
+    cfg: &mut Config,
+    words: &mut bench::params::ParamsBuilder,
+    bk: &'static bench::params::KeyInfo,
+    value: Option<&'a str>,
+) -> Result<(), CmdlineError<'a>> {
+    use bench::params::ParamError;
+    let v = match value {
+        None | Some("") => return Err(CmdlineError::MissingValue(bk.key)),
+        Some(v) => v,
+    };
+    words.set(bk.key, v).map_err(|e| match e {
+        ParamError::Repeated(_) => CmdlineError::Duplicate(bk.key),
+        ParamError::BadValue { expected, .. } => CmdlineError::BadValue {
+            key: bk.key,
+            value: v,
+            expected,
+        },
+        _ => CmdlineError::BadValue {
+            key: bk.key,
+            value: v,
+            expected: bk.values,
+        },
+    })?;
+    match bk.key {
+        "secs" => cfg.secs = v.parse().ok(),
+        "design" => cfg.design = bench::params::Design::from_name(v),
+        _ => {}
+    }
+    Ok(())
 }
 
 /// The key reference: one line per key.
@@ -288,6 +460,9 @@ impl fmt::Display for Help {
                 Word(k.name, k.syntax)
             };
             writeln!(f, "  {:<44} {}", word, k.help)?;
+        }
+        for k in bench::params::KEYS {
+            writeln!(f, "  {:<44} {}", Word(k.key, k.values), k.help)?;
         }
         Ok(())
     }
@@ -405,6 +580,67 @@ mod tests {
             assert!(text.contains(k.help));
         }
         assert!(text.contains("hz=10..1000"));
+    }
+
+    #[test]
+    fn bench_words_delegate_to_bench_params() {
+        let c = parse("bench=statneg tasks=2 design=noalloc warmup=0 secs=1").unwrap();
+        let p = c.bench.unwrap();
+        assert_eq!(
+            (p.tasks, p.design, p.warmup, p.secs),
+            (2, bench::params::Design::Noalloc, 0, 1)
+        );
+        // defaults come from bench::params
+        let d = parse("bench=churn").unwrap().bench.unwrap();
+        assert_eq!(d, bench::params::Params::parse_line("bench=churn").unwrap());
+        assert!(matches!(
+            parse("bench=statneg tasks=0"),
+            Err(CmdlineError::BadValue { key: "tasks", .. })
+        ));
+        assert!(matches!(
+            parse("bench=nope"),
+            Err(CmdlineError::BadValue { key: "bench", .. })
+        ));
+        assert_eq!(
+            parse("bench=statneg secs=1 secs=2"),
+            Err(CmdlineError::Duplicate("secs"))
+        );
+        assert_eq!(parse("tasks=2"), Err(CmdlineError::NeedsBench("tasks")));
+        assert_eq!(parse("secs=2"), Err(CmdlineError::NeedsBench("secs")));
+        assert_eq!(parse("bench"), Err(CmdlineError::MissingValue("bench")));
+        let text = std::format!("{}", Help);
+        for k in bench::params::KEYS {
+            assert!(text.contains(k.help), "help misses {}", k.key);
+        }
+    }
+
+    #[test]
+    fn modes() {
+        let c = parse("stress=rcu secs=10").unwrap();
+        assert_eq!(
+            (c.stress, c.secs, c.bench),
+            (Some(Stress::Rcu), Some(10), None)
+        );
+        let c = parse("stress=mem design=negative").unwrap();
+        assert_eq!(c.design, Some(bench::params::Design::Negative));
+        assert_eq!(
+            parse("stress=rcu tasks=3"),
+            Err(CmdlineError::NeedsBench("tasks"))
+        );
+        assert_eq!(parse("demo=table").unwrap().demo, Some(Demo::Table));
+        assert!(parse("trace=lookup demo=trace").unwrap().trace_lookup);
+        assert!(matches!(
+            parse("trace=all"),
+            Err(CmdlineError::BadValue { key: "trace", .. })
+        ));
+        assert_eq!(
+            parse("selftest bench=statneg"),
+            Err(CmdlineError::Conflict("selftest", "bench"))
+        );
+        assert_eq!(
+            parse("demo=table stress=mem"),
+            Err(CmdlineError::Conflict("demo", "stress"))
+        );
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! | 3 | 7           | fatal CPU exception (dump and backtrace printed)    |
 //! | 4 | 9           | kernel panic (message, location, backtrace printed) |
 //! | 5 | 11          | boot failure (no memory map, no RAM, ...)           |
+//! | 6 | 13          | the requested run failed (e.g. `smb=`: no network,  |
+//! |   |             | server unreachable, mount or listing error)         |
 //!
 //! QEMU exiting with 0 means the guest never reached the port (triple fault
 //! with `-no-reboot`, or QEMU killed): the runner must treat it as failure.
@@ -30,6 +32,8 @@ pub enum ExitCode {
     Panic = 4,
     /// The machine cannot be brought up.
     BootFailure = 5,
+    /// The work the command line asked for failed (error printed).
+    RunFailed = 6,
 }
 
 /// Leave QEMU with `code`.

@@ -5,7 +5,10 @@
 //! Module map: `arch` (everything x86), `mm` (frames, heap, slab, stacks),
 //! `time`, `smp` (CPU sets, run closures on CPUs), `sync::rcu` (QSBR RCU +
 //! the fs crate's platform), `console` (serial + log), `exit` (status codes),
-//! `panic`, `selftest`; the command-line parser is `kernel::cmdline` in the
+//! `panic`, `selftest`, `benchrun` (bench=), `demo` (demo=, trace=),
+//! `stress` (stress=), `drivers` (PCI, virtio-net), `net` (smoltcp TCP/IP,
+//! blocking sockets, SMB transport), `smbmount` (smb=: mount a share and
+//! list it); the command-line parser is `kernel::cmdline` in the
 //! library half of this crate.
 #![no_std]
 #![no_main]
@@ -13,13 +16,19 @@
 extern crate alloc;
 
 mod arch;
+mod benchrun;
 mod console;
+mod demo;
+mod drivers;
 mod exit;
 mod mm;
+mod net;
 mod panic;
 mod percpu;
 mod selftest;
+mod smbmount;
 mod smp;
+mod stress;
 mod sync;
 mod time;
 
@@ -156,6 +165,22 @@ fn discover_cpus(rsdp: u64) -> (alloc::vec::Vec<u32>, Option<u64>) {
 fn run(config: &Config) -> ! {
     if let Some(c) = config.crash {
         crash(c);
+    }
+    if config.trace_lookup {
+        demo::enable_trace();
+    }
+    if let Some(p) = &config.bench {
+        benchrun::run(p);
+    }
+    if let Some(d) = config.demo {
+        demo::run(d, config.trace_lookup);
+    }
+    if let Some(s) = config.stress {
+        stress::run(s, config.secs, config.design);
+    }
+    if let Some(source) = &config.smb {
+        let opts = config.smbopts.as_ref().map_or("", |o| o.as_str());
+        smbmount::run(source, opts);
     }
     if config.selftest {
         let (passed, failed) = selftest::run();

@@ -53,6 +53,18 @@ const TESTS: &[Test] = &[
     ("exception_page_fault", exception_page_fault),
     ("guarded_stack", guarded_stack),
     ("fs_platform", fs_platform),
+    (
+        "fs_mkdir_stat_enoent_per_design",
+        fs_mkdir_stat_enoent_per_design,
+    ),
+    (
+        "fs_lookups_all_cpus_per_design",
+        fs_lookups_all_cpus_per_design,
+    ),
+    (
+        "fs_rcu_grace_period_reclaims_dentries",
+        fs_rcu_grace_period_reclaims_dentries,
+    ),
 ];
 
 /// Run every test; returns (passed, failed).
@@ -753,5 +765,124 @@ fn fs_platform() -> TestResult {
         dropped.load(Ordering::SeqCst) == 1,
         "fs::sync::rcu::defer_drop never ran"
     );
+    Ok(())
+}
+
+fn tmpfs(design: bench::params::Design) -> Result<fs::vfs::Vfs, String> {
+    fs::vfs::Vfs::new_tmpfs(design.mount_opts()).map_err(|e| format!("tmpfs {design}: {e}"))
+}
+
+fn fs_mkdir_stat_enoent_per_design() -> TestResult {
+    use bench::params::Design;
+    use fs::vfs::FileType;
+    use fs::Errno;
+    for d in Design::ALL {
+        let vfs = tmpfs(d)?;
+        vfs.mkdir(b"/a", 0o755)
+            .map_err(|e| format!("{d}: mkdir /a: {e}"))?;
+        vfs.mkdir(b"/a/b", 0o755)
+            .map_err(|e| format!("{d}: mkdir /a/b: {e}"))?;
+        ensure!(
+            vfs.mkdir(b"/a/b", 0o755) == Err(Errno::EEXIST),
+            "{d}: second mkdir /a/b"
+        );
+        let st = vfs
+            .stat(b"/a/b")
+            .map_err(|e| format!("{d}: stat /a/b: {e}"))?;
+        ensure!(st.kind == FileType::Dir, "{d}: /a/b is {:?}", st.kind);
+        // Counters are sums over CPUs; the other CPUs are idle here.
+        let c0 = fs::stats::snapshot();
+        let first = vfs.stat(b"/a/b/missing");
+        let c1 = fs::stats::snapshot();
+        let second = vfs.stat(b"/a/b/missing");
+        let c2 = fs::stats::snapshot();
+        ensure!(
+            first == Err(Errno::ENOENT) && second == Err(Errno::ENOENT),
+            "{d}: stat /a/b/missing: {first:?}, {second:?}"
+        );
+        let (a1, a2) = (c1.delta(&c0).dentry_alloc, c2.delta(&c1).dentry_alloc);
+        let expected = match d {
+            Design::Transient => (1, 1),
+            Design::Negative => (1, 0),
+            Design::Noalloc => (0, 0),
+        };
+        ensure!(
+            (a1, a2) == expected,
+            "{d}: dentry allocations of two misses {a1}, {a2}, expected {expected:?}"
+        );
+        ensure!(
+            vfs.stat(b"/a/b/missing/x") == Err(Errno::ENOENT),
+            "{d}: missing/x"
+        );
+        vfs.write_file(b"/a/b/f", b"x")
+            .map_err(|e| format!("{d}: create /a/b/f: {e}"))?;
+        ensure!(
+            vfs.stat(b"/a/b/f").map(|s| s.kind) == Ok(FileType::File),
+            "{d}: /a/b/f after create"
+        );
+        ensure!(
+            vfs.stat(b"/a/b/f/x") == Err(Errno::ENOTDIR),
+            "{d}: f/x is not ENOTDIR"
+        );
+        vfs.unlink(b"/a/b/f")
+            .map_err(|e| format!("{d}: unlink: {e}"))?;
+        ensure!(
+            vfs.stat(b"/a/b/f") == Err(Errno::ENOENT),
+            "{d}: /a/b/f after unlink"
+        );
+    }
+    crate::stress::drain(1000);
+    Ok(())
+}
+
+fn fs_lookups_all_cpus_per_design() -> TestResult {
+    use bench::params::Design;
+    use fs::Errno;
+    for d in Design::ALL {
+        let vfs = tmpfs(d)?;
+        vfs.mkdir(b"/dir", 0o755)
+            .map_err(|e| format!("{d}: mkdir: {e}"))?;
+        let ino = vfs.stat(b"/dir").map_err(|e| format!("{d}: {e}"))?.ino;
+        let vfs_ref = &vfs;
+        let r = smp::run_on_collect(&CpuSet::all(), |_| {
+            let mut wrong = 0u32;
+            for _ in 0..200 {
+                wrong += (vfs_ref.stat(b"/dir/missing") != Err(Errno::ENOENT)) as u32;
+                wrong += !matches!(vfs_ref.stat(b"/dir"), Ok(s) if s.ino == ino) as u32;
+            }
+            rcu::quiescent_state();
+            wrong
+        });
+        for (cpu, wrong) in r {
+            ensure!(wrong == 0, "{d}: cpu {cpu}: {wrong} wrong answers");
+        }
+    }
+    crate::stress::drain(1000);
+    Ok(())
+}
+
+fn fs_rcu_grace_period_reclaims_dentries() -> TestResult {
+    use bench::params::Design;
+    let base = crate::stress::drain(1000);
+    for d in Design::ALL {
+        let vfs = tmpfs(d)?;
+        vfs.mkdir(b"/a", 0o755).map_err(|e| format!("{d}: {e}"))?;
+        let names: Vec<Vec<u8>> = (0..100).map(|i| format!("/a/m{i}").into_bytes()).collect();
+        let before = fs::stats::snapshot();
+        for n in &names {
+            ensure!(vfs.stat(n) == Err(fs::Errno::ENOENT), "{d}: stat hit");
+        }
+        let made = fs::stats::snapshot().delta(&before).dentry_alloc;
+        let expected = if d == Design::Noalloc { 0 } else { 100 };
+        ensure!(made == expected, "{d}: {made} dentries for 100 misses");
+        // Transient dentries are freed by RCU callbacks; negative ones by
+        // the shrinker and then RCU: both must be back after grace periods.
+        drop(vfs);
+        let live = crate::stress::settle(base, 2000);
+        ensure!(
+            live == base,
+            "{d}: {live} live dentries after grace periods, baseline {base}"
+        );
+    }
     Ok(())
 }

@@ -35,6 +35,7 @@
 //! (guarded stacks mapped through `crate::arch::mm::paging`). Unsafe code is
 //! allowed here (and in `arch`) only; each block says why it is sound.
 
+pub mod dma;
 pub mod frame;
 pub mod heap;
 pub mod slab;

@@ -57,6 +57,10 @@ struct RcuCpu {
     reclaimed: AtomicU64,
     /// Highest grace period this CPU's callbacks wait for.
     requested: AtomicU64,
+    /// This CPU is inside `run_callbacks` (a callback that calls
+    /// `call_rcu`, e.g. a dentry dropping its inode, must not recurse into
+    /// another round: the outer loop keeps draining).
+    in_callbacks: AtomicBool,
 }
 
 static CPUS: PerCpu<RcuCpu> = per_cpu!(RcuCpu {
@@ -66,6 +70,7 @@ static CPUS: PerCpu<RcuCpu> = per_cpu!(RcuCpu {
     callbacks: spin::Mutex::new(VecDeque::new()),
     reclaimed: AtomicU64::new(0),
     requested: AtomicU64::new(0),
+    in_callbacks: AtomicBool::new(false),
 });
 
 /// Let the calling CPU take part in grace periods (during its bring-up).
@@ -154,6 +159,9 @@ fn advance() -> u64 {
 /// Returns how many ran.
 pub fn run_callbacks() -> usize {
     let me = CPUS.get();
+    if me.in_callbacks.swap(true, Ordering::Relaxed) {
+        return 0;
+    }
     let done = advance();
     let mut ran = 0;
     loop {
@@ -175,6 +183,7 @@ pub fn run_callbacks() -> usize {
     if ran > 0 {
         me.reclaimed.fetch_add(ran as u64, Ordering::Relaxed);
     }
+    me.in_callbacks.store(false, Ordering::Relaxed);
     ran
 }
 

@@ -13,9 +13,11 @@ pub mod exit;
 pub mod gdt;
 pub mod hpet;
 pub mod interrupts;
+pub mod pci;
 pub mod pit;
 pub mod probe;
 pub mod processor;
+pub mod rand;
 pub mod serial;
 pub mod smp;
 

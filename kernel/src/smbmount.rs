@@ -1,0 +1,187 @@
+//! `smb=//A.B.C.D/SHARE smbopts=...`: bring the network up, mount the share
+//! at /mnt with the fs crate's `cifs` filesystem over `crate::net`, and run
+//! `lsla` — readdir of /mnt, then lstat of every entry, like `ls -la` —
+//! once cold and once warm (inside the attribute-cache window). Prints
+//! every entry of the cold listing (`ls: MODE UID GID SIZE NAME`), the
+//! client's `/proc/fs/cifs/Stats` lines, and one summary line:
+//!
+//! ```text
+//! lsla design=D entries=N cold_s=T cold_frames=N warm_s=T warm_frames=N
+//! ```
+//!
+//! (`frames`: request frames the client sent during that listing, a
+//! compound counting once), then `smb: frames_total=N` (every frame since
+//! the connection began, mount included: what a relay on the link counts).
+//! Any failure prints `smb: ...` with the reason and exits with
+//! `ExitCode::RunFailed`.
+//!
+//! Touches: the network stack, the heap, the console; runs on the boot CPU.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use fs::cifs::{self, CifsFs};
+use fs::smb::wire::cmd;
+use fs::vfs::Vfs;
+use kernel::smbargs::SmbSource;
+
+use crate::console::kprintln;
+use crate::exit::{exit, ExitCode};
+use crate::net::smb::{KernelClock, SmbConnector};
+
+/// TCP port of SMB direct (QEMU's `guestfwd` listens there).
+const SMB_PORT: u16 = 445;
+/// Connect timeout per attempt.
+const CONNECT_TIMEOUT_MS: u64 = 10_000;
+/// Where the share is mounted.
+const MOUNT_POINT: &[u8] = b"/mnt";
+
+/// One listing's figures.
+struct Listing {
+    entries: Vec<(String, fs::vfs::Stat)>,
+    secs: f64,
+    frames: u64,
+    query_info: u64,
+}
+
+/// Mount, list cold and warm, report, exit.
+pub fn run(source: &SmbSource, opts: &str) -> ! {
+    match mount_and_list(source, opts) {
+        Ok(()) => exit(ExitCode::Success),
+        Err(e) => {
+            kprintln!("smb: {e}");
+            exit(ExitCode::RunFailed)
+        }
+    }
+}
+
+fn mount_and_list(source: &SmbSource, opts: &str) -> Result<(), String> {
+    crate::net::init().map_err(|e| format!("network: {e}"))?;
+    let vfs = Vfs::new_tmpfs("").map_err(|e| format!("root tmpfs: {e:?}"))?;
+    vfs.mkdir(MOUNT_POINT, 0o755)
+        .map_err(|e| format!("mkdir /mnt: {e:?}"))?;
+    let unc = format!("{source}");
+    let t0 = crate::time::now_ns();
+    let sb = cifs::mount(
+        &vfs,
+        &unc,
+        MOUNT_POINT,
+        opts,
+        alloc::boxed::Box::new(SmbConnector {
+            addr: source.addr,
+            port: SMB_PORT,
+            timeout_ms: CONNECT_TIMEOUT_MS,
+        }),
+        alloc::boxed::Box::new(KernelClock),
+    )
+    .map_err(|e| format!("mount {unc} on /mnt: {e}"))?;
+    let fs = sb
+        .ops_as::<CifsFs>()
+        .ok_or_else(|| String::from("mounted superblock is not cifs"))?;
+    let design = fs.opts.effective_wslea().name();
+    kprintln!(
+        "smb: mounted {unc} on /mnt in {:.3} s (wslea={design})",
+        secs_since(t0)
+    );
+    let cold = listing(&vfs, fs)?;
+    let warm = listing(&vfs, fs)?;
+    for (name, st) in &cold.entries {
+        kprintln!(
+            "ls: {:?} {:o} {} {} {} {name}",
+            st.kind,
+            st.mode,
+            st.uid,
+            st.gid,
+            st.size
+        );
+    }
+    for line in fs.render_stats().lines() {
+        kprintln!("{line}");
+    }
+    kprintln!(
+        "lsla: cold {:.3} s, {} frames, {} QUERY_INFO; warm {:.3} s, {} frames, {} QUERY_INFO",
+        cold.secs,
+        cold.frames,
+        cold.query_info,
+        warm.secs,
+        warm.frames,
+        warm.query_info
+    );
+    kprintln!(
+        "lsla design={design} entries={} cold_s={:.3} cold_frames={} warm_s={:.3} warm_frames={}",
+        cold.entries.len(),
+        cold.secs,
+        cold.frames,
+        warm.secs,
+        warm.frames
+    );
+    kprintln!("smb: frames_total={}", fs.with_stats(|s| s.frames));
+    if let Some(c) = crate::net::counters() {
+        log::info!(
+            "net: {} frames in, {} out, {} rx errors, {} tx errors",
+            c.rx_frames,
+            c.tx_frames,
+            c.rx_errors,
+            c.tx_errors
+        );
+    }
+    if warm.entries.len() != cold.entries.len() {
+        return Err(format!(
+            "warm listing saw {} entries, cold {}",
+            warm.entries.len(),
+            cold.entries.len()
+        ));
+    }
+    Ok(())
+}
+
+fn secs_since(t0: u64) -> f64 {
+    crate::time::now_ns().saturating_sub(t0) as f64 / 1e9
+}
+
+/// readdir of /mnt, then lstat of every entry; counts the client's frames.
+fn listing(vfs: &Vfs, fs: &CifsFs) -> Result<Listing, String> {
+    let counts = || fs.with_stats(|s| (s.frames, s.get(cmd::QUERY_INFO).total));
+    let (f0, q0) = counts();
+    let recv0 = crate::net::smb::RECV_NS.load(core::sync::atomic::Ordering::Relaxed);
+    let t0 = crate::time::now_ns();
+    let mut names: Vec<String> = vfs
+        .readdir(MOUNT_POINT)
+        .map_err(|e| format!("readdir /mnt: {e:?}"))?
+        .into_iter()
+        .filter(|e| e.name != b"." && e.name != b"..")
+        .map(|e| String::from_utf8_lossy(&e.name).into_owned())
+        .collect();
+    names.sort();
+    let t_readdir = crate::time::now_ns();
+    let recv1 = crate::net::smb::RECV_NS.load(core::sync::atomic::Ordering::Relaxed);
+    let f_readdir = counts().0;
+    let mut entries = Vec::with_capacity(names.len());
+    for n in names {
+        let path = format!("/mnt/{n}");
+        let st = vfs
+            .lstat(path.as_bytes())
+            .map_err(|e| format!("lstat {path}: {e:?}"))?;
+        entries.push((n, st));
+    }
+    let secs = secs_since(t0);
+    let recv2 = crate::net::smb::RECV_NS.load(core::sync::atomic::Ordering::Relaxed);
+    let (f1, q1) = counts();
+    log::info!(
+        "lsla: readdir {:.3} s ({} frames, {:.3} s waiting for replies), lstat of {} entries {:.3} s ({} frames, {:.3} s waiting)",
+        t_readdir.saturating_sub(t0) as f64 / 1e9,
+        f_readdir.saturating_sub(f0),
+        recv1.saturating_sub(recv0) as f64 / 1e9,
+        entries.len(),
+        secs_since(t_readdir),
+        f1.saturating_sub(f_readdir),
+        recv2.saturating_sub(recv1) as f64 / 1e9
+    );
+    Ok(Listing {
+        entries,
+        secs,
+        frames: f1.saturating_sub(f0),
+        query_info: q1.saturating_sub(q0),
+    })
+}

@@ -1,0 +1,203 @@
+//! The guest kernel mounts the Samba fixture's share over virtio-net and
+//! lists it: QEMU user networking (`restrict=on`) forwards the guest's
+//! 10.0.2.100:445 to the latency relay (started by QEMU per connection,
+//! 0 ms delay), which forwards to the fixture's loopback port and counts
+//! every frame. Checks that the guest listed every entry, that `easize`
+//! needed no EA probes, that the relay counted exactly the frames the
+//! guest says it sent, and that a wrong password is a clean non-zero exit.
+//!
+//! Skips with the reason unless root + smbd (the fixture), QEMU and the
+//! release kernel image (`$GUEST_KERNEL`, else
+//! `$CARGO_TARGET_DIR` or `target/`, then `x86_64-unknown-none/release/kernel`)
+//! are there.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use qemu::relay::{load_stats_dir, Totals};
+use qemu::runner::{GuestFwd, GuestStatus, Outcome, QemuConfig, Runner, DEFAULT_QEMU};
+use qemu::samba::{entry_name, Fixture, FixtureOpts};
+
+const ENTRIES: usize = 20;
+/// `ExitCode::RunFailed` in kernel/src/exit.rs.
+const RUN_FAILED: u8 = 6;
+
+/// `$GUEST_KERNEL`, else the release image under `$CARGO_TARGET_DIR` (as
+/// the Makefile builds it), else under the workspace's `target/`.
+fn kernel_image() -> PathBuf {
+    if let Some(p) = std::env::var_os("GUEST_KERNEL") {
+        return PathBuf::from(p);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| qemu::runner::workspace_root().join("target"));
+    target.join("x86_64-unknown-none/release/kernel")
+}
+
+fn skip_reason() -> Option<String> {
+    if let Err(why) = Fixture::available() {
+        return Some(why);
+    }
+    let qemu_ok = Command::new(DEFAULT_QEMU)
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !qemu_ok {
+        return Some(format!("{DEFAULT_QEMU} not installed"));
+    }
+    let k = kernel_image();
+    if !k.exists() {
+        return Some(format!(
+            "no kernel image at {} (cargo build -p kernel --target x86_64-unknown-none --release)",
+            k.display()
+        ));
+    }
+    None
+}
+
+/// Boot the kernel with `cmdline` and a guestfwd to the relay.
+fn boot(fx: &Fixture, stats: &std::path::Path, cmdline: &str) -> Outcome {
+    let relay = env!("CARGO_BIN_EXE_latency-relay");
+    let fwd = GuestFwd::smb(vec![
+        relay.into(),
+        "--target".into(),
+        format!("127.0.0.1:{}", fx.port),
+        "--delay-ms".into(),
+        "0".into(),
+        "--stats-dir".into(),
+        stats.display().to_string(),
+        "--log".into(),
+        stats.join("relay.log").display().to_string(),
+    ]);
+    let cfg = QemuConfig::new(kernel_image())
+        .smp(2)
+        .memory("256M".parse().unwrap())
+        .guestfwd(fwd)
+        .cmdline(cmdline);
+    Runner::new(cfg)
+        .timeout(Duration::from_secs(60))
+        .run()
+        .expect("start QEMU")
+}
+
+/// The relay's totals once every connection it served has closed.
+fn relay_totals(stats: &std::path::Path) -> Totals {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let t = Totals::sum(&load_stats_dir(stats).expect("relay stats"));
+        if t.open == 0 || Instant::now() > until {
+            return t;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `key=value` from the line starting with `prefix`.
+fn field(serial: &str, prefix: &str, key: &str) -> Option<u64> {
+    let line = serial.lines().find(|l| l.starts_with(prefix))?;
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn guest_mounts_and_lists_share_over_virtio_net() {
+    if let Some(why) = skip_reason() {
+        eprintln!("SKIP guest_smb: {why}");
+        return;
+    }
+    let fx = Fixture::start(&FixtureOpts {
+        entries: ENTRIES,
+        ..FixtureOpts::default()
+    })
+    .expect("samba fixture");
+    let stats = fx.dir.join("guest-relay-stats");
+    std::fs::create_dir_all(&stats).unwrap();
+
+    let out = boot(
+        &fx,
+        &stats,
+        &format!(
+            "smb=//10.0.2.100/{} smbopts=username={},password={},wslea=easize,acregmax=60,acdirmax=60",
+            fx.share, fx.user, fx.password
+        ),
+    );
+    let serial = &out.serial_output;
+    // The guest's report without the per-entry lines, for the test log.
+    for l in serial.lines().filter(|l| !l.starts_with("ls: ")) {
+        eprintln!("guest: {l}");
+    }
+    assert_eq!(
+        out.status,
+        GuestStatus::Exited(0),
+        "guest failed:\n{serial}\n{}",
+        out.qemu_stderr
+    );
+    for i in 0..ENTRIES {
+        let name = entry_name(i);
+        assert!(
+            serial
+                .lines()
+                .any(|l| l.starts_with("ls: ") && l.ends_with(&format!(" {name}"))),
+            "entry {name} not listed:\n{serial}"
+        );
+    }
+    let lsla = "lsla design=";
+    assert_eq!(
+        field(serial, lsla, "entries"),
+        Some(ENTRIES as u64),
+        "{serial}"
+    );
+    let cold = field(serial, lsla, "cold_frames").expect("cold_frames");
+    let warm = field(serial, lsla, "warm_frames").expect("warm_frames");
+    assert!(
+        (1..=6).contains(&cold),
+        "easize lists without probes: {cold}"
+    );
+    assert_eq!(warm, 0, "warm listing is served from the caches");
+    assert!(
+        serial.contains("QueryDirectories: "),
+        "Stats lines: {serial}"
+    );
+
+    let guest_total: u64 = serial
+        .lines()
+        .find_map(|l| l.strip_prefix("smb: frames_total="))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("frames_total line");
+    let t = relay_totals(&stats);
+    assert_eq!(t.connections, 1, "one connection: {t:#?}");
+    assert_eq!(
+        t.round_trips, guest_total,
+        "relay round trips vs guest frames: {t:#?}"
+    );
+    assert_eq!(
+        t.client_to_server.unparsed_bytes + t.server_to_client.unparsed_bytes,
+        0
+    );
+
+    // A wrong password: a clear error and a non-zero exit, never a panic.
+    let bad = fx.dir.join("guest-relay-stats-bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    let out = boot(
+        &fx,
+        &bad,
+        &format!(
+            "smb=//10.0.2.100/{} smbopts=username={},password=wrong-{}",
+            fx.share, fx.user, fx.password
+        ),
+    );
+    assert_eq!(
+        out.status,
+        GuestStatus::Exited(RUN_FAILED),
+        "{}",
+        out.serial_output
+    );
+    assert!(
+        out.serial_output.contains("smb: mount //10.0.2.100/"),
+        "{}",
+        out.serial_output
+    );
+}
