@@ -25,6 +25,8 @@ pub mod workloads;
 
 #[cfg(feature = "host")]
 pub mod host;
+#[cfg(feature = "host")]
+pub mod lsla;
 
 use core::fmt;
 

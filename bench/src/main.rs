@@ -5,6 +5,7 @@
 //! bench linux-stat --dir /dev/shm --tasks 2 --warmup 2 --secs 5
 //! bench sweep --testcases statneg --designs transient,noalloc --cpus 1,2 --sources host,linux-host
 //! bench report results/A results/B --out results/merged
+//! bench smb-sweep --designs probe,negcache,easize,off --rtts 0,76
 //! ```
 //!
 //! Touches: stdout/stderr, the result directories, child processes.
@@ -61,6 +62,35 @@ enum Cmd {
     },
     /// Run every design × CPU count on the chosen sources; write results/<timestamp>/.
     Sweep(sweep::SweepArgs),
+    /// The cifs seed's experiment: `ls -la` of a Samba share per WSL-EA
+    /// design and RTT, cold then warm, counted by the latency relay.
+    SmbSweep {
+        /// WSL-EA designs.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "probe,negcache,easize,off"
+        )]
+        designs: Vec<String>,
+        /// Round-trip times to inject, milliseconds.
+        #[arg(long, value_delimiter = ',', default_value = "0,76")]
+        rtts: Vec<u64>,
+        /// Entries (subdirectories) in the share.
+        #[arg(long, default_value_t = 511)]
+        entries: usize,
+        /// How many of them (the first ones) carry WSL EAs.
+        #[arg(long, default_value_t = 0)]
+        wsl: usize,
+        /// Extra cifs mount options (comma-separated).
+        #[arg(long, default_value = "")]
+        opts: String,
+        /// The latency-relay binary [default: next to this binary].
+        #[arg(long)]
+        relay: Option<PathBuf>,
+        /// Results go to OUT/<timestamp>-smb/.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+    },
     /// Merge the raw.csv of several result directories into one report.
     Report {
         /// Result directories (or raw.csv files).
@@ -133,6 +163,58 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Cmd::SmbSweep {
+            designs,
+            rtts,
+            entries,
+            wsl,
+            opts,
+            relay,
+            out,
+        } => {
+            let relay = relay.unwrap_or_else(|| {
+                std::env::current_exe()
+                    .ok()
+                    .and_then(|p| p.parent().map(|d| d.join("latency-relay")))
+                    .unwrap_or_else(|| PathBuf::from("latency-relay"))
+            });
+            let cfg = bench::lsla::LslaConfig {
+                designs,
+                rtts_ms: rtts,
+                entries,
+                wsl_entries: wsl,
+                relay_bin: relay,
+                extra_opts: opts,
+            };
+            match bench::lsla::run(&cfg, |what| eprintln!("{what}")) {
+                Ok(rows) => {
+                    let dir = out.join(format!("{}-smb", now_stamp()));
+                    let report = bench::lsla::report(&rows);
+                    if let Err(e) = std::fs::create_dir_all(&dir)
+                        .and_then(|_| std::fs::write(dir.join("smb.md"), &report))
+                    {
+                        eprintln!("bench smb-sweep: {}: {e}", dir.display());
+                        return ExitCode::FAILURE;
+                    }
+                    for r in &rows {
+                        println!("{}", r.line());
+                    }
+                    println!("report in {}", dir.join("smb.md").display());
+                    if rows.iter().all(|r| r.relay_round_trips == r.client_frames) {
+                        ExitCode::SUCCESS
+                    } else {
+                        eprintln!(
+                            "bench smb-sweep: the relay's and the client's frame counts disagree"
+                        );
+                        ExitCode::FAILURE
+                    }
+                }
+                Err(e) => {
+                    eprintln!("bench smb-sweep: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Cmd::Report { dirs, out } => {
             let out = out.unwrap_or_else(|| {
                 PathBuf::from("results").join(format!("{}-merged", now_stamp()))
