@@ -99,6 +99,13 @@ fn mount_and_list(source: &SmbSource, opts: &str) -> Result<(), String> {
     for line in fs.render_stats().lines() {
         kprintln!("{line}");
     }
+    // The smb3 trace ring, so the seed's `grep -oP '(?<=status=)\S+'`
+    // analysis runs on the guest's console log.
+    kprintln!("smb3 trace begin");
+    for line in fs.dump_trace().lines() {
+        kprintln!("{line}");
+    }
+    kprintln!("smb3 trace end");
     kprintln!(
         "lsla: cold {:.3} s, {} frames, {} QUERY_INFO; warm {:.3} s, {} frames, {} QUERY_INFO",
         cold.secs,

@@ -271,7 +271,12 @@ mod tests {
                     for _ in 0..20_000 {
                         if i % 2 == 0 {
                             lr.get();
-                            assert!(lr.put_not_last());
+                            // The fast path refuses while the lock is held:
+                            // then the slow path (under the lock) decides.
+                            if !lr.put_not_last() {
+                                let mut g = lr.lock();
+                                assert!(g.dec() >= 1, "our reference was not the last");
+                            }
                         } else {
                             let mut g = lr.lock();
                             *g += 1;
