@@ -813,11 +813,13 @@ fn chain(n: usize) -> Vec<String> {
 
 #[test]
 fn symlink_loops_and_limits() {
-    let mut s40 = chain(40);
+    // Successful chains stay well under the limit: host Linux keeps its
+    // link count when a lockless walk restarts with references, so near 40
+    // it answers ELOOP now and then (seen under load). Chains over 40 fail
+    // on both sides whatever happens.
+    let mut s40 = chain(20);
     s40.extend(lines("stat /l0\nread /l0\nlstat /l0\nstat /l1\nstat /l0/"));
-    // Not `stat /l1` here (exactly 40 follows): under load, host Linux was
-    // seen to answer ELOOP there now and then (its link count can outlive a
-    // restarted walk), which made this comparison flaky.
+    // Not `stat /l1` here (exactly 40 follows): see above.
     let mut s41 = chain(41);
     s41.extend(lines("stat /l0\nread /l0\nwrite /l0 x\nls /l0\nlstat /l0"));
     // Nesting through directories: /d0/x/x/... each step a relative symlink.
@@ -832,7 +834,7 @@ fn symlink_loops_and_limits() {
             }
         ));
     }
-    deep.extend(lines("stat /d/s39\nstat /d/s40\nls /d/s39/s0"));
+    deep.extend(lines("stat /d/s19\nstat /d/s40\nls /d/s19/s0"));
     fixed(
         "symlink_loops_and_limits",
         vec![
