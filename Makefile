@@ -88,8 +88,10 @@ test: setup
 	$(MAKE) --no-print-directory test-host
 	$(MAKE) --no-print-directory test-boot
 
+# The design sweep, then the SMB section (`smb-bench`).
 bench: build
 	$(CARGO) run --release -p bench -- sweep $(BENCH_ARGS)
+	$(CARGO) run --release -p bench -- smb-sweep
 
 smb-bench: build
 	$(CARGO) run --release -p bench -- smb-sweep

@@ -42,6 +42,7 @@ pub fn emit(args: fmt::Arguments<'_>) {
 }
 
 /// `trace!("fmt", args…)`: emit one trace line when tracing is on.
+#[cfg(not(fs_notrace))]
 #[macro_export]
 macro_rules! trace {
     ($($arg:tt)*) => {
@@ -49,4 +50,12 @@ macro_rules! trace {
             $crate::trace::emit(format_args!($($arg)*));
         }
     };
+}
+
+/// With `--cfg fs_notrace` the trace points compile to nothing: the A/B
+/// build that shows what tracing costs when it is off.
+#[cfg(fs_notrace)]
+#[macro_export]
+macro_rules! trace {
+    ($($arg:tt)*) => {};
 }
