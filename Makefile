@@ -48,7 +48,7 @@ help:
 	@echo "make boot       boot once: SMP=$(SMP) MEM=$(MEM) CMDLINE='$(CMDLINE)' ACCEL=$(ACCEL) TIMEOUT=$(TIMEOUT)"
 	@echo "make bench      the design sweep (BENCH_ARGS='$(BENCH_ARGS)')"
 	@echo "make smb-bench  the SMB sweep"
-	@echo "make demo-trace boot with trace=lookup demo=trace"
+	@echo "make demo-trace boot with demo=trace (one traced stat per design)"
 	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs"
 	@echo "make lint       rustfmt check + clippy (host crates and kernel) with -D warnings"
 
@@ -97,7 +97,7 @@ smb-bench: build
 	$(CARGO) run --release -p bench -- smb-sweep
 
 demo-trace: build-qemu-run build-kernel
-	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(SMP) --cmdline "trace=lookup demo=trace" $(QEMU_RUN_FLAGS)
+	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(SMP) --cmdline "demo=trace" $(QEMU_RUN_FLAGS)
 
 linuxref: build-host
 	$(TARGET_DIR)/release/linuxref --cpus 1,2
