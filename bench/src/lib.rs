@@ -12,7 +12,7 @@
 //!
 //! The guest kernel calls [`run_params`] with its own executor; host mode
 //! calls it with [`host::exec::HostExecutor`]. Without `host` the crate is
-//! `no_std + alloc` and has no unsafe code.
+//! `no_std + alloc` and is safe code only.
 #![cfg_attr(not(feature = "host"), no_std)]
 #![forbid(unsafe_code)]
 

@@ -3,7 +3,7 @@
 //! The same code runs inside the research kernel and on host threads (tests,
 //! benchmarks, `vfsh`); the differences sit behind [`platform::Platform`].
 //!
-//! - [`sync`]: seqcounts, lockref, RCU pointers and lists (all unsafe code).
+//! - [`sync`]: seqcounts, lockref, RCU pointers and lists (the only module allowed raw-pointer code).
 //! - [`vfs`]: the path-based API (stat, open, mkdir, rename, mount ...).
 //! - [`stats`], [`trace`]: per-CPU counters and the lookup trace.
 //! - [`errno`]: Linux error numbers.

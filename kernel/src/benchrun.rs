@@ -11,7 +11,7 @@
 //! design run there), and every wait here reports them too.
 //!
 //! Touches: the console, `smp` (CPU sets), `time`, RCU quiescent states,
-//! and the fs crate through `bench`. No unsafe code.
+//! and the fs crate through `bench`. Safe code only.
 
 use core::fmt;
 

@@ -12,7 +12,7 @@
 //!   1 s per design, one table of ops/s and per-op counters.
 //!
 //! Touches: the console, the fs crate's trace switch and a fresh tmpfs per
-//! design; the table runs `bench` through [`crate::benchrun`]. No unsafe code.
+//! design; the table runs `bench` through [`crate::benchrun`]. Safe code only.
 
 use alloc::string::String;
 use core::fmt;

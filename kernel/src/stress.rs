@@ -31,7 +31,7 @@
 //! its highest sampled `nr_unused` is printed.
 //!
 //! Touches: the fs crate (a fresh tmpfs per design, dcache limit and
-//! shrinker), `smp`, RCU, the console. No unsafe code.
+//! shrinker), `smp`, RCU, the console. Safe code only.
 
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;

@@ -1,7 +1,7 @@
 //! The host executor: one std thread per task, pinned to a CPU of this
 //! process's affinity mask, with the monitor on the calling thread.
 //!
-//! Pinning without unsafe code (the project keeps unsafe out of bench/):
+//! Pinning in safe code only (bench/ forbids the other kind):
 //! each thread reads its kernel thread id from `/proc/thread-self` and runs
 //! `taskset -p -c CPU TID` before it reports ready. If that is not possible
 //! (no taskset, no /proc) the run goes on unpinned and [`HostExecutor::pinned`]

@@ -13,7 +13,7 @@
 //!   smb3 trace ring.
 //!
 //! Errors are [`SmbError`], which keeps the NT status; [`SmbError::errno`]
-//! maps it to a Linux errno at the VFS boundary. No unsafe code; allocation
+//! maps it to a Linux errno at the VFS boundary. Safe code only; allocation
 //! only; no global state.
 #![deny(unsafe_code)]
 

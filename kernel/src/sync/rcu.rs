@@ -26,7 +26,7 @@
 //! in interrupt context. The queue lock is per CPU and uncontended.
 //!
 //! Touches: per-CPU RCU state, `crate::time` (clock), `crate::smp` (CPU
-//! count). No unsafe code.
+//! count). Safe code only.
 
 use alloc::collections::VecDeque;
 use core::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
