@@ -202,6 +202,12 @@ pub trait FsOps: Send + Sync {
     fn getattr(&self, _sb: &SuperBlock, _inode: &Arc<Inode>) -> KResult<()> {
         Ok(())
     }
+    /// May a negative dentry confirmed at `d_time_ms` (platform clock) still
+    /// be believed? Only asked for filesystems whose dcache is not
+    /// complete; `false` makes the walk drop it and ask again.
+    fn negative_valid(&self, _d_time_ms: u64) -> bool {
+        true
+    }
     /// Bring the dcache's view of directory `dir` up to date before
     /// `readdir` lists it (network filesystems list the server here).
     fn refresh_dir(&self, _sb: &SuperBlock, _dir: &crate::dcache::DRef) -> KResult<()> {

@@ -387,6 +387,8 @@ impl<'g> Nd<'g> {
                     let r = check_name(name).and_then(|()| sb.ops.lookup(&sb, &dir, name));
                     let res = match r {
                         Ok(inode) => {
+                            d.d_time
+                                .store(now_ms(), core::sync::atomic::Ordering::Relaxed);
                             trace!(
                                 "  lookup_slow \"{}\": d_alloc_parallel -> in-lookup; {} lookup -> {}; d_add",
                                 name_str(name),
@@ -411,14 +413,30 @@ impl<'g> Nd<'g> {
     fn walk_component(&mut self, name: &'g [u8], follow: bool) -> WResult<Option<&'g [u8]>> {
         let hash = d_hash(&self.d, name);
         let child = if self.rcu {
-            if let Some((child, cseq)) = self.lookup_fast_rcu(name, hash)? {
-                return self.step_into(Pos::Rcu(child), cseq, follow);
+            match self.lookup_fast_rcu(name, hash)? {
+                Some((child, cseq)) if !stale_negative(&child) => {
+                    return self.step_into(Pos::Rcu(child), cseq, follow);
+                }
+                Some((child, _)) => {
+                    // An expired negative (Linux `d_revalidate` failing):
+                    // drop it with references held and ask again.
+                    self.try_to_unlazy(FallbackReason::Revalidate)?;
+                    if let Some(c) = dcache::dget_not_dead(child) {
+                        dcache::d_drop(&c);
+                    }
+                    self.lookup_slow(name, hash)?
+                }
+                // Missed and unlazied: straight to the filesystem, as Linux.
+                None => self.lookup_slow(name, hash)?,
             }
-            // Missed and unlazied: straight to the filesystem, as Linux.
-            self.lookup_slow(name, hash)?
         } else {
             // Ref-walk from the start (Linux `lookup_fast` without RCU).
             match d_lookup(&self.d, name, hash) {
+                Some(d) if stale_negative(&d) => {
+                    dcache::d_drop(&d);
+                    drop(d);
+                    self.lookup_slow(name, hash)?
+                }
                 Some(d) => {
                     trace!("  lookup_fast \"{}\": found (ref)", name_str(name));
                     d
@@ -794,6 +812,22 @@ fn parentat(vfs: &Vfs, path: &[u8], rcu: bool) -> WResult<Parent> {
         kind: last.kind,
         trailing: last.trailing,
     })
+}
+
+/// The platform clock in milliseconds (dentry confirmation times).
+pub fn now_ms() -> u64 {
+    crate::platform::get().now_ns() / 1_000_000
+}
+
+/// Is `d` a negative dentry its filesystem no longer vouches for? Never for
+/// complete filesystems (tmpfs): no call, no store on their hot path.
+fn stale_negative(d: &Dentry) -> bool {
+    !d.sb.complete
+        && d.is_negative()
+        && !d
+            .sb
+            .ops
+            .negative_valid(d.d_time.load(core::sync::atomic::Ordering::Relaxed))
 }
 
 /// ENAMETOOLONG for a component the filesystem would refuse.

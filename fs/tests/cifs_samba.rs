@@ -199,3 +199,55 @@ fn bad_password_and_bad_options_fail_the_mount() {
     );
     assert!(r.is_err(), "wrong password must fail the mount");
 }
+
+/// A missing name is asked once, believed for acdirmax, then asked again.
+#[test]
+fn negative_dentries_expire_after_acdirmax() {
+    if let Err(why) = Fixture::available() {
+        eprintln!("SKIP cifs_samba: {why}");
+        return;
+    }
+    let fx = Fixture::start(&FixtureOpts {
+        entries: 2,
+        ..FixtureOpts::default()
+    })
+    .expect("samba fixture");
+    let v = Vfs::new_tmpfs("").unwrap();
+    v.mkdir(b"/mnt", 0o755).unwrap();
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, fx.port));
+    let o = format!(
+        "username={},password={},acregmax=1,acdirmax=1,wslea=off",
+        fx.user, fx.password
+    );
+    let sb = cifs::mount(
+        &v,
+        &format!("//127.0.0.1/{}", fx.share),
+        b"/mnt",
+        &o,
+        Box::new(TcpConnector {
+            addr,
+            timeout_ms: 5000,
+        }),
+        Box::new(StdClock::default()),
+    )
+    .unwrap();
+    let fs = sb.ops_as::<CifsFs>().unwrap();
+    let frames = || fs.with_stats(|s| s.frames);
+    let f0 = frames();
+    assert_eq!(v.stat(b"/mnt/nope"), Err(fs::Errno::ENOENT));
+    let f1 = frames();
+    assert_eq!(f1 - f0, 1, "the first miss asks the server once");
+    assert_eq!(v.stat(b"/mnt/nope"), Err(fs::Errno::ENOENT));
+    assert_eq!(frames(), f1, "the negative dentry answers inside acdirmax");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(v.stat(b"/mnt/nope"), Err(fs::Errno::ENOENT));
+    assert_eq!(frames() - f1, 1, "after acdirmax the server is asked again");
+    // A name the server gains is seen once its negative has expired.
+    assert_eq!(v.stat(b"/mnt/late"), Err(fs::Errno::ENOENT));
+    std::fs::create_dir(fx.share_dir.join("late")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert!(
+        v.stat(b"/mnt/late").is_ok(),
+        "expired negative, fresh answer"
+    );
+}

@@ -366,6 +366,12 @@ impl FsOps for CifsFs {
         true
     }
 
+    /// Negative answers are believed for the directory attribute window
+    /// (acdirmax), like Linux's cifs negative dentry timeout.
+    fn negative_valid(&self, d_time_ms: u64) -> bool {
+        crate::namei::now_ms().saturating_sub(d_time_ms) < self.opts.acdirmax_ms
+    }
+
     fn getattr(&self, _sb: &SuperBlock, inode: &Arc<Inode>) -> KResult<()> {
         let Some(ci) = inode.private::<CifsInode>() else {
             return Ok(());

@@ -147,6 +147,9 @@ pub struct DentryInner {
     pub parent: RcuCell<Dentry>,
     pub inode: RcuCell<Inode>,
     flags: AtomicU32,
+    /// When the filesystem last confirmed this dentry (platform ms): lets
+    /// a filesystem whose dcache can go stale expire negatives (cifs).
+    pub d_time: AtomicU64,
     pub sb: Arc<SuperBlock>,
 }
 
@@ -330,6 +333,7 @@ pub fn d_alloc(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> DRef {
         parent: RcuCell::new(Some(parent.clone())),
         inode: RcuCell::new(None),
         flags: AtomicU32::new(0),
+        d_time: AtomicU64::new(0),
         sb: parent.sb.clone(),
     }));
     stats::inc(Event::DentryAlloc);
@@ -360,6 +364,7 @@ pub fn d_alloc_root(sb: Arc<SuperBlock>, inode: Arc<Inode>) -> DRef {
         parent: RcuCell::new(None),
         inode: RcuCell::new(Some(inode)),
         flags: AtomicU32::new(0),
+        d_time: AtomicU64::new(0),
         sb,
     }));
     stats::inc(Event::DentryAlloc);
@@ -796,13 +801,22 @@ pub fn d_genocide(root: &Arc<Dentry>) {
         order.push(d);
     }
     // Children before parents: each unpinned child lets its parent go.
-    for d in order.into_iter().skip(1).rev() {
+    for d in order.iter().skip(1).rev() {
         if d.sb.complete && d.is_hashed() && !d.is_negative() {
-            d_delete(&d);
-            dput(d);
+            d_delete(d);
+            dput(d.clone());
         }
     }
-    shrink_all();
+    // Then the unused ones of this tree only (other namespaces' cached
+    // dentries stay where they are).
+    for d in order.into_iter().skip(1).rev() {
+        if d.on_lru() {
+            let taken = dcache().lru.lock().remove(&d);
+            if let Some(v) = taken {
+                shrink_one(v);
+            }
+        }
+    }
 }
 
 /// Is `a` an ancestor of (or equal to) `b`, within one filesystem? Stable
