@@ -114,10 +114,4 @@ impl MountTable {
         v.push(m);
         self.seq.write(|| self.list.replace(Some(Arc::new(v))));
     }
-
-    /// Is `d` (in `mnt`) a mountpoint or a mount root other than the
-    /// namespace root? (EBUSY checks)
-    pub fn is_busy(&self, d: &Dentry) -> bool {
-        d.flags() & D_MOUNTED != 0
-    }
 }

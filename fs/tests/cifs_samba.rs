@@ -212,25 +212,8 @@ fn negative_dentries_expire_after_acdirmax() {
         ..FixtureOpts::default()
     })
     .expect("samba fixture");
-    let v = Vfs::new_tmpfs("").unwrap();
-    v.mkdir(b"/mnt", 0o755).unwrap();
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, fx.port));
-    let o = format!(
-        "username={},password={},acregmax=1,acdirmax=1,wslea=off",
-        fx.user, fx.password
-    );
-    let sb = cifs::mount(
-        &v,
-        &format!("//127.0.0.1/{}", fx.share),
-        b"/mnt",
-        &o,
-        Box::new(TcpConnector {
-            addr,
-            timeout_ms: 5000,
-        }),
-        Box::new(StdClock::default()),
-    )
-    .unwrap();
+    // Later options override the helper's 60 s windows.
+    let (v, sb) = mount(&fx, "acregmax=1,acdirmax=1,wslea=off");
     let fs = sb.ops_as::<CifsFs>().unwrap();
     let frames = || fs.with_stats(|s| s.frames);
     let f0 = frames();
