@@ -38,7 +38,7 @@ use crate::smb::wire::negotiate::{
 };
 use crate::smb::wire::session::{SessionSetupRequest, SessionSetupResponse};
 use crate::smb::wire::tree::{TreeConnectRequest, TreeConnectResponse};
-use crate::smb::wire::{cmd, status};
+use crate::smb::wire::{cmd, status, WireError};
 use crate::smb::{status_errno, SmbError, SmbResult};
 use alloc::boxed::Box;
 use alloc::format;
@@ -411,7 +411,7 @@ impl Connection {
         };
         let r = self.exchange1(Req::new(cmd::NEGOTIATE, false, 0, |o| neg.emit(o)), false)?;
         let neg_req = self.link_mut()?.last_sent.clone();
-        let nr = NegotiateResponse::parse(r.ok()?)?;
+        let nr = self.body(&r, NegotiateResponse::parse)?;
         if !cfg.dialects.contains(&nr.dialect) {
             return Err(SmbError::Protocol("server chose a dialect not offered"));
         }
@@ -463,8 +463,9 @@ impl Connection {
         preauth.update(&self.link_mut()?.last_sent);
         preauth.update(&r1.msg);
         self.link_mut()?.session_id = r1.hdr.session_id;
-        let resp1 = SessionSetupResponse::parse(&r1.msg)?;
-        let ch = Challenge::parse(resp1.token)?;
+        let ch = self.body(&r1, |m| {
+            Challenge::parse(SessionSetupResponse::parse(m)?.token)
+        })?;
 
         // SESSION_SETUP 2: NTLMSSP AUTHENTICATE
         let mut cc = [0u8; 8];
@@ -483,7 +484,7 @@ impl Connection {
         if r2.hdr.status != status::SUCCESS {
             return Err(SmbError::Protocol("session setup did not complete"));
         }
-        let resp2 = SessionSetupResponse::parse(&r2.msg)?;
+        let resp2 = self.body(&r2, SessionSetupResponse::parse)?;
         let guest = resp2.session_flags & (SESSION_FLAG_IS_GUEST | SESSION_FLAG_IS_NULL) != 0;
         if guest && !cfg.allow_guest {
             return Err(SmbError::Auth("server mapped the login to guest"));
@@ -517,7 +518,7 @@ impl Connection {
             Req::new(cmd::TREE_CONNECT, false, 1, |o| tc.emit(o)),
             sign_tc,
         )?;
-        TreeConnectResponse::parse(r.ok()?)?;
+        self.body(&r, TreeConnectResponse::parse)?;
         self.link_mut()?.tree_id = r.hdr.tree_id;
         Ok(())
     }
@@ -723,6 +724,44 @@ impl Connection {
         });
     }
 
+    /// Parses the body of a reply whose status was not an error. A body
+    /// that does not parse is a failure of that command, like Linux's
+    /// `MID_RESPONSE_MALFORMED`: it is counted as failed and its trace
+    /// event turns from `smb3_cmd_done` into `smb3_cmd_err` (rc -EIO), so
+    /// the Stats and the trace agree with what the caller got. An error
+    /// status is returned as such (see [`Reply::ok`]), except
+    /// MORE_PROCESSING_REQUIRED, a step of SESSION_SETUP with a body.
+    pub(crate) fn body<'r, T>(
+        &mut self,
+        r: &'r Reply,
+        parse: impl FnOnce(&'r [u8]) -> Result<T, WireError>,
+    ) -> SmbResult<T> {
+        let m = if r.hdr.status == status::MORE_PROCESSING_REQUIRED {
+            &r.msg[..]
+        } else {
+            r.ok()?
+        };
+        parse(m).map_err(|e| {
+            self.stats.failed(r.hdr.command);
+            self.stats.malformed += 1;
+            let (sid, tid) = self
+                .link
+                .as_ref()
+                .map_or((0, 0), |l| (l.session_id, l.tree_id));
+            self.trace.mark_err(TraceEvent {
+                t_ms: self.clock.now_ms(),
+                kind: TraceKind::Err,
+                sid,
+                tid,
+                cmd: r.hdr.command,
+                mid: r.hdr.message_id,
+                status: r.hdr.status,
+                rc: -SmbError::Wire(e).errno().value(),
+            });
+            SmbError::Wire(e)
+        })
+    }
+
     fn fail_all(&mut self, reqs: &[Req], mids: &[u64], e: SmbError) -> SmbError {
         let none: Vec<Option<Reply>> = vec![None; reqs.len()];
         self.fail_pending(reqs, mids, &none, e)
@@ -924,6 +963,36 @@ mod tests {
         assert_eq!(c.stats().get(cmd::ECHO).failed, 1);
         assert_eq!(c.stats().frames, 1);
         assert!(c.trace().dump().contains("status=0xc0000052 rc=-61"));
+    }
+
+    /// A SUCCESS reply whose body does not parse fails the operation, and
+    /// the counters and the trace say so (not `smb3_cmd_done`).
+    #[test]
+    fn malformed_body_with_success_status_counts_as_failed() {
+        use crate::smb::wire::create::CreateResponse;
+        let mut c = conn(1000);
+        // `reply` carries a 9-byte ERROR-shaped body: too short for CREATE.
+        let t = FnTransport::new(|f: &[u8]| vec![reply(&requests(f)[0], 0, None, 1)]);
+        c.test_link(Box::new(t), None);
+        let create = Req::new(cmd::CREATE, false, 1, |o| {
+            put_u16(o, 57);
+            o.extend_from_slice(&[0; 55]);
+        });
+        let r = c.exchange(vec![create], false).unwrap();
+        let e = c.body(&r[0], CreateResponse::parse).unwrap_err();
+        assert!(matches!(e, SmbError::Wire(_)), "{e:?}");
+        assert_eq!(e.errno(), crate::Errno::EIO);
+        let n = c.stats().get(cmd::CREATE);
+        assert_eq!((n.total, n.failed, c.stats().malformed), (1, 1, 1));
+        let d = c.trace().dump();
+        assert!(!d.contains("smb3_cmd_done"), "{d}");
+        assert_eq!(d.matches("smb3_cmd_err").count(), 1, "{d}");
+        assert!(d.contains("cmd=5 mid=10 status=0x0 rc=-5"), "{d}");
+        assert!(c.is_connected(), "a malformed body does not drop the link");
+        // A well-formed reply through the same path is not counted.
+        let r = c.exchange(vec![echo_req()], false).unwrap();
+        c.body(&r[0], |m| Ok(m.len())).unwrap();
+        assert_eq!(c.stats().malformed, 1);
     }
 
     #[test]

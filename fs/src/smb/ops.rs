@@ -102,12 +102,12 @@ fn qd_req(fid: FileId, class: u8, restart: bool, related: bool) -> Req {
 }
 
 /// Entries of one QUERY_DIRECTORY reply: `None` at the end of the listing.
-fn dir_page(r: &Reply, class: u8) -> SmbResult<Option<Vec<DirInfo>>> {
+fn dir_page(c: &mut Connection, r: &Reply, class: u8) -> SmbResult<Option<Vec<DirInfo>>> {
     if r.hdr.status == status::NO_MORE_FILES {
         return Ok(None);
     }
-    let out = OutputResponse::parse(r.ok()?)?;
-    Ok(Some(dirinfo::parse(class, out.data)?))
+    let v = c.body(r, |m| dirinfo::parse(class, OutputResponse::parse(m)?.data))?;
+    Ok(Some(v))
 }
 
 /// The compound CREATE + QUERY_INFO + CLOSE on one path; returns the
@@ -128,8 +128,7 @@ fn create_query_close(
     if r.len() != 3 {
         return Err(SmbError::Protocol("compound reply count"));
     }
-    r[0].ok()?;
-    CreateResponse::parse(&r[0].msg)?;
+    c.body(&r[0], CreateResponse::parse)?;
     Ok(r.swap_remove(1))
 }
 
@@ -141,7 +140,7 @@ impl Connection {
             let sign = c.sign_requests();
             let desired = access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES;
             let r = c.exchange(vec![create_req(&p, desired, kind)], sign)?;
-            let cr = CreateResponse::parse(r[0].ok()?)?;
+            let cr = c.body(&r[0], CreateResponse::parse)?;
             Ok((cr.file_id, cr))
         })
     }
@@ -151,7 +150,7 @@ impl Connection {
     pub fn close(&mut self, fid: FileId) -> SmbResult<()> {
         let sign = self.sign_requests();
         let r = self.exchange(vec![close_req(fid, false)], sign)?;
-        parse_close(r[0].ok()?)?;
+        self.body(&r[0], parse_close)?;
         Ok(())
     }
 
@@ -165,7 +164,7 @@ impl Connection {
     ) -> SmbResult<Option<Vec<DirInfo>>> {
         let sign = self.sign_requests();
         let r = self.exchange(vec![qd_req(fid, class, restart, false)], sign)?;
-        dir_page(&r[0], class)
+        dir_page(self, &r[0], class)
     }
 
     /// Lists a directory (all pages) with info class `class`
@@ -186,9 +185,9 @@ impl Connection {
             if r.len() != 2 {
                 return Err(SmbError::Protocol("compound reply count"));
             }
-            let fid = CreateResponse::parse(r[0].ok()?)?.file_id;
+            let fid = c.body(&r[0], CreateResponse::parse)?.file_id;
             let mut all = Vec::new();
-            let mut page = dir_page(&r[1], class);
+            let mut page = dir_page(c, &r[1], class);
             let res = loop {
                 match page {
                     Ok(Some(v)) => all.extend(v),
@@ -238,8 +237,7 @@ impl Connection {
             if r.hdr.status != status::BUFFER_OVERFLOW {
                 r.ok()?;
             }
-            let out = OutputResponse::parse(&r.msg)?;
-            Ok(info::parse_all(out.data)?)
+            c.body(&r, |m| info::parse_all(OutputResponse::parse(m)?.data))
         })
     }
 
@@ -265,8 +263,9 @@ impl Connection {
             if r.hdr.status == status::NO_EAS_ON_FILE {
                 return Ok(None);
             }
-            let out = OutputResponse::parse(r.ok()?)?;
-            let w = WslEas::from_eas(&ea::parse_full_ea_list(out.data)?)?;
+            let w = c.body(&r, |m| {
+                WslEas::from_eas(&ea::parse_full_ea_list(OutputResponse::parse(m)?.data)?)
+            })?;
             Ok(if w.is_empty() { None } else { Some(w) })
         })
     }
@@ -301,20 +300,16 @@ impl Connection {
             if r.len() != 2 {
                 return Err(SmbError::Protocol("compound reply count"));
             }
-            let fid = CreateResponse::parse(r[0].ok()?)?.file_id;
+            let fid = c.body(&r[0], CreateResponse::parse)?.file_id;
             let mut data = Vec::new();
             let mut reply = r[1].clone();
             let res: SmbResult<()> = loop {
                 if reply.hdr.status == status::END_OF_FILE {
                     break Ok(());
                 }
-                let m = match reply.ok() {
-                    Ok(m) => m,
-                    Err(e) => break Err(e),
-                };
-                let rr = match ReadResponse::parse(m) {
+                let rr = match c.body(&reply, ReadResponse::parse) {
                     Ok(rr) => rr,
-                    Err(e) => break Err(e.into()),
+                    Err(e) => break Err(e),
                 };
                 let got = rr.data.len();
                 data.extend_from_slice(rr.data);

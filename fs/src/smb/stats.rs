@@ -35,6 +35,9 @@ pub struct TconStats {
     pub bytes_read: u64,
     /// Successful (re)connects.
     pub connects: u64,
+    /// Replies with a success status whose body did not parse (also
+    /// counted in their command's `failed`).
+    pub malformed: u64,
 }
 
 impl TconStats {
@@ -160,6 +163,25 @@ impl TraceRing {
             self.dropped += 1;
         }
         self.events.push_back(e);
+    }
+
+    /// Turns the newest `smb3_cmd_done` of `err`'s (mid, cmd) into `err`
+    /// (its body turned out malformed); pushes `err` if the done event is
+    /// no longer in the ring.
+    pub(crate) fn mark_err(&mut self, err: TraceEvent) {
+        let done = self
+            .events
+            .iter_mut()
+            .rev()
+            .find(|e| e.mid == err.mid && e.cmd == err.cmd && e.kind == TraceKind::Done);
+        match done {
+            Some(e) => {
+                e.kind = TraceKind::Err;
+                e.status = err.status;
+                e.rc = err.rc;
+            }
+            None => self.push(err),
+        }
     }
 
     /// The events, oldest first.
