@@ -520,12 +520,22 @@ impl<'g> Nd<'g> {
     }
 
     /// The current position must be a directory to walk through it.
+    ///
+    /// In RCU-walk this reads the inode afresh, after `step_into` validated
+    /// it: a failure proves something only while `d_seq` still holds. (The
+    /// dentry may have been killed since: its inode cleared, the stress
+    /// test saw `file/x` answer ENOENT instead of ENOTDIR.) Success needs
+    /// no check here: the next lookup validates the parent's `d_seq`.
     fn may_lookup(&self) -> WResult<()> {
-        match self.inode() {
-            Some(i) if i.is_dir() => Ok(()),
-            Some(_) => Err(Errno::ENOTDIR.into()),
-            None => Err(Errno::ENOENT.into()),
+        let e = match self.inode() {
+            Some(i) if i.is_dir() => return Ok(()),
+            Some(_) => Errno::ENOTDIR,
+            None => Errno::ENOENT,
+        };
+        if self.rcu && self.d.d_seq.read_retry(self.seq) {
+            return Err(self.restart(FallbackReason::DentrySeq));
         }
+        Err(e.into())
     }
 
     /// Linux `link_path_walk`: walk every component but the last one of the
@@ -741,11 +751,9 @@ fn walk_and_finish<'g, T>(
     let last = nd.link_path_walk(path)?;
     let trailing = nd.lookup_last(last, flags.follow)?;
     if flags.directory || trailing {
-        match nd.inode() {
-            Some(i) if i.is_dir() => {}
-            Some(_) => return Err(Errno::ENOTDIR.into()),
-            None => return Err(Errno::ENOENT.into()),
-        }
+        // Must be a directory: the same check (and validation) as walking
+        // through it.
+        nd.may_lookup()?;
     }
     let v = finish(&mut Resolved { nd });
     // Validate before trusting the answer, an error included: in RCU-walk
