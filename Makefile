@@ -37,14 +37,15 @@ BOOT_TEST_TIMEOUT ?= 300
 # `make bench`: arguments for `bench sweep` (see `cargo run -p bench -- sweep --help`).
 BENCH_ARGS ?=
 
-.PHONY: help setup build build-host build-kernel build-qemu-run run test test-host test-boot boot \
+.PHONY: help setup build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
         bench smb-bench demo-trace linuxref lint
 
 help:
 	@echo "make setup      install missing packages (as root) and the rust target"
 	@echo "make build      build host crates and the kernel (release)"
 	@echo "make run        setup + build + boot the demo (DEMO_CMDLINE='$(DEMO_CMDLINE)', DEMO_SMP=$(DEMO_SMP))"
-	@echo "make test       setup + host tests + QEMU boot tests at $(BOOT_TEST_SMPS) vCPUs"
+	@echo "make test       setup + host tests + loom models + QEMU boot tests at $(BOOT_TEST_SMPS) vCPUs"
+	@echo "make test-loom  the loom models only (fs/tests/loom.rs)"
 	@echo "make boot       boot once: SMP=$(SMP) MEM=$(MEM) CMDLINE='$(CMDLINE)' ACCEL=$(ACCEL) TIMEOUT=$(TIMEOUT)"
 	@echo "make bench      the design sweep (BENCH_ARGS='$(BENCH_ARGS)')"
 	@echo "make smb-bench  the SMB sweep"
@@ -76,6 +77,11 @@ boot: build-qemu-run build-kernel
 test-host:
 	$(CARGO) test --release
 
+# The loom models of fs/src/sync and of the noalloc race. `--cfg loom`
+# rebuilds the dependencies, so it gets its own target directory.
+test-loom:
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(TARGET_DIR)/loom $(CARGO) test --release -p fs --test loom
+
 test-boot: build-qemu-run build-kernel
 	bash scripts/boot-tests.sh $(QEMU_RUN) $(KERNEL_ELF) "$(BOOT_TEST_SMPS)" \
 		--mem $(MEM) --accel $(ACCEL) --timeout $(BOOT_TEST_TIMEOUT)
@@ -86,6 +92,7 @@ test-boot: build-qemu-run build-kernel
 test: setup
 	$(MAKE) --no-print-directory build-kernel build-qemu-run
 	$(MAKE) --no-print-directory test-host
+	$(MAKE) --no-print-directory test-loom
 	$(MAKE) --no-print-directory test-boot
 
 # The design sweep, then the SMB section (`smb-bench`).

@@ -1,6 +1,7 @@
 //! Loom models of the lookup path's primitives and of the noalloc race.
 //!
-//! Run with (release: loom explores thousands of interleavings per model):
+//! `make test` runs them through `make test-loom`, which is (release: loom
+//! explores thousands of interleavings per model):
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
