@@ -6,7 +6,8 @@
 //! symlink's target. A superblock is one mounted filesystem instance: its
 //! ENOENT design, whether its dcache is complete (tmpfs) and its operations.
 //!
-//! Touches: nothing global but the inode-number counter of its superblock.
+//! Touches: nothing global but the inode-number counter of its superblock
+//! (and this CPU's `poison_seen` counter when a canary check fails).
 
 #![deny(unsafe_code)]
 
@@ -18,11 +19,15 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering
 
 use crate::dcache::design::{self, EnoentDesign};
 use crate::errno::KResult;
+use crate::poison::{self, Canary, INODE_LIVE};
 use crate::sync::spinlock::{RwSem, SpinLock};
 use crate::vfs::{FileType, Stat};
 
 /// One file, directory or symlink.
 pub struct Inode {
+    /// Live while the inode is; RCU readers check it before reading the
+    /// inode (see [`Inode::canary_ok`] and `crate::poison`).
+    canary: Canary<INODE_LIVE>,
     pub ino: u64,
     pub kind: FileType,
     mode: AtomicU32,
@@ -47,6 +52,7 @@ impl Inode {
     /// A new inode.
     pub fn new(ino: u64, kind: FileType, mode: u32, link: &[u8]) -> Self {
         Inode {
+            canary: Canary::new(),
             ino,
             kind,
             mode: AtomicU32::new(mode & 0o7777),
@@ -77,6 +83,25 @@ impl Inode {
             private: Some(private),
             ..Inode::new(ino, kind, mode, b"")
         }
+    }
+
+    /// Is the inode still alive? RCU readers that reached it through a
+    /// dentry without a reference ask before reading it: one relaxed load
+    /// and a compare. A dead one (freed or poisoned memory: an RCU bug) is
+    /// counted in `stats::Counters::poison_seen`.
+    #[inline(always)]
+    pub fn canary_ok(&self) -> bool {
+        if self.canary.is_live() {
+            return true;
+        }
+        poison::seen();
+        false
+    }
+
+    /// Address of the canary word, for tests that look at it once the inode
+    /// is freed (the kernel's poisoning self-test).
+    pub fn canary_addr(&self) -> usize {
+        self.canary.addr()
     }
 
     /// The filesystem-private state, if it is a `T`.

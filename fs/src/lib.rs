@@ -6,6 +6,7 @@
 //! - [`sync`]: seqcounts, lockref, RCU pointers and lists (the only module allowed raw-pointer code).
 //! - [`vfs`]: the path-based API (stat, open, mkdir, rename, mount ...).
 //! - [`stats`], [`trace`]: per-CPU counters and the lookup trace.
+//! - [`poison`]: canaries that let RCU readers notice freed memory.
 //! - [`errno`]: Linux error numbers.
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 
@@ -18,6 +19,7 @@ pub mod inode;
 pub mod mount;
 pub mod namei;
 pub mod platform;
+pub mod poison;
 #[cfg(feature = "std")]
 pub mod shell;
 pub mod smb;

@@ -33,6 +33,12 @@
 //! ends with a reference on the target); (3) a noalloc miss can end the walk
 //! in RCU mode with ENOENT (see `dcache::design`).
 //!
+//! **Canaries**: every dentry and inode the RCU-walk reaches without a
+//! reference (chain entries, `..`, the child's inode) has its canary checked
+//! before anything else is read of it ([`crate::poison`]; one load, no
+//! store). A dead one means RCU freed it under us: it is counted and the walk
+//! restarts in ref-walk. Linux has no such check; KASAN plays that part there.
+//!
 //! Touches: dcache, mounts, inodes (read), the directory `i_rwsem` (shared,
 //! in `lookup_slow`), counters and traces.
 
@@ -43,7 +49,8 @@ use alloc::vec::Vec;
 use core::ops::Deref;
 
 use crate::dcache::{
-    self, d_hash, d_lookup, d_lookup_rcu, design::SlowMiss, DRef, Dentry, D_MOUNTED,
+    self, d_canary_ok, d_hash, d_lookup, d_lookup_rcu, design::SlowMiss, DRef, Dentry, Poisoned,
+    D_MOUNTED,
 };
 use crate::errno::{Errno, KResult};
 use crate::inode::Inode;
@@ -256,6 +263,12 @@ impl<'g> Nd<'g> {
             return Ok(());
         };
         if self.rcu {
+            // The parent pointer was read without a reference: the parent
+            // must still be alive (its child's reference is released only
+            // through call_rcu).
+            if !d_canary_ok(&parent) {
+                return Err(self.restart(FallbackReason::Other));
+            }
             let pseq = parent.d_seq.raw_begin();
             // The child still had this parent when we read it.
             if self.d.d_seq.read_retry(self.seq) {
@@ -285,7 +298,13 @@ impl<'g> Nd<'g> {
         // chain change meanwhile, a miss proves nothing.
         let dseq = parent.dir_seq.raw_begin();
         let rseq = dcache::dcache().rename_seq.raw_begin();
-        if let Some((child, cseq)) = d_lookup_rcu(&parent, name, hash, self.g) {
+        let found = match d_lookup_rcu(&parent, name, hash, self.g) {
+            Ok(found) => found,
+            // The chain led onto a freed dentry (counted): nothing this walk
+            // read there can be believed; start over with references.
+            Err(Poisoned) => return Err(self.restart(FallbackReason::Other)),
+        };
+        if let Some((child, cseq)) = found {
             // The parent did not change since we stepped on it: the
             // ref-walk would be holding it here.
             if parent.d_seq.read_retry(self.seq) {
@@ -484,6 +503,11 @@ impl<'g> Nd<'g> {
             trace!("  step_into: negative dentry -> ENOENT ({})", self.mode());
             return Err(Errno::ENOENT.into());
         };
+        // The inode was reached without a reference: it must still be alive
+        // (the dentry's reference on it is released only through call_rcu).
+        if self.rcu && !inode.canary_ok() {
+            return Err(self.restart(FallbackReason::Other));
+        }
         if inode.is_symlink() && follow {
             self.nlinks += 1;
             if self.nlinks > MAXSYMLINKS {

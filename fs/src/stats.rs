@@ -90,6 +90,10 @@ pub struct Counters {
     pub shared_stores: u64,
     /// Dentries reclaimed by the shrinker.
     pub shrunk: u64,
+    /// RCU readers that found a dentry or inode canary not live: they stood
+    /// on freed (dropped or poisoned) memory. Always 0 in a correct kernel
+    /// (see `crate::poison`).
+    pub poison_seen: u64,
 }
 
 impl Counters {
@@ -112,6 +116,7 @@ impl Counters {
             locks: self.locks.saturating_sub(earlier.locks),
             shared_stores: self.shared_stores.saturating_sub(earlier.shared_stores),
             shrunk: self.shrunk.saturating_sub(earlier.shrunk),
+            poison_seen: self.poison_seen.saturating_sub(earlier.poison_seen),
         };
         for i in 0..NR_FALLBACK_REASONS {
             d.fallbacks_by_reason[i] =
@@ -135,8 +140,9 @@ pub enum Event {
     Lock,
     SharedStore,
     Shrunk,
+    PoisonSeen,
 }
-const NR_EVENTS: usize = 10;
+const NR_EVENTS: usize = 11;
 const SLOTS: usize = NR_EVENTS + NR_FALLBACK_REASONS;
 
 #[repr(align(128))]
@@ -200,5 +206,6 @@ pub fn snapshot() -> Counters {
         locks: sum[Event::Lock as usize],
         shared_stores: sum[Event::SharedStore as usize],
         shrunk: sum[Event::Shrunk as usize],
+        poison_seen: sum[Event::PoisonSeen as usize],
     }
 }

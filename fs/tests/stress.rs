@@ -21,7 +21,9 @@
 //! state and its bound after the call (files only grow).
 //!
 //! Poisoning: freed hash-chain nodes are poisoned by `fs::sync::rculist`
-//! and a lookup that reaches one is counted (`poison_hits`, must be 0).
+//! and a lookup that reaches one is counted (`poison_hits`, must be 0);
+//! dropped dentries and inodes mark their canary freed, and an RCU-walk
+//! that steps on one counts it (`poison_seen`, must be 0; see `fs::poison`).
 //! Leaks: after removing everything, dropping the namespace, shrinking the
 //! LRU and waiting for grace periods, dentries allocated minus freed and
 //! the negative-dentry gauge return to their baselines.
@@ -529,10 +531,11 @@ fn stress_design(design: &str) -> Report {
     let leaked = end.dentry_alloc as i64 - end.dentry_free as i64 - base_live;
     let neg = end.negative_created as i64 - end.negative_destroyed as i64 - base_neg;
     let poisoned = poison_hits() - poison0;
-    let violations = violations + poisoned + u64::from(neg != 0);
+    let canaries = end.poison_seen - base.poison_seen;
+    let violations = violations + poisoned + canaries + u64::from(neg != 0);
     println!(
         "# design={design} secs={elapsed:.1} writers={WRITERS} readers={READERS} ops={ops} \
-         unchecked={unchecked} poison_hits={poisoned} negative_gauge={neg} nr_unused={}",
+         unchecked={unchecked} poison_hits={poisoned} poison_seen={canaries} negative_gauge={neg} nr_unused={}",
         dcache::nr_unused()
     );
     println!("violations={violations} lookups={lookups} leaked={leaked}");

@@ -63,6 +63,9 @@ pub struct Config {
     pub smb: Option<crate::smbargs::SmbSource>,
     /// `smbopts=`: cifs mount options for `smb=`.
     pub smbopts: Option<crate::smbargs::Text<{ crate::smbargs::OPTS_MAX }>>,
+    /// `poison=0|1` as given: `1` fills freed memory and checks the fill on
+    /// reuse from boot on; `stress=rcu` turns it on unless `poison=0`.
+    pub poison: Option<bool>,
 }
 
 /// What `demo=` runs.
@@ -99,6 +102,7 @@ impl Default for Config {
             design: None,
             smb: None,
             smbopts: None,
+            poison: None,
         }
     }
 }
@@ -222,6 +226,19 @@ pub const KEYS: &[KeySpec] = &[
                 v,
                 &[("rcu", Stress::Rcu), ("mem", Stress::Mem)],
                 "rcu or mem",
+            )?);
+            Ok(())
+        }),
+    },
+    KeySpec {
+        name: "poison",
+        syntax: "0|1",
+        help: "1: fill freed memory with 0x6b, check the fill on reuse (use-after-free detector); stress=rcu: on unless 0",
+        kind: Kind::Value(|c, v| {
+            c.poison = Some(value::one_of(
+                v,
+                &[("0", false), ("1", true)],
+                "0 or 1",
             )?);
             Ok(())
         }),
@@ -628,6 +645,21 @@ mod tests {
             Err(CmdlineError::NeedsBench("tasks"))
         );
         assert_eq!(parse("demo=table").unwrap().demo, Some(Demo::Table));
+        // poison= is a setting, not a mode: it goes with any of them.
+        let c = parse("poison=1 stress=rcu secs=10").unwrap();
+        assert!(c.poison == Some(true) && c.stress == Some(Stress::Rcu));
+        assert_eq!(parse("poison=1 selftest").unwrap().poison, Some(true));
+        assert_eq!(parse("stress=rcu poison=0").unwrap().poison, Some(false));
+        assert_eq!(parse("stress=rcu").unwrap().poison, None);
+        assert!(matches!(
+            parse("poison=yes"),
+            Err(CmdlineError::BadValue {
+                key: "poison",
+                expected: "0 or 1",
+                ..
+            })
+        ));
+        assert_eq!(parse("poison"), Err(CmdlineError::MissingValue("poison")));
         assert!(parse("trace=lookup demo=trace").unwrap().trace_lookup);
         assert!(matches!(
             parse("trace=all"),

@@ -66,6 +66,10 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
         layout.heap_start,
         layout.frames
     );
+    if config.poison == Some(true) {
+        mm::poison::enable();
+        log::info!("mm: poisoning freed memory (poison=1)");
+    }
     log::debug!(
         "boot: PVH entry to mm up: {} TSC ticks",
         arch::processor::rdtsc() - arch::start::entry::boot_tsc()
@@ -176,7 +180,7 @@ fn run(config: &Config) -> ! {
         demo::run(d, config.trace_lookup);
     }
     if let Some(s) = config.stress {
-        stress::run(s, config.secs, config.design);
+        stress::run(s, config.secs, config.design, config.poison != Some(false));
     }
     if let Some(source) = &config.smb {
         let opts = config.smbopts.as_ref().map_or("", |o| o.as_str());

@@ -1,5 +1,6 @@
 //! The in-guest self-tests (`selftest` on the command line): memory (frames,
-//! heap, slab) under concurrent use from every CPU, per-CPU data, TSC and
+//! heap, slab) under concurrent use from every CPU, free-memory poisoning
+//! (bodies in `mm::poison_test`), per-CPU data, TSC and
 //! timer, cross-CPU calls and IPIs, RCU grace periods, and deliberate
 //! exceptions that are caught (a breakpoint, page faults through the probe).
 //!
@@ -16,7 +17,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crate::arch::kernel::{core_local, interrupts, probe, smp as arch_smp};
 use crate::console::kprintln;
-use crate::mm::{frame, slab};
+use crate::mm::{frame, poison_test, slab};
 use crate::smp::{self, CpuSet};
 use crate::sync::rcu;
 use crate::time;
@@ -40,6 +41,15 @@ const TESTS: &[Test] = &[
     ("slab_all_cpus", slab_all_cpus),
     ("slab_cross_cpu_free", slab_cross_cpu_free),
     ("slab_fast_path_is_per_cpu", slab_fast_path_is_per_cpu),
+    ("poison_clean_cycle", poison_test::clean_cycle),
+    (
+        "poison_write_after_free_counted",
+        poison_test::write_after_free_counted,
+    ),
+    (
+        "poison_freed_inode_reads_as_poison",
+        poison_test::freed_inode_reads_as_poison,
+    ),
     ("tsc_vs_reference_clock", tsc_vs_reference_clock),
     ("clock_monotonic_across_cpus", clock_monotonic_across_cpus),
     ("timer_ticks_on_every_cpu", timer_ticks_on_every_cpu),
@@ -64,6 +74,10 @@ const TESTS: &[Test] = &[
     (
         "fs_rcu_grace_period_reclaims_dentries",
         fs_rcu_grace_period_reclaims_dentries,
+    ),
+    (
+        "poison_rcu_lookup_counts_freed_dentry",
+        poison_test::rcu_lookup_counts_freed_dentry,
     ),
 ];
 

@@ -21,7 +21,20 @@
 //! the end the tree is removed, the VFS dropped, the shrinker and grace
 //! periods run, and the live dentry count (fs counters: allocated - freed)
 //! must be back at its baseline; a sample of the inodes created (one in 8,
-//! held through `Weak`) must all be freed. Prints
+//! held through `Weak`) must all be freed.
+//!
+//! Freed memory is poisoned for the whole run (`mm::poison`): every object
+//! the allocator takes back is filled with 0x6b and checked when reused (a
+//! changed byte is a write after free), and every dentry and inode an
+//! RCU-walk steps on has its canary checked (`fs::poison`: reading the fill
+//! or a dropped canary is a read of freed memory, as is a hash-chain link
+//! that reads as poison, `rculist::poison_hits`). Dentries are freed only
+//! after their grace period, so any of these is an RCU bug, and each counts
+//! as a violation. Before the verdict it prints
+//! `poison: freed_objects_checked=N writes_after_free=W reads_of_poison=R ...`;
+//! N must be above 0 (proof that the checker ran). `poison=0` runs without
+//! the allocator's fill and check (the canaries stay), to measure their
+//! cost. Then
 //! `violations=V lookups=N leaked=L`; exit 0 only when V and L are 0.
 //!
 //! `stress=mem`: with the unused-dentry limit set to [`MEM_LIMIT`], every
@@ -31,7 +44,8 @@
 //! its highest sampled `nr_unused` is printed.
 //!
 //! Touches: the fs crate (a fresh tmpfs per design, dcache limit and
-//! shrinker), `smp`, RCU, the console. Safe code only.
+//! shrinker), `smp`, RCU, `mm::poison` (on for `stress=rcu`), the console.
+//! Safe code only.
 
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
@@ -46,6 +60,7 @@ use kernel::cmdline::Stress;
 
 use crate::console::kprintln;
 use crate::exit::{exit, ExitCode};
+use crate::mm::poison;
 use crate::smp::{self, CpuSet};
 use crate::sync::rcu;
 use crate::time;
@@ -352,8 +367,18 @@ fn designs(only: Option<Design>) -> Vec<Design> {
     }
 }
 
-/// `stress=rcu`: (violations, lookups, leaked).
-pub fn rcu_stress(secs: u32, only: Option<Design>) -> (u64, u64, u64) {
+/// Reads of freed memory counted by the fs crate so far: dentry and inode
+/// canaries that were not live, plus hash-chain links that read as poison.
+fn reads_of_poison() -> u64 {
+    fs::stats::snapshot().poison_seen + fs::sync::rculist::poison_hits()
+}
+
+/// `stress=rcu`: (violations, lookups, leaked). Turns memory poisoning on
+/// (and leaves it on) if `poisoning`; poison findings count as violations.
+pub fn rcu_stress(secs: u32, only: Option<Design>, poisoning: bool) -> (u64, u64, u64) {
+    if poisoning {
+        poison::enable();
+    }
     let ds = designs(only);
     let per_design_ns = secs as u64 * 1_000_000_000 / ds.len() as u64;
     let n = smp::online_count();
@@ -363,6 +388,7 @@ pub fn rcu_stress(secs: u32, only: Option<Design>) -> (u64, u64, u64) {
         let base = drain(2000);
         let v0 = VIOLATIONS.load(Ordering::Relaxed);
         let c0 = fs::stats::snapshot();
+        let (p0, r0) = (poison::totals(), reads_of_poison());
         let mut tree = Tree::new();
         let vfs = match Vfs::new_tmpfs(d.mount_opts()) {
             Ok(v) => v,
@@ -419,11 +445,24 @@ pub fn rcu_stress(secs: u32, only: Option<Design>) -> (u64, u64, u64) {
         let leaked_inodes = born.iter().filter(|w| w.strong_count() > 0).count() as u64;
         let sampled = born.len();
         drop(born);
+        // Writes after free found by the allocator and reads of freed memory
+        // found by lookups: RCU bugs, so violations too.
+        let pd = poison::totals().delta(&p0);
+        let poison_reads = reads_of_poison() - r0;
+        if pd.violations + poison_reads > 0 {
+            violation(format_args!(
+                "{d}: {} writes after free, {poison_reads} reads of freed memory",
+                pd.violations
+            ));
+            VIOLATIONS.fetch_add(pd.violations + poison_reads - 1, Ordering::Relaxed);
+        }
         let v = VIOLATIONS.load(Ordering::Relaxed) - v0;
         kprintln!(
-            "stress=rcu design={d} cpus={n} secs={}.{:03} lookups={reads} changes={writes} violations={v} dentries_live={base}->{live} inodes_sampled={sampled} inodes_leaked={leaked_inodes}",
+            "stress=rcu design={d} cpus={n} secs={}.{:03} lookups={reads} changes={writes} violations={v} dentries_live={base}->{live} inodes_sampled={sampled} inodes_leaked={leaked_inodes} poison_checked={} writes_after_free={} reads_of_poison={poison_reads}",
             per_design_ns / 1_000_000_000,
-            per_design_ns / 1_000_000 % 1000
+            per_design_ns / 1_000_000 % 1000,
+            pd.checked,
+            pd.violations,
         );
         if leaked_dentries > 0 {
             let c = fs::stats::snapshot().delta(&c0);
@@ -525,16 +564,36 @@ pub fn mem_stress(only: Option<Design>) -> bool {
     ok
 }
 
-/// Run the stress test `which` and exit with its verdict.
-pub fn run(which: Stress, secs: Option<u32>, design: Option<Design>) -> ! {
+/// Run the stress test `which` and exit with its verdict. `poisoning`:
+/// `stress=rcu` with memory poisoning (the default; `poison=0` turns it off,
+/// to measure what the checks cost).
+pub fn run(which: Stress, secs: Option<u32>, design: Option<Design>, poisoning: bool) -> ! {
     match which {
         Stress::Rcu => {
             let secs = secs.unwrap_or(10);
             log::info!(
-                "stress=rcu: {secs} s on {} CPUs (odd CPUs change the tree, even CPUs look up)",
-                smp::online_count()
+                "stress=rcu: {secs} s on {} CPUs (odd CPUs change the tree, even CPUs look up), poisoning {}",
+                smp::online_count(),
+                if poisoning { "on" } else { "off (poison=0)" }
             );
-            let (v, lookups, leaked) = rcu_stress(secs, design);
+            let (p0, r0, t0) = (poison::totals(), reads_of_poison(), time::now_ns());
+            let (mut v, lookups, leaked) = rcu_stress(secs, design, poisoning);
+            let p = poison::totals().delta(&p0);
+            kprintln!(
+                "poison: freed_objects_checked={} writes_after_free={} reads_of_poison={} freed_objects_poisoned={} large_frees_poisoned={} ms={}",
+                p.checked,
+                p.violations,
+                reads_of_poison() - r0,
+                p.filled,
+                p.large_filled,
+                (time::now_ns() - t0) / 1_000_000
+            );
+            if poisoning && p.checked == 0 {
+                // Poisoning was on and dentries were freed and reused: a
+                // checker that checked nothing did not run.
+                kprintln!("poison: no freed object was checked on reuse: the checker did not run");
+                v += 1;
+            }
             kprintln!("violations={v} lookups={lookups} leaked={leaked}");
             exit(if v == 0 && leaked == 0 {
                 ExitCode::Success

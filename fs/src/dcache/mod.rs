@@ -38,6 +38,7 @@ use core::ops::Deref;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::inode::{Inode, SuperBlock};
+use crate::poison::{self, Canary, DENTRY_LIVE};
 use crate::stats::{self, Event};
 use crate::sync::ilist::{ChildList, LruList, Node};
 use crate::sync::lockref::LockRef;
@@ -139,6 +140,9 @@ pub struct DLocked {
 /// Everything a dentry holds (see the module docs for what guards what).
 pub struct DentryInner {
     hash_link: RcuLink<Dentry>,
+    /// Live while the dentry is; RCU readers check it before trusting any
+    /// other field (see [`d_canary_ok`] and `crate::poison`).
+    canary: Canary<DENTRY_LIVE>,
     hash: AtomicU64,
     pub name: DName,
     pub d_seq: SeqCount,
@@ -320,6 +324,7 @@ pub fn dget_not_dead(d: RcuRef<'_, Dentry>) -> Option<DRef> {
 pub fn d_alloc(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> DRef {
     let d = Arc::new(Node::new(DentryInner {
         hash_link: RcuLink::new(),
+        canary: Canary::new(),
         hash: AtomicU64::new(hash),
         name: DName::new(name),
         d_seq: SeqCount::new(),
@@ -351,6 +356,7 @@ pub fn d_alloc(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> DRef {
 pub fn d_alloc_root(sb: Arc<SuperBlock>, inode: Arc<Inode>) -> DRef {
     let d = Arc::new(Node::new(DentryInner {
         hash_link: RcuLink::new(),
+        canary: Canary::new(),
         hash: AtomicU64::new(0),
         name: DName::new(b"/"),
         d_seq: SeqCount::new(),
@@ -371,19 +377,46 @@ pub fn d_alloc_root(sb: Arc<SuperBlock>, inode: Arc<Inode>) -> DRef {
     DRef::adopt(d)
 }
 
+/// A dentry an RCU reader reached was not alive: its canary read as
+/// freed or poisoned memory (counted in `stats::Counters::poison_seen`).
+/// An RCU bug, never a normal outcome; the walk that sees it stops
+/// trusting what it found and starts over with references.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Poisoned;
+
+/// Is `d` still alive? RCU readers ask before they read anything else of a
+/// dentry reached without a reference: one relaxed load and a compare, no
+/// store. A dead one is counted (`crate::poison::seen`).
+#[inline(always)]
+pub fn d_canary_ok(d: &Dentry) -> bool {
+    if d.canary.is_live() {
+        return true;
+    }
+    poison::seen();
+    false
+}
+
 /// Find `name` under `parent` in the hash table, RCU mode (Linux
 /// `__d_lookup_rcu`): no stores. Returns the dentry and the `d_seq` sampled
 /// *before* its parent and name were compared, so that a later
 /// `read_retry` proves the match was real. A miss is not authoritative on
 /// its own (see `rculist` on renames); callers check `rename_seq`.
+/// `Err(Poisoned)`: the chain led onto a freed dentry (an RCU bug, counted);
+/// the walk stops there, since none of that dentry's fields, its chain link
+/// included, can be believed.
 #[inline]
 pub fn d_lookup_rcu<'g>(
     parent: &Dentry,
     name: &[u8],
     hash: u64,
     g: &'g RcuGuard,
-) -> Option<(RcuRef<'g, Dentry>, u32)> {
+) -> Result<Option<(RcuRef<'g, Dentry>, u32)>, Poisoned> {
     for d in dcache().table.bucket(hash).iter(g) {
+        // Before any other field: the chain kept it alive for our guard
+        // (the rculist invariant), unless RCU is broken.
+        if !d_canary_ok(&d) {
+            return Err(Poisoned);
+        }
         if d.hash() != hash {
             continue;
         }
@@ -394,27 +427,33 @@ pub fn d_lookup_rcu<'g>(
         if !d.is_hashed() || !d.name.matches(name, g) {
             continue;
         }
-        return Some((d, seq));
+        return Ok(Some((d, seq)));
     }
-    None
+    Ok(None)
 }
 
 /// Find and reference `name` under `parent` (Linux `d_lookup`): retries
 /// while renames move dentries between chains, so a miss is a real miss
-/// at some instant.
+/// at some instant. A chain that leads onto a freed dentry (counted, see
+/// [`Poisoned`]) ends the search as a miss: retrying would walk into the
+/// same freed memory.
 pub fn d_lookup(parent: &Dentry, name: &[u8], hash: u64) -> Option<DRef> {
     loop {
         let rs = dcache().rename_seq.read_begin();
         let g = RcuGuard::new();
-        if let Some((d, seq)) = d_lookup_rcu(parent, name, hash, &g) {
-            if let Some(r) = dget_not_dead(d) {
-                if !d.d_seq.read_retry(seq) {
-                    return Some(r);
+        match d_lookup_rcu(parent, name, hash, &g) {
+            Ok(Some((d, seq))) => {
+                if let Some(r) = dget_not_dead(d) {
+                    if !d.d_seq.read_retry(seq) {
+                        return Some(r);
+                    }
+                    // It changed under us: retry from the top.
+                    drop(r);
+                    continue;
                 }
-                // It changed under us: retry from the top.
-                drop(r);
-                continue;
             }
+            Ok(None) => {}
+            Err(Poisoned) => return None,
         }
         if !dcache().rename_seq.read_retry(rs) {
             return None;

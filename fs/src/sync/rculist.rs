@@ -16,7 +16,10 @@
 //!
 //! Freed nodes are poisoned: their link's `next` is overwritten when they
 //! are dropped, and a reader that reaches the poison counts a
-//! [`poison_hits`] (the stress tests assert none).
+//! [`poison_hits`] (the stress tests assert none). A `next` that reads as
+//! the guest allocator's free fill ([`crate::poison::FREE_WORD`], when
+//! memory poisoning is on) is caught the same way: it is not a canonical
+//! address, so following it would fault instead of being counted.
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -163,7 +166,7 @@ impl<'g, T: RcuNode> Iterator for RcuIter<'g, T> {
         // is held, so the node outlives 'g.
         let r = unsafe { RcuRef::from_raw(self.cur) };
         let next = r.get().rcu_link().next.load(Ordering::Acquire);
-        if next == poison() {
+        if next == poison() || next.addr() as u64 == crate::poison::FREE_WORD {
             // We stood on a node whose grace period had already ended:
             // an RCU bug. Count it for the tests and stop walking.
             POISON_HITS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);

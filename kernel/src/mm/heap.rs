@@ -5,7 +5,9 @@
 //! [`KernelAllocator`]: allocations of at most [`slab::MAX_SMALL`] bytes (and
 //! alignment) go to the per-CPU slab, which has no global lock on its fast
 //! path (so the fs crate's `Arc::new` of dentries and inodes scales), the
-//! rest to talc. Allocations and frees are counted per CPU.
+//! rest to talc. Allocations and frees are counted per CPU. With poisoning
+//! on ([`super::poison`]), freed memory of both kinds is filled with the
+//! poison byte (the slab also checks the fill on reuse).
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::{null_mut, NonNull};
@@ -101,8 +103,15 @@ unsafe impl GlobalAlloc for KernelAllocator {
         match slab::class_of(layout) {
             // SAFETY: `ptr` came from `slab::alloc(class)` for this layout.
             Some(class) => unsafe { slab::free(class, ptr) },
-            // SAFETY: `ptr` came from `talc_alloc(layout)`.
-            None => unsafe { talc_free(ptr, layout) },
+            None => {
+                if super::poison::enabled() {
+                    // SAFETY: the caller is freeing `[ptr, ptr + size)`:
+                    // nobody may use it any more.
+                    unsafe { super::poison::fill_large(ptr, layout.size()) };
+                }
+                // SAFETY: `ptr` came from `talc_alloc(layout)`.
+                unsafe { talc_free(ptr, layout) }
+            }
         }
     }
 }

@@ -31,13 +31,16 @@
 //! RAM above 4 GiB is ignored (only 0..4 GiB is identity-mapped).
 //!
 //! Modules: [`frame`] (physical frames), [`heap`] (talc + the global
-//! allocator), [`slab`] (per-CPU magazines over size classes), [`stack`]
-//! (guarded stacks mapped through `crate::arch::mm::paging`). Unsafe code is
+//! allocator), [`slab`] (per-CPU magazines over size classes), [`poison`]
+//! (fill freed memory, check the fill on reuse: a use-after-free detector),
+//! [`stack`] (guarded stacks mapped through `crate::arch::mm::paging`). Unsafe code is
 //! allowed here (and in `arch`) only; each block says why it is sound.
 
 pub mod dma;
 pub mod frame;
 pub mod heap;
+pub mod poison;
+pub mod poison_test;
 pub mod slab;
 pub mod stack;
 

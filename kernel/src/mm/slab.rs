@@ -16,6 +16,12 @@
 //! the invariant local). Objects of a class are interchangeable, so a free
 //! on another CPU than the allocation is fine. Magazines are linked through
 //! a `next` field so depot operations never allocate.
+//!
+//! Poisoning ([`super::poison`]): a magazine entry is an object address
+//! whose bit 0 ([`FILLED`]) says the object was filled with poison when it
+//! was freed; `alloc` checks such an object before handing it out. Free
+//! objects hold no allocator data (the magazines do), so the fill covers
+//! the whole object.
 
 use core::alloc::Layout;
 use core::cell::UnsafeCell;
@@ -25,6 +31,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use spin::Mutex;
 
 use super::heap::talc_alloc;
+use super::poison;
 use crate::percpu::{per_cpu, PerCpu};
 
 /// Number of size classes (16 << 0 ..= 16 << 7).
@@ -49,9 +56,15 @@ pub fn class_of(layout: Layout) -> Option<usize> {
     Some((usize::BITS - (need - 1).leading_zeros()) as usize - 4)
 }
 
+/// Bit 0 of a magazine entry: the object was filled with poison when
+/// freed, so `alloc` checks the fill (objects are at least 16-byte aligned,
+/// so the bit is free).
+const FILLED: usize = 1;
+
 struct Magazine {
     next: *mut Magazine,
     count: usize,
+    /// Free objects, each tagged with [`FILLED`] or not.
     objs: [*mut u8; MAG_SIZE],
 }
 
@@ -189,6 +202,20 @@ fn with_cpu_cache<R>(class: usize, f: impl FnOnce(&mut ClassCache) -> R) -> R {
 
 /// Allocate one object of `class`.
 pub fn alloc(class: usize) -> Option<NonNull<u8>> {
+    let entry = take(class)?;
+    let p = entry.map_addr(|a| a & !FILLED);
+    if entry.addr() & FILLED != 0 {
+        // SAFETY: the entry came from a magazine of `class`, so `p` is a
+        // whole free object of `class_size(class)` bytes (a multiple of 16,
+        // 16-aligned) that `free` filled before tagging it; no one else may
+        // use it until we return it.
+        unsafe { poison::check_object(p, class_size(class)) };
+    }
+    NonNull::new(p)
+}
+
+/// Pop a magazine entry of `class` (tagged, see [`FILLED`]).
+fn take(class: usize) -> Option<*mut u8> {
     with_cpu_cache(class, |c| {
         // SAFETY (whole block): `loaded`/`previous` are null or magazines
         // owned by this CPU's cache; depot magazines are owned by the depot
@@ -237,17 +264,25 @@ pub fn alloc(class: usize) -> Option<NonNull<u8>> {
 /// # Safety
 /// `p` came from [`alloc`] with the same class and is not used afterwards.
 pub unsafe fn free(class: usize, p: *mut u8) {
+    let entry = if poison::enabled() {
+        // SAFETY: `p` is a whole object of `class` that the slab owns from
+        // now on (caller's contract).
+        unsafe { poison::fill_object(p, class_size(class)) };
+        p.map_addr(|a| a | FILLED)
+    } else {
+        p
+    };
     with_cpu_cache(class, |c| {
-        // SAFETY (whole block): as in `alloc`; `p` is a free object of
-        // `class` now owned by the slab (caller's contract).
+        // SAFETY (whole block): as in `alloc`; `entry` is a free object of
+        // `class` (tagged) now owned by the slab (caller's contract).
         unsafe {
             if !c.loaded.is_null() && (*c.loaded).count < MAG_SIZE {
-                push(c.loaded, p);
+                push(c.loaded, entry);
                 return;
             }
             if !c.previous.is_null() && (*c.previous).count == 0 {
                 core::mem::swap(&mut c.loaded, &mut c.previous);
-                push(c.loaded, p);
+                push(c.loaded, entry);
                 return;
             }
             count_depot_visit();
@@ -283,18 +318,18 @@ pub unsafe fn free(class: usize, p: *mut u8) {
             }
             c.previous = c.loaded;
             c.loaded = empty;
-            push(c.loaded, p);
+            push(c.loaded, entry);
         }
     })
 }
 
 /// # Safety
 /// `m` valid with `count > 0`.
-unsafe fn pop(m: *mut Magazine) -> NonNull<u8> {
-    // SAFETY: guaranteed by the caller; stored objects are non-null.
+unsafe fn pop(m: *mut Magazine) -> *mut u8 {
+    // SAFETY: guaranteed by the caller.
     unsafe {
         (*m).count -= 1;
-        NonNull::new_unchecked((*m).objs[(*m).count])
+        (*m).objs[(*m).count]
     }
 }
 
