@@ -556,9 +556,12 @@ pub fn dput(d: Arc<Dentry>) {
         }
         if retain_dentry(&cur) {
             g.set_count(0);
-            lru_add(&cur);
+            let victim = lru_add(&cur);
             drop(g);
             crate::trace!("  dput: last reference, kept unused on the LRU");
+            if let Some(v) = victim {
+                shrink_one(v);
+            }
             shrink_to_limit();
             return;
         }
@@ -618,7 +621,12 @@ fn kill_locked(d: &Arc<Dentry>, parent: Option<&Arc<Dentry>>, honor_retain: bool
     }
     if honor_retain && retain_dentry(d) {
         g.set_count(0);
-        lru_add(d);
+        let victim = lru_add(d);
+        drop(g);
+        drop(pg);
+        if let Some(v) = victim {
+            shrink_one(v);
+        }
         return Kill::Kept;
     }
     g.mark_dead();
@@ -636,10 +644,26 @@ fn kill_locked(d: &Arc<Dentry>, parent: Option<&Arc<Dentry>>, honor_retain: bool
 }
 
 /// Put an unused dentry on the LRU (caller holds its `d_lock`).
-fn lru_add(d: &Arc<Dentry>) {
-    if !d.on_lru() {
-        dcache().lru.lock().push_back(d.clone());
+///
+/// A full LRU makes room first: the oldest entry comes off in the same
+/// critical section, so the list never holds more than its limit, however
+/// many CPUs park dentries at once. The caller kills that victim with
+/// [`shrink_one`] once it has dropped its own locks (the victim's `d_lock`
+/// cannot be taken under another dentry's).
+#[must_use = "the evicted dentry must be passed to shrink_one"]
+fn lru_add(d: &Arc<Dentry>) -> Option<Arc<Dentry>> {
+    if d.on_lru() {
+        return None;
     }
+    let max = dcache().max_unused.load(Ordering::Relaxed);
+    let mut lru = dcache().lru.lock();
+    let victim = if max > 0 && lru.len() >= max {
+        lru.pop_front()
+    } else {
+        None
+    };
+    lru.push_back(d.clone());
+    victim
 }
 
 /// Take a dentry off the LRU (caller holds its `d_lock`).
