@@ -67,7 +67,7 @@ fn boot(smp: u32, mem: &str, cmdline: &str, timeout_s: u64) -> Outcome {
 
 /// `key=value` from the last line starting with `prefix`.
 fn field(serial: &str, prefix: &str, key: &str) -> Option<u64> {
-    let line = serial.lines().filter(|l| l.starts_with(prefix)).last()?;
+    let line = serial.lines().rfind(|l| l.starts_with(prefix))?;
     line.split_whitespace()
         .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
         .and_then(|v| v.parse().ok())
