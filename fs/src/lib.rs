@@ -7,6 +7,8 @@
 //! - [`vfs`]: the path-based API (stat, open, mkdir, rename, mount ...).
 //! - [`stats`], [`trace`]: per-CPU counters and the lookup trace.
 //! - [`errno`]: Linux error numbers.
+//! - [`mem`], [`fault`]: memory admission (`ENOMEM` instead of an abort) and
+//!   allocation fault injection.
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 
 extern crate alloc;
@@ -14,7 +16,9 @@ extern crate alloc;
 pub mod cifs;
 pub mod dcache;
 pub mod errno;
+pub mod fault;
 pub mod inode;
+pub mod mem;
 pub mod mount;
 pub mod namei;
 pub mod platform;

@@ -90,6 +90,9 @@ pub struct Counters {
     pub shared_stores: u64,
     /// Dentries reclaimed by the shrinker.
     pub shrunk: u64,
+    /// Allocations refused (each one an `ENOMEM` answer): memory below the
+    /// platform's reserve even after reclaim, or fault injection.
+    pub enomem: u64,
 }
 
 impl Counters {
@@ -112,6 +115,7 @@ impl Counters {
             locks: self.locks.saturating_sub(earlier.locks),
             shared_stores: self.shared_stores.saturating_sub(earlier.shared_stores),
             shrunk: self.shrunk.saturating_sub(earlier.shrunk),
+            enomem: self.enomem.saturating_sub(earlier.enomem),
         };
         for i in 0..NR_FALLBACK_REASONS {
             d.fallbacks_by_reason[i] =
@@ -135,8 +139,9 @@ pub enum Event {
     Lock,
     SharedStore,
     Shrunk,
+    Enomem,
 }
-const NR_EVENTS: usize = 10;
+const NR_EVENTS: usize = 11;
 const SLOTS: usize = NR_EVENTS + NR_FALLBACK_REASONS;
 
 #[repr(align(128))]
@@ -200,5 +205,6 @@ pub fn snapshot() -> Counters {
         locks: sum[Event::Lock as usize],
         shared_stores: sum[Event::SharedStore as usize],
         shrunk: sum[Event::Shrunk as usize],
+        enomem: sum[Event::Enomem as usize],
     }
 }
