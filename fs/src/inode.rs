@@ -7,7 +7,9 @@
 //! ENOENT design, whether its dcache is complete (tmpfs) and its operations.
 //!
 //! Touches: nothing global but the inode-number counter of its superblock
-//! (and this CPU's `poison_seen` counter when a canary check fails).
+//! (and this CPU's `poison_seen` counter when a canary check fails);
+//! creating an inode or growing a file asks memory admission
+//! ([`crate::mem`]), which may run the dcache shrinker.
 
 #![deny(unsafe_code)]
 
@@ -18,10 +20,18 @@ use core::any::Any;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::dcache::design::{self, EnoentDesign};
-use crate::errno::KResult;
+use crate::errno::{Errno, KResult};
+use crate::mem;
 use crate::poison::{self, Canary, INODE_LIVE};
+use crate::stats::{self, Event};
 use crate::sync::spinlock::{RwSem, SpinLock};
 use crate::vfs::{FileType, Stat};
+
+/// Bytes of one inode allocation (what [`Inode::new_arc`] asks for).
+pub const INODE_BYTES: usize = mem::arc_size::<Inode>();
+
+/// Most bytes a growing file reserves beyond what a write needs.
+pub const MAX_GROWTH_SLACK: usize = 1 << 20;
 
 /// One file, directory or symlink.
 pub struct Inode {
@@ -70,6 +80,17 @@ impl Inode {
             link: link.into(),
             private: None,
         }
+    }
+
+    /// A new inode behind an `Arc`, after asking memory admission for it
+    /// and for its symlink target ([`crate::mem`]): `ENOMEM` when refused,
+    /// and then nothing is allocated.
+    pub fn new_arc(ino: u64, kind: FileType, mode: u32, link: &[u8]) -> KResult<Arc<Inode>> {
+        mem::admit(INODE_BYTES)?;
+        if !link.is_empty() {
+            mem::admit(link.len())?;
+        }
+        Ok(Arc::new(Inode::new(ino, kind, mode, link)))
     }
 
     /// A new inode carrying filesystem-private state.
@@ -178,14 +199,29 @@ impl Inode {
         n
     }
 
-    /// Write file bytes at `off` (extending with zeros).
+    /// Write file bytes at `off` (extending with zeros). Growth asks memory
+    /// admission first and then allocates fallibly (`try_reserve_exact`):
+    /// either refusal is `ENOMEM` and leaves the file as it was.
     pub fn write_at(&self, off: u64, data: &[u8]) -> KResult<usize> {
         let mut d = self.data.lock();
-        let off = usize::try_from(off).map_err(|_| crate::Errno::EINVAL)?;
-        let end = off.checked_add(data.len()).ok_or(crate::Errno::EINVAL)?;
+        let off = usize::try_from(off).map_err(|_| Errno::EINVAL)?;
+        let end = off.checked_add(data.len()).ok_or(Errno::EINVAL)?;
+        if d.capacity() < end {
+            // Amortised doubling, as `Vec` would do, but with the slack
+            // capped so that a big file near the watermark asks for what
+            // it needs rather than twice its size.
+            let doubled = d.capacity().saturating_mul(2);
+            let want = end.max(doubled.min(end.saturating_add(MAX_GROWTH_SLACK)));
+            mem::admit(want)?;
+            let len = d.len();
+            if d.try_reserve_exact(want - len).is_err() {
+                // Admitted, but the allocator had no block that large
+                // (fragmentation, or the host itself ran out).
+                stats::inc(Event::Enomem);
+                return Err(Errno::ENOMEM);
+            }
+        }
         if d.len() < end {
-            let extra = end - d.len();
-            d.try_reserve(extra).map_err(|_| crate::Errno::ENOMEM)?;
             d.resize(end, 0);
         }
         d[off..end].copy_from_slice(data);

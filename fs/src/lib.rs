@@ -8,6 +8,8 @@
 //! - [`stats`], [`trace`]: per-CPU counters and the lookup trace.
 //! - [`poison`]: canaries that let RCU readers notice freed memory.
 //! - [`errno`]: Linux error numbers.
+//! - [`mem`], [`fault`]: memory admission (`ENOMEM` instead of an abort) and
+//!   allocation fault injection.
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 
 extern crate alloc;
@@ -15,7 +17,9 @@ extern crate alloc;
 pub mod cifs;
 pub mod dcache;
 pub mod errno;
+pub mod fault;
 pub mod inode;
+pub mod mem;
 pub mod mount;
 pub mod namei;
 pub mod platform;

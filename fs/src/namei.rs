@@ -393,8 +393,8 @@ impl<'g> Nd<'g> {
             }
             // As Linux's `__lookup_slow`: allocate first, then look (inside
             // d_alloc_parallel), so a lookup that loses a race still paid
-            // for its dentry.
-            SlowMiss::AllocAndAsk => match dcache::d_alloc_parallel(parent.arc(), name, hash) {
+            // for its dentry. A refused allocation ends the walk with ENOMEM.
+            SlowMiss::AllocAndAsk => match dcache::d_alloc_parallel(parent.arc(), name, hash)? {
                 dcache::Parallel::Found(d) => {
                     trace!(
                         "  lookup_slow \"{}\": d_alloc_parallel found it",

@@ -2,7 +2,8 @@
 //!
 //! The same VFS code runs inside the guest kernel and on ordinary host threads
 //! (tests, benchmarks, `vfsh`). Everything that differs between the two lives
-//! behind [`Platform`]: which CPU we are on, the clock, and RCU. The kernel
+//! behind [`Platform`]: which CPU we are on, the clock, RCU, and whether
+//! memory may still be allocated (see [`crate::mem`]). The kernel
 //! implements it in `kernel/src/sync/rcu.rs` (QSBR, quiescent states from the
 //! tick); the host implementation is [`crate::sync::host::HostPlatform`]
 //! (thread slots as CPUs, epoch-based RCU), built with the `std` feature.
@@ -11,7 +12,9 @@
 //! Hot fixed-size objects (dentries, inodes) are allocated with `Arc::new`
 //! through the global allocator. On the kernel that allocator is a per-CPU slab
 //! with magazines (`kernel/src/mm/slab.rs`), so no global lock sits on the
-//! lookup path; on the host it is the C library's per-thread caches.
+//! lookup path; on the host it is the C library's per-thread caches. The fs
+//! asks [`Platform::may_alloc`] before each of those allocations on a path
+//! that can fail, so that running out becomes `ENOMEM` instead of an abort.
 //!
 //! This module touches nothing but one write-once global.
 
@@ -45,6 +48,17 @@ pub trait Platform: Sync {
     /// Report that this CPU holds no RCU references right now (outside any
     /// read-side section). Long loops call it; QSBR relies on it.
     fn rcu_quiescent_state(&self);
+
+    /// May the fs allocate `bytes` (one allocation) now? `false` makes the
+    /// operation that wanted it fail with `ENOMEM` (after the fs tried to
+    /// reclaim unused dentries and asked again). A platform answers from
+    /// its allocator's free memory, keeping a reserve for allocations that
+    /// cannot fail. Called on allocating paths only, possibly with locks
+    /// held: must not sleep or allocate. The default admits everything.
+    fn may_alloc(&self, bytes: usize) -> bool {
+        let _ = bytes;
+        true
+    }
 }
 
 static PLATFORM: spin::Once<&'static dyn Platform> = spin::Once::new();

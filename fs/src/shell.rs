@@ -519,6 +519,7 @@ pub fn stats_lines() -> Vec<String> {
         ("locks", c.locks),
         ("shared_stores", c.shared_stores),
         ("shrunk", c.shrunk),
+        ("enomem", c.enomem),
     ] {
         out.push(std::format!("# {name} {v}"));
     }

@@ -94,6 +94,9 @@ pub struct Counters {
     /// on freed (dropped or poisoned) memory. Always 0 in a correct kernel
     /// (see `crate::poison`).
     pub poison_seen: u64,
+    /// Allocations refused (each one an `ENOMEM` answer): memory below the
+    /// platform's reserve even after reclaim, or fault injection.
+    pub enomem: u64,
 }
 
 impl Counters {
@@ -117,6 +120,7 @@ impl Counters {
             shared_stores: self.shared_stores.saturating_sub(earlier.shared_stores),
             shrunk: self.shrunk.saturating_sub(earlier.shrunk),
             poison_seen: self.poison_seen.saturating_sub(earlier.poison_seen),
+            enomem: self.enomem.saturating_sub(earlier.enomem),
         };
         for i in 0..NR_FALLBACK_REASONS {
             d.fallbacks_by_reason[i] =
@@ -141,6 +145,7 @@ pub enum Event {
     SharedStore,
     Shrunk,
     PoisonSeen,
+    Enomem,
 }
 const NR_EVENTS: usize = 11;
 const SLOTS: usize = NR_EVENTS + NR_FALLBACK_REASONS;
@@ -207,5 +212,6 @@ pub fn snapshot() -> Counters {
         shared_stores: sum[Event::SharedStore as usize],
         shrunk: sum[Event::Shrunk as usize],
         poison_seen: sum[Event::PoisonSeen as usize],
+        enomem: sum[Event::Enomem as usize],
     }
 }

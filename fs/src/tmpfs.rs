@@ -18,6 +18,7 @@ use alloc::sync::Arc;
 use crate::dcache::{self, design, DRef};
 use crate::errno::{Errno, KResult};
 use crate::inode::{FsOps, Inode, SuperBlock};
+use crate::mem;
 use crate::vfs::FileType;
 
 /// Default ENOENT design of a new tmpfs.
@@ -66,7 +67,10 @@ pub fn new_root(opts: &str) -> KResult<DRef> {
     let d = o
         .design
         .unwrap_or_else(|| design::by_name(DEFAULT_DESIGN).expect("default design exists"));
+    // A mount under memory pressure fails like any other creation.
+    mem::admit(mem::arc_size::<SuperBlock>())?;
+    mem::admit(dcache::DENTRY_BYTES)?;
     let sb = Arc::new(SuperBlock::new(d, true, Box::new(Tmpfs)));
-    let root = Arc::new(Inode::new(sb.alloc_ino(), FileType::Dir, 0o1777, b""));
+    let root = Inode::new_arc(sb.alloc_ino(), FileType::Dir, 0o1777, b"")?;
     Ok(dcache::d_alloc_root(sb, root))
 }

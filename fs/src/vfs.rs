@@ -11,7 +11,8 @@
 //! positive tmpfs dentry so that it never becomes unused.
 //!
 //! Touches: the dcache and mounts through `namei`; allocates only where the
-//! operation creates something (or the ENOENT design says so).
+//! operation creates something (or the ENOENT design says so), and asks
+//! memory admission first: a refusal is `ENOMEM` with nothing changed.
 
 #![deny(unsafe_code)]
 
@@ -331,7 +332,8 @@ impl Vfs {
 
     /// Create a new inode under `p` (parent's `i_rwsem` held exclusively):
     /// reuse a negative dentry or allocate one, instantiate it inside the
-    /// parent's `dir_seq` write section, and pin it.
+    /// parent's `dir_seq` write section, and pin it. Both allocations come
+    /// before any change, so `ENOMEM` leaves the directory as it was.
     fn create_locked(
         &self,
         p: &Parent,
@@ -350,9 +352,10 @@ impl Vfs {
         let hash = d_hash(&p.dir, &p.last);
         let d = match existing {
             Some(d) => d,
-            None => dcache::d_alloc(p.dir.arc(), &p.last, hash),
+            None => dcache::d_alloc(p.dir.arc(), &p.last, hash)?,
         };
-        let inode = Arc::new(Inode::new(p.dir.sb.alloc_ino(), kind, mode, link));
+        // On ENOMEM here a fresh `d` is dropped unhashed: dput kills it.
+        let inode = Inode::new_arc(p.dir.sb.alloc_ino(), kind, mode, link)?;
         p.dir
             .dir_seq
             .write(|| dcache::d_instantiate(d.arc(), inode.clone()));
@@ -499,6 +502,9 @@ impl Vfs {
         let old_d = Self::lookup_victim(&po)?;
         let old_inode = old_d.inode_arc().ok_or(Errno::ENOENT)?;
         namei::check_name(&pn.last)?;
+        // A long new name needs its own copy (d_move): ask before changing
+        // anything.
+        dcache::admit_long_name(&pn.last)?;
         let new_hash = d_hash(&pn.dir, &pn.last);
         let new_d = d_lookup(&pn.dir, &pn.last, new_hash);
         let new_inode = new_d.as_ref().and_then(|d| d.inode_arc());

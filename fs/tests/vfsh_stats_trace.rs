@@ -12,7 +12,7 @@ use fs::shell::Shell;
 
 const DESIGN_OPTS: [&str; 3] = ["enoent=transient", "enoent=negative", "enoent=noalloc"];
 
-const COUNTERS: [&str; 19] = [
+const COUNTERS: [&str; 20] = [
     "lookups",
     "rcu_walks",
     "fallbacks",
@@ -32,6 +32,7 @@ const COUNTERS: [&str; 19] = [
     "locks",
     "shared_stores",
     "shrunk",
+    "enomem",
 ];
 
 /// Run `stats`; check its shape; return the counters by name.

@@ -66,6 +66,8 @@ pub struct Config {
     /// `poison=0|1` as given: `1` fills freed memory and checks the fill on
     /// reuse from boot on; `stress=rcu` turns it on unless `poison=0`.
     pub poison: Option<bool>,
+    /// `failslab=N`: refuse every N-th fs allocation (`fs::fault`).
+    pub failslab: Option<u64>,
 }
 
 /// What `demo=` runs.
@@ -84,6 +86,8 @@ pub enum Stress {
     Rcu,
     /// 1,000,000 distinct missing names per design in a small guest.
     Mem,
+    /// Fill tmpfs until memory admission says ENOMEM, then check recovery.
+    Oom,
 }
 
 impl Default for Config {
@@ -103,6 +107,7 @@ impl Default for Config {
             smb: None,
             smbopts: None,
             poison: None,
+            failslab: None,
         }
     }
 }
@@ -219,13 +224,31 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         name: "stress",
-        syntax: "rcu|mem",
-        help: "rcu: churn vs checked lookups on every CPU (secs=S); mem: 1M missing names per design",
+        syntax: "rcu|mem|oom",
+        help: "rcu: churn vs checked lookups on every CPU (secs=S); mem: 1M missing names per design; oom: fill tmpfs to ENOMEM and recover",
         kind: Kind::Value(|c, v| {
             c.stress = Some(value::one_of(
                 v,
-                &[("rcu", Stress::Rcu), ("mem", Stress::Mem)],
-                "rcu or mem",
+                &[
+                    ("rcu", Stress::Rcu),
+                    ("mem", Stress::Mem),
+                    ("oom", Stress::Oom),
+                ],
+                "rcu, mem or oom",
+            )?);
+            Ok(())
+        }),
+    },
+    KeySpec {
+        name: "failslab",
+        syntax: "1..1000000000",
+        help: "fault injection: every N-th fs allocation fails with ENOMEM (as Linux failslab's interval)",
+        kind: Kind::Value(|c, v| {
+            c.failslab = Some(value::int_in(
+                v,
+                1,
+                1_000_000_000,
+                "an integer from 1 to 1000000000",
             )?);
             Ok(())
         }),
@@ -672,6 +695,36 @@ mod tests {
         assert_eq!(
             parse("demo=table stress=mem"),
             Err(CmdlineError::Conflict("demo", "stress"))
+        );
+        assert_eq!(parse("stress=oom").unwrap().stress, Some(Stress::Oom));
+    }
+
+    #[test]
+    fn failslab() {
+        assert_eq!(parse("").unwrap().failslab, None);
+        let c = parse("stress=mem failslab=7").unwrap();
+        assert_eq!((c.stress, c.failslab), (Some(Stress::Mem), Some(7)));
+        assert_eq!(parse("selftest failslab=1").unwrap().failslab, Some(1));
+        for bad in [
+            "failslab=0",
+            "failslab=-1",
+            "failslab=x",
+            "failslab=1000000001",
+        ] {
+            assert!(
+                matches!(
+                    parse(bad),
+                    Err(CmdlineError::BadValue {
+                        key: "failslab",
+                        ..
+                    })
+                ),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            parse("failslab"),
+            Err(CmdlineError::MissingValue("failslab"))
         );
     }
 

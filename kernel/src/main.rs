@@ -91,6 +91,10 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
     arch::kernel::smp::mark_online(0);
     arch::interrupts::enable();
     sync::rcu::install();
+    if let Some(n) = config.failslab {
+        fs::fault::fail_every(n);
+        log::info!("failslab={n}: every {n}-th fs allocation fails with ENOMEM");
+    }
     log::info!(
         "time: TSC {} MHz ({reference:?}), LAPIC timer {} kHz, tick {} Hz",
         tsc_hz / 1_000_000,

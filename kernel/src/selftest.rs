@@ -79,6 +79,7 @@ const TESTS: &[Test] = &[
         "poison_rcu_lookup_counts_freed_dentry",
         poison_test::rcu_lookup_counts_freed_dentry,
     ),
+    ("fs_enomem_is_an_answer", fs_enomem_is_an_answer),
 ];
 
 /// Run every test; returns (passed, failed).
@@ -898,5 +899,62 @@ fn fs_rcu_grace_period_reclaims_dentries() -> TestResult {
             "{d}: {live} live dentries after grace periods, baseline {base}"
         );
     }
+    Ok(())
+}
+
+/// Memory admission: the heap's answer follows its watermark, and a
+/// refused fs allocation (fault injection, as `failslab=1`) is ENOMEM for
+/// the caller, leaves nothing behind, and stops when injection stops.
+fn fs_enomem_is_an_answer() -> TestResult {
+    use crate::mm::heap;
+    use bench::params::Design;
+    use fs::Errno;
+    let (_, size, _) = heap::stats();
+    ensure!(heap::may_alloc(64), "a 64-byte allocation refused");
+    ensure!(heap::may_alloc(4096), "a 4 KiB allocation refused");
+    ensure!(!heap::may_alloc(size), "the whole heap admitted");
+    let into_reserve = heap::free().saturating_sub(heap::reserve() / 2);
+    ensure!(
+        !heap::may_alloc(into_reserve),
+        "{into_reserve} bytes admitted: that eats half the reserve ({})",
+        heap::reserve()
+    );
+    let prev = fs::fault::interval();
+    let base = crate::stress::drain(1000);
+    for d in Design::ALL {
+        let vfs = tmpfs(d)?;
+        vfs.mkdir(b"/a", 0o755).map_err(|e| format!("{d}: {e}"))?;
+        let c0 = fs::stats::snapshot();
+        fs::fault::fail_every(1);
+        let miss = vfs.stat(b"/a/missing");
+        let mkdir = vfs.mkdir(b"/a/b", 0o755);
+        let write = vfs.write_file(b"/a/f", b"x");
+        fs::fault::fail_every(prev);
+        let want_miss = if d == Design::Noalloc {
+            Errno::ENOENT
+        } else {
+            Errno::ENOMEM
+        };
+        ensure!(miss == Err(want_miss), "{d}: stat /a/missing: {miss:?}");
+        ensure!(mkdir == Err(Errno::ENOMEM), "{d}: mkdir: {mkdir:?}");
+        ensure!(write == Err(Errno::ENOMEM), "{d}: write_file: {write:?}");
+        let counted = fs::stats::snapshot().delta(&c0).enomem;
+        let seen = 2 + (d != Design::Noalloc) as u64;
+        ensure!(
+            counted == seen,
+            "{d}: enomem counter {counted}, {seen} seen"
+        );
+        ensure!(
+            vfs.stat(b"/a/b") == Err(Errno::ENOENT),
+            "{d}: a refused mkdir left /a/b"
+        );
+        vfs.mkdir(b"/a/b", 0o755)
+            .map_err(|e| format!("{d}: mkdir after injection: {e}"))?;
+    }
+    let live = crate::stress::settle(base, 2000);
+    ensure!(
+        live == base,
+        "{live} live dentries after grace periods, baseline {base}"
+    );
     Ok(())
 }

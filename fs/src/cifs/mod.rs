@@ -490,7 +490,7 @@ impl FsOps for CifsFs {
                     let path = Self::child_path(&inode, name)?;
                     let child = self.make_inode(sb, path, is_dir, e.end_of_file, e.file_id, now);
                     Self::apply_listing(&child, e, now);
-                    let d = dcache::d_alloc(dir.arc(), name, hash);
+                    let d = dcache::d_alloc(dir.arc(), name, hash)?;
                     dir.dir_seq.write(|| dcache::d_add(d.arc(), Some(child)));
                 }
             }

@@ -26,7 +26,9 @@
 //! reference own one strong count each; counts reachable by RCU readers are
 //! released through `call_rcu`. The lockref count is the Linux count: how
 //! many users (walks, open files, children, the tmpfs pin) hold it; at zero
-//! a dentry is either cached on the LRU or killed.
+//! a dentry is either cached on the LRU or killed. `d_alloc` asks memory
+//! admission first ([`crate::mem`]) and fails with `ENOMEM` when refused;
+//! [`shrink`] is the reclaim admission runs before it gives up.
 
 #![deny(unsafe_code)]
 
@@ -37,7 +39,9 @@ use alloc::vec::Vec;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
+use crate::errno::KResult;
 use crate::inode::{Inode, SuperBlock};
+use crate::mem;
 use crate::poison::{self, Canary, DENTRY_LIVE};
 use crate::stats::{self, Event};
 use crate::sync::ilist::{ChildList, LruList, Node};
@@ -319,9 +323,31 @@ pub fn dget_not_dead(d: RcuRef<'_, Dentry>) -> Option<DRef> {
     }
 }
 
+/// Bytes of one dentry allocation (what `d_alloc` asks [`mem::admit`] for).
+pub const DENTRY_BYTES: usize = mem::arc_size::<Dentry>();
+
+/// Ask for the memory of a dentry named `name`: the dentry, and for a name
+/// longer than [`DNAME_INLINE_LEN`] its out-of-line copy (an `Arc<Vec>`
+/// and the bytes). `ENOMEM` when either is refused.
+fn admit_dentry(name: &[u8]) -> KResult<()> {
+    mem::admit(DENTRY_BYTES)?;
+    admit_long_name(name)
+}
+
+/// Ask for the out-of-line copy of a long name (nothing for a short one).
+pub fn admit_long_name(name: &[u8]) -> KResult<()> {
+    if name.len() > DNAME_INLINE_LEN {
+        mem::admit(mem::arc_size::<Vec<u8>>())?;
+        mem::admit(name.len())?;
+    }
+    Ok(())
+}
+
 /// Allocate a dentry for `name` under `parent` (Linux `d_alloc`): count 1,
 /// on the parent's children list, pinning the parent. Not hashed.
-pub fn d_alloc(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> DRef {
+/// `ENOMEM` when memory admission refuses it (nothing is allocated then).
+pub fn d_alloc(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> KResult<DRef> {
+    admit_dentry(name)?;
     let d = Arc::new(Node::new(DentryInner {
         hash_link: RcuLink::new(),
         canary: Canary::new(),
@@ -349,7 +375,7 @@ pub fn d_alloc(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> DRef {
     pg.inc();
     pg.children.push_back(d.clone());
     drop(pg);
-    DRef::adopt(d)
+    Ok(DRef::adopt(d))
 }
 
 /// A root dentry for a new superblock, count 1 (the mount's reference).
@@ -556,13 +582,12 @@ pub fn dput(d: Arc<Dentry>) {
         }
         if retain_dentry(&cur) {
             g.set_count(0);
-            let victim = lru_add(&cur);
+            let over = lru_add(&cur);
             drop(g);
             crate::trace!("  dput: last reference, kept unused on the LRU");
-            if let Some(v) = victim {
+            if let Some(v) = over {
                 shrink_one(v);
             }
-            shrink_to_limit();
             return;
         }
         drop(g);
@@ -584,7 +609,12 @@ fn dentry_kill(d: Arc<Dentry>, honor_retain: bool) -> Option<Arc<Dentry>> {
         let parent = d.parent.get_arc();
         match kill_locked(&d, parent.as_ref(), honor_retain) {
             Kill::Moved => continue,
-            Kill::Kept => return None,
+            Kill::Kept(over) => {
+                if let Some(v) = over {
+                    shrink_one(v);
+                }
+                return None;
+            }
             Kill::Killed => return parent,
         }
     }
@@ -593,8 +623,9 @@ fn dentry_kill(d: Arc<Dentry>, honor_retain: bool) -> Option<Arc<Dentry>> {
 enum Kill {
     /// A rename moved it to another parent before we held both locks.
     Moved,
-    /// Still referenced, or parked on the LRU.
-    Kept,
+    /// Still referenced, or parked on the LRU (with the entry that parking
+    /// pushed over the limit, for the shrinker once no lock is held).
+    Kept(Option<Arc<Dentry>>),
     Killed,
 }
 
@@ -617,17 +648,11 @@ fn kill_locked(d: &Arc<Dentry>, parent: Option<&Arc<Dentry>>, honor_retain: bool
         if g.count() > 1 {
             g.dec();
         }
-        return Kill::Kept;
+        return Kill::Kept(None);
     }
     if honor_retain && retain_dentry(d) {
         g.set_count(0);
-        let victim = lru_add(d);
-        drop(g);
-        drop(pg);
-        if let Some(v) = victim {
-            shrink_one(v);
-        }
-        return Kill::Kept;
+        return Kill::Kept(lru_add(d));
     }
     g.mark_dead();
     d.d_seq.write(|| {
@@ -643,27 +668,24 @@ fn kill_locked(d: &Arc<Dentry>, parent: Option<&Arc<Dentry>>, honor_retain: bool
     Kill::Killed
 }
 
-/// Put an unused dentry on the LRU (caller holds its `d_lock`).
-///
-/// A full LRU makes room first: the oldest entry comes off in the same
-/// critical section, so the list never holds more than its limit, however
-/// many CPUs park dentries at once. The caller kills that victim with
-/// [`shrink_one`] once it has dropped its own locks (the victim's `d_lock`
-/// cannot be taken under another dentry's).
-#[must_use = "the evicted dentry must be passed to shrink_one"]
+/// Put an unused dentry on the LRU (caller holds its `d_lock`). If that
+/// takes the LRU over its limit, the oldest entry comes off in the same
+/// critical section and is returned: the caller hands it to
+/// [`shrink_one`] once it holds no lock. So [`nr_unused`] never exceeds
+/// the limit, not even for the moment between parking and shrinking.
+#[must_use]
 fn lru_add(d: &Arc<Dentry>) -> Option<Arc<Dentry>> {
     if d.on_lru() {
         return None;
     }
-    let max = dcache().max_unused.load(Ordering::Relaxed);
-    let mut lru = dcache().lru.lock();
-    let victim = if max > 0 && lru.len() >= max {
+    let dc = dcache();
+    let mut lru = dc.lru.lock();
+    lru.push_back(d.clone());
+    if lru.len() > dc.max_unused.load(Ordering::Relaxed) {
         lru.pop_front()
     } else {
         None
-    };
-    lru.push_back(d.clone());
-    victim
+    }
 }
 
 /// Take a dentry off the LRU (caller holds its `d_lock`).
@@ -671,6 +693,20 @@ fn lru_del(d: &Dentry) {
     if d.on_lru() {
         drop(dcache().lru.lock().remove(d));
     }
+}
+
+/// Reclaim up to `n` unused dentries, oldest first (the shrinker asked by
+/// memory admission, [`crate::mem`]). Returns how many it took off the
+/// LRU. Their memory comes back after a grace period.
+pub fn shrink(n: usize) -> usize {
+    let mut taken = 0;
+    while taken < n {
+        let victim = dcache().lru.lock().pop_front();
+        let Some(v) = victim else { break };
+        shrink_one(v);
+        taken += 1;
+    }
+    taken
 }
 
 /// Run the shrinker until the LRU is within its limit.
@@ -734,11 +770,13 @@ fn in_lookup_bucket(hash: u64) -> &'static SpinLock<Vec<Arc<Dentry>>> {
 /// Allocate a dentry for a lookup that must ask the filesystem, making sure
 /// only one such lookup per (parent, name) is in flight (Linux
 /// `d_alloc_parallel`). Caller holds the parent's `i_rwsem` shared.
-pub fn d_alloc_parallel(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> Parallel {
-    let new = d_alloc(parent, name, hash);
+/// Like Linux it allocates first, so a refused allocation is `ENOMEM` even
+/// when another lookup has just added the name.
+pub fn d_alloc_parallel(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> KResult<Parallel> {
+    let new = d_alloc(parent, name, hash)?;
     loop {
         if let Some(d) = d_lookup(parent, name, hash) {
-            return Parallel::Found(d);
+            return Ok(Parallel::Found(d));
         }
         let mut b = in_lookup_bucket(hash).lock();
         let g = RcuGuard::new();
@@ -764,7 +802,7 @@ pub fn d_alloc_parallel(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> Paralle
             None => {
                 new.set_flag(D_PAR_LOOKUP);
                 b.push(new.arc().clone());
-                return Parallel::InLookup(new);
+                return Ok(Parallel::InLookup(new));
             }
         }
     }

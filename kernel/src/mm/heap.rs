@@ -8,6 +8,10 @@
 //! rest to talc. Allocations and frees are counted per CPU. With poisoning
 //! on ([`super::poison`]), freed memory of both kinds is filled with the
 //! poison byte (the slab also checks the fill on reuse).
+//!
+//! The allocator itself cannot refuse politely (a null return aborts an
+//! infallible `Arc::new`), so the fs crate asks [`may_alloc`] first and
+//! turns a no into `ENOMEM`; [`reserve`] is the watermark it answers by.
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::{null_mut, NonNull};
@@ -46,6 +50,48 @@ pub fn stats() -> (usize, usize, usize) {
         HEAP_SIZE.load(Ordering::Relaxed),
         HEAP_IN_USE.load(Ordering::Relaxed),
     )
+}
+
+/// The smallest reserve, for small heaps.
+pub const MIN_RESERVE: usize = 1 << 20;
+
+/// Free heap that memory admission keeps back: `max(1 MiB, heap / 16)`.
+/// The fs crate's allocations (dentries, inodes, file data) stop here with
+/// `ENOMEM`; what is left serves the allocations that cannot fail (console
+/// formatting, `Vec`s on other paths, RCU callback queues, the network
+/// stack), like the `min` watermark Linux keeps for atomic allocations.
+pub fn reserve() -> usize {
+    (HEAP_SIZE.load(Ordering::Relaxed) / 16).max(MIN_RESERVE)
+}
+
+/// Bytes talc has not handed out (slab chunks count as handed out, free
+/// objects inside them included).
+pub fn free() -> usize {
+    HEAP_SIZE
+        .load(Ordering::Relaxed)
+        .saturating_sub(HEAP_IN_USE.load(Ordering::Relaxed))
+}
+
+/// Memory admission for one allocation of `bytes` (the kernel's answer to
+/// `fs::platform::Platform::may_alloc`). Fast path: after the worst case
+/// this allocation could take from talc (a whole slab refill for a small
+/// object), the free heap stays above [`reserve`]. Below that watermark a
+/// small object is still admitted when the slab can serve it from free
+/// objects this CPU can reach (memory the shrinker gave back), since that
+/// takes nothing from talc; anything else is refused.
+///
+/// The answer is advisory, read without a lock: CPUs admitted at the same
+/// moment may together dip into the reserve by one allocation each, which
+/// the reserve is large enough to absorb.
+pub fn may_alloc(bytes: usize) -> bool {
+    let class = Layout::from_size_align(bytes.max(1), 8)
+        .ok()
+        .and_then(slab::class_of);
+    let worst = class.map_or(bytes, slab::refill_bytes);
+    if free() >= reserve().saturating_add(worst) {
+        return true;
+    }
+    class.is_some_and(slab::has_free)
 }
 
 /// Allocate from talc directly (used by the slab for chunks and magazines).

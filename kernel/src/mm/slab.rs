@@ -351,6 +351,30 @@ fn count_depot_visit() {
     );
 }
 
+/// Can this CPU get an object of `class` without carving a new chunk from
+/// talc? True when one of its own magazines or the depot holds a free
+/// object. Free objects parked in *other* CPUs' magazines do not count:
+/// this CPU cannot reach them. Memory admission asks this below the heap
+/// watermark (`heap::may_alloc`).
+pub fn has_free(class: usize) -> bool {
+    with_cpu_cache(class, |c| {
+        // SAFETY: `loaded`/`previous` are null or magazines owned by this
+        // CPU's cache (interrupts off inside `with_cpu_cache`).
+        let mine = unsafe {
+            (!c.loaded.is_null() && (*c.loaded).count > 0)
+                || (!c.previous.is_null() && (*c.previous).count > 0)
+        };
+        // The depot lock with interrupts off, as on the allocation path.
+        mine || DEPOT[class].lock().nfull > 0
+    })
+}
+
+/// Bytes a refill of `class` takes from talc in the worst case: one chunk
+/// of [`MAG_SIZE`] objects and a magazine to hold them.
+pub const fn refill_bytes(class: usize) -> usize {
+    class_size(class) * MAG_SIZE + core::mem::size_of::<Magazine>()
+}
+
 /// Depot state of `class`: (full magazines, empty magazines, objects carved).
 pub fn depot_stats(class: usize) -> (usize, usize, usize) {
     let d = DEPOT[class].lock();

@@ -26,7 +26,7 @@
 //! in interrupt context. The queue lock is per CPU and uncontended.
 //!
 //! Touches: per-CPU RCU state, `crate::time` (clock), `crate::smp` (CPU
-//! count). Safe code only.
+//! count), `crate::mm::heap` (memory admission for the fs). Safe code only.
 
 use alloc::collections::VecDeque;
 use core::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -294,6 +294,10 @@ impl Platform for KernelPlatform {
 
     fn rcu_quiescent_state(&self) {
         quiescent_state()
+    }
+
+    fn may_alloc(&self, bytes: usize) -> bool {
+        crate::mm::heap::may_alloc(bytes)
     }
 }
 

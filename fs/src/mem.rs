@@ -1,0 +1,75 @@
+//! Memory admission: may the fs allocate now, or must the caller get
+//! `ENOMEM`?
+//!
+//! Stable Rust cannot ask `Arc::new` to fail: when the global allocator
+//! returns null, the program aborts. So, like Linux's page-allocator
+//! watermarks, the fs asks *before* each allocation on a path that can
+//! return an error — a dentry and its long name (`d_alloc`), an inode
+//! (file, directory or symlink creation), the growth of a tmpfs file — and
+//! answers `ENOMEM` while there is still memory left. The host decides
+//! ([`Platform::may_alloc`]): the kernel refuses once the free heap would
+//! fall under a reserve kept for the allocations that cannot fail (the
+//! console, `Vec`s on other paths, the network stack); the host platform
+//! always admits.
+//!
+//! A refusal first runs the dcache shrinker on a batch of unused dentries
+//! (Linux's direct reclaim) and asks again. What the shrinker frees may
+//! only come back after an RCU grace period, so the second answer can still
+//! be no; then the caller gets `ENOMEM`, counted in
+//! [`crate::stats::Counters::enomem`]. Fault injection ([`crate::fault`])
+//! refuses before anyone is asked, like Linux's `failslab`.
+//!
+//! Every step is cheap when memory is plentiful: a relaxed load (fault
+//! injection off) and the platform's answer (two relaxed loads in the
+//! kernel). Lookups that allocate nothing (the noalloc design) never come
+//! here.
+//!
+//! Touches: the platform, the dcache shrinker (refusals only), counters.
+
+#![deny(unsafe_code)]
+
+use crate::errno::{Errno, KResult};
+use crate::platform;
+use crate::stats::{self, Event};
+
+/// Unused dentries the shrinker is asked to reclaim per refusal.
+pub const SHRINK_BATCH: usize = 1024;
+
+/// Bytes of one `Arc<T>` allocation: the value plus the two counts.
+pub const fn arc_size<T>() -> usize {
+    core::mem::size_of::<T>() + 2 * core::mem::size_of::<usize>()
+}
+
+/// May the fs allocate `bytes` (one allocation) now? `Err(ENOMEM)` if
+/// fault injection or the platform says no, even after reclaim.
+#[inline]
+pub fn admit(bytes: usize) -> KResult<()> {
+    if crate::fault::should_fail() {
+        crate::trace!("  mem: allocation of {bytes} bytes refused (fault injection) -> ENOMEM");
+        return Err(refused());
+    }
+    if platform::get().may_alloc(bytes) {
+        return Ok(());
+    }
+    admit_after_reclaim(bytes)
+}
+
+/// The platform refused: reclaim unused dentries and ask once more.
+#[cold]
+fn admit_after_reclaim(bytes: usize) -> KResult<()> {
+    let freed = crate::dcache::shrink(SHRINK_BATCH);
+    if freed > 0 && platform::get().may_alloc(bytes) {
+        crate::trace!("  mem: {bytes} bytes admitted after reclaiming {freed} dentries");
+        return Ok(());
+    }
+    crate::trace!(
+        "  mem: allocation of {bytes} bytes refused (reclaimed {freed} dentries) -> ENOMEM"
+    );
+    Err(refused())
+}
+
+#[cold]
+fn refused() -> Errno {
+    stats::inc(Event::Enomem);
+    Errno::ENOMEM
+}
