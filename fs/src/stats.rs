@@ -147,7 +147,8 @@ pub enum Event {
     PoisonSeen,
     Enomem,
 }
-const NR_EVENTS: usize = 11;
+/// Keep in step with the last variant of [`Event`].
+const NR_EVENTS: usize = Event::Enomem as usize + 1;
 const SLOTS: usize = NR_EVENTS + NR_FALLBACK_REASONS;
 
 #[repr(align(128))]
