@@ -680,6 +680,40 @@ pub fn workspace_root() -> PathBuf {
     manifest.parent().unwrap_or(manifest).to_path_buf()
 }
 
+/// The release kernel image that tests boot: `$GUEST_KERNEL`, else the
+/// image under `$CARGO_TARGET_DIR` (as the Makefile builds it), else under
+/// the workspace's `target/`.
+pub fn guest_kernel_image() -> PathBuf {
+    if let Some(p) = std::env::var_os("GUEST_KERNEL") {
+        return PathBuf::from(p);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    target.join("x86_64-unknown-none/release/kernel")
+}
+
+/// Why a test cannot boot our kernel here (QEMU or the image missing), or
+/// `None` when it can. Tests print the reason and skip.
+pub fn guest_boot_unavailable() -> Option<String> {
+    let qemu_ok = Command::new(DEFAULT_QEMU)
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !qemu_ok {
+        return Some(format!("{DEFAULT_QEMU} not installed (make setup)"));
+    }
+    let k = guest_kernel_image();
+    if !k.exists() {
+        return Some(format!(
+            "no kernel image at {} (make build-kernel)",
+            k.display()
+        ));
+    }
+    None
+}
+
 /// The default directory for the accelerator verdict: the workspace's `build/`.
 pub fn default_cache_dir() -> PathBuf {
     workspace_root().join("build")

@@ -11,50 +11,24 @@
 //! `$CARGO_TARGET_DIR` or `target/`, then `x86_64-unknown-none/release/kernel`)
 //! are there.
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use qemu::relay::{load_stats_dir, Totals};
-use qemu::runner::{GuestFwd, GuestStatus, Outcome, QemuConfig, Runner, DEFAULT_QEMU};
+use qemu::runner::{
+    guest_boot_unavailable, guest_kernel_image as kernel_image, GuestFwd, GuestStatus, Outcome,
+    QemuConfig, Runner,
+};
 use qemu::samba::{entry_name, Fixture, FixtureOpts};
 
 const ENTRIES: usize = 20;
 /// `ExitCode::RunFailed` in kernel/src/exit.rs.
 const RUN_FAILED: u8 = 6;
 
-/// `$GUEST_KERNEL`, else the release image under `$CARGO_TARGET_DIR` (as
-/// the Makefile builds it), else under the workspace's `target/`.
-fn kernel_image() -> PathBuf {
-    if let Some(p) = std::env::var_os("GUEST_KERNEL") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| qemu::runner::workspace_root().join("target"));
-    target.join("x86_64-unknown-none/release/kernel")
-}
-
 fn skip_reason() -> Option<String> {
     if let Err(why) = Fixture::available() {
         return Some(why);
     }
-    let qemu_ok = Command::new(DEFAULT_QEMU)
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !qemu_ok {
-        return Some(format!("{DEFAULT_QEMU} not installed"));
-    }
-    let k = kernel_image();
-    if !k.exists() {
-        return Some(format!(
-            "no kernel image at {} (cargo build -p kernel --target x86_64-unknown-none --release)",
-            k.display()
-        ));
-    }
-    None
+    guest_boot_unavailable()
 }
 
 /// Boot the kernel with `cmdline` and a guestfwd to the relay.

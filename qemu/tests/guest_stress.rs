@@ -8,46 +8,24 @@
 //! - `stress=mem` in a 64 MiB guest: 1,000,000 distinct missing names per
 //!   design; every answer ENOENT, the negative design's LRU at or under
 //!   its limit, no dentry left behind.
+//! - `stress=oom` in a 64 MiB guest: per design, a tmpfs filled until
+//!   memory admission refuses (ENOMEM at the heap's reserve), every answer
+//!   checked, everything unlinked and filled again. The guest must exit 0
+//!   (a panic would be status 4) with one line of figures per design: no
+//!   wrong answer, at least one ENOMEM, thousands of files created first,
+//!   a refill of at least 90% of them, live dentries back at baseline.
 //!
 //! Skips with the reason when QEMU or the release kernel image
 //! (`$GUEST_KERNEL`, else `$CARGO_TARGET_DIR` or `target/`, then
 //! `x86_64-unknown-none/release/kernel`; `make test` builds it first) is
 //! missing.
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
-use qemu::runner::{Accel, GuestStatus, Outcome, QemuConfig, Runner, DEFAULT_QEMU};
-
-fn kernel_image() -> PathBuf {
-    if let Some(p) = std::env::var_os("GUEST_KERNEL") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| qemu::runner::workspace_root().join("target"));
-    target.join("x86_64-unknown-none/release/kernel")
-}
-
-fn skip_reason() -> Option<String> {
-    let qemu_ok = Command::new(DEFAULT_QEMU)
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !qemu_ok {
-        return Some(format!("{DEFAULT_QEMU} not installed (make setup)"));
-    }
-    let k = kernel_image();
-    if !k.exists() {
-        return Some(format!(
-            "no kernel image at {} (make build-kernel)",
-            k.display()
-        ));
-    }
-    None
-}
+use qemu::runner::{
+    guest_boot_unavailable as skip_reason, guest_kernel_image as kernel_image, Accel, GuestStatus,
+    Outcome, QemuConfig, Runner,
+};
 
 fn boot(smp: u32, mem: &str, cmdline: &str, timeout_s: u64) -> Outcome {
     let cfg = QemuConfig::new(kernel_image())
@@ -65,13 +43,19 @@ fn boot(smp: u32, mem: &str, cmdline: &str, timeout_s: u64) -> Outcome {
     out
 }
 
-/// `key=value` from the last line starting with `prefix`.
-fn field(serial: &str, prefix: &str, key: &str) -> Option<u64> {
-    let line = serial.lines().rfind(|l| l.starts_with(prefix))?;
+/// `key=value` (a number) from `line`.
+fn value(line: &str, key: &str) -> Option<u64> {
     line.split_whitespace()
         .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
         .and_then(|v| v.parse().ok())
 }
+
+/// `key=value` from the last line starting with `prefix`.
+fn field(serial: &str, prefix: &str, key: &str) -> Option<u64> {
+    value(serial.lines().rfind(|l| l.starts_with(prefix))?, key)
+}
+
+const DESIGNS: [&str; 3] = ["transient", "negative", "noalloc"];
 
 #[test]
 fn stress_rcu_8_vcpus_10s() {
@@ -112,7 +96,7 @@ fn stress_mem_64m() {
         s.lines().any(|l| l == "stress=mem: ok"),
         "no 'stress=mem: ok'"
     );
-    for design in ["transient", "negative", "noalloc"] {
+    for design in DESIGNS {
         let p = format!("stress=mem design={design} ");
         assert_eq!(field(s, &p, "lookups"), Some(1_000_000), "{design}");
         assert_eq!(field(s, &p, "enoent"), Some(1_000_000), "{design}");
@@ -125,4 +109,43 @@ fn stress_mem_64m() {
         field(s, neg, "shrunk").unwrap() >= 990_000,
         "the shrinker ran"
     );
+}
+
+#[test]
+fn stress_oom_64m_fills_to_enomem_and_recovers() {
+    if let Some(why) = skip_reason() {
+        eprintln!("SKIP guest_stress: {why}");
+        return;
+    }
+    let out = boot(2, "64M", "stress=oom", 120);
+    let serial = &out.serial_output;
+    assert_eq!(out.status, GuestStatus::Exited(0), "{:?}", out.status);
+    assert!(
+        serial.lines().any(|l| l == "stress=oom: ok"),
+        "no 'stress=oom: ok'"
+    );
+    for d in DESIGNS {
+        let prefix = format!("stress=oom design={d} ");
+        let line = serial
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}...` line"));
+        let get = |k: &str| value(line, k).unwrap_or_else(|| panic!("no {k}= in {line}"));
+        let created = get("files_before_enomem");
+        // 64 MiB of RAM, a heap of about half, 4 KiB per file.
+        assert!(created >= 4000, "{d}: only {created} files: {line}");
+        assert!(get("enomem") >= 1, "{line}");
+        assert_eq!(get("wrong"), 0, "{line}");
+        assert!(get("fs_enomem") >= get("enomem"), "{line}");
+        assert!(get("refill") * 10 >= created * 9, "{line}");
+        if d == "noalloc" {
+            assert_eq!(get("lookup_enomem"), 0, "noalloc allocated: {line}");
+        }
+        let live = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("dentries_live="))
+            .and_then(|v| v.split_once("->"))
+            .unwrap_or_else(|| panic!("no dentries_live=A->B in {line}"));
+        assert_eq!(live.0, live.1, "{d}: dentries leaked: {line}");
+    }
 }
