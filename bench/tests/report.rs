@@ -41,6 +41,7 @@ fn row(
         locks: per_op.map(|p| p[3]),
         status: "ok".into(),
         note: String::new(),
+        rep: 1,
     }
 }
 
@@ -197,6 +198,9 @@ fn report_from_synthetic_csv() {
         "no counters for Linux: {linux}"
     );
 
+    // Single runs: no repetition note, no spread columns.
+    assert!(!md.contains("spread") && !md.contains("median"), "{host}");
+
     // Ratios between designs and to Linux.
     let designs = between(&md, "## Designs compared");
     assert!(
@@ -248,6 +252,113 @@ fn report_from_synthetic_csv() {
             "linux-host:linux-ext4",
         ],
     );
+    let _ = std::fs::remove_dir_all(input_dir);
+    let _ = std::fs::remove_dir_all(out);
+}
+
+/// Three runs of each host point (as `bench sweep --repeat 3` writes them),
+/// chosen so that the mean and the median give different verdicts.
+fn repeated(host: &str) -> Vec<Row> {
+    let tr = Some([1.0, 6.0, 1.0, 3.0]);
+    let na = Some([0.0, 0.0, 0.0, 0.0]);
+    let mut rows = Vec::new();
+    // (design, cpus, averages of reps 1, 2, 3)
+    let points = [
+        ("noalloc", 1, [10_000_000, 13_200_000, 10_500_000]),
+        ("noalloc", 2, [21_000_000, 19_000_000, 20_000_000]),
+        ("transient", 1, [1_000_000, 1_000_000, 1_000_000]),
+        ("transient", 2, [1_100_000, 1_100_000, 1_100_000]),
+    ];
+    for rep in 1..=3u32 {
+        for (design, cpus, avgs) in points {
+            let counters = if design == "noalloc" { na } else { tr };
+            let mut r = row(
+                "host",
+                "native",
+                host,
+                design,
+                cpus,
+                avgs[rep as usize - 1],
+                counters,
+            );
+            r.rep = rep;
+            // A marker: only the 2-CPU noalloc median run (rep 3) has
+            // counters that meet the goal; the others' allocs are 0.5.
+            if (design, cpus) == ("noalloc", 2) && rep != 3 {
+                r.allocs = Some(0.5);
+            }
+            rows.push(r);
+        }
+        let mut skipped = Row::not_run(
+            "skipped",
+            "guest",
+            "auto",
+            host,
+            "statneg",
+            "noalloc",
+            1,
+            "no kernel",
+        );
+        skipped.rep = rep;
+        rows.push(skipped);
+    }
+    rows
+}
+
+#[test]
+fn report_of_repeated_runs_uses_medians() {
+    let input_dir = write_dir("repeated", &repeated("h1"));
+    let out = tmpdir("repeated-out");
+    assert_eq!(
+        bench::host::sweep::merge(std::slice::from_ref(&input_dir), &out).unwrap(),
+        15
+    );
+    let back = rows::read(&out.join("raw.csv")).unwrap();
+    assert_eq!(back.iter().filter(|r| r.rep == 3).count(), 5, "rep kept");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let host = between(&md, "## Host mode");
+    assert!(host.contains("median of 3 runs"), "{host}");
+    // Median 10.5 M (rep 3; the mean would be 11.23 M), its own min–max,
+    // and the spread of the three averages.
+    assert!(
+        host.contains("| statneg | noalloc | 1 | 10.50 M | 10.50 M | 100 % | 9.97 M–11.03 M | 0.000 | 0.000 | 0.000 | 0.000 | 3 | 10.00 M–13.20 M |"),
+        "{host}"
+    );
+    assert!(
+        host.contains(
+            "| statneg | noalloc | 2 | 20.00 M | 10.00 M | 95 % | 19.00 M–21.00 M | 0.000 |"
+        ),
+        "{host}"
+    );
+    assert_eq!(
+        host.matches("| statneg | noalloc | 2 |").count(),
+        1,
+        "one line per point"
+    );
+
+    // 20.0 ÷ 10.5 = 1.90 (met); the means would give 20.0 ÷ 11.23 = 1.78.
+    let goals = between(&md, "## Goals of issue 4");
+    assert!(
+        goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× | met"),
+        "{goals}"
+    );
+    assert!(
+        goals.contains("| host `h1` 2 CPUs | noalloc per op: allocs = 0, shared_stores = 0 | allocs=0.000 shared_stores=0.000 | met |"),
+        "counters of the median run: {goals}"
+    );
+    let designs = between(&md, "## Designs compared");
+    assert!(
+        designs.contains("| host | native | h1 | statneg | 2 | – | 18.18× | – |"),
+        "{designs}"
+    );
+
+    // The same skip in every round is one line.
+    let skipped = between(&md, "## Not run");
+    assert!(
+        skipped.contains("| guest | h1 | statneg | noalloc | 1 | skipped | no kernel (×3) |"),
+        "{skipped}"
+    );
+    check_svg(&out, &["host:noalloc", "host:transient"]);
     let _ = std::fs::remove_dir_all(input_dir);
     let _ = std::fs::remove_dir_all(out);
 }

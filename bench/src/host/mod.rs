@@ -5,6 +5,7 @@
 //! - [`exec`]: [`exec::HostExecutor`], one pinned std thread per task.
 //! - [`linux`]: host Linux's own `stat()` of a missing name, same driver.
 //! - [`rows`]: one raw.csv row per run, written and read back.
+//! - [`points`]: the runs of one measured point and its median run.
 //! - [`report`]: report.md from rows; [`plot`]: scaling.svg.
 //! - [`sweep`]: runs every source and writes `results/<timestamp>/`.
 //! - [`proc`]: subprocesses with a timeout.
@@ -15,6 +16,7 @@
 pub mod exec;
 pub mod linux;
 pub mod plot;
+pub mod points;
 pub mod proc;
 pub mod report;
 pub mod rows;

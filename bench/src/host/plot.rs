@@ -1,7 +1,9 @@
 //! scaling.svg: ops/s against CPUs, one panel per testcase, one line per
 //! (source, design or reference) — and per host and accelerator when rows
 //! from several are merged. The y axis is logarithmic: guest (TCG) and
-//! native figures differ by an order of magnitude or more.
+//! native figures differ by an order of magnitude or more. A point measured
+//! several times is drawn at its median run, the figure report.md shows
+//! ([`super::points`]).
 //!
 //! Touches nothing but the rows it is given and the string it returns.
 
@@ -9,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use plotters::prelude::*;
 
+use super::points;
 use super::report::human;
 use super::rows::Row;
 
@@ -28,7 +31,12 @@ fn label(r: &Row, many_hosts: bool) -> String {
 
 /// Render the SVG text. Errors only if plotters fails to draw.
 pub fn render(rows: &[Row]) -> Result<String, String> {
-    let ok: Vec<&Row> = rows.iter().filter(|r| r.is_ok() && r.average > 0).collect();
+    // One row per point: its median run.
+    let ok: Vec<&Row> = points::points(rows)
+        .iter()
+        .map(|p| p.median())
+        .filter(|r| r.average > 0)
+        .collect();
     // Linux references only run statneg; show them in that panel.
     let testcases: Vec<String> = ok
         .iter()
@@ -54,7 +62,9 @@ pub fn render(rows: &[Row]) -> Result<String, String> {
         let areas = root.split_evenly((panels, 1));
         for (area, testcase) in areas.iter().zip(&testcases) {
             let mine: Vec<&&Row> = ok.iter().filter(|r| &r.testcase == testcase).collect();
-            // Series: label -> cpus -> (sum, count), averaging repeats.
+            // Series: label -> cpus -> (sum, count). Points whose labels
+            // coincide (labels leave out what a reader need not see) are
+            // averaged.
             let mut series: BTreeMap<String, BTreeMap<usize, (f64, usize)>> = BTreeMap::new();
             for r in &mine {
                 let e = series

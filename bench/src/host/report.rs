@@ -3,14 +3,18 @@
 //! checked against the figures, and the runs that were skipped.
 //!
 //! Rows from several runs or hosts can be merged: tables group by
-//! (source, accel, host), and repeated (testcase, design, cpus) rows within
-//! a group are averaged where a ratio needs one figure.
+//! (source, accel, host). A (testcase, design, cpus) point measured more than
+//! once — `bench sweep --repeat N`, or merged directories — shows as one line
+//! taken from its median run ([`super::points`]), and every ratio and goal
+//! uses that run's figures; the table then also gives each point's number of
+//! runs and the spread of their averages.
 //!
 //! Touches nothing but the rows it is given.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+use super::points::{self, Point};
 use super::rows::Row;
 
 /// Display order and titles of the known sources.
@@ -54,11 +58,19 @@ fn opt3(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into())
 }
 
+/// A (source, accel, host) group.
+type Group = (String, String, String);
+
+/// Whether the median run `r` belongs to group `g`.
+fn in_group(r: &Row, g: &Group) -> bool {
+    r.source == g.0 && r.accel == g.1 && r.host == g.2
+}
+
 /// The (source, accel, host) groups present, in display order.
-fn groups(rows: &[Row]) -> Vec<(String, String, String)> {
-    let mut g: Vec<(String, String, String)> = rows
+fn groups(pts: &[Point]) -> Vec<Group> {
+    let mut g: Vec<Group> = pts
         .iter()
-        .filter(|r| r.is_ok())
+        .map(|p| p.median())
         .map(|r| (r.source.clone(), r.accel.clone(), r.host.clone()))
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -67,52 +79,37 @@ fn groups(rows: &[Row]) -> Vec<(String, String, String)> {
     g
 }
 
-/// Mean ops/s of the ok rows matching a group and a run.
-fn ops(
-    rows: &[Row],
-    g: &(String, String, String),
-    testcase: &str,
-    design: &str,
-    cpus: usize,
-) -> Option<f64> {
-    let v: Vec<f64> = rows
-        .iter()
-        .filter(|r| {
-            r.is_ok()
-                && r.source == g.0
-                && r.accel == g.1
-                && r.host == g.2
-                && r.testcase == testcase
-                && r.design == design
-                && r.cpus == cpus
-        })
+/// Ops/s of the median run of a point of group `g`.
+fn ops(pts: &[Point], g: &Group, testcase: &str, design: &str, cpus: usize) -> Option<f64> {
+    pts.iter()
+        .map(|p| p.median())
+        .find(|r| in_group(r, g) && r.testcase == testcase && r.design == design && r.cpus == cpus)
         .map(|r| r.average as f64)
-        .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// Mean ops/s for a source on a host (any accelerator).
+/// Ops/s for a source on a host whatever the accelerator (the Linux guest
+/// may have run under tcg in one directory and kvm in another): the median
+/// run of all those points' runs pooled.
 fn ops_any_accel(
-    rows: &[Row],
+    pts: &[Point],
     source: &str,
     host: &str,
     testcase: &str,
     design: &str,
     cpus: usize,
 ) -> Option<f64> {
-    let v: Vec<f64> = rows
+    let pooled: Vec<&Row> = pts
         .iter()
+        .flat_map(|p| p.runs().iter().copied())
         .filter(|r| {
-            r.is_ok()
-                && r.source == source
+            r.source == source
                 && r.host == host
                 && r.testcase == testcase
                 && r.design == design
                 && r.cpus == cpus
         })
-        .map(|r| r.average as f64)
         .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    Point::new(pooled).map(|p| p.median().average as f64)
 }
 
 fn design_rank(d: &str) -> (usize, &str) {
@@ -153,15 +150,39 @@ pub fn render(rows: &[Row]) -> String {
          and in a Linux guest.\n"
     );
 
-    let groups = groups(rows);
-    for g in &groups {
-        write_group(&mut s, rows, g);
+    let pts = points::points(rows);
+    if pts.iter().any(|p| p.count() > 1) {
+        let _ = writeln!(
+            s,
+            "Some points were measured more than once. Each such point is shown by its median run \
+             (by ops/s; the lower median for an even count), with that run's own min–max and \
+             per-op counters; ratios, goals and the plot use the same run.\n"
+        );
     }
-    write_design_ratios(&mut s, rows, &groups);
-    write_linux_ratios(&mut s, rows, &groups);
-    write_goals(&mut s, rows);
+    let groups = groups(&pts);
+    for g in &groups {
+        write_group(&mut s, &pts, g);
+    }
+    write_design_ratios(&mut s, &pts, &groups);
+    write_linux_ratios(&mut s, &pts, &groups);
+    write_goals(&mut s, &pts);
+    write_not_run(&mut s, rows);
+    s
+}
 
-    let not_run: Vec<&Row> = rows.iter().filter(|r| !r.is_ok()).collect();
+/// The runs that were skipped or failed, with their reasons. A run skipped
+/// the same way in every repetition (no kernel image, say) is one line with
+/// its count, not N identical lines.
+fn write_not_run(s: &mut String, rows: &[Row]) {
+    let mut not_run: Vec<(&Row, usize)> = Vec::new();
+    for r in rows.iter().filter(|r| !r.is_ok()) {
+        let same =
+            |o: &Row| points::key(o) == points::key(r) && o.status == r.status && o.note == r.note;
+        match not_run.iter_mut().find(|(o, _)| same(o)) {
+            Some((_, n)) => *n += 1,
+            None => not_run.push((r, 1)),
+        }
+    }
     if !not_run.is_empty() {
         let _ = writeln!(s, "## Not run\n");
         let _ = writeln!(
@@ -169,10 +190,15 @@ pub fn render(rows: &[Row]) -> String {
             "| source | host | testcase | design | CPUs | status | reason |"
         );
         let _ = writeln!(s, "|---|---|---|---|---:|---|---|");
-        for r in not_run {
+        for (r, n) in not_run {
+            let times = if n > 1 {
+                format!(" (×{n})")
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {}{times} |",
                 r.source,
                 r.host,
                 r.testcase,
@@ -184,10 +210,21 @@ pub fn render(rows: &[Row]) -> String {
         }
         s.push('\n');
     }
-    s
 }
 
-fn write_group(s: &mut String, rows: &[Row], g: &(String, String, String)) {
+/// "3" when every point of a group has 3 runs, "2–3" when they differ
+/// (a repetition failed).
+fn run_counts(mine: &[&Point]) -> String {
+    let lo = mine.iter().map(|p| p.count()).min().unwrap_or(0);
+    let hi = mine.iter().map(|p| p.count()).max().unwrap_or(0);
+    if lo == hi {
+        lo.to_string()
+    } else {
+        format!("{lo}–{hi}")
+    }
+}
+
+fn write_group(s: &mut String, pts: &[Point], g: &Group) {
     let _ = writeln!(
         s,
         "## {} — source `{}`, accel `{}`, host `{}`\n",
@@ -196,31 +233,57 @@ fn write_group(s: &mut String, rows: &[Row], g: &(String, String, String)) {
         g.1,
         g.2
     );
-    let _ = writeln!(
-        s,
-        "| testcase | design | CPUs | ops/s | per-CPU ops/s | scaling eff. | min–max ops/s | allocs/op | shared_stores/op | fallbacks/op | locks/op |"
-    );
-    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let mut mine: Vec<&Row> = rows
-        .iter()
-        .filter(|r| r.is_ok() && r.source == g.0 && r.accel == g.1 && r.host == g.2)
-        .collect();
+    let mut mine: Vec<&Point> = pts.iter().filter(|p| in_group(p.median(), g)).collect();
     mine.sort_by(|a, b| {
+        let (a, b) = (a.median(), b.median());
         a.testcase
             .cmp(&b.testcase)
             .then(design_rank(&a.design).cmp(&design_rank(&b.design)))
             .then(a.cpus.cmp(&b.cpus))
     });
-    for r in mine {
+    // Single runs keep the plain table; repeated points add two columns
+    // that show how far apart the runs were.
+    let repeated = mine.iter().any(|p| p.count() > 1);
+    if repeated {
+        let _ = writeln!(
+            s,
+            "Each line: the median of {} runs; *spread* is the lowest–highest ops/s of the point's \
+             runs.\n",
+            run_counts(&mine)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "| testcase | design | CPUs | ops/s | per-CPU ops/s | scaling eff. | min–max ops/s | allocs/op | shared_stores/op | fallbacks/op | locks/op |{}",
+        if repeated { " runs | spread of ops/s |" } else { "" }
+    );
+    let _ = writeln!(
+        s,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|{}",
+        if repeated { "---:|---:|" } else { "" }
+    );
+    for p in mine {
+        let r = p.median();
         let avg = r.average as f64;
         let per_cpu = avg / r.cpus.max(1) as f64;
-        let eff = ops(rows, g, &r.testcase, &r.design, 1)
+        let eff = ops(pts, g, &r.testcase, &r.design, 1)
             .filter(|one| *one > 0.0)
             .map(|one| format!("{:.0} %", 100.0 * avg / (r.cpus as f64 * one)))
             .unwrap_or_else(|| "–".into());
+        let spread = if repeated {
+            let (lo, hi) = p.spread();
+            format!(
+                " {} | {}–{} |",
+                p.count(),
+                human(lo as f64),
+                human(hi as f64)
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {}–{} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {}–{} | {} | {} | {} | {} |{spread}",
             r.testcase,
             r.design,
             r.cpus,
@@ -239,21 +302,22 @@ fn write_group(s: &mut String, rows: &[Row], g: &(String, String, String)) {
 }
 
 /// Other designs ÷ transient (Linux's behaviour), per group, testcase, CPUs.
-fn write_design_ratios(s: &mut String, rows: &[Row], groups: &[(String, String, String)]) {
+fn write_design_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
     let mut lines = Vec::new();
     for g in groups.iter().filter(|g| !g.0.starts_with("linux")) {
-        let mut keys: Vec<(String, usize)> = rows
+        let mut keys: Vec<(String, usize)> = pts
             .iter()
-            .filter(|r| r.is_ok() && r.source == g.0 && r.accel == g.1 && r.host == g.2)
+            .map(|p| p.median())
+            .filter(|r| in_group(r, g))
             .map(|r| (r.testcase.clone(), r.cpus))
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
         keys.sort();
         for (t, c) in keys {
-            let tr = ops(rows, g, &t, "transient", c);
-            let ne = ops(rows, g, &t, "negative", c);
-            let na = ops(rows, g, &t, "noalloc", c);
+            let tr = ops(pts, g, &t, "transient", c);
+            let ne = ops(pts, g, &t, "negative", c);
+            let na = ops(pts, g, &t, "noalloc", c);
             lines.push(format!(
                 "| {} | {} | {} | {} | {} | {} | {} | {} |",
                 g.0,
@@ -282,10 +346,11 @@ fn write_design_ratios(s: &mut String, rows: &[Row], groups: &[(String, String, 
 /// statneg of each design ÷ the Linux references on the same host at the
 /// same CPU count: host mode against host Linux, the guest against the
 /// Linux guest.
-fn write_linux_ratios(s: &mut String, rows: &[Row], groups: &[(String, String, String)]) {
-    let refs: Vec<String> = rows
+fn write_linux_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
+    let refs: Vec<String> = pts
         .iter()
-        .filter(|r| r.is_ok() && r.source.starts_with("linux"))
+        .map(|p| p.median())
+        .filter(|r| r.source.starts_with("linux"))
         .map(|r| r.design.clone())
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -300,15 +365,10 @@ fn write_linux_ratios(s: &mut String, rows: &[Row], groups: &[(String, String, S
         } else {
             "linux-guest"
         };
-        let mut mine: Vec<&Row> = rows
+        let mut mine: Vec<&Row> = pts
             .iter()
-            .filter(|r| {
-                r.is_ok()
-                    && r.source == g.0
-                    && r.accel == g.1
-                    && r.host == g.2
-                    && r.testcase == "statneg"
-            })
+            .map(|p| p.median())
+            .filter(|r| in_group(r, g) && r.testcase == "statneg")
             .collect();
         mine.sort_by(|a, b| {
             design_rank(&a.design)
@@ -321,7 +381,7 @@ fn write_linux_ratios(s: &mut String, rows: &[Row], groups: &[(String, String, S
                 .map(|d| {
                     ratio(
                         Some(r.average as f64),
-                        ops_any_accel(rows, ref_source, &g.2, "statneg", d, r.cpus),
+                        ops_any_accel(pts, ref_source, &g.2, "statneg", d, r.cpus),
                     )
                 })
                 .collect();
@@ -359,20 +419,21 @@ fn write_linux_ratios(s: &mut String, rows: &[Row], groups: &[(String, String, S
 }
 
 /// The issue's goals, checked where the figures exist.
-fn write_goals(s: &mut String, rows: &[Row]) {
+fn write_goals(s: &mut String, pts: &[Point]) {
     let mut lines = Vec::new();
     let mark = |ok: bool| if ok { "met" } else { "NOT met" };
-    let hosts: BTreeSet<(String, String)> = rows
+    let hosts: BTreeSet<(String, String)> = pts
         .iter()
-        .filter(|r| r.is_ok() && r.source == "host")
+        .map(|p| p.median())
+        .filter(|r| r.source == "host")
         .map(|r| (r.accel.clone(), r.host.clone()))
         .collect();
     for (accel, host) in &hosts {
         let g = ("host".to_string(), accel.clone(), host.clone());
-        let na1 = ops(rows, &g, "statneg", "noalloc", 1);
-        let na2 = ops(rows, &g, "statneg", "noalloc", 2);
-        let tr1 = ops(rows, &g, "statneg", "transient", 1);
-        let tr2 = ops(rows, &g, "statneg", "transient", 2);
+        let na1 = ops(pts, &g, "statneg", "noalloc", 1);
+        let na2 = ops(pts, &g, "statneg", "noalloc", 2);
+        let tr1 = ops(pts, &g, "statneg", "transient", 1);
+        let tr2 = ops(pts, &g, "statneg", "transient", 2);
         if let (Some(a), Some(b)) = (na1, na2) {
             let r = b / a;
             lines.push(format!(
@@ -395,9 +456,12 @@ fn write_goals(s: &mut String, rows: &[Row]) {
             ));
         }
     }
-    for r in rows.iter().filter(|r| {
-        r.is_ok() && (r.source == "host" || r.source == "guest") && r.testcase == "statneg"
-    }) {
+    // The counters checked are the median run's, as in the tables.
+    for r in pts
+        .iter()
+        .map(|p| p.median())
+        .filter(|r| (r.source == "host" || r.source == "guest") && r.testcase == "statneg")
+    {
         let (Some(a), Some(ss)) = (r.allocs, r.shared_stores) else {
             continue;
         };

@@ -7,7 +7,13 @@
 //! `min`/`max` (lowest and highest per-second total), `task_min`/`task_max`
 //! (lowest and highest per-task count of any measured second), the per-op
 //! counters `allocs`, `shared_stores`, `fallbacks`, `locks` (empty where the
-//! source has none), `status` (`ok`, `skipped`, `failed`) and `note`.
+//! source has none), `status` (`ok`, `skipped`, `failed`), `note` and
+//! `rep` (which repetition of its point the run was, 1 to N under
+//! `bench sweep --repeat N`).
+//!
+//! `rep` came last and later: files written before it ([`HEADER_V1`], 17
+//! columns) are still read, every row as repetition 1. Writing always uses
+//! the current [`HEADER`].
 //!
 //! Touches: the files it is asked to read or write.
 
@@ -19,7 +25,16 @@ use crate::output::RunOutput;
 /// The header line of raw.csv.
 pub const HEADER: &str =
     "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
+allocs,shared_stores,fallbacks,locks,status,note,rep";
+
+/// The header of raw.csv files written before the `rep` column existed.
+pub const HEADER_V1: &str =
+    "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
 allocs,shared_stores,fallbacks,locks,status,note";
+
+/// Fields per line under [`HEADER_V1`] and under [`HEADER`].
+const FIELDS_V1: usize = 17;
+const FIELDS: usize = 18;
 
 /// One run.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -41,6 +56,9 @@ pub struct Row {
     pub locks: Option<f64>,
     pub status: String,
     pub note: String,
+    /// Which repetition of its (source, testcase, design, cpus) point this
+    /// run was, from 1. A single run, and every row of an old file, is 1.
+    pub rep: u32,
 }
 
 impl Row {
@@ -75,6 +93,7 @@ impl Row {
             locks: p.map(|p| p.locks),
             status: "ok".into(),
             note: note.into(),
+            rep: 1,
         }
     }
 
@@ -99,6 +118,7 @@ impl Row {
             cpus,
             status: status.into(),
             note: note.into(),
+            rep: 1,
             ..Row::default()
         }
     }
@@ -138,14 +158,21 @@ impl Row {
         s.push_str(&quote(&self.status));
         s.push(',');
         s.push_str(&quote(&self.note));
+        let _ = write!(s, ",{}", self.rep);
         s
     }
 
-    /// Parse one CSV line.
+    /// Parse one CSV line of a file whose header is [`HEADER`].
     pub fn from_csv(line: &str) -> Result<Row, String> {
+        Row::from_csv_fields(line, FIELDS)
+    }
+
+    /// Parse one line holding `fields` fields: [`FIELDS`], or [`FIELDS_V1`]
+    /// for a file from before `rep` (the row is then repetition 1).
+    fn from_csv_fields(line: &str, fields: usize) -> Result<Row, String> {
         let f = split_csv(line)?;
-        if f.len() != 17 {
-            return Err(format!("expected 17 fields, got {}", f.len()));
+        if f.len() != fields {
+            return Err(format!("expected {fields} fields, got {}", f.len()));
         }
         let int = |i: usize, name: &str| -> Result<u64, String> {
             f[i].parse().map_err(|_| format!("bad {name} '{}'", f[i]))
@@ -177,6 +204,13 @@ impl Row {
             locks: opt(14, "locks")?,
             status: f[15].clone(),
             note: f[16].clone(),
+            rep: match f.get(17) {
+                None => 1,
+                Some(v) => match v.parse() {
+                    Ok(n) if n >= 1 => n,
+                    _ => return Err(format!("bad rep '{v}'")),
+                },
+            },
         })
     }
 }
@@ -224,16 +258,19 @@ pub fn to_csv(rows: &[Row]) -> String {
     s
 }
 
-/// Parse a whole raw.csv text.
+/// Parse a whole raw.csv text, current ([`HEADER`]) or from before the
+/// `rep` column ([`HEADER_V1`]). The header decides how many fields every
+/// line must have, so a file cannot mix the two.
 pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
     let mut lines = text.lines().enumerate();
-    match lines.next() {
-        Some((_, h)) if h.trim_end() == HEADER => {}
+    let fields = match lines.next().map(|(_, h)| h.trim_end()) {
+        Some(h) if h == HEADER => FIELDS,
+        Some(h) if h == HEADER_V1 => FIELDS_V1,
         _ => return Err("missing or different raw.csv header".into()),
-    }
+    };
     lines
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| Row::from_csv(l).map_err(|e| format!("line {}: {e}", i + 1)))
+        .map(|(i, l)| Row::from_csv_fields(l, fields).map_err(|e| format!("line {}: {e}", i + 1)))
         .collect()
 }
 
@@ -247,4 +284,55 @@ pub fn read(path: &Path) -> Result<Vec<Row>, String> {
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     parse_csv(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A line as the sweep wrote it before `rep` existed (17 fields).
+    const OLD_LINE: &str = "host,native,h1,statneg,noalloc,2,19000000,18050000,19950000,\
+9499990,9500010,0.000,0.000,0.000,0.000,ok,\"threads, not pinned\"";
+
+    #[test]
+    fn reads_files_from_before_the_rep_column() {
+        let text = format!("{HEADER_V1}\n{OLD_LINE}\n\n");
+        let rows = parse_csv(&text).unwrap();
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!((r.cpus, r.average, r.task_max), (2, 19_000_000, 9_500_010));
+        assert_eq!(
+            (r.status.as_str(), r.note.as_str()),
+            ("ok", "threads, not pinned")
+        );
+        assert_eq!(r.rep, 1, "an old row is a single run");
+        // Written back, it gains the column.
+        let again = to_csv(&rows);
+        assert!(again.starts_with(&format!("{HEADER}\n")));
+        assert!(again.contains("not pinned\",1\n"), "{again}");
+        assert_eq!(parse_csv(&again).unwrap(), rows);
+    }
+
+    #[test]
+    fn reads_and_writes_the_rep_column() {
+        let mut r = Row::from_csv_fields(OLD_LINE, FIELDS_V1).unwrap();
+        r.rep = 3;
+        let text = to_csv(std::slice::from_ref(&r));
+        assert!(text.ends_with(",3\n"), "rep is the last field: {text}");
+        let back = parse_csv(&text).unwrap();
+        assert_eq!(back, vec![r]);
+        assert_eq!(back[0].rep, 3);
+    }
+
+    #[test]
+    fn the_header_decides_the_field_count() {
+        // An old line under the new header, and a new line under the old.
+        assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE}\n")).is_err());
+        assert!(parse_csv(&format!("{HEADER_V1}\n{OLD_LINE},2\n")).is_err());
+        for bad in ["0", "x", "-1", ""] {
+            let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},{bad}\n")).unwrap_err();
+            assert!(e.contains("bad rep"), "{bad}: {e}");
+        }
+        assert!(parse_csv("source,accel\n").is_err());
+    }
 }

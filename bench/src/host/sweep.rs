@@ -5,6 +5,12 @@
 //! `raw.csv`, `report.md` and `scaling.svg` into `OUT/<timestamp>/`, with
 //! each run's own output (stdout, stderr) in `OUT/<timestamp>/runs/`.
 //!
+//! With `--repeat N` every run is made N times, in N *rounds*: the whole
+//! plan once, then the whole plan again, and so on (see [`run_order`]).
+//! Each row records its round as `rep`, and the report shows each point's
+//! median run. A run with a setup cost repeats it: each Linux-guest run
+//! boots its own QEMU (the guest's build is made once and cached).
+//!
 //! A source that cannot run (no kernel image, no runner, no Linux guest)
 //! gives a `skipped` row with the reason instead of stopping the sweep;
 //! a run that starts but fails gives a `failed` row. raw.csv is rewritten
@@ -94,6 +100,16 @@ fn parse_secs(s: &str) -> Result<u32, String> {
     }
 }
 
+/// Most repetitions of one point `--repeat` accepts.
+pub const MAX_REPEAT: u32 = 100;
+
+fn parse_repeat(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if (1..=MAX_REPEAT).contains(&n) => Ok(n),
+        _ => Err(format!("bad repeat count '{s}' (1 to {MAX_REPEAT})")),
+    }
+}
+
 fn parse_accel(s: &str) -> Result<String, String> {
     match s {
         "auto" | "tcg" | "kvm" => Ok(s.to_string()),
@@ -119,6 +135,10 @@ pub struct SweepArgs {
     /// Measured seconds of every run.
     #[arg(long, value_parser = parse_secs, default_value = "5")]
     pub secs: u32,
+    /// Runs of every point (1 to 100), made in rounds over the whole plan;
+    /// report.md then shows each point's median run and the spread.
+    #[arg(long, value_parser = parse_repeat, default_value = "1")]
+    pub repeat: u32,
     /// Sources (comma-separated).
     #[arg(
         long,
@@ -226,6 +246,21 @@ fn plan(a: &SweepArgs) -> Vec<Job> {
     jobs
 }
 
+/// The order runs are made in: `(rep, job)` pairs, `rep` counting from 1.
+///
+/// Repetitions go in rounds over the whole plan — every job once, then
+/// every job again — rather than N back-to-back runs of each job. Slow drift
+/// on the machine (another build starting, the CPU warming) then falls on
+/// every point of a round alike, instead of on whichever point happened to
+/// be running, so ratios between points stay fair. For one design at cpus
+/// 1,2 and N = 3 the order is 1, 2, 1, 2, 1, 2. It is the simplest order the
+/// plan allows: the plan itself is not touched.
+fn run_order(jobs: &[Job], repeat: u32) -> Vec<(u32, &Job)> {
+    (1..=repeat)
+        .flat_map(|rep| jobs.iter().map(move |j| (rep, j)))
+        .collect()
+}
+
 fn job_label(j: &Job) -> String {
     match j {
         Job::Guest(p) => format!("guest {} {} cpus={}", p.bench, p.design, p.tasks),
@@ -248,7 +283,9 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let host = hostname();
     let jobs = plan(a);
-    let pb = ProgressBar::new(jobs.len() as u64);
+    let order = run_order(&jobs, a.repeat);
+    // The bar counts runs, repetitions included.
+    let pb = ProgressBar::new(order.len() as u64);
     pb.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -263,16 +300,25 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
     let mut linuxref: Option<Result<qemu::linuxref::Paths, String>> = None;
     let runs = dir.join("runs");
     let _ = std::fs::create_dir_all(&runs);
-    // Keep every run's own output beside raw.csv (best effort).
-    let save = |name: &str, stdout: &str, stderr: &str| {
-        let _ = std::fs::write(
-            runs.join(format!("{name}.txt")),
-            format!("{stdout}\n--- stderr ---\n{stderr}"),
-        );
-    };
     let mut rows: Vec<Row> = Vec::new();
-    for job in &jobs {
-        pb.set_message(job_label(job));
+    for (rep, job) in order {
+        // With repetitions, the label and the saved output name say which.
+        let (label, suffix) = if a.repeat > 1 {
+            (
+                format!("{} (rep {rep}/{})", job_label(job), a.repeat),
+                format!("-rep{rep}"),
+            )
+        } else {
+            (job_label(job), String::new())
+        };
+        // Keep every run's own output beside raw.csv (best effort).
+        let save = |name: &str, stdout: &str, stderr: &str| {
+            let _ = std::fs::write(
+                runs.join(format!("{name}{suffix}.txt")),
+                format!("{stdout}\n--- stderr ---\n{stderr}"),
+            );
+        };
+        pb.set_message(label.clone());
         let new_rows = match job {
             Job::Host(p) => vec![run_host(p, &host, &save)],
             Job::Guest(p) => vec![run_guest(p, &host, &kernel, &runner, &accel, &save)],
@@ -286,13 +332,14 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
                     );
                     qemu::linuxref::ensure_built(&build_dir).map_err(|e| e.to_string())
                 });
-                pb.set_message(job_label(job));
+                pb.set_message(label.clone());
                 run_linux_guest(paths, *cpus, a.warmup, a.secs, &host, &accel)
             }
         };
-        for row in new_rows {
+        for mut row in new_rows {
+            row.rep = rep;
             if !row.is_ok() {
-                pb.println(format!("{}: {}: {}", job_label(job), row.status, row.note));
+                pb.println(format!("{label}: {}: {}", row.status, row.note));
             }
             rows.push(row);
         }
@@ -720,6 +767,71 @@ mod tests {
         assert!(Cli::try_parse_from(["x", "--cpus", "0"]).is_err());
         assert!(Cli::try_parse_from(["x", "--accel", "foo"]).is_err());
         assert!(Cli::try_parse_from(["x", "--sources", "guest,nowhere"]).is_err());
+    }
+
+    #[test]
+    fn repetitions_go_in_rounds_over_the_plan() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: SweepArgs,
+        }
+        // Host statneg at cpus 1,2 with `designs` (a repeated --designs
+        // would add to the list, not replace it) and `extra` flags.
+        let args = |designs: &str, extra: &[&str]| {
+            let base = [
+                "x",
+                "--testcases",
+                "statneg",
+                "--designs",
+                designs,
+                "--cpus",
+                "1,2",
+                "--sources",
+                "host",
+            ];
+            Cli::try_parse_from(base.iter().chain(extra)).unwrap().a
+        };
+        let a = args("noalloc", &["--repeat", "3"]);
+        let jobs = plan(&a);
+        let order: Vec<(u32, usize)> = run_order(&jobs, a.repeat)
+            .into_iter()
+            .map(|(rep, j)| match j {
+                Job::Host(p) => (rep, p.tasks),
+                other => panic!("only host jobs planned, got {other:?}"),
+            })
+            .collect();
+        // 1, 2, 1, 2, 1, 2 CPUs: each round runs every point once.
+        assert_eq!(
+            order,
+            [(1, 1), (1, 2), (2, 1), (2, 2), (3, 1), (3, 2)],
+            "interleaved by rounds"
+        );
+
+        // With two designs each round still holds every point once, in the
+        // plan's order, and the plan itself does not depend on --repeat.
+        let two = args("transient,noalloc", &["--repeat", "2"]);
+        let jobs = plan(&two);
+        let labels: Vec<(u32, String)> = run_order(&jobs, two.repeat)
+            .into_iter()
+            .map(|(rep, j)| (rep, job_label(j)))
+            .collect();
+        let round: Vec<String> = jobs.iter().map(job_label).collect();
+        assert_eq!(round.len(), 4);
+        assert_eq!(labels.len(), 8);
+        for (i, (rep, l)) in labels.iter().enumerate() {
+            assert_eq!((*rep as usize, l), (i / 4 + 1, &round[i % 4]));
+        }
+
+        // The default is one run of everything, in plan order.
+        let one = args("noalloc", &[]);
+        assert_eq!(one.repeat, 1);
+        assert_eq!(run_order(&plan(&one), one.repeat).len(), 2);
+        for bad in ["0", "101", "many"] {
+            let base = ["x", "--repeat", bad];
+            assert!(Cli::try_parse_from(base).is_err(), "--repeat {bad}");
+        }
     }
 
     #[test]
