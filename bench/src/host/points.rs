@@ -16,7 +16,7 @@
 //!
 //! Touches nothing but the rows it is given.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::rows::Row;
 
@@ -77,6 +77,52 @@ impl<'a> Point<'a> {
     }
 }
 
+/// A ratio between two points taken round by round (see [`paired_ratio`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Paired {
+    /// The median of the per-round ratios (the lower one for an even count).
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Rounds paired.
+    pub rounds: usize,
+}
+
+/// `a ÷ b` paired by repetition round: the ratio of the two runs of each
+/// round (`rep`) that both points ran exactly once, then the median of
+/// those ratios. Runs of one round follow each other within seconds, so
+/// they share the machine's mood; on a noisy host (a VM whose speed drifts
+/// by ±20 % over a minute) the per-round ratio is much steadier than the
+/// ratio of two medians taken at different moments. `None` unless at least
+/// two rounds pair up.
+pub fn paired_ratio(a: &Point, b: &Point) -> Option<Paired> {
+    let once = |p: &Point, rep: u32| {
+        let mut it = p.runs().iter().filter(|r| r.rep == rep);
+        match (it.next(), it.next()) {
+            (Some(r), None) => Some(r.average as f64),
+            _ => None,
+        }
+    };
+    let reps: BTreeSet<u32> = a.runs().iter().map(|r| r.rep).collect();
+    let mut ratios: Vec<f64> = reps
+        .into_iter()
+        .filter_map(|rep| match (once(a, rep), once(b, rep)) {
+            (Some(x), Some(y)) if y > 0.0 => Some(x / y),
+            _ => None,
+        })
+        .collect();
+    if ratios.len() < 2 {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    Some(Paired {
+        median: ratios[(ratios.len() - 1) / 2],
+        min: ratios[0],
+        max: ratios[ratios.len() - 1],
+        rounds: ratios.len(),
+    })
+}
+
 /// The points of the ok rows, in the order each first appears. With one run
 /// per point that is the rows' own order, so a report listing points reads
 /// exactly as one listing rows did; under `--repeat` it is the sweep's plan.
@@ -132,6 +178,26 @@ mod tests {
         assert_eq!((m.rep, m.allocs, m.min), (3, Some(0.3), 11_799_999));
         assert_eq!(pts[0].count(), 3);
         assert_eq!(pts[0].spread(), (10_500_000, 13_200_000));
+    }
+
+    #[test]
+    fn paired_ratio_takes_each_rounds_ratio_then_the_median() {
+        // Round 2 is slow for both points: the medians would give
+        // 14 ÷ 10 = 1.4, the rounds 2.0, 2.0 and 1.0 → median 2.0.
+        let one = [run(1, 10, 0.0), run(2, 5, 0.0), run(3, 12, 0.0)];
+        let mut two = [run(1, 20, 0.0), run(2, 10, 0.0), run(3, 12, 0.0)];
+        for r in &mut two {
+            r.cpus = 2;
+        }
+        let a = Point::new(two.iter().collect()).unwrap();
+        let b = Point::new(one.iter().collect()).unwrap();
+        let p = paired_ratio(&a, &b).unwrap();
+        assert_eq!((p.median, p.min, p.max, p.rounds), (2.0, 1.0, 2.0, 3));
+        // A round run twice (merged directories) does not pair; one round
+        // left is too few.
+        let b2 = [run(1, 10, 0.0), run(2, 5, 0.0), run(2, 6, 0.0)];
+        let b2 = Point::new(b2.iter().collect()).unwrap();
+        assert_eq!(paired_ratio(&a, &b2), None);
     }
 
     #[test]
