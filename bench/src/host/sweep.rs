@@ -393,7 +393,20 @@ fn row_from_text(
     failure: Option<String>,
 ) -> Row {
     match output::parse(text) {
-        Ok(out) => Row::from_output(source.name(), accel, host, testcase, design, cpus, &out, ""),
+        // Output that parses from a run that failed (non-zero exit,
+        // timeout) is still a failed run: keep its figures, say why.
+        Ok(out) => {
+            let row =
+                Row::from_output(source.name(), accel, host, testcase, design, cpus, &out, "");
+            match failure {
+                Some(why) => Row {
+                    status: "failed".into(),
+                    note: why,
+                    ..row
+                },
+                None => row,
+            }
+        }
         Err(e) => {
             let why = failure.map(|f| format!("{f}; ")).unwrap_or_default();
             Row::not_run(
@@ -453,15 +466,8 @@ fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) -> Row {
                 p.bench.name(),
                 p.design.name(),
                 p.tasks,
-                failure.clone(),
+                failure,
             );
-            if let (true, Some(why)) = (row.is_ok(), failure) {
-                row = Row {
-                    status: "failed".into(),
-                    note: why,
-                    ..row
-                };
-            }
             if row.is_ok() && f.stderr.contains("not pinned") {
                 row.note = "threads not pinned".into();
             }
@@ -532,7 +538,7 @@ fn run_guest(
                     guest_complaint(&f.stdout)
                 )
             });
-            let mut row = row_from_text(
+            row_from_text(
                 &f.stdout,
                 Source::Guest,
                 &used,
@@ -540,16 +546,8 @@ fn run_guest(
                 p.bench.name(),
                 p.design.name(),
                 p.tasks,
-                failure.clone(),
-            );
-            if let (true, Some(why)) = (row.is_ok(), failure) {
-                row = Row {
-                    status: "failed".into(),
-                    note: why,
-                    ..row
-                };
-            }
-            row
+                failure,
+            )
         }
     }
 }
@@ -721,15 +719,8 @@ fn run_linux_host(
                 "statneg",
                 &design,
                 cpus,
-                failure.clone(),
+                failure,
             );
-            if let (true, Some(why)) = (row.is_ok(), failure) {
-                row = Row {
-                    status: "failed".into(),
-                    note: why,
-                    ..row
-                };
-            }
             if row.is_ok() {
                 row.note = dir.display().to_string();
             }
