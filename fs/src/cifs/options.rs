@@ -35,6 +35,11 @@ pub struct CifsOpts {
     pub wslea_k: u32,
     /// Signing on every request (`sign`), else only where required.
     pub sign: bool,
+    /// Largest READ asked for, in bytes (`rsize=`; Linux's default 4 MiB,
+    /// a multiple of 4096; the server's MaxReadSize caps it further).
+    pub rsize: u32,
+    /// Largest WRITE sent, in bytes (`wsize=`; same rules as `rsize`).
+    pub wsize: u32,
 }
 
 /// A mount option the parser refused.
@@ -49,7 +54,7 @@ impl fmt::Display for OptError {
 
 /// The option names, for help texts.
 pub const OPTION_NAMES: &str = "vers= username= password= domain= uid= forceuid gid= forcegid \
-file_mode= dir_mode= acregmax= acdirmax= actimeo= soft hard noserverino sign wslea=probe|negcache|easize|off wslea_k=";
+file_mode= dir_mode= acregmax= acdirmax= actimeo= soft hard noserverino sign rsize= wsize= wslea=probe|negcache|easize|off wslea_k=";
 
 impl Default for CifsOpts {
     fn default() -> Self {
@@ -73,8 +78,23 @@ impl Default for CifsOpts {
             wslea: wslea::by_name("easize").expect("easize exists"),
             wslea_k: 8,
             sign: false,
+            rsize: DEFAULT_IOSIZE,
+            wsize: DEFAULT_IOSIZE,
         }
     }
+}
+
+/// Linux's default rsize/wsize (`SMB3_DEFAULT_IOSIZE`).
+pub const DEFAULT_IOSIZE: u32 = 4 * 1024 * 1024;
+
+/// An rsize/wsize value: rounded down to a multiple of 4096 (Linux rounds
+/// to the page size), at least 4096, at most 8 MiB (Linux's SMB3 maximum).
+fn iosize(k: &str, v: &str) -> Result<u32, OptError> {
+    let n = num(k, v, 10)?;
+    if n < 4096 {
+        return Err(OptError(format!("cifs: {k}={v} too small (at least 4096)")));
+    }
+    Ok((n.min(8 * 1024 * 1024) as u32) & !4095)
 }
 
 fn num(k: &str, v: &str, radix: u32) -> Result<u64, OptError> {
@@ -130,6 +150,8 @@ impl CifsOpts {
                 "hard" => o.soft = false,
                 "noserverino" => o.noserverino = true,
                 "sign" => o.sign = true,
+                "rsize" => o.rsize = iosize(k, need()?)?,
+                "wsize" => o.wsize = iosize(k, need()?)?,
                 "wslea" => {
                     let v = need()?;
                     o.wslea = wslea::by_name(v).ok_or_else(|| {
@@ -161,5 +183,19 @@ impl CifsOpts {
         } else {
             WSLEA_DESIGNS[self.wslea]
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rsize_wsize_round_to_pages_and_refuse_tiny() {
+        let o = CifsOpts::parse("rsize=65536,wsize=100000").unwrap();
+        assert_eq!((o.rsize, o.wsize), (65536, 98304));
+        assert_eq!(CifsOpts::default().rsize, 4 << 20);
+        assert_eq!(CifsOpts::parse("rsize=99999999").unwrap().rsize, 8 << 20);
+        assert!(CifsOpts::parse("wsize=100").is_err());
     }
 }
