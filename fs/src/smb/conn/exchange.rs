@@ -144,6 +144,12 @@ impl Connection {
                     continue;
                 }
                 let is_signed = hdr.flags & flags::SIGNED != 0;
+                // SESSION_SETUP replies are not checked here: the key that
+                // signs the final one is derived from that very exchange
+                // (on 3.1.1 from the preauth hash of the request just
+                // sent), so only `session_setup` can verify it, once it
+                // has the key; the intermediate MORE_PROCESSING replies
+                // come unsigned by design (MS-SMB2 3.3.5.5.3).
                 let check = hdr.command != cmd::SESSION_SETUP && link.signer.is_some();
                 let good = match (&link.signer, is_signed) {
                     (Some(s), true) if check => s.verify(m),
