@@ -45,7 +45,13 @@ impl Connection {
             let mut m = r.msg.clone();
             let mut h = Vec::with_capacity(HEADER_LEN);
             HeaderRepr {
-                credit_charge: r.charge,
+                // 2.0.2 has no multi-credit requests: the field is reserved
+                // there and must be 0 (MS-SMB2 2.2.1.2).
+                credit_charge: if link.dialect == dialect::SMB2_0_2 {
+                    0
+                } else {
+                    r.charge
+                },
                 command: r.cmd,
                 credits: credit_request,
                 flags: if r.related { flags::RELATED } else { 0 },

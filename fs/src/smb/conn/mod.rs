@@ -70,7 +70,7 @@ pub struct Config {
     pub server: String,
     pub share: String,
     pub creds: Credentials,
-    /// Dialects offered (any of 0x0210, 0x0300, 0x0302, 0x0311).
+    /// Dialects offered (any of 0x0202, 0x0210, 0x0300, 0x0302, 0x0311).
     pub dialects: Vec<u16>,
     pub signing: Signing,
     /// Signing algorithms offered in the 3.1.1 context, preferred first.
@@ -91,7 +91,7 @@ pub struct Config {
 }
 
 impl Config {
-    /// Defaults: all three dialects, signing off, 10 s soft timeouts, one
+    /// Defaults: Linux's `vers=default` (2.1, 3.0, 3.0.2, 3.1.1), signing off, 10 s soft timeouts, one
     /// retry after a dropped connection.
     pub fn new(server: &str, share: &str, user: &str, password: &str) -> Self {
         Config {
@@ -103,7 +103,12 @@ impl Config {
                 domain: String::new(),
                 workstation: "UNIKERNEL".into(),
             },
-            dialects: vec![dialect::SMB3_1_1, dialect::SMB3_0_2, dialect::SMB2_1],
+            dialects: vec![
+                dialect::SMB3_1_1,
+                dialect::SMB3_0_2,
+                dialect::SMB3_0,
+                dialect::SMB2_1,
+            ],
             signing: Signing::Off,
             signing_algs: vec![
                 sign_alg::AES_GMAC,

@@ -1,4 +1,4 @@
-//! NEGOTIATE (MS-SMB2 2.2.3, 2.2.4): dialects 2.1, 3.0.2 and 3.1.1, with the
+//! NEGOTIATE (MS-SMB2 2.2.3, 2.2.4): dialects 2.0.2, 2.1, 3.0, 3.0.2 and 3.1.1, with the
 //! 3.1.1 negotiate contexts the client uses — preauth integrity (SHA-512)
 //! and signing capabilities.
 
@@ -7,10 +7,23 @@ use alloc::vec::Vec;
 
 /// Dialect revision numbers.
 pub mod dialect {
+    pub const SMB2_0_2: u16 = 0x0202;
     pub const SMB2_1: u16 = 0x0210;
     pub const SMB3_0: u16 = 0x0300;
     pub const SMB3_0_2: u16 = 0x0302;
     pub const SMB3_1_1: u16 = 0x0311;
+
+    /// The dialect as Linux's `vers=` spells it (`"3.1.1"`), `"?"` if unknown.
+    pub fn name(d: u16) -> &'static str {
+        match d {
+            SMB2_0_2 => "2.0",
+            SMB2_1 => "2.1",
+            SMB3_0 => "3.0",
+            SMB3_0_2 => "3.0.2",
+            SMB3_1_1 => "3.1.1",
+            _ => "?",
+        }
+    }
 }
 
 /// SecurityMode bits.
