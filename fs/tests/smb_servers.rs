@@ -14,7 +14,9 @@ const ENTRIES: usize = 6;
 
 /// Deterministic file contents (a checksum of them is compared).
 fn pattern(len: usize, seed: usize) -> Vec<u8> {
-    (0..len).map(|i| ((i * 31 + seed * 7) % 251) as u8).collect()
+    (0..len)
+        .map(|i| ((i * 31 + seed * 7) % 251) as u8)
+        .collect()
 }
 
 /// FNV-1a 64: a checksum that differs for any single-byte change.
@@ -50,15 +52,25 @@ fn config(fx: &Fixture, dialects: &[u16]) -> Config {
 
 /// List, stat, and read the 1-byte and the 3 MB file with checksums.
 fn list_stat_read(c: &mut Connection, what: &str) {
-    let list = c.list_dir("").unwrap_or_else(|e| panic!("{what}: list: {e}"));
+    let list = c
+        .list_dir("")
+        .unwrap_or_else(|e| panic!("{what}: list: {e}"));
     assert_eq!(list.len(), ENTRIES + 2, "{what}");
-    let st = c.stat("d003").unwrap_or_else(|e| panic!("{what}: stat: {e}"));
+    let st = c
+        .stat("d003")
+        .unwrap_or_else(|e| panic!("{what}: stat: {e}"));
     assert!(st.directory, "{what}");
-    let st = c.stat("big.bin").unwrap_or_else(|e| panic!("{what}: stat: {e}"));
+    let st = c
+        .stat("big.bin")
+        .unwrap_or_else(|e| panic!("{what}: stat: {e}"));
     assert_eq!(st.end_of_file, 3 << 20, "{what}");
-    let one = c.read_file("one.bin").unwrap_or_else(|e| panic!("{what}: read: {e}"));
+    let one = c
+        .read_file("one.bin")
+        .unwrap_or_else(|e| panic!("{what}: read: {e}"));
     assert_eq!(one, pattern(1, 1), "{what}");
-    let big = c.read_file("big.bin").unwrap_or_else(|e| panic!("{what}: read: {e}"));
+    let big = c
+        .read_file("big.bin")
+        .unwrap_or_else(|e| panic!("{what}: read: {e}"));
     assert_eq!(big.len(), 3 << 20, "{what}");
     assert_eq!(fnv(&big), fnv(&pattern(3 << 20, 2)), "{what}: checksum");
 }
@@ -89,7 +101,8 @@ fn each_dialect_against_a_server_capped_at_it() {
             // The default offer negotiates the server's highest dialect.
             let cfg = Config::new("127.0.0.1", &fx.share, &fx.user, &fx.password);
             let mut c = Connection::tcp(cfg, fx.addr());
-            c.connect().unwrap_or_else(|e| panic!("{what}: default offer: {e}"));
+            c.connect()
+                .unwrap_or_else(|e| panic!("{what}: default offer: {e}"));
             assert_eq!(c.dialect(), Some(d), "{what}: default offer");
             c.disconnect();
         }
@@ -118,4 +131,84 @@ fn signing_mandatory_each_dialect() {
         assert!(c.signs_all(), "{what}");
         c.disconnect();
     }
+}
+
+/// `smb encrypt = required` (global, then on the share only): every 3.x
+/// dialect switches encryption on by itself (no `seal`), with the cipher
+/// Linux would get (3.1.1: GCM preferred, CCM when only CCM is offered;
+/// 3.0.x: CCM), and lists, stats and reads 1 byte and 3 MB with correct
+/// checksums. 2.1 cannot encrypt: the error says so in Linux's words.
+#[test]
+fn encryption_required_each_3x_dialect_and_cipher() {
+    use fs::smb::crypto::Cipher;
+    use fs::smb::wire::negotiate::cipher;
+    for (scope, global) in [("global", true), ("share", false)] {
+        let Some(fx) = fixture_with(|o| {
+            let line = "smb encrypt = required".to_string();
+            if global {
+                o.extra_global.push(line);
+            } else {
+                o.extra_share.push(line);
+            }
+        }) else {
+            return;
+        };
+        let cases: &[(u16, &[u16], Cipher)] = &[
+            (dialect::SMB3_0, &[], Cipher::Aes128Ccm),
+            (dialect::SMB3_0_2, &[], Cipher::Aes128Ccm),
+            (
+                dialect::SMB3_1_1,
+                &[cipher::AES_128_GCM, cipher::AES_128_CCM],
+                Cipher::Aes128Gcm,
+            ),
+            (dialect::SMB3_1_1, &[cipher::AES_128_CCM], Cipher::Aes128Ccm),
+        ];
+        for &(d, ciphers, want) in cases {
+            let what = format!("encrypt required ({scope}), {}", dialect::name(d));
+            let mut cfg = config(&fx, &[d]);
+            if !ciphers.is_empty() {
+                cfg.ciphers = ciphers.to_vec();
+            }
+            let mut c = Connection::tcp(cfg, fx.addr());
+            list_stat_read(&mut c, &what);
+            assert_eq!(c.cipher(), Some(want), "{what}");
+            let st = c.stats();
+            assert!(st.sealed > 5, "{what}: {}", c.render_stats());
+            assert_eq!(st.decrypt_failed, 0, "{what}");
+            c.disconnect();
+        }
+        let mut c = Connection::tcp(config(&fx, &[dialect::SMB2_1]), fx.addr());
+        let e = c.connect().unwrap_err();
+        assert_eq!(e, fs::smb::SmbError::EncryptionRequired, "{scope}: {e}");
+        assert_eq!(e.errno(), fs::errno::Errno::EACCES);
+    }
+}
+
+/// `seal` against a server that does not require encryption: every
+/// request after SESSION_SETUP goes sealed and the replies come sealed;
+/// on 2.1 `seal` is refused before any data moves.
+#[test]
+fn seal_on_a_server_that_does_not_require_it() {
+    let Some(fx) = fixture_with(|_| {}) else {
+        return;
+    };
+    for d in [dialect::SMB3_0_2, dialect::SMB3_1_1] {
+        let what = format!("seal, {}", dialect::name(d));
+        let mut cfg = config(&fx, &[d]);
+        cfg.seal = true;
+        let mut c = Connection::tcp(cfg, fx.addr());
+        list_stat_read(&mut c, &what);
+        assert!(c.cipher().is_some(), "{what}");
+        let frames = c.stats().frames;
+        // NEGOTIATE and the two SESSION_SETUPs go in clear.
+        assert_eq!(c.stats().sealed, frames - 3, "{what}");
+        c.disconnect();
+    }
+    let mut cfg = config(&fx, &[dialect::SMB2_1]);
+    cfg.seal = true;
+    let e = Connection::tcp(cfg, fx.addr()).connect().unwrap_err();
+    assert!(
+        matches!(e, fs::smb::SmbError::EncryptionUnavailable(_)),
+        "{e}"
+    );
 }

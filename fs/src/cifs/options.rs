@@ -101,9 +101,11 @@ pub fn parse_vers(v: &str) -> Result<Vec<u16>, OptError> {
                 "cifs: vers=1.0 (SMB1) is not supported by this client".into(),
             ))
         }
-        x => return Err(OptError(format!(
+        x => {
+            return Err(OptError(format!(
             "cifs: Unknown vers= option specified: {x} (2.0, 2.1, 3, 3.0, 3.0.2, 3.1.1, default)"
-        ))),
+        )))
+        }
     })
 }
 

@@ -15,6 +15,10 @@ pub(super) struct Negotiated {
     pub dialect: u16,
     /// The signing algorithm of the session to come.
     pub sign_alg: SignAlg,
+    /// The cipher the session may encrypt with: 3.1.1's encryption
+    /// context, AES-128-CCM on 3.0/3.0.2 when the server has the
+    /// ENCRYPTION capability, none on 2.x.
+    pub cipher: Option<Cipher>,
     /// SecurityMode the client sent (SESSION_SETUP repeats it).
     pub client_mode: u16,
     /// The 3.1.1 preauth hash so far: NEGOTIATE request and response
@@ -52,13 +56,18 @@ impl Connection {
         self.clock.fill_random(&mut salt);
         let dialects = self.cfg.dialects.clone();
         let signing_algs = self.cfg.signing_algs.clone();
+        let ciphers = self.cfg.ciphers.clone();
+        // Encryption is always offered on 3.x (as Linux does), so a server
+        // that requires it can have it without `seal`.
+        let any_smb3 = dialects.iter().any(|&d| d >= dialect::SMB3_0);
         let request = NegotiateRequest {
             dialects: &dialects,
             security_mode: client_mode,
-            capabilities: CAP_LARGE_MTU,
+            capabilities: CAP_LARGE_MTU | if any_smb3 { CAP_ENCRYPTION } else { 0 },
             client_guid,
             salt,
             signing_algs: &signing_algs,
+            ciphers: &ciphers,
         };
         let reply = self.exchange1(
             Req::new(cmd::NEGOTIATE, false, 0, |o| request.emit(o)),
@@ -88,6 +97,26 @@ impl Connection {
             dialect::SMB3_0 | dialect::SMB3_0_2 => SignAlg::AesCmac,
             _ => SignAlg::HmacSha256,
         };
+        let cipher = match response.dialect {
+            dialect::SMB3_1_1 => match response.cipher {
+                None | Some(0) => None,
+                Some(id) if ciphers.contains(&id) => Cipher::from_id(id),
+                Some(_) => return Err(SmbError::Protocol("cipher not offered")),
+            },
+            dialect::SMB3_0 | dialect::SMB3_0_2 if response.capabilities & CAP_ENCRYPTION != 0 => {
+                Some(Cipher::Aes128Ccm)
+            }
+            _ => None,
+        };
+        if self.cfg.seal && cipher.is_none() {
+            return Err(SmbError::EncryptionUnavailable(
+                if response.dialect < dialect::SMB3_0 {
+                    "seal needs SMB 3.0 or later, the server chose 2.x"
+                } else {
+                    "the server offers no common cipher"
+                },
+            ));
+        }
         let sign_all = self.cfg.signing == Signing::On
             || response.security_mode & security_mode::SIGNING_REQUIRED != 0;
         let link = self.link_mut()?;
@@ -99,6 +128,7 @@ impl Connection {
         Ok(Negotiated {
             dialect: response.dialect,
             sign_alg,
+            cipher,
             client_mode,
             preauth,
         })
@@ -153,6 +183,11 @@ impl Connection {
             false,
         )?;
         preauth.update(&self.link_mut()?.last_sent);
+        if auth_reply.hdr.status == status::ACCESS_DENIED && neg.cipher.is_none() {
+            // What Samba answers when it requires encryption and the
+            // session cannot have it (its log alone says why).
+            return Err(SmbError::EncryptionRequired);
+        }
         auth_reply.ok()?;
         if auth_reply.hdr.status != status::SUCCESS {
             return Err(SmbError::Protocol("session setup did not complete"));
@@ -162,7 +197,13 @@ impl Connection {
         if guest && !self.cfg.allow_guest {
             return Err(SmbError::Auth("server mapped the login to guest"));
         }
+        let server_wants_seal = response.session_flags & SESSION_FLAG_ENCRYPT_DATA != 0;
         if guest {
+            if self.cfg.seal || server_wants_seal {
+                return Err(SmbError::EncryptionUnavailable(
+                    "a guest session has no key to encrypt with",
+                ));
+            }
             self.link_mut()?.sign_all = false;
             return Ok(Session { guest });
         }
@@ -180,13 +221,29 @@ impl Connection {
             self.link = None;
             return Err(SmbError::BadSignature);
         }
-        self.link_mut()?.signer = Some(signer);
+        let session_id = auth_reply.hdr.session_id;
+        let mut nonce_salt = [0u8; 4];
+        self.clock.fill_random(&mut nonce_salt);
+        let sealer = neg.cipher.map(|c| match neg.dialect {
+            dialect::SMB3_1_1 => Sealer::smb311(&session_key, c, &preauth, session_id, nonce_salt),
+            _ => Sealer::smb30(&session_key, session_id, nonce_salt),
+        });
+        let encrypt = self.cfg.seal || server_wants_seal;
+        if encrypt && sealer.is_none() {
+            return Err(SmbError::EncryptionUnavailable("no common cipher"));
+        }
+        let link = self.link_mut()?;
+        link.signer = Some(signer);
+        link.sealer = sealer;
+        link.encrypt = encrypt;
         Ok(Session { guest })
     }
 
     /// TREE_CONNECT to `\\server\share`. Signed when every request is, and
     /// always on 3.1.1 for an authenticated user (Samba refuses it
-    /// unsigned there). Records the tree id on the link.
+    /// unsigned there); sealed instead when the session encrypts. A share
+    /// that requires encryption (SHAREFLAG_ENCRYPT_DATA) switches it on for
+    /// every later request. Records the tree id on the link.
     pub(super) fn tree_connect(&mut self, neg: &Negotiated, session: &Session) -> SmbResult<()> {
         let unc = self.cfg.unc();
         let sign =
@@ -196,8 +253,21 @@ impl Connection {
             Req::new(cmd::TREE_CONNECT, false, 1, |o| request.emit(o)),
             sign,
         )?;
-        self.body(&reply, TreeConnectResponse::parse)?;
-        self.link_mut()?.tree_id = reply.hdr.tree_id;
+        let link = self.link_mut()?;
+        if reply.hdr.status == status::ACCESS_DENIED && !link.encrypt && link.sealer.is_none() {
+            return Err(SmbError::EncryptionRequired);
+        }
+        let response = self.body(&reply, TreeConnectResponse::parse)?;
+        let link = self.link_mut()?;
+        if response.share_flags & SHAREFLAG_ENCRYPT_DATA != 0 && !link.encrypt {
+            if link.sealer.is_none() {
+                return Err(SmbError::EncryptionUnavailable(
+                    "the share requires encryption and this session cannot encrypt",
+                ));
+            }
+            link.encrypt = true;
+        }
+        link.tree_id = reply.hdr.tree_id;
         Ok(())
     }
 }
