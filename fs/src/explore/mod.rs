@@ -19,6 +19,8 @@
 //! Touches: the dcache (children lists, read), the mount table (read), the
 //! counters (read), the shell's trace buffer; thread-locals only.
 
+pub mod scenarios;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write;
