@@ -508,7 +508,7 @@ impl<'g> Nd<'g> {
                 }
                 Some(d) => {
                     trace!("  lookup_fast \"{}\": found (ref)", name_str(name));
-                    step!("lookup_fast", name, false, dentry: &d, lock: "d_lock",
+                    step!("lookup_fast", name, false, dentry: &d, lock: "lockref (dget)",
                         what: "found in the dcache (d_lookup, with a reference)");
                     d
                 }
