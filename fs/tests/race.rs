@@ -233,3 +233,36 @@ fn race_parsing_and_a_step_never_reached() {
     assert_eq!(out.last().map(String::as_str), Some("ok"));
     assert_eq!(sh.exec("stat /x"), ["ok dir"]);
 }
+
+/// The benchmarks run the kernel, which builds fs without `teaching`: its
+/// image holds none of the step points' texts, while this (teaching) build
+/// does. (`make test` builds the kernel before the host tests.)
+#[test]
+fn the_kernel_build_has_no_step_points() {
+    // A step text of Nd::try_to_unlazy, written backwards here so that this
+    // test's own literal is not what it finds.
+    let mark: Vec<u8> = b"dnats ew erehw no ecnerefer a ekat :klaw-UCR evael"
+        .iter()
+        .rev()
+        .copied()
+        .collect();
+    let mark = mark.as_slice();
+    let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+    assert!(
+        me.windows(mark.len()).any(|w| w == mark),
+        "the teaching build should carry the step texts"
+    );
+    let elf = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/x86_64-unknown-none/release/kernel");
+    let Ok(k) = std::fs::read(&elf) else {
+        if std::env::var_os("REQUIRE_FIXTURES").is_some_and(|v| v == "1") {
+            panic!("no kernel image at {} (make build-kernel)", elf.display());
+        }
+        eprintln!("SKIP the_kernel_build_has_no_step_points: no kernel image (make build-kernel)");
+        return;
+    };
+    assert!(
+        !k.windows(mark.len()).any(|w| w == mark),
+        "the kernel image carries walk step points"
+    );
+}
