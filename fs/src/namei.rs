@@ -227,8 +227,8 @@ impl<'g> Nd<'g> {
             return Err(WalkErr::Restart);
         }
         step!("try_to_unlazy", b"", false, dentry: r.get(),
-            seq: SeqNote::check("d_seq", self.seq, r.d_seq.peek()), lock: "lockref (dget)",
-            what: "holding a reference: continue in ref-walk");
+            seq: SeqNote::check("d_seq", self.seq, r.d_seq.peek()),
+            what: "holding a reference (a lockref cmpxchg: a shared store, no lock): continue in ref-walk");
         self.d = Pos::Ref(held);
         self.rcu = false;
         Ok(())
@@ -508,8 +508,8 @@ impl<'g> Nd<'g> {
                 }
                 Some(d) => {
                     trace!("  lookup_fast \"{}\": found (ref)", name_str(name));
-                    step!("lookup_fast", name, false, dentry: &d, lock: "lockref (dget)",
-                        what: "found in the dcache (d_lookup, with a reference)");
+                    step!("lookup_fast", name, false, dentry: &d,
+                        what: "found in the dcache (d_lookup, taking a reference: a shared store)");
                     d
                 }
                 None => self.lookup_slow(name, hash)?,

@@ -77,7 +77,11 @@ std::thread_local! {
 /// Is a race command running on this thread (its trace is not shown)?
 pub fn in_race() -> bool {
     ACTIVE
-        .try_with(|a| a.borrow().as_ref().is_some_and(|a| a.in_race))
+        .try_with(|a| {
+            // `try_borrow`: never panic if asked from inside the step sink.
+            a.try_borrow()
+                .is_ok_and(|a| a.as_ref().is_some_and(|a| a.in_race))
+        })
         .unwrap_or(false)
 }
 
