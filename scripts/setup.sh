@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 
 # Debian packages: QEMU for the guest, Samba + smbclient + attr for the SMB
 # fixture, busybox-static/e2fsprogs/cpio/gcc/libc6-dev (static libc for
-# statneg) for the Linux reference guest.
-PACKAGES=(qemu-system-x86 samba smbclient attr busybox-static e2fsprogs cpio gcc libc6-dev)
+# statneg) for the Linux reference guest, chromium for the step-through page's
+# browser test (fs/tests/explore_page.rs) and `make explore`'s screenshot.
+PACKAGES=(qemu-system-x86 samba smbclient attr busybox-static e2fsprogs cpio gcc libc6-dev chromium)
 RUST_TARGET=x86_64-unknown-none
 
 missing=()
