@@ -172,6 +172,7 @@ struct Link {
     dialect: u16,
     max_read: u32,
     max_transact: u32,
+    max_write: u32,
     large_mtu: bool,
     signer: Option<Signer>,
     sign_all: bool,
@@ -244,6 +245,7 @@ impl Connection {
             dialect: 0,
             max_read: 65536,
             max_transact: 65536,
+            max_write: 65536,
             large_mtu: false,
             signer: None,
             sign_all: false,
@@ -299,6 +301,11 @@ impl Connection {
     /// Largest QUERY_* output buffer, while up.
     pub fn max_transact(&self) -> u32 {
         self.link.as_ref().map_or(65536, |l| l.max_transact)
+    }
+
+    /// The negotiated MaxWriteSize (65536 before a negotiate).
+    pub fn max_write(&self) -> u32 {
+        self.link.as_ref().map_or(65536, |l| l.max_write)
     }
     /// Credits currently granted.
     pub fn credits(&self) -> u32 {
@@ -440,6 +447,7 @@ impl Connection {
             l.large_mtu = nr.capabilities & CAP_LARGE_MTU != 0;
             l.max_read = nr.max_read.clamp(4096, 8 * 1024 * 1024);
             l.max_transact = nr.max_transact.clamp(4096, 8 * 1024 * 1024);
+            l.max_write = nr.max_write.clamp(4096, 8 * 1024 * 1024);
             l.sign_all = cfg.signing == Signing::On
                 || nr.security_mode & security_mode::SIGNING_REQUIRED != 0;
         }
@@ -529,6 +537,10 @@ impl Connection {
 
     pub(crate) fn note_bytes_read(&mut self, n: u64) {
         self.stats.bytes_read += n;
+    }
+
+    pub(crate) fn note_bytes_written(&mut self, n: u64) {
+        self.stats.bytes_written += n;
     }
 
     /// Whether requests of the current link are signed.
@@ -810,6 +822,7 @@ impl Connection {
             dialect: dialect::SMB2_1,
             max_read: 65536,
             max_transact: 65536,
+            max_write: 65536,
             large_mtu: false,
             sign_all: signer.is_some(),
             signer,
