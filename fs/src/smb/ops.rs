@@ -58,8 +58,6 @@ const MAX_PATH: usize = 4096;
 /// QUERY_DIRECTORY / QUERY_INFO(EA) output buffer we would like (one
 /// credit); a smaller MaxTransactSize wins.
 const DIR_BUF: u32 = 65_536;
-/// Largest data chunk when the caller sets no rsize/wsize.
-pub const DEFAULT_IO_SIZE: u32 = 1 << 20;
 /// One credit pays for this many bytes of a multi-credit request.
 const CREDIT_BYTES: u32 = 65_536;
 
