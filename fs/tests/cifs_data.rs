@@ -10,10 +10,11 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use fs::cifs::{self, CifsFs};
+use fs::errno::Errno;
 use fs::inode::SuperBlock;
 use fs::smb::wire::cmd;
 use fs::smb::{StdClock, TcpConnector};
-use fs::vfs::Vfs;
+use fs::vfs::{OpenFlags, Vfs};
 use qemu::samba::{Fixture, FixtureOpts};
 
 const SIZES: [usize; 7] = [0, 1, 4095, 65535, 65536, 65537, 3_000_000];
@@ -136,4 +137,94 @@ fn reads_and_writes_16k_server() {
         ],
         16384,
     );
+}
+
+#[test]
+fn rsize_and_wsize_cut_the_chunks() {
+    let Some(fx) = fixture(&[]) else { return };
+    let (v, sb) = mount(&fx, "rsize=16384,wsize=32768");
+    let fs = sb.ops_as::<CifsFs>().unwrap();
+    let n = 3_000_000usize;
+    let r0 = fs.with_stats(|s| s.get(cmd::READ).total);
+    let got = v.read_file(format!("/mnt/r{n}").as_bytes()).unwrap();
+    let reads = fs.with_stats(|s| s.get(cmd::READ).total) - r0;
+    assert_eq!(got.len(), n);
+    assert_eq!(reads as usize, n.div_ceil(16384), "READs of rsize=16384");
+    let data = pattern(n, 5);
+    let w0 = fs.with_stats(|s| s.get(cmd::WRITE).total);
+    v.write_file(b"/mnt/big", &data).unwrap();
+    let writes = fs.with_stats(|s| s.get(cmd::WRITE).total) - w0;
+    assert_eq!(writes as usize, n.div_ceil(32768), "WRITEs of wsize=32768");
+    assert!(std::fs::read(fx.share_dir.join("big")).unwrap() == data);
+}
+
+#[test]
+fn namespace_changes_and_errnos() {
+    let Some(fx) = fixture(&[]) else { return };
+    let (v, _sb) = mount(&fx, "");
+    let share = &fx.share_dir;
+    // A negative dentry, then the create that replaces it.
+    assert_eq!(v.stat(b"/mnt/new").unwrap_err(), Errno::ENOENT);
+    v.write_file(b"/mnt/new", b"hello").unwrap();
+    assert_eq!(v.stat(b"/mnt/new").unwrap().size, 5);
+    assert_eq!(std::fs::read(share.join("new")).unwrap(), b"hello");
+    let f = v
+        .open(
+            b"/mnt/new",
+            OpenFlags::WRONLY | OpenFlags::CREAT | OpenFlags::EXCL,
+            0o644,
+        )
+        .err();
+    assert_eq!(f, Some(Errno::EEXIST));
+    // O_TRUNC and truncate(2).
+    v.write_file(b"/mnt/new", b"hi").unwrap();
+    assert_eq!(std::fs::read(share.join("new")).unwrap(), b"hi");
+    v.truncate(b"/mnt/new", 10).unwrap();
+    assert_eq!(v.stat(b"/mnt/new").unwrap().size, 10);
+    assert_eq!(
+        std::fs::read(share.join("new")).unwrap(),
+        b"hi\0\0\0\0\0\0\0\0"
+    );
+    // mkdir, a file inside, rmdir of a non-empty directory.
+    v.mkdir(b"/mnt/dir", 0o755).unwrap();
+    assert_eq!(v.mkdir(b"/mnt/dir", 0o755).unwrap_err(), Errno::EEXIST);
+    assert!(share.join("dir").is_dir());
+    v.write_file(b"/mnt/dir/f", b"x").unwrap();
+    assert_eq!(v.rmdir(b"/mnt/dir").unwrap_err(), Errno::ENOTEMPTY);
+    assert_eq!(v.unlink(b"/mnt/dir").unwrap_err(), Errno::EISDIR);
+    assert_eq!(v.rmdir(b"/mnt/new").unwrap_err(), Errno::ENOTDIR);
+    assert_eq!(v.read_file(b"/mnt/dir").unwrap_err(), Errno::EISDIR);
+    // A name the dcache never saw (made on the server behind our back).
+    std::fs::write(share.join("behind"), b"b").unwrap();
+    v.unlink(b"/mnt/behind").unwrap();
+    assert!(!share.join("behind").exists());
+    assert_eq!(v.unlink(b"/mnt/behind").unwrap_err(), Errno::ENOENT);
+    // Rename a directory: its children follow under the new name.
+    v.rename(b"/mnt/dir", b"/mnt/dir2").unwrap();
+    assert_eq!(v.stat(b"/mnt/dir/f").unwrap_err(), Errno::ENOENT);
+    assert_eq!(v.read_file(b"/mnt/dir2/f").unwrap(), b"x");
+    assert!(share.join("dir2/f").is_file());
+    // Rename over an existing file replaces it.
+    v.rename(b"/mnt/dir2/f", b"/mnt/new").unwrap();
+    assert_eq!(v.read_file(b"/mnt/new").unwrap(), b"x");
+    assert_eq!(
+        v.rename(b"/mnt/new", b"/mnt/dir2").unwrap_err(),
+        Errno::EISDIR
+    );
+    let mut names: Vec<Vec<u8>> = v
+        .readdir(b"/mnt")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    names.sort();
+    assert!(names.contains(&b"new".to_vec()) && names.contains(&b"dir2".to_vec()));
+    assert!(!names.contains(&b"dir".to_vec()));
+    v.rmdir(b"/mnt/dir2").unwrap();
+    v.unlink(b"/mnt/new").unwrap();
+    assert!(!share.join("dir2").exists() && !share.join("new").exists());
+    // Inode numbers stay unique.
+    let inos: std::collections::BTreeSet<u64> =
+        v.readdir(b"/mnt").unwrap().iter().map(|e| e.ino).collect();
+    assert_eq!(inos.len(), v.readdir(b"/mnt").unwrap().len());
 }
