@@ -203,3 +203,28 @@ fn random_differential_against_tmpfs() {
     // The sequence must do things, not only fail on missing names.
     assert!(oks * 4 > ran, "{oks} of {ran} succeeded");
 }
+
+/// The session shown in the README, line for line.
+#[test]
+fn readme_session() {
+    let Some(fx) = fixture() else { return };
+    let mut sh = Shell::new("");
+    let session = [
+        ("mkdir /mnt", "ok".to_string()),
+        (mount_line(&fx).as_str(), "ok".to_string()),
+        (
+            "cksum /mnt/hello",
+            "ok 853ff93762a06ddbf722c4ebe9ddd66d8f63ddaea97f521c3ecc20da7c976020 13".into(),
+        ),
+        ("write /mnt/notes two words", "ok".into()),
+        ("mkdir /mnt/d", "ok".into()),
+        ("rename /mnt/notes /mnt/d/notes", "ok".into()),
+        ("ls /mnt", "ok d hello".into()),
+        ("rmdir /mnt/d", "err ENOTEMPTY".into()),
+        ("stat /mnt/d/notes", "ok file size=9".into()),
+    ]
+    .map(|(a, b)| (a.to_string(), b));
+    for (cmd, want) in &session {
+        assert_eq!(&one(&mut sh, cmd), want, "{cmd}");
+    }
+}
