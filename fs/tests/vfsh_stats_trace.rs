@@ -33,6 +33,7 @@ const COUNTERS: [&str; 20] = [
     "shared_stores",
     "shrunk",
     "enomem",
+    "transfers",
 ];
 
 /// Run `stats`; check its shape; return the counters by name.
