@@ -304,8 +304,10 @@ impl LastWriter {
 
 // ---- the line census ------------------------------------------------------
 
-/// Lines the census can tell apart; later ones are booked to "other".
-const CENSUS_LINES: usize = 64;
+/// Lines the census can tell apart (a power of two); a line that finds
+/// no free entry within [`CENSUS_PROBES`] is booked to the overflow count.
+const CENSUS_LINES: usize = 4096;
+const CENSUS_PROBES: usize = 8;
 
 struct CensusEntry {
     addr: AtomicUsize,
@@ -340,8 +342,8 @@ pub struct LineCensus {
 /// The entry for `line`, claimed if new; `None` when the table is full.
 fn census_entry(line: usize) -> Option<&'static CensusEntry> {
     let key = (line & !63) | 1; // never 0: 0 marks a free entry
-    let start = (key >> 6).wrapping_mul(0x9e37_79b9) % CENSUS_LINES;
-    for i in 0..CENSUS_LINES {
+    let start = (key >> 6).wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize) >> 20;
+    for i in 0..CENSUS_PROBES {
         let e = &CENSUS[(start + i) % CENSUS_LINES];
         match e
             .addr
