@@ -163,8 +163,13 @@ fn main() -> ExitCode {
         return ExitCode::from(EXIT_QEMU_ERROR as u8);
     }
     eprintln!(
-        "qemu-run: smp={} mem={} accel={} ({why}) timeout={}s cmdline={:?}",
-        args.smp, args.mem, accel, args.timeout, args.cmdline
+        "qemu-run: smp={} mem={} accel={} ({why}) cpu={} timeout={}s cmdline={:?}",
+        args.smp,
+        args.mem,
+        accel,
+        cfg.cpu_model(),
+        args.timeout,
+        args.cmdline
     );
     if args.verbose {
         eprintln!("qemu-run: {}", cfg.command_string());

@@ -254,6 +254,23 @@ impl QemuConfig {
         Ok(())
     }
 
+    /// The `-cpu` value: the one asked for; else `host` under KVM (what
+    /// kernel developers run: the host's own CPUID, so QEMU has no missing
+    /// features to warn about); else none (QEMU's default model).
+    pub fn cpu_arg(&self) -> Option<&str> {
+        match (&self.cpu, self.accel) {
+            (Some(c), _) => Some(c),
+            (None, Accel::Kvm) => Some("host"),
+            (None, Accel::Tcg) => None,
+        }
+    }
+
+    /// The CPU model the guest sees, for reports: the `-cpu` value, or
+    /// `qemu64` (QEMU's x86_64 default) when there is none.
+    pub fn cpu_model(&self) -> &str {
+        self.cpu_arg().unwrap_or("qemu64")
+    }
+
     /// The full argument list after the QEMU binary.
     pub fn args(&self) -> Vec<OsString> {
         let mut a: Vec<OsString> = Vec::new();
@@ -267,7 +284,7 @@ impl QemuConfig {
         push(&self.memory.0);
         push("-accel");
         push(self.accel.qemu_arg());
-        if let Some(cpu) = &self.cpu {
+        if let Some(cpu) = self.cpu_arg() {
             push("-cpu");
             push(cpu);
         }
@@ -368,6 +385,17 @@ mod tests {
         assert!(pair(&a, "-accel", "kvm"));
         assert!(pair(&a, "-cpu", "max"));
         assert!(!a.contains(&"-append".to_string()));
+    }
+
+    #[test]
+    fn kvm_defaults_to_cpu_host() {
+        let cfg = QemuConfig::new("k").accel(Accel::Kvm);
+        assert!(pair(&strs(&cfg.args()), "-cpu", "host"));
+        assert_eq!(cfg.cpu_model(), "host");
+        let cfg = QemuConfig::new("k").accel(Accel::Tcg);
+        assert!(!strs(&cfg.args()).contains(&"-cpu".to_string()));
+        assert_eq!(cfg.cpu_model(), "qemu64");
+        assert_eq!(cfg.cpu("max").cpu_model(), "max");
     }
 
     #[test]
