@@ -226,13 +226,22 @@ fn main() -> ExitCode {
                 relay_bin: relay,
                 extra_opts: opts,
             };
+            // The output directory first: a whole experiment must not run
+            // only to find it cannot write its report.
+            let dir = out.join(format!("{}-smb", now_stamp()));
+            if let Err(e) = std::fs::create_dir_all(&dir)
+                .and_then(|_| std::fs::write(dir.join("smb.md"), "(running)\n"))
+            {
+                eprintln!(
+                    "bench smb-sweep: --out {}: {e}; nothing was run",
+                    dir.display()
+                );
+                return ExitCode::FAILURE;
+            }
             match bench::lsla::run(&cfg, |what| eprintln!("{what}")) {
                 Ok(rows) => {
-                    let dir = out.join(format!("{}-smb", now_stamp()));
                     let report = bench::lsla::report(&rows);
-                    if let Err(e) = std::fs::create_dir_all(&dir)
-                        .and_then(|_| std::fs::write(dir.join("smb.md"), &report))
-                    {
+                    if let Err(e) = std::fs::write(dir.join("smb.md"), &report) {
                         eprintln!("bench smb-sweep: {}: {e}", dir.display());
                         return ExitCode::FAILURE;
                     }
