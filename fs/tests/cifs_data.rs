@@ -54,7 +54,7 @@ fn mount(fx: &Fixture, opts: &str) -> (Vfs, Arc<SuperBlock>) {
 
 fn fixture(extra_global: &[&str]) -> Option<Fixture> {
     if let Err(why) = Fixture::available() {
-        eprintln!("SKIP cifs_data: {why}");
+        qemu::fixtures::skip("cifs_data", "Samba", why);
         return None;
     }
     let files = SIZES

@@ -8,7 +8,7 @@
 //! exactly the frames the guest says it sent, and that a wrong password is
 //! a clean non-zero exit.
 //!
-//! Skips with the reason unless root + smbd (the fixture), QEMU and the
+//! Skips with the reason (a failure under `REQUIRE_FIXTURES=1`) unless root + smbd (the fixture), QEMU and the
 //! release kernel image (`$GUEST_KERNEL`, else
 //! `$CARGO_TARGET_DIR` or `target/`, then `x86_64-unknown-none/release/kernel`)
 //! are there.
@@ -29,11 +29,12 @@ const READ_SIZE: usize = 300_000;
 /// `ExitCode::RunFailed` in kernel/src/exit.rs.
 const RUN_FAILED: u8 = 6;
 
-fn skip_reason() -> Option<String> {
+/// The missing fixture and why, if one is.
+fn skip_reason() -> Option<(&'static str, String)> {
     if let Err(why) = Fixture::available() {
-        return Some(why);
+        return Some(("Samba", why));
     }
-    guest_boot_unavailable()
+    guest_boot_unavailable().map(|why| ("QEMU and the kernel image", why))
 }
 
 /// Boot the kernel with `cmdline` and a guestfwd to the relay.
@@ -83,8 +84,8 @@ fn field(serial: &str, prefix: &str, key: &str) -> Option<u64> {
 
 #[test]
 fn guest_mounts_and_lists_share_over_virtio_net() {
-    if let Some(why) = skip_reason() {
-        eprintln!("SKIP guest_smb: {why}");
+    if let Some((fixture, why)) = skip_reason() {
+        qemu::fixtures::skip("guest_smb", fixture, why);
         return;
     }
     let blob: Vec<u8> = (0..READ_SIZE).map(|i| (i * 7 % 253) as u8).collect();

@@ -27,6 +27,7 @@ pub mod query;
 pub mod read;
 pub mod session;
 pub mod setinfo;
+pub mod transform;
 pub mod tree;
 pub mod write;
 
