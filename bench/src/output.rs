@@ -12,10 +12,17 @@
 //!
 //! One `min:N max:N total:N` line per second: the lowest and highest
 //! per-task iteration count of that second and their sum. `average` is the
-//! integer mean of the measurement totals. The `per-op` line (fs counter
-//! deltas over the measurement window divided by operations) is ours; Linux
-//! references have no fs counters and leave it out. A run that saw wrong
-//! answers ends with an `error:` line, which makes [`parse`] fail.
+//! integer mean of the measurement totals. The `per-op` line is fs counter
+//! deltas over the measurement window divided by operations; the Linux
+//! reference guest prints its own from a separate counting run (kprobe hit
+//! counts): `per-op: allocs=A locks=L rwsem=R fallbacks=F` — the same names
+//! where the meaning is the same, no `shared_stores`, plus `rwsem`
+//! (`i_rwsem` acquisitions). Host references leave it out. A run that saw
+//! wrong answers ends with an `error:` line, which makes [`parse`] fail.
+//!
+//! This file is the one parser of the format: the `qemu` crate (below
+//! `bench` in the dependency order, and std) compiles it too, by path, as
+//! `qemu::wis`, for the Linux reference guest.
 //!
 //! The parser skips anything before `testcase:` and after the block (a
 //! guest's boot log, a runner's notes), but is strict inside it.
@@ -40,13 +47,15 @@ impl fmt::Display for Sample {
     }
 }
 
-/// Counter values per operation, as printed (3 decimals).
+/// Counter values per operation, as printed (3 decimals). `shared_stores`
+/// is ours only, `rwsem` Linux's only.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PerOp {
     pub allocs: f64,
-    pub shared_stores: f64,
+    pub shared_stores: Option<f64>,
     pub fallbacks: f64,
     pub locks: f64,
+    pub rwsem: Option<f64>,
 }
 
 /// Raw counter deltas over the measurement window and the operations done.
@@ -267,32 +276,33 @@ fn parse_sample(l: &str) -> Option<Sample> {
     Some(Sample { min, max, total })
 }
 
+/// `allocs`, `fallbacks` and `locks` are required, `shared_stores` and
+/// `rwsem` optional; every key at most once, nothing else.
 fn parse_per_op(rest: &str) -> Option<PerOp> {
-    let mut p = PerOp::default();
-    let mut seen = [false; 4];
+    let mut v: [Option<f64>; 5] = [None; 5];
     for word in rest.split_ascii_whitespace() {
-        let (k, v) = word.split_once('=')?;
-        if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let (k, val) = word.split_once('=')?;
+        if val.is_empty() || !val.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
             return None;
         }
-        let v: f64 = v.parse().ok()?;
         let i = match k {
             "allocs" => 0,
             "shared_stores" => 1,
             "fallbacks" => 2,
             "locks" => 3,
+            "rwsem" => 4,
             _ => return None,
         };
-        if seen[i] {
+        if v[i].is_some() {
             return None;
         }
-        seen[i] = true;
-        *[
-            &mut p.allocs,
-            &mut p.shared_stores,
-            &mut p.fallbacks,
-            &mut p.locks,
-        ][i] = v;
+        v[i] = Some(val.parse().ok()?);
     }
-    seen.iter().all(|s| *s).then_some(p)
+    Some(PerOp {
+        allocs: v[0]?,
+        shared_stores: v[1],
+        fallbacks: v[2]?,
+        locks: v[3]?,
+        rwsem: v[4],
+    })
 }

@@ -5,8 +5,16 @@
 //! - [`samba`]: a loopback-only Samba server started for a test or benchmark.
 //! - [`relay`]: the latency relay (one-way delay, SMB2 command counting, faults).
 //! - [`linuxref`]: the Linux reference guest (Debian kernel + busybox + statneg).
+//! - [`wis`]: will-it-scale's output format — `bench/src/output.rs`, the one
+//!   parser of it, compiled here by path: `bench` depends on this crate
+//!   (its sweep boots QEMU through it), so this crate cannot depend on
+//!   `bench`, and the format must stay `no_std` in `bench` for the guest.
+
+extern crate alloc;
 
 pub mod linuxref;
 pub mod relay;
 pub mod runner;
 pub mod samba;
+#[path = "../../bench/src/output.rs"]
+pub mod wis;
