@@ -90,6 +90,17 @@ enum Cmd {
         /// Results go to OUT/<timestamp>-smb/.
         #[arg(long, default_value = "results")]
         out: PathBuf,
+        /// The real Linux client's rows first (`design=linux-6.12`): the
+        /// reference guest's cifs.ko (6.12 or 6.1), or `none`.
+        #[arg(long, default_value = "6.12", value_name = "RELEASE|none")]
+        linux: String,
+        /// Also run the seed's variants (noserverino, symlink=none,
+        /// reparse=wsl, vers=3.0) with the real client at this RTT.
+        #[arg(long, value_name = "MS")]
+        linux_variants: Option<u64>,
+        /// Where the reference guest is built and cached [default: build/].
+        #[arg(long)]
+        build_dir: Option<PathBuf>,
     },
     /// Merge the raw.csv of several result directories into one report.
     Report {
@@ -171,6 +182,9 @@ fn main() -> ExitCode {
             opts,
             relay,
             out,
+            linux,
+            linux_variants,
+            build_dir,
         } => {
             let relay = relay.unwrap_or_else(|| {
                 std::env::current_exe()
@@ -186,10 +200,36 @@ fn main() -> ExitCode {
                 relay_bin: relay,
                 extra_opts: opts,
             };
+            let linux_rows = if linux == "none" {
+                Vec::new()
+            } else {
+                let release = match linux.parse() {
+                    Ok(r) => r,
+                    Err(e) => {
+                        eprintln!("bench smb-sweep: --linux: {e}");
+                        return ExitCode::from(2);
+                    }
+                };
+                let lcfg = bench::lsla::LinuxLslaConfig {
+                    release,
+                    build_dir: build_dir.unwrap_or_else(qemu::linuxref::default_build_dir),
+                    variants_rtt: linux_variants,
+                };
+                match bench::lsla::run_linux(&cfg, &lcfg, |what| eprintln!("{what}")) {
+                    Ok(rows) => rows,
+                    Err(e) => {
+                        eprintln!("lsla design=linux-{linux} skipped: {e}");
+                        Vec::new()
+                    }
+                }
+            };
+            for l in &linux_rows {
+                println!("{}", l.row.line());
+            }
             match bench::lsla::run(&cfg, |what| eprintln!("{what}")) {
                 Ok(rows) => {
                     let dir = out.join(format!("{}-smb", now_stamp()));
-                    let report = bench::lsla::report(&rows);
+                    let report = bench::lsla::report_all(&linux_rows, &rows);
                     if let Err(e) = std::fs::create_dir_all(&dir)
                         .and_then(|_| std::fs::write(dir.join("smb.md"), &report))
                     {
