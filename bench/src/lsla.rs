@@ -393,8 +393,10 @@ pub struct LinuxLsla {
     /// The figures, in the same form as ours (`design=linux-6.12`, or
     /// `linux-6.12+VARIANT`).
     pub row: LslaRow,
-    /// The mount options used (credentials left out).
+    /// The mount options asked for (credentials left out).
     pub opts: String,
+    /// Those the kernel refused (`Unknown parameter`) and the guest dropped.
+    pub dropped: Vec<String>,
     /// The guest's view of the cold and warm listings (Stats, trace analysis).
     pub cold: qemu::linuxref::CifsListing,
     pub warm: qemu::linuxref::CifsListing,
@@ -521,6 +523,12 @@ pub fn run_linux(
             out.push(LinuxLsla {
                 row,
                 opts: opts.clone(),
+                dropped: report
+                    .dropped
+                    .iter()
+                    .filter(|(v, _)| v == name)
+                    .map(|(_, o)| o.clone())
+                    .collect(),
                 cold,
                 warm,
                 kernel: paths.describe(),
@@ -572,7 +580,14 @@ pub fn report_linux(rows: &[LinuxLsla]) -> String {
             "\n### {} at {} ms: cold listing\n\n",
             x.design, x.rtt_ms
         ));
-        s.push_str(&format!("Options: `{}`\n\n```\n", r.opts));
+        s.push_str(&format!("Options: `{}`", r.opts));
+        if !r.dropped.is_empty() {
+            s.push_str(&format!(
+                " — this kernel refused (`Unknown parameter`) and the guest dropped: `{}`",
+                r.dropped.join("`, `")
+            ));
+        }
+        s.push_str("\n\n```\n");
         s.push_str("relay, client to server:\n");
         for (c, n) in &x.cold.client_to_server.commands {
             s.push_str(&format!("{n:>7} {c}\n"));

@@ -29,6 +29,11 @@ struct Args {
     #[arg(long, default_value_t = linuxref::DEFAULT_COUNT_ITERS, value_name = "N")]
     count: u32,
 
+    /// After each counting run, one more with the lock probes keyed by
+    /// caller, printed with --echo (`linuxref-callers`): who takes each lock.
+    #[arg(long)]
+    stacks: bool,
+
     /// Build directory; the guest is cached in DIR/linuxref/ (default: the workspace's build/).
     #[arg(long, value_name = "DIR")]
     build_dir: Option<PathBuf>,
@@ -108,6 +113,7 @@ fn main() -> ExitCode {
     for &cpus in &args.cpus {
         let run = GuestRun {
             count: args.count,
+            stacks: args.stacks,
             accel,
             echo: args.echo,
             ..GuestRun::statneg(cpus, args.fs.clone(), args.warmup, args.secs)

@@ -636,6 +636,8 @@ fn modinfo_softdeps(ko: &[u8]) -> Vec<String> {
 ///   per thread (the difference leaves out start-up and exit), printed as
 ///   `per-op: allocs=A locks=L rwsem=R fallbacks=F` right after
 ///   will-it-scale's lines, then `linuxref-count` with every probe's hits;
+/// - `lr.stacks=1`: and one more counting run with each lock probe's hits
+///   keyed by its caller (`linuxref-callers probe=P`, then the hist lines);
 /// - `lr.unc=//10.0.2.100/SHARE lr.cifs=NAME:OPTIONS …`: per variant, mount
 ///   the share through the relay (10.0.2.100:445), then `ls -la` cold and
 ///   warm, each between two marker requests to 10.0.2.100:4450 (the host
@@ -656,7 +658,7 @@ mount -t tmpfs tmpfs /tmp
 for m in $(cat /modules/order); do
     insmod /modules/$m || echo "linuxref: insmod $m failed"
 done
-FS=tmpfs,ext4 THREADS=1 WARMUP=1 SECS=3 COUNT=0 UNC= CIFS=
+FS=tmpfs,ext4 THREADS=1 WARMUP=1 SECS=3 COUNT=0 STACKS=0 UNC= CIFS=
 for w in $(cat /proc/cmdline); do
     case $w in
         lr.fs=*) FS=${w#lr.fs=} ;;
@@ -664,6 +666,7 @@ for w in $(cat /proc/cmdline); do
         lr.warmup=*) WARMUP=${w#lr.warmup=} ;;
         lr.secs=*) SECS=${w#lr.secs=} ;;
         lr.count=*) COUNT=${w#lr.count=} ;;
+        lr.stacks=*) STACKS=${w#lr.stacks=} ;;
         lr.unc=*) UNC=${w#lr.unc=} ;;
         lr.cifs=*) CIFS="$CIFS ${w#lr.cifs=}" ;;
     esac
@@ -696,11 +699,10 @@ count_run() {
 count_fs() {
     : > /tmp/missing
     for p in $PROBES; do
-        echo "p:lr/${p%%:*} ${p#*:}" >> $T/kprobe_events 2>/dev/null || echo "${p#*:}" >> /tmp/missing
+        echo "p:lr/${p%%:*} ${p#*:} caller=+0(\$stack):x64" >> $T/kprobe_events 2>/dev/null || echo "${p#*:}" >> /tmp/missing
     done
     count_run /mnt/$1/missing-name 0 > /tmp/c0
     count_run /mnt/$1/missing-name $COUNT > /tmp/c1
-    echo > $T/kprobe_events
     awk -F= 'NR == FNR { b[$1] = $2; next } { d[$1] = $2 - b[$1] }
     END {
         ops = d["count-ops"]
@@ -713,6 +715,23 @@ count_fs() {
         print s
     }' /tmp/c0 /tmp/c1
     [ -s /tmp/missing ] && echo "linuxref-count-missing $(cat /tmp/missing | tr '\n' ' ')"
+    if [ "$STACKS" = 1 ]; then
+        # Who takes the locks: one more run, each lock probe's hits keyed by
+        # its caller (the return address on the stack at function entry).
+        for p in spin_lock spin_lock_irqsave spin_trylock down_read; do
+            e=$T/events/lr/$p/
+            [ -d $e ] && echo "hist:keys=caller.sym-offset if comm == \"statneg\"" > ${e}trigger
+        done
+        /statneg --count /mnt/$1/missing-name $THREADS $COUNT > /dev/null
+        for p in spin_lock spin_lock_irqsave spin_trylock down_read; do
+            e=$T/events/lr/$p/
+            [ -d $e ] || continue
+            echo "linuxref-callers probe=$p"
+            grep 'hitcount:' ${e}hist | sort -t: -k3 -rn | head -8
+            echo "!hist:keys=caller.sym-offset if comm == \"statneg\"" > ${e}trigger
+        done
+    fi
+    echo > $T/kprobe_events
 }
 for fs in $(echo $FS | tr , ' '); do
     echo "linuxref-begin fs=$fs"

@@ -25,6 +25,9 @@ pub struct GuestRun {
     /// Stats per thread of the counting run after each timed run (kprobe
     /// hit counts, printed as the `per-op:` line); 0: no counting run.
     pub count: u32,
+    /// After the counting run, one more with the lock probes keyed by
+    /// caller (`linuxref-callers` in the section): who takes each lock.
+    pub stacks: bool,
     /// Accelerator.
     pub accel: Accel,
     /// Stream the guest console to stdout.
@@ -43,6 +46,7 @@ impl GuestRun {
             warmup,
             secs,
             count: 0,
+            stacks: false,
             accel: Accel::Tcg,
             echo: false,
             cifs: None,
@@ -144,6 +148,9 @@ pub struct GuestReport {
     pub uname: String,
     /// Notes the guest printed (`linuxref: …`: failed steps, the ls used).
     pub notes: Vec<String>,
+    /// (variant, option) for every mount option the kernel refused
+    /// (`Unknown parameter`) and the guest dropped before mounting.
+    pub dropped: Vec<(String, String)>,
     /// Wall time of the whole boot (start-up, runs, power-off).
     pub wall: Duration,
 }
@@ -173,6 +180,9 @@ pub fn guest_cmdline(run: &GuestRun) -> String {
         run.secs,
         run.count
     );
+    if run.stacks {
+        cmdline.push_str(" lr.stacks=1");
+    }
     if let Some(c) = &run.cifs {
         cmdline.push_str(&format!(" lr.unc={}", c.unc));
         for (name, opts) in &c.variants {
@@ -289,8 +299,21 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
         listings,
         uname,
         notes: guest_notes(&serial),
+        dropped: dropped_options(&serial),
         wall: out.wall,
     })
+}
+
+/// The `linuxref-dropped variant=V option=O` lines, as (V, O).
+pub fn dropped_options(serial: &str) -> Vec<(String, String)> {
+    serial
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("linuxref-dropped variant=")?;
+            let (v, o) = rest.split_once(" option=")?;
+            Some((v.to_string(), o.trim().to_string()))
+        })
+        .collect()
 }
 
 /// The guest's `linuxref: …` lines other than the banner.
@@ -455,6 +478,10 @@ mod tests {
         );
         assert_eq!(trace_counts(&l[0].trace, "cmd"), [("5".to_string(), 548)]);
         assert!(parse_listings("linuxref-lsla variant=x phase=cold wall_s=abc\n").is_err());
+        assert_eq!(
+            dropped_options("x\nlinuxref-dropped variant=base option=nativesocket\n"),
+            [("base".to_string(), "nativesocket".to_string())]
+        );
     }
 
     #[test]

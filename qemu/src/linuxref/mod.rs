@@ -30,8 +30,8 @@ pub use build::{
     default_build_dir, ensure_built, ensure_release, lrtime_source, statneg_source, AptSource,
 };
 pub use guest::{
-    guest_cmdline, parse_listings, run_guest, run_host_statneg, run_statneg, trace_counts,
-    CifsListing, CifsRun, GuestReport, GuestRun, DEFAULT_COUNT_ITERS, MARKER_PORT,
+    dropped_options, guest_cmdline, parse_listings, run_guest, run_host_statneg, run_statneg,
+    trace_counts, CifsListing, CifsRun, GuestReport, GuestRun, DEFAULT_COUNT_ITERS, MARKER_PORT,
 };
 pub use parse::{parse_wis, PerOp, Sample, WisResult};
 
