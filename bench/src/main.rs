@@ -123,6 +123,11 @@ enum Cmd {
         /// Where the merged raw.csv, report.md and scaling.svg go [default: results/<timestamp>-merged].
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Print a plain-text summary instead (72 columns, for a mailing
+        /// list): ops/s per CPU count and scaling, per-op counters, and the
+        /// SMB table of any smb-sweep directory among DIRS. Writes nothing.
+        #[arg(long)]
+        text: bool,
     },
 }
 
@@ -280,7 +285,22 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Cmd::Report { dirs, out } => {
+        Cmd::Report {
+            dirs, text: true, ..
+        } => {
+            let dirs: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
+            match bench::host::text::render_dirs(&dirs) {
+                Ok(t) => {
+                    print!("{t}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("bench report --text: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Report { dirs, out, .. } => {
             let out = out.unwrap_or_else(|| {
                 PathBuf::from("results").join(format!("{}-merged", now_stamp()))
             });

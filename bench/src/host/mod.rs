@@ -21,6 +21,7 @@ pub mod proc;
 pub mod report;
 pub mod rows;
 pub mod sweep;
+pub mod text;
 
 use std::fmt;
 use std::io::Write;
