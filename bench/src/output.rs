@@ -7,7 +7,7 @@
 //! measurement
 //! min:311937 max:348949 total:3289838
 //! average:3289838
-//! per-op: allocs=0.000 shared_stores=0.000 fallbacks=0.000 locks=0.000
+//! per-op: allocs=0.000 shared_stores=0.000 fallbacks=0.000 locks=0.000 transfers=0.000
 //! ```
 //!
 //! One `min:N max:N total:N` line per second: the lowest and highest
@@ -17,8 +17,10 @@
 //! reference guest prints its own from a separate counting run (kprobe hit
 //! counts): `per-op: allocs=A locks=L rwsem=R fallbacks=F` — the same names
 //! where the meaning is the same, no `shared_stores`, plus `rwsem`
-//! (`i_rwsem` acquisitions). Host references leave it out. A run that saw
-//! wrong answers ends with an `error:` line, which makes [`parse`] fail.
+//! (`i_rwsem` acquisitions). Host references leave it out. `transfers=`
+//! came later and is appended: a line without it (older output, Linux's)
+//! still parses, with [`PerOp::transfers`] `None`. A run that saw wrong
+//! answers ends with an `error:` line, which makes [`parse`] fail.
 //!
 //! This file is the one parser of the format: the `qemu` crate (below
 //! `bench` in the dependency order, and std) compiles it too, by path, as
@@ -56,6 +58,8 @@ pub struct PerOp {
     pub fallbacks: f64,
     pub locks: f64,
     pub rwsem: Option<f64>,
+    /// Cache-line transfers per op; `None` on output from before the field.
+    pub transfers: Option<f64>,
 }
 
 /// Raw counter deltas over the measurement window and the operations done.
@@ -68,6 +72,7 @@ pub struct PerOpCounts {
     pub shared_stores: u64,
     pub fallbacks: u64,
     pub locks: u64,
+    pub transfers: u64,
 }
 
 impl fmt::Display for PerOpCounts {
@@ -79,7 +84,9 @@ impl fmt::Display for PerOpCounts {
         f.write_str(" fallbacks=")?;
         write_ratio(f, self.fallbacks, self.ops)?;
         f.write_str(" locks=")?;
-        write_ratio(f, self.locks, self.ops)
+        write_ratio(f, self.locks, self.ops)?;
+        f.write_str(" transfers=")?;
+        write_ratio(f, self.transfers, self.ops)
     }
 }
 
@@ -276,10 +283,10 @@ fn parse_sample(l: &str) -> Option<Sample> {
     Some(Sample { min, max, total })
 }
 
-/// `allocs`, `fallbacks` and `locks` are required, `shared_stores` and
-/// `rwsem` optional; every key at most once, nothing else.
+/// `allocs`, `fallbacks` and `locks` are required, `shared_stores`,
+/// `rwsem` and `transfers` optional; every key at most once, nothing else.
 fn parse_per_op(rest: &str) -> Option<PerOp> {
-    let mut v: [Option<f64>; 5] = [None; 5];
+    let mut v: [Option<f64>; 6] = [None; 6];
     for word in rest.split_ascii_whitespace() {
         let (k, val) = word.split_once('=')?;
         if val.is_empty() || !val.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
@@ -291,6 +298,7 @@ fn parse_per_op(rest: &str) -> Option<PerOp> {
             "fallbacks" => 2,
             "locks" => 3,
             "rwsem" => 4,
+            "transfers" => 5,
             _ => return None,
         };
         if v[i].is_some() {
@@ -304,5 +312,6 @@ fn parse_per_op(rest: &str) -> Option<PerOp> {
         fallbacks: v[2]?,
         locks: v[3]?,
         rwsem: v[4],
+        transfers: v[5],
     })
 }
