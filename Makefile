@@ -124,8 +124,11 @@ explore:
 		rm -rf $$prof; echo "explore: wrote $(EXPLORE_SHOT)"; \
 	else echo "explore: no chromium (make setup): $(EXPLORE_SHOT) not refreshed"; fi
 
+# Which Linux reference: 6.12 (Debian 13, private apt lists under build/) or 6.1.
+LINUX ?= 6.12
+
 linuxref: build-host
-	$(TARGET_DIR)/release/linuxref --cpus 1,2
+	$(TARGET_DIR)/release/linuxref --cpus 1,2 --linux $(LINUX)
 
 lint:
 	$(CARGO) fmt --all --check

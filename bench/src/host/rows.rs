@@ -98,7 +98,7 @@ impl Row {
             task_min: out.task_min(),
             task_max: out.task_max(),
             allocs: p.map(|p| p.allocs),
-            shared_stores: p.map(|p| p.shared_stores),
+            shared_stores: p.and_then(|p| p.shared_stores),
             fallbacks: p.map(|p| p.fallbacks),
             locks: p.map(|p| p.locks),
             status: "ok".into(),

@@ -228,53 +228,41 @@ pub(super) fn run_linux_guest(
     };
     let (resolved, _why) = resolve_accel(choice, Path::new(DEFAULT_QEMU), &default_cache_dir());
     let run = GuestRun {
-        cpus: cpus as u32,
-        fs: all.to_vec(),
-        warmup,
-        secs,
+        count: qemu::linuxref::DEFAULT_COUNT_ITERS,
         accel: resolved,
-        echo: false,
+        ..GuestRun::statneg(cpus as u32, all.to_vec(), warmup, secs)
     };
     match qemu::linuxref::run_guest(paths, &run) {
         Err(e) => rows_for("failed", resolved.name(), &e.to_string()),
         Ok(report) => report
-            .results
+            .sections
             .iter()
-            .map(|(f, w)| {
-                let out = output::RunOutput {
-                    testcase: w.testcase.clone(),
-                    warmup: w
-                        .warmup
-                        .iter()
-                        .map(|s| output::Sample {
-                            min: s.min,
-                            max: s.max,
-                            total: s.total,
-                        })
-                        .collect(),
-                    measurement: w
-                        .measurement
-                        .iter()
-                        .map(|s| output::Sample {
-                            min: s.min,
-                            max: s.max,
-                            total: s.total,
-                        })
-                        .collect(),
-                    average: w.average,
-                    per_op: None,
-                };
+            .map(|(f, text)| {
                 let design = format!("linux-{}", f.name());
-                Row::from_output(
-                    Source::LinuxGuest.name(),
+                // The same parser as every other row; rwsem (Linux's only
+                // counter) rides in the note beside the exact kernel.
+                let rwsem = output::parse(text)
+                    .ok()
+                    .and_then(|o| o.per_op?.rwsem)
+                    .map(|r| format!("; rwsem/op={r:.3}"))
+                    .unwrap_or_default();
+                let mut row = row_from_text(
+                    text,
+                    Source::LinuxGuest,
                     resolved.name(),
                     host,
                     "statneg",
                     &design,
                     cpus,
-                    &out,
-                    &paths.kernel_package,
-                )
+                    None,
+                );
+                let kernel = format!("{}{rwsem}", paths.describe());
+                row.note = if row.note.is_empty() {
+                    kernel
+                } else {
+                    format!("{kernel}: {}", row.note)
+                };
+                row
             })
             .collect(),
     }
