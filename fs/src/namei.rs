@@ -42,8 +42,6 @@
 //! Touches: dcache, mounts, inodes (read), the directory `i_rwsem` (shared,
 //! in `lookup_slow`), counters and traces.
 
-#![deny(unsafe_code)]
-
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::ops::Deref;

@@ -7,6 +7,7 @@
 //! - [`linuxref`]: the Linux reference guest (Debian kernel + busybox + statneg).
 //! - [`fixtures`]: what a test does when its fixture is missing
 //!   (`REQUIRE_FIXTURES=1`: fail; otherwise skip, and count the skips).
+#![deny(unsafe_code)]
 
 pub mod fixtures;
 pub mod linuxref;

@@ -17,8 +17,6 @@
 //! Touches: one connection (behind a spinlock: requests of one mount are
 //! serialised), the dcache entries of its own superblock.
 
-#![deny(unsafe_code)]
-
 pub mod wslea;
 
 use alloc::boxed::Box;

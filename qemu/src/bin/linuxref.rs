@@ -5,6 +5,7 @@
 //! library (`qemu::linuxref`).
 //!
 //! It touches build/linuxref/ (or `--build-dir`), apt-get download, QEMU.
+#![deny(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
