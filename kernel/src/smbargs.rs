@@ -51,8 +51,9 @@ impl<const N: usize> fmt::Display for Text<N> {
 
 /// Longest share name accepted.
 pub const SHARE_MAX: usize = 80;
-/// Longest `smbopts=` value accepted.
-pub const OPTS_MAX: usize = 240;
+/// Longest `smbopts=` value accepted: a pasted Linux mount line with
+/// credentials fits (the seed's options plus credentials are 261).
+pub const OPTS_MAX: usize = 1024;
 
 /// `smb=//A.B.C.D/SHARE`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +82,7 @@ impl fmt::Display for SmbSource {
 pub const SOURCE_EXPECTED: &str = "//A.B.C.D/SHARE (an IPv4 address and a share name)";
 /// What `smbopts=` accepts, for the error message.
 pub const OPTS_EXPECTED: &str =
-    "comma-separated cifs mount options, at most 240 printable characters";
+    "comma-separated cifs mount options, at most 1024 printable characters";
 
 fn ipv4(s: &str) -> Option<[u8; 4]> {
     let mut out = [0u8; 4];
@@ -153,6 +154,8 @@ mod tests {
         let o = parse_opts("username=root,password=pw,wslea=probe").unwrap();
         assert_eq!(o.as_str(), "username=root,password=pw,wslea=probe");
         assert!(parse_opts(&"a".repeat(OPTS_MAX + 1)).is_err());
+        // A pasted Linux mount line with credentials (issue 14: 261 chars).
+        assert!(parse_opts(&"a".repeat(1024)).is_ok());
         assert!(parse_opts("a\u{7f}b").is_err());
     }
 }

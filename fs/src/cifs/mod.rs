@@ -17,13 +17,15 @@
 //! Touches: one connection (behind a spinlock: requests of one mount are
 //! serialised), the dcache entries of its own superblock.
 
+pub mod options;
 pub mod wslea;
+
+pub use options::{CifsOpts, OptError, OPTION_NAMES};
 
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
-use alloc::vec::Vec;
 use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -35,167 +37,12 @@ use crate::smb::wire::info::FileStat;
 use crate::smb::{Clock, Config, Connection, Connector, SmbError};
 use crate::sync::spinlock::SpinLock;
 use crate::vfs::{FileType, Vfs};
-use wslea::{ProbeCtx, WSLEA_DESIGNS};
+use wslea::ProbeCtx;
 
 /// FILE_ATTRIBUTE_DIRECTORY
 const ATTR_DIRECTORY: u32 = 0x10;
 /// FILE_ATTRIBUTE_REPARSE_POINT
 const ATTR_REPARSE: u32 = 0x400;
-
-/// Parsed mount options.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CifsOpts {
-    pub vers: Vec<u16>,
-    pub username: String,
-    pub password: String,
-    pub domain: String,
-    pub uid: u32,
-    pub forceuid: bool,
-    pub gid: u32,
-    pub forcegid: bool,
-    pub file_mode: u32,
-    pub dir_mode: u32,
-    /// file_mode / dir_mode given explicitly.
-    pub file_mode_set: bool,
-    pub dir_mode_set: bool,
-    pub acregmax_ms: u64,
-    pub acdirmax_ms: u64,
-    pub soft: bool,
-    pub noserverino: bool,
-    /// Index into [`WSLEA_DESIGNS`].
-    pub wslea: usize,
-    /// K of the negcache design.
-    pub wslea_k: u32,
-    /// Signing on every request (`sign`), else only where required.
-    pub sign: bool,
-}
-
-/// A mount option the parser refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OptError(pub String);
-
-impl fmt::Display for OptError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// The option names, for help texts.
-pub const OPTION_NAMES: &str = "vers= username= password= domain= uid= forceuid gid= forcegid \
-file_mode= dir_mode= acregmax= acdirmax= actimeo= soft hard noserverino sign wslea=probe|negcache|easize|off wslea_k=";
-
-impl Default for CifsOpts {
-    fn default() -> Self {
-        CifsOpts {
-            vers: alloc::vec![0x0311, 0x0302, 0x0210],
-            username: String::new(),
-            password: String::new(),
-            domain: String::new(),
-            uid: 0,
-            forceuid: false,
-            gid: 0,
-            forcegid: false,
-            file_mode: 0o755,
-            dir_mode: 0o755,
-            file_mode_set: false,
-            dir_mode_set: false,
-            acregmax_ms: 1000,
-            acdirmax_ms: 30_000,
-            soft: true,
-            noserverino: false,
-            wslea: wslea::by_name("easize").expect("easize exists"),
-            wslea_k: 8,
-            sign: false,
-        }
-    }
-}
-
-fn num(k: &str, v: &str, radix: u32) -> Result<u64, OptError> {
-    u64::from_str_radix(v, radix).map_err(|_| OptError(format!("cifs: bad value for {k}: {v:?}")))
-}
-
-impl CifsOpts {
-    /// Parse `a=b,c,...` (Linux names; times in seconds, modes in octal).
-    pub fn parse(s: &str) -> Result<CifsOpts, OptError> {
-        let mut o = CifsOpts::default();
-        for w in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
-            let (k, v) = match w.split_once('=') {
-                Some((k, v)) => (k, Some(v)),
-                None => (w, None),
-            };
-            let need = || v.ok_or_else(|| OptError(format!("cifs: {k} needs a value")));
-            match k {
-                "vers" => {
-                    o.vers = match need()? {
-                        "3.1.1" | "3.11" => alloc::vec![0x0311],
-                        "3.0.2" | "3.02" => alloc::vec![0x0302],
-                        "2.1" => alloc::vec![0x0210],
-                        "3" | "default" => alloc::vec![0x0311, 0x0302],
-                        x => {
-                            return Err(OptError(format!(
-                                "cifs: unsupported vers={x} (3.1.1, 3.0.2, 2.1, 3, default)"
-                            )))
-                        }
-                    }
-                }
-                "username" | "user" => o.username = need()?.to_string(),
-                "password" | "pass" => o.password = need()?.to_string(),
-                "domain" => o.domain = need()?.to_string(),
-                "uid" => o.uid = num(k, need()?, 10)? as u32,
-                "gid" => o.gid = num(k, need()?, 10)? as u32,
-                "forceuid" => o.forceuid = true,
-                "forcegid" => o.forcegid = true,
-                "file_mode" => {
-                    o.file_mode = num(k, need()?, 8)? as u32 & 0o7777;
-                    o.file_mode_set = true;
-                }
-                "dir_mode" => {
-                    o.dir_mode = num(k, need()?, 8)? as u32 & 0o7777;
-                    o.dir_mode_set = true;
-                }
-                "acregmax" => o.acregmax_ms = num(k, need()?, 10)? * 1000,
-                "acdirmax" => o.acdirmax_ms = num(k, need()?, 10)? * 1000,
-                "actimeo" => {
-                    o.acregmax_ms = num(k, need()?, 10)? * 1000;
-                    o.acdirmax_ms = o.acregmax_ms;
-                }
-                "soft" => o.soft = true,
-                "hard" => o.soft = false,
-                "noserverino" => o.noserverino = true,
-                "sign" => o.sign = true,
-                "wslea" => {
-                    let v = need()?;
-                    o.wslea = wslea::by_name(v).ok_or_else(|| {
-                        OptError(format!(
-                            "cifs: unknown wslea={v} (probe|negcache|easize|off)"
-                        ))
-                    })?;
-                }
-                "wslea_k" => o.wslea_k = num(k, need()?, 10)?.clamp(1, 1 << 20) as u32,
-                _ => {
-                    return Err(OptError(format!(
-                        "cifs: unknown mount option {k:?}; valid: {OPTION_NAMES}"
-                    )))
-                }
-            }
-        }
-        Ok(o)
-    }
-
-    /// Would every answer of a WSL-EA probe be thrown away?
-    pub fn all_forced(&self) -> bool {
-        self.forceuid && self.forcegid && self.file_mode_set && self.dir_mode_set
-    }
-
-    /// The design in force (`off` when everything is forced).
-    pub fn effective_wslea(&self) -> &'static dyn wslea::WslEaDesign {
-        if self.all_forced() {
-            &wslea::Off
-        } else {
-            WSLEA_DESIGNS[self.wslea]
-        }
-    }
-}
 
 /// Per-inode SMB state.
 pub struct CifsInode {

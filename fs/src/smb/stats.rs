@@ -38,6 +38,12 @@ pub struct TconStats {
     /// Replies with a success status whose body did not parse (also
     /// counted in their command's `failed`).
     pub malformed: u64,
+    /// Request frames sent encrypted (in a transform header).
+    pub sealed: u64,
+    /// Received frames that did not decrypt (bad tag, wrong session,
+    /// malformed transform header) or came in clear on an encrypting
+    /// session: each one failed its requests with EIO.
+    pub decrypt_failed: u64,
 }
 
 impl TconStats {
@@ -66,6 +72,13 @@ impl TconStats {
         let _ = writeln!(s, "SMBs: {}", self.smbs);
         let _ = writeln!(s, "Frames: {}", self.frames);
         let _ = writeln!(s, "Bytes read: {}", self.bytes_read);
+        if self.sealed + self.decrypt_failed > 0 {
+            let _ = writeln!(
+                s,
+                "Encrypted frames: {} sent {} decrypt failures",
+                self.sealed, self.decrypt_failed
+            );
+        }
         let rows: [(&str, u16); 10] = [
             ("Negotiates", cmd::NEGOTIATE),
             ("SessionSetups", cmd::SESSION_SETUP),

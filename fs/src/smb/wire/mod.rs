@@ -26,6 +26,7 @@ pub mod netbios;
 pub mod query;
 pub mod read;
 pub mod session;
+pub mod transform;
 pub mod tree;
 
 #[cfg(test)]

@@ -1,0 +1,378 @@
+//! One function per source: make one run (a child process, a QEMU boot)
+//! and turn its output into raw.csv rows. Touches: the child processes it
+//! starts (this binary, `qemu-run`, the Linux reference guest).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use super::super::linux;
+use super::super::proc::{last_line, run_with_timeout};
+use super::super::rows::Row;
+use super::Source;
+use crate::output;
+use crate::params::Params;
+
+fn run_limit(warmup: u32, secs: u32, extra: u64) -> Duration {
+    Duration::from_secs(warmup as u64 + secs as u64 + extra)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row_from_text(
+    text: &str,
+    source: Source,
+    accel: &str,
+    host: &str,
+    testcase: &str,
+    design: &str,
+    cpus: usize,
+    failure: Option<String>,
+) -> Row {
+    match output::parse(text) {
+        // Output that parses from a run that failed (non-zero exit,
+        // timeout) is still a failed run: keep its figures, say why.
+        Ok(out) => {
+            let row =
+                Row::from_output(source.name(), accel, host, testcase, design, cpus, &out, "");
+            match failure {
+                Some(why) => Row {
+                    status: "failed".into(),
+                    note: why,
+                    ..row
+                },
+                None => row,
+            }
+        }
+        Err(e) => {
+            let why = failure.map(|f| format!("{f}; ")).unwrap_or_default();
+            Row::not_run(
+                "failed",
+                source.name(),
+                accel,
+                host,
+                testcase,
+                design,
+                cpus,
+                &format!("{why}output: {e}"),
+            )
+        }
+    }
+}
+
+pub(super) fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) -> Row {
+    let fail = |note: String| {
+        Row::not_run(
+            "failed",
+            "host",
+            "native",
+            host,
+            p.bench.name(),
+            p.design.name(),
+            p.tasks,
+            &note,
+        )
+    };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return fail(format!("cannot find this program: {e}")),
+    };
+    let mut cmd = Command::new(exe);
+    cmd.arg("host").args(p.to_string().split(' '));
+    match run_with_timeout(cmd, run_limit(p.warmup, p.secs, 60)) {
+        Err(e) => fail(e),
+        Ok(f) => {
+            save(
+                &format!("host-{}-{}-{}", p.bench, p.design, p.tasks),
+                &f.stdout,
+                &f.stderr,
+            );
+            let failure = (f.code != Some(0)).then(|| {
+                format!(
+                    "exit {:?}{}: {}",
+                    f.code,
+                    if f.timed_out { " (timeout)" } else { "" },
+                    last_line(&f.stderr)
+                )
+            });
+            let mut row = row_from_text(
+                &f.stdout,
+                Source::Host,
+                "native",
+                host,
+                p.bench.name(),
+                p.design.name(),
+                p.tasks,
+                failure,
+            );
+            if row.is_ok() && f.stderr.contains("not pinned") {
+                row.note = "threads not pinned".into();
+            }
+            row
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_guest(
+    p: &Params,
+    host: &str,
+    kernel: &Path,
+    runner: &Path,
+    accel: &str,
+    save: &dyn Fn(&str, &str, &str),
+) -> Row {
+    let skip = |note: String| {
+        Row::not_run(
+            "skipped",
+            "guest",
+            accel,
+            host,
+            p.bench.name(),
+            p.design.name(),
+            p.tasks,
+            &note,
+        )
+    };
+    if !runner.is_file() {
+        return skip(format!(
+            "runner {} not found (cargo build --release -p qemu)",
+            runner.display()
+        ));
+    }
+    if !kernel.is_file() {
+        return skip(format!(
+            "kernel {} not found (cargo build --release -p kernel --target x86_64-unknown-none)",
+            kernel.display()
+        ));
+    }
+    let limit = run_limit(p.warmup, p.secs, 120);
+    let mut cmd = Command::new(runner);
+    cmd.arg("--smp")
+        .arg(p.tasks.to_string())
+        .arg("--cmdline")
+        .arg(p.to_string())
+        .arg("--kernel")
+        .arg(kernel)
+        .arg("--accel")
+        .arg(accel)
+        .arg("--timeout")
+        .arg((limit.as_secs() - 10).to_string());
+    match run_with_timeout(cmd, limit) {
+        Err(e) => skip(e),
+        Ok(f) => {
+            save(
+                &format!("guest-{}-{}-{}", p.bench, p.design, p.tasks),
+                &f.stdout,
+                &f.stderr,
+            );
+            let used = runner_accel(&f.stderr).unwrap_or_else(|| accel.to_string());
+            let failure = (f.code != Some(0)).then(|| {
+                format!(
+                    "qemu-run exit {:?}: {}; guest: {}",
+                    f.code,
+                    last_line(&f.stderr),
+                    guest_complaint(&f.stdout)
+                )
+            });
+            row_from_text(
+                &f.stdout,
+                Source::Guest,
+                &used,
+                host,
+                p.bench.name(),
+                p.design.name(),
+                p.tasks,
+                failure,
+            )
+        }
+    }
+}
+
+/// One boot of the Linux reference guest with `cpus` vCPUs, statneg on its
+/// tmpfs and on its ext4 disk: two rows (`linux-tmpfs`, `linux-ext4`).
+pub(super) fn run_linux_guest(
+    paths: &Result<qemu::linuxref::Paths, String>,
+    cpus: usize,
+    warmup: u32,
+    secs: u32,
+    host: &str,
+    accel: &str,
+) -> Vec<Row> {
+    use qemu::linuxref::{Fs, GuestRun};
+    use qemu::runner::{default_cache_dir, resolve_accel, AccelChoice, DEFAULT_QEMU};
+    let all = [Fs::Tmpfs, Fs::Ext4];
+    let rows_for = |status: &str, acc: &str, note: &str| -> Vec<Row> {
+        all.iter()
+            .map(|f| {
+                let design = format!("linux-{}", f.name());
+                Row::not_run(
+                    status,
+                    Source::LinuxGuest.name(),
+                    acc,
+                    host,
+                    "statneg",
+                    &design,
+                    cpus,
+                    note,
+                )
+            })
+            .collect()
+    };
+    let paths = match paths {
+        Ok(p) => p,
+        Err(e) => return rows_for("skipped", accel, e),
+    };
+    let choice: AccelChoice = match accel.parse() {
+        Ok(c) => c,
+        Err(e) => return rows_for("skipped", accel, &e),
+    };
+    let (resolved, _why) = resolve_accel(choice, Path::new(DEFAULT_QEMU), &default_cache_dir());
+    let run = GuestRun {
+        cpus: cpus as u32,
+        fs: all.to_vec(),
+        warmup,
+        secs,
+        accel: resolved,
+        echo: false,
+    };
+    match qemu::linuxref::run_guest(paths, &run) {
+        Err(e) => rows_for("failed", resolved.name(), &e.to_string()),
+        Ok(report) => report
+            .results
+            .iter()
+            .map(|(f, w)| {
+                let out = output::RunOutput {
+                    testcase: w.testcase.clone(),
+                    warmup: w
+                        .warmup
+                        .iter()
+                        .map(|s| output::Sample {
+                            min: s.min,
+                            max: s.max,
+                            total: s.total,
+                        })
+                        .collect(),
+                    measurement: w
+                        .measurement
+                        .iter()
+                        .map(|s| output::Sample {
+                            min: s.min,
+                            max: s.max,
+                            total: s.total,
+                        })
+                        .collect(),
+                    average: w.average,
+                    per_op: None,
+                };
+                let design = format!("linux-{}", f.name());
+                Row::from_output(
+                    Source::LinuxGuest.name(),
+                    resolved.name(),
+                    host,
+                    "statneg",
+                    &design,
+                    cpus,
+                    &out,
+                    &paths.kernel_package,
+                )
+            })
+            .collect(),
+    }
+}
+
+/// The guest's first line that looks like an error, else its last line.
+fn guest_complaint(stdout: &str) -> &str {
+    let words = ["error", "unknown", "panic", "fail", "bad "];
+    stdout
+        .lines()
+        .map(str::trim)
+        .find(|l| {
+            let low = l.to_ascii_lowercase();
+            words.iter().any(|w| low.contains(w))
+        })
+        .unwrap_or_else(|| last_line(stdout))
+}
+
+/// The accelerator `qemu-run` reports on stderr (`... accel=tcg (...)`).
+pub fn runner_accel(stderr: &str) -> Option<String> {
+    stderr.lines().find_map(|l| {
+        let rest = l.strip_prefix("qemu-run:")?;
+        let v = rest
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("accel="))?;
+        Some(v.to_string())
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_linux_host(
+    dir: &Path,
+    cpus: usize,
+    warmup: u32,
+    secs: u32,
+    host: &str,
+    save: &dyn Fn(&str, &str, &str),
+) -> Row {
+    let design = linux::label(dir);
+    let fail = |note: String| {
+        Row::not_run(
+            "failed",
+            "linux-host",
+            "native",
+            host,
+            "statneg",
+            &design,
+            cpus,
+            &note,
+        )
+    };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return fail(format!("cannot find this program: {e}")),
+    };
+    let mut cmd = Command::new(exe);
+    cmd.arg("linux-stat")
+        .arg("--dir")
+        .arg(dir)
+        .arg(format!("--tasks={cpus}"))
+        .arg(format!("--warmup={warmup}"))
+        .arg(format!("--secs={secs}"));
+    match run_with_timeout(cmd, run_limit(warmup, secs, 60)) {
+        Err(e) => fail(e),
+        Ok(f) => {
+            save(
+                &format!("linux-host-{}-{cpus}", design),
+                &f.stdout,
+                &f.stderr,
+            );
+            let failure =
+                (f.code != Some(0)).then(|| format!("exit {:?}: {}", f.code, last_line(&f.stderr)));
+            let mut row = row_from_text(
+                &f.stdout,
+                Source::LinuxHost,
+                "native",
+                host,
+                "statneg",
+                &design,
+                cpus,
+                failure,
+            );
+            if row.is_ok() {
+                row.note = dir.display().to_string();
+            }
+            row
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accel_from_runner_stderr() {
+        let e = "qemu-run: smp=2 mem=512M accel=tcg (auto: cached) timeout=60s cmdline=\"x\"\n";
+        assert_eq!(runner_accel(e).as_deref(), Some("tcg"));
+        assert_eq!(runner_accel("nothing here"), None);
+    }
+}

@@ -1,0 +1,315 @@
+//! One exchange of requests and replies on the live link: message ids,
+//! credits, signing of requests and verification of replies, STATUS_PENDING
+//! interim replies, and the counters and trace events of each command. It
+//! touches only the [`Connection`]'s link, counters and trace.
+
+use super::*;
+
+impl Connection {
+    /// The greatest CreditCharge a request may carry now.
+    pub(crate) fn max_charge(&self) -> u16 {
+        match &self.link {
+            Some(l) if l.large_mtu => l.credits.clamp(1, 128) as u16,
+            _ => 1,
+        }
+    }
+
+    pub(super) fn exchange1(&mut self, req: Req, sign: bool) -> SmbResult<Reply> {
+        let mut v = self.exchange(vec![req], sign)?;
+        v.pop().ok_or(SmbError::Protocol("no reply"))
+    }
+
+    /// Sends `reqs` as one frame (a compound if several) and waits for a
+    /// reply to each. Replies with error statuses are returned, not turned
+    /// into errors; transport failures, timeouts, malformed frames, bad
+    /// signatures and replies that do not decrypt are errors and drop the
+    /// link. On an encrypting link the frame goes out sealed (not signed)
+    /// and the replies must come sealed.
+    pub fn exchange(&mut self, reqs: Vec<Req>, sign: bool) -> SmbResult<Vec<Reply>> {
+        let timeout = self.cfg.timeout_ms;
+        let credit_request = self.cfg.credit_request;
+        let t0 = self.clock.now_ms();
+        if reqs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let link = self.link.as_mut().ok_or(SmbError::Disconnected)?;
+        let need: u32 = reqs.iter().map(|r| r.charge.max(1) as u32).sum();
+        if link.credits < need {
+            return Err(SmbError::NoCredits);
+        }
+        let seal = link.encrypt
+            && link.sealer.is_some()
+            && !reqs
+                .iter()
+                .any(|r| r.cmd == cmd::NEGOTIATE || r.cmd == cmd::SESSION_SETUP);
+        let sign = sign && link.signer.is_some() && !seal;
+        let mut mids = Vec::with_capacity(reqs.len());
+        let mut msgs = Vec::with_capacity(reqs.len());
+        for r in reqs.iter() {
+            let mid = link.next_mid;
+            link.next_mid += r.charge.max(1) as u64;
+            mids.push(mid);
+            let mut m = r.msg.clone();
+            let mut h = Vec::with_capacity(HEADER_LEN);
+            HeaderRepr {
+                // 2.0.2 has no multi-credit requests: the field is reserved
+                // there and must be 0 (MS-SMB2 2.2.1.2).
+                credit_charge: if link.dialect == dialect::SMB2_0_2 {
+                    0
+                } else {
+                    r.charge
+                },
+                command: r.cmd,
+                credits: credit_request,
+                flags: if r.related { flags::RELATED } else { 0 },
+                message_id: mid,
+                tree_id: link.tree_id,
+                session_id: link.session_id,
+                ..Default::default()
+            }
+            .emit(&mut h);
+            m[..HEADER_LEN].copy_from_slice(&h);
+            msgs.push(m);
+        }
+        let (mut frame, ranges) = compound::chain(&msgs);
+        if sign {
+            if let Some(s) = &link.signer {
+                for r in &ranges {
+                    s.sign(&mut frame[r.clone()]);
+                }
+            }
+        }
+        link.credits -= need;
+        let (sid, tid) = (link.session_id, link.tree_id);
+        for (r, mid) in reqs.iter().zip(&mids) {
+            self.stats.sent(r.cmd);
+            self.trace.push(TraceEvent {
+                t_ms: t0,
+                kind: TraceKind::Enter,
+                sid,
+                tid,
+                cmd: r.cmd,
+                mid: *mid,
+                status: 0,
+                rc: 0,
+            });
+        }
+        self.stats.frames += 1;
+        let sent = match link.sealer.as_mut().filter(|_| seal) {
+            Some(sealer) => {
+                self.stats.sealed += 1;
+                link.t.send(&sealer.seal(&frame))
+            }
+            None => link.t.send(&frame),
+        };
+        link.last_sent = frame;
+        if sent.is_err() {
+            return Err(self.fail_all(&reqs, &mids, SmbError::Disconnected));
+        }
+        let mut replies: Vec<Option<Reply>> = vec![None; reqs.len()];
+        let mut deadline = t0.saturating_add(timeout);
+        let mut interim = 0u32;
+        while replies.iter().any(|r| r.is_none()) {
+            let now = self.clock.now_ms();
+            if now >= deadline {
+                return Err(self.fail_pending(&reqs, &mids, &replies, SmbError::Timeout));
+            }
+            let link = self.link.as_mut().ok_or(SmbError::Disconnected)?;
+            let (frame, sealed_reply) = match link.t.recv(deadline - now) {
+                Ok(f) if transform::is_transform(&f) => {
+                    match link.sealer.as_ref().map(|s| s.open(&f)) {
+                        Some(Ok(plain)) => (plain, true),
+                        _ => {
+                            self.stats.decrypt_failed += 1;
+                            let e = SmbError::DecryptFailed;
+                            return Err(self.fail_pending(&reqs, &mids, &replies, e));
+                        }
+                    }
+                }
+                Ok(_) if seal => {
+                    // A reply in clear to a sealed request could be forged
+                    // by anyone on the path.
+                    self.stats.decrypt_failed += 1;
+                    let e = SmbError::DecryptFailed;
+                    return Err(self.fail_pending(&reqs, &mids, &replies, e));
+                }
+                Ok(f) => (f, false),
+                Err(TransportError::Timeout) => {
+                    return Err(self.fail_pending(&reqs, &mids, &replies, SmbError::Timeout))
+                }
+                Err(_) => {
+                    return Err(self.fail_pending(&reqs, &mids, &replies, SmbError::Disconnected))
+                }
+            };
+            let parts = match compound::split(&frame) {
+                Ok(p) => p,
+                Err(e) => return Err(self.fail_pending(&reqs, &mids, &replies, e.into())),
+            };
+            for range in parts {
+                let m = &frame[range];
+                let hdr = match HeaderRepr::parse(m) {
+                    Ok(h) => h,
+                    Err(e) => return Err(self.fail_pending(&reqs, &mids, &replies, e.into())),
+                };
+                let link = self.link.as_mut().ok_or(SmbError::Disconnected)?;
+                if !hdr.is_response() {
+                    let e = SmbError::Protocol("request from server");
+                    return Err(self.fail_pending(&reqs, &mids, &replies, e));
+                }
+                link.credits = (link.credits + hdr.credits as u32).min(65_535);
+                let Some(i) = mids.iter().position(|&x| x == hdr.message_id) else {
+                    continue; // unsolicited (oplock break) or a stale reply
+                };
+                if replies[i].is_some() {
+                    continue;
+                }
+                if hdr.command != reqs[i].cmd {
+                    let e = SmbError::Protocol("reply to a different command");
+                    return Err(self.fail_pending(&reqs, &mids, &replies, e));
+                }
+                if hdr.status == status::PENDING && hdr.flags & flags::ASYNC != 0 {
+                    // Interim reply: the final one follows; wait afresh
+                    // (a bounded number of times: a server cannot stall us
+                    // forever with interim replies).
+                    interim += 1;
+                    if interim > MAX_INTERIM {
+                        let e = SmbError::Protocol("too many interim replies");
+                        return Err(self.fail_pending(&reqs, &mids, &replies, e));
+                    }
+                    deadline = self.clock.now_ms().saturating_add(timeout);
+                    continue;
+                }
+                let is_signed = hdr.flags & flags::SIGNED != 0;
+                // SESSION_SETUP replies are not checked here: the key that
+                // signs the final one is derived from that very exchange
+                // (on 3.1.1 from the preauth hash of the request just
+                // sent), so only `session_setup` can verify it, once it
+                // has the key; the intermediate MORE_PROCESSING replies
+                // come unsigned by design (MS-SMB2 3.3.5.5.3).
+                // A sealed reply is authenticated by its AEAD tag instead.
+                let check = hdr.command != cmd::SESSION_SETUP && link.signer.is_some();
+                let good = sealed_reply
+                    || match (&link.signer, is_signed) {
+                        (Some(s), true) if check => s.verify(m),
+                        (_, false) => !sign,
+                        _ => true,
+                    };
+                if !good {
+                    return Err(self.fail_pending(&reqs, &mids, &replies, SmbError::BadSignature));
+                }
+                self.note_reply(&hdr, sid, tid);
+                replies[i] = Some(Reply {
+                    hdr,
+                    msg: m.to_vec(),
+                });
+            }
+        }
+        Ok(replies.into_iter().flatten().collect())
+    }
+
+    pub(super) fn note_reply(&mut self, hdr: &HeaderRepr, sid: u64, tid: u32) {
+        let t = self.clock.now_ms();
+        // MORE_PROCESSING_REQUIRED is a step of SESSION_SETUP, not a failure.
+        let ok = hdr.status == status::SUCCESS || hdr.status == status::MORE_PROCESSING_REQUIRED;
+        if !ok && status::is_error(hdr.status) {
+            self.stats.failed(hdr.command);
+        }
+        self.trace.push(TraceEvent {
+            t_ms: t,
+            kind: if ok { TraceKind::Done } else { TraceKind::Err },
+            sid: if hdr.session_id != 0 {
+                hdr.session_id
+            } else {
+                sid
+            },
+            tid: if hdr.async_id.is_none() {
+                hdr.tree_id
+            } else {
+                tid
+            },
+            cmd: hdr.command,
+            mid: hdr.message_id,
+            status: hdr.status,
+            rc: if ok {
+                0
+            } else {
+                -status_errno(hdr.status).value()
+            },
+        });
+    }
+
+    /// Parses the body of a reply whose status was not an error. A body
+    /// that does not parse is a failure of that command, like Linux's
+    /// `MID_RESPONSE_MALFORMED`: it is counted as failed and its trace
+    /// event turns from `smb3_cmd_done` into `smb3_cmd_err` (rc -EIO), so
+    /// the Stats and the trace agree with what the caller got. An error
+    /// status is returned as such (see [`Reply::ok`]), except
+    /// MORE_PROCESSING_REQUIRED, a step of SESSION_SETUP with a body.
+    pub(crate) fn body<'r, T>(
+        &mut self,
+        r: &'r Reply,
+        parse: impl FnOnce(&'r [u8]) -> Result<T, WireError>,
+    ) -> SmbResult<T> {
+        let m = if r.hdr.status == status::MORE_PROCESSING_REQUIRED {
+            &r.msg[..]
+        } else {
+            r.ok()?
+        };
+        parse(m).map_err(|e| {
+            self.stats.failed(r.hdr.command);
+            self.stats.malformed += 1;
+            let (sid, tid) = self
+                .link
+                .as_ref()
+                .map_or((0, 0), |l| (l.session_id, l.tree_id));
+            self.trace.mark_err(TraceEvent {
+                t_ms: self.clock.now_ms(),
+                kind: TraceKind::Err,
+                sid,
+                tid,
+                cmd: r.hdr.command,
+                mid: r.hdr.message_id,
+                status: r.hdr.status,
+                rc: -SmbError::Wire(e).errno().value(),
+            });
+            SmbError::Wire(e)
+        })
+    }
+
+    pub(super) fn fail_all(&mut self, reqs: &[Req], mids: &[u64], e: SmbError) -> SmbError {
+        let none: Vec<Option<Reply>> = vec![None; reqs.len()];
+        self.fail_pending(reqs, mids, &none, e)
+    }
+
+    /// Records the unanswered requests as failed, drops the link, returns `e`.
+    pub(super) fn fail_pending(
+        &mut self,
+        reqs: &[Req],
+        mids: &[u64],
+        replies: &[Option<Reply>],
+        e: SmbError,
+    ) -> SmbError {
+        let t = self.clock.now_ms();
+        let (sid, tid) = self
+            .link
+            .as_ref()
+            .map_or((0, 0), |l| (l.session_id, l.tree_id));
+        for ((r, mid), rep) in reqs.iter().zip(mids).zip(replies) {
+            if rep.is_none() {
+                self.stats.failed(r.cmd);
+                self.trace.push(TraceEvent {
+                    t_ms: t,
+                    kind: TraceKind::Err,
+                    sid,
+                    tid,
+                    cmd: r.cmd,
+                    mid: *mid,
+                    status: 0,
+                    rc: -e.errno().value(),
+                });
+            }
+        }
+        self.link = None;
+        e
+    }
+}

@@ -1,0 +1,324 @@
+//! Unit tests of the exchange against fake servers ([`FnTransport`]).
+
+use super::*;
+use crate::smb::transport::FnTransport;
+use crate::smb::wire::put_u16;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// A clock that advances 50 ms per reading.
+struct StepClock(AtomicU64);
+impl Clock for StepClock {
+    fn now_ms(&self) -> u64 {
+        self.0.fetch_add(50, Ordering::SeqCst)
+    }
+    fn filetime(&self) -> u64 {
+        0
+    }
+    fn fill_random(&self, buf: &mut [u8]) {
+        buf.fill(7);
+    }
+}
+
+struct NoConnect;
+impl Connector for NoConnect {
+    fn connect(&mut self) -> Result<Box<dyn Transport>, TransportError> {
+        Err(TransportError::Connect)
+    }
+}
+
+fn conn(timeout_ms: u64) -> Connection {
+    let mut cfg = Config::new("h", "s", "u", "p");
+    cfg.timeout_ms = timeout_ms;
+    Connection::new(
+        cfg,
+        Box::new(NoConnect),
+        Box::new(StepClock(AtomicU64::new(0))),
+    )
+}
+
+/// A reply to the request header `req`: same mid and command.
+fn reply(req: &HeaderRepr, st: u32, async_id: Option<u64>, credits: u16) -> Vec<u8> {
+    let mut v = Vec::new();
+    HeaderRepr {
+        status: st,
+        command: req.command,
+        credits,
+        flags: flags::SERVER_TO_REDIR,
+        message_id: req.message_id,
+        async_id,
+        session_id: req.session_id,
+        tree_id: req.tree_id,
+        ..Default::default()
+    }
+    .emit(&mut v);
+    put_u16(&mut v, 9);
+    v.extend_from_slice(&[0; 7]);
+    v
+}
+
+fn requests(frame: &[u8]) -> Vec<HeaderRepr> {
+    compound::split(frame)
+        .unwrap()
+        .into_iter()
+        .map(|r| HeaderRepr::parse(&frame[r]).unwrap())
+        .collect()
+}
+
+fn echo_req() -> Req {
+    Req::new(cmd::ECHO, false, 1, |o| {
+        put_u16(o, 4);
+        put_u16(o, 0);
+    })
+}
+
+#[test]
+fn interim_pending_then_final_and_unsolicited_frames() {
+    let mut c = conn(1000);
+    let t = FnTransport::new(|f: &[u8]| {
+        let h = requests(f)[0];
+        let mut oplock = h;
+        oplock.message_id = u64::MAX;
+        vec![
+            reply(&oplock, 0, None, 0),
+            reply(&h, status::PENDING, Some(0xabc), 3),
+            reply(&h, status::SUCCESS, Some(0xabc), 2),
+        ]
+    });
+    c.test_link(Box::new(t), None);
+    let r = c.exchange(vec![echo_req()], false).unwrap();
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].hdr.status, status::SUCCESS);
+    assert_eq!(r[0].hdr.message_id, 10);
+    // 4 - 1 charged + 0 + 3 + 2 granted
+    assert_eq!(c.credits(), 8);
+    let d = c.trace().dump();
+    assert_eq!(d.matches("smb3_cmd_enter").count(), 1, "{d}");
+    assert_eq!(d.matches("smb3_cmd_done").count(), 1, "{d}");
+    assert!(!d.contains("smb3_cmd_err"), "{d}");
+}
+
+#[test]
+fn endless_interim_replies_are_cut_off() {
+    let mut c = conn(1000);
+    let t = FnTransport::new(|f: &[u8]| {
+        let h = requests(f)[0];
+        (0..100)
+            .map(|_| reply(&h, status::PENDING, Some(1), 1))
+            .collect()
+    });
+    c.test_link(Box::new(t), None);
+    assert!(matches!(
+        c.exchange(vec![echo_req()], false),
+        Err(SmbError::Protocol(_))
+    ));
+}
+
+#[test]
+fn compound_replies_in_separate_frames_and_error_statuses() {
+    let mut c = conn(1000);
+    let t = FnTransport::new(|f: &[u8]| {
+        let hs = requests(f);
+        assert_eq!(hs.len(), 2);
+        assert_eq!(hs[0].next_command % 8, 0);
+        assert!(hs[1].flags & flags::RELATED != 0);
+        vec![
+            reply(&hs[1], status::NO_EAS_ON_FILE, None, 1),
+            reply(&hs[0], status::SUCCESS, None, 1),
+        ]
+    });
+    c.test_link(Box::new(t), None);
+    let mut second = echo_req();
+    second.related = true;
+    let r = c.exchange(vec![echo_req(), second], false).unwrap();
+    assert_eq!(r[0].hdr.message_id, 10);
+    assert_eq!(
+        r[1].ok().unwrap_err(),
+        SmbError::Status(status::NO_EAS_ON_FILE)
+    );
+    assert_eq!(c.stats().get(cmd::ECHO).total, 2);
+    assert_eq!(c.stats().get(cmd::ECHO).failed, 1);
+    assert_eq!(c.stats().frames, 1);
+    assert!(c.trace().dump().contains("status=0xc0000052 rc=-61"));
+}
+
+/// A SUCCESS reply whose body does not parse fails the operation, and
+/// the counters and the trace say so (not `smb3_cmd_done`).
+#[test]
+fn malformed_body_with_success_status_counts_as_failed() {
+    use crate::smb::wire::create::CreateResponse;
+    let mut c = conn(1000);
+    // `reply` carries a 9-byte ERROR-shaped body: too short for CREATE.
+    let t = FnTransport::new(|f: &[u8]| vec![reply(&requests(f)[0], 0, None, 1)]);
+    c.test_link(Box::new(t), None);
+    let create = Req::new(cmd::CREATE, false, 1, |o| {
+        put_u16(o, 57);
+        o.extend_from_slice(&[0; 55]);
+    });
+    let r = c.exchange(vec![create], false).unwrap();
+    let e = c.body(&r[0], CreateResponse::parse).unwrap_err();
+    assert!(matches!(e, SmbError::Wire(_)), "{e:?}");
+    assert_eq!(e.errno(), crate::Errno::EIO);
+    let n = c.stats().get(cmd::CREATE);
+    assert_eq!((n.total, n.failed, c.stats().malformed), (1, 1, 1));
+    let d = c.trace().dump();
+    assert!(!d.contains("smb3_cmd_done"), "{d}");
+    assert_eq!(d.matches("smb3_cmd_err").count(), 1, "{d}");
+    assert!(d.contains("cmd=5 mid=10 status=0x0 rc=-5"), "{d}");
+    assert!(c.is_connected(), "a malformed body does not drop the link");
+    // A well-formed reply through the same path is not counted.
+    let r = c.exchange(vec![echo_req()], false).unwrap();
+    c.body(&r[0], |m| Ok(m.len())).unwrap();
+    assert_eq!(c.stats().malformed, 1);
+}
+
+#[test]
+fn silence_is_a_timeout_and_drops_the_link() {
+    let mut c = conn(200);
+    c.test_link(Box::new(FnTransport::new(|_: &[u8]| Vec::new())), None);
+    assert_eq!(
+        c.exchange(vec![echo_req()], false).unwrap_err(),
+        SmbError::Timeout
+    );
+    assert!(!c.is_connected());
+    assert_eq!(c.stats().get(cmd::ECHO).failed, 1);
+    // The next operation tries to reconnect (and here cannot).
+    assert_eq!(c.run(|_| Ok(())).unwrap_err(), SmbError::ConnectFailed);
+}
+
+#[test]
+fn credits_and_wrong_replies() {
+    let mut c = conn(1000);
+    c.test_link(Box::new(FnTransport::new(|_: &[u8]| Vec::new())), None);
+    let reqs = (0..5).map(|_| echo_req()).collect();
+    assert_eq!(c.exchange(reqs, false).unwrap_err(), SmbError::NoCredits);
+
+    let mut c = conn(1000);
+    let t = FnTransport::new(|f: &[u8]| {
+        let mut h = requests(f)[0];
+        h.command = cmd::READ;
+        vec![reply(&h, 0, None, 1)]
+    });
+    c.test_link(Box::new(t), None);
+    assert!(matches!(
+        c.exchange(vec![echo_req()], false),
+        Err(SmbError::Protocol(_))
+    ));
+    assert!(!c.is_connected());
+}
+
+#[test]
+fn signed_session_rejects_unsigned_and_forged_replies() {
+    let key = [9u8; 16];
+    for forge in [false, true] {
+        let mut c = conn(1000);
+        let t = FnTransport::new(move |f: &[u8]| {
+            let h = requests(f)[0];
+            let mut r = reply(&h, 0, None, 1);
+            if forge {
+                Signer::smb2(&[1u8; 16]).sign(&mut r);
+            }
+            vec![r]
+        });
+        c.test_link(Box::new(t), Some(Signer::smb2(&key)));
+        assert_eq!(
+            c.exchange(vec![echo_req()], true).unwrap_err(),
+            SmbError::BadSignature
+        );
+    }
+    // A correctly signed reply passes, and our request was signed.
+    let mut c = conn(1000);
+    let t = FnTransport::new(move |f: &[u8]| {
+        assert!(Signer::smb2(&key).verify(f));
+        let h = requests(f)[0];
+        let mut r = reply(&h, 0, None, 1);
+        Signer::smb2(&key).sign(&mut r);
+        vec![r]
+    });
+    c.test_link(Box::new(t), Some(Signer::smb2(&key)));
+    c.exchange(vec![echo_req()], true).unwrap();
+}
+
+impl Connection {
+    /// Installs an up link over `t` without a handshake (dialect 2.1, the
+    /// given signer), for driving `exchange` against a fake server.
+    fn test_link(&mut self, t: Box<dyn Transport>, signer: Option<Signer>) {
+        self.link = Some(Link {
+            t,
+            dialect: dialect::SMB2_1,
+            max_read: 65536,
+            max_transact: 65536,
+            large_mtu: false,
+            sign_all: signer.is_some(),
+            signer,
+            sealer: None,
+            encrypt: false,
+            session_id: 0x77,
+            tree_id: 5,
+            next_mid: 10,
+            credits: 4,
+            last_sent: Vec::new(),
+        });
+    }
+}
+
+/// A sealed session: the request goes out in a transform header, a good
+/// sealed reply is accepted, and a tampered, clear, truncated or foreign
+/// reply fails the request with EIO, is counted, and never panics.
+#[test]
+fn sealed_exchange_accepts_good_replies_and_counts_bad_ones() {
+    use crate::smb::crypto::Cipher;
+    use crate::smb::wire::transform::{is_transform, TRANSFORM_LEN};
+    let (c2s, s2c) = ([3u8; 16], [4u8; 16]);
+    // 0: good; 1: flipped ciphertext byte; 2: clear reply; 3: truncated;
+    // 4: another session's keys.
+    for case in 0..5 {
+        let mut c = conn(1000);
+        let t = FnTransport::new(move |f: &[u8]| {
+            assert!(is_transform(f), "request not sealed");
+            let server = Sealer::with_keys(Cipher::Aes128Gcm, &s2c, &c2s, 0x77, [1; 4]);
+            let plain = server.open(f).expect("client sealed with the right key");
+            let h = requests(&plain)[0];
+            let r = reply(&h, 0, None, 1);
+            let mut server = server;
+            let mut sealed = server.seal(&r);
+            match case {
+                1 => sealed[TRANSFORM_LEN + 3] ^= 1,
+                2 => return vec![r],
+                3 => sealed.truncate(TRANSFORM_LEN + 2),
+                4 => {
+                    sealed =
+                        Sealer::with_keys(Cipher::Aes128Gcm, &[9; 16], &c2s, 0x77, [1; 4]).seal(&r)
+                }
+                _ => {}
+            }
+            vec![sealed]
+        });
+        c.test_link(Box::new(t), None);
+        {
+            let l = c.link.as_mut().unwrap();
+            l.sealer = Some(Sealer::with_keys(
+                Cipher::Aes128Gcm,
+                &c2s,
+                &s2c,
+                0x77,
+                [2; 4],
+            ));
+            l.encrypt = true;
+        }
+        let r = c.exchange(vec![echo_req()], false);
+        if case == 0 {
+            assert_eq!(r.unwrap()[0].hdr.status, status::SUCCESS);
+            assert_eq!(c.stats().sealed, 1);
+            assert_eq!(c.stats().decrypt_failed, 0);
+            assert!(c
+                .render_stats()
+                .contains("Encrypted frames: 1 sent 0 decrypt failures"));
+        } else {
+            let e = r.unwrap_err();
+            assert_eq!(e, SmbError::DecryptFailed, "case {case}");
+            assert_eq!(e.errno(), crate::Errno::EIO);
+            assert_eq!(c.stats().decrypt_failed, 1, "case {case}");
+            assert!(!c.is_connected(), "case {case}: link dropped");
+        }
+    }
+}

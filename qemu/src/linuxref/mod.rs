@@ -1,0 +1,189 @@
+//! The Linux references for statneg: a Debian cloud kernel booted under the
+//! same QEMU settings as our kernel, with a busybox initramfs that runs the C
+//! statneg (`bench/linux/statneg.c`) on tmpfs and on an ext4 virtio disk; and
+//! the same C program run natively on the host (`statneg-host`).
+//!
+//! Building ([`ensure_built`]) touches only `BUILD_DIR/linuxref/`: it runs
+//! `apt-cache`/`apt-get download` (no root needed), `dpkg -x`, `gcc -static`,
+//! `cpio`, `gzip` and `mkfs.ext4`, and caches everything it made there. When
+//! a package or tool cannot be had it returns a [`SkipReason`] that says what
+//! is missing, so a sweep can skip the reference with a note. Running
+//! ([`run_guest`]) boots QEMU through [`crate::runner`] with the disk image
+//! attached `snapshot=on`, so the cached image is never modified.
+//!
+//! Both print will-it-scale's format, parsed by [`parse_wis`]:
+//! `testcase:DESC`, `warmup`, `min:N max:N total:N` per second,
+//! `measurement`, the same lines, `average:N`.
+//!
+//! - `build`: packages, the static statneg, initramfs, ext4 image.
+//! - `guest`: booting the guest and running statneg in it (and on the host).
+//! - `parse`: will-it-scale's format as the guest and the host print it.
+
+use std::fmt;
+use std::path::PathBuf;
+
+mod build;
+mod guest;
+mod parse;
+
+pub use build::{default_build_dir, ensure_built, statneg_source};
+pub use guest::{run_guest, run_host_statneg, run_statneg, GuestReport, GuestRun};
+pub use parse::{parse_wis, Sample, WisResult};
+
+/// The metapackage whose dependency names the current cloud kernel.
+pub const KERNEL_METAPACKAGE: &str = "linux-image-cloud-amd64";
+/// The package that provides a static busybox.
+pub const BUSYBOX_PACKAGE: &str = "busybox-static";
+
+/// A filesystem the guest runs statneg on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Fs {
+    /// A tmpfs mounted in the guest (`/mnt/tmpfs`).
+    Tmpfs,
+    /// The ext4 virtio disk (`/mnt/ext4`, from `ext4.img`).
+    Ext4,
+}
+
+impl Fs {
+    /// Lower-case name, as used on the guest command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fs::Tmpfs => "tmpfs",
+            Fs::Ext4 => "ext4",
+        }
+    }
+}
+
+impl std::str::FromStr for Fs {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "tmpfs" => Ok(Fs::Tmpfs),
+            "ext4" => Ok(Fs::Ext4),
+            other => Err(format!(
+                "unknown filesystem `{other}` (expected tmpfs or ext4)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Fs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything [`ensure_built`] made, inside `BUILD_DIR/linuxref/`.
+#[derive(Clone, Debug)]
+pub struct Paths {
+    /// The cache directory.
+    pub dir: PathBuf,
+    /// The guest kernel (bzImage).
+    pub kernel: PathBuf,
+    /// The gzip'd newc initramfs (busybox, init, statneg, virtio modules).
+    pub initramfs: PathBuf,
+    /// The raw ext4 image attached as `/dev/vda`.
+    pub ext4_image: PathBuf,
+    /// statneg for the host (same static binary as in the guest):
+    /// `statneg-host PATH THREADS WARMUP SECS`.
+    pub statneg_host: PathBuf,
+    /// The Debian kernel package used, e.g. `linux-image-6.1.0-57-cloud-amd64`.
+    pub kernel_package: String,
+}
+
+/// Why the Linux reference guest cannot be built here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SkipReason {
+    /// A program is not installed.
+    MissingTool {
+        /// The program.
+        tool: String,
+        /// The Debian package that provides it.
+        package: String,
+    },
+    /// A Debian package could not be found or downloaded.
+    PackageUnavailable {
+        /// The package.
+        package: String,
+        /// What apt said.
+        detail: String,
+    },
+    /// A build step failed.
+    BuildFailed {
+        /// The step.
+        step: String,
+        /// Its error output.
+        detail: String,
+    },
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::MissingTool { tool, package } => write!(
+                f,
+                "Linux reference skipped: `{tool}` is missing (install the Debian package {package}, or run `make setup` as root)"
+            ),
+            SkipReason::PackageUnavailable { package, detail } => write!(
+                f,
+                "Linux reference skipped: Debian package {package} cannot be had ({}); \
+                 it needs Debian's package lists (`apt-get update`) and access to the archive",
+                detail.trim()
+            ),
+            SkipReason::BuildFailed { step, detail } => {
+                write!(f, "Linux reference skipped: {step} failed: {}", detail.trim())
+            }
+        }
+    }
+}
+
+impl std::error::Error for SkipReason {}
+
+/// Errors of a reference run.
+#[derive(Debug)]
+pub enum LinuxRefError {
+    /// QEMU did not run, or the guest did not finish.
+    Guest(String),
+    /// The output did not hold a well-formed report.
+    Parse(String),
+    /// The host statneg could not run.
+    Host(String),
+    /// Bad arguments.
+    Args(String),
+}
+
+impl fmt::Display for LinuxRefError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinuxRefError::Guest(m) => write!(f, "Linux reference guest: {m}"),
+            LinuxRefError::Parse(m) => write!(f, "statneg output: {m}"),
+            LinuxRefError::Host(m) => write!(f, "host statneg: {m}"),
+            LinuxRefError::Args(m) => write!(f, "bad arguments: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for LinuxRefError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fs_names_round_trip() {
+        for f in [Fs::Tmpfs, Fs::Ext4] {
+            assert_eq!(f.name().parse::<Fs>(), Ok(f));
+        }
+        assert!("btrfs".parse::<Fs>().is_err());
+    }
+
+    #[test]
+    fn skip_reasons_say_what_to_install() {
+        let s = SkipReason::MissingTool {
+            tool: "cpio".into(),
+            package: "cpio".into(),
+        }
+        .to_string();
+        assert!(s.contains("cpio") && s.contains("make setup"));
+    }
+}
