@@ -11,6 +11,7 @@
 //! ```
 //!
 //! Touches: stdout/stderr, the result directories, child processes.
+#![deny(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;

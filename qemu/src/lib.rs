@@ -12,6 +12,7 @@
 //!   `bench`, and the format must stay `no_std` in `bench` for the guest.
 //! - [`fixtures`]: what a test does when its fixture is missing
 //!   (`REQUIRE_FIXTURES=1`: fail; otherwise skip, and count the skips).
+#![deny(unsafe_code)]
 
 extern crate alloc;
 

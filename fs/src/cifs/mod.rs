@@ -29,8 +29,6 @@
 //! Touches: one connection (behind a spinlock: requests of one mount are
 //! serialised), the dcache entries of its own superblock.
 
-#![deny(unsafe_code)]
-
 pub mod options;
 pub mod wslea;
 

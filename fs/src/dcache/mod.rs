@@ -30,8 +30,6 @@
 //! admission first ([`crate::mem`]) and fails with `ENOMEM` when refused;
 //! [`shrink`] is the reclaim admission runs before it gives up.
 
-#![deny(unsafe_code)]
-
 pub mod design;
 
 use alloc::sync::Arc;

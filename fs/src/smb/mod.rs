@@ -15,7 +15,6 @@
 //! Errors are [`SmbError`], which keeps the NT status; [`SmbError::errno`]
 //! maps it to a Linux errno at the VFS boundary. Safe code only; allocation
 //! only; no global state.
-#![deny(unsafe_code)]
 
 pub mod conn;
 pub mod crypto;

@@ -7,6 +7,7 @@
 //! use; the bench sweep calls the library (`qemu::linuxref`).
 //!
 //! It touches build/linuxref/ (or `--build-dir`), apt-get download, QEMU.
+#![deny(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;

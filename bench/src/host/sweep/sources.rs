@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::super::linux;
+use super::super::points::Key;
 use super::super::proc::{last_line, run_with_timeout};
 use super::super::rows::Row;
 use super::Source;
@@ -17,23 +18,14 @@ fn run_limit(warmup: u32, secs: u32, extra: u64) -> Duration {
     Duration::from_secs(warmup as u64 + secs as u64 + extra)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn row_from_text(
-    text: &str,
-    source: Source,
-    accel: &str,
-    host: &str,
-    testcase: &str,
-    design: &str,
-    cpus: usize,
-    failure: Option<String>,
-) -> Row {
+/// The row of the point `key` from a run's output `text`; `failure`: why
+/// the run failed although it printed something (exit status, timeout).
+fn row_from_text(text: &str, key: Key, failure: Option<String>) -> Row {
     match output::parse(text) {
         // Output that parses from a run that failed (non-zero exit,
         // timeout) is still a failed run: keep its figures, say why.
         Ok(out) => {
-            let row =
-                Row::from_output(source.name(), accel, host, testcase, design, cpus, &out, "");
+            let row = Row::from_output(key, &out, "");
             match failure {
                 Some(why) => Row {
                     status: "failed".into(),
@@ -45,16 +37,7 @@ fn row_from_text(
         }
         Err(e) => {
             let why = failure.map(|f| format!("{f}; ")).unwrap_or_default();
-            Row::not_run(
-                "failed",
-                source.name(),
-                accel,
-                host,
-                testcase,
-                design,
-                cpus,
-                &format!("{why}output: {e}"),
-            )
+            Row::not_run("failed", key, &format!("{why}output: {e}"))
         }
     }
 }
@@ -63,12 +46,14 @@ pub(super) fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) 
     let fail = |note: String| {
         Row::not_run(
             "failed",
-            "host",
-            "native",
-            host,
-            p.bench.name(),
-            p.design.name(),
-            p.tasks,
+            Key {
+                source: "host".into(),
+                accel: "native".into(),
+                host: host.into(),
+                testcase: p.bench.name().into(),
+                design: p.design.name().into(),
+                cpus: p.tasks,
+            },
             &note,
         )
     };
@@ -96,12 +81,14 @@ pub(super) fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) 
             });
             let mut row = row_from_text(
                 &f.stdout,
-                Source::Host,
-                "native",
-                host,
-                p.bench.name(),
-                p.design.name(),
-                p.tasks,
+                Key {
+                    source: Source::Host.name().into(),
+                    accel: "native".into(),
+                    host: host.into(),
+                    testcase: p.bench.name().into(),
+                    design: p.design.name().into(),
+                    cpus: p.tasks,
+                },
                 failure,
             );
             if row.is_ok() && f.stderr.contains("not pinned") {
@@ -124,12 +111,14 @@ pub(super) fn run_guest(
     let skip = |note: String| {
         Row::not_run(
             "skipped",
-            "guest",
-            accel,
-            host,
-            p.bench.name(),
-            p.design.name(),
-            p.tasks,
+            Key {
+                source: "guest".into(),
+                accel: accel.into(),
+                host: host.into(),
+                testcase: p.bench.name().into(),
+                design: p.design.name().into(),
+                cpus: p.tasks,
+            },
             &note,
         )
     };
@@ -176,12 +165,14 @@ pub(super) fn run_guest(
             });
             row_from_text(
                 &f.stdout,
-                Source::Guest,
-                &used,
-                host,
-                p.bench.name(),
-                p.design.name(),
-                p.tasks,
+                Key {
+                    source: Source::Guest.name().into(),
+                    accel: used,
+                    host: host.into(),
+                    testcase: p.bench.name().into(),
+                    design: p.design.name().into(),
+                    cpus: p.tasks,
+                },
                 failure,
             )
         }
@@ -207,12 +198,14 @@ pub(super) fn run_linux_guest(
                 let design = format!("linux-{}", f.name());
                 Row::not_run(
                     status,
-                    Source::LinuxGuest.name(),
-                    acc,
-                    host,
-                    "statneg",
-                    &design,
-                    cpus,
+                    Key {
+                        source: Source::LinuxGuest.name().into(),
+                        accel: acc.into(),
+                        host: host.into(),
+                        testcase: "statneg".into(),
+                        design: design.clone(),
+                        cpus,
+                    },
                     note,
                 )
             })
@@ -248,12 +241,14 @@ pub(super) fn run_linux_guest(
                     .unwrap_or_default();
                 let mut row = row_from_text(
                     text,
-                    Source::LinuxGuest,
-                    resolved.name(),
-                    host,
-                    "statneg",
-                    &design,
-                    cpus,
+                    Key {
+                        source: Source::LinuxGuest.name().into(),
+                        accel: resolved.name().into(),
+                        host: host.into(),
+                        testcase: "statneg".into(),
+                        design: design.clone(),
+                        cpus,
+                    },
                     None,
                 );
                 let kernel = format!("{}{rwsem}", paths.describe());
@@ -305,12 +300,14 @@ pub(super) fn run_linux_host(
     let fail = |note: String| {
         Row::not_run(
             "failed",
-            "linux-host",
-            "native",
-            host,
-            "statneg",
-            &design,
-            cpus,
+            Key {
+                source: "linux-host".into(),
+                accel: "native".into(),
+                host: host.into(),
+                testcase: "statneg".into(),
+                design: design.clone(),
+                cpus,
+            },
             &note,
         )
     };
@@ -337,12 +334,14 @@ pub(super) fn run_linux_host(
                 (f.code != Some(0)).then(|| format!("exit {:?}: {}", f.code, last_line(&f.stderr)));
             let mut row = row_from_text(
                 &f.stdout,
-                Source::LinuxHost,
-                "native",
-                host,
-                "statneg",
-                &design,
-                cpus,
+                Key {
+                    source: Source::LinuxHost.name().into(),
+                    accel: "native".into(),
+                    host: host.into(),
+                    testcase: "statneg".into(),
+                    design: design.clone(),
+                    cpus,
+                },
                 failure,
             );
             if row.is_ok() {
