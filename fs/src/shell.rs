@@ -23,7 +23,9 @@
 //! | `ls P` | list the directory P (follows a final symlink) |
 //! | `mount enoent=D` | remount the root tmpfs with ENOENT design D |
 //! | `mount OPTS P` | (extension) mount a fresh tmpfs with options OPTS on P |
-//! | `stats` | print the lookup counters |
+//! | `mount cifs //HOST[:PORT]/SHARE P OPTIONS` | mount an SMB share on P (OPTIONS as Linux's `-o`: `username=U,password=P,vers=3.1.1`; port 445 by default) |
+//! | `cksum P` | read P to its end and print its SHA-256 and size |
+//! | `stats` | print the lookup counters (and every cifs mount's `/proc/fs/cifs/Stats` lines) |
 //! | `trace on` · `trace off` | print the lookup trace of later commands |
 //! | `trace json` | (teaching) print later commands' walk steps as JSON lines (`trace off` stops) |
 //! | `race STEP CMD…` | (teaching) run CMD when a later RCU-walk reaches step STEP |
@@ -34,6 +36,10 @@
 //! - `ok`, or `err ENAME` with the Linux errno name (`err ENOENT`).
 //! - `stat`/`lstat`: `ok dir`, `ok symlink` or `ok file size=N`.
 //! - `read`: `ok TEXT` (just `ok` for an empty file); `readlink`: `ok TARGET`.
+//! - `cksum`: `ok SHA256HEX SIZE` (lower-case hex, size in bytes).
+//! - `mount cifs`: `ok`, or `err ENAME` (a refused option is `EINVAL`, a
+//!   server that cannot be reached `EHOSTDOWN`, a refused login `EACCES`),
+//!   with the reason on a `# ` line before it.
 //! - `ls`: `ok` followed by the entry names, sorted by their bytes,
 //!   space-separated, without `.` and `..` (`ok a b c`; `ok` for an empty dir).
 //! - Extra lines start with `# ` and come before the result line: `stats`
@@ -115,6 +121,13 @@ pub enum Cmd {
         opts: String,
         path: Option<Vec<u8>>,
     },
+    /// `mount cifs //HOST[:PORT]/SHARE P OPTIONS`.
+    MountCifs {
+        source: String,
+        path: Vec<u8>,
+        opts: String,
+    },
+    Cksum(Vec<u8>),
     Stats,
     Trace(bool),
     /// `trace json`.
@@ -179,6 +192,8 @@ pub const USAGE: &[&str] = &[
     "lstat P",
     "ls P",
     "mount enoent=D [P]",
+    "mount cifs //HOST[:PORT]/SHARE P OPTIONS",
+    "cksum P",
     "stats",
     "trace on|json|off",
     "race STEP CMD... | race off",
@@ -345,6 +360,19 @@ pub fn parse(line: &str) -> Result<Option<Cmd>, ParseError> {
         "stat" => want(1, "stat P").and_then(|_| Ok(Cmd::Stat(p(0)?)))?,
         "lstat" => want(1, "lstat P").and_then(|_| Ok(Cmd::Lstat(p(0)?)))?,
         "ls" => want(1, "ls P").and_then(|_| Ok(Cmd::Ls(p(0)?)))?,
+        "cksum" => want(1, "cksum P").and_then(|_| Ok(Cmd::Cksum(p(0)?)))?,
+        "mount" if args.first() == Some(&"cifs") => {
+            if args.len() != 4 {
+                return Err(ParseError::Arity(
+                    "mount cifs //HOST[:PORT]/SHARE P OPTIONS",
+                ));
+            }
+            Cmd::MountCifs {
+                source: args[1].to_string(),
+                path: p(2)?,
+                opts: args[3].to_string(),
+            }
+        }
         "mount" => match args.len() {
             1 => Cmd::Mount {
                 opts: args[0].to_string(),
@@ -469,6 +497,8 @@ pub struct Shell {
     /// Dentry ids of the JSON steps.
     #[cfg(feature = "teaching")]
     ids: crate::explore::Ids,
+    /// The cifs mounts made with `mount cifs` (for `stats`).
+    cifs: Vec<std::sync::Arc<crate::inode::SuperBlock>>,
 }
 
 /// Shells that want walk steps now (`trace json` on or a race armed).
@@ -489,6 +519,7 @@ impl Shell {
             race: None,
             #[cfg(feature = "teaching")]
             ids: Default::default(),
+            cifs: Vec::new(),
         })
     }
 
@@ -523,9 +554,11 @@ impl Shell {
         match cmd {
             Cmd::Stats => {
                 let mut out = stats_lines();
+                out.extend(self.cifs_stats_lines());
                 out.push("ok".to_string());
                 out
             }
+            Cmd::MountCifs { source, path, opts } => self.mount_cifs(source, path, opts),
             Cmd::Trace(on) => {
                 self.set_tracing(*on);
                 if !*on {
@@ -613,6 +646,76 @@ impl Shell {
         result
     }
 
+    /// `mount cifs`: connect now (a bad password fails the mount).
+    fn mount_cifs(&mut self, source: &str, path: &[u8], opts: &str) -> Vec<String> {
+        use crate::cifs::{self, MountError};
+        use crate::smb::{StdClock, TcpConnector};
+        use std::net::ToSocketAddrs;
+        let fail = |why: String, e: Errno| vec![std::format!("# {why}"), err_line(e)];
+        // //HOST[:PORT]/SHARE: the port is ours to take off; the rest is the UNC.
+        let unc = source.trim_start_matches(['/', '\\']);
+        let Some((hostport, share)) = unc.split_once(['/', '\\']) else {
+            return fail(
+                std::format!("cifs: source must be //HOST[:PORT]/SHARE, got {source:?}"),
+                Errno::EINVAL,
+            );
+        };
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') || h.starts_with('[') => match p.parse::<u16>() {
+                Ok(p) => (h.trim_start_matches('[').trim_end_matches(']'), p),
+                Err(_) => return fail(std::format!("cifs: bad port {p:?}"), Errno::EINVAL),
+            },
+            _ => (hostport, 445),
+        };
+        let addr = match (host, port).to_socket_addrs().map(|mut a| a.next()) {
+            Ok(Some(a)) => a,
+            _ => {
+                return fail(
+                    std::format!("cifs: cannot resolve {host:?}"),
+                    Errno::EHOSTDOWN,
+                )
+            }
+        };
+        let r = cifs::mount(
+            &self.vfs,
+            &std::format!("//{host}/{share}"),
+            path,
+            opts,
+            Box::new(TcpConnector {
+                addr,
+                timeout_ms: 10_000,
+            }),
+            Box::new(StdClock::default()),
+        );
+        match r {
+            Ok(sb) => {
+                self.cifs.push(sb);
+                vec![ok_with("")]
+            }
+            Err(e) => {
+                let errno = match &e {
+                    MountError::Opts(_) => Errno::EINVAL,
+                    MountError::Smb(s) => s.errno(),
+                    MountError::Vfs(v) => *v,
+                };
+                fail(e.to_string(), errno)
+            }
+        }
+    }
+
+    /// Every cifs mount's `/proc/fs/cifs/Stats` lines, as `# ` lines.
+    fn cifs_stats_lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for sb in &self.cifs {
+            if let Some(fs) = sb.ops_as::<crate::cifs::CifsFs>() {
+                for l in fs.render_stats().lines() {
+                    out.push(std::format!("# {l}"));
+                }
+            }
+        }
+        out
+    }
+
     /// The filesystem commands: one result line.
     fn run_fs(&self, cmd: &Cmd) -> String {
         run_fs_on(&self.vfs, cmd)
@@ -648,7 +751,17 @@ pub(crate) fn run_fs_on(v: &Vfs, cmd: &Cmd) -> String {
                 opts,
                 path: Some(p),
             } => v.mount("tmpfs", p, opts).map(|_| ok_with("")),
-            Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_) => Ok(ok_with("")),
+            Cmd::Cksum(p) => v.read_file(p).map(|d| {
+                use sha2::Digest;
+                let h = sha2::Sha256::digest(&d);
+                let hex: String = h.iter().map(|b| std::format!("{b:02x}")).collect();
+                ok_with(&std::format!("{hex} {}", d.len()))
+            }),
+            Cmd::Stats
+            | Cmd::Trace(_)
+            | Cmd::TraceJson
+            | Cmd::Race(_)
+            | Cmd::MountCifs { .. } => Ok(ok_with("")),
         };
         r.unwrap_or_else(err_line)
     }
@@ -690,6 +803,7 @@ pub fn stats_lines() -> Vec<String> {
         ("shared_stores", c.shared_stores),
         ("shrunk", c.shrunk),
         ("enomem", c.enomem),
+        ("transfers", c.transfers),
     ] {
         out.push(std::format!("# {name} {v}"));
     }
