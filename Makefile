@@ -111,9 +111,9 @@ bench: build
 HOST_TRIPLE := x86_64-unknown-linux-gnu
 BENCH_STATIC := $(TARGET_DIR)/static/$(HOST_TRIPLE)/release/bench
 bench-static:
-	RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR=$(TARGET_DIR)/static \
+	RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static" CARGO_TARGET_DIR=$(TARGET_DIR)/static \
 	  $(CARGO) build --release -p bench --bin bench --target $(HOST_TRIPLE)
-	@file $(BENCH_STATIC) | grep -q 'statically linked' || { echo "bench-static: $(BENCH_STATIC) is not static"; exit 1; }
+	@file $(BENCH_STATIC) | grep -qE "statically linked|static-pie linked" || { echo "bench-static: $(BENCH_STATIC) is not static"; exit 1; }
 	@echo "$(BENCH_STATIC): $$(ldd $(BENCH_STATIC) 2>&1 | tr -d '\t')"
 
 smb-bench: build
