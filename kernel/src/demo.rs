@@ -173,6 +173,7 @@ pub fn run(which: kernel::cmdline::Demo, trace_on: bool) -> ! {
     let ok = match which {
         kernel::cmdline::Demo::Trace => trace_demo(trace_on),
         kernel::cmdline::Demo::Table => table_demo(),
+        kernel::cmdline::Demo::Pingpong => crate::benchrun::pingpong(),
     };
     exit(if ok {
         ExitCode::Success
