@@ -212,3 +212,99 @@ fn seal_on_a_server_that_does_not_require_it() {
         "{e}"
     );
 }
+
+/// `cifs::mount` of the fixture's share (or `share`) with `opts`.
+fn mount(
+    fx: &Fixture,
+    share: &str,
+    opts: &str,
+) -> Result<(fs::vfs::Vfs, std::sync::Arc<fs::inode::SuperBlock>), String> {
+    let v = fs::vfs::Vfs::new_tmpfs("").unwrap();
+    v.mkdir(b"/mnt", 0o755).unwrap();
+    let sb = fs::cifs::mount(
+        &v,
+        &format!("//127.0.0.1/{share}"),
+        b"/mnt",
+        opts,
+        Box::new(fs::smb::TcpConnector {
+            addr: fx.addr(),
+            timeout_ms: 10_000,
+        }),
+        Box::new(fs::smb::StdClock::default()),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok((v, sb))
+}
+
+/// The message of a mount that must fail.
+fn mount_err(fx: &Fixture, share: &str, opts: &str) -> String {
+    match mount(fx, share, opts) {
+        Ok(_) => panic!("mount {opts} succeeded"),
+        Err(e) => e,
+    }
+}
+
+/// The three mount failures of the issue, word for word, plus the
+/// encryption one, against servers set up to cause them.
+#[test]
+fn mount_failures_in_linux_words() {
+    let Some(fx) = fixture_with(|o| o.max_protocol = Some("SMB2_10".into())) else {
+        return;
+    };
+    let creds = format!("username={},password={}", fx.user, fx.password);
+    let e = mount_err(
+        &fx,
+        &fx.share,
+        &format!("username={},password=wrong", fx.user),
+    );
+    assert_eq!(
+        e,
+        "cifs: mount failed: Permission denied (STATUS_LOGON_FAILURE)"
+    );
+    let e = mount_err(&fx, "no-such-share", &creds);
+    assert_eq!(
+        e,
+        "cifs: mount failed: No such device (STATUS_BAD_NETWORK_NAME)"
+    );
+    let e = mount_err(&fx, &fx.share, &format!("{creds},vers=3.1.1"));
+    assert_eq!(
+        e,
+        "cifs: mount failed: server supports none of the offered dialects (offered 3.1.1; try vers=2.1)"
+    );
+    drop(fx);
+    let Some(fx) = fixture_with(|o| o.extra_global.push("smb encrypt = required".into())) else {
+        return;
+    };
+    let creds = format!("username={},password={}", fx.user, fx.password);
+    let e = mount_err(&fx, &fx.share, &format!("{creds},vers=2.1"));
+    assert_eq!(
+        e,
+        "cifs: mount failed: encryption required by the server (mount with seal)"
+    );
+    // The same server, default options: encryption switches on by itself.
+    let (v, sb) = mount(&fx, &fx.share, &creds).expect("auto-encrypted mount");
+    assert_eq!(v.readdir(b"/mnt").unwrap().len(), ENTRIES + 2);
+    let cifs = sb.ops_as::<fs::cifs::CifsFs>().unwrap();
+    assert!(cifs.with_stats(|s| s.sealed) > 0);
+}
+
+/// The seed's mount line pasted as is (plus credentials): it mounts, and
+/// the implemented options show in what `stat` returns.
+#[test]
+fn the_seed_mount_line_mounts_as_is() {
+    let Some(fx) = fixture_with(|_| {}) else {
+        return;
+    };
+    let seed = "vers=3.1.1,cache=strict,upcall_target=app,uid=5000,forceuid,gid=5000,\
+forcegid,file_mode=0664,dir_mode=0775,iocharset=utf8,soft,nounix,mapposix,\
+reparse=nfs,nativesocket,symlink=native,rsize=4194304,wsize=4194304,\
+acdirmax=300,acregmax=30";
+    let opts = format!("{seed},username={},password={}", fx.user, fx.password);
+    assert!(opts.len() > 240, "longer than the old guest limit");
+    let (v, _sb) = mount(&fx, &fx.share, &opts).unwrap_or_else(|e| panic!("{e}"));
+    let d = v.lstat(b"/mnt/d002").unwrap();
+    assert_eq!((d.uid, d.gid, d.mode & 0o7777), (5000, 5000, 0o775));
+    let f = v.lstat(b"/mnt/big.bin").unwrap();
+    assert_eq!((f.uid, f.gid, f.mode & 0o7777), (5000, 5000, 0o664));
+    assert_eq!(f.size, 3 << 20);
+}

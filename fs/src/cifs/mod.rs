@@ -366,7 +366,7 @@ impl fmt::Display for MountError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MountError::Opts(e) => write!(f, "{e}"),
-            MountError::Smb(e) => write!(f, "cifs: {e}"),
+            MountError::Smb(e) => write!(f, "cifs: mount failed: {}", e.linux_message()),
             MountError::Vfs(e) => write!(f, "cifs: mount point: {e}"),
         }
     }
@@ -395,6 +395,15 @@ pub fn mount(
     cfg.soft = o.soft;
     if o.sign {
         cfg.signing = crate::smb::Signing::On;
+    }
+    cfg.seal = o.seal;
+    cfg.allow_guest = o.null_session;
+    if o.unix {
+        // Linux: "Server does not support mounting with posix SMB3.11
+        // extensions"; this client never asks for them.
+        return Err(MountError::Opts(OptError(
+            "cifs: mount failed: Operation not supported (unix: the SMB 3.1.1 POSIX extensions are not spoken here; mount with nounix)".into(),
+        )));
     }
     let mut conn = Connection::new(cfg, connector, clock);
     conn.connect().map_err(MountError::Smb)?;
