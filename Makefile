@@ -74,8 +74,10 @@ run: setup build
 boot: build-qemu-run build-kernel
 	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(SMP) --cmdline "$(CMDLINE)" $(QEMU_RUN_FLAGS)
 
+# REQUIRE_FIXTURES=1: a test whose fixture (root, Samba, QEMU, the kernel
+# image) is missing fails with the reason instead of skipping (qemu::fixtures).
 test-host:
-	$(CARGO) test --release
+	REQUIRE_FIXTURES=1 $(CARGO) test --release
 
 # The loom models of fs/src/sync and of the noalloc race. `--cfg loom`
 # rebuilds the dependencies, so it gets its own target directory.

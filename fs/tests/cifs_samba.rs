@@ -67,7 +67,7 @@ fn mount(fx: &Fixture, opts: &str) -> (Vfs, std::sync::Arc<fs::inode::SuperBlock
 #[test]
 fn ls_la_per_wslea_design() {
     if let Err(why) = Fixture::available() {
-        eprintln!("SKIP cifs_samba: {why}");
+        qemu::fixtures::skip("cifs_samba", "Samba", why);
         return;
     }
     let fx = Fixture::start(
@@ -174,7 +174,8 @@ fn bad_password_and_bad_options_fail_the_mount() {
     );
     let e = r.err().expect("unknown option refused").to_string();
     assert!(e.contains("cifs: Unknown parameter 'bogus'"), "{e}");
-    if Fixture::available().is_err() {
+    if let Err(why) = Fixture::available() {
+        qemu::fixtures::skip("cifs_samba", "Samba", why);
         return;
     }
     let fx = Fixture::start(&FixtureOpts {
@@ -201,7 +202,7 @@ fn bad_password_and_bad_options_fail_the_mount() {
 #[test]
 fn negative_dentries_expire_after_acdirmax() {
     if let Err(why) = Fixture::available() {
-        eprintln!("SKIP cifs_samba: {why}");
+        qemu::fixtures::skip("cifs_samba", "Samba", why);
         return;
     }
     let fx = Fixture::start(&FixtureOpts {

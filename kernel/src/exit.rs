@@ -15,6 +15,12 @@
 //!
 //! QEMU exiting with 0 means the guest never reached the port (triple fault
 //! with `-no-reboot`, or QEMU killed): the runner must treat it as failure.
+//!
+//! Just before writing the port the kernel prints one last console line,
+//! `exit: status=V`. QEMU's exit code 1 means both "the guest wrote 0" and
+//! "QEMU itself failed", and QEMU's stderr (CPUID warnings under KVM) cannot
+//! always tell them apart; the runner trusts `(V << 1) | 1` as the guest's
+//! own status when this line agrees with it.
 
 /// Why the kernel stops; the value written to the debug-exit port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +42,10 @@ pub enum ExitCode {
     RunFailed = 6,
 }
 
-/// Leave QEMU with `code`.
+/// Leave QEMU with `code`, announcing it on the console first.
 pub fn exit(code: ExitCode) -> ! {
+    // The fatal paths come here too, so print the way they do (a bounded
+    // wait for the console lock, never a deadlock on it).
+    crate::console::emergency(format_args!("exit: status={}\n", code as u32));
     crate::arch::exit(code as u32)
 }

@@ -5,7 +5,10 @@
 //! - [`samba`]: a loopback-only Samba server started for a test or benchmark.
 //! - [`relay`]: the latency relay (one-way delay, SMB2 command counting, faults).
 //! - [`linuxref`]: the Linux reference guest (Debian kernel + busybox + statneg).
+//! - [`fixtures`]: what a test does when its fixture is missing
+//!   (`REQUIRE_FIXTURES=1`: fail; otherwise skip, and count the skips).
 
+pub mod fixtures;
 pub mod linuxref;
 pub mod relay;
 pub mod runner;

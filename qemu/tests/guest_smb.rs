@@ -6,7 +6,7 @@
 //! needed no EA probes, that the relay counted exactly the frames the
 //! guest says it sent, and that a wrong password is a clean non-zero exit.
 //!
-//! Skips with the reason unless root + smbd (the fixture), QEMU and the
+//! Skips with the reason (a failure under `REQUIRE_FIXTURES=1`) unless root + smbd (the fixture), QEMU and the
 //! release kernel image (`$GUEST_KERNEL`, else
 //! `$CARGO_TARGET_DIR` or `target/`, then `x86_64-unknown-none/release/kernel`)
 //! are there.
@@ -24,11 +24,12 @@ const ENTRIES: usize = 20;
 /// `ExitCode::RunFailed` in kernel/src/exit.rs.
 const RUN_FAILED: u8 = 6;
 
-fn skip_reason() -> Option<String> {
+/// The missing fixture and why, if one is.
+fn skip_reason() -> Option<(&'static str, String)> {
     if let Err(why) = Fixture::available() {
-        return Some(why);
+        return Some(("Samba", why));
     }
-    guest_boot_unavailable()
+    guest_boot_unavailable().map(|why| ("QEMU and the kernel image", why))
 }
 
 /// Boot the kernel with `cmdline` and a guestfwd to the relay.
@@ -78,8 +79,8 @@ fn field(serial: &str, prefix: &str, key: &str) -> Option<u64> {
 
 #[test]
 fn guest_mounts_and_lists_share_over_virtio_net() {
-    if let Some(why) = skip_reason() {
-        eprintln!("SKIP guest_smb: {why}");
+    if let Some((fixture, why)) = skip_reason() {
+        qemu::fixtures::skip("guest_smb", fixture, why);
         return;
     }
     let fx = Fixture::start(&FixtureOpts {

@@ -10,6 +10,23 @@ use std::str::FromStr;
 use super::accel::Accel;
 use super::{RunError, DEBUG_EXIT_IOBASE, DEFAULT_QEMU};
 
+/// Longest kernel command line (bytes) a boot carries. Our kernel keeps
+/// 4096 bytes of `hvm_start_info`'s command line and refuses a longer one;
+/// past 4127 bytes QEMU's PVH loader itself overwrites the start info
+/// (the guest sees a bad magic number), and past ~30 KiB it boots nothing
+/// at all. Linux on x86 keeps 2048 (`COMMAND_LINE_SIZE`), checked by QEMU.
+pub const MAX_CMDLINE: usize = 4096;
+
+/// The error for a command line longer than [`MAX_CMDLINE`], or `None`.
+pub fn cmdline_too_long(cmdline: &str) -> Option<String> {
+    (cmdline.len() > MAX_CMDLINE).then(|| {
+        format!(
+            "the kernel command line is {} bytes; a PVH boot carries at most {MAX_CMDLINE} (E2BIG)",
+            cmdline.len()
+        )
+    })
+}
+
 /// A memory size in QEMU's `-m` syntax, validated: a number of MiB, or a
 /// number with an `M` or `G` suffix.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -210,6 +227,9 @@ impl QemuConfig {
                 self.smp
             )));
         }
+        if let Some(e) = cmdline_too_long(&self.cmdline) {
+            return Err(RunError::Config(e));
+        }
         if self.cmdline.contains('\n') {
             return Err(RunError::Config(
                 "the kernel command line holds a newline".into(),
@@ -234,6 +254,23 @@ impl QemuConfig {
         Ok(())
     }
 
+    /// The `-cpu` value: the one asked for; else `host` under KVM (what
+    /// kernel developers run: the host's own CPUID, so QEMU has no missing
+    /// features to warn about); else none (QEMU's default model).
+    pub fn cpu_arg(&self) -> Option<&str> {
+        match (&self.cpu, self.accel) {
+            (Some(c), _) => Some(c),
+            (None, Accel::Kvm) => Some("host"),
+            (None, Accel::Tcg) => None,
+        }
+    }
+
+    /// The CPU model the guest sees, for reports: the `-cpu` value, or
+    /// `qemu64` (QEMU's x86_64 default) when there is none.
+    pub fn cpu_model(&self) -> &str {
+        self.cpu_arg().unwrap_or("qemu64")
+    }
+
     /// The full argument list after the QEMU binary.
     pub fn args(&self) -> Vec<OsString> {
         let mut a: Vec<OsString> = Vec::new();
@@ -247,7 +284,7 @@ impl QemuConfig {
         push(&self.memory.0);
         push("-accel");
         push(self.accel.qemu_arg());
-        if let Some(cpu) = &self.cpu {
+        if let Some(cpu) = self.cpu_arg() {
             push("-cpu");
             push(cpu);
         }
@@ -351,6 +388,17 @@ mod tests {
     }
 
     #[test]
+    fn kvm_defaults_to_cpu_host() {
+        let cfg = QemuConfig::new("k").accel(Accel::Kvm);
+        assert!(pair(&strs(&cfg.args()), "-cpu", "host"));
+        assert_eq!(cfg.cpu_model(), "host");
+        let cfg = QemuConfig::new("k").accel(Accel::Tcg);
+        assert!(!strs(&cfg.args()).contains(&"-cpu".to_string()));
+        assert_eq!(cfg.cpu_model(), "qemu64");
+        assert_eq!(cfg.cpu("max").cpu_model(), "max");
+    }
+
+    #[test]
     fn guestfwd_builds_restricted_user_net() {
         let cfg = QemuConfig::new("k").guestfwd(GuestFwd::smb(vec![
             "/bin/relay".into(),
@@ -385,6 +433,20 @@ mod tests {
         assert!(QemuConfig::new("k").smp(256).validate().is_err());
         assert!(QemuConfig::new("k").smp(64).validate().is_ok());
         assert!(QemuConfig::new("k").cmdline("a\nb").validate().is_err());
+        let longest = " ".repeat(MAX_CMDLINE);
+        assert!(QemuConfig::new("k")
+            .cmdline(longest.clone())
+            .validate()
+            .is_ok());
+        let e = QemuConfig::new("k")
+            .cmdline(longest + "x")
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("4097 bytes") && e.contains("at most 4096"),
+            "{e}"
+        );
         assert!(QemuConfig::new("k")
             .guestfwd(GuestFwd::smb(vec![]))
             .validate()

@@ -22,6 +22,11 @@
 //! | QEMU failed on its own (bad option, missing file) | `QemuError(code)` | 126 |
 //! | QEMU killed by a signal | `Signaled(sig)` | 128 + sig |
 //!
+//! Exit code 1 is both "guest wrote 0" and QEMU's own failure code; our
+//! kernel prints `exit: status=V` just before writing the port, and when
+//! that line agrees with the exit code the guest's status is believed
+//! whatever QEMU printed on stderr (see [`GuestStatus::from_qemu_exit_and_serial`]).
+//!
 //! # Files
 //! - `config.rs`: the command line ([`QemuConfig`], [`MemSize`], [`GuestFwd`]).
 //! - `status.rs`: [`GuestStatus`], QEMU's exit mapped back to the guest's value.
@@ -33,8 +38,8 @@ mod config;
 mod status;
 
 pub use accel::{default_cache_dir, probe_elf, resolve_accel, Accel, AccelChoice};
-pub use config::{GuestFwd, MemSize, QemuConfig};
-pub use status::GuestStatus;
+pub use config::{cmdline_too_long, GuestFwd, MemSize, QemuConfig, MAX_CMDLINE};
+pub use status::{announced_status, GuestStatus};
 
 use std::fmt;
 use std::fs::File;
@@ -200,14 +205,15 @@ impl Runner {
             }
         }
         let stderr = String::from_utf8_lossy(&stderr).into_owned();
+        let serial = String::from_utf8_lossy(&serial).into_owned();
         let status = if timed_out {
             GuestStatus::TimedOut
         } else {
-            GuestStatus::from_qemu_exit(exit.code(), exit.signal(), &stderr)
+            GuestStatus::from_qemu_exit_and_serial(exit.code(), exit.signal(), &stderr, &serial)
         };
         Ok(Outcome {
             status,
-            serial_output: String::from_utf8_lossy(&serial).into_owned(),
+            serial_output: serial,
             qemu_stderr: stderr,
             wall,
         })

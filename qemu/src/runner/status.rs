@@ -26,6 +26,26 @@ impl GuestStatus {
     /// exit code 1 is both "guest wrote 0" and QEMU's own failure code, and an
     /// error line from QEMU (one that is not a warning) tells them apart.
     pub fn from_qemu_exit(code: Option<i32>, signal: Option<i32>, stderr: &str) -> GuestStatus {
+        Self::from_qemu_exit_and_serial(code, signal, stderr, "")
+    }
+
+    /// [`Self::from_qemu_exit`], but first believing the guest: when its
+    /// console's last `exit: status=V` line (printed by our kernel just
+    /// before it writes the port) agrees with QEMU's exit code `(V << 1) | 1`,
+    /// the guest wrote `V`, whatever QEMU printed on stderr (KVM's CPUID
+    /// warnings, for instance). Without that line (another guest, or one
+    /// that died before reaching it) stderr decides as before.
+    pub fn from_qemu_exit_and_serial(
+        code: Option<i32>,
+        signal: Option<i32>,
+        stderr: &str,
+        serial: &str,
+    ) -> GuestStatus {
+        if let (Some(c), Some(v)) = (code, announced_status(serial)) {
+            if v < 128 && ((v << 1) | 1) as i32 == c {
+                return GuestStatus::Exited(v as u8);
+            }
+        }
         match (code, signal) {
             (Some(0), _) => GuestStatus::NoDebugExit,
             (Some(1), _) if qemu_reported_error(stderr) => GuestStatus::QemuError(1),
@@ -70,6 +90,15 @@ impl fmt::Display for GuestStatus {
     }
 }
 
+/// The `V` of the last `exit: status=V` line on the guest console, if any.
+/// The line may follow another CPU's unfinished output on the same line.
+pub fn announced_status(serial: &str) -> Option<u32> {
+    const TAG: &str = "exit: status=";
+    let line = serial.lines().rev().find(|l| l.contains(TAG))?;
+    let rest = &line[line.rfind(TAG)? + TAG.len()..];
+    rest.trim_end().parse().ok()
+}
+
 /// True when QEMU's stderr holds an error line (`qemu-system-x86_64: ...` or
 /// `qemu: ...`, as its loaders print) that is not a warning.
 fn qemu_reported_error(stderr: &str) -> bool {
@@ -108,6 +137,47 @@ mod tests {
         assert!(GuestStatus::Exited(0).success());
         assert!(!GuestStatus::Exited(3).success());
         assert_eq!(GuestStatus::Exited(3).exit_code(), 3);
+    }
+
+    #[test]
+    fn announced_status_overrules_qemu_warnings_and_errors() {
+        let kvm_warn = "qemu-system-x86_64: warning: host doesn't support requested feature: \
+                        CPUID.01H:ECX.pni [bit 0]\nqemu-system-x86_64: some KVM complaint\n";
+        let serial = "demo: done\nexit: status=0\n";
+        // Without the line, the error-looking stderr line wins.
+        assert_eq!(
+            GuestStatus::from_qemu_exit(Some(1), None, kvm_warn),
+            GuestStatus::QemuError(1)
+        );
+        // With an agreeing line the guest's own status decides.
+        assert_eq!(
+            GuestStatus::from_qemu_exit_and_serial(Some(1), None, kvm_warn, serial),
+            GuestStatus::Exited(0)
+        );
+        assert_eq!(
+            GuestStatus::from_qemu_exit_and_serial(Some(7), None, kvm_warn, "x\nexit: status=3\n"),
+            GuestStatus::Exited(3)
+        );
+        // A line that disagrees with the exit code is not trusted.
+        assert_eq!(
+            GuestStatus::from_qemu_exit_and_serial(Some(1), None, kvm_warn, "exit: status=3\n"),
+            GuestStatus::QemuError(1)
+        );
+        assert_eq!(
+            GuestStatus::from_qemu_exit_and_serial(Some(0), None, "", serial),
+            GuestStatus::NoDebugExit
+        );
+        assert_eq!(
+            GuestStatus::from_qemu_exit_and_serial(None, Some(9), "", serial),
+            GuestStatus::Signaled(9)
+        );
+        // The last line counts, also after another CPU's partial output.
+        assert_eq!(
+            announced_status("exit: status=1\nlog: parexit: status=4\r\n"),
+            Some(4)
+        );
+        assert_eq!(announced_status("exit: status=\n"), None);
+        assert_eq!(announced_status("no line\n"), None);
     }
 
     #[test]
