@@ -3,8 +3,9 @@
 //! mandatory, `smb encrypt = required`, and the mount-failure messages in
 //! Linux's words. Each test starts and stops its own `qemu::samba` fixture.
 //!
-//! Skips (passing, with a printed note) only when the fixture cannot run
-//! here: smbd/smbpasswd not installed, or not root.
+//! Skips (through `qemu::fixtures::skip`: a failure under
+//! `REQUIRE_FIXTURES=1`) only when the fixture cannot run here:
+//! smbd/smbpasswd not installed, or not root.
 
 use fs::smb::wire::negotiate::dialect;
 use fs::smb::{Config, Connection, Signing};
@@ -30,7 +31,7 @@ fn fnv(b: &[u8]) -> u64 {
 /// and the given tweaks; `None` (after printing SKIP) where Samba cannot run.
 fn fixture_with(tweak: impl FnOnce(&mut FixtureOpts)) -> Option<Fixture> {
     if let Err(why) = Fixture::available() {
-        println!("SKIP smb_servers: {why}");
+        qemu::fixtures::skip("smb_servers", "Samba", why);
         return None;
     }
     let mut opts = FixtureOpts {

@@ -807,6 +807,26 @@ acdirmax=300,acregmax=30";
         assert_eq!(e.0, "cifs: credentials=/etc/cred: No such file");
     }
 
+    /// The README's "accepted, no effect here" list names every option of
+    /// the table that has no effect, so the two cannot drift apart.
+    #[test]
+    fn readme_lists_every_option_without_effect() {
+        let readme = include_str!("../../../README.md");
+        let at = readme
+            .find("Accepted, no effect here")
+            .expect("README section");
+        let section = &readme[at..];
+        for spec in OPTIONS.iter().filter(|s| s.no_effect.is_some()) {
+            let shown = match spec.kind {
+                Kind::Num | Kind::Str => format!("`{}=`", spec.name),
+                Kind::FlagNo => format!("`{} / no{}`", spec.name, spec.name),
+                Kind::Flag => format!("`{}`", spec.name),
+            };
+            assert!(section.contains(&shown), "README misses {shown}");
+            assert!(section.contains(spec.no_effect.unwrap()), "{shown}");
+        }
+    }
+
     #[test]
     fn cache_sec_vers_and_iocharset() {
         let o = CifsOpts::parse("cache=none,acregmax=30").unwrap();
