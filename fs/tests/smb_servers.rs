@@ -309,3 +309,45 @@ acdirmax=300,acregmax=30";
     assert_eq!((f.uid, f.gid, f.mode & 0o7777), (5000, 5000, 0o664));
     assert_eq!(f.size, 3 << 20);
 }
+
+/// `mapposix` (the default, as on Linux): a name holding a character
+/// Windows reserves travels as its Services-for-Mac code point, which is
+/// what a Windows or Mac client would have stored; `nomapposix` shows the
+/// raw code point instead, and `mapchars` uses the Services-for-Unix one.
+#[test]
+fn mapposix_and_mapchars_carry_reserved_characters() {
+    let Some(fx) = fixture_with(|o| {
+        o.files.push(("sfm\u{f022}name".into(), b"mac".to_vec()));
+        o.files.push(("sfu\u{f03a}name".into(), b"unix".to_vec()));
+    }) else {
+        return;
+    };
+    let creds = format!("username={},password={}", fx.user, fx.password);
+    let names = |v: &fs::vfs::Vfs| -> Vec<String> {
+        let mut n: Vec<String> = v
+            .readdir(b"/mnt")
+            .unwrap()
+            .into_iter()
+            .map(|e| String::from_utf8(e.name).unwrap())
+            .collect();
+        n.sort();
+        n
+    };
+    let (v, _sb) = mount(&fx, &fx.share, &creds).unwrap();
+    assert!(
+        names(&v).contains(&"sfm:name".to_string()),
+        "{:?}",
+        names(&v)
+    );
+    assert_eq!(v.lstat(b"/mnt/sfm:name").unwrap().size, 3);
+    let (v, _sb) = mount(&fx, &fx.share, &format!("{creds},mapchars")).unwrap();
+    assert!(
+        names(&v).contains(&"sfu:name".to_string()),
+        "{:?}",
+        names(&v)
+    );
+    assert_eq!(v.lstat(b"/mnt/sfu:name").unwrap().size, 4);
+    let (v, _sb) = mount(&fx, &fx.share, &format!("{creds},nomapposix")).unwrap();
+    assert!(names(&v).contains(&"sfm\u{f022}name".to_string()));
+    assert!(v.lstat(b"/mnt/sfm:name").is_err());
+}

@@ -144,8 +144,11 @@ impl CifsFs {
         Arc::new(i)
     }
 
-    fn child_path(dir: &Inode, name: &[u8]) -> KResult<String> {
+    /// The share-relative wire path of `name` in `dir`, the name's reserved
+    /// characters mapped as the mount says (`mapposix`, `mapchars`).
+    fn child_path(dir: &Inode, name: &[u8], remap: options::Remap) -> KResult<String> {
         let name = core::str::from_utf8(name).map_err(|_| Errno::EINVAL)?;
+        let name = crate::smb::remap::to_wire(name, remap);
         let base = dir
             .private::<CifsInode>()
             .map(|c| c.path.as_str())
@@ -186,7 +189,7 @@ impl FsOps for CifsFs {
     }
 
     fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> KResult<Option<Arc<Inode>>> {
-        let path = Self::child_path(dir, name)?;
+        let path = Self::child_path(dir, name, self.opts.remap)?;
         let r = self.conn.lock().stat(&path);
         match r {
             Ok(st) => {
@@ -322,8 +325,13 @@ impl FsOps for CifsFs {
         let entries = Self::map(self.conn.lock().list_dir(&ci.path))?;
         let _excl = inode.i_rwsem.write();
         let mut seen: alloc::collections::BTreeSet<&[u8]> = alloc::collections::BTreeSet::new();
-        for e in &entries {
-            let name = e.name.as_bytes();
+        // Names as the VFS shows them (the wire's mapped characters back).
+        let local: alloc::vec::Vec<String> = entries
+            .iter()
+            .map(|e| crate::smb::remap::from_wire(&e.name, self.opts.remap))
+            .collect();
+        for (e, name) in entries.iter().zip(&local) {
+            let name = name.as_bytes();
             seen.insert(name);
             let hash = d_hash(dir, name);
             let existing = dcache::d_lookup(dir, name, hash);
@@ -334,7 +342,7 @@ impl FsOps for CifsFs {
                     if let Some(old) = existing.as_ref() {
                         dir.dir_seq.write(|| dcache::d_delete(old));
                     }
-                    let path = Self::child_path(&inode, name)?;
+                    let path = Self::child_path(&inode, name, self.opts.remap)?;
                     let child = self.make_inode(sb, path, is_dir, e.end_of_file, e.file_id, now);
                     Self::apply_listing(&child, e, now);
                     let d = dcache::d_alloc(dir.arc(), name, hash)?;

@@ -83,18 +83,7 @@ pub enum CachePolicy {
     None,
 }
 
-/// How the seven characters Windows reserves (`" * : < > ? |`) travel in
-/// names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Remap {
-    /// `mapposix`: to U+F0xx as Services for Mac does (Linux's SMB3
-    /// default).
-    Sfm,
-    /// `mapchars`: to U+F0xx as Services for Unix does.
-    Sfu,
-    /// Sent as they are.
-    None,
-}
+pub use crate::smb::remap::Remap;
 
 /// A mount option the parser refused.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -22,6 +22,7 @@ pub mod crypto;
 pub mod errmap;
 pub mod ntlm;
 pub mod ops;
+pub mod remap;
 pub mod stats;
 pub mod transport;
 pub mod wire;
