@@ -351,3 +351,67 @@ fn mapposix_and_mapchars_carry_reserved_characters() {
     assert!(names(&v).contains(&"sfm\u{f022}name".to_string()));
     assert!(v.lstat(b"/mnt/sfm:name").is_err());
 }
+
+/// Figures, not a check: 3 MB read MB/s at 0 ms RTT over 3.1.1 (host
+/// mode), signed vs sealed with GCM vs sealed with CCM, interleaved in
+/// rounds so load changes hit all three alike. Run with
+/// `cargo test --release -p fs --test smb_servers seal_read_mb_s -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn seal_read_mb_s() {
+    use fs::smb::wire::negotiate::cipher;
+    let Some(fx) = fixture_with(|_| {}) else {
+        return;
+    };
+    let kinds: [(&str, bool, &[u16]); 3] = [
+        ("signed", false, &[]),
+        ("sealed AES-128-GCM", true, &[cipher::AES_128_GCM]),
+        ("sealed AES-128-CCM", true, &[cipher::AES_128_CCM]),
+    ];
+    let mut conns: Vec<Connection> = kinds
+        .iter()
+        .map(|&(_, seal, ciphers)| {
+            let mut cfg = config(&fx, &[dialect::SMB3_1_1]);
+            cfg.signing = Signing::On;
+            cfg.seal = seal;
+            if !ciphers.is_empty() {
+                cfg.ciphers = ciphers.to_vec();
+            }
+            let mut c = Connection::tcp(cfg, fx.addr());
+            c.connect().unwrap();
+            c.read_file("big.bin").unwrap(); // warm
+            c
+        })
+        .collect();
+    let rounds = 5;
+    let mut secs = vec![Vec::new(); kinds.len()];
+    for _ in 0..rounds {
+        for (k, c) in conns.iter_mut().enumerate() {
+            let t = std::time::Instant::now();
+            let b = c.read_file("big.bin").unwrap();
+            secs[k].push(t.elapsed().as_secs_f64());
+            assert_eq!(fnv(&b), fnv(&pattern(3 << 20, 2)));
+        }
+    }
+    for (k, (name, _, _)) in kinds.iter().enumerate() {
+        let mut s = secs[k].clone();
+        s.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let mbs = |t: f64| 3.0 / t;
+        println!(
+            "3 MB read over 3.1.1, {name}: median {:.1} MB/s (min {:.1}, max {:.1}; {rounds} rounds)",
+            mbs(s[rounds / 2]),
+            mbs(s[rounds - 1]),
+            mbs(s[0])
+        );
+    }
+    let med = |k: usize| {
+        let mut s = secs[k].clone();
+        s.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        s[rounds / 2]
+    };
+    println!(
+        "ratios of median time: GCM/signed {:.2}, CCM/signed {:.2}",
+        med(1) / med(0),
+        med(2) / med(0)
+    );
+}
