@@ -27,6 +27,8 @@ pub mod workloads;
 pub mod host;
 #[cfg(feature = "host")]
 pub mod lsla;
+#[cfg(feature = "host")]
+pub mod smbrw;
 
 use core::fmt;
 

@@ -91,6 +91,19 @@ enum Cmd {
         #[arg(long, default_value = "results")]
         out: PathBuf,
     },
+    /// Read and write MB/s of one file through the cifs mount (host mode,
+    /// loopback Samba, 0 ms).
+    SmbRw {
+        /// File size in bytes.
+        #[arg(long, default_value_t = 3_000_000)]
+        size: usize,
+        /// Repetitions of each direction (the median is reported).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+        /// Extra cifs mount options (comma-separated, e.g. rsize=65536).
+        #[arg(long, default_value = "")]
+        opts: String,
+    },
     /// Merge the raw.csv of several result directories into one report.
     Report {
         /// Result directories (or raw.csv files).
@@ -126,6 +139,18 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Cmd::SmbRw { size, reps, opts } => match bench::smbrw::run(size, reps, &opts) {
+            Ok(rows) => {
+                for r in rows {
+                    println!("{}", r.line());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bench smb-rw: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Cmd::LinuxStat {
             dir,
             tasks,

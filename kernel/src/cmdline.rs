@@ -69,6 +69,9 @@ pub struct Config {
     pub smb: Option<crate::smbargs::SmbSource>,
     /// `smbopts=`: cifs mount options for `smb=`.
     pub smbopts: Option<crate::smbargs::Text<{ crate::smbargs::OPTS_MAX }>>,
+    /// `smbread=PATH`: with `smb=`, read this share-relative file and
+    /// print its checksum.
+    pub smbread: Option<crate::smbargs::Text<{ crate::smbargs::READ_PATH_MAX }>>,
     /// `poison=0|1` as given: `1` fills freed memory and checks the fill on
     /// reuse from boot on; `stress=rcu` turns it on unless `poison=0`.
     pub poison: Option<bool>,
@@ -112,6 +115,7 @@ impl Default for Config {
             design: None,
             smb: None,
             smbopts: None,
+            smbread: None,
             poison: None,
             failslab: None,
         }
@@ -287,6 +291,15 @@ pub const KEYS: &[KeySpec] = &[
         help: "cifs mount options for `smb=` (as mount -t cifs -o; wslea=probe|negcache|easize|off)",
         kind: Kind::Value(|c, v| {
             c.smbopts = Some(crate::smbargs::parse_opts(v)?);
+            Ok(())
+        }),
+    },
+    KeySpec {
+        name: "smbread",
+        syntax: "PATH",
+        help: "with smb=: after the listing read the share-relative file PATH, print its size and SHA-256",
+        kind: Kind::Value(|c, v| {
+            c.smbread = Some(crate::smbargs::parse_read_path(v)?);
             Ok(())
         }),
     },

@@ -190,7 +190,7 @@ fn run(config: &Config) -> ! {
     }
     if let Some(source) = &config.smb {
         let opts = config.smbopts.as_ref().map_or("", |o| o.as_str());
-        smbmount::run(source, opts);
+        smbmount::run(source, opts, config.smbread.as_ref().map(|p| p.as_str()));
     }
     if config.selftest {
         let (passed, failed) = selftest::run();

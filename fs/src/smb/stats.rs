@@ -33,6 +33,7 @@ pub struct TconStats {
     /// Requests sent (every compound member).
     pub smbs: u64,
     pub bytes_read: u64,
+    pub bytes_written: u64,
     /// Successful (re)connects.
     pub connects: u64,
     /// Replies with a success status whose body did not parse (also
@@ -79,7 +80,8 @@ impl TconStats {
                 self.sealed, self.decrypt_failed
             );
         }
-        let rows: [(&str, u16); 10] = [
+        let _ = writeln!(s, "Bytes written: {}", self.bytes_written);
+        let rows: [(&str, u16); 12] = [
             ("Negotiates", cmd::NEGOTIATE),
             ("SessionSetups", cmd::SESSION_SETUP),
             ("Logoffs", cmd::LOGOFF),
@@ -88,8 +90,10 @@ impl TconStats {
             ("Creates", cmd::CREATE),
             ("Closes", cmd::CLOSE),
             ("Reads", cmd::READ),
+            ("Writes", cmd::WRITE),
             ("QueryDirectories", cmd::QUERY_DIRECTORY),
             ("QueryInfos", cmd::QUERY_INFO),
+            ("SetInfos", cmd::SET_INFO),
         ];
         for (name, c) in rows {
             let n = self.get(c);

@@ -132,6 +132,7 @@ impl Connection {
         link.large_mtu = response.capabilities & CAP_LARGE_MTU != 0;
         link.max_read = response.max_read.clamp(4096, 8 * 1024 * 1024);
         link.max_transact = response.max_transact.clamp(4096, 8 * 1024 * 1024);
+        link.max_write = response.max_write.clamp(4096, 8 * 1024 * 1024);
         link.sign_all = sign_all;
         Ok(Negotiated {
             dialect: response.dialect,

@@ -198,6 +198,7 @@ struct Link {
     dialect: u16,
     max_read: u32,
     max_transact: u32,
+    max_write: u32,
     large_mtu: bool,
     signer: Option<Signer>,
     sign_all: bool,
@@ -303,6 +304,7 @@ impl Connection {
             dialect: 0,
             max_read: 65536,
             max_transact: 65536,
+            max_write: 65536,
             large_mtu: false,
             signer: None,
             sign_all: false,
@@ -359,6 +361,11 @@ impl Connection {
     /// Largest QUERY_* output buffer, while up.
     pub fn max_transact(&self) -> u32 {
         self.link.as_ref().map_or(65536, |l| l.max_transact)
+    }
+
+    /// The negotiated MaxWriteSize (65536 before a negotiate).
+    pub fn max_write(&self) -> u32 {
+        self.link.as_ref().map_or(65536, |l| l.max_write)
     }
     /// Credits currently granted.
     pub fn credits(&self) -> u32 {
@@ -456,6 +463,10 @@ impl Connection {
 
     pub(crate) fn note_bytes_read(&mut self, n: u64) {
         self.stats.bytes_read += n;
+    }
+
+    pub(crate) fn note_bytes_written(&mut self, n: u64) {
+        self.stats.bytes_written += n;
     }
 
     /// Whether requests of the current link are signed.

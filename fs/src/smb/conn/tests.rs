@@ -247,6 +247,7 @@ impl Connection {
             dialect: dialect::SMB2_1,
             max_read: 65536,
             max_transact: 65536,
+            max_write: 65536,
             large_mtu: false,
             sign_all: signer.is_some(),
             signer,
