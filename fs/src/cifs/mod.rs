@@ -496,7 +496,7 @@ impl FsOps for CifsFs {
         kind: FileType,
         _mode: u32,
     ) -> KResult<Arc<Inode>> {
-        let path = Self::child_path(dir, name)?;
+        let path = Self::child_path(dir, name, self.opts.remap)?;
         let ok = match kind {
             FileType::Dir => OpenKind::Directory,
             FileType::File => OpenKind::File,
@@ -550,7 +550,7 @@ impl FsOps for CifsFs {
         nname: &[u8],
     ) -> KResult<()> {
         let old = Self::inode_path(inode)?;
-        let new = Self::child_path(ndir, nname)?;
+        let new = Self::child_path(ndir, nname, self.opts.remap)?;
         Self::map(self.conn.lock().rename(&old, &new))?;
         if let Some(ci) = inode.private::<CifsInode>() {
             *ci.path.lock() = new.clone();
