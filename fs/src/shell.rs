@@ -757,11 +757,9 @@ pub(crate) fn run_fs_on(v: &Vfs, cmd: &Cmd) -> String {
                 let hex: String = h.iter().map(|b| std::format!("{b:02x}")).collect();
                 ok_with(&std::format!("{hex} {}", d.len()))
             }),
-            Cmd::Stats
-            | Cmd::Trace(_)
-            | Cmd::TraceJson
-            | Cmd::Race(_)
-            | Cmd::MountCifs { .. } => Ok(ok_with("")),
+            Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_) | Cmd::MountCifs { .. } => {
+                Ok(ok_with(""))
+            }
         };
         r.unwrap_or_else(err_line)
     }
