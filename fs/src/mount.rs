@@ -1,12 +1,19 @@
 //! Mounts: which filesystem is visible at which dentry.
 //!
 //! A mount joins a superblock's root dentry to a mountpoint dentry in a
-//! parent mount. The table of a namespace is a copy-on-write vector behind
-//! an RCU pointer, changed under `mount_mutex` inside a `mount_seq` write
-//! section, so a walk can cross mounts without locks and prove afterwards
-//! (by re-checking `mount_seq`) that nothing was mounted meanwhile. Mounts
-//! are never freed while their namespace lives (there is no umount yet), so
-//! a walk may borrow them for its whole duration.
+//! parent mount. A namespace indexes its mounts by *where* they are, as
+//! Linux's mount hash does: a chain of an RCU hash table keyed by the pair
+//! (parent mount, mountpoint dentry), so a crossing costs one short chain
+//! walk however many mounts exist, and a new mount links one node instead
+//! of copying a table. Writers take `mutex` and publish inside a
+//! `mount_seq` write section; a walk crosses mounts without locks or
+//! stores (RCU-walk reads the chain, as it reads the dcache's) and proves
+//! afterwards, by re-checking `mount_seq`, that nothing was mounted
+//! meanwhile. Mounts are never freed while their namespace lives (there is
+//! no umount yet), so a walk may borrow them for its whole duration.
+//!
+//! A namespace holds at most [`MOUNT_MAX`] mounts, its root included
+//! (Linux's `fs.mount-max` sysctl, same default); one more is ENOSPC.
 //!
 //! Touches: the mountpoint dentry's `D_MOUNTED` flag.
 
@@ -14,13 +21,23 @@
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::dcache::{DRef, Dentry, D_MOUNTED};
+use crate::errno::Errno;
 use crate::inode::SuperBlock;
-use crate::sync::rcu::{RcuCell, RcuGuard, RcuRef};
+use crate::sync::rcu::{RcuCell, RcuGuard};
+use crate::sync::rculist::{RcuHashTable, RcuLink, RcuNode};
 use crate::sync::seqcount::SeqCount;
 use crate::sync::spinlock::SpinLock;
+
+/// Most mounts in one namespace, the root included: Linux's default
+/// `fs.mount-max` (`sysctl_mount_max`).
+pub const MOUNT_MAX: usize = 100_000;
+
+/// Chains in a namespace's mount hash (`1 << MOUNT_HASH_ORDER`): 4096,
+/// 32 KiB of heads, about 24 mounts a chain at [`MOUNT_MAX`].
+const MOUNT_HASH_ORDER: u32 = 12;
 
 /// One mounted filesystem in the tree.
 pub struct Mount {
@@ -32,6 +49,30 @@ pub struct Mount {
     /// The root dentry of our superblock (counted).
     pub root: DRef,
     pub sb: Arc<SuperBlock>,
+}
+
+/// A mount's entry on its mount-hash chain (Linux keeps `mnt_hash` in the
+/// mount itself; a separate node lets a walk borrow the `Arc<Mount>`).
+///
+/// Mounts stacked on one directory (each on the root of the one before,
+/// as `mount` on an already mounted path does) form a stack whose bottom
+/// entry is at a real directory. The bottom entry also points at the
+/// stack's top, so a crossing lands on the visible mount in one step
+/// instead of one lookup per mount below it (N stacked mounts would cost
+/// every walk through them N lookups: O(N^2) to build the stack).
+struct HashEntry {
+    link: RcuLink<HashEntry>,
+    mnt: Arc<Mount>,
+    /// Index in `MountTable::entries` of this stack's bottom entry.
+    bottom: usize,
+    /// On a bottom entry with mounts stacked above it: the top one.
+    top: RcuCell<HashEntry>,
+}
+
+impl RcuNode for HashEntry {
+    fn rcu_link(&self) -> &RcuLink<Self> {
+        &self.link
+    }
 }
 
 static NEXT_MNT: AtomicU64 = AtomicU64::new(1);
@@ -55,9 +96,29 @@ impl Mount {
     }
 }
 
+/// The mount-hash key of a place: the parent mount and the mountpoint
+/// dentry, by address (both live as long as the mounts on them).
+fn place_hash(parent: &Mount, dentry: &Dentry) -> u64 {
+    let a = parent as *const Mount as u64;
+    let b = dentry as *const Dentry as u64;
+    // Two multiplicative mixes (Knuth's and splitmix's constants), folded:
+    // allocation addresses share their low bits, the product spreads them.
+    let h = a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^ (h >> 29)
+}
+
 /// The mounts of one namespace.
 pub struct MountTable {
-    list: RcuCell<Vec<Arc<Mount>>>,
+    /// Every mount but the root, chained by (parent, mountpoint).
+    hash: RcuHashTable<HashEntry>,
+    /// The namespace's root mount.
+    root: Arc<Mount>,
+    /// Every entry of `hash`, oldest first (writers and teardown only).
+    entries: SpinLock<Vec<Arc<HashEntry>>>,
+    /// Mounts in the namespace, the root included.
+    count: AtomicUsize,
+    /// The limit on `count` (`fs.mount-max`).
+    max: AtomicUsize,
     /// `mount_lock`: readers re-check it to prove no mount changed.
     pub seq: SeqCount,
     mutex: SpinLock<()>,
@@ -67,51 +128,130 @@ impl MountTable {
     /// A table holding just the root mount.
     pub fn new(root: Arc<Mount>) -> Self {
         MountTable {
-            list: RcuCell::new(Some(Arc::new(alloc::vec![root]))),
+            hash: RcuHashTable::new(MOUNT_HASH_ORDER),
+            root,
+            entries: SpinLock::new(Vec::new()),
+            count: AtomicUsize::new(1),
+            max: AtomicUsize::new(MOUNT_MAX),
             seq: SeqCount::new(),
             mutex: SpinLock::new(()),
         }
     }
 
-    /// The mount attached at `dentry` in `parent`, if any (Linux
-    /// `__lookup_mnt`); the latest one wins when mounts are stacked.
+    /// The entry at exactly (`parent`, `dentry`), newest first.
+    fn entry_at<'g>(
+        &self,
+        parent: &Mount,
+        dentry: &Dentry,
+        g: &'g RcuGuard,
+    ) -> Option<&'g HashEntry> {
+        self.hash
+            .bucket(place_hash(parent, dentry))
+            .iter(g)
+            .map(|e| e.get())
+            .find(|e| {
+                e.mnt
+                    .parent
+                    .as_ref()
+                    .is_some_and(|p| core::ptr::eq(&**p, parent))
+                    && e.mnt
+                        .mountpoint
+                        .as_ref()
+                        .is_some_and(|mp| core::ptr::eq(&**mp, dentry))
+            })
+    }
+
+    /// The mount visible at `dentry` in `parent`, if any (Linux
+    /// `__lookup_mnt` followed up a stack): the latest one wins when mounts
+    /// are stacked. Lock-free: one chain read under the caller's RCU
+    /// read-side section, plus the stack's top pointer.
     pub fn lookup<'g>(
         &self,
         parent: &Mount,
         dentry: &Dentry,
         g: &'g RcuGuard,
     ) -> Option<&'g Arc<Mount>> {
-        let list: RcuRef<'g, Vec<Arc<Mount>>> = self.list.load(g)?;
-        list.get().iter().rev().find(|m| {
-            m.parent
-                .as_ref()
-                .is_some_and(|p| core::ptr::eq(&**p, parent))
-                && m.mountpoint
-                    .as_ref()
-                    .is_some_and(|mp| core::ptr::eq(&**mp, dentry))
+        let e = self.entry_at(parent, dentry, g)?;
+        Some(match e.top.load(g) {
+            Some(t) => &t.get().mnt,
+            None => &e.mnt,
         })
     }
 
     /// Every mount, oldest first (owned references).
     pub fn all(&self) -> Vec<Arc<Mount>> {
-        self.list
-            .get_arc()
-            .map(|l| (*l).clone())
-            .unwrap_or_default()
+        let entries = self.entries.lock();
+        core::iter::once(self.root.clone())
+            .chain(entries.iter().map(|e| e.mnt.clone()))
+            .collect()
     }
 
-    /// Attach `m` (its parent and mountpoint are set).
-    pub fn attach(&self, m: Arc<Mount>) {
+    /// Mounts in the namespace, the root included.
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// The most mounts the namespace may hold (`fs.mount-max`).
+    pub fn max(&self) -> usize {
+        self.max.load(Ordering::Relaxed)
+    }
+
+    /// Set the limit (as `sysctl fs.mount-max=N`; at least 1). Mounts
+    /// already there stay; new ones are refused while `count >= max`.
+    pub fn set_max(&self, max: usize) {
+        self.max.store(max.max(1), Ordering::Relaxed);
+    }
+
+    /// Attach `m` (its parent and mountpoint are set). ENOSPC when the
+    /// namespace already holds `max` mounts.
+    pub fn attach(&self, m: Arc<Mount>) -> Result<(), Errno> {
         let _g = self.mutex.lock();
-        let mut v: Vec<Arc<Mount>> = self
-            .list
-            .get_arc()
-            .map(|l| (*l).clone())
-            .unwrap_or_default();
-        if let Some(mp) = &m.mountpoint {
-            mp.set_flag(D_MOUNTED);
+        if self.count() >= self.max() {
+            return Err(Errno::ENOSPC);
         }
-        v.push(m);
-        self.seq.write(|| self.list.replace(Some(Arc::new(v))));
+        let (Some(parent), Some(mp)) = (&m.parent, &m.mountpoint) else {
+            return Err(Errno::EINVAL);
+        };
+        let mut entries = self.entries.lock();
+        entries.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        let idx = entries.len();
+        // On the root of a mount that is itself mounted somewhere: one more
+        // on that stack, whose bottom entry learns its new top.
+        let bottom = if core::ptr::eq(&**mp, &**parent.root_arc()) {
+            let g = RcuGuard::new();
+            match (&parent.parent, &parent.mountpoint) {
+                (Some(pp), Some(pmp)) => self.entry_at(pp, pmp, &g).map(|e| e.bottom),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        let entry = Arc::new(HashEntry {
+            link: RcuLink::new(),
+            mnt: m.clone(),
+            bottom: bottom.unwrap_or(idx),
+            top: RcuCell::new(None),
+        });
+        let chain = self.hash.bucket(place_hash(parent, mp));
+        mp.set_flag(D_MOUNTED);
+        self.seq.write(|| {
+            chain.lock().push_front(entry.clone());
+            if let Some(b) = bottom {
+                entries[b].top.replace(Some(entry.clone()));
+            }
+        });
+        entries.push(entry);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl Drop for MountTable {
+    /// A bottom entry's `top` holds the top entry: let go of them all so
+    /// the chains' references are the last ones.
+    fn drop(&mut self) {
+        for e in self.entries.lock().iter() {
+            e.top.replace(None);
+        }
     }
 }

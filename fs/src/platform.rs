@@ -45,6 +45,13 @@ pub trait Platform: Sync {
     fn call_rcu(&self, obj: Retired);
     /// Wait for a full grace period, then run due callbacks of this CPU.
     fn synchronize_rcu(&self);
+    /// Wait until every callback queued before the call has run (Linux's
+    /// `rcu_barrier()`), not just for a grace period: for tests and
+    /// teardown that count what was freed. The default suits a platform
+    /// whose `synchronize_rcu` itself runs every due callback.
+    fn rcu_barrier(&self) {
+        self.synchronize_rcu()
+    }
     /// Report that this CPU holds no RCU references right now (outside any
     /// read-side section). Long loops call it; QSBR relies on it.
     fn rcu_quiescent_state(&self);

@@ -801,6 +801,7 @@ pub fn stats_lines() -> Vec<String> {
         ("shared_stores", c.shared_stores),
         ("shrunk", c.shrunk),
         ("enomem", c.enomem),
+        ("transfers", c.transfers),
     ] {
         out.push(std::format!("# {name} {v}"));
     }

@@ -735,8 +735,19 @@ impl Vfs {
             return Err(Errno::ENOENT);
         }
         let m = Arc::new(Mount::new(root, Some(mnt), Some(mp)));
-        self.mounts.attach(m);
-        Ok(())
+        // On ENOSPC the new root goes with `m`, never visible to anyone.
+        self.mounts.attach(m)
+    }
+
+    /// Mounts in this namespace, the root included.
+    pub fn mount_count(&self) -> usize {
+        self.mounts.count()
+    }
+
+    /// `sysctl fs.mount-max=N` for this namespace (default
+    /// [`crate::mount::MOUNT_MAX`], 100,000): a mount beyond it is ENOSPC.
+    pub fn set_mount_max(&self, max: usize) {
+        self.mounts.set_max(max);
     }
 
     /// Change the options of the mount whose root is at `path`

@@ -67,6 +67,9 @@ impl Platform for Tight {
     fn synchronize_rcu(&self) {
         HostPlatform::global().synchronize_rcu()
     }
+    fn rcu_barrier(&self) {
+        HostPlatform::global().rcu_barrier()
+    }
     fn rcu_quiescent_state(&self) {
         HostPlatform::global().rcu_quiescent_state()
     }

@@ -97,6 +97,9 @@ pub enum Stress {
     Mem,
     /// Fill tmpfs until memory admission says ENOMEM, then check recovery.
     Oom,
+    /// Distinct missing names from every CPU for `secs=` (default 60), the
+    /// negative design: memory must stay bounded.
+    Hostile,
 }
 
 impl Default for Config {
@@ -234,8 +237,8 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         name: "stress",
-        syntax: "rcu|mem|oom",
-        help: "rcu: churn vs checked lookups on every CPU (secs=S); mem: 1M missing names per design; oom: fill tmpfs to ENOMEM and recover",
+        syntax: "rcu|mem|oom|hostile",
+        help: "rcu: churn vs checked lookups on every CPU (secs=S); mem: 1M missing names per design; oom: fill tmpfs to ENOMEM and recover; hostile: 1M distinct misses/s per CPU for secs=S (60), negative design",
         kind: Kind::Value(|c, v| {
             c.stress = Some(value::one_of(
                 v,
@@ -243,8 +246,9 @@ pub const KEYS: &[KeySpec] = &[
                     ("rcu", Stress::Rcu),
                     ("mem", Stress::Mem),
                     ("oom", Stress::Oom),
+                    ("hostile", Stress::Hostile),
                 ],
-                "rcu, mem or oom",
+                "rcu, mem, oom or hostile",
             )?);
             Ok(())
         }),
@@ -753,6 +757,8 @@ mod tests {
             Err(CmdlineError::Conflict("demo", "stress"))
         );
         assert_eq!(parse("stress=oom").unwrap().stress, Some(Stress::Oom));
+        let c = parse("stress=hostile secs=3").unwrap();
+        assert_eq!((c.stress, c.secs), (Some(Stress::Hostile), Some(3)));
     }
 
     #[test]

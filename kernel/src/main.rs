@@ -78,6 +78,18 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
     arch::kernel::boot_processor_init();
     // 6. ACPI: the processors, the local APIC and HPET addresses.
     let (apic_ids, hpet_base) = discover_cpus(boot.rsdp);
+    // 6b. Enough memory for this many vCPUs (and for the self-tests)?
+    //     Refuse now, naming the minimum, rather than panic in an AP.
+    let ram = mm::ram_below_4g(boot.memory_map());
+    if let Err(min_mib) = mm::check_fits(apic_ids.len(), config.selftest, ram, layout.usable) {
+        kprintln!(
+            "boot failure: {} vCPUs{} need at least {min_mib} MiB of memory (have {} MiB); boot with -m {min_mib}M or more (ENOMEM)",
+            apic_ids.len(),
+            if config.selftest { " running selftest" } else { "" },
+            ram.div_ceil(1 << 20)
+        );
+        exit(ExitCode::BootFailure);
+    }
     // 7. Calibrate the TSC against the HPET (or PIT); timestamps in the log.
     let (tsc_hz, reference) = time::init(hpet_base);
     console::time_ready();

@@ -12,6 +12,8 @@
 //!   `--quiet` (item 6);
 //! - too little memory for the vCPU count: exit 5 naming the minimum
 //!   (item 4).
+//! - the hostile growth check, short (`stress=hostile secs=3`): distinct
+//!   misses from every CPU stay bounded and are all freed.
 //!
 //! Skips with the reason when QEMU or the release kernel image is missing
 //! (see `qemu::runner::guest_boot_unavailable`). Touches: QEMU processes it
@@ -159,4 +161,78 @@ fn quiet_keeps_a_failed_qemus_stderr() {
         last.contains("QEMU itself failed") && last.contains("Could not open '/nonexistent.img'"),
         "{err}"
     );
+}
+
+/// The `need at least N MiB` figure of a refused boot.
+fn named_minimum(serial: &str) -> u64 {
+    let l = serial
+        .lines()
+        .find(|l| l.starts_with("boot failure: "))
+        .unwrap_or_else(|| panic!("no boot failure line: {serial}"));
+    l.split("need at least ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no minimum in {l}"))
+}
+
+/// Item 4: 64 vCPUs in 20 MiB panicked ("no double-fault stack: out of
+/// physical frames"); selftest in 64 MiB failed on a refused allocation.
+/// Now: exit 5 naming the minimum for that vCPU count, and the named
+/// minimum boots.
+#[test]
+fn too_little_memory_exits_5_naming_the_minimum() {
+    if let Some(why) = skip_reason() {
+        eprintln!("SKIP guest_badinput: {why}");
+        return;
+    }
+    let out = boot(64, "20M", "");
+    let s = &out.serial_output;
+    assert_eq!(out.status, GuestStatus::Exited(5), "{s}");
+    assert!(!s.contains("PANIC"), "{s}");
+    assert!(s.contains("boot failure: 64 vCPUs need at least"), "{s}");
+    let min = named_minimum(s);
+    assert!((21..=64).contains(&min), "{min} MiB for 64 vCPUs");
+    let out = boot(64, &format!("{min}M"), "");
+    assert_eq!(out.status, GuestStatus::Exited(0), "{}", out.serial_output);
+    assert!(out.serial_output.contains("smp: 64 CPUs online"));
+
+    // The self-tests need more, and say so before starting.
+    let out = boot(64, "64M", "selftest");
+    let s = &out.serial_output;
+    assert_eq!(out.status, GuestStatus::Exited(5), "{s}");
+    assert!(s.contains("64 vCPUs running selftest need at least"), "{s}");
+    assert!(named_minimum(s) > 64);
+    assert!(
+        !s.lines().any(|l| l.starts_with("test ")),
+        "no self-test ran: {s}"
+    );
+}
+
+/// The hostile growth check, short: distinct misses from both CPUs of a
+/// 64 MiB guest, negative design. The 60 s run is `stress=hostile` alone.
+#[test]
+fn hostile_misses_stay_bounded() {
+    if let Some(why) = skip_reason() {
+        eprintln!("SKIP guest_badinput: {why}");
+        return;
+    }
+    let out = boot(2, "64M", "stress=hostile secs=3");
+    let s = &out.serial_output;
+    assert_eq!(out.status, GuestStatus::Exited(0), "{s}");
+    let l = s
+        .lines()
+        .find(|l| l.starts_with("stress=hostile design=negative cpus=2 secs=3 "))
+        .unwrap_or_else(|| panic!("no result line: {s}"));
+    let field = |k: &str| -> &str {
+        l.split_whitespace()
+            .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))
+            .unwrap_or_else(|| panic!("no {k}= in {l}"))
+    };
+    assert_eq!(field("wrong"), "0", "{l}");
+    assert!(field("enoent").parse::<u64>().unwrap() > 1000, "{l}");
+    let live = field("dentries_live");
+    let (a, b) = live.split_once("->").unwrap();
+    assert_eq!(a, b, "dentries left behind: {l}");
+    assert!(s.contains("stress=hostile: ok"));
 }

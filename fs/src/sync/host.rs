@@ -22,6 +22,16 @@
 //!   hands its queue over the same way.
 //! - `synchronize_rcu` waits for two epoch advances and then runs whatever
 //!   is due itself (its caller holds no locks: it is about to wait).
+//! - `rcu_barrier` (Linux's `rcu_barrier()`) waits until every callback
+//!   queued before it has *run*, and the callbacks those queued too. A grace
+//!   period is not enough: the reclaimer takes a batch off the pending list
+//!   ([`take_due`]) and runs it afterwards, so for a while its objects are
+//!   in no list that `synchronize_rcu` sees (and their destructors' own
+//!   callbacks sit in the reclaimer's queue). Every batch taken is counted
+//!   in `IN_FLIGHT` until it has run and its callbacks are back on the
+//!   pending list; the barrier waits for "pending empty and nothing in
+//!   flight", read together under the pending lock. Other live threads'
+//!   queues are theirs (they hand them over at 128 entries or on exit).
 //!
 //! Touches: its own slot table and thread-locals; std's thread_local only.
 
@@ -116,6 +126,10 @@ fn try_advance() -> u64 {
 /// Objects handed over by `call_rcu`, oldest batch first, with the epoch
 /// at which each was retired.
 static PENDING: Mutex<Vec<(u64, Retired)>> = Mutex::new(Vec::new());
+/// Objects taken off `PENDING` whose destructors (and the hand-over of the
+/// callbacks those queued) have not finished; changed under the `PENDING`
+/// lock when taken, after the work when done.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 static WAKE: Condvar = Condvar::new();
 
 fn pending() -> std::sync::MutexGuard<'static, Vec<(u64, Retired)>> {
@@ -129,7 +143,8 @@ fn hand_over(batch: impl IntoIterator<Item = (u64, Retired)>) {
     start_reclaimer();
 }
 
-/// Take what is due (retired at least two epochs ago) off the pending list.
+/// Take what is due (retired at least two epochs ago) off the pending list,
+/// counting it in `IN_FLIGHT`: the taker runs it with [`run_due`].
 fn take_due() -> Vec<Retired> {
     let now = try_advance();
     let mut p = pending();
@@ -143,7 +158,26 @@ fn take_due() -> Vec<Retired> {
         }
     }
     *p = keep;
+    IN_FLIGHT.fetch_add(due.len(), Ordering::AcqRel);
     due
+}
+
+/// Run what [`take_due`] took, hand the callbacks the destructors queued
+/// to the pending list, and only then stop counting the batch in flight.
+fn run_due(due: Vec<Retired>) {
+    let n = due.len();
+    for obj in due {
+        obj.reclaim();
+    }
+    flush_local();
+    IN_FLIGHT.fetch_sub(n, Ordering::AcqRel);
+}
+
+/// Is every handed-over callback run? (Pending list empty and no batch in
+/// flight, read together under the pending lock.)
+fn all_run() -> bool {
+    let p = pending();
+    p.is_empty() && IN_FLIGHT.load(Ordering::Acquire) == 0
 }
 
 /// Move this thread's queue to the pending list.
@@ -178,10 +212,7 @@ fn reclaimer() {
                 )
                 .unwrap_or_else(|e| e.into_inner());
         }
-        for obj in take_due() {
-            obj.reclaim();
-        }
-        flush_local();
+        run_due(take_due());
     }
 }
 
@@ -276,8 +307,19 @@ impl Platform for HostPlatform {
         }
         // Everything retired before the call is due now; destructors may
         // retire more, which the next grace period covers.
-        for obj in take_due() {
-            obj.reclaim();
+        run_due(take_due());
+    }
+
+    fn rcu_barrier(&self) {
+        let nested = LOCAL.with(|l| l.nest.get());
+        assert_eq!(nested, 0, "rcu_barrier inside an RCU read-side section");
+        // Our own queue first; then help: advance, run what is due, and
+        // wait out batches the reclaimer is running, until nothing is left.
+        flush_local();
+        while !all_run() {
+            let _ = try_advance();
+            run_due(take_due());
+            std::thread::yield_now();
         }
     }
 

@@ -5,11 +5,16 @@
 //! lock-increment-unlock. We do the same:
 //!
 //! ```text
-//!   63            33   32  31                               0
-//!  +----------------+----+----------------------------------+
-//!  |   (unused)     |LOCK|          count (i32)             |
-//!  +----------------+----+----------------------------------+
+//!   63     49 48      40 39   33   32  31                        0
+//!  +---------+----------+-------+----+----------------------------+
+//!  | unused  |  writer  |unused |LOCK|        count (i32)         |
+//!  +---------+----------+-------+----+----------------------------+
 //! ```
+//!
+//! `writer` is the last writer's tag (`cpu_id + 1`, see
+//! [`crate::stats::writer_tag`]): every cmpxchg that takes the lock or
+//! changes the count writes it in the same instruction, and a cmpxchg that
+//! replaces another CPU's tag is one `transfers` event.
 //!
 //! Fast paths (`get`, `get_not_dead`, `put_return`) loop on `cmpxchg` while
 //! the lock bit is clear; if it is set they fall back to taking the lock.
@@ -26,9 +31,11 @@ use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 
 use super::atomic::{spin_loop, AtomicU64, Ordering};
-use crate::stats::{self, Event};
+use crate::stats::{self, writer_bits, Event};
 
 const LOCK_BIT: u64 = 1 << 32;
+/// Where the last writer's tag sits in the word.
+const WRITER_SHIFT: u32 = 40;
 const COUNT_MASK: u64 = 0xffff_ffff;
 /// The count of a dead lockref (Linux uses -128 too).
 pub const DEAD: i32 = -128;
@@ -81,6 +88,7 @@ impl<T> LockRef<T> {
     /// the lock is held, so the caller takes the slow path.
     #[inline]
     fn cmpxchg_loop(&self, f: impl Fn(i32) -> Option<i32>) -> Result<Option<i32>, ()> {
+        let me = stats::writer_tag();
         let mut old = self.word.load(Ordering::Relaxed);
         loop {
             if old & LOCK_BIT != 0 {
@@ -91,12 +99,13 @@ impl<T> LockRef<T> {
             };
             match self.word.compare_exchange_weak(
                 old,
-                with_count(old, c),
+                writer_bits::set(with_count(old, c), WRITER_SHIFT, me),
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
                     stats::inc(Event::SharedStore);
+                    self.count_store(old, me);
                     return Ok(Some(c));
                 }
                 Err(w) => old = w,
@@ -140,10 +149,19 @@ impl<T> LockRef<T> {
         )
     }
 
+    /// Count a successful store by `me` over the word `old`: a transfer if
+    /// another CPU wrote it last; booked in the line census.
+    #[inline]
+    fn count_store(&self, old: u64, me: u16) {
+        stats::count_transfer(writer_bits::get(old, WRITER_SHIFT), me);
+        stats::census_line_store(&self.word as *const _ as usize);
+    }
+
     /// Take the spinlock.
     pub fn lock(&self) -> LockRefGuard<'_, T> {
         stats::inc(Event::Lock);
         stats::inc(Event::SharedStore);
+        let me = stats::writer_tag();
         loop {
             let old = self.word.load(Ordering::Relaxed);
             if old & LOCK_BIT == 0
@@ -151,13 +169,17 @@ impl<T> LockRef<T> {
                     .word
                     .compare_exchange_weak(
                         old,
-                        old | LOCK_BIT,
+                        writer_bits::set(old | LOCK_BIT, WRITER_SHIFT, me),
                         Ordering::Acquire,
                         Ordering::Relaxed,
                     )
                     .is_ok()
             {
-                return LockRefGuard { lr: self };
+                self.count_store(old, me);
+                return LockRefGuard {
+                    lr: self,
+                    t0: stats::hold_start(),
+                };
             }
             spin_loop();
         }
@@ -172,6 +194,8 @@ impl<T> LockRef<T> {
 /// Holds the lock of a [`LockRef`]: access to `T` and to the count.
 pub struct LockRefGuard<'a, T> {
     lr: &'a LockRef<T>,
+    /// When the hold began, for the line census (0 when it is off).
+    t0: u64,
 }
 
 impl<T> LockRefGuard<'_, T> {
@@ -223,6 +247,8 @@ impl<T> DerefMut for LockRefGuard<'_, T> {
 impl<T> Drop for LockRefGuard<'_, T> {
     fn drop(&mut self) {
         stats::inc(Event::SharedStore);
+        stats::hold_end(&self.lr.word as *const _ as usize, self.t0);
+        // The tag stays ours: the holder wrote the word last.
         self.lr.word.fetch_and(!LOCK_BIT, Ordering::Release);
     }
 }
@@ -259,6 +285,25 @@ mod tests {
         assert_eq!(lr.count(), 0);
         lr.get();
         assert_eq!(lr.count(), 1);
+    }
+
+    #[test]
+    fn the_writer_tag_rides_in_the_word_and_leaves_the_count_alone() {
+        let lr = LockRef::new(1, ());
+        let me = stats::writer_tag();
+        lr.get();
+        let w = lr.word.load(Ordering::Relaxed);
+        assert_eq!(writer_bits::get(w, WRITER_SHIFT), me);
+        assert_eq!(lr.count(), 2);
+        {
+            let mut g = lr.lock();
+            g.dec();
+            let w = lr.word.load(Ordering::Relaxed);
+            assert_eq!(writer_bits::get(w, WRITER_SHIFT), me);
+            assert_ne!(w & LOCK_BIT, 0);
+        }
+        assert_eq!(lr.count(), 1);
+        assert!(!lr.is_dead());
     }
 
     #[test]

@@ -97,6 +97,11 @@ pub fn synchronize_rcu() {
     platform::get().synchronize_rcu()
 }
 
+/// Wait until every callback queued so far has run (Linux's `rcu_barrier`).
+pub fn rcu_barrier() {
+    platform::get().rcu_barrier()
+}
+
 /// A read-side critical section. References handed out under it live no
 /// longer than `'_` of the guard. Not `Send`: the section belongs to a CPU.
 pub struct RcuGuard {

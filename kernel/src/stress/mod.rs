@@ -1,6 +1,7 @@
 //! Stress tests of the lookup path in the guest (`stress=rcu|mem|oom`).
 //!
-//! Three tests, one module each: [`rcu`] (`stress=rcu`: lookups checked
+//! Four tests, one module each: [`hostile`] (`stress=hostile`: distinct
+//! misses from every CPU, memory must stay bounded), [`rcu`] (`stress=rcu`: lookups checked
 //! against concurrent churn, with memory poisoning), [`mem`] (`stress=mem`:
 //! a million misses under the unused-dentry limit) and [`oom`]
 //! (`stress=oom`: tmpfs filled until memory admission refuses). This module
@@ -11,6 +12,7 @@
 //! shrinker), `smp`, RCU, `mm::poison` (on for `stress=rcu`), `mm::heap`
 //! (figures), the console. Safe code only.
 
+mod hostile;
 mod mem;
 mod oom;
 mod rcu;
@@ -26,6 +28,7 @@ use crate::mm::poison;
 use crate::smp::{self, CpuSet};
 use crate::time;
 
+use self::hostile::hostile_stress;
 use self::mem::mem_stress;
 use self::oom::oom_stress;
 use self::rcu::{rcu_stress, reads_of_poison};
@@ -114,6 +117,16 @@ pub fn run(which: Stress, secs: Option<u32>, design: Option<Design>, poisoning: 
         Stress::Mem => {
             let ok = mem_stress(design);
             kprintln!("stress=mem: {}", if ok { "ok" } else { "FAILED" });
+            exit(if ok {
+                ExitCode::Success
+            } else {
+                ExitCode::TestsFailed
+            })
+        }
+        Stress::Hostile => {
+            let secs = secs.unwrap_or(60);
+            let ok = hostile_stress(secs, design.unwrap_or(Design::Negative));
+            kprintln!("stress=hostile: {}", if ok { "ok" } else { "FAILED" });
             exit(if ok {
                 ExitCode::Success
             } else {

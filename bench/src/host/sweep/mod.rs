@@ -66,8 +66,47 @@ impl Source {
     }
 }
 
-/// Run the sweep; returns the result directory.
+/// Refuse, before anything runs, inputs that would make whole sources
+/// measure nothing: a `--kernel` or `--runner` given by name that is not
+/// there (the defaults may be missing: those runs become `skipped` rows).
+fn check_inputs(a: &SweepArgs) -> Result<(), String> {
+    if a.sources.contains(&Source::Guest) {
+        for (flag, path) in [("--kernel", &a.kernel), ("--runner", &a.runner)] {
+            if let Some(p) = path {
+                if !p.is_file() {
+                    return Err(format!(
+                        "{flag} {}: no such file (ENOENT); nothing was run",
+                        p.display()
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A sweep none of whose points ran is a failure, not results.
+fn check_some_ran(rows: &[Row], dir: &Path) -> Result<(), String> {
+    if rows.iter().any(Row::is_ok) {
+        return Ok(());
+    }
+    let skipped = rows.iter().filter(|r| r.status == "skipped").count();
+    let why = rows
+        .first()
+        .map(|r| format!("; first: {}: {}", r.status, r.note))
+        .unwrap_or_default();
+    Err(format!(
+        "no point ran ({skipped} skipped, {} failed{why}); rows in {}",
+        rows.len() - skipped,
+        dir.join("raw.csv").display()
+    ))
+}
+
+/// Run the sweep; returns the result directory. Fails before running when
+/// an input named on the command line is missing or the output directory
+/// cannot be made, and after running when no point ran.
 pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
+    check_inputs(a)?;
     let accel = match &a.accel {
         Some(x) => x.clone(),
         None => match std::env::var("ACCEL") {
@@ -144,6 +183,7 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
     }
     pb.finish_with_message("done");
     write_outputs(&dir, &rows)?;
+    check_some_ran(&rows, &dir)?;
     Ok(dir)
 }
 
