@@ -5,14 +5,20 @@
 //! lock-increment-unlock. We do the same:
 //!
 //! ```text
-//!   63            33   32  31                               0
-//!  +----------------+----+----------------------------------+
-//!  |   (unused)     |LOCK|          count (i32)             |
-//!  +----------------+----+----------------------------------+
+//!   63                               32  31                               0
+//!  +-----------------------------------+----------------------------------+
+//!  |  spinlock value (any LockKind)    |          count (i32)             |
+//!  +-----------------------------------+----------------------------------+
 //! ```
 //!
-//! Fast paths (`get`, `get_not_dead`, `put_return`) loop on `cmpxchg` while
-//! the lock bit is clear; if it is set they fall back to taking the lock.
+//! The upper half is a spinlock of the lockref's [`LockKind`] (Linux's
+//! queued spinlock by default, see [`super::rawlock`]). Fast paths (`get`,
+//! `get_not_dead`, `put_return`) loop on `cmpxchg` while that half reads
+//! unlocked with nobody waiting; otherwise they fall back to taking the
+//! lock. Waiters of the queued and ticket locks write the upper half while
+//! the lock is held, so the holder changes the count with a cmpxchg on the
+//! lower half only (Linux, with the count in its own 32-bit field, uses a
+//! plain store; see [`super::rawlock`] on mixed-size atomics).
 //! The lock also protects a `T` (the dentry's lock-protected fields), so the
 //! guard hands out `&mut T` and lets its holder change the count.
 //!
@@ -25,10 +31,10 @@
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 
-use super::atomic::{spin_loop, AtomicU64, Ordering};
+use super::atomic::{AtomicU64, Ordering};
+use super::rawlock::{default_kind, HighHalf, LockKind};
 use crate::stats::{self, Event};
 
-const LOCK_BIT: u64 = 1 << 32;
 const COUNT_MASK: u64 = 0xffff_ffff;
 /// The count of a dead lockref (Linux uses -128 too).
 pub const DEAD: i32 = -128;
@@ -46,22 +52,34 @@ fn with_count(w: u64, c: i32) -> u64 {
 /// A spinlock + count word guarding a `T`.
 pub struct LockRef<T> {
     word: AtomicU64,
+    kind: LockKind,
     data: UnsafeCell<T>,
 }
 
-// SAFETY: `data` is only reached through a guard that holds the lock bit, so
+// SAFETY: `data` is only reached through a guard that holds the lock, so
 // it is accessed by one thread at a time.
 unsafe impl<T: Send> Sync for LockRef<T> {}
 // SAFETY: moving the lockref moves the `T`.
 unsafe impl<T: Send> Send for LockRef<T> {}
 
 impl<T> LockRef<T> {
-    /// Unlocked, with the given count.
+    /// Unlocked, with the given count, of the default lock kind.
     pub fn new(count: i32, data: T) -> Self {
+        Self::with_kind(default_kind(), count, data)
+    }
+
+    /// Unlocked, with the given count and lock kind.
+    pub fn with_kind(kind: LockKind, count: i32, data: T) -> Self {
         LockRef {
             word: AtomicU64::new(with_count(0, count)),
+            kind,
             data: UnsafeCell::new(data),
         }
+    }
+
+    /// The lock's algorithm.
+    pub fn kind(&self) -> LockKind {
+        self.kind
     }
 
     /// Current count (a racy snapshot).
@@ -83,7 +101,7 @@ impl<T> LockRef<T> {
     fn cmpxchg_loop(&self, f: impl Fn(i32) -> Option<i32>) -> Result<Option<i32>, ()> {
         let mut old = self.word.load(Ordering::Relaxed);
         loop {
-            if old & LOCK_BIT != 0 {
+            if !self.kind.value_unlocked((old >> 32) as u32) {
                 return Err(());
             }
             let Some(c) = f(count_of(old)) else {
@@ -144,23 +162,8 @@ impl<T> LockRef<T> {
     pub fn lock(&self) -> LockRefGuard<'_, T> {
         stats::inc(Event::Lock);
         stats::inc(Event::SharedStore);
-        loop {
-            let old = self.word.load(Ordering::Relaxed);
-            if old & LOCK_BIT == 0
-                && self
-                    .word
-                    .compare_exchange_weak(
-                        old,
-                        old | LOCK_BIT,
-                        Ordering::Acquire,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
-            {
-                return LockRefGuard { lr: self };
-            }
-            spin_loop();
-        }
+        self.kind.lock(&HighHalf(&self.word));
+        LockRefGuard { lr: self }
     }
 
     /// Exclusive access without locking.
@@ -180,10 +183,23 @@ impl<T> LockRefGuard<'_, T> {
         count_of(self.lr.word.load(Ordering::Relaxed))
     }
 
-    /// Set the count. The lock bit stays set; fast paths keep off.
+    /// Set the count. The lock stays held; fast paths keep off.
     pub fn set_count(&mut self, c: i32) {
-        let w = self.lr.word.load(Ordering::Relaxed);
-        self.lr.word.store(with_count(w, c), Ordering::Relaxed);
+        let word = &self.lr.word;
+        let w = word.load(Ordering::Relaxed);
+        if self.lr.kind == LockKind::Ttas {
+            // Nobody else writes a word whose TTAS lock is held.
+            word.store(with_count(w, c), Ordering::Relaxed);
+            return;
+        }
+        // Waiters may be setting pending, the tail or the next ticket in
+        // the upper half: replace the lower half only.
+        let mut w = w;
+        while let Err(now) =
+            word.compare_exchange_weak(w, with_count(w, c), Ordering::Relaxed, Ordering::Relaxed)
+        {
+            w = now;
+        }
     }
 
     /// count += 1
@@ -208,14 +224,14 @@ impl<T> LockRefGuard<'_, T> {
 impl<T> Deref for LockRefGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: we hold the lock bit, so no other guard exists.
+        // SAFETY: we hold the lock, so no other guard exists.
         unsafe { &*self.lr.data.get() }
     }
 }
 
 impl<T> DerefMut for LockRefGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: we hold the lock bit and `&mut self` is unique.
+        // SAFETY: we hold the lock and `&mut self` is unique.
         unsafe { &mut *self.lr.data.get() }
     }
 }
@@ -223,7 +239,7 @@ impl<T> DerefMut for LockRefGuard<'_, T> {
 impl<T> Drop for LockRefGuard<'_, T> {
     fn drop(&mut self) {
         stats::inc(Event::SharedStore);
-        self.lr.word.fetch_and(!LOCK_BIT, Ordering::Release);
+        self.lr.kind.unlock(&HighHalf(&self.lr.word));
     }
 }
 
@@ -263,7 +279,13 @@ mod tests {
 
     #[test]
     fn concurrent_get_put_balance() {
-        let lr = std::sync::Arc::new(LockRef::new(1, 0u64));
+        for kind in LockKind::ALL {
+            concurrent_get_put_balance_of(kind);
+        }
+    }
+
+    fn concurrent_get_put_balance_of(kind: LockKind) {
+        let lr = std::sync::Arc::new(LockRef::with_kind(kind, 1, 0u64));
         let hs: Vec<_> = (0..4)
             .map(|i| {
                 let lr = lr.clone();

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::super::linux;
 use super::super::proc::{last_line, run_with_timeout};
 use super::super::rows::Row;
+use super::plan::design_label;
 use super::Source;
 use crate::output;
 use crate::params::Params;
@@ -67,7 +68,7 @@ pub(super) fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) 
             "native",
             host,
             p.bench.name(),
-            p.design.name(),
+            &design_label(p),
             p.tasks,
             &note,
         )
@@ -82,7 +83,7 @@ pub(super) fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) 
         Err(e) => fail(e),
         Ok(f) => {
             save(
-                &format!("host-{}-{}-{}", p.bench, p.design, p.tasks),
+                &format!("host-{}-{}-{}", p.bench, design_label(p), p.tasks),
                 &f.stdout,
                 &f.stderr,
             );
@@ -100,7 +101,7 @@ pub(super) fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) 
                 "native",
                 host,
                 p.bench.name(),
-                p.design.name(),
+                &design_label(p),
                 p.tasks,
                 failure,
             );
@@ -128,7 +129,7 @@ pub(super) fn run_guest(
             accel,
             host,
             p.bench.name(),
-            p.design.name(),
+            &design_label(p),
             p.tasks,
             &note,
         )
@@ -161,7 +162,7 @@ pub(super) fn run_guest(
         Err(e) => skip(e),
         Ok(f) => {
             save(
-                &format!("guest-{}-{}-{}", p.bench, p.design, p.tasks),
+                &format!("guest-{}-{}-{}", p.bench, design_label(p), p.tasks),
                 &f.stdout,
                 &f.stderr,
             );
@@ -180,7 +181,7 @@ pub(super) fn run_guest(
                 &used,
                 host,
                 p.bench.name(),
-                p.design.name(),
+                &design_label(p),
                 p.tasks,
                 failure,
             )
