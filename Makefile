@@ -38,7 +38,7 @@ BOOT_TEST_TIMEOUT ?= 300
 BENCH_ARGS ?=
 
 .PHONY: help setup build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
-        bench smb-bench demo-trace linuxref lint
+        bench smb-bench demo-trace linuxref lint explore
 
 help:
 	@echo "make setup      install missing packages (as root) and the rust target"
@@ -52,6 +52,7 @@ help:
 	@echo "make demo-trace boot with demo=trace (one traced stat per design)"
 	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs"
 	@echo "make lint       rustfmt check + clippy (host crates and kernel) with -D warnings"
+	@echo "make explore    regenerate docs/explore/index.html (the step-through page) and its screenshot"
 
 setup:
 	@bash scripts/setup.sh
@@ -74,8 +75,10 @@ run: setup build
 boot: build-qemu-run build-kernel
 	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(SMP) --cmdline "$(CMDLINE)" $(QEMU_RUN_FLAGS)
 
+# REQUIRE_FIXTURES=1: a test whose fixture (root, Samba, QEMU, the kernel
+# image) is missing fails with the reason instead of skipping (qemu::fixtures).
 test-host:
-	$(CARGO) test --release
+	REQUIRE_FIXTURES=1 $(CARGO) test --release
 
 # The loom models of fs/src/sync and of the noalloc race. `--cfg loom`
 # rebuilds the dependencies, so it gets its own target directory.
@@ -105,6 +108,21 @@ smb-bench: build
 
 demo-trace: build-qemu-run build-kernel
 	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(SMP) --cmdline "demo=trace" $(QEMU_RUN_FLAGS)
+
+# The step-through page of the lookup walk: every scenario of
+# fs/src/explore/scenarios.rs through the vfsh engine, into one self-contained
+# HTML file; then (with Chromium) the screenshot the README shows.
+EXPLORE_SHOT := docs/explore/screenshot.png
+explore:
+	$(CARGO) run --release -p fs --bin explore -- --out docs/explore/index.html
+	@if command -v chromium >/dev/null; then \
+		prof=$$(mktemp -d); \
+		chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+			--disable-background-networking --disable-component-update --disable-sync \
+			--user-data-dir=$$prof --hide-scrollbars --window-size=1280,1280 --virtual-time-budget=3000 \
+			--screenshot=$(EXPLORE_SHOT) "file://$(CURDIR)/docs/explore/index.html#race-rename@9" 2>/dev/null; \
+		rm -rf $$prof; echo "explore: wrote $(EXPLORE_SHOT)"; \
+	else echo "explore: no chromium (make setup): $(EXPLORE_SHOT) not refreshed"; fi
 
 linuxref: build-host
 	$(TARGET_DIR)/release/linuxref --cpus 1,2

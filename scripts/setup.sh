@@ -10,8 +10,10 @@ cd "$(dirname "$0")/.."
 
 # Debian packages: QEMU for the guest, Samba + smbclient + attr for the SMB
 # fixture, busybox-static/e2fsprogs/cpio/gcc/libc6-dev (static libc for
-# statneg) for the Linux reference guest.
-PACKAGES=(qemu-system-x86 samba smbclient attr busybox-static e2fsprogs cpio gcc libc6-dev)
+# statneg) for the Linux reference guest, python3-venv for the impacket
+# fixture's virtual environment, chromium for the step-through page's
+# browser test (fs/tests/explore_page.rs) and `make explore`'s screenshot.
+PACKAGES=(qemu-system-x86 samba smbclient attr busybox-static e2fsprogs cpio gcc libc6-dev python3-venv chromium)
 RUST_TARGET=x86_64-unknown-none
 
 missing=()
@@ -50,4 +52,26 @@ if ! rustup target list --installed | grep -qx "$RUST_TARGET"; then
     fi
 fi
 
-echo "setup: ok (${PACKAGES[*]}, rust target $RUST_TARGET)"
+# impacket (PyPI) in a virtual environment under build/: a second SMB server
+# (smbserver.py, SMB 2.0.2 only) for the cifs tests. Only this directory is
+# touched; the system's Python stays as it is.
+IMPACKET_VERSION=0.13.1
+VENV=build/impacket-venv
+if ! [[ -x $VENV/bin/smbserver.py ]] \
+    || ! "$VENV/bin/python" -c "import sys; from importlib.metadata import version; sys.exit(version('impacket') != '$IMPACKET_VERSION')" 2>/dev/null; then
+    py=/usr/bin/python3
+    [[ -x $py ]] || py=$(command -v python3 || true)
+    if [[ -z $py ]]; then
+        echo "setup: python3 is missing (needed for the impacket fixture): apt-get install -y python3 python3-venv" >&2
+        exit 1
+    fi
+    echo "setup: installing impacket==$IMPACKET_VERSION into $VENV (PyPI)"
+    mkdir -p build
+    if ! "$py" -m venv "$VENV" || ! "$VENV/bin/pip" install -q "impacket==$IMPACKET_VERSION"; then
+        echo "setup: could not make $VENV: run  $py -m venv $VENV && $VENV/bin/pip install impacket==$IMPACKET_VERSION" >&2
+        echo "setup: (python3-venv must be installed; PyPI must be reachable)" >&2
+        exit 1
+    fi
+fi
+
+echo "setup: ok (${PACKAGES[*]}, rust target $RUST_TARGET, impacket $IMPACKET_VERSION in $VENV)"

@@ -349,6 +349,7 @@ where
         shared_stores: c.shared_stores,
         fallbacks: c.fallbacks,
         locks: c.locks,
+        transfers: c.transfers,
     });
     let mut failed_write = m.failed_write;
     let out = m.out;

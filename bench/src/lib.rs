@@ -7,6 +7,8 @@
 //! - [`driver`]: one task per CPU, per-second sampling, the [`driver::Executor`]
 //!   trait a platform implements.
 //! - [`output`]: will-it-scale's output format, written and parsed.
+//! - [`pingpong`]: cache-line transfer latency between two CPUs.
+//! - [`predict`]: the scaling model (ops/s at N CPUs from a 1-CPU run).
 //! - [`host`] (feature `host`): std threads as the executor, host mode, the
 //!   Linux reference, the sweep, raw.csv, report.md and scaling.svg.
 //!
@@ -21,12 +23,16 @@ extern crate alloc;
 pub mod driver;
 pub mod output;
 pub mod params;
+pub mod pingpong;
+pub mod predict;
 pub mod workloads;
 
 #[cfg(feature = "host")]
 pub mod host;
 #[cfg(feature = "host")]
 pub mod lsla;
+#[cfg(feature = "host")]
+pub mod smbrw;
 
 use core::fmt;
 

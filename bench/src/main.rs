@@ -6,6 +6,8 @@
 //! bench sweep --testcases statneg --designs transient,noalloc --cpus 1,2 --sources host,linux-host
 //! bench report results/A results/B --out results/merged
 //! bench smb-sweep --designs probe,negcache,easize,off --rtts 0,76
+//! bench pingpong --batches 200
+//! bench predict --validate --repeat 5 --out results/predict
 //! ```
 //!
 //! Touches: stdout/stderr, the result directories, child processes.
@@ -91,6 +93,32 @@ enum Cmd {
         #[arg(long, default_value = "results")]
         out: PathBuf,
     },
+    /// Read and write MB/s of one file through the cifs mount (host mode,
+    /// loopback Samba, 0 ms).
+    SmbRw {
+        /// File size in bytes.
+        #[arg(long, default_value_t = 3_000_000)]
+        size: usize,
+        /// Repetitions of each direction (the median is reported).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+        /// Extra cifs mount options (comma-separated, e.g. rsize=65536).
+        #[arg(long, default_value = "")]
+        opts: String,
+    },
+    /// Cache-line transfer latency between two CPUs (ns, median of batches
+    /// of round trips).
+    Pingpong {
+        /// Batches of 1000 round trips.
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100000))]
+        batches: u32,
+        /// Do not pin the two threads to CPUs.
+        #[arg(long)]
+        no_pin: bool,
+    },
+    /// Predict ops/s at 1..64 CPUs per design and lock kind from 1-CPU runs
+    /// and the transfer latency (docs/designs.md, "Predicting scaling").
+    Predict(bench::host::predict::PredictArgs),
     /// Merge the raw.csv of several result directories into one report.
     Report {
         /// Result directories (or raw.csv files).
@@ -130,6 +158,18 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Cmd::SmbRw { size, reps, opts } => match bench::smbrw::run(size, reps, &opts) {
+            Ok(rows) => {
+                for r in rows {
+                    println!("{}", r.line());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bench smb-rw: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Cmd::LinuxStat {
             dir,
             tasks,
@@ -215,6 +255,36 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("bench smb-sweep: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Pingpong { batches, no_pin } => {
+            let exec = HostExecutor::new(!no_pin);
+            if exec.cpus().len() < 2 {
+                eprintln!("bench pingpong: this process may run on one CPU only (EINVAL)");
+                return ExitCode::from(2);
+            }
+            match bench::pingpong::run(&exec, batches as usize) {
+                Ok(r) => {
+                    println!("{r}");
+                    if !no_pin && !exec.pinned() {
+                        eprintln!("bench: note: tasks not pinned (taskset failed or missing)");
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("bench pingpong: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Predict(a) => {
+            let exec = HostExecutor::new(!a.no_pin);
+            match bench::host::predict::run(&a, &exec) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("bench predict: {e}");
                     ExitCode::FAILURE
                 }
             }

@@ -7,14 +7,16 @@
 //! measurement
 //! min:311937 max:348949 total:3289838
 //! average:3289838
-//! per-op: allocs=0.000 shared_stores=0.000 fallbacks=0.000 locks=0.000
+//! per-op: allocs=0.000 shared_stores=0.000 fallbacks=0.000 locks=0.000 transfers=0.000
 //! ```
 //!
 //! One `min:N max:N total:N` line per second: the lowest and highest
 //! per-task iteration count of that second and their sum. `average` is the
 //! integer mean of the measurement totals. The `per-op` line (fs counter
 //! deltas over the measurement window divided by operations) is ours; Linux
-//! references have no fs counters and leave it out. A run that saw wrong
+//! references have no fs counters and leave it out. `transfers=` came
+//! later and is appended: a line without it (older output) still parses,
+//! with [`PerOp::transfers`] `None`. A run that saw wrong
 //! answers ends with an `error:` line, which makes [`parse`] fail.
 //!
 //! The parser skips anything before `testcase:` and after the block (a
@@ -47,6 +49,8 @@ pub struct PerOp {
     pub shared_stores: f64,
     pub fallbacks: f64,
     pub locks: f64,
+    /// Cache-line transfers per op; `None` on output from before the field.
+    pub transfers: Option<f64>,
 }
 
 /// Raw counter deltas over the measurement window and the operations done.
@@ -59,6 +63,7 @@ pub struct PerOpCounts {
     pub shared_stores: u64,
     pub fallbacks: u64,
     pub locks: u64,
+    pub transfers: u64,
 }
 
 impl fmt::Display for PerOpCounts {
@@ -70,7 +75,9 @@ impl fmt::Display for PerOpCounts {
         f.write_str(" fallbacks=")?;
         write_ratio(f, self.fallbacks, self.ops)?;
         f.write_str(" locks=")?;
-        write_ratio(f, self.locks, self.ops)
+        write_ratio(f, self.locks, self.ops)?;
+        f.write_str(" transfers=")?;
+        write_ratio(f, self.transfers, self.ops)
     }
 }
 
@@ -269,7 +276,8 @@ fn parse_sample(l: &str) -> Option<Sample> {
 
 fn parse_per_op(rest: &str) -> Option<PerOp> {
     let mut p = PerOp::default();
-    let mut seen = [false; 4];
+    let mut seen = [false; 5];
+    let mut transfers = 0.0;
     for word in rest.split_ascii_whitespace() {
         let (k, v) = word.split_once('=')?;
         if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
@@ -281,6 +289,7 @@ fn parse_per_op(rest: &str) -> Option<PerOp> {
             "shared_stores" => 1,
             "fallbacks" => 2,
             "locks" => 3,
+            "transfers" => 4,
             _ => return None,
         };
         if seen[i] {
@@ -292,7 +301,10 @@ fn parse_per_op(rest: &str) -> Option<PerOp> {
             &mut p.shared_stores,
             &mut p.fallbacks,
             &mut p.locks,
+            &mut transfers,
         ][i] = v;
     }
-    seen.iter().all(|s| *s).then_some(p)
+    // The first four are required; `transfers` is optional (older output).
+    p.transfers = seen[4].then_some(transfers);
+    seen[..4].iter().all(|s| *s).then_some(p)
 }

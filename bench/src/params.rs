@@ -9,9 +9,11 @@
 //! word it asks [`is_key`], feeds bench keys to [`ParamsBuilder::set`] and
 //! calls [`ParamsBuilder::finish`] at the end.
 //!
-//! Touches nothing: pure parsing, no allocation except in error values.
+//! Touches nothing: pure parsing that never allocates, errors included
+//! ([`ParamError`] borrows the words it names), because the kernel parses
+//! its command line before its heap exists. The command-line fuzz harness
+//! checks this with allocation forbidden.
 
-use alloc::string::{String, ToString};
 use core::fmt;
 
 pub use fs::sync::rawlock::LockKind;
@@ -176,14 +178,14 @@ pub struct Params {
 
 impl Params {
     /// Parse whitespace-separated words (e.g. a command line).
-    pub fn parse_line(line: &str) -> Result<Params, ParamError> {
+    pub fn parse_line(line: &str) -> Result<Params, ParamError<'_>> {
         Params::parse_words(line.split_ascii_whitespace())
     }
 
     /// Parse words, each `key=value`. Every word must be a bench key.
     pub fn parse_words<'a, I: IntoIterator<Item = &'a str>>(
         words: I,
-    ) -> Result<Params, ParamError> {
+    ) -> Result<Params, ParamError<'a>> {
         let mut b = ParamsBuilder::new();
         for w in words {
             b.set_word(w)?;
@@ -225,21 +227,21 @@ impl ParamsBuilder {
     }
 
     /// Take one `key=value` word.
-    pub fn set_word(&mut self, word: &str) -> Result<(), ParamError> {
+    pub fn set_word<'a>(&mut self, word: &'a str) -> Result<(), ParamError<'a>> {
         match word.split_once('=') {
             Some((k, v)) => self.set(k, v),
-            None => Err(ParamError::NotKeyValue(word.to_string())),
+            None => Err(ParamError::NotKeyValue(word)),
         }
     }
 
     /// Take one key and its value.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
+    pub fn set<'a>(&mut self, key: &'a str, value: &'a str) -> Result<(), ParamError<'a>> {
         let bad = |expected: &'static str| ParamError::BadValue {
-            key: key.to_string(),
-            value: value.to_string(),
+            key,
+            value,
             expected,
         };
-        let dup = || ParamError::Repeated(key.to_string());
+        let dup = || ParamError::Repeated(key);
         match key {
             "bench" => {
                 let b = Bench::from_name(value).ok_or_else(|| bad(KEYS[0].values))?;
@@ -272,7 +274,7 @@ impl ParamsBuilder {
                     LockKind::from_name(value).ok_or_else(|| bad("qspinlock, ticket or ttas"))?;
                 put(&mut self.lock, k).map_err(|_| dup())
             }
-            _ => Err(ParamError::UnknownKey(key.to_string())),
+            _ => Err(ParamError::UnknownKey(key)),
         }
     }
 
@@ -287,7 +289,7 @@ impl ParamsBuilder {
     }
 
     /// Check that `bench` was given and fill in defaults.
-    pub fn finish(&self) -> Result<Params, ParamError> {
+    pub fn finish(&self) -> Result<Params, ParamError<'static>> {
         Ok(Params {
             bench: self.bench.ok_or(ParamError::MissingBench)?,
             tasks: self.tasks.unwrap_or(1),
@@ -316,45 +318,55 @@ fn parse_num(s: &str) -> Option<u64> {
 }
 
 /// Why a set of words was refused. `Display` names the problem, then lists
-/// every valid key with its help line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ParamError {
+/// every valid key with its help line. It borrows the words it names from
+/// the input (no allocation: the kernel parses before its heap exists).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamError<'a> {
     /// A key that is not in [`KEYS`].
-    UnknownKey(String),
+    UnknownKey(&'a str),
     /// A word without `=`.
-    NotKeyValue(String),
+    NotKeyValue(&'a str),
     /// The same key twice.
-    Repeated(String),
+    Repeated(&'a str),
     /// A value out of range or not one of the names.
     BadValue {
-        key: String,
-        value: String,
+        key: &'a str,
+        value: &'a str,
         expected: &'static str,
     },
     /// No `bench=` word.
     MissingBench,
 }
 
-impl ParamError {
+impl<'a> ParamError<'a> {
     /// The first line of the message, without the key list.
-    pub fn problem(&self) -> String {
-        match self {
-            ParamError::UnknownKey(k) => alloc::format!("unknown key '{k}'"),
-            ParamError::NotKeyValue(w) => alloc::format!("'{w}' is not a key=value word"),
-            ParamError::Repeated(k) => alloc::format!("key '{k}' given twice"),
+    pub fn problem(&self) -> Problem<'a> {
+        Problem(*self)
+    }
+}
+
+/// The first line of a [`ParamError`]'s message (a `Display`, so that
+/// rendering it allocates nothing either).
+#[derive(Clone, Copy, Debug)]
+pub struct Problem<'a>(ParamError<'a>);
+
+impl fmt::Display for Problem<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            ParamError::UnknownKey(k) => write!(f, "unknown key '{k}'"),
+            ParamError::NotKeyValue(w) => write!(f, "'{w}' is not a key=value word"),
+            ParamError::Repeated(k) => write!(f, "key '{k}' given twice"),
             ParamError::BadValue {
                 key,
                 value,
                 expected,
-            } => {
-                alloc::format!("bad value '{value}' for {key}= (expected {expected})")
-            }
-            ParamError::MissingBench => "missing bench=NAME".to_string(),
+            } => write!(f, "bad value '{value}' for {key}= (expected {expected})"),
+            ParamError::MissingBench => f.write_str("missing bench=NAME"),
         }
     }
 }
 
-impl fmt::Display for ParamError {
+impl fmt::Display for ParamError<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.problem())?;
         write_help(f)

@@ -80,12 +80,13 @@ fn round_trip_with_per_op() {
         shared_stores: 220,
         fallbacks: 45,
         locks: 88,
+        transfers: 66,
     };
     let mut text = String::new();
     output::write_run(&mut text, &run, Some(&counts)).unwrap();
     assert!(
         text.ends_with(
-            "average:22\nper-op: allocs=1.000 shared_stores=5.000 fallbacks=1.023 locks=2.000\n"
+            "average:22\nper-op: allocs=1.000 shared_stores=5.000 fallbacks=1.023 locks=2.000 transfers=1.500\n"
         ),
         "{text}"
     );
@@ -96,9 +97,34 @@ fn round_trip_with_per_op() {
     assert_eq!(back.average, 22);
     let p = back.per_op.unwrap();
     assert_eq!(
-        (p.allocs, p.shared_stores, p.fallbacks, p.locks),
-        (1.0, 5.0, 1.023, 2.0)
+        (p.allocs, p.shared_stores, p.fallbacks, p.locks, p.transfers),
+        (1.0, 5.0, 1.023, 2.0, Some(1.5))
     );
+}
+
+/// `transfers=` is appended to the per-op line: output from before it
+/// still parses (no figure), a repeated or malformed one does not.
+#[test]
+fn per_op_transfers_is_optional_and_appended() {
+    let head = "testcase:t\nwarmup\nmeasurement\nmin:1 max:1 total:2\naverage:2\n";
+    let old = parse(&format!(
+        "{head}per-op: allocs=1.000 shared_stores=5.000 fallbacks=0.000 locks=2.000\n"
+    ))
+    .unwrap();
+    let p = old.per_op.unwrap();
+    assert_eq!((p.locks, p.transfers), (2.0, None));
+    let new = parse(&format!(
+        "{head}per-op: allocs=1.000 shared_stores=5.000 fallbacks=0.000 locks=2.000 transfers=3.250\n"
+    ))
+    .unwrap();
+    assert_eq!(new.per_op.unwrap().transfers, Some(3.25));
+    for bad in [
+        "per-op: allocs=1 shared_stores=5 fallbacks=0 locks=2 transfers=1 transfers=1",
+        "per-op: allocs=1 shared_stores=5 fallbacks=0 locks=2 transfers=x",
+        "per-op: allocs=1 shared_stores=5 fallbacks=0 transfers=1",
+    ] {
+        assert!(parse(&format!("{head}{bad}\n")).is_err(), "{bad}");
+    }
 }
 
 #[test]
@@ -109,15 +135,16 @@ fn per_op_rounding_and_zero_ops() {
         shared_stores: 2,
         fallbacks: 0,
         locks: 0,
+        transfers: 2,
     };
     assert_eq!(
         c.to_string(),
-        "per-op: allocs=0.333 shared_stores=0.667 fallbacks=0.000 locks=0.000"
+        "per-op: allocs=0.333 shared_stores=0.667 fallbacks=0.000 locks=0.000 transfers=0.667"
     );
     let z = PerOpCounts::default();
     assert_eq!(
         z.to_string(),
-        "per-op: allocs=0.000 shared_stores=0.000 fallbacks=0.000 locks=0.000"
+        "per-op: allocs=0.000 shared_stores=0.000 fallbacks=0.000 locks=0.000 transfers=0.000"
     );
 }
 

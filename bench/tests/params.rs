@@ -55,14 +55,14 @@ fn limits() {
     assert!(Params::parse_line("bench=statneg secs=3600").is_ok());
 }
 
-fn bad(line: &str) -> ParamError {
+fn bad(line: &str) -> ParamError<'_> {
     Params::parse_line(line).expect_err(line)
 }
 
 #[test]
 fn unknown_key_lists_valid_keys() {
     let e = bad("bench=statneg cpus=2");
-    assert_eq!(e, ParamError::UnknownKey("cpus".into()));
+    assert_eq!(e, ParamError::UnknownKey("cpus"));
     let msg = e.to_string();
     assert!(msg.starts_with("unknown key 'cpus'"), "{msg}");
     for k in KEYS {
@@ -111,13 +111,13 @@ fn other_errors() {
     assert_eq!(bad(""), ParamError::MissingBench);
     assert_eq!(
         bad("bench=statneg noalloc"),
-        ParamError::NotKeyValue("noalloc".into())
+        ParamError::NotKeyValue("noalloc")
     );
     assert_eq!(
         bad("bench=statneg tasks=1 tasks=2"),
-        ParamError::Repeated("tasks".into())
+        ParamError::Repeated("tasks")
     );
-    assert_eq!(bad("=3 bench=statneg"), ParamError::UnknownKey("".into()));
+    assert_eq!(bad("=3 bench=statneg"), ParamError::UnknownKey(""));
 }
 
 #[test]

@@ -42,6 +42,7 @@ fn row(
         status: "ok".into(),
         note: String::new(),
         rep: 1,
+        transfers: per_op.map(|p| if cpus > 1 { p[1] / 2.0 } else { 0.0 }),
     }
 }
 
@@ -175,7 +176,7 @@ fn report_from_synthetic_csv() {
 
     // One table per source, accelerator named.
     let host = between(&md, "## Host mode: the fs crate on native host threads — source `host`, accel `native`, host `h1`");
-    assert!(host.contains("| statneg | noalloc | 2 | 19.00 M | 9.50 M | 95 % | 18.05 M–19.95 M | 0.000 | 0.000 | 0.000 | 0.000 |"), "{host}");
+    assert!(host.contains("| statneg | noalloc | 2 | 19.00 M | 9.50 M | 95 % | 18.05 M–19.95 M | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 |"), "{host}");
     assert!(
         host.contains("| statneg | transient | 2 | 1.10 M | 550.0 k | 55 % |"),
         "{host}"
@@ -321,7 +322,7 @@ fn report_of_repeated_runs_uses_medians() {
     // Median 10.5 M (rep 3; the mean would be 11.23 M), its own min–max,
     // and the spread of the three averages.
     assert!(
-        host.contains("| statneg | noalloc | 1 | 10.50 M | 10.50 M | 100 % | 9.97 M–11.03 M | 0.000 | 0.000 | 0.000 | 0.000 | 3 | 10.00 M–13.20 M |"),
+        host.contains("| statneg | noalloc | 1 | 10.50 M | 10.50 M | 100 % | 9.97 M–11.03 M | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | 3 | 10.00 M–13.20 M |"),
         "{host}"
     );
     assert!(

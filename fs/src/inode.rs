@@ -45,6 +45,9 @@ pub struct Inode {
     uid: AtomicU32,
     gid: AtomicU32,
     size: AtomicU64,
+    /// Last modification, ns since the Unix epoch (0: not kept, as tmpfs
+    /// here keeps no clock; cifs: the server's LastWriteTime).
+    mtime_ns: AtomicU64,
     /// Set when a directory is removed: nothing may be created in it.
     dead: AtomicBool,
     /// The directory lock (`i_rwsem`): shared by lookups that ask the
@@ -74,6 +77,7 @@ impl Inode {
             } else {
                 0
             }),
+            mtime_ns: AtomicU64::new(0),
             dead: AtomicBool::new(false),
             i_rwsem: RwSem::new(),
             data: SpinLock::new(Vec::new()),
@@ -157,7 +161,13 @@ impl Inode {
             nlink: self.nlink.load(Ordering::Relaxed),
             uid: self.uid.load(Ordering::Relaxed),
             gid: self.gid.load(Ordering::Relaxed),
+            mtime_ns: self.mtime_ns.load(Ordering::Relaxed),
         }
+    }
+
+    /// Set the modification time (filesystems that learn it from a server).
+    pub fn set_mtime_ns(&self, t: u64) {
+        self.mtime_ns.store(t, Ordering::Relaxed);
     }
 
     /// Set owner, group and mode (filesystems that learn them late).
@@ -236,6 +246,25 @@ impl Inode {
         self.size.store(0, Ordering::Relaxed);
     }
 
+    /// Set the length to `size`: cut, or extend with zeros (asking memory
+    /// admission as a write does).
+    pub fn set_len(&self, size: u64) -> KResult<()> {
+        let cur = self.size();
+        if size == 0 {
+            self.truncate();
+        } else if size < cur {
+            let mut d = self.data.lock();
+            d.truncate(size as usize);
+            self.size.store(size, Ordering::Relaxed);
+        } else if size > cur {
+            let pad = usize::try_from(size - cur).map_err(|_| Errno::EINVAL)?;
+            mem::admit(pad)?;
+            let zeros = alloc::vec![0u8; pad];
+            self.write_at(cur, &zeros)?;
+        }
+        Ok(())
+    }
+
     /// Current size.
     pub fn size(&self) -> u64 {
         self.size.load(Ordering::Relaxed)
@@ -273,6 +302,60 @@ pub trait FsOps: Send + Sync {
     /// `readdir` lists it (network filesystems list the server here).
     fn refresh_dir(&self, _sb: &SuperBlock, _dir: &crate::dcache::DRef) -> KResult<()> {
         Ok(())
+    }
+
+    // Data and namespace changes. The defaults are tmpfs's: the inode holds
+    // the bytes and the dcache is the truth. A remote filesystem
+    // ([`FsOps::remote`]) answers each change itself, and the VFS then
+    // brings the dcache in line with the answer.
+
+    /// Does the filesystem keep names and data itself (a network
+    /// filesystem)? Then the VFS asks [`FsOps::create`], [`FsOps::remove`]
+    /// and [`FsOps::rename`] before changing the dcache, and its dentries
+    /// are a cache (never pinned).
+    fn remote(&self) -> bool {
+        false
+    }
+    /// Read at `off` of a regular file; 0 at end of file.
+    fn read(&self, inode: &Arc<Inode>, off: u64, buf: &mut [u8]) -> KResult<usize> {
+        Ok(inode.read_at(off, buf))
+    }
+    /// Write at `off` of a regular file.
+    fn write(&self, inode: &Arc<Inode>, off: u64, data: &[u8]) -> KResult<usize> {
+        inode.write_at(off, data)
+    }
+    /// Set a regular file's length (O_TRUNC, `truncate(2)`).
+    fn truncate(&self, inode: &Arc<Inode>, size: u64) -> KResult<()> {
+        inode.set_len(size)
+    }
+    /// Remote filesystems: create `name` in `dir` (a file or a directory)
+    /// and return its inode. EEXIST if it exists.
+    fn create(
+        &self,
+        _sb: &SuperBlock,
+        _dir: &Inode,
+        _name: &[u8],
+        _kind: crate::vfs::FileType,
+        _mode: u32,
+    ) -> KResult<Arc<Inode>> {
+        Err(Errno::EOPNOTSUPP)
+    }
+    /// Remote filesystems: remove `name` (whose inode is `inode`) from
+    /// `dir`; a directory must be empty.
+    fn remove(&self, _dir: &Inode, _name: &[u8], _inode: &Inode) -> KResult<()> {
+        Err(Errno::EOPNOTSUPP)
+    }
+    /// Remote filesystems: rename `inode` from `odir/oname` to
+    /// `ndir/nname`, replacing what `nname` named.
+    fn rename(
+        &self,
+        _odir: &Inode,
+        _oname: &[u8],
+        _inode: &Inode,
+        _ndir: &Inode,
+        _nname: &[u8],
+    ) -> KResult<()> {
+        Err(Errno::EOPNOTSUPP)
     }
 }
 

@@ -17,6 +17,8 @@ extern crate alloc;
 pub mod cifs;
 pub mod dcache;
 pub mod errno;
+#[cfg(all(feature = "std", feature = "teaching"))]
+pub mod explore;
 pub mod fault;
 pub mod inode;
 pub mod mem;

@@ -59,6 +59,8 @@ use crate::stats::{self, Event, FallbackReason};
 use crate::sync::rcu::{RcuGuard, RcuRef};
 use crate::trace;
 use crate::vfs::Vfs;
+#[allow(unused_imports)] // only the `teaching` step points use them
+use crate::{step, trace::SeqNote};
 
 /// Longest path (bytes, without the NUL), as Linux `PATH_MAX - 1`.
 pub const PATH_MAX: usize = 4096;
@@ -194,14 +196,21 @@ impl<'g> Nd<'g> {
         debug_assert!(self.rcu, "try_to_unlazy outside RCU-walk");
         stats::fallback(why);
         trace!("  unlazy: leaving rcu-walk, reason={}", why.name());
+        step!("try_to_unlazy", b"", true, dentry: &*self.d, reason: why,
+            what: "leave RCU-walk: take a reference on where we stand");
         // Nothing was mounted or unmounted since we started.
         if self.vfs.mounts.seq.read_retry(self.m_seq) {
             trace!("  unlazy failed: mount_seq changed -> restart in ref-walk");
+            step!("try_to_unlazy", b"", true, dentry: &*self.d,
+                seq: SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.seq.peek()),
+                what: "failed: something was mounted meanwhile; restart in ref-walk");
             return Err(WalkErr::Restart);
         }
         let Pos::Rcu(r) = self.d else { return Ok(()) };
         let Some(held) = dcache::dget_not_dead(r) else {
             trace!("  unlazy failed: dentry is dead -> restart in ref-walk");
+            step!("try_to_unlazy", b"", true, dentry: r.get(),
+                what: "failed: the dentry died; restart in ref-walk");
             return Err(WalkErr::Restart);
         };
         // The dentry we hold is still the one we walked onto: its name,
@@ -211,9 +220,15 @@ impl<'g> Nd<'g> {
                 "  unlazy failed: d_seq {} moved -> restart in ref-walk",
                 self.seq
             );
+            step!("try_to_unlazy", b"", true, dentry: r.get(),
+                seq: SeqNote::check("d_seq", self.seq, r.d_seq.peek()),
+                what: "failed: the dentry changed; restart in ref-walk");
             drop(held);
             return Err(WalkErr::Restart);
         }
+        step!("try_to_unlazy", b"", false, dentry: r.get(),
+            seq: SeqNote::check("d_seq", self.seq, r.d_seq.peek()),
+            what: "holding a reference (a lockref cmpxchg: a shared store, no lock): continue in ref-walk");
         self.d = Pos::Ref(held);
         self.rcu = false;
         Ok(())
@@ -223,6 +238,8 @@ impl<'g> Nd<'g> {
     fn restart(&self, why: FallbackReason) -> WalkErr {
         stats::fallback(why);
         trace!("  {} check failed -> restart in ref-walk", why.name());
+        step!("restart", b"", true, dentry: &*self.d, reason: why,
+            what: "a check failed: drop everything, restart the walk in ref-walk");
         WalkErr::Restart
     }
 
@@ -255,6 +272,8 @@ impl<'g> Nd<'g> {
                         Pos::Ref(mp.dget())
                     };
                     self.mnt = parent_mnt;
+                    step!("handle_dots", b"..", self.rcu, dentry: &*self.d,
+                        what: "at a mount root: over to the mountpoint in the parent mount");
                 }
                 _ => return Ok(()), // the namespace root: `..` stays
             }
@@ -280,6 +299,9 @@ impl<'g> Nd<'g> {
             self.d = self.pos(parent)?;
         }
         trace!("  ..: up to parent ({})", self.mode());
+        step!("handle_dots", b"..", self.rcu, dentry: &*self.d,
+            seq_opt: self.rcu.then(|| SeqNote::sample("d_seq", self.seq)),
+            what: "up to the parent");
         Ok(())
     }
 
@@ -305,6 +327,9 @@ impl<'g> Nd<'g> {
             Err(Poisoned) => return Err(self.restart(FallbackReason::Other)),
         };
         if let Some((child, cseq)) = found {
+            step!("lookup_fast", name, true, dentry: child.get(),
+                seq: SeqNote::sample("d_seq", cseq),
+                what: "found in the dcache (hash chain walked without locks)");
             // The parent did not change since we stepped on it: the
             // ref-walk would be holding it here.
             if parent.d_seq.read_retry(self.seq) {
@@ -318,9 +343,16 @@ impl<'g> Nd<'g> {
             );
             return Ok(Some((child, cseq)));
         }
+        step!("lookup_fast", name, true, dentry: parent.get(),
+            seq: SeqNote::sample("dir_seq", dseq),
+            what: "not in the dcache");
         let sb = &parent.sb;
         if sb.design().rcu_miss_is_enoent(sb) {
             let (d_now, r_now) = (parent.dir_seq.peek(), dcache::dcache().rename_seq.peek());
+            step!("lookup_fast", name, true, dentry: parent.get(),
+                seq: SeqNote::check("dir_seq", dseq, d_now),
+                what: if d_now == dseq { "dir_seq unchanged: no name was added or removed here" }
+                    else { "dir_seq moved: a name was added or removed here meanwhile" });
             if parent.dir_seq.read_retry(dseq) {
                 trace!(
                     "  lookup_fast \"{}\": miss, but dir_seq {} -> {}",
@@ -331,6 +363,10 @@ impl<'g> Nd<'g> {
                 self.try_to_unlazy(FallbackReason::DirSeq)?;
                 return Ok(None);
             }
+            step!("lookup_fast", name, true, dentry: parent.get(),
+                seq: SeqNote::check("rename_seq", rseq, r_now),
+                what: if r_now == rseq { "rename_seq unchanged: no rename anywhere" }
+                    else { "rename_seq moved: a rename happened meanwhile" });
             if dcache::dcache().rename_seq.read_retry(rseq) {
                 trace!(
                     "  lookup_fast \"{}\": miss, but rename_seq {} -> {}",
@@ -346,6 +382,8 @@ impl<'g> Nd<'g> {
             }
             // What the filesystem's lookup would have said first.
             check_name(name)?;
+            step!("lookup_fast", name, true, dentry: parent.get(),
+                what: "the miss is the answer: ENOENT, nothing allocated, no lock");
             trace!(
                 "  lookup_fast \"{}\" hash={:#018x}: miss; dir_seq={} rename_seq={} unchanged -> ENOENT, nothing allocated ({})",
                 name_str(name),
@@ -374,17 +412,22 @@ impl<'g> Nd<'g> {
         };
         let dir = parent.inode_arc().ok_or(Errno::ENOENT)?;
         let _shared = dir.i_rwsem.read();
+        step!("lookup_slow", name, false, dentry: parent, lock: "i_rwsem (shared)",
+            what: "ask the filesystem, the directory locked shared");
         let sb = parent.sb.clone();
         match sb.design().slow_miss(&sb) {
             SlowMiss::Enoent => {
                 // Look again under the lock: a create may have finished.
                 if let Some(d) = d_lookup(parent, name, hash) {
                     trace!("  lookup_slow \"{}\": found under i_rwsem", name_str(name));
+                    step!("lookup_slow", name, false, dentry: &d, what: "found under i_rwsem");
                     return Ok(d);
                 }
                 // Like tmpfs's `simple_lookup`, only a name that reaches
                 // the filesystem is checked for length.
                 check_name(name)?;
+                step!("lookup_slow", name, false, dentry: parent,
+                    what: "miss under i_rwsem: ENOENT, nothing allocated");
                 trace!(
                     "  lookup_slow \"{}\": miss under i_rwsem -> ENOENT, nothing allocated",
                     name_str(name)
@@ -396,6 +439,8 @@ impl<'g> Nd<'g> {
             // for its dentry. A refused allocation ends the walk with ENOMEM.
             SlowMiss::AllocAndAsk => match dcache::d_alloc_parallel(parent.arc(), name, hash)? {
                 dcache::Parallel::Found(d) => {
+                    step!("d_alloc_parallel", name, false, dentry: &d,
+                        what: "someone else's dentry was there: use it");
                     trace!(
                         "  lookup_slow \"{}\": d_alloc_parallel found it",
                         name_str(name)
@@ -403,6 +448,9 @@ impl<'g> Nd<'g> {
                     Ok(d)
                 }
                 dcache::Parallel::InLookup(d) => {
+                    step!("d_alloc_parallel", name, false, dentry: &d, alloc: true,
+                        lock: "in-lookup hash bucket",
+                        what: "allocated a dentry, in-lookup until the filesystem answers");
                     let r = check_name(name).and_then(|()| sb.ops.lookup(&sb, &dir, name));
                     let res = match r {
                         Ok(inode) => {
@@ -415,6 +463,8 @@ impl<'g> Nd<'g> {
                                 if inode.is_some() { "positive" } else { "negative" }
                             );
                             dcache::d_add(d.arc(), inode);
+                            step!("d_add", name, false, dentry: &d, lock: "d_lock",
+                                what: "the filesystem answered: the dentry is hashed");
                             Ok(())
                         }
                         Err(e) => Err(e),
@@ -434,7 +484,7 @@ impl<'g> Nd<'g> {
         let child = if self.rcu {
             match self.lookup_fast_rcu(name, hash)? {
                 Some((child, cseq)) if !stale_negative(&child) => {
-                    return self.step_into(Pos::Rcu(child), cseq, follow);
+                    return self.step_into(name, Pos::Rcu(child), cseq, follow);
                 }
                 Some((child, _)) => {
                     // An expired negative (Linux `d_revalidate` failing):
@@ -458,22 +508,27 @@ impl<'g> Nd<'g> {
                 }
                 Some(d) => {
                     trace!("  lookup_fast \"{}\": found (ref)", name_str(name));
+                    step!("lookup_fast", name, false, dentry: &d,
+                        what: "found in the dcache (d_lookup, taking a reference: a shared store)");
                     d
                 }
                 None => self.lookup_slow(name, hash)?,
             }
         };
-        self.step_into(Pos::Ref(child), 0, follow)
+        self.step_into(name, Pos::Ref(child), 0, follow)
     }
 
     /// Linux `step_into`: cross mounts on the child, then follow a symlink
     /// or move onto it. Negative → ENOENT.
     fn step_into(
         &mut self,
+        #[allow(unused_variables)] name: &[u8],
         mut child: Pos<'g>,
         mut cseq: u32,
         follow: bool,
     ) -> WResult<Option<&'g [u8]>> {
+        step!("step_into", name, self.rcu, dentry: &*child,
+            what: "read the child's inode and mount flag");
         let mut mnt = self.mnt;
         while child.flags() & D_MOUNTED != 0 {
             let Some(m) = self.vfs.mounts.lookup(mnt, &child, self.g) else {
@@ -484,6 +539,18 @@ impl<'g> Nd<'g> {
                 m.id,
                 m.sb.ops.fs_type()
             );
+            // As Linux `__follow_mount_rcu`: crossing a mount without
+            // references is only sound while no mount changed since the
+            // walk began (a mount we did not see, or one being taken down).
+            if self.rcu {
+                step!("step_into", name, true, dentry: &*child,
+                    seq: SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.seq.peek()),
+                    what: if self.vfs.mounts.seq.peek() == self.m_seq { "a mount sits here; mount_seq unchanged since the walk began" }
+                        else { "a mount sits here, but mount_seq moved: something was mounted meanwhile" });
+                if self.vfs.mounts.seq.read_retry(self.m_seq) {
+                    return Err(self.restart(FallbackReason::GlobalSeq));
+                }
+            }
             mnt = m;
             child = if self.rcu {
                 let r = RcuRef::from_arc(m.root_arc());
@@ -492,15 +559,26 @@ impl<'g> Nd<'g> {
             } else {
                 Pos::Ref(m.root.dget())
             };
+            step!("step_into", name, self.rcu, dentry: &*child,
+                seq_opt: self.rcu.then(|| SeqNote::sample("d_seq", cseq)),
+                what: "a mount sits here: cross into its root");
         }
         let inode = child.inode.load(self.g);
         // What we read of the child (inode, mount flag) belongs to the name
         // we matched: nothing renamed or instantiated it meanwhile.
+        if self.rcu {
+            step!("step_into", name, true, dentry: &*child,
+                seq: SeqNote::check("d_seq", cseq, child.d_seq.peek()),
+                what: if child.d_seq.peek() == cseq { "d_seq unchanged: what we read is the name's" }
+                    else { "d_seq moved: renamed, unlinked or instantiated meanwhile" });
+        }
         if self.rcu && child.d_seq.read_retry(cseq) {
             return Err(self.restart(FallbackReason::DentrySeq));
         }
         let Some(inode) = inode else {
             trace!("  step_into: negative dentry -> ENOENT ({})", self.mode());
+            step!("step_into", name, self.rcu, dentry: &*child,
+                what: "a negative dentry: ENOENT");
             return Err(Errno::ENOENT.into());
         };
         // The inode was reached without a reference: it must still be alive
@@ -519,11 +597,14 @@ impl<'g> Nd<'g> {
                 name_str(body),
                 self.nlinks
             );
+            step!("step_into", name, self.rcu, dentry: &*child,
+                what: "a symlink: walk its body next");
             if body.is_empty() {
                 return Err(Errno::ENOENT.into());
             }
             return Ok(Some(body));
         }
+        step!("step_into", name, self.rcu, dentry: &*child, what: "now standing here");
         self.mnt = mnt;
         self.d = child;
         self.seq = cseq;
@@ -657,9 +738,15 @@ impl<'g> Nd<'g> {
     /// holds (the final dentry's `d_seq` and `mount_seq` did not move).
     fn complete_walk(&self) -> WResult<()> {
         if self.rcu {
+            step!("complete_walk", b"", true, dentry: &*self.d,
+                seq: SeqNote::check("d_seq", self.seq, self.d.d_seq.peek()),
+                what: "is the answer still true? re-check the last dentry");
             if self.d.d_seq.read_retry(self.seq) {
                 return Err(self.restart(FallbackReason::DentrySeq));
             }
+            step!("complete_walk", b"", true, dentry: &*self.d,
+                seq: SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.seq.peek()),
+                what: "and nothing was mounted or unmounted");
             if self.vfs.mounts.seq.read_retry(self.m_seq) {
                 return Err(self.restart(FallbackReason::GlobalSeq));
             }
@@ -734,6 +821,8 @@ pub fn filename_lookup<T>(
     if rcu {
         stats::inc(Event::RcuWalk);
     }
+    step!("filename_lookup", path, rcu,
+        what: match &r { Ok(_) => "ok", Err(WalkErr::Errno(e)) => e.name(), Err(WalkErr::Restart) => "EIO" });
     match r {
         Ok(v) => Ok(v),
         Err(WalkErr::Errno(e)) => {
@@ -772,6 +861,10 @@ fn walk_and_finish<'g, T>(
     finish: &mut dyn FnMut(&mut Resolved<'_, '_>) -> WResult<T>,
 ) -> WResult<T> {
     trace!("walk \"{}\" mode={}", name_str(path), nd.mode());
+    step!("walk", path, nd.rcu, dentry: &*nd.d,
+        seq_opt: nd.rcu.then(|| SeqNote::sample("d_seq", nd.seq)),
+        what: if nd.rcu { "path_init: start at the root, lock-free (RCU-walk)" }
+            else { "path_init: start at the root, taking references (ref-walk)" });
     let last = nd.link_path_walk(path)?;
     let trailing = nd.lookup_last(last, flags.follow)?;
     if flags.directory || trailing {
@@ -834,6 +927,8 @@ fn parentat(vfs: &Vfs, path: &[u8], rcu: bool) -> WResult<Parent> {
     let g = RcuGuard::new();
     let mut nd = Nd::path_init(&g, vfs, rcu);
     trace!("walk parent of \"{}\" mode={}", name_str(path), nd.mode());
+    step!("walk", path, nd.rcu, dentry: &*nd.d,
+        what: "path_init: walk to the parent of the last component");
     let last = nd.link_path_walk(path)?;
     nd.may_lookup()?;
     let (mnt, dir) = nd.take_ref()?;

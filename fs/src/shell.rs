@@ -23,19 +23,43 @@
 //! | `ls P` | list the directory P (follows a final symlink) |
 //! | `mount enoent=D` | remount the root tmpfs with ENOENT design D |
 //! | `mount OPTS P` | (extension) mount a fresh tmpfs with options OPTS on P |
-//! | `stats` | print the lookup counters |
+//! | `mount cifs //HOST[:PORT]/SHARE P OPTIONS` | mount an SMB share on P (OPTIONS as Linux's `-o`: `username=U,password=P,vers=3.1.1`; port 445 by default) |
+//! | `cksum P` | read P to its end and print its SHA-256 and size |
+//! | `stats` | print the lookup counters (and every cifs mount's `/proc/fs/cifs/Stats` lines) |
 //! | `trace on` · `trace off` | print the lookup trace of later commands |
+//! | `trace json` | (teaching) print later commands' walk steps as JSON lines (`trace off` stops) |
+//! | `race STEP CMD…` | (teaching) run CMD when a later RCU-walk reaches step STEP |
+//! | `race off` | disarm |
 //!
 //! # Output (exactly one result line per command)
 //!
 //! - `ok`, or `err ENAME` with the Linux errno name (`err ENOENT`).
 //! - `stat`/`lstat`: `ok dir`, `ok symlink` or `ok file size=N`.
 //! - `read`: `ok TEXT` (just `ok` for an empty file); `readlink`: `ok TARGET`.
+//! - `cksum`: `ok SHA256HEX SIZE` (lower-case hex, size in bytes).
+//! - `mount cifs`: `ok`, or `err ENAME` (a refused option is `EINVAL`, a
+//!   server that cannot be reached `EHOSTDOWN`, a refused login `EACCES`),
+//!   with the reason on a `# ` line before it.
 //! - `ls`: `ok` followed by the entry names, sorted by their bytes,
 //!   space-separated, without `.` and `..` (`ok a b c`; `ok` for an empty dir).
 //! - Extra lines start with `# ` and come before the result line: `stats`
 //!   prints one `# name value` per counter; with `trace on` every later command
 //!   first prints its trace lines as `# …`.
+//! - `trace json` (beside `trace on`, which it does not change) prints one
+//!   `# {…}` line per walk step: `step` (the name `race` matches), `function`,
+//!   `linux`, `src`, `name`, `mode` (`rcu`/`ref`), `dentry` (`id`, `parent`,
+//!   `dname`, `state`: positive, negative, in-lookup or unhashed, `kind`),
+//!   `seq` (`which`, `sampled`, and for a check `now` and `ok`), `lock`,
+//!   `alloc`, `reason`, `what`, `counters` (this command's so far); `walk`
+//!   and `race` steps also carry the whole dentry `tree`.
+//! - `race STEP CMD…` prints `ok` and arms CMD (any filesystem command) for
+//!   the next RCU-walk that reaches STEP, a step name as `trace json` prints
+//!   it: the function, then the component for the functions that have one
+//!   (`lookup_fast b`, `step_into b`, `try_to_unlazy`). It runs once, right
+//!   after that step, on the walking thread (see `crate::explore`); the
+//!   command that walked prints `# race: at "STEP" ran `CMD`: RESULT`, or
+//!   `# race: "STEP" not reached, still armed`. CMD's own walks are not
+//!   traced. A STEP that names no step function is `err EINVAL`.
 //! - Blank lines and lines whose first non-blank character is `#` print
 //!   nothing. An unknown command, a wrong number of arguments, a malformed
 //!   escape, a NUL byte in a path or a bad `trace` argument print
@@ -97,8 +121,29 @@ pub enum Cmd {
         opts: String,
         path: Option<Vec<u8>>,
     },
+    /// `mount cifs //HOST[:PORT]/SHARE P OPTIONS`.
+    MountCifs {
+        source: String,
+        path: Vec<u8>,
+        opts: String,
+    },
+    Cksum(Vec<u8>),
     Stats,
     Trace(bool),
+    /// `trace json`.
+    TraceJson,
+    /// `race STEP CMD…` (`None`: `race off`).
+    Race(Option<Box<RaceCmd>>),
+}
+
+/// What `race STEP CMD…` arms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaceCmd {
+    /// The step name (`lookup_fast b`).
+    pub step: String,
+    pub cmd: Cmd,
+    /// CMD as typed.
+    pub text: String,
 }
 
 /// Why a line was rejected with `err EINVAL`.
@@ -111,8 +156,10 @@ pub enum ParseError {
     BadEscape(String),
     /// A path or link target holding a NUL byte (no system call can take it).
     Nul,
-    /// `trace` wants `on` or `off`.
+    /// `trace` wants `on`, `json` or `off`.
     TraceArg(String),
+    /// `race` wants a step function it knows.
+    RaceStep(String),
 }
 
 impl fmt::Display for ParseError {
@@ -122,7 +169,10 @@ impl fmt::Display for ParseError {
             ParseError::Arity(usage) => write!(f, "wrong number of arguments; usage: {usage}"),
             ParseError::BadEscape(w) => write!(f, "malformed escape in `{w}`"),
             ParseError::Nul => f.write_str("NUL byte in a path"),
-            ParseError::TraceArg(a) => write!(f, "`trace` wants `on` or `off`, not `{a}`"),
+            ParseError::TraceArg(a) => {
+                write!(f, "`trace` wants `on`, `json` or `off`, not `{a}`")
+            }
+            ParseError::RaceStep(a) => write!(f, "`race`: no walk step `{a}`"),
         }
     }
 }
@@ -142,8 +192,11 @@ pub const USAGE: &[&str] = &[
     "lstat P",
     "ls P",
     "mount enoent=D [P]",
+    "mount cifs //HOST[:PORT]/SHARE P OPTIONS",
+    "cksum P",
     "stats",
-    "trace on|off",
+    "trace on|json|off",
+    "race STEP CMD... | race off",
 ];
 
 fn is_blank(c: char) -> bool {
@@ -307,6 +360,19 @@ pub fn parse(line: &str) -> Result<Option<Cmd>, ParseError> {
         "stat" => want(1, "stat P").and_then(|_| Ok(Cmd::Stat(p(0)?)))?,
         "lstat" => want(1, "lstat P").and_then(|_| Ok(Cmd::Lstat(p(0)?)))?,
         "ls" => want(1, "ls P").and_then(|_| Ok(Cmd::Ls(p(0)?)))?,
+        "cksum" => want(1, "cksum P").and_then(|_| Ok(Cmd::Cksum(p(0)?)))?,
+        "mount" if args.first() == Some(&"cifs") => {
+            if args.len() != 4 {
+                return Err(ParseError::Arity(
+                    "mount cifs //HOST[:PORT]/SHARE P OPTIONS",
+                ));
+            }
+            Cmd::MountCifs {
+                source: args[1].to_string(),
+                path: p(2)?,
+                opts: args[3].to_string(),
+            }
+        }
         "mount" => match args.len() {
             1 => Cmd::Mount {
                 opts: args[0].to_string(),
@@ -323,13 +389,59 @@ pub fn parse(line: &str) -> Result<Option<Cmd>, ParseError> {
             want(1, "trace on|off")?;
             match args[0] {
                 "on" => Cmd::Trace(true),
+                "json" => Cmd::TraceJson,
                 "off" => Cmd::Trace(false),
                 a => return Err(ParseError::TraceArg(a.to_string())),
             }
         }
+        "race" => return parse_race(rest).map(Some),
         other => return Err(ParseError::UnknownCommand(other.to_string())),
     };
     Ok(Some(cmd))
+}
+
+/// Step functions whose step name carries the component.
+const RACE_NAMED: &[&str] = &[
+    "walk",
+    "lookup_fast",
+    "lookup_slow",
+    "d_alloc_parallel",
+    "d_add",
+    "step_into",
+    "handle_dots",
+    "filename_lookup",
+];
+/// Step functions named by the function alone.
+const RACE_BARE: &[&str] = &["try_to_unlazy", "restart", "complete_walk"];
+
+/// `race STEP CMD…` / `race off`.
+fn parse_race(rest: &str) -> Result<Cmd, ParseError> {
+    const USAGE: &str = "race STEP CMD... | race off";
+    let rest = rest.trim_matches(is_blank);
+    if rest == "off" {
+        return Ok(Cmd::Race(None));
+    }
+    let (func, rest) = rest.split_once(is_blank).ok_or(ParseError::Arity(USAGE))?;
+    let rest = rest.trim_start_matches(is_blank);
+    let (step, rest) = if RACE_NAMED.contains(&func) {
+        let (name, rest) = rest.split_once(is_blank).ok_or(ParseError::Arity(USAGE))?;
+        // The name as the trace prints it: escapes decoded, then re-encoded.
+        let name = path_word(name)?;
+        (std::format!("{func} {}", escape_word(&name)), rest)
+    } else if RACE_BARE.contains(&func) {
+        (func.to_string(), rest)
+    } else {
+        return Err(ParseError::RaceStep(func.to_string()));
+    };
+    let text = rest.trim_matches(is_blank).to_string();
+    let cmd = match parse(&text)? {
+        None => return Err(ParseError::Arity(USAGE)),
+        Some(Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_)) => {
+            return Err(ParseError::Arity(USAGE))
+        }
+        Some(c) => c,
+    };
+    Ok(Cmd::Race(Some(Box::new(RaceCmd { step, cmd, text }))))
 }
 
 /// `write P TEXT`: P is the first word, TEXT all after the blank that ends it.
@@ -352,8 +464,18 @@ std::thread_local! {
 static TRACE_USERS: AtomicUsize = AtomicUsize::new(0);
 
 fn trace_sink(args: fmt::Arguments<'_>) {
+    #[cfg(feature = "teaching")]
+    if crate::explore::in_race() {
+        return; // the race command's own walks are not part of the trace
+    }
     let line = args.to_string();
     // `try_with`: a line emitted while the thread is being torn down is dropped.
+    let _ = TRACE_BUF.try_with(|b| b.borrow_mut().push(line));
+}
+
+/// Append one line to this thread's trace buffer (the step sink's JSON).
+#[cfg(feature = "teaching")]
+pub(crate) fn push_trace_line(line: String) {
     let _ = TRACE_BUF.try_with(|b| b.borrow_mut().push(line));
 }
 
@@ -365,9 +487,23 @@ fn take_trace() -> Vec<String> {
 
 /// A shell: one fresh tmpfs namespace and the trace setting.
 pub struct Shell {
-    vfs: Vfs,
+    vfs: std::sync::Arc<Vfs>,
     tracing: bool,
+    /// `trace json` is on.
+    json: bool,
+    /// The armed `race`.
+    #[cfg(feature = "teaching")]
+    race: Option<crate::explore::Armed>,
+    /// Dentry ids of the JSON steps.
+    #[cfg(feature = "teaching")]
+    ids: crate::explore::Ids,
+    /// The cifs mounts made with `mount cifs` (for `stats`).
+    cifs: Vec<std::sync::Arc<crate::inode::SuperBlock>>,
 }
+
+/// Shells that want walk steps now (`trace json` on or a race armed).
+#[cfg(feature = "teaching")]
+static STEP_USERS: AtomicUsize = AtomicUsize::new(0);
 
 impl Shell {
     /// A shell over a fresh tmpfs mounted with `opts` (e.g. `"enoent=noalloc"`,
@@ -376,8 +512,14 @@ impl Shell {
         let vfs = Vfs::new_tmpfs(opts)?;
         trace::set_sink(trace_sink);
         Ok(Shell {
-            vfs,
+            vfs: std::sync::Arc::new(vfs),
             tracing: false,
+            json: false,
+            #[cfg(feature = "teaching")]
+            race: None,
+            #[cfg(feature = "teaching")]
+            ids: Default::default(),
+            cifs: Vec::new(),
         })
     }
 
@@ -412,23 +554,53 @@ impl Shell {
         match cmd {
             Cmd::Stats => {
                 let mut out = stats_lines();
+                out.extend(self.cifs_stats_lines());
                 out.push("ok".to_string());
                 out
             }
+            Cmd::MountCifs { source, path, opts } => self.mount_cifs(source, path, opts),
             Cmd::Trace(on) => {
                 self.set_tracing(*on);
+                if !*on {
+                    self.json = false;
+                }
                 vec!["ok".to_string()]
             }
+            Cmd::TraceJson => {
+                if cfg!(feature = "teaching") {
+                    self.json = true;
+                    vec!["ok".to_string()]
+                } else {
+                    vec![err_line(Errno::EOPNOTSUPP)]
+                }
+            }
+            #[cfg(feature = "teaching")]
+            Cmd::Race(r) => {
+                self.race = r.as_ref().map(|r| crate::explore::Armed {
+                    step: r.step.clone(),
+                    cmd: r.cmd.clone(),
+                    text: r.text.clone(),
+                });
+                vec!["ok".to_string()]
+            }
+            #[cfg(not(feature = "teaching"))]
+            Cmd::Race(_) => vec![err_line(Errno::EOPNOTSUPP)],
             cmd => {
                 // Drop what other shells' traced commands left on this thread.
                 let _ = take_trace();
+                #[cfg(feature = "teaching")]
+                let result = self.run_fs_stepped(cmd);
+                #[cfg(not(feature = "teaching"))]
                 let result = self.run_fs(cmd);
                 let mut out = Vec::new();
-                if self.tracing {
-                    for t in take_trace() {
-                        for l in t.split('\n') {
-                            out.push(std::format!("# {l}"));
-                        }
+                let mut trace = take_trace();
+                if !self.tracing {
+                    // Only our own JSON and race lines (others' text is not ours).
+                    trace.retain(|l| l.starts_with('{') || l.starts_with("race: "));
+                }
+                for t in trace {
+                    for l in t.split('\n') {
+                        out.push(std::format!("# {l}"));
                     }
                 }
                 out.push(result);
@@ -449,9 +621,110 @@ impl Shell {
         }
     }
 
+    /// A filesystem command with the walk steps watched (JSON, race).
+    #[cfg(feature = "teaching")]
+    fn run_fs_stepped(&mut self, cmd: &Cmd) -> String {
+        if !self.json && self.race.is_none() {
+            return self.run_fs(cmd);
+        }
+        let users = STEP_USERS.fetch_add(1, Ordering::SeqCst) + 1;
+        trace::enable_steps(users > 0);
+        let ids = core::mem::take(&mut self.ids);
+        crate::explore::begin(self.vfs.clone(), self.json, self.race.take(), ids);
+        let result = self.run_fs(cmd);
+        let (race, ids) = crate::explore::end();
+        self.ids = ids;
+        if let Some(r) = race {
+            push_trace_line(std::format!(
+                "race: \"{}\" not reached, still armed",
+                r.step
+            ));
+            self.race = Some(r);
+        }
+        let users = STEP_USERS.fetch_sub(1, Ordering::SeqCst) - 1;
+        trace::enable_steps(users > 0);
+        result
+    }
+
+    /// `mount cifs`: connect now (a bad password fails the mount).
+    fn mount_cifs(&mut self, source: &str, path: &[u8], opts: &str) -> Vec<String> {
+        use crate::cifs::{self, MountError};
+        use crate::smb::{StdClock, TcpConnector};
+        use std::net::ToSocketAddrs;
+        let fail = |why: String, e: Errno| vec![std::format!("# {why}"), err_line(e)];
+        // //HOST[:PORT]/SHARE: the port is ours to take off; the rest is the UNC.
+        let unc = source.trim_start_matches(['/', '\\']);
+        let Some((hostport, share)) = unc.split_once(['/', '\\']) else {
+            return fail(
+                std::format!("cifs: source must be //HOST[:PORT]/SHARE, got {source:?}"),
+                Errno::EINVAL,
+            );
+        };
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') || h.starts_with('[') => match p.parse::<u16>() {
+                Ok(p) => (h.trim_start_matches('[').trim_end_matches(']'), p),
+                Err(_) => return fail(std::format!("cifs: bad port {p:?}"), Errno::EINVAL),
+            },
+            _ => (hostport, 445),
+        };
+        let addr = match (host, port).to_socket_addrs().map(|mut a| a.next()) {
+            Ok(Some(a)) => a,
+            _ => {
+                return fail(
+                    std::format!("cifs: cannot resolve {host:?}"),
+                    Errno::EHOSTDOWN,
+                )
+            }
+        };
+        let r = cifs::mount(
+            &self.vfs,
+            &std::format!("//{host}/{share}"),
+            path,
+            opts,
+            Box::new(TcpConnector {
+                addr,
+                timeout_ms: 10_000,
+            }),
+            Box::new(StdClock::default()),
+        );
+        match r {
+            Ok(sb) => {
+                self.cifs.push(sb);
+                vec![ok_with("")]
+            }
+            Err(e) => {
+                let errno = match &e {
+                    MountError::Opts(_) => Errno::EINVAL,
+                    MountError::Smb(s) => s.errno(),
+                    MountError::Vfs(v) => *v,
+                };
+                fail(e.to_string(), errno)
+            }
+        }
+    }
+
+    /// Every cifs mount's `/proc/fs/cifs/Stats` lines, as `# ` lines.
+    fn cifs_stats_lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for sb in &self.cifs {
+            if let Some(fs) = sb.ops_as::<crate::cifs::CifsFs>() {
+                for l in fs.render_stats().lines() {
+                    out.push(std::format!("# {l}"));
+                }
+            }
+        }
+        out
+    }
+
     /// The filesystem commands: one result line.
     fn run_fs(&self, cmd: &Cmd) -> String {
-        let v = &self.vfs;
+        run_fs_on(&self.vfs, cmd)
+    }
+}
+
+/// Run one filesystem command on `v`: its result line.
+pub(crate) fn run_fs_on(v: &Vfs, cmd: &Cmd) -> String {
+    {
         let r: KResult<String> = match cmd {
             Cmd::Mkdir(p) => v.mkdir(p, 0o755).map(|_| ok_with("")),
             Cmd::Create(p) => v
@@ -478,7 +751,17 @@ impl Shell {
                 opts,
                 path: Some(p),
             } => v.mount("tmpfs", p, opts).map(|_| ok_with("")),
-            Cmd::Stats | Cmd::Trace(_) => Ok(ok_with("")),
+            Cmd::Cksum(p) => v.read_file(p).map(|d| {
+                use sha2::Digest;
+                let h = sha2::Sha256::digest(&d);
+                let hex: String = h.iter().map(|b| std::format!("{b:02x}")).collect();
+                ok_with(&std::format!("{hex} {}", d.len()))
+            }),
+            Cmd::Stats
+            | Cmd::Trace(_)
+            | Cmd::TraceJson
+            | Cmd::Race(_)
+            | Cmd::MountCifs { .. } => Ok(ok_with("")),
         };
         r.unwrap_or_else(err_line)
     }
@@ -520,6 +803,7 @@ pub fn stats_lines() -> Vec<String> {
         ("shared_stores", c.shared_stores),
         ("shrunk", c.shrunk),
         ("enomem", c.enomem),
+        ("transfers", c.transfers),
     ] {
         out.push(std::format!("# {name} {v}"));
     }

@@ -5,10 +5,24 @@
 //! traffic it is meant to measure. Readers sum the slots; a sum taken while
 //! others run is a snapshot, exact once they stop.
 //!
-//! Touches: the platform's `cpu_id`, nothing else.
+//! `transfers` counts cache-line transfers: stores to a shared line whose
+//! previous writer was another CPU. Every counted line carries the id of
+//! its last writer, either inside the word its RMW already writes (the
+//! lockref keeps it in spare bits of its cmpxchg word, see [`writer_bits`])
+//! or in a [`LastWriter`] beside the lock word, written only when it changes
+//! (a store to a line this CPU has just written, so it moves nothing). Paths
+//! without shared stores (noalloc, negative hits) pay nothing for it.
+//!
+//! The *line census* ([`census_begin`] .. [`census_end`]) is a measuring
+//! aid for `bench predict`: while it is on, every counted store and every
+//! lock hold is also booked against its line's address, so a 1-CPU run can
+//! name its hottest line and the time spent inside each lock. Off, it costs
+//! one relaxed load of a read-mostly flag per counted store.
+//!
+//! Touches: the platform's `cpu_id` and `now_ns`, nothing else.
 
 use crate::platform::{self, MAX_CPUS};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 
 /// Why an RCU-walk handed over to ref-walk (or restarted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +102,9 @@ pub struct Counters {
     /// Atomic stores/RMWs to cache lines other CPUs also write (lockref
     /// updates, lock acquire/release, refcounts) on the lookup path.
     pub shared_stores: u64,
+    /// Stores to a shared line whose previous writer was another CPU (the
+    /// line had to move here): see the module doc.
+    pub transfers: u64,
     /// Dentries reclaimed by the shrinker.
     pub shrunk: u64,
     /// RCU readers that found a dentry or inode canary not live: they stood
@@ -118,6 +135,7 @@ impl Counters {
             enoent: self.enoent.saturating_sub(earlier.enoent),
             locks: self.locks.saturating_sub(earlier.locks),
             shared_stores: self.shared_stores.saturating_sub(earlier.shared_stores),
+            transfers: self.transfers.saturating_sub(earlier.transfers),
             shrunk: self.shrunk.saturating_sub(earlier.shrunk),
             poison_seen: self.poison_seen.saturating_sub(earlier.poison_seen),
             enomem: self.enomem.saturating_sub(earlier.enomem),
@@ -146,9 +164,10 @@ pub enum Event {
     Shrunk,
     PoisonSeen,
     Enomem,
+    Transfer,
 }
 /// Keep in step with the last variant of [`Event`].
-const NR_EVENTS: usize = Event::Enomem as usize + 1;
+const NR_EVENTS: usize = Event::Transfer as usize + 1;
 const SLOTS: usize = NR_EVENTS + NR_FALLBACK_REASONS;
 
 #[repr(align(128))]
@@ -211,8 +230,216 @@ pub fn snapshot() -> Counters {
         enoent: sum[Event::Enoent as usize],
         locks: sum[Event::Lock as usize],
         shared_stores: sum[Event::SharedStore as usize],
+        transfers: sum[Event::Transfer as usize],
         shrunk: sum[Event::Shrunk as usize],
         poison_seen: sum[Event::PoisonSeen as usize],
         enomem: sum[Event::Enomem as usize],
     }
+}
+
+/// This CPU's writer tag: `cpu_id + 1` (0 means "nobody wrote it yet", a
+/// line fresh from the allocator, which no other CPU had to give up).
+#[inline]
+pub fn writer_tag() -> u16 {
+    (platform::get().cpu_id() % MAX_CPUS) as u16 + 1
+}
+
+/// Count a store by this CPU (tag `me`) to a line whose last writer was
+/// `prev`: a transfer unless the line was fresh or already ours.
+#[inline]
+pub fn count_transfer(prev: u16, me: u16) {
+    if prev != 0 && prev != me {
+        inc(Event::Transfer);
+    }
+}
+
+/// Helpers for a lock word that keeps its last writer's tag in spare bits:
+/// `shift` is where the [`WRITER_BITS`]-wide field starts.
+pub mod writer_bits {
+    /// Width of the tag field (tags go up to `MAX_CPUS`).
+    pub const WRITER_BITS: u32 = 9;
+    const MASK: u64 = (1 << WRITER_BITS) - 1;
+    /// The tag stored in `w`.
+    #[inline]
+    pub fn get(w: u64, shift: u32) -> u16 {
+        ((w >> shift) & MASK) as u16
+    }
+    /// `w` with its tag replaced by `tag`.
+    #[inline]
+    pub fn set(w: u64, shift: u32, tag: u16) -> u64 {
+        (w & !(MASK << shift)) | ((tag as u64 & MASK) << shift)
+    }
+}
+
+/// The last writer of a line, kept beside a lock word that has no room for
+/// it. Call [`LastWriter::note`] right after a store to the lock word; it
+/// writes only when the writer changed, to the line this CPU now owns.
+pub struct LastWriter(AtomicU16);
+
+impl Default for LastWriter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LastWriter {
+    /// Nobody wrote the line yet.
+    pub const fn new() -> Self {
+        LastWriter(AtomicU16::new(0))
+    }
+
+    /// This CPU just stored to the line at `line` (its address, for the
+    /// census): count a transfer if another CPU wrote it last.
+    #[inline]
+    pub fn note(&self, line: usize) {
+        let me = writer_tag();
+        let prev = self.0.load(Ordering::Relaxed);
+        if prev != me {
+            self.0.store(me, Ordering::Relaxed);
+            count_transfer(prev, me);
+        }
+        census_store(line);
+    }
+}
+
+// ---- the line census ------------------------------------------------------
+
+/// Lines the census can tell apart (a power of two); a line that finds
+/// no free entry within [`CENSUS_PROBES`] is booked to the overflow count.
+const CENSUS_LINES: usize = 4096;
+const CENSUS_PROBES: usize = 8;
+
+struct CensusEntry {
+    addr: AtomicUsize,
+    stores: AtomicU64,
+    holds: AtomicU64,
+    hold_ns: AtomicU64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const CENSUS_ENTRY: CensusEntry = CensusEntry {
+    addr: AtomicUsize::new(0),
+    stores: AtomicU64::new(0),
+    holds: AtomicU64::new(0),
+    hold_ns: AtomicU64::new(0),
+};
+static CENSUS_ON: AtomicBool = AtomicBool::new(false);
+static CENSUS: [CensusEntry; CENSUS_LINES] = [CENSUS_ENTRY; CENSUS_LINES];
+static CENSUS_OVERFLOW: AtomicU64 = AtomicU64::new(0);
+
+/// One line's figures over a census.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LineCensus {
+    /// The line's address (64-byte aligned).
+    pub addr: usize,
+    /// Counted stores to it.
+    pub stores: u64,
+    /// Lock holds on it, and nanoseconds spent inside them.
+    pub holds: u64,
+    pub hold_ns: u64,
+}
+
+/// The entry for `line`, claimed if new; `None` when the table is full.
+fn census_entry(line: usize) -> Option<&'static CensusEntry> {
+    let key = (line & !63) | 1; // never 0: 0 marks a free entry
+    let start = (key >> 6).wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize) >> 20;
+    for i in 0..CENSUS_PROBES {
+        let e = &CENSUS[(start + i) % CENSUS_LINES];
+        match e
+            .addr
+            .compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => return Some(e),
+            Err(k) if k == key => return Some(e),
+            Err(_) => {}
+        }
+    }
+    None
+}
+
+#[inline]
+fn census_store(line: usize) {
+    if CENSUS_ON.load(Ordering::Relaxed) {
+        census_store_slow(line);
+    }
+}
+
+#[cold]
+fn census_store_slow(line: usize) {
+    match census_entry(line) {
+        Some(e) => {
+            e.stores.fetch_add(1, Ordering::Relaxed);
+        }
+        None => {
+            CENSUS_OVERFLOW.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Book a counted store to `line` in the census (for locks whose word
+/// carries its writer itself; [`LastWriter::note`] books its own).
+#[inline]
+pub fn census_line_store(line: usize) {
+    census_store(line);
+}
+
+/// Start timing a lock hold: a timestamp while the census is on, else 0
+/// (and no clock read).
+#[inline]
+pub fn hold_start() -> u64 {
+    if CENSUS_ON.load(Ordering::Relaxed) {
+        platform::get().now_ns().max(1)
+    } else {
+        0
+    }
+}
+
+/// End a hold begun with [`hold_start`] on the lock at `line`.
+#[inline]
+pub fn hold_end(line: usize, t0: u64) {
+    if t0 != 0 {
+        hold_end_slow(line, t0);
+    }
+}
+
+#[cold]
+fn hold_end_slow(line: usize, t0: u64) {
+    let dt = platform::get().now_ns().saturating_sub(t0);
+    if let Some(e) = census_entry(line) {
+        e.holds.fetch_add(1, Ordering::Relaxed);
+        e.hold_ns.fetch_add(dt, Ordering::Relaxed);
+    }
+}
+
+/// Clear the census table and start booking. Meant for a run on one CPU
+/// (a concurrent run gets correct counts per line, but holds then include
+/// waiting for other CPUs' stores).
+pub fn census_begin() {
+    CENSUS_ON.store(false, Ordering::SeqCst);
+    for e in CENSUS.iter() {
+        e.addr.store(0, Ordering::Relaxed);
+        e.stores.store(0, Ordering::Relaxed);
+        e.holds.store(0, Ordering::Relaxed);
+        e.hold_ns.store(0, Ordering::Relaxed);
+    }
+    CENSUS_OVERFLOW.store(0, Ordering::Relaxed);
+    CENSUS_ON.store(true, Ordering::SeqCst);
+}
+
+/// Stop booking; the lines seen, most-stored first, and how many stores
+/// did not fit in the table.
+pub fn census_end() -> (alloc::vec::Vec<LineCensus>, u64) {
+    CENSUS_ON.store(false, Ordering::SeqCst);
+    let mut v: alloc::vec::Vec<LineCensus> = CENSUS
+        .iter()
+        .filter(|e| e.addr.load(Ordering::Relaxed) != 0)
+        .map(|e| LineCensus {
+            addr: e.addr.load(Ordering::Relaxed) & !63,
+            stores: e.stores.load(Ordering::Relaxed),
+            holds: e.holds.load(Ordering::Relaxed),
+            hold_ns: e.hold_ns.load(Ordering::Relaxed),
+        })
+        .collect();
+    v.sort_by(|a, b| b.stores.cmp(&a.stores).then(b.hold_ns.cmp(&a.hold_ns)));
+    (v, CENSUS_OVERFLOW.load(Ordering::Relaxed))
 }

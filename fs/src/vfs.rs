@@ -10,6 +10,16 @@
 //! racing with a create retries), and a pin (an extra count) on every
 //! positive tmpfs dentry so that it never becomes unused.
 //!
+//! A remote filesystem (cifs, [`crate::inode::FsOps::remote`]) is asked
+//! first for every change, under the same locks; only its success changes
+//! the dcache, so the cache never claims what the server refused: a created
+//! name replaces its negative dentry, a removed one leaves the hash, and a
+//! renamed directory's cached children are dropped (looked up again under
+//! the new name). Its dentries are a cache, never pinned. Names the dcache
+//! does not know are looked up (asked of the server) before a change, as
+//! Linux's `lookup_one` under the parent's lock. Reads and writes go to the
+//! filesystem's `read`/`write`; tmpfs keeps the bytes in the inode.
+//!
 //! Touches: the dcache and mounts through `namei`; allocates only where the
 //! operation creates something (or the ENOENT design says so), and asks
 //! memory admission first: a refusal is `ENOMEM` with nothing changed.
@@ -22,7 +32,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::dcache::{self, d_hash, d_lookup, DRef, Dentry, D_MOUNTED};
 use crate::errno::{Errno, KResult};
-use crate::inode::Inode;
+use crate::inode::{Inode, SuperBlock};
 use crate::mount::{Mount, MountTable};
 use crate::namei::{
     self, filename_lookup, filename_parentat, LastType, LookupFlags, Parent, WalkErr,
@@ -48,6 +58,8 @@ pub struct Stat {
     pub nlink: u32,
     pub uid: u32,
     pub gid: u32,
+    /// Last modification, ns since the Unix epoch (0 where not kept).
+    pub mtime_ns: u64,
 }
 
 /// One `readdir` entry (never `.` or `..`).
@@ -106,6 +118,7 @@ impl Drop for Vfs {
 /// whatever happens to its name afterwards.
 pub struct File {
     inode: Arc<Inode>,
+    sb: Arc<SuperBlock>,
     pos: AtomicU64,
     flags: OpenFlags,
 }
@@ -202,12 +215,12 @@ impl Vfs {
                 follow: !flags.contains(OpenFlags::NOFOLLOW),
                 directory: flags.contains(OpenFlags::DIRECTORY),
             };
-            let inode = filename_lookup(self, path, lf, &mut |r| {
+            let (sb, inode) = filename_lookup(self, path, lf, &mut |r| {
                 r.inode()
-                    .map(|i| i.to_arc())
+                    .map(|i| (r.dentry().sb.clone(), i.to_arc()))
                     .ok_or(WalkErr::Errno(Errno::ENOENT))
             })?;
-            return self.open_inode(inode, flags);
+            return self.open_inode(sb, inode, flags);
         }
         // O_CREAT: follow a final symlink (unless O_EXCL) by re-walking
         // "<parent path>/<target>", at most MAXSYMLINKS times.
@@ -262,8 +275,7 @@ impl Vfs {
         let dir = p.dir.inode_arc().ok_or(Errno::ENOENT)?;
         let lk = dir.i_rwsem.write();
         namei::check_name(&p.last)?;
-        let hash = d_hash(&p.dir, &p.last);
-        let existing = d_lookup(&p.dir, &p.last, hash);
+        let existing = Self::lookup_locked(&p, &dir)?;
         if let Some(d) = existing.as_ref() {
             if let Some(inode) = d.inode_arc() {
                 if flags.contains(OpenFlags::EXCL) {
@@ -279,12 +291,12 @@ impl Vfs {
                         follow: true,
                         directory: false,
                     };
-                    let inode = filename_lookup(self, path, lf, &mut |r| {
+                    let (sb, inode) = filename_lookup(self, path, lf, &mut |r| {
                         r.inode()
-                            .map(|i| i.to_arc())
+                            .map(|i| (r.dentry().sb.clone(), i.to_arc()))
                             .ok_or(WalkErr::Errno(Errno::ENOENT))
                     })?;
-                    return self.open_inode(inode, flags).map(Ok);
+                    return self.open_inode(sb, inode, flags).map(Ok);
                 }
                 if inode.is_symlink() {
                     if flags.contains(OpenFlags::NOFOLLOW) {
@@ -293,7 +305,7 @@ impl Vfs {
                     return Ok(Err(inode.link_body().to_vec()));
                 }
                 drop(lk);
-                return self.open_inode(inode, flags).map(Ok);
+                return self.open_inode(p.dir.sb.clone(), inode, flags).map(Ok);
             }
         }
         if flags.contains(OpenFlags::DIRECTORY) {
@@ -305,12 +317,18 @@ impl Vfs {
         drop(lk);
         Ok(Ok(File {
             inode,
+            sb: p.dir.sb.clone(),
             pos: AtomicU64::new(0),
             flags,
         }))
     }
 
-    fn open_inode(&self, inode: Arc<Inode>, flags: OpenFlags) -> KResult<File> {
+    fn open_inode(
+        &self,
+        sb: Arc<SuperBlock>,
+        inode: Arc<Inode>,
+        flags: OpenFlags,
+    ) -> KResult<File> {
         if inode.is_dir() && access_mode(flags) != 0 {
             return Err(Errno::EISDIR);
         }
@@ -321,13 +339,45 @@ impl Vfs {
             && access_mode(flags) != 0
             && inode.kind == FileType::File
         {
-            inode.truncate();
+            sb.ops.truncate(&inode, 0)?;
         }
         Ok(File {
             inode,
+            sb,
             pos: AtomicU64::new(0),
             flags,
         })
+    }
+
+    /// The dentry of `p.last` in its locked parent (`i_rwsem` exclusive),
+    /// positive or negative, or `None` if nothing is known. On a filesystem
+    /// whose dcache is not complete a miss (or an expired negative) asks the
+    /// filesystem, and a positive answer is added to the dcache (Linux
+    /// `lookup_one` under the parent's lock); tmpfs only looks in the cache.
+    fn lookup_locked(p: &Parent, dir: &Inode) -> KResult<Option<DRef>> {
+        namei::check_name(&p.last)?;
+        let hash = d_hash(&p.dir, &p.last);
+        let existing = d_lookup(&p.dir, &p.last, hash);
+        let sb = &p.dir.sb;
+        if sb.complete {
+            return Ok(existing);
+        }
+        if let Some(d) = existing.as_ref() {
+            if !d.is_negative() || sb.ops.negative_valid(d.d_time.load(Ordering::Relaxed)) {
+                return Ok(existing);
+            }
+        }
+        let found = sb.ops.lookup(sb, dir, &p.last)?;
+        let d = match existing {
+            Some(d) => d,
+            None => match found {
+                None => return Ok(None),
+                Some(_) => dcache::d_alloc(p.dir.arc(), &p.last, hash)?,
+            },
+        };
+        d.d_time.store(namei::now_ms(), Ordering::Relaxed);
+        p.dir.dir_seq.write(|| dcache::d_add(d.arc(), found));
+        Ok(Some(d))
     }
 
     /// Create a new inode under `p` (parent's `i_rwsem` held exclusively):
@@ -343,7 +393,8 @@ impl Vfs {
         mode: u32,
         link: &[u8],
     ) -> KResult<Arc<Inode>> {
-        if !p.dir.sb.ops.writable() {
+        let remote = p.dir.sb.ops.remote();
+        if !remote && !p.dir.sb.ops.writable() {
             return Err(Errno::EROFS);
         }
         if dir.is_dead() {
@@ -354,6 +405,18 @@ impl Vfs {
             Some(d) => d,
             None => dcache::d_alloc(p.dir.arc(), &p.last, hash)?,
         };
+        if remote {
+            if !link.is_empty() || kind == FileType::Symlink {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            // The server first; the dcache learns only what it accepted.
+            let inode = p.dir.sb.ops.create(&p.dir.sb, dir, &p.last, kind, mode)?;
+            d.d_time.store(namei::now_ms(), Ordering::Relaxed);
+            p.dir
+                .dir_seq
+                .write(|| dcache::d_instantiate(d.arc(), inode.clone()));
+            return Ok(inode);
+        }
         // On ENOMEM here a fresh `d` is dropped unhashed: dput kills it.
         let inode = Inode::new_arc(p.dir.sb.alloc_ino(), kind, mode, link)?;
         p.dir
@@ -376,9 +439,7 @@ impl Vfs {
         }
         let dir = p.dir.inode_arc().ok_or(Errno::ENOENT)?;
         let _lk = dir.i_rwsem.write();
-        namei::check_name(&p.last)?;
-        let hash = d_hash(&p.dir, &p.last);
-        let existing = d_lookup(&p.dir, &p.last, hash);
+        let existing = Self::lookup_locked(&p, &dir)?;
         if existing.as_ref().is_some_and(|d| !d.is_negative()) {
             return Err(Errno::EEXIST);
         }
@@ -405,21 +466,23 @@ impl Vfs {
         self.create_node(path, FileType::Symlink, 0o777, target)
     }
 
-    /// Find the positive dentry `p.last` in a locked parent.
-    fn lookup_victim(p: &Parent) -> KResult<DRef> {
-        namei::check_name(&p.last)?;
-        let hash = d_hash(&p.dir, &p.last);
-        match d_lookup(&p.dir, &p.last, hash) {
+    /// Find the positive dentry `p.last` in a locked parent (asking a
+    /// remote filesystem when the cache does not know it).
+    fn lookup_victim(p: &Parent, dir: &Inode) -> KResult<DRef> {
+        match Self::lookup_locked(p, dir)? {
             Some(d) if !d.is_negative() => Ok(d),
             _ => Err(Errno::ENOENT),
         }
     }
 
     /// Remove a positive dentry from its (locked) parent: negative and
-    /// unhashed inside the parent's `dir_seq` section, pin dropped.
+    /// unhashed inside the parent's `dir_seq` section, pin dropped (remote
+    /// filesystems pin nothing).
     fn remove_locked(dir: &Dentry, victim: &DRef) {
         dir.dir_seq.write(|| dcache::d_delete(victim));
-        dcache::dput(victim.arc().clone());
+        if !dir.sb.ops.remote() {
+            dcache::dput(victim.arc().clone());
+        }
     }
 
     /// `unlink(2)`.
@@ -430,7 +493,7 @@ impl Vfs {
         }
         let dir = p.dir.inode_arc().ok_or(Errno::ENOENT)?;
         let _lk = dir.i_rwsem.write();
-        let victim = Self::lookup_victim(&p)?;
+        let victim = Self::lookup_victim(&p, &dir)?;
         let inode = victim.inode_arc().ok_or(Errno::ENOENT)?;
         if inode.is_dir() {
             return Err(Errno::EISDIR);
@@ -438,11 +501,15 @@ impl Vfs {
         if p.trailing {
             return Err(Errno::ENOTDIR);
         }
-        if !p.dir.sb.ops.writable() {
+        let remote = p.dir.sb.ops.remote();
+        if !remote && !p.dir.sb.ops.writable() {
             return Err(Errno::EROFS);
         }
         if victim.flags() & D_MOUNTED != 0 {
             return Err(Errno::EBUSY);
+        }
+        if remote {
+            p.dir.sb.ops.remove(&dir, &p.last, &inode)?;
         }
         inode.dec_nlink();
         Self::remove_locked(&p.dir, &victim);
@@ -460,7 +527,7 @@ impl Vfs {
         }
         let dir = p.dir.inode_arc().ok_or(Errno::ENOENT)?;
         let _lk = dir.i_rwsem.write();
-        let victim = Self::lookup_victim(&p)?;
+        let victim = Self::lookup_victim(&p, &dir)?;
         let inode = victim.inode_arc().ok_or(Errno::ENOENT)?;
         if !inode.is_dir() {
             return Err(Errno::ENOTDIR);
@@ -468,11 +535,15 @@ impl Vfs {
         if victim.flags() & D_MOUNTED != 0 {
             return Err(Errno::EBUSY);
         }
-        if !p.dir.sb.ops.writable() {
+        let remote = p.dir.sb.ops.remote();
+        if !remote && !p.dir.sb.ops.writable() {
             return Err(Errno::EROFS);
         }
         let _vlk = inode.i_rwsem.write();
-        if dcache::has_positive_children(&victim) {
+        if remote {
+            // The server knows whether it is empty; the cache may not.
+            p.dir.sb.ops.remove(&dir, &p.last, &inode)?;
+        } else if dcache::has_positive_children(&victim) {
             return Err(Errno::ENOTEMPTY);
         }
         inode.mark_dead();
@@ -491,7 +562,8 @@ impl Vfs {
         if po.kind != LastType::Norm || pn.kind != LastType::Norm {
             return Err(Errno::EBUSY);
         }
-        if !po.dir.sb.ops.writable() {
+        let remote = po.dir.sb.ops.remote();
+        if !remote && !po.dir.sb.ops.writable() {
             return Err(Errno::EROFS);
         }
         let dc = dcache::dcache();
@@ -499,14 +571,13 @@ impl Vfs {
         let odir = po.dir.inode_arc().ok_or(Errno::ENOENT)?;
         let ndir = pn.dir.inode_arc().ok_or(Errno::ENOENT)?;
         let _locks = lock_two(po.dir.arc(), &odir, pn.dir.arc(), &ndir);
-        let old_d = Self::lookup_victim(&po)?;
+        let old_d = Self::lookup_victim(&po, &odir)?;
         let old_inode = old_d.inode_arc().ok_or(Errno::ENOENT)?;
         namei::check_name(&pn.last)?;
         // A long new name needs its own copy (d_move): ask before changing
         // anything.
         dcache::admit_long_name(&pn.last)?;
-        let new_hash = d_hash(&pn.dir, &pn.last);
-        let new_d = d_lookup(&pn.dir, &pn.last, new_hash);
+        let new_d = Self::lookup_locked(&pn, &ndir)?;
         let new_inode = new_d.as_ref().and_then(|d| d.inode_arc());
         if !old_inode.is_dir() && (po.trailing || pn.trailing) {
             return Err(Errno::ENOTDIR);
@@ -547,13 +618,38 @@ impl Vfs {
             }
             if ni.is_dir() {
                 let _vlk = ni.i_rwsem.write();
-                if dcache::has_positive_children(nd) {
+                if !remote && dcache::has_positive_children(nd) {
                     return Err(Errno::ENOTEMPTY);
+                }
+                if remote {
+                    po.dir
+                        .sb
+                        .ops
+                        .rename(&odir, &po.last, &old_inode, &ndir, &pn.last)?;
                 }
                 ni.mark_dead();
                 ndir.dec_nlink();
             } else {
+                if remote {
+                    po.dir
+                        .sb
+                        .ops
+                        .rename(&odir, &po.last, &old_inode, &ndir, &pn.last)?;
+                }
                 ni.dec_nlink();
+            }
+        } else if remote {
+            po.dir
+                .sb
+                .ops
+                .rename(&odir, &po.last, &old_inode, &ndir, &pn.last)?;
+        }
+        if remote && old_inode.is_dir() {
+            // Its children were looked up under the old path: drop them
+            // from the cache; the next walk asks again under the new one.
+            let _clk = old_inode.i_rwsem.write();
+            for c in dcache::children(&old_d) {
+                old_d.dir_seq.write(|| dcache::d_drop(&c));
             }
         }
         // Both directories' child sets change: open both sections.
@@ -566,7 +662,7 @@ impl Vfs {
         // already holding it still sees the inode it had, as the name
         // existed at every instant.
         dcache::d_move(old_d.arc(), pn.dir.arc(), &pn.last, new_d.as_deref());
-        if let (Some(nd), Some(_)) = (new_d.as_ref(), new_inode.as_ref()) {
+        if let (Some(nd), Some(_), false) = (new_d.as_ref(), new_inode.as_ref(), remote) {
             dcache::dput(nd.arc().clone()); // its pin
         }
         if two && old_inode.is_dir() {
@@ -675,18 +771,31 @@ impl Vfs {
         Ok(())
     }
 
-    /// Convenience: open read-only and read everything.
+    /// Convenience: open read-only and read everything. Reads in chunks of
+    /// the size `stat` last reported (at least 4 KiB, at most 8 MiB), so a
+    /// network file comes in one call; a short read of a regular file is
+    /// its end.
     pub fn read_file(&self, path: &[u8]) -> KResult<Vec<u8>> {
         let f = self.open(path, OpenFlags::RDONLY, 0)?;
         let mut out = Vec::new();
-        let mut buf = [0u8; 4096];
+        let want = (f.inode.size() as usize).saturating_add(1);
+        let mut buf = alloc::vec![0u8; want.clamp(4096, 8 << 20)];
         loop {
             let n = f.read(&mut buf)?;
-            if n == 0 {
+            out.extend_from_slice(&buf[..n]);
+            if n == 0 || (n < buf.len() && f.inode.kind == FileType::File) {
                 return Ok(out);
             }
-            out.extend_from_slice(&buf[..n]);
         }
+    }
+
+    /// `truncate(2)`: set the length of the regular file at `path`.
+    pub fn truncate(&self, path: &[u8], size: u64) -> KResult<()> {
+        let f = self.open(path, OpenFlags::WRONLY, 0)?;
+        if f.inode.is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        f.sb.ops.truncate(&f.inode, size)
     }
 }
 
@@ -700,7 +809,10 @@ impl File {
             return Err(Errno::EBADF);
         }
         let pos = self.pos.load(Ordering::Relaxed);
-        let n = self.inode.read_at(pos, buf);
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let n = self.sb.ops.read(&self.inode, pos, buf)?;
         self.pos.store(pos + n as u64, Ordering::Relaxed);
         Ok(n)
     }
@@ -719,7 +831,7 @@ impl File {
         } else {
             self.pos.load(Ordering::Relaxed)
         };
-        let n = self.inode.write_at(pos, data)?;
+        let n = self.sb.ops.write(&self.inode, pos, data)?;
         self.pos.store(pos + n as u64, Ordering::Relaxed);
         Ok(n)
     }

@@ -67,7 +67,7 @@ fn mount(fx: &Fixture, opts: &str) -> (Vfs, std::sync::Arc<fs::inode::SuperBlock
 #[test]
 fn ls_la_per_wslea_design() {
     if let Err(why) = Fixture::available() {
-        eprintln!("SKIP cifs_samba: {why}");
+        qemu::fixtures::skip("cifs_samba", "Samba", why);
         return;
     }
     let fx = Fixture::start(
@@ -177,7 +177,8 @@ fn bad_password_and_bad_options_fail_the_mount() {
         e.contains("unknown mount option") && e.contains("wslea="),
         "{e}"
     );
-    if Fixture::available().is_err() {
+    if let Err(why) = Fixture::available() {
+        qemu::fixtures::skip("cifs_samba", "Samba", why);
         return;
     }
     let fx = Fixture::start(&FixtureOpts {
@@ -204,7 +205,7 @@ fn bad_password_and_bad_options_fail_the_mount() {
 #[test]
 fn negative_dentries_expire_after_acdirmax() {
     if let Err(why) = Fixture::available() {
-        eprintln!("SKIP cifs_samba: {why}");
+        qemu::fixtures::skip("cifs_samba", "Samba", why);
         return;
     }
     let fx = Fixture::start(&FixtureOpts {

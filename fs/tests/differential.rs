@@ -7,8 +7,8 @@
 //! cover the edge cases of the path walk (`.`, `..`, trailing slashes, empty
 //! path, ENAMETOOLONG, ELOOP, EINVAL, EBUSY ...) and mounts (EXDEV, EBUSY).
 //!
-//! Needs root (unshare, mount, chroot); otherwise each test prints why and
-//! skips. Knobs (environment):
+//! Needs root (unshare, mount, chroot); otherwise each test skips with the
+//! reason (`qemu::fixtures`: a failure under `REQUIRE_FIXTURES=1`). Knobs (environment):
 //! - `VFSH_DIFF_SEQS` number of random sequences (default 10000),
 //! - `VFSH_DIFF_LEN` commands per sequence (default 20),
 //! - `VFSH_DIFF_SEED` seed (default fixed; `random` for a clock-based one),
@@ -557,9 +557,11 @@ fn watch_command(cmd: &str) {
     }
 }
 
+/// Whether the Linux side is missing (then the test skips; it fails under
+/// `REQUIRE_FIXTURES=1`).
 fn skip_note(test: &str) -> bool {
     if let Some(why) = vfsh_linux::unavailable() {
-        note(&format!("{test}: SKIPPED: {why}"));
+        qemu::fixtures::skip("differential", "root", format!("{test}: {why}"));
         return true;
     }
     false
@@ -577,9 +579,11 @@ fn sandbox_or_skip<T: Send + 'static>(
     match in_sandbox(f) {
         Ok(t) => Some(t),
         Err(why) => {
-            note(&format!(
-                "{test}: SKIPPED: cannot set up the Linux sandbox: {why}"
-            ));
+            qemu::fixtures::skip(
+                "differential",
+                "the Linux sandbox",
+                format!("{test}: cannot set it up: {why}"),
+            );
             None
         }
     }

@@ -9,8 +9,9 @@
 //! good header is the exception: an error, the link stays up, nothing is
 //! counted as failed (printed, not asserted).
 //!
-//! Skips (passing, with a printed reason) when the fixture cannot run here
-//! (no smbd, not root) or the relay binary cannot be found or built.
+//! Skips (with the reason; a failure under `REQUIRE_FIXTURES=1`, see
+//! `qemu::fixtures`) when the fixture cannot run here (no smbd, not root)
+//! or the relay binary cannot be found or built.
 //! Starts and kills its own relay processes; touches loopback only.
 
 use fs::errno::Errno;
@@ -226,13 +227,13 @@ fn run_case(fx: &Fixture, bin: &Path, case: &Case) -> Duration {
 #[test]
 fn faults_through_the_relay() {
     if let Err(why) = Fixture::available() {
-        println!("SKIP smb_faults: {why}");
+        qemu::fixtures::skip("smb_faults", "Samba", why);
         return;
     }
     let bin = match relay_bin() {
         Ok(b) => b,
         Err(why) => {
-            println!("SKIP smb_faults: {why}");
+            qemu::fixtures::skip("smb_faults", "the latency-relay binary", why);
             return;
         }
     };

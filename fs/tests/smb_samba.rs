@@ -3,8 +3,9 @@
 //! listings with EaSize, WSL EAs absent and present, stat, read, counters
 //! and trace, reconnect, forged and malformed replies, timeouts.
 //!
-//! Skips (passing, with a printed note) only when the fixture cannot run
-//! here: smbd/smbpasswd not installed, or not root.
+//! Skips (with the reason; a failure under `REQUIRE_FIXTURES=1`, see
+//! `qemu::fixtures`) only when the fixture cannot run here: smbd/smbpasswd
+//! not installed, or not root.
 
 use fs::errno::Errno;
 use fs::smb::wire::dirinfo::class;
@@ -32,7 +33,7 @@ fn file_bytes() -> Vec<u8> {
 /// with a non-WSL EA, one 1.5 MB file.
 fn fixture() -> Option<Fixture> {
     if let Err(why) = Fixture::available() {
-        println!("SKIP smb_samba: {why}");
+        qemu::fixtures::skip("smb_samba", "Samba", why);
         return None;
     }
     let mut opts = FixtureOpts {

@@ -108,9 +108,7 @@ fn scripts_give_expected_output_on_every_design() {
 #[test]
 fn expected_outputs_are_linux_answers() {
     if let Some(why) = vfsh_linux::unavailable() {
-        note(&format!(
-            "expected_outputs_are_linux_answers: SKIPPED: {why}"
-        ));
+        qemu::fixtures::skip("vfsh_scripts", "root", why);
         return;
     }
     // Read the scripts here: the sandbox thread is chrooted away from them.
@@ -134,9 +132,11 @@ fn expected_outputs_are_linux_answers() {
     });
     match r {
         Ok(failures) => assert!(failures.is_empty(), "\n{}", failures.join("\n")),
-        Err(why) => note(&format!(
-            "expected_outputs_are_linux_answers: SKIPPED: {why}"
-        )),
+        Err(why) => qemu::fixtures::skip(
+            "vfsh_scripts",
+            "the Linux sandbox",
+            format!("cannot set it up: {why}"),
+        ),
     }
 }
 

@@ -12,7 +12,7 @@ use fs::shell::Shell;
 
 const DESIGN_OPTS: [&str; 3] = ["enoent=transient", "enoent=negative", "enoent=noalloc"];
 
-const COUNTERS: [&str; 20] = [
+const COUNTERS: [&str; 21] = [
     "lookups",
     "rcu_walks",
     "fallbacks",
@@ -33,6 +33,7 @@ const COUNTERS: [&str; 20] = [
     "shared_stores",
     "shrunk",
     "enomem",
+    "transfers",
 ];
 
 /// Run `stats`; check its shape; return the counters by name.

@@ -1,6 +1,7 @@
 //! Stable replay of the `cmdline` fuzz target (the kernel command-line
 //! parser): every file of `fuzz/corpus/cmdline/`, then 20,000 seeded
-//! mutations, no panics. Lives here because the parser needs the `bench`
+//! mutations, no panics and no allocation (the kernel parses before its
+//! heap exists; the harness forbids allocation around the parser). Lives here because the parser needs the `bench`
 //! crate; wired into `make test` as a `bench` integration test:
 //!
 //! ```toml
@@ -35,6 +36,31 @@ fn run_checked(what: &str, data: &[u8]) {
             "cmdline harness panicked on {what}; input = {}",
             mutate::hex(data)
         );
+    }
+}
+
+#[test]
+fn the_harness_sees_an_allocation() {
+    assert!(harness::allocation_is_detected() >= 1);
+}
+
+/// The words that panicked the kernel before its heap existed (issue 13):
+/// each is refused, and neither parsing nor the message allocates.
+#[test]
+fn issue13_bad_benchmark_words_parse_without_a_heap() {
+    for line in [
+        "bench=statneg tasks=999999",
+        "bench=statneg secs=-1",
+        "bench=statneg tasks=0",
+        "bench=statneg design=NOALLOC",
+        "bench=statneg warmup=3601",
+        "stress=rcu secs=3601",
+        "bench=statneg bench=statneg",
+        "bench=statneg cpus=2",
+        "tasks=2",
+    ] {
+        assert!(cmdline::parse(line).is_err(), "{line}");
+        run_checked(line, line.as_bytes());
     }
 }
 

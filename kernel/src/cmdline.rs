@@ -9,14 +9,20 @@
 //! [`KEYS`]: they go to `bench::params`, host mode's parser, so both places
 //! accept exactly the same words.
 //!
-//! Pure code (no hardware; allocation only in `bench::params`' error
-//! values): [`parse`] is a function from
+//! Pure code that never allocates (the kernel parses before its heap
+//! exists; errors borrow the words they name): [`parse`] is a function from
 //! bytes to a [`Config`], unit-tested on the host (`cargo test -p kernel
-//! --lib`) and ready for fuzzing. To add a key: add a field to [`Config`]
+//! --lib`) and fuzzed with allocation forbidden (`fs/tests/fuzz_harness`).
+//! A line longer than [`MAX_LEN`] is refused ([`parse_boot`]), never cut. To add a key: add a field to [`Config`]
 //! (with its default in `Config::default`) and one [`KeySpec`] line to
 //! [`KEYS`] with a parser from the `value` helpers below.
 
 use core::fmt;
+
+/// Longest command line the kernel keeps (bytes, without the NUL). The
+/// boot code copies at most this much and says when the loader passed
+/// more; `qemu-run` refuses longer lines before booting.
+pub const MAX_LEN: usize = 4096;
 
 /// A fault to trigger on purpose (`crash=`), to see the exception path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +69,9 @@ pub struct Config {
     pub smb: Option<crate::smbargs::SmbSource>,
     /// `smbopts=`: cifs mount options for `smb=`.
     pub smbopts: Option<crate::smbargs::Text<{ crate::smbargs::OPTS_MAX }>>,
+    /// `smbread=PATH`: with `smb=`, read this share-relative file and
+    /// print its checksum.
+    pub smbread: Option<crate::smbargs::Text<{ crate::smbargs::READ_PATH_MAX }>>,
     /// `poison=0|1` as given: `1` fills freed memory and checks the fill on
     /// reuse from boot on; `stress=rcu` turns it on unless `poison=0`.
     pub poison: Option<bool>,
@@ -106,6 +115,7 @@ impl Default for Config {
             design: None,
             smb: None,
             smbopts: None,
+            smbread: None,
             poison: None,
             failslab: None,
         }
@@ -284,6 +294,15 @@ pub const KEYS: &[KeySpec] = &[
             Ok(())
         }),
     },
+    KeySpec {
+        name: "smbread",
+        syntax: "PATH",
+        help: "with smb=: after the listing read the share-relative file PATH, print its size and SHA-256",
+        kind: Kind::Value(|c, v| {
+            c.smbread = Some(crate::smbargs::parse_read_path(v)?);
+            Ok(())
+        }),
+    },
 ];
 
 /// Value parsers for [`KeySpec`] entries.
@@ -347,6 +366,19 @@ pub enum CmdlineError<'a> {
     NeedsBench(&'static str),
     /// Two things to run that exclude each other.
     Conflict(&'static str, &'static str),
+    /// A setting given without the key it configures (`smbopts=` without
+    /// `smb=`): it would do nothing.
+    Needs {
+        /// The key given.
+        key: &'static str,
+        /// The key it needs.
+        needs: &'static str,
+    },
+    /// The loader passed more than [`MAX_LEN`] bytes; the rest was cut.
+    TooLong {
+        /// How many bytes the kernel kept.
+        max: usize,
+    },
 }
 
 impl fmt::Display for CmdlineError<'_> {
@@ -369,8 +401,25 @@ impl fmt::Display for CmdlineError<'_> {
             CmdlineError::Duplicate(k) => write!(f, "`{k}` given more than once"),
             CmdlineError::NeedsBench(k) => write!(f, "`{k}=` needs `bench=NAME`"),
             CmdlineError::Conflict(a, b) => write!(f, "`{a}` and `{b}` cannot run together"),
+            CmdlineError::Needs { key, needs } => {
+                write!(f, "`{key}=` does nothing without `{needs}=`")
+            }
+            CmdlineError::TooLong { max } => write!(
+                f,
+                "the command line is longer than {max} bytes (E2BIG); it was cut, so it is refused"
+            ),
         }
     }
+}
+
+/// Parse the command line as the boot code copied it: `truncated` says the
+/// loader passed more than [`MAX_LEN`] bytes, which is refused before the
+/// kept part is read (a cut line could silently lose its last words).
+pub fn parse_boot(bytes: &[u8], truncated: bool) -> Result<Config, CmdlineError<'_>> {
+    if truncated || bytes.len() > MAX_LEN {
+        return Err(CmdlineError::TooLong { max: MAX_LEN });
+    }
+    parse_bytes(bytes)
 }
 
 /// Parse raw command-line bytes.
@@ -444,10 +493,17 @@ pub fn parse(line: &str) -> Result<Config, CmdlineError<'_>> {
         ("bench", cfg.bench.is_some()),
         ("demo", cfg.demo.is_some()),
         ("stress", cfg.stress.is_some()),
+        ("smb", cfg.smb.is_some()),
     ];
     let mut on = modes.iter().filter(|m| m.1).map(|m| m.0);
     if let (Some(a), Some(b)) = (on.next(), on.next()) {
         return Err(CmdlineError::Conflict(a, b));
+    }
+    if cfg.smbopts.is_some() && cfg.smb.is_none() {
+        return Err(CmdlineError::Needs {
+            key: "smbopts",
+            needs: "smb",
+        });
     }
     Ok(cfg)
 }
@@ -726,6 +782,74 @@ mod tests {
             parse("failslab"),
             Err(CmdlineError::MissingValue("failslab"))
         );
+    }
+
+    #[test]
+    fn issue13_bad_benchmark_words_are_errors() {
+        // Each of these panicked the kernel ("memory allocation of 5 bytes
+        // failed") when bench::params allocated its error before the heap.
+        for (line, key) in [
+            ("bench=statneg tasks=999999", "tasks"),
+            ("bench=statneg secs=-1", "secs"),
+            ("bench=statneg tasks=0", "tasks"),
+            ("bench=statneg design=NOALLOC", "design"),
+            ("bench=statneg warmup=3601", "warmup"),
+            ("stress=rcu secs=3601", "secs"),
+        ] {
+            match parse(line) {
+                Err(CmdlineError::BadValue { key: k, .. }) => assert_eq!(k, key, "{line}"),
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            parse("bench=statneg bench=churn"),
+            Err(CmdlineError::Duplicate("bench"))
+        );
+    }
+
+    #[test]
+    fn smb_is_a_mode_and_smbopts_needs_it() {
+        assert_eq!(
+            parse("selftest smb=//10.0.2.100/share"),
+            Err(CmdlineError::Conflict("selftest", "smb"))
+        );
+        assert_eq!(
+            parse("stress=mem smb=//10.0.2.100/share"),
+            Err(CmdlineError::Conflict("stress", "smb"))
+        );
+        let e = parse("smbopts=username=u").unwrap_err();
+        assert_eq!(
+            e,
+            CmdlineError::Needs {
+                key: "smbopts",
+                needs: "smb"
+            }
+        );
+        assert_eq!(
+            std::format!("{e}"),
+            "`smbopts=` does nothing without `smb=`"
+        );
+        let c = parse("smb=//10.0.2.100/share smbopts=username=u").unwrap();
+        assert!(c.smb.is_some() && c.smbopts.is_some());
+    }
+
+    #[test]
+    fn a_cut_command_line_is_refused() {
+        let mut long = std::vec![b' '; MAX_LEN - 7];
+        long.extend_from_slice(b"hz=1000");
+        assert_eq!(parse_boot(&long, false).unwrap().hz, 1000);
+        // The boot code kept MAX_LEN bytes of a longer line.
+        assert_eq!(
+            parse_boot(&long, true),
+            Err(CmdlineError::TooLong { max: MAX_LEN })
+        );
+        long.push(b' ');
+        assert_eq!(
+            parse_boot(&long, false),
+            Err(CmdlineError::TooLong { max: MAX_LEN })
+        );
+        let msg = std::format!("{}", CmdlineError::TooLong { max: MAX_LEN });
+        assert!(msg.contains("longer than 4096 bytes"), "{msg}");
     }
 
     #[test]

@@ -46,7 +46,7 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
     // 2. Copy the PVH start info: command line, memory map, RSDP.
     let boot = arch::start::pvh::read(start_info).unwrap_or_else(|e| boot_failure(e));
     // 3. Strict command line: bad input exits here with the key reference.
-    let config = parse_cmdline(boot.cmdline());
+    let config = parse_cmdline(boot.cmdline(), boot.cmdline_truncated);
     console::init(config.log);
     log::info!(
         "boot: PVH start info v{}, {} memory map entries",
@@ -139,8 +139,10 @@ fn idle_loop() -> ! {
     }
 }
 
-fn parse_cmdline(raw: &[u8]) -> Config {
-    match cmdline::parse_bytes(raw) {
+/// Parse the command line, before the heap exists (the parser never
+/// allocates); a bad or cut line exits 2 with the reason and the key table.
+fn parse_cmdline(raw: &[u8], truncated: bool) -> Config {
+    match cmdline::parse_boot(raw, truncated) {
         Ok(c) => c,
         Err(e) => {
             kprintln!("cmdline: {e}");
@@ -188,7 +190,7 @@ fn run(config: &Config) -> ! {
     }
     if let Some(source) = &config.smb {
         let opts = config.smbopts.as_ref().map_or("", |o| o.as_str());
-        smbmount::run(source, opts);
+        smbmount::run(source, opts, config.smbread.as_ref().map(|p| p.as_str()));
     }
     if config.selftest {
         let (passed, failed) = selftest::run();

@@ -7,6 +7,8 @@
 //! - `smbopts=OPTS` — the cifs mount options, as `mount -t cifs -o`
 //!   takes them (`username=root,password=PW,wslea=easize`); checked by the
 //!   fs crate at mount time, here only for length and characters.
+//! - `smbread=PATH` — after the listing, read the share-relative file PATH
+//!   through the mount and print its size and SHA-256 ([`parse_read_path`]).
 //!
 //! Pure code, unit-tested on the host (`cargo test -p kernel --lib`).
 
@@ -51,8 +53,25 @@ impl<const N: usize> fmt::Display for Text<N> {
 
 /// Longest share name accepted.
 pub const SHARE_MAX: usize = 80;
-/// Longest `smbopts=` value accepted.
-pub const OPTS_MAX: usize = 240;
+/// Longest `smbopts=` value accepted: a pasted Linux mount line with
+/// credentials fits (the seed's options plus credentials are 261).
+pub const OPTS_MAX: usize = 1024;
+
+/// Longest `smbread=` path accepted.
+pub const READ_PATH_MAX: usize = 200;
+/// What `smbread=` accepts, for the error message.
+pub const READ_PATH_EXPECTED: &str =
+    "a share-relative file path (a/b/c), at most 200 printable characters, no `..`";
+
+/// Check and keep a `smbread=` path (share-relative; a leading `/` is
+/// allowed and ignored by the mount's path walk).
+pub fn parse_read_path(v: &str) -> Result<Text<READ_PATH_MAX>, &'static str> {
+    let ok = |b: u8| b.is_ascii_graphic() && !b"\\\"*:<>?|".contains(&b);
+    if v.is_empty() || !v.bytes().all(ok) || v.split('/').any(|c| c == "..") {
+        return Err(READ_PATH_EXPECTED);
+    }
+    Text::new(v).ok_or(READ_PATH_EXPECTED)
+}
 
 /// `smb=//A.B.C.D/SHARE`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +100,7 @@ impl fmt::Display for SmbSource {
 pub const SOURCE_EXPECTED: &str = "//A.B.C.D/SHARE (an IPv4 address and a share name)";
 /// What `smbopts=` accepts, for the error message.
 pub const OPTS_EXPECTED: &str =
-    "comma-separated cifs mount options, at most 240 printable characters";
+    "comma-separated cifs mount options, at most 1024 printable characters";
 
 fn ipv4(s: &str) -> Option<[u8; 4]> {
     let mut out = [0u8; 4];
@@ -122,6 +141,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn read_paths() {
+        assert_eq!(
+            parse_read_path("dir/file.bin").unwrap().as_str(),
+            "dir/file.bin"
+        );
+        for v in ["", "a/../b", "..", "a b", "a\\b", "a*"] {
+            assert!(parse_read_path(v).is_err(), "{v:?}");
+        }
+        assert!(parse_read_path(&"x".repeat(READ_PATH_MAX + 1)).is_err());
+    }
+
+    #[test]
     fn source_parses() {
         let s = parse_source("//10.0.2.100/share").unwrap();
         assert_eq!(s.addr, [10, 0, 2, 100]);
@@ -153,6 +184,8 @@ mod tests {
         let o = parse_opts("username=root,password=pw,wslea=probe").unwrap();
         assert_eq!(o.as_str(), "username=root,password=pw,wslea=probe");
         assert!(parse_opts(&"a".repeat(OPTS_MAX + 1)).is_err());
+        // A pasted Linux mount line with credentials (issue 14: 261 chars).
+        assert!(parse_opts(&"a".repeat(1024)).is_ok());
         assert!(parse_opts("a\u{7f}b").is_err());
     }
 }

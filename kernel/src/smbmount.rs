@@ -10,8 +10,15 @@
 //! ```
 //!
 //! (`frames`: request frames the client sent during that listing, a
-//! compound counting once), then `smb: frames_total=N` (every frame since
-//! the connection began, mount included: what a relay on the link counts).
+//! compound counting once). With `smbread=PATH` the file is then read
+//! through the mount (the VFS, cifs READs, smoltcp) and one line printed:
+//!
+//! ```text
+//! smbread path=PATH size=N sha256=HEX secs=T
+//! ```
+//!
+//! Last comes `smb: frames_total=N` (every frame since the connection
+//! began, mount included: what a relay on the link counts).
 //! Any failure prints `smb: ...` with the reason and exits with
 //! `ExitCode::RunFailed`.
 //!
@@ -46,8 +53,8 @@ struct Listing {
 }
 
 /// Mount, list cold and warm, report, exit.
-pub fn run(source: &SmbSource, opts: &str) -> ! {
-    match mount_and_list(source, opts) {
+pub fn run(source: &SmbSource, opts: &str, read: Option<&str>) -> ! {
+    match mount_and_list(source, opts, read) {
         Ok(()) => exit(ExitCode::Success),
         Err(e) => {
             kprintln!("smb: {e}");
@@ -56,7 +63,7 @@ pub fn run(source: &SmbSource, opts: &str) -> ! {
     }
 }
 
-fn mount_and_list(source: &SmbSource, opts: &str) -> Result<(), String> {
+fn mount_and_list(source: &SmbSource, opts: &str, read: Option<&str>) -> Result<(), String> {
     crate::net::init().map_err(|e| format!("network: {e}"))?;
     let vfs = Vfs::new_tmpfs("").map_err(|e| format!("root tmpfs: {e:?}"))?;
     vfs.mkdir(MOUNT_POINT, 0o755)
@@ -123,6 +130,9 @@ fn mount_and_list(source: &SmbSource, opts: &str) -> Result<(), String> {
         warm.secs,
         warm.frames
     );
+    if let Some(p) = read {
+        read_one(&vfs, p)?;
+    }
     kprintln!("smb: frames_total={}", fs.with_stats(|s| s.frames));
     if let Some(c) = crate::net::counters() {
         log::info!(
@@ -140,6 +150,26 @@ fn mount_and_list(source: &SmbSource, opts: &str) -> Result<(), String> {
             cold.entries.len()
         ));
     }
+    Ok(())
+}
+
+/// `smbread=`: read /mnt/PATH to its end, print size and SHA-256.
+fn read_one(vfs: &Vfs, rel: &str) -> Result<(), String> {
+    use sha2::Digest;
+    let path = format!("/mnt/{}", rel.trim_start_matches('/'));
+    let t0 = crate::time::now_ns();
+    let data = vfs
+        .read_file(path.as_bytes())
+        .map_err(|e| format!("smbread {path}: {e:?}"))?;
+    let secs = secs_since(t0);
+    let hex: String = sha2::Sha256::digest(&data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    kprintln!(
+        "smbread path={rel} size={} sha256={hex} secs={secs:.3}",
+        data.len()
+    );
     Ok(())
 }
 

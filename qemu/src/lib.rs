@@ -3,9 +3,14 @@
 //!
 //! - [`runner`]: builds and runs the QEMU command line for our kernel.
 //! - [`samba`]: a loopback-only Samba server started for a test or benchmark.
+//! - [`impacket`]: impacket's smbserver.py (SMB 2.0.2 only) as a second server for tests.
 //! - [`relay`]: the latency relay (one-way delay, SMB2 command counting, faults).
 //! - [`linuxref`]: the Linux reference guest (Debian kernel + busybox + statneg).
+//! - [`fixtures`]: what a test does when its fixture is missing
+//!   (`REQUIRE_FIXTURES=1`: fail; otherwise skip, and count the skips).
 
+pub mod fixtures;
+pub mod impacket;
 pub mod linuxref;
 pub mod relay;
 pub mod runner;

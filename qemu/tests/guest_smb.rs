@@ -3,10 +3,12 @@
 //! 10.0.2.100:445 to the latency relay (started by QEMU per connection,
 //! 0 ms delay), which forwards to the fixture's loopback port and counts
 //! every frame. Checks that the guest listed every entry, that `easize`
-//! needed no EA probes, that the relay counted exactly the frames the
-//! guest says it sent, and that a wrong password is a clean non-zero exit.
+//! needed no EA probes, that `smbread=` read a 300 KB file through the
+//! mount with the checksum of the server's copy, that the relay counted
+//! exactly the frames the guest says it sent, and that a wrong password is
+//! a clean non-zero exit.
 //!
-//! Skips with the reason unless root + smbd (the fixture), QEMU and the
+//! Skips with the reason (a failure under `REQUIRE_FIXTURES=1`) unless root + smbd (the fixture), QEMU and the
 //! release kernel image (`$GUEST_KERNEL`, else
 //! `$CARGO_TARGET_DIR` or `target/`, then `x86_64-unknown-none/release/kernel`)
 //! are there.
@@ -21,14 +23,18 @@ use qemu::runner::{
 use qemu::samba::{entry_name, Fixture, FixtureOpts};
 
 const ENTRIES: usize = 20;
+/// The file `smbread=` reads (at the share root, beside the directories).
+const READ_NAME: &str = "blob.bin";
+const READ_SIZE: usize = 300_000;
 /// `ExitCode::RunFailed` in kernel/src/exit.rs.
 const RUN_FAILED: u8 = 6;
 
-fn skip_reason() -> Option<String> {
+/// The missing fixture and why, if one is.
+fn skip_reason() -> Option<(&'static str, String)> {
     if let Err(why) = Fixture::available() {
-        return Some(why);
+        return Some(("Samba", why));
     }
-    guest_boot_unavailable()
+    guest_boot_unavailable().map(|why| ("QEMU and the kernel image", why))
 }
 
 /// Boot the kernel with `cmdline` and a guestfwd to the relay.
@@ -78,12 +84,14 @@ fn field(serial: &str, prefix: &str, key: &str) -> Option<u64> {
 
 #[test]
 fn guest_mounts_and_lists_share_over_virtio_net() {
-    if let Some(why) = skip_reason() {
-        eprintln!("SKIP guest_smb: {why}");
+    if let Some((fixture, why)) = skip_reason() {
+        qemu::fixtures::skip("guest_smb", fixture, why);
         return;
     }
+    let blob: Vec<u8> = (0..READ_SIZE).map(|i| (i * 7 % 253) as u8).collect();
     let fx = Fixture::start(&FixtureOpts {
         entries: ENTRIES,
+        files: vec![(READ_NAME.into(), blob)],
         ..FixtureOpts::default()
     })
     .expect("samba fixture");
@@ -94,7 +102,7 @@ fn guest_mounts_and_lists_share_over_virtio_net() {
         &fx,
         &stats,
         &format!(
-            "smb=//10.0.2.100/{} smbopts=username={},password={},wslea=easize,acregmax=60,acdirmax=60",
+            "smb=//10.0.2.100/{} smbopts=username={},password={},wslea=easize,acregmax=60,acdirmax=60 smbread={READ_NAME}",
             fx.share, fx.user, fx.password
         ),
     );
@@ -121,8 +129,25 @@ fn guest_mounts_and_lists_share_over_virtio_net() {
     let lsla = "lsla design=";
     assert_eq!(
         field(serial, lsla, "entries"),
-        Some(ENTRIES as u64),
+        Some(ENTRIES as u64 + 1),
         "{serial}"
+    );
+    // The server's own copy, hashed here.
+    let on_disk = std::fs::read(fx.share_dir.join(READ_NAME)).unwrap();
+    let want: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(&on_disk)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let line = serial
+        .lines()
+        .find(|l| l.starts_with("smbread "))
+        .unwrap_or_else(|| panic!("no smbread line:\n{serial}"));
+    assert!(
+        line.contains(&format!("path={READ_NAME} size={READ_SIZE} sha256={want} ")),
+        "guest read {line:?}, server has sha256={want}"
     );
     let cold = field(serial, lsla, "cold_frames").expect("cold_frames");
     let warm = field(serial, lsla, "warm_frames").expect("warm_frames");

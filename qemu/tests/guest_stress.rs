@@ -15,7 +15,7 @@
 //!   wrong answer, at least one ENOMEM, thousands of files created first,
 //!   a refill of at least 90% of them, live dentries back at baseline.
 //!
-//! Skips with the reason when QEMU or the release kernel image
+//! Skips with the reason (a failure under `REQUIRE_FIXTURES=1`) when QEMU or the release kernel image
 //! (`$GUEST_KERNEL`, else `$CARGO_TARGET_DIR` or `target/`, then
 //! `x86_64-unknown-none/release/kernel`; `make test` builds it first) is
 //! missing.
@@ -60,7 +60,7 @@ const DESIGNS: [&str; 3] = ["transient", "negative", "noalloc"];
 #[test]
 fn stress_rcu_8_vcpus_10s() {
     if let Some(why) = skip_reason() {
-        eprintln!("SKIP guest_stress: {why}");
+        qemu::fixtures::skip("guest_stress", "QEMU and the kernel image", why);
         return;
     }
     let out = boot(8, "512M", "stress=rcu secs=10", 180);
@@ -86,7 +86,7 @@ fn stress_rcu_8_vcpus_10s() {
 #[test]
 fn stress_mem_64m() {
     if let Some(why) = skip_reason() {
-        eprintln!("SKIP guest_stress: {why}");
+        qemu::fixtures::skip("guest_stress", "QEMU and the kernel image", why);
         return;
     }
     let out = boot(2, "64M", "stress=mem", 300);
@@ -114,7 +114,7 @@ fn stress_mem_64m() {
 #[test]
 fn stress_oom_64m_fills_to_enomem_and_recovers() {
     if let Some(why) = skip_reason() {
-        eprintln!("SKIP guest_stress: {why}");
+        qemu::fixtures::skip("guest_stress", "QEMU and the kernel image", why);
         return;
     }
     let out = boot(2, "64M", "stress=oom", 120);

@@ -1,7 +1,8 @@
 //! Boots the runner's tiny probe guest (no real kernel needed) under QEMU to
 //! check serial capture, the isa-debug-exit status mapping, the serial log,
-//! the timeout and QEMU error detection end to end. Skipped with a note when
-//! `qemu-system-x86_64` is not installed (`make setup` installs it).
+//! the timeout and QEMU error detection end to end. Skipped (a failure under
+//! `REQUIRE_FIXTURES=1`) when `qemu-system-x86_64` is not installed (`make
+//! setup` installs it).
 
 use std::fs;
 use std::path::PathBuf;
@@ -17,7 +18,11 @@ fn qemu_available() -> bool {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("SKIP: qemu-system-x86_64 not installed (run `make setup` as root)");
+        qemu::fixtures::skip(
+            "runner_boot",
+            "QEMU",
+            "qemu-system-x86_64 not installed (run `make setup` as root)",
+        );
     }
     ok
 }

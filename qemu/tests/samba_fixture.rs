@@ -1,6 +1,7 @@
 //! The Samba fixture: it starts, smbclient lists the share's entries, WSL
 //! EAs are where they were put, options reach smbd, and it stops cleanly.
-//! Skips (with the reason) where smbd is not installed or we are not root.
+//! Skips (with the reason; a failure under `REQUIRE_FIXTURES=1`) where smbd
+//! is not installed or we are not root.
 
 use qemu::samba::{self, entry_name, Fixture, FixtureOpts};
 use std::path::Path;
@@ -9,7 +10,7 @@ fn skip() -> bool {
     match Fixture::smbclient_available() {
         Ok(()) => false,
         Err(why) => {
-            eprintln!("SKIP: Samba fixture unavailable: {why}");
+            qemu::fixtures::skip("samba_fixture", "Samba", why);
             true
         }
     }

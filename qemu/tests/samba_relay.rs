@@ -1,7 +1,8 @@
 //! smbclient against the Samba fixture through the latency relay: exact
 //! frame/command/status counts of `ls`, the guestfwd stdio mode at 76 ms RTT
 //! (timed against a direct run), signing seen on the wire, and each fault
-//! as a real client meets it. Skips where the fixture cannot run.
+//! as a real client meets it. Skips where the fixture cannot run (a failure
+//! under `REQUIRE_FIXTURES=1`).
 
 mod relay_util;
 
@@ -15,7 +16,7 @@ fn skip() -> bool {
     match Fixture::smbclient_available() {
         Ok(()) => false,
         Err(why) => {
-            eprintln!("SKIP: Samba fixture unavailable: {why}");
+            qemu::fixtures::skip("samba_relay", "Samba", why);
             true
         }
     }

@@ -17,6 +17,7 @@ pub mod exec;
 pub mod linux;
 pub mod plot;
 pub mod points;
+pub mod predict;
 pub mod proc;
 pub mod report;
 pub mod rows;

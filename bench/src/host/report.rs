@@ -272,12 +272,12 @@ fn write_group(s: &mut String, pts: &[Point], g: &Group) {
     }
     let _ = writeln!(
         s,
-        "| testcase | design | CPUs | ops/s | per-CPU ops/s | scaling eff. | min–max ops/s | allocs/op | shared_stores/op | fallbacks/op | locks/op |{}",
+        "| testcase | design | CPUs | ops/s | per-CPU ops/s | scaling eff. | min–max ops/s | allocs/op | shared_stores/op | fallbacks/op | locks/op | transfers/op |{}",
         if repeated { " runs | spread of ops/s |" } else { "" }
     );
     let _ = writeln!(
         s,
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|{}",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|{}",
         if repeated { "---:|---:|" } else { "" }
     );
     for p in mine {
@@ -301,7 +301,7 @@ fn write_group(s: &mut String, pts: &[Point], g: &Group) {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {}–{} | {} | {} | {} | {} |{spread}",
+            "| {} | {} | {} | {} | {} | {} | {}–{} | {} | {} | {} | {} | {} |{spread}",
             r.testcase,
             r.design,
             r.cpus,
@@ -313,7 +313,8 @@ fn write_group(s: &mut String, pts: &[Point], g: &Group) {
             opt3(r.allocs),
             opt3(r.shared_stores),
             opt3(r.fallbacks),
-            opt3(r.locks)
+            opt3(r.locks),
+            opt3(r.transfers)
         );
     }
     s.push('\n');

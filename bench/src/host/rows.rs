@@ -9,11 +9,13 @@
 //! counters `allocs`, `shared_stores`, `fallbacks`, `locks` (empty where the
 //! source has none), `status` (`ok`, `skipped`, `failed`), `note` and
 //! `rep` (which repetition of its point the run was, 1 to N under
-//! `bench sweep --repeat N`).
+//! `bench sweep --repeat N`) and `transfers` (cache-line transfers per op,
+//! the per-op line's last counter; empty where the source has none).
 //!
-//! `rep` came last and later: files written before it ([`HEADER_V1`], 17
-//! columns) are still read, every row as repetition 1. Writing always uses
-//! the current [`HEADER`].
+//! `rep` and `transfers` came later, each appended: files written before
+//! them ([`HEADER_V1`], 17 columns; [`HEADER_V2`], 18) are still read, rows
+//! without `rep` as repetition 1, rows without `transfers` with none.
+//! Writing always uses the current [`HEADER`].
 //!
 //! Touches: the files it is asked to read or write.
 
@@ -25,6 +27,11 @@ use crate::output::RunOutput;
 /// The header line of raw.csv.
 pub const HEADER: &str =
     "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
+allocs,shared_stores,fallbacks,locks,status,note,rep,transfers";
+
+/// The header of raw.csv files written before the `transfers` column.
+pub const HEADER_V2: &str =
+    "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
 allocs,shared_stores,fallbacks,locks,status,note,rep";
 
 /// The header of raw.csv files written before the `rep` column existed.
@@ -32,9 +39,10 @@ pub const HEADER_V1: &str =
     "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
 allocs,shared_stores,fallbacks,locks,status,note";
 
-/// Fields per line under [`HEADER_V1`] and under [`HEADER`].
+/// Fields per line under [`HEADER_V1`], [`HEADER_V2`] and [`HEADER`].
 const FIELDS_V1: usize = 17;
-const FIELDS: usize = 18;
+const FIELDS_V2: usize = 18;
+const FIELDS: usize = 19;
 
 /// One run.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -59,6 +67,8 @@ pub struct Row {
     /// Which repetition of its (source, testcase, design, cpus) point this
     /// run was, from 1. A single run, and every row of an old file, is 1.
     pub rep: u32,
+    /// Cache-line transfers per op (`None`: no counters, or an old row).
+    pub transfers: Option<f64>,
 }
 
 impl Row {
@@ -94,6 +104,7 @@ impl Row {
             status: "ok".into(),
             note: note.into(),
             rep: 1,
+            transfers: p.and_then(|p| p.transfers),
         }
     }
 
@@ -158,7 +169,7 @@ impl Row {
         s.push_str(&quote(&self.status));
         s.push(',');
         s.push_str(&quote(&self.note));
-        let _ = write!(s, ",{}", self.rep);
+        let _ = write!(s, ",{},{}", self.rep, opt(self.transfers));
         s
     }
 
@@ -167,8 +178,9 @@ impl Row {
         Row::from_csv_fields(line, FIELDS)
     }
 
-    /// Parse one line holding `fields` fields: [`FIELDS`], or [`FIELDS_V1`]
-    /// for a file from before `rep` (the row is then repetition 1).
+    /// Parse one line holding `fields` fields: [`FIELDS`], [`FIELDS_V2`]
+    /// for a file from before `transfers`, or [`FIELDS_V1`] for one from
+    /// before `rep` (the row is then repetition 1).
     fn from_csv_fields(line: &str, fields: usize) -> Result<Row, String> {
         let f = split_csv(line)?;
         if f.len() != fields {
@@ -210,6 +222,11 @@ impl Row {
                     Ok(n) if n >= 1 => n,
                     _ => return Err(format!("bad rep '{v}'")),
                 },
+            },
+            transfers: if f.len() > 18 {
+                opt(18, "transfers")?
+            } else {
+                None
             },
         })
     }
@@ -265,6 +282,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
     let mut lines = text.lines().enumerate();
     let fields = match lines.next().map(|(_, h)| h.trim_end()) {
         Some(h) if h == HEADER => FIELDS,
+        Some(h) if h == HEADER_V2 => FIELDS_V2,
         Some(h) if h == HEADER_V1 => FIELDS_V1,
         _ => return Err("missing or different raw.csv header".into()),
     };
@@ -309,7 +327,7 @@ mod tests {
         // Written back, it gains the column.
         let again = to_csv(&rows);
         assert!(again.starts_with(&format!("{HEADER}\n")));
-        assert!(again.contains("not pinned\",1\n"), "{again}");
+        assert!(again.contains("not pinned\",1,\n"), "{again}");
         assert_eq!(parse_csv(&again).unwrap(), rows);
     }
 
@@ -318,19 +336,35 @@ mod tests {
         let mut r = Row::from_csv_fields(OLD_LINE, FIELDS_V1).unwrap();
         r.rep = 3;
         let text = to_csv(std::slice::from_ref(&r));
-        assert!(text.ends_with(",3\n"), "rep is the last field: {text}");
+        assert!(text.ends_with(",3,\n"), "rep, then transfers: {text}");
         let back = parse_csv(&text).unwrap();
         assert_eq!(back, vec![r]);
         assert_eq!(back[0].rep, 3);
     }
 
     #[test]
+    fn reads_and_writes_the_transfers_column() {
+        // A file from before `transfers` (18 fields): no figure.
+        let v2 = parse_csv(&format!("{HEADER_V2}\n{OLD_LINE},2\n")).unwrap();
+        assert_eq!((v2[0].rep, v2[0].transfers), (2, None));
+        let mut r = v2[0].clone();
+        r.transfers = Some(3.5);
+        let text = to_csv(std::slice::from_ref(&r));
+        assert!(text.ends_with(",2,3.500\n"), "{text}");
+        assert_eq!(parse_csv(&text).unwrap(), vec![r]);
+        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,x\n")).unwrap_err();
+        assert!(e.contains("bad transfers"), "{e}");
+    }
+
+    #[test]
     fn the_header_decides_the_field_count() {
         // An old line under the new header, and a new line under the old.
         assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE}\n")).is_err());
+        assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE},1\n")).is_err());
         assert!(parse_csv(&format!("{HEADER_V1}\n{OLD_LINE},2\n")).is_err());
+        assert!(parse_csv(&format!("{HEADER_V2}\n{OLD_LINE},2,1.0\n")).is_err());
         for bad in ["0", "x", "-1", ""] {
-            let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},{bad}\n")).unwrap_err();
+            let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},{bad},\n")).unwrap_err();
             assert!(e.contains("bad rep"), "{bad}: {e}");
         }
         assert!(parse_csv("source,accel\n").is_err());

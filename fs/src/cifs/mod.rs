@@ -12,7 +12,19 @@
 //!   `stat` inside acregmax/acdirmax costs no round trip; the listing itself
 //!   is reused inside acdirmax;
 //! - `getattr` revalidates attributes older than the window and asks for the
-//!   WSL EAs when the WSL-EA design says so ([`wslea`]).
+//!   WSL EAs when the WSL-EA design says so ([`wslea`]); a tree connect
+//!   whose server refuses the EA query itself (STATUS_NOT_SUPPORTED,
+//!   STATUS_INVALID_INFO_CLASS: impacket, some NAS) has "no EAs": the stat
+//!   succeeds and probing stops until a reconnect (counted in
+//!   [`CifsFs::ea_refused`]);
+//! - data and changes: `read`/`write` go to the server in chunks within
+//!   `rsize`/`wsize` and the negotiated MaxReadSize/MaxWriteSize; create,
+//!   mkdir, unlink, rmdir, rename and truncate are one compound each
+//!   ([`crate::smb::ops`]); size and mtime afterwards are the server's, and
+//!   a changed inode forgets its WSL-EA state (it is asked again);
+//! - inode numbers are the server's IndexNumber unless it is 0 or already
+//!   names another path (servers that do not keep them): then a unique
+//!   local number, as Linux's `iunique`.
 //!
 //! Touches: one connection (behind a spinlock: requests of one mount are
 //! serialised), the dcache entries of its own superblock.
@@ -34,9 +46,11 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::dcache::{self, d_hash, DRef};
 use crate::errno::{Errno, KResult};
 use crate::inode::{FsOps, Inode, SuperBlock};
+use crate::smb::wire::create::{CloseAttrs, FileTimes, FILE_CREATE};
 use crate::smb::wire::dirinfo::DirInfo;
 use crate::smb::wire::info::FileStat;
-use crate::smb::{Clock, Config, Connection, Connector, SmbError};
+use crate::smb::wire::status;
+use crate::smb::{Clock, Config, Connection, Connector, OpenKind, SmbError};
 use crate::sync::spinlock::SpinLock;
 use crate::vfs::{FileType, Vfs};
 use wslea::ProbeCtx;
@@ -48,8 +62,8 @@ const ATTR_REPARSE: u32 = 0x400;
 
 /// Per-inode SMB state.
 pub struct CifsInode {
-    /// Share-relative path.
-    pub path: String,
+    /// Share-relative path (changes on rename).
+    path: SpinLock<String>,
     attr_ms: AtomicU64,
     /// The directory listing was fetched at (directories).
     list_ms: AtomicU64,
@@ -63,7 +77,7 @@ pub struct CifsInode {
 impl CifsInode {
     fn new(path: String, now: u64) -> Self {
         CifsInode {
-            path,
+            path: SpinLock::new(path),
             attr_ms: AtomicU64::new(now),
             list_ms: AtomicU64::new(0),
             list_valid: AtomicBool::new(false),
@@ -71,6 +85,24 @@ impl CifsInode {
             answered_ms: AtomicU64::new(0),
         }
     }
+
+    /// The share-relative path now.
+    pub fn path(&self) -> String {
+        self.path.lock().clone()
+    }
+
+    /// The inode changed (written, truncated, renamed): what we knew of its
+    /// WSL EAs (negcache answer, listing EaSize) no longer holds.
+    fn forget_eas(&self) {
+        self.answered_ms.store(0, Ordering::Relaxed);
+        self.listing_ea_size.store(u32::MAX, Ordering::Relaxed);
+    }
+}
+
+/// FILETIME (100 ns since 1601) to ns since the Unix epoch (0 before it).
+fn filetime_to_unix_ns(ft: u64) -> u64 {
+    const EPOCH_DIFF: u64 = 116_444_736_000_000_000;
+    ft.saturating_sub(EPOCH_DIFF).saturating_mul(100)
 }
 
 /// Per-tree-connect WSL-EA state (the negcache rule).
@@ -79,6 +111,10 @@ struct TconEa {
     no_eas: u32,
     positive: bool,
     stop_ms: Option<u64>,
+    /// The server refused the EA query class itself: this tree connect has
+    /// no EAs, nothing is asked again until a reconnect (the connection
+    /// generation it was refused on).
+    refused: Option<u64>,
     conn_epoch: u64,
 }
 
@@ -91,6 +127,35 @@ pub struct CifsFs {
     pub probes: AtomicU64,
     /// Monotonic epoch of (re)connects seen.
     epoch: AtomicU64,
+    /// EA queries the server refused as a class (STATUS_NOT_SUPPORTED /
+    /// STATUS_INVALID_INFO_CLASS); each stops probing on its tree connect.
+    pub ea_refused: AtomicU64,
+    /// Server inode numbers handed out, and the path that has each: a 0 or
+    /// a number seen on another path gets a unique local one instead.
+    inos: SpinLock<alloc::collections::BTreeMap<u64, String>>,
+    /// Inode numbers made up because the server's were 0 or duplicated.
+    pub inos_made_up: AtomicU64,
+}
+
+/// Local inode numbers (never a server's IndexNumber as long as servers
+/// stay below 2^62, as Samba's and Windows' do).
+const LOCAL_INO: u64 = 1 << 62;
+
+/// Errno of a failed data or namespace operation: Linux's mapping of the
+/// statuses these operations meet (`fs/smb/client/smb2maperror.c`), then
+/// the common one.
+fn data_errno(e: SmbError) -> Errno {
+    match e.status() {
+        Some(status::DIRECTORY_NOT_EMPTY) => Errno::ENOTEMPTY,
+        Some(status::SHARING_VIOLATION) => Errno::EBUSY,
+        Some(status::CANNOT_DELETE) => Errno::EACCES,
+        Some(status::DISK_FULL) => Errno::ENOSPC,
+        Some(status::DELETE_PENDING) => Errno::ENOENT,
+        Some(status::MEDIA_WRITE_PROTECTED) => Errno::EROFS,
+        Some(status::NOT_SAME_DEVICE) => Errno::EXDEV,
+        Some(status::FILE_CLOSED) => Errno::EBADF,
+        _ => e.errno(),
+    }
 }
 
 impl CifsFs {
@@ -119,7 +184,76 @@ impl CifsFs {
     }
 
     fn map<T>(r: Result<T, SmbError>) -> KResult<T> {
-        r.map_err(|e| e.errno())
+        r.map_err(data_errno)
+    }
+
+    /// Largest READ chunk (`rsize=`; the negotiated MaxReadSize and the
+    /// credits cut it further).
+    fn rsize(&self) -> u32 {
+        self.opts.rsize
+    }
+
+    /// Largest WRITE chunk (`wsize=`, likewise).
+    fn wsize(&self) -> u32 {
+        self.opts.wsize
+    }
+
+    /// The inode number for the server's `id` of `path` (see
+    /// [`CifsFs::inos`]).
+    fn ino_for(&self, sb: &SuperBlock, path: &str, id: Option<u64>) -> u64 {
+        let id = if self.opts.noserverino { None } else { id };
+        if let Some(id) = id.filter(|&i| i != 0 && i < LOCAL_INO) {
+            let mut m = self.inos.lock();
+            match m.get(&id) {
+                Some(p) if p != path => {}
+                Some(_) => return id,
+                None => {
+                    m.insert(id, path.to_string());
+                    return id;
+                }
+            }
+            drop(m);
+            self.inos_made_up.fetch_add(1, Ordering::Relaxed);
+        } else if id.is_some() {
+            self.inos_made_up.fetch_add(1, Ordering::Relaxed);
+        }
+        sb.alloc_ino() | LOCAL_INO
+    }
+
+    /// Size and mtime as the server reported them after a change.
+    fn apply_close(inode: &Inode, a: &CloseAttrs) {
+        inode.set_size(a.end_of_file);
+        Self::apply_times(inode, &a.times);
+    }
+
+    fn apply_times(inode: &Inode, t: &FileTimes) {
+        inode.set_mtime_ns(filetime_to_unix_ns(t.last_write));
+    }
+
+    /// After a change: the server's attributes (from the CLOSE, or a
+    /// stat when the server sent none), fresh for the attribute window, and
+    /// the WSL-EA state dropped.
+    fn changed(&self, inode: &Inode, attrs: Option<CloseAttrs>) -> KResult<()> {
+        let Some(ci) = inode.private::<CifsInode>() else {
+            return Ok(());
+        };
+        ci.forget_eas();
+        match attrs {
+            Some(a) => Self::apply_close(inode, &a),
+            None => {
+                let st = Self::map(self.conn.lock().stat(&ci.path()))?;
+                Self::apply_stat(inode, &st);
+            }
+        }
+        ci.attr_ms.store(self.now(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn inode_path(inode: &Inode) -> KResult<String> {
+        inode
+            .private::<CifsInode>()
+            .map(|c| c.path())
+            .ok_or(Errno::EOPNOTSUPP)
     }
 
     fn make_inode(
@@ -131,8 +265,7 @@ impl CifsFs {
         id: Option<u64>,
         now: u64,
     ) -> Arc<Inode> {
-        let ino = if self.opts.noserverino { None } else { id }
-            .unwrap_or_else(|| sb.alloc_ino() | (1 << 62));
+        let ino = self.ino_for(sb, &path, id);
         let (kind, mode) = if dir {
             (FileType::Dir, self.opts.dir_mode)
         } else {
@@ -148,8 +281,8 @@ impl CifsFs {
         let name = core::str::from_utf8(name).map_err(|_| Errno::EINVAL)?;
         let base = dir
             .private::<CifsInode>()
-            .map(|c| c.path.as_str())
-            .unwrap_or("");
+            .map(|c| c.path())
+            .unwrap_or_default();
         Ok(if base.is_empty() {
             name.to_string()
         } else {
@@ -159,10 +292,12 @@ impl CifsFs {
 
     fn apply_stat(inode: &Inode, st: &FileStat) {
         inode.set_size(st.end_of_file);
+        Self::apply_times(inode, &st.times);
     }
 
     fn apply_listing(inode: &Inode, e: &DirInfo, now: u64) {
         inode.set_size(e.end_of_file);
+        inode.set_mtime_ns(filetime_to_unix_ns(e.times.last_write));
         if let Some(c) = inode.private::<CifsInode>() {
             c.attr_ms.store(now, Ordering::Relaxed);
             let ea = if e.attributes & ATTR_REPARSE != 0 {
@@ -191,17 +326,12 @@ impl FsOps for CifsFs {
         match r {
             Ok(st) => {
                 let now = self.now();
-                Ok(Some(self.make_inode(
-                    sb,
-                    path,
-                    st.directory,
-                    st.end_of_file,
-                    st.file_id,
-                    now,
-                )))
+                let i = self.make_inode(sb, path, st.directory, st.end_of_file, st.file_id, now);
+                Self::apply_times(&i, &st.times);
+                Ok(Some(i))
             }
             Err(e) if e.errno() == Errno::ENOENT => Ok(None),
-            Err(e) => Err(e.errno()),
+            Err(e) => Err(data_errno(e)),
         }
     }
 
@@ -230,13 +360,17 @@ impl FsOps for CifsFs {
             self.opts.acregmax_ms
         };
         if now.saturating_sub(ci.attr_ms.load(Ordering::Relaxed)) >= window {
-            let st = Self::map(self.conn.lock().stat(&ci.path))?;
+            let st = Self::map(self.conn.lock().stat(&ci.path()))?;
             Self::apply_stat(inode, &st);
             ci.attr_ms.store(now, Ordering::Relaxed);
         }
         let design = self.opts.effective_wslea();
         let ctx = {
             let t = self.tcon.lock();
+            if t.refused.is_some() && t.refused == Some(self.conn.lock().generation()) {
+                // The server has no EA query at all on this tree connect.
+                return Ok(());
+            }
             let no_eas = ci.answered_ms.load(Ordering::Relaxed);
             let listing = ci.listing_ea_size.load(Ordering::Relaxed);
             ProbeCtx {
@@ -253,7 +387,18 @@ impl FsOps for CifsFs {
             return Ok(());
         }
         self.probes.fetch_add(1, Ordering::Relaxed);
-        let r = Self::map(self.conn.lock().query_wsl_eas(&ci.path))?;
+        let r = self.conn.lock().query_wsl_eas(&ci.path());
+        let r = match r {
+            Err(SmbError::Status(status::NOT_SUPPORTED | status::INVALID_INFO_CLASS)) => {
+                // Not "this file has none" but "this server has no EA
+                // query": no EAs on this tree connect, stop asking.
+                self.ea_refused.fetch_add(1, Ordering::Relaxed);
+                let gen = self.conn.lock().generation();
+                self.tcon.lock().refused = Some(gen);
+                return Ok(());
+            }
+            r => Self::map(r)?,
+        };
         let mut t = self.tcon.lock();
         // A reconnect resets what the tree connect taught us.
         let epoch = self.epoch.load(Ordering::Relaxed);
@@ -308,6 +453,114 @@ impl FsOps for CifsFs {
         Ok(())
     }
 
+    fn remote(&self) -> bool {
+        true
+    }
+
+    fn read(&self, inode: &Arc<Inode>, off: u64, buf: &mut [u8]) -> KResult<usize> {
+        let path = Self::inode_path(inode)?;
+        let (data, size) = Self::map(self.conn.lock().read_at(
+            &path,
+            off,
+            buf.len(),
+            self.rsize(),
+        ))?;
+        let n = data.len().min(buf.len());
+        buf[..n].copy_from_slice(&data[..n]);
+        // The open told us the server's size: keep stat coherent with it.
+        inode.set_size(size);
+        Ok(n)
+    }
+
+    fn write(&self, inode: &Arc<Inode>, off: u64, data: &[u8]) -> KResult<usize> {
+        let path = Self::inode_path(inode)?;
+        let w = Self::map(self.conn.lock().write_at(&path, off, data, self.wsize()))?;
+        self.changed(inode, w.attrs)?;
+        Ok(w.bytes as usize)
+    }
+
+    fn truncate(&self, inode: &Arc<Inode>, size: u64) -> KResult<()> {
+        let path = Self::inode_path(inode)?;
+        let attrs = Self::map(self.conn.lock().set_size(&path, size))?;
+        self.changed(inode, attrs)
+    }
+
+    fn create(
+        &self,
+        sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+        kind: FileType,
+        _mode: u32,
+    ) -> KResult<Arc<Inode>> {
+        let path = Self::child_path(dir, name)?;
+        let ok = match kind {
+            FileType::Dir => OpenKind::Directory,
+            FileType::File => OpenKind::File,
+            FileType::Symlink => return Err(Errno::EOPNOTSUPP),
+        };
+        let c = Self::map(self.conn.lock().create(&path, ok, FILE_CREATE))?;
+        let now = self.now();
+        let st = c.stat;
+        let i = self.make_inode(
+            sb,
+            path,
+            kind == FileType::Dir,
+            st.end_of_file,
+            st.file_id,
+            now,
+        );
+        Self::apply_times(&i, &st.times);
+        if let Some(ci) = i.private::<CifsInode>() {
+            // A new object has no EAs (and an empty listing).
+            ci.listing_ea_size.store(0, Ordering::Relaxed);
+            if kind == FileType::Dir {
+                ci.list_ms.store(now, Ordering::Relaxed);
+                ci.list_valid.store(true, Ordering::Relaxed);
+            }
+        }
+        Ok(i)
+    }
+
+    fn remove(&self, _dir: &Inode, _name: &[u8], inode: &Inode) -> KResult<()> {
+        let path = Self::inode_path(inode)?;
+        let kind = if inode.is_dir() {
+            OpenKind::Directory
+        } else {
+            OpenKind::File
+        };
+        Self::map(self.conn.lock().delete(&path, kind))?;
+        // The server may give the number to a new file (ext4 reuses them).
+        let mut m = self.inos.lock();
+        if m.get(&inode.ino).is_some_and(|p| *p == path) {
+            m.remove(&inode.ino);
+        }
+        Ok(())
+    }
+
+    fn rename(
+        &self,
+        _odir: &Inode,
+        _oname: &[u8],
+        inode: &Inode,
+        ndir: &Inode,
+        nname: &[u8],
+    ) -> KResult<()> {
+        let old = Self::inode_path(inode)?;
+        let new = Self::child_path(ndir, nname)?;
+        Self::map(self.conn.lock().rename(&old, &new))?;
+        if let Some(ci) = inode.private::<CifsInode>() {
+            *ci.path.lock() = new.clone();
+            ci.forget_eas();
+            ci.list_valid.store(false, Ordering::Relaxed);
+        }
+        let mut m = self.inos.lock();
+        if m.get(&inode.ino).is_some_and(|p| *p == old) {
+            m.insert(inode.ino, new);
+        }
+        Ok(())
+    }
+
     fn refresh_dir(&self, sb: &SuperBlock, dir: &DRef) -> KResult<()> {
         let inode = dir.inode_arc().ok_or(Errno::ENOENT)?;
         let Some(ci) = inode.private::<CifsInode>() else {
@@ -319,7 +572,7 @@ impl FsOps for CifsFs {
         {
             return Ok(());
         }
-        let entries = Self::map(self.conn.lock().list_dir(&ci.path))?;
+        let entries = Self::map(self.conn.lock().list_dir(&ci.path()))?;
         let _excl = inode.i_rwsem.write();
         let mut seen: alloc::collections::BTreeSet<&[u8]> = alloc::collections::BTreeSet::new();
         for e in &entries {
@@ -406,6 +659,9 @@ pub fn mount(
         tcon: SpinLock::new(TconEa::default()),
         probes: AtomicU64::new(0),
         epoch: AtomicU64::new(0),
+        ea_refused: AtomicU64::new(0),
+        inos: SpinLock::new(alloc::collections::BTreeMap::new()),
+        inos_made_up: AtomicU64::new(0),
     };
     // Non-complete dcache: misses ask the server; negatives are cached.
     let design = crate::dcache::design::by_name("negative").expect("negative exists");

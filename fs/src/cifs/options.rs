@@ -59,7 +59,7 @@ file_mode= dir_mode= acregmax= acdirmax= actimeo= soft hard noserverino sign rsi
 impl Default for CifsOpts {
     fn default() -> Self {
         CifsOpts {
-            vers: alloc::vec![0x0311, 0x0302, 0x0210],
+            vers: parse_vers("default").expect("default is a vers"),
             username: String::new(),
             password: String::new(),
             domain: String::new(),
@@ -82,6 +82,31 @@ impl Default for CifsOpts {
             wsize: DEFAULT_IOSIZE,
         }
     }
+}
+
+/// `vers=` with Linux's meanings: one dialect, or `3` (3.0 and up) or
+/// `default` (2.1 and up). `1.0` (SMB1) is not spoken here.
+pub fn parse_vers(v: &str) -> Result<Vec<u16>, OptError> {
+    use crate::smb::wire::negotiate::dialect::*;
+    Ok(match v {
+        "2.0" => alloc::vec![SMB2_0_2],
+        "2.1" => alloc::vec![SMB2_1],
+        "3.0" => alloc::vec![SMB3_0],
+        "3.0.2" | "3.02" => alloc::vec![SMB3_0_2],
+        "3.1.1" | "3.11" => alloc::vec![SMB3_1_1],
+        "3" => alloc::vec![SMB3_1_1, SMB3_0_2, SMB3_0],
+        "default" => alloc::vec![SMB3_1_1, SMB3_0_2, SMB3_0, SMB2_1],
+        "1.0" => {
+            return Err(OptError(
+                "cifs: vers=1.0 (SMB1) is not supported by this client".into(),
+            ))
+        }
+        x => {
+            return Err(OptError(format!(
+            "cifs: Unknown vers= option specified: {x} (2.0, 2.1, 3, 3.0, 3.0.2, 3.1.1, default)"
+        )))
+        }
+    })
 }
 
 /// Linux's default rsize/wsize (`SMB3_DEFAULT_IOSIZE`).
@@ -112,19 +137,7 @@ impl CifsOpts {
             };
             let need = || v.ok_or_else(|| OptError(format!("cifs: {k} needs a value")));
             match k {
-                "vers" => {
-                    o.vers = match need()? {
-                        "3.1.1" | "3.11" => alloc::vec![0x0311],
-                        "3.0.2" | "3.02" => alloc::vec![0x0302],
-                        "2.1" => alloc::vec![0x0210],
-                        "3" | "default" => alloc::vec![0x0311, 0x0302],
-                        x => {
-                            return Err(OptError(format!(
-                                "cifs: unsupported vers={x} (3.1.1, 3.0.2, 2.1, 3, default)"
-                            )))
-                        }
-                    }
-                }
+                "vers" => o.vers = parse_vers(need()?)?,
                 "username" | "user" => o.username = need()?.to_string(),
                 "password" | "pass" => o.password = need()?.to_string(),
                 "domain" => o.domain = need()?.to_string(),

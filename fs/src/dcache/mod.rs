@@ -888,6 +888,14 @@ pub fn children(dir: &Dentry) -> Vec<Arc<Dentry>> {
         .collect()
 }
 
+/// Owned references to every child of `dir` still linked to it: positive,
+/// negative and in-lookup, hashed or not (the step-through page draws them;
+/// nothing on the lookup path calls this).
+pub fn all_children(dir: &Dentry) -> Vec<Arc<Dentry>> {
+    let g = dir.lockref.lock();
+    g.children.to_vec()
+}
+
 /// Does `dir` have positive children? (rmdir's emptiness test)
 pub fn has_positive_children(dir: &Dentry) -> bool {
     let g = dir.lockref.lock();

@@ -60,6 +60,15 @@ pub enum SmbError {
     Protocol(&'static str),
     /// Authentication could not proceed (bad challenge, guest fallback).
     Auth(&'static str),
+    /// A reply did not decrypt (bad tag, wrong session, malformed
+    /// transform) or came in clear on an encrypting session: EIO.
+    DecryptFailed,
+    /// Encryption is needed (by `seal` or by the server) and this session
+    /// cannot provide it: 2.x dialect, guest session, no common cipher.
+    EncryptionUnavailable(&'static str),
+    /// The server refused a session or share that was not encrypted
+    /// (ACCESS_DENIED where encryption was not offered or not on).
+    EncryptionRequired,
     /// Not enough credits granted to send a request.
     NoCredits,
     /// The caller passed something unusable (e.g. a path too long).
@@ -83,6 +92,11 @@ impl fmt::Display for SmbError {
             SmbError::ConnectFailed => f.write_str("cannot connect to server"),
             SmbError::Protocol(s) => write!(f, "protocol violation: {s}"),
             SmbError::Auth(s) => write!(f, "authentication failed: {s}"),
+            SmbError::DecryptFailed => f.write_str("reply did not decrypt"),
+            SmbError::EncryptionUnavailable(s) => write!(f, "encryption unavailable: {s}"),
+            SmbError::EncryptionRequired => {
+                f.write_str("encryption required by the server (mount with seal)")
+            }
             SmbError::NoCredits => f.write_str("no credits"),
             SmbError::Invalid(s) => write!(f, "invalid argument: {s}"),
         }
@@ -118,7 +132,8 @@ impl SmbError {
     pub fn errno(&self) -> Errno {
         match self {
             SmbError::Status(s) => status_errno(*s),
-            SmbError::Auth(_) => Errno::EACCES,
+            SmbError::Auth(_) | SmbError::EncryptionRequired => Errno::EACCES,
+            SmbError::EncryptionUnavailable(_) => Errno::EOPNOTSUPP,
             SmbError::Invalid(_) => Errno::EINVAL,
             SmbError::ConnectFailed => Errno::EHOSTDOWN,
             _ => Errno::EIO,

@@ -8,14 +8,27 @@
 //! | [`Connection::stat`] | CREATE+QUERY_INFO(FileAllInformation)+CLOSE |
 //! | [`Connection::query_wsl_eas`] | CREATE+QUERY_INFO(FileFullEaInformation, 4 names)+CLOSE |
 //! | [`Connection::read_file`] | CREATE+READ, READ…, CLOSE |
+//! | [`Connection::read_at`] | CREATE+READ+CLOSE (one chunk), else CREATE+READ, READ…, CLOSE |
+//! | [`Connection::write_at`] | CREATE+WRITE+CLOSE (one chunk), else CREATE+WRITE, WRITE…, CLOSE |
+//! | [`Connection::create`] | CREATE(disposition)+QUERY_INFO(FileAllInformation)+CLOSE |
+//! | [`Connection::delete`] | CREATE(DELETE)+SET_INFO(FileDispositionInformation)+CLOSE |
+//! | [`Connection::rename`] | CREATE(DELETE)+SET_INFO(FileRenameInformation)+CLOSE |
+//! | [`Connection::set_size`] | CREATE+SET_INFO(FileEndOfFileInformation)+CLOSE |
+//!
+//! Every chunk respects the negotiated MaxReadSize / MaxWriteSize, the
+//! caller's `rsize` / `wsize` and the credits granted (a multi-credit
+//! request charges one credit per 64 KiB); QUERY_DIRECTORY and QUERY_INFO
+//! output buffers respect MaxTransactSize. The CLOSE of a data operation
+//! asks for the attributes after it (POSTQUERY_ATTRIB), so size and times
+//! after a write are the server's.
 //!
 //! Paths are share-relative with `/` or `\` separators; the share root is
 //! `""` or `"/"`.
 
 use crate::smb::conn::{Connection, Reply, Req};
 use crate::smb::wire::create::{
-    access, options, parse_close, share, CloseRequest, CreateRequest, CreateResponse, FileId,
-    FILE_OPEN,
+    access, options, parse_close, parse_close_attrs, share, CloseAttrs, CloseRequest,
+    CreateRequest, CreateResponse, FileId, CLOSE_POSTQUERY_ATTRIB, FILE_OPEN,
 };
 use crate::smb::wire::dirinfo::{self, DirInfo};
 use crate::smb::wire::ea::{self, WslEas};
@@ -24,6 +37,8 @@ use crate::smb::wire::query::{
     info_type, qd_flags, OutputResponse, QueryDirectoryRequest, QueryInfoRequest,
 };
 use crate::smb::wire::read::{ReadRequest, ReadResponse};
+use crate::smb::wire::setinfo::{self, SetInfoRequest};
+use crate::smb::wire::write::{parse_write, WriteRequest};
 use crate::smb::wire::{cmd, status};
 use crate::smb::{SmbError, SmbResult};
 use alloc::string::String;
@@ -40,8 +55,29 @@ pub enum OpenKind {
 
 /// Longest accepted path, in bytes.
 const MAX_PATH: usize = 4096;
-/// QUERY_DIRECTORY output buffer (one credit).
+/// QUERY_DIRECTORY / QUERY_INFO(EA) output buffer we would like (one
+/// credit); a smaller MaxTransactSize wins.
 const DIR_BUF: u32 = 65_536;
+/// One credit pays for this many bytes of a multi-credit request.
+const CREDIT_BYTES: u32 = 65_536;
+
+/// How to open for a data or namespace operation.
+#[derive(Clone, Copy, Debug)]
+pub struct OpenSpec {
+    pub desired_access: u32,
+    pub kind: OpenKind,
+    /// CreateDisposition ([`crate::smb::wire::create::FILE_OPEN`] …).
+    pub disposition: u32,
+    /// Extra CreateOptions bits.
+    pub options: u32,
+}
+
+/// What a created or opened object looks like afterwards.
+#[derive(Clone, Copy, Debug)]
+pub struct Created {
+    pub create: CreateResponse,
+    pub stat: FileStat,
+}
 
 /// Converts a VFS path to the share-relative SMB form.
 pub fn smb_path(path: &str) -> SmbResult<String> {
@@ -68,17 +104,29 @@ pub fn smb_path(path: &str) -> SmbResult<String> {
 }
 
 fn create_req(path: &str, desired_access: u32, kind: OpenKind) -> Req {
-    let opts = match kind {
+    create_req_spec(
+        path,
+        OpenSpec {
+            desired_access,
+            kind,
+            disposition: FILE_OPEN,
+            options: 0,
+        },
+    )
+}
+
+fn create_req_spec(path: &str, spec: OpenSpec) -> Req {
+    let opts = match spec.kind {
         OpenKind::Any => 0,
         OpenKind::Directory => options::DIRECTORY_FILE,
         OpenKind::File => options::NON_DIRECTORY_FILE,
     };
     let c = CreateRequest {
-        desired_access: desired_access | access::SYNCHRONIZE,
+        desired_access: spec.desired_access | access::SYNCHRONIZE,
         file_attributes: 0,
         share_access: share::ALL,
-        disposition: FILE_OPEN,
-        options: opts,
+        disposition: spec.disposition,
+        options: opts | spec.options,
         path,
     };
     Req::new(cmd::CREATE, false, 1, |o| c.emit(o))
@@ -90,13 +138,38 @@ fn close_req(fid: FileId, related: bool) -> Req {
     })
 }
 
-fn qd_req(fid: FileId, class: u8, restart: bool, related: bool) -> Req {
+fn close_req_attrs(fid: FileId, related: bool) -> Req {
+    Req::new(cmd::CLOSE, related, 1, |o| {
+        CloseRequest { file_id: fid }.emit_flags(o, CLOSE_POSTQUERY_ATTRIB)
+    })
+}
+
+/// Output buffer of a QUERY_DIRECTORY / QUERY_INFO: what we want, within
+/// the negotiated MaxTransactSize.
+fn out_len(c: &Connection, want: u32) -> u32 {
+    want.min(c.max_transact()).max(1)
+}
+
+/// The data chunk of one READ/WRITE: within `limit` (rsize/wsize), the
+/// negotiated maximum and what the credits allow (`spare` credits are kept
+/// for the other members of a compound). Returns (bytes, credit charge).
+fn chunk(c: &Connection, limit: u32, negotiated: u32, spare: u16) -> (u32, u16) {
+    let charge_max = c.max_charge().saturating_sub(spare).max(1) as u32;
+    let len = limit.min(negotiated).min(charge_max * CREDIT_BYTES).max(1);
+    (len, len.div_ceil(CREDIT_BYTES).max(1) as u16)
+}
+
+fn charge_for(len: usize) -> u16 {
+    (len as u32).div_ceil(CREDIT_BYTES).max(1) as u16
+}
+
+fn qd_req(c: &Connection, fid: FileId, class: u8, restart: bool, related: bool) -> Req {
     let q = QueryDirectoryRequest {
         class,
         flags: if restart { qd_flags::RESTART_SCANS } else { 0 },
         file_id: fid,
         pattern: "*",
-        output_len: DIR_BUF,
+        output_len: out_len(c, DIR_BUF),
     };
     Req::new(cmd::QUERY_DIRECTORY, related, 1, |o| q.emit(o))
 }
@@ -163,7 +236,7 @@ impl Connection {
         restart: bool,
     ) -> SmbResult<Option<Vec<DirInfo>>> {
         let sign = self.sign_requests();
-        let r = self.exchange(vec![qd_req(fid, class, restart, false)], sign)?;
+        let r = self.exchange(vec![qd_req(self, fid, class, restart, false)], sign)?;
         dir_page(self, &r[0], class)
     }
 
@@ -179,7 +252,7 @@ impl Connection {
             let desired = access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES;
             let reqs = vec![
                 create_req(&p, desired, OpenKind::Directory),
-                qd_req(FileId::RELATED, class, true, true),
+                qd_req(c, FileId::RELATED, class, true, true),
             ];
             let r = c.exchange(reqs, sign)?;
             if r.len() != 2 {
@@ -252,7 +325,7 @@ impl Connection {
             let q = QueryInfoRequest {
                 info_type: info_type::FILE,
                 class: ea::FILE_FULL_EA_INFORMATION,
-                output_len: 65_535,
+                output_len: out_len(c, 65_535),
                 input: &list,
                 additional_info: 0,
                 flags: 0,
@@ -342,4 +415,372 @@ impl Connection {
             Ok(data)
         })
     }
+}
+
+/// Replies of [`open_do_close`]: the CREATE's answer, the middle requests'
+/// replies, and the attributes after the CLOSE (if the server sent them).
+struct Bracket {
+    create: CreateResponse,
+    middle: Vec<Reply>,
+    closed: Option<CloseAttrs>,
+}
+
+/// The compound CREATE + `middle` (related) + CLOSE(POSTQUERY) on one path.
+/// A failed CREATE is the error. When the related CLOSE fails (a server
+/// that fails the members after a failed one), the handle is closed again
+/// on its own so that it never leaks.
+fn open_do_close(
+    c: &mut Connection,
+    path: &str,
+    spec: OpenSpec,
+    middle: Vec<Req>,
+) -> SmbResult<Bracket> {
+    let sign = c.sign_requests();
+    let n = middle.len();
+    let mut reqs = Vec::with_capacity(n + 2);
+    reqs.push(create_req_spec(path, spec));
+    reqs.extend(middle);
+    reqs.push(close_req_attrs(FileId::RELATED, true));
+    let mut r = c.exchange(reqs, sign)?;
+    if r.len() != n + 2 {
+        return Err(SmbError::Protocol("compound reply count"));
+    }
+    let create = c.body(&r[0], CreateResponse::parse)?;
+    let close = r.pop().ok_or(SmbError::Protocol("no reply"))?;
+    let closed = match c.body(&close, parse_close_attrs) {
+        Ok(a) => a,
+        Err(SmbError::Status(_)) => {
+            if c.is_connected() {
+                let _ = c.close(create.file_id);
+            }
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    r.remove(0);
+    Ok(Bracket {
+        create,
+        middle: r,
+        closed,
+    })
+}
+
+/// The result of [`Connection::write_at`].
+#[derive(Clone, Copy, Debug)]
+pub struct Written {
+    pub bytes: u64,
+    /// The file's attributes after the CLOSE (the server's size and mtime),
+    /// when the server reports them.
+    pub attrs: Option<CloseAttrs>,
+}
+
+impl Connection {
+    /// Reads up to `len` bytes at `off` of the file `path`, in chunks of at
+    /// most `rsize` bytes (and the negotiated MaxReadSize, and the credits).
+    /// Short only at end of file. Returns the bytes and the file's size as
+    /// the CREATE reported it.
+    pub fn read_at(
+        &mut self,
+        path: &str,
+        off: u64,
+        len: usize,
+        rsize: u32,
+    ) -> SmbResult<(Vec<u8>, u64)> {
+        let p = smb_path(path)?;
+        self.run(|c| {
+            let spec = OpenSpec {
+                desired_access: access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES,
+                kind: OpenKind::File,
+                disposition: FILE_OPEN,
+                options: 0,
+            };
+            let (first, charge) = chunk(c, rsize, c.max_read(), 2);
+            let first = first.min(len.try_into().unwrap_or(u32::MAX));
+            let charge = charge.min(charge_for(first as usize));
+            let rd = ReadRequest {
+                length: first,
+                offset: off,
+                file_id: FileId::RELATED,
+                minimum: 0,
+            };
+            let read = Req::new(cmd::READ, true, charge, |o| rd.emit(o));
+            if first as usize >= len {
+                // One chunk: CREATE + READ + CLOSE, one round trip.
+                let b = open_do_close(c, &p, spec, vec![read])?;
+                let data = read_reply(c, &b.middle[0])?;
+                let size = b.closed.map_or(b.create.end_of_file, |a| a.end_of_file);
+                return Ok((data, size));
+            }
+            let sign = c.sign_requests();
+            let reqs = vec![create_req_spec(&p, spec), read];
+            let r = c.exchange(reqs, sign)?;
+            if r.len() != 2 {
+                return Err(SmbError::Protocol("compound reply count"));
+            }
+            let cr = c.body(&r[0], CreateResponse::parse)?;
+            let fid = cr.file_id;
+            let mut data = Vec::new();
+            let mut reply = r[1].clone();
+            let res: SmbResult<()> = loop {
+                let got = match read_reply(c, &reply) {
+                    Ok(v) => v,
+                    Err(e) => break Err(e),
+                };
+                let n = got.len();
+                data.extend_from_slice(&got);
+                let pos = off + data.len() as u64;
+                if n == 0 || data.len() >= len || pos >= cr.end_of_file {
+                    break Ok(());
+                }
+                let (want, charge) = chunk(c, rsize, c.max_read(), 0);
+                let want = want.min((len - data.len()).try_into().unwrap_or(u32::MAX));
+                let rd = ReadRequest {
+                    length: want,
+                    offset: pos,
+                    file_id: fid,
+                    minimum: 0,
+                };
+                let charge = charge.min(charge_for(want as usize));
+                match c.exchange(
+                    vec![Req::new(cmd::READ, false, charge, |o| rd.emit(o))],
+                    sign,
+                ) {
+                    Ok(mut v) => reply = v.remove(0),
+                    Err(e) => break Err(e),
+                }
+            };
+            if c.is_connected() {
+                let closed = c.close(fid);
+                res?;
+                closed?;
+            } else {
+                res?;
+            }
+            Ok((data, cr.end_of_file))
+        })
+    }
+
+    /// Writes `data` at `off` of the existing file `path` in chunks of at
+    /// most `wsize` bytes (and MaxWriteSize, and the credits). A short
+    /// write from the server ends the operation with what was written.
+    pub fn write_at(
+        &mut self,
+        path: &str,
+        off: u64,
+        data: &[u8],
+        wsize: u32,
+    ) -> SmbResult<Written> {
+        let p = smb_path(path)?;
+        self.run(|c| {
+            let spec = OpenSpec {
+                desired_access: access::FILE_WRITE_DATA | access::FILE_READ_ATTRIBUTES,
+                kind: OpenKind::File,
+                disposition: FILE_OPEN,
+                options: 0,
+            };
+            let (max, _) = chunk(c, wsize, c.max_write(), 2);
+            if data.len() <= max as usize {
+                let w = WriteRequest {
+                    offset: off,
+                    file_id: FileId::RELATED,
+                    data,
+                };
+                let req = Req::new(cmd::WRITE, true, charge_for(data.len()), |o| w.emit(o));
+                let b = open_do_close(c, &p, spec, vec![req])?;
+                let n = c.body(&b.middle[0], parse_write)? as u64;
+                c.note_bytes_written(n);
+                return Ok(Written {
+                    bytes: n,
+                    attrs: b.closed,
+                });
+            }
+            let sign = c.sign_requests();
+            let r = c.exchange(vec![create_req_spec(&p, spec)], sign)?;
+            let fid = c.body(&r[0], CreateResponse::parse)?.file_id;
+            let mut done = 0usize;
+            let res: SmbResult<()> = loop {
+                if done >= data.len() {
+                    break Ok(());
+                }
+                let (max, _) = chunk(c, wsize, c.max_write(), 0);
+                let piece = &data[done..data.len().min(done + max as usize)];
+                let w = WriteRequest {
+                    offset: off + done as u64,
+                    file_id: fid,
+                    data: piece,
+                };
+                let req = Req::new(cmd::WRITE, false, charge_for(piece.len()), |o| w.emit(o));
+                let n = match c.exchange(vec![req], sign) {
+                    Ok(v) => match c.body(&v[0], parse_write) {
+                        Ok(n) => n as usize,
+                        Err(e) => break Err(e),
+                    },
+                    Err(e) => break Err(e),
+                };
+                c.note_bytes_written(n as u64);
+                done += n.min(piece.len());
+                if n < piece.len() {
+                    break Ok(());
+                }
+            };
+            if !c.is_connected() {
+                res?;
+                return Err(SmbError::Disconnected);
+            }
+            let r = c.exchange(vec![close_req_attrs(fid, false)], sign);
+            res?;
+            let attrs = c.body(&r?[0], parse_close_attrs)?;
+            Ok(Written {
+                bytes: done as u64,
+                attrs,
+            })
+        })
+    }
+
+    /// Creates (or opens, per `disposition`) `path` as a file or directory
+    /// and returns its attributes: CREATE + QUERY_INFO(All) + CLOSE.
+    pub fn create(&mut self, path: &str, kind: OpenKind, disposition: u32) -> SmbResult<Created> {
+        let p = smb_path(path)?;
+        self.run(|c| {
+            let spec = OpenSpec {
+                desired_access: access::FILE_READ_ATTRIBUTES
+                    | if kind == OpenKind::Directory {
+                        0
+                    } else {
+                        access::FILE_WRITE_DATA
+                    },
+                kind,
+                disposition,
+                options: 0,
+            };
+            let q = QueryInfoRequest {
+                info_type: info_type::FILE,
+                class: info::class::ALL,
+                output_len: out_len(c, 4096),
+                input: &[],
+                additional_info: 0,
+                flags: 0,
+                file_id: FileId::RELATED,
+            };
+            let b = open_do_close(
+                c,
+                &p,
+                spec,
+                vec![Req::new(cmd::QUERY_INFO, true, 1, |o| q.emit(o))],
+            )?;
+            let r = &b.middle[0];
+            let mut stat = if r.hdr.status == status::BUFFER_OVERFLOW || r.ok().is_ok() {
+                c.body(r, |m| info::parse_all(OutputResponse::parse(m)?.data))?
+            } else {
+                // The object exists; only the query failed: what the
+                // CREATE said is enough.
+                FileStat {
+                    times: b.create.times,
+                    attributes: b.create.attributes,
+                    allocation_size: b.create.allocation_size,
+                    end_of_file: b.create.end_of_file,
+                    nlink: 1,
+                    directory: b.create.attributes & 0x10 != 0,
+                    ..FileStat::default()
+                }
+            };
+            if let Some(a) = b.closed {
+                stat.end_of_file = a.end_of_file;
+                stat.times = a.times;
+            }
+            Ok(Created {
+                create: b.create,
+                stat,
+            })
+        })
+    }
+
+    /// Removes `path` (a file, or an empty directory): CREATE(DELETE) +
+    /// SET_INFO(FileDispositionInformation) + CLOSE.
+    pub fn delete(&mut self, path: &str, kind: OpenKind) -> SmbResult<()> {
+        let p = smb_path(path)?;
+        let info = setinfo::disposition_info(true);
+        self.run(|c| {
+            let spec = OpenSpec {
+                desired_access: access::DELETE | access::FILE_READ_ATTRIBUTES,
+                kind,
+                disposition: FILE_OPEN,
+                options: 0,
+            };
+            let b = open_do_close(
+                c,
+                &p,
+                spec,
+                vec![set_info_req(setinfo::class::DISPOSITION, &info)],
+            )?;
+            c.body(&b.middle[0], setinfo::parse_set_info)
+        })
+    }
+
+    /// Renames `old` to `new` (both share-relative), replacing a target
+    /// that exists: CREATE(DELETE) + SET_INFO(FileRenameInformation) + CLOSE.
+    pub fn rename(&mut self, old: &str, new: &str) -> SmbResult<()> {
+        let po = smb_path(old)?;
+        let pn = smb_path(new)?;
+        let info = setinfo::rename_info(&pn, true);
+        self.run(|c| {
+            let spec = OpenSpec {
+                desired_access: access::DELETE | access::FILE_READ_ATTRIBUTES,
+                kind: OpenKind::Any,
+                disposition: FILE_OPEN,
+                options: 0,
+            };
+            let b = open_do_close(
+                c,
+                &po,
+                spec,
+                vec![set_info_req(setinfo::class::RENAME, &info)],
+            )?;
+            c.body(&b.middle[0], setinfo::parse_set_info)
+        })
+    }
+
+    /// Sets the size of the file `path` (truncate or extend with zeros):
+    /// CREATE + SET_INFO(FileEndOfFileInformation) + CLOSE. Returns the
+    /// attributes after the CLOSE.
+    pub fn set_size(&mut self, path: &str, size: u64) -> SmbResult<Option<CloseAttrs>> {
+        let p = smb_path(path)?;
+        let info = setinfo::end_of_file_info(size);
+        self.run(|c| {
+            let spec = OpenSpec {
+                desired_access: access::FILE_WRITE_DATA | access::FILE_READ_ATTRIBUTES,
+                kind: OpenKind::File,
+                disposition: FILE_OPEN,
+                options: 0,
+            };
+            let b = open_do_close(
+                c,
+                &p,
+                spec,
+                vec![set_info_req(setinfo::class::END_OF_FILE, &info)],
+            )?;
+            c.body(&b.middle[0], setinfo::parse_set_info)?;
+            Ok(b.closed)
+        })
+    }
+}
+
+fn set_info_req(class: u8, buffer: &[u8]) -> Req {
+    let s = SetInfoRequest {
+        info_type: info_type::FILE,
+        class,
+        file_id: FileId::RELATED,
+        buffer,
+    };
+    Req::new(cmd::SET_INFO, true, 1, |o| s.emit(o))
+}
+
+/// The data of one READ reply; END_OF_FILE is no data.
+fn read_reply(c: &mut Connection, r: &Reply) -> SmbResult<Vec<u8>> {
+    if r.hdr.status == status::END_OF_FILE {
+        return Ok(Vec::new());
+    }
+    let d = c.body(r, ReadResponse::parse)?.data.to_vec();
+    c.note_bytes_read(d.len() as u64);
+    Ok(d)
 }

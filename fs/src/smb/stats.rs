@@ -33,11 +33,18 @@ pub struct TconStats {
     /// Requests sent (every compound member).
     pub smbs: u64,
     pub bytes_read: u64,
+    pub bytes_written: u64,
     /// Successful (re)connects.
     pub connects: u64,
     /// Replies with a success status whose body did not parse (also
     /// counted in their command's `failed`).
     pub malformed: u64,
+    /// Request frames sent encrypted (in a transform header).
+    pub sealed: u64,
+    /// Received frames that did not decrypt (bad tag, wrong session,
+    /// malformed transform header) or came in clear on an encrypting
+    /// session: each one failed its requests with EIO.
+    pub decrypt_failed: u64,
 }
 
 impl TconStats {
@@ -66,7 +73,15 @@ impl TconStats {
         let _ = writeln!(s, "SMBs: {}", self.smbs);
         let _ = writeln!(s, "Frames: {}", self.frames);
         let _ = writeln!(s, "Bytes read: {}", self.bytes_read);
-        let rows: [(&str, u16); 10] = [
+        if self.sealed + self.decrypt_failed > 0 {
+            let _ = writeln!(
+                s,
+                "Encrypted frames: {} sent {} decrypt failures",
+                self.sealed, self.decrypt_failed
+            );
+        }
+        let _ = writeln!(s, "Bytes written: {}", self.bytes_written);
+        let rows: [(&str, u16); 12] = [
             ("Negotiates", cmd::NEGOTIATE),
             ("SessionSetups", cmd::SESSION_SETUP),
             ("Logoffs", cmd::LOGOFF),
@@ -75,8 +90,10 @@ impl TconStats {
             ("Creates", cmd::CREATE),
             ("Closes", cmd::CLOSE),
             ("Reads", cmd::READ),
+            ("Writes", cmd::WRITE),
             ("QueryDirectories", cmd::QUERY_DIRECTORY),
             ("QueryInfos", cmd::QUERY_INFO),
+            ("SetInfos", cmd::SET_INFO),
         ];
         for (name, c) in rows {
             let n = self.get(c);

@@ -26,14 +26,17 @@
 //! reference may be taken ([`LockRef::get_not_dead`] fails).
 //!
 //! Every successful atomic RMW is one `shared_stores` event in
-//! [`crate::stats`], each lock acquisition one `locks` event.
+//! [`crate::stats`], each lock acquisition one `locks` event. The last
+//! writer's tag (for `transfers`) sits in a [`LastWriter`] beside the word,
+//! on the same line: the queued and ticket locks use the whole upper half,
+//! so the word has no room for it.
 
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 
 use super::atomic::{AtomicU64, Ordering};
 use super::rawlock::{default_kind, HighHalf, LockKind};
-use crate::stats::{self, Event};
+use crate::stats::{self, Event, LastWriter};
 
 const COUNT_MASK: u64 = 0xffff_ffff;
 /// The count of a dead lockref (Linux uses -128 too).
@@ -53,6 +56,8 @@ fn with_count(w: u64, c: i32) -> u64 {
 pub struct LockRef<T> {
     word: AtomicU64,
     kind: LockKind,
+    /// Who changed the word last (for `transfers`).
+    writer: LastWriter,
     data: UnsafeCell<T>,
 }
 
@@ -73,6 +78,7 @@ impl<T> LockRef<T> {
         LockRef {
             word: AtomicU64::new(with_count(0, count)),
             kind,
+            writer: LastWriter::new(),
             data: UnsafeCell::new(data),
         }
     }
@@ -115,6 +121,7 @@ impl<T> LockRef<T> {
             ) {
                 Ok(_) => {
                     stats::inc(Event::SharedStore);
+                    self.writer.note(self.line());
                     return Ok(Some(c));
                 }
                 Err(w) => old = w,
@@ -163,7 +170,17 @@ impl<T> LockRef<T> {
         stats::inc(Event::Lock);
         stats::inc(Event::SharedStore);
         self.kind.lock(&HighHalf(&self.word));
-        LockRefGuard { lr: self }
+        self.writer.note(self.line());
+        LockRefGuard {
+            lr: self,
+            t0: stats::hold_start(),
+        }
+    }
+
+    /// The word's address (its cache line, for the census).
+    #[inline]
+    fn line(&self) -> usize {
+        &self.word as *const _ as usize
     }
 
     /// Exclusive access without locking.
@@ -175,6 +192,8 @@ impl<T> LockRef<T> {
 /// Holds the lock of a [`LockRef`]: access to `T` and to the count.
 pub struct LockRefGuard<'a, T> {
     lr: &'a LockRef<T>,
+    /// When the hold began, for the line census (0 when it is off).
+    t0: u64,
 }
 
 impl<T> LockRefGuard<'_, T> {
@@ -239,6 +258,7 @@ impl<T> DerefMut for LockRefGuard<'_, T> {
 impl<T> Drop for LockRefGuard<'_, T> {
     fn drop(&mut self) {
         stats::inc(Event::SharedStore);
+        stats::hold_end(self.lr.line(), self.t0);
         self.lr.kind.unlock(&HighHalf(&self.lr.word));
     }
 }

@@ -6,21 +6,24 @@
 //! `locks` event and each atomic read-modify-write or release store one
 //! `shared_stores` event, because those are the cache-line transfers that
 //! stop a lookup path from scaling (the same counts for every lock kind:
-//! one store to take it, one to release it). Neither sleeps (the kernel has
-//! no scheduler to sleep on).
+//! one store to take it, one to release it). Each carries a [`LastWriter`]
+//! beside its word for the `transfers` counter. Neither sleeps (the kernel
+//! has no scheduler to sleep on).
 
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 
 use super::atomic::{spin_loop, AtomicU32, Ordering};
 use super::rawlock::{default_kind, LockKind};
-use crate::stats::{self, Event};
+use crate::stats::{self, Event, LastWriter};
 
 /// A spinlock protecting a `T`.
 pub struct SpinLock<T> {
     /// The lock value; its meaning depends on `kind` (see [`super::rawlock`]).
     word: AtomicU32,
     kind: LockKind,
+    /// Who took the lock last (for `transfers`).
+    writer: LastWriter,
     data: UnsafeCell<T>,
 }
 
@@ -42,6 +45,7 @@ impl<T> SpinLock<T> {
             SpinLock {
                 word: AtomicU32::new(0),
                 kind,
+                writer: LastWriter::new(),
                 data: UnsafeCell::new(v),
             }
         }
@@ -58,7 +62,24 @@ impl<T> SpinLock<T> {
         stats::inc(Event::Lock);
         stats::inc(Event::SharedStore);
         self.kind.lock(&self.word);
-        SpinGuard { lock: self }
+        self.acquired()
+    }
+
+    /// Bookkeeping of a successful acquisition: the transfer count and the
+    /// census hold timer.
+    #[inline]
+    fn acquired(&self) -> SpinGuard<'_, T> {
+        self.writer.note(self.line());
+        SpinGuard {
+            lock: self,
+            t0: stats::hold_start(),
+        }
+    }
+
+    /// The lock word's address (its cache line, for the census).
+    #[inline]
+    fn line(&self) -> usize {
+        &self.word as *const _ as usize
     }
 
     /// Take the lock if it is free.
@@ -66,7 +87,7 @@ impl<T> SpinLock<T> {
         if self.kind.try_lock(&self.word) {
             stats::inc(Event::Lock);
             stats::inc(Event::SharedStore);
-            Some(SpinGuard { lock: self })
+            Some(self.acquired())
         } else {
             None
         }
@@ -81,6 +102,8 @@ impl<T> SpinLock<T> {
 /// Holds a [`SpinLock`]; unlocks on drop.
 pub struct SpinGuard<'a, T> {
     lock: &'a SpinLock<T>,
+    /// When the hold began, for the line census (0 when it is off).
+    t0: u64,
 }
 
 impl<T> Deref for SpinGuard<'_, T> {
@@ -103,6 +126,7 @@ impl<T> DerefMut for SpinGuard<'_, T> {
 impl<T> Drop for SpinGuard<'_, T> {
     fn drop(&mut self) {
         stats::inc(Event::SharedStore);
+        stats::hold_end(self.lock.line(), self.t0);
         self.lock.kind.unlock(&self.lock.word);
     }
 }
@@ -113,6 +137,8 @@ impl<T> Drop for SpinGuard<'_, T> {
 pub struct RwSem {
     /// Bit 31: writer holds it. Bits 0..31: number of readers.
     state: AtomicU32,
+    /// Who changed `state` last (for `transfers`).
+    writer: LastWriter,
 }
 
 const WRITER: u32 = 1 << 31;
@@ -129,6 +155,7 @@ impl RwSem {
         pub fn new() -> Self {
             RwSem {
                 state: AtomicU32::new(0),
+                writer: LastWriter::new(),
             }
         }
     }
@@ -145,6 +172,7 @@ impl RwSem {
                     .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
+                self.writer.note(self.line());
                 return RwReadGuard { sem: self };
             }
             spin_loop();
@@ -161,10 +189,17 @@ impl RwSem {
                 .compare_exchange_weak(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
             {
+                self.writer.note(self.line());
                 return RwWriteGuard { sem: self };
             }
             spin_loop();
         }
+    }
+
+    /// The state word's address (its cache line, for the census).
+    #[inline]
+    fn line(&self) -> usize {
+        &self.state as *const _ as usize
     }
 
     /// Exclusive acquisition if free right now.
@@ -183,6 +218,8 @@ pub struct RwReadGuard<'a> {
 impl Drop for RwReadGuard<'_> {
     fn drop(&mut self) {
         stats::inc(Event::SharedStore);
+        // Another reader may have come and gone since we took it.
+        self.sem.writer.note(self.sem.line());
         self.sem.state.fetch_sub(1, Ordering::Release);
     }
 }

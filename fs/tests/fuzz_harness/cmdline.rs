@@ -3,27 +3,107 @@
 //! stable replay `fuzz/stable/cmdline_replay.rs`. The including crate root
 //! declares `mod smbargs` and `mod cmdline` (by `#[path]` into
 //! `kernel/src/`) and depends on `bench` (the parser hands benchmark words
-//! to `bench::params`). Pure code.
+//! to `bench::params`) and `assert_no_alloc`. Pure code.
+//!
+//! The kernel parses its command line before its heap exists, so an
+//! allocation anywhere in parsing or in rendering the error is a kernel
+//! panic ("memory allocation of 5 bytes failed") that a host fuzzer, which
+//! has a heap, would never see. This harness therefore installs
+//! `assert_no_alloc`'s allocator for the whole binary and runs the parser
+//! and the error's `Display` with allocation forbidden on this thread: any
+//! allocation there fails the input.
+
+use core::fmt::{self, Write};
 
 use crate::cmdline as kcmdline;
 
+#[global_allocator]
+static NO_ALLOC_CHECK: assert_no_alloc::AllocDisabler = assert_no_alloc::AllocDisabler;
+
+/// A fixed buffer to render messages into without allocating (what the
+/// kernel's console does); text past its end is counted, not kept.
+pub struct Buf<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+    total: usize,
+}
+
+impl<const N: usize> Buf<N> {
+    pub fn new() -> Self {
+        Buf {
+            bytes: [0; N],
+            len: 0,
+            total: 0,
+        }
+    }
+    /// What was kept (may end inside a UTF-8 sequence when cut).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+    /// Bytes written in all, kept or not.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+}
+
+impl<const N: usize> Write for Buf<N> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let b = s.as_bytes();
+        let m = b.len().min(N - self.len);
+        self.bytes[self.len..self.len + m].copy_from_slice(&b[..m]);
+        self.len += m;
+        self.total += b.len();
+        Ok(())
+    }
+}
+
+/// The verdict and the rendered error of one parse, made with allocation
+/// forbidden; returns how many allocations were attempted (0 is right).
+fn parse_without_heap(data: &[u8], out: &mut Buf<8192>) -> (bool, u32) {
+    let before = assert_no_alloc::violation_count();
+    let ok = assert_no_alloc::assert_no_alloc(|| match kcmdline::parse_bytes(data) {
+        Ok(_) => true,
+        Err(e) => {
+            let _ = write!(out, "{e}");
+            false
+        }
+    });
+    (ok, assert_no_alloc::violation_count() - before)
+}
+
 /// Any bytes give a Config or an error that renders; parsing is a pure
-/// function (the same bytes give the same verdict and the same error text).
+/// function (the same bytes give the same verdict and the same error text)
+/// and never allocates, errors and the help text included.
 pub fn cmdline(data: &[u8]) {
-    use std::fmt::Write;
-    let first = kcmdline::parse_bytes(data);
-    let again = kcmdline::parse_bytes(data);
-    assert_eq!(first.is_ok(), again.is_ok(), "parse is not deterministic");
-    if let (Err(a), Err(b)) = (&first, &again) {
-        let (mut sa, mut sb) = (String::new(), String::new());
-        let _ = write!(sa, "{a}");
-        let _ = write!(sb, "{b}");
-        assert!(!sa.is_empty(), "empty error message");
-        assert_eq!(sa, sb, "error text is not deterministic");
+    let (mut a, mut b) = (Buf::new(), Buf::new());
+    let (first, allocs) = parse_without_heap(data, &mut a);
+    assert_eq!(
+        allocs, 0,
+        "the parser allocated {allocs} times (the kernel has no heap yet)"
+    );
+    let (again, _) = parse_without_heap(data, &mut b);
+    assert_eq!(first, again, "parse is not deterministic");
+    if !first {
+        assert!(a.total() > 0, "empty error message");
+        assert_eq!(a.bytes(), b.bytes(), "error text is not deterministic");
     }
     if data.first() == Some(&b'?') {
-        let mut s = String::new();
-        let _ = write!(s, "{}", kcmdline::Help);
-        assert!(s.contains("selftest"));
+        let mut h: Buf<16384> = Buf::new();
+        let before = assert_no_alloc::violation_count();
+        assert_no_alloc::assert_no_alloc(|| {
+            let _ = write!(h, "{}", kcmdline::Help);
+        });
+        assert_eq!(assert_no_alloc::violation_count(), before, "Help allocated");
+        assert!(h.bytes().windows(8).any(|w| w == b"selftest"));
     }
+}
+
+/// The harness must catch an allocating parser: a check that cannot fail
+/// would prove nothing.
+pub fn allocation_is_detected() -> u32 {
+    let before = assert_no_alloc::violation_count();
+    assert_no_alloc::assert_no_alloc(|| {
+        core::hint::black_box(std::string::String::from("x"));
+    });
+    assert_no_alloc::violation_count() - before
 }

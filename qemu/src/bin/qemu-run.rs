@@ -105,6 +105,12 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // A usage error, like clap's: refuse what the boot cannot carry before
+    // starting anything (QEMU would otherwise corrupt or hang the boot).
+    if let Some(e) = runner::cmdline_too_long(&args.cmdline) {
+        eprintln!("qemu-run: --cmdline: {e}");
+        return ExitCode::from(2);
+    }
     let choice = match args.accel {
         AccelArg::Auto => AccelChoice::Auto,
         AccelArg::Tcg => AccelChoice::Tcg,
@@ -184,6 +190,13 @@ fn main() -> ExitCode {
                     "qemu-run: TIMEOUT: the guest did not finish within {} s; QEMU was killed (exit 124)",
                     args.timeout
                 ),
+                // --quiet hid QEMU's stderr as it came: a failed QEMU's own
+                // words are the reason, so they go into the message.
+                s @ GuestStatus::QemuError(_) if args.quiet => eprintln!(
+                    "qemu-run: FAILED: {s} after {wall:.2} s (exit {}): {}",
+                    s.exit_code(),
+                    quoted_stderr(&out.qemu_stderr)
+                ),
                 s => eprintln!("qemu-run: FAILED: {s} after {wall:.2} s (exit {})", s.exit_code()),
             }
             ExitCode::from(out.status.exit_code().clamp(0, 255) as u8)
@@ -193,4 +206,18 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_QEMU_ERROR as u8)
         }
     }
+}
+
+/// QEMU's stderr for a one-message report: its non-empty lines, joined by
+/// ` | `, the last 20 at most; `(nothing on stderr)` when there are none.
+fn quoted_stderr(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.is_empty() {
+        return "(nothing on stderr)".into();
+    }
+    lines[lines.len().saturating_sub(20)..].join(" | ")
 }

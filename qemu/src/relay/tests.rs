@@ -1,6 +1,7 @@
 //! Unit tests of the relay's stream parser on hand-built SMB2 bytes: framing,
 //! compounds, garbage, chunking at every boundary, and each fault.
 
+use super::parser::PROTO_SMB2;
 use super::*;
 
 /// An SMB2 header: command, status, flags, NextCommand, MessageId.

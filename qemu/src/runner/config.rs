@@ -10,6 +10,23 @@ use std::str::FromStr;
 use super::accel::Accel;
 use super::{RunError, DEBUG_EXIT_IOBASE, DEFAULT_QEMU};
 
+/// Longest kernel command line (bytes) a boot carries. Our kernel keeps
+/// 4096 bytes of `hvm_start_info`'s command line and refuses a longer one;
+/// past 4127 bytes QEMU's PVH loader itself overwrites the start info
+/// (the guest sees a bad magic number), and past ~30 KiB it boots nothing
+/// at all. Linux on x86 keeps 2048 (`COMMAND_LINE_SIZE`), checked by QEMU.
+pub const MAX_CMDLINE: usize = 4096;
+
+/// The error for a command line longer than [`MAX_CMDLINE`], or `None`.
+pub fn cmdline_too_long(cmdline: &str) -> Option<String> {
+    (cmdline.len() > MAX_CMDLINE).then(|| {
+        format!(
+            "the kernel command line is {} bytes; a PVH boot carries at most {MAX_CMDLINE} (E2BIG)",
+            cmdline.len()
+        )
+    })
+}
+
 /// A memory size in QEMU's `-m` syntax, validated: a number of MiB, or a
 /// number with an `M` or `G` suffix.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -209,6 +226,9 @@ impl QemuConfig {
                 "-smp {} is out of range (1..=255)",
                 self.smp
             )));
+        }
+        if let Some(e) = cmdline_too_long(&self.cmdline) {
+            return Err(RunError::Config(e));
         }
         if self.cmdline.contains('\n') {
             return Err(RunError::Config(
@@ -413,6 +433,20 @@ mod tests {
         assert!(QemuConfig::new("k").smp(256).validate().is_err());
         assert!(QemuConfig::new("k").smp(64).validate().is_ok());
         assert!(QemuConfig::new("k").cmdline("a\nb").validate().is_err());
+        let longest = " ".repeat(MAX_CMDLINE);
+        assert!(QemuConfig::new("k")
+            .cmdline(longest.clone())
+            .validate()
+            .is_ok());
+        let e = QemuConfig::new("k")
+            .cmdline(longest + "x")
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("4097 bytes") && e.contains("at most 4096"),
+            "{e}"
+        );
         assert!(QemuConfig::new("k")
             .guestfwd(GuestFwd::smb(vec![]))
             .validate()

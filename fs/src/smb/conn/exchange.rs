@@ -21,8 +21,10 @@ impl Connection {
 
     /// Sends `reqs` as one frame (a compound if several) and waits for a
     /// reply to each. Replies with error statuses are returned, not turned
-    /// into errors; transport failures, timeouts, malformed frames and bad
-    /// signatures are errors and drop the link.
+    /// into errors; transport failures, timeouts, malformed frames, bad
+    /// signatures and replies that do not decrypt are errors and drop the
+    /// link. On an encrypting link the frame goes out sealed (not signed)
+    /// and the replies must come sealed.
     pub fn exchange(&mut self, reqs: Vec<Req>, sign: bool) -> SmbResult<Vec<Reply>> {
         let timeout = self.cfg.timeout_ms;
         let credit_request = self.cfg.credit_request;
@@ -35,7 +37,12 @@ impl Connection {
         if link.credits < need {
             return Err(SmbError::NoCredits);
         }
-        let sign = sign && link.signer.is_some();
+        let seal = link.encrypt
+            && link.sealer.is_some()
+            && !reqs
+                .iter()
+                .any(|r| r.cmd == cmd::NEGOTIATE || r.cmd == cmd::SESSION_SETUP);
+        let sign = sign && link.signer.is_some() && !seal;
         let mut mids = Vec::with_capacity(reqs.len());
         let mut msgs = Vec::with_capacity(reqs.len());
         for r in reqs.iter() {
@@ -45,7 +52,13 @@ impl Connection {
             let mut m = r.msg.clone();
             let mut h = Vec::with_capacity(HEADER_LEN);
             HeaderRepr {
-                credit_charge: r.charge,
+                // 2.0.2 has no multi-credit requests: the field is reserved
+                // there and must be 0 (MS-SMB2 2.2.1.2).
+                credit_charge: if link.dialect == dialect::SMB2_0_2 {
+                    0
+                } else {
+                    r.charge
+                },
                 command: r.cmd,
                 credits: credit_request,
                 flags: if r.related { flags::RELATED } else { 0 },
@@ -82,7 +95,13 @@ impl Connection {
             });
         }
         self.stats.frames += 1;
-        let sent = link.t.send(&frame);
+        let sent = match link.sealer.as_mut().filter(|_| seal) {
+            Some(sealer) => {
+                self.stats.sealed += 1;
+                link.t.send(&sealer.seal(&frame))
+            }
+            None => link.t.send(&frame),
+        };
         link.last_sent = frame;
         if sent.is_err() {
             return Err(self.fail_all(&reqs, &mids, SmbError::Disconnected));
@@ -96,8 +115,25 @@ impl Connection {
                 return Err(self.fail_pending(&reqs, &mids, &replies, SmbError::Timeout));
             }
             let link = self.link.as_mut().ok_or(SmbError::Disconnected)?;
-            let frame = match link.t.recv(deadline - now) {
-                Ok(f) => f,
+            let (frame, sealed_reply) = match link.t.recv(deadline - now) {
+                Ok(f) if transform::is_transform(&f) => {
+                    match link.sealer.as_ref().map(|s| s.open(&f)) {
+                        Some(Ok(plain)) => (plain, true),
+                        _ => {
+                            self.stats.decrypt_failed += 1;
+                            let e = SmbError::DecryptFailed;
+                            return Err(self.fail_pending(&reqs, &mids, &replies, e));
+                        }
+                    }
+                }
+                Ok(_) if seal => {
+                    // A reply in clear to a sealed request could be forged
+                    // by anyone on the path.
+                    self.stats.decrypt_failed += 1;
+                    let e = SmbError::DecryptFailed;
+                    return Err(self.fail_pending(&reqs, &mids, &replies, e));
+                }
+                Ok(f) => (f, false),
                 Err(TransportError::Timeout) => {
                     return Err(self.fail_pending(&reqs, &mids, &replies, SmbError::Timeout))
                 }
@@ -144,12 +180,20 @@ impl Connection {
                     continue;
                 }
                 let is_signed = hdr.flags & flags::SIGNED != 0;
+                // SESSION_SETUP replies are not checked here: the key that
+                // signs the final one is derived from that very exchange
+                // (on 3.1.1 from the preauth hash of the request just
+                // sent), so only `session_setup` can verify it, once it
+                // has the key; the intermediate MORE_PROCESSING replies
+                // come unsigned by design (MS-SMB2 3.3.5.5.3).
+                // A sealed reply is authenticated by its AEAD tag instead.
                 let check = hdr.command != cmd::SESSION_SETUP && link.signer.is_some();
-                let good = match (&link.signer, is_signed) {
-                    (Some(s), true) if check => s.verify(m),
-                    (_, false) => !sign,
-                    _ => true,
-                };
+                let good = sealed_reply
+                    || match (&link.signer, is_signed) {
+                        (Some(s), true) if check => s.verify(m),
+                        (_, false) => !sign,
+                        _ => true,
+                    };
                 if !good {
                     return Err(self.fail_pending(&reqs, &mids, &replies, SmbError::BadSignature));
                 }

@@ -1,47 +1,94 @@
-//! The handshake that brings a link up: NEGOTIATE, the two NTLMSSP
-//! SESSION_SETUP rounds and TREE_CONNECT, with the 3.1.1 preauth hash and
-//! the session's signing key. It touches only the [`Connection`]'s link and
-//! sends through [`Connection::exchange`].
+//! The handshake that brings a link up, in the three steps Linux's
+//! `smb2pdu.c` names `SMB2_negotiate`, `SMB2_sess_setup` and `SMB2_tcon`:
+//! [`Connection::negotiate`] settles the dialect and the algorithms,
+//! [`Connection::session_setup`] authenticates (NTLMSSP in two rounds) and
+//! derives the session's signing key, [`Connection::tree_connect`] attaches
+//! the share. The 3.1.1 preauth integrity hash runs through the first two.
+//! It touches only the [`Connection`]'s link and sends through
+//! [`Connection::exchange`].
 
 use super::*;
 
+/// What NEGOTIATE settled, carried into SESSION_SETUP.
+pub(super) struct Negotiated {
+    /// The dialect the server chose (one of those offered).
+    pub dialect: u16,
+    /// The signing algorithm of the session to come.
+    pub sign_alg: SignAlg,
+    /// The cipher the session may encrypt with: 3.1.1's encryption
+    /// context, AES-128-CCM on 3.0/3.0.2 when the server has the
+    /// ENCRYPTION capability, none on 2.x.
+    pub cipher: Option<Cipher>,
+    /// SecurityMode the client sent (SESSION_SETUP repeats it).
+    pub client_mode: u16,
+    /// The 3.1.1 preauth hash so far: NEGOTIATE request and response
+    /// (stays zero on other dialects).
+    pub preauth: PreauthHash,
+}
+
+/// What SESSION_SETUP settled, carried into TREE_CONNECT.
+pub(super) struct Session {
+    /// The server mapped the login to guest (or a null session): no
+    /// signing key.
+    pub guest: bool,
+}
+
 impl Connection {
+    /// NEGOTIATE, SESSION_SETUP, TREE_CONNECT on a fresh link.
     pub(super) fn handshake(&mut self) -> SmbResult<()> {
-        let cfg = self.cfg.clone();
-        let mode = match cfg.signing {
+        let neg = self.negotiate()?;
+        let session = self.session_setup(&neg)?;
+        self.tree_connect(&neg, &session)
+    }
+
+    /// NEGOTIATE: offers `Config::dialects` (with the 3.1.1 preauth and
+    /// signing contexts when 3.1.1 is among them), checks the server picked
+    /// one of them, and records on the link the dialect, LARGE_MTU, the
+    /// size limits and whether the server requires signing.
+    pub(super) fn negotiate(&mut self) -> SmbResult<Negotiated> {
+        let client_mode = match self.cfg.signing {
             Signing::On => security_mode::SIGNING_ENABLED | security_mode::SIGNING_REQUIRED,
             Signing::Off => security_mode::SIGNING_ENABLED,
         };
-        // NEGOTIATE
-        let mut guid = [0u8; 16];
+        let mut client_guid = [0u8; 16];
         let mut salt = [0u8; 32];
-        self.clock.fill_random(&mut guid);
+        self.clock.fill_random(&mut client_guid);
         self.clock.fill_random(&mut salt);
-        let neg = NegotiateRequest {
-            dialects: &cfg.dialects,
-            security_mode: mode,
-            capabilities: CAP_LARGE_MTU,
-            client_guid: guid,
+        let dialects = self.cfg.dialects.clone();
+        let signing_algs = self.cfg.signing_algs.clone();
+        let ciphers = self.cfg.ciphers.clone();
+        // Encryption is always offered on 3.x (as Linux does), so a server
+        // that requires it can have it without `seal`.
+        let any_smb3 = dialects.iter().any(|&d| d >= dialect::SMB3_0);
+        let request = NegotiateRequest {
+            dialects: &dialects,
+            security_mode: client_mode,
+            capabilities: CAP_LARGE_MTU | if any_smb3 { CAP_ENCRYPTION } else { 0 },
+            client_guid,
             salt,
-            signing_algs: &cfg.signing_algs,
+            signing_algs: &signing_algs,
+            ciphers: &ciphers,
         };
-        let r = self.exchange1(Req::new(cmd::NEGOTIATE, false, 0, |o| neg.emit(o)), false)?;
-        let neg_req = self.link_mut()?.last_sent.clone();
-        let nr = self.body(&r, NegotiateResponse::parse)?;
-        if !cfg.dialects.contains(&nr.dialect) {
+        let reply = self.exchange1(
+            Req::new(cmd::NEGOTIATE, false, 0, |o| request.emit(o)),
+            false,
+        )?;
+        let request_msg = self.link_mut()?.last_sent.clone();
+        let response = self.body(&reply, NegotiateResponse::parse)?;
+        if !dialects.contains(&response.dialect) {
             return Err(SmbError::Protocol("server chose a dialect not offered"));
         }
         let mut preauth = PreauthHash::default();
-        let alg = match nr.dialect {
+        let sign_alg = match response.dialect {
             dialect::SMB3_1_1 => {
-                if nr.preauth_hash != Some(HASH_SHA512) {
+                if response.preauth_hash != Some(HASH_SHA512) {
                     return Err(SmbError::Protocol("preauth hash is not SHA-512"));
                 }
-                preauth.update(&neg_req);
-                preauth.update(&r.msg);
-                match nr.signing_alg {
+                preauth.update(&request_msg);
+                preauth.update(&reply.msg);
+                match response.signing_alg {
                     None => SignAlg::AesCmac,
-                    Some(id) if cfg.signing_algs.contains(&id) => {
+                    Some(id) if signing_algs.contains(&id) => {
                         SignAlg::from_id(id).ok_or(SmbError::Protocol("signing algorithm"))?
                     }
                     Some(_) => return Err(SmbError::Protocol("signing algorithm not offered")),
@@ -50,92 +97,178 @@ impl Connection {
             dialect::SMB3_0 | dialect::SMB3_0_2 => SignAlg::AesCmac,
             _ => SignAlg::HmacSha256,
         };
-        {
-            let l = self.link_mut()?;
-            l.dialect = nr.dialect;
-            l.large_mtu = nr.capabilities & CAP_LARGE_MTU != 0;
-            l.max_read = nr.max_read.clamp(4096, 8 * 1024 * 1024);
-            l.max_transact = nr.max_transact.clamp(4096, 8 * 1024 * 1024);
-            l.sign_all = cfg.signing == Signing::On
-                || nr.security_mode & security_mode::SIGNING_REQUIRED != 0;
+        let cipher = match response.dialect {
+            dialect::SMB3_1_1 => match response.cipher {
+                None | Some(0) => None,
+                Some(id) if ciphers.contains(&id) => Cipher::from_id(id),
+                Some(_) => return Err(SmbError::Protocol("cipher not offered")),
+            },
+            dialect::SMB3_0 | dialect::SMB3_0_2 if response.capabilities & CAP_ENCRYPTION != 0 => {
+                Some(Cipher::Aes128Ccm)
+            }
+            _ => None,
+        };
+        if self.cfg.seal && cipher.is_none() {
+            return Err(SmbError::EncryptionUnavailable(
+                if response.dialect < dialect::SMB3_0 {
+                    "seal needs SMB 3.0 or later, the server chose 2.x"
+                } else {
+                    "the server offers no common cipher"
+                },
+            ));
         }
+        let sign_all = self.cfg.signing == Signing::On
+            || response.security_mode & security_mode::SIGNING_REQUIRED != 0;
+        let link = self.link_mut()?;
+        link.dialect = response.dialect;
+        link.large_mtu = response.capabilities & CAP_LARGE_MTU != 0;
+        link.max_read = response.max_read.clamp(4096, 8 * 1024 * 1024);
+        link.max_transact = response.max_transact.clamp(4096, 8 * 1024 * 1024);
+        link.max_write = response.max_write.clamp(4096, 8 * 1024 * 1024);
+        link.sign_all = sign_all;
+        Ok(Negotiated {
+            dialect: response.dialect,
+            sign_alg,
+            cipher,
+            client_mode,
+            preauth,
+        })
+    }
 
-        // SESSION_SETUP 1: NTLMSSP NEGOTIATE
-        let tok = ntlm::negotiate_message();
-        let ss1 = SessionSetupRequest {
-            security_mode: mode as u8,
+    /// SESSION_SETUP in two rounds: NTLMSSP NEGOTIATE → the server's
+    /// CHALLENGE (status MORE_PROCESSING_REQUIRED, with the session id),
+    /// then NTLMSSP AUTHENTICATE → SUCCESS. From the NTLMv2 session key it
+    /// derives the signing key (3.1.1: over the preauth hash of every
+    /// message up to, not including, the final response) and verifies the
+    /// final response's signature with it — [`Connection::exchange`] cannot,
+    /// since the key does not exist until this reply is in hand. A guest or
+    /// null session gets no key and signs nothing.
+    pub(super) fn session_setup(&mut self, neg: &Negotiated) -> SmbResult<Session> {
+        let mut preauth = neg.preauth;
+        let negotiate_token = ntlm::negotiate_message();
+        let negotiate_setup = SessionSetupRequest {
+            security_mode: neg.client_mode as u8,
             capabilities: 0,
             previous_session_id: 0,
-            token: &tok,
+            token: &negotiate_token,
         };
-        let r1 = self.exchange1(
-            Req::new(cmd::SESSION_SETUP, false, 1, |o| ss1.emit(o)),
+        let challenge_reply = self.exchange1(
+            Req::new(cmd::SESSION_SETUP, false, 1, |o| negotiate_setup.emit(o)),
             false,
         )?;
-        if r1.hdr.status != status::MORE_PROCESSING_REQUIRED {
-            r1.ok()?;
+        if challenge_reply.hdr.status != status::MORE_PROCESSING_REQUIRED {
+            challenge_reply.ok()?;
             return Err(SmbError::Protocol("session setup skipped the challenge"));
         }
         preauth.update(&self.link_mut()?.last_sent);
-        preauth.update(&r1.msg);
-        self.link_mut()?.session_id = r1.hdr.session_id;
-        let ch = self.body(&r1, |m| {
+        preauth.update(&challenge_reply.msg);
+        self.link_mut()?.session_id = challenge_reply.hdr.session_id;
+        let challenge = self.body(&challenge_reply, |m| {
             Challenge::parse(SessionSetupResponse::parse(m)?.token)
         })?;
 
-        // SESSION_SETUP 2: NTLMSSP AUTHENTICATE
-        let mut cc = [0u8; 8];
-        self.clock.fill_random(&mut cc);
-        let (auth, key) = ntlm::authenticate_message(&cfg.creds, &ch, &cc, self.clock.filetime());
-        let ss2 = SessionSetupRequest {
-            token: &auth,
-            ..ss1
+        let mut client_challenge = [0u8; 8];
+        self.clock.fill_random(&mut client_challenge);
+        let (auth_token, session_key) = ntlm::authenticate_message(
+            &self.cfg.creds,
+            &challenge,
+            &client_challenge,
+            self.clock.filetime(),
+        );
+        let auth_setup = SessionSetupRequest {
+            token: &auth_token,
+            ..negotiate_setup
         };
-        let r2 = self.exchange1(
-            Req::new(cmd::SESSION_SETUP, false, 1, |o| ss2.emit(o)),
+        let auth_reply = self.exchange1(
+            Req::new(cmd::SESSION_SETUP, false, 1, |o| auth_setup.emit(o)),
             false,
         )?;
         preauth.update(&self.link_mut()?.last_sent);
-        r2.ok()?;
-        if r2.hdr.status != status::SUCCESS {
+        if auth_reply.hdr.status == status::ACCESS_DENIED && neg.cipher.is_none() {
+            // What Samba answers when it requires encryption and the
+            // session cannot have it (its log alone says why).
+            return Err(SmbError::EncryptionRequired);
+        }
+        auth_reply.ok()?;
+        if auth_reply.hdr.status != status::SUCCESS {
             return Err(SmbError::Protocol("session setup did not complete"));
         }
-        let resp2 = self.body(&r2, SessionSetupResponse::parse)?;
-        let guest = resp2.session_flags & (SESSION_FLAG_IS_GUEST | SESSION_FLAG_IS_NULL) != 0;
-        if guest && !cfg.allow_guest {
+        let response = self.body(&auth_reply, SessionSetupResponse::parse)?;
+        let guest = response.session_flags & (SESSION_FLAG_IS_GUEST | SESSION_FLAG_IS_NULL) != 0;
+        if guest && !self.cfg.allow_guest {
             return Err(SmbError::Auth("server mapped the login to guest"));
         }
-        let dialect = nr.dialect;
-        if !guest {
-            let signer = match dialect {
-                dialect::SMB3_1_1 => Signer::smb311(&key, alg, &preauth),
-                dialect::SMB3_0 | dialect::SMB3_0_2 => Signer::smb30(&key),
-                _ => Signer::smb2(&key),
-            };
-            let signed = r2.hdr.flags & flags::SIGNED != 0;
-            if signed && !signer.verify(&r2.msg) {
-                self.link = None;
-                return Err(SmbError::BadSignature);
+        let server_wants_seal = response.session_flags & SESSION_FLAG_ENCRYPT_DATA != 0;
+        if guest {
+            if self.cfg.seal || server_wants_seal {
+                return Err(SmbError::EncryptionUnavailable(
+                    "a guest session has no key to encrypt with",
+                ));
             }
-            if !signed && dialect == dialect::SMB3_1_1 {
-                self.link = None;
-                return Err(SmbError::BadSignature);
-            }
-            self.link_mut()?.signer = Some(signer);
-        } else {
             self.link_mut()?.sign_all = false;
+            return Ok(Session { guest });
         }
+        let signer = match neg.dialect {
+            dialect::SMB3_1_1 => Signer::smb311(&session_key, neg.sign_alg, &preauth),
+            dialect::SMB3_0 | dialect::SMB3_0_2 => Signer::smb30(&session_key),
+            _ => Signer::smb2(&session_key),
+        };
+        let signed = auth_reply.hdr.flags & flags::SIGNED != 0;
+        // 3.1.1 servers must sign the final response (it proves they saw
+        // the same preauth hash); older dialects may leave it unsigned.
+        if (signed && !signer.verify(&auth_reply.msg))
+            || (!signed && neg.dialect == dialect::SMB3_1_1)
+        {
+            self.link = None;
+            return Err(SmbError::BadSignature);
+        }
+        let session_id = auth_reply.hdr.session_id;
+        let mut nonce_salt = [0u8; 4];
+        self.clock.fill_random(&mut nonce_salt);
+        let sealer = neg.cipher.map(|c| match neg.dialect {
+            dialect::SMB3_1_1 => Sealer::smb311(&session_key, c, &preauth, session_id, nonce_salt),
+            _ => Sealer::smb30(&session_key, session_id, nonce_salt),
+        });
+        let encrypt = self.cfg.seal || server_wants_seal;
+        if encrypt && sealer.is_none() {
+            return Err(SmbError::EncryptionUnavailable("no common cipher"));
+        }
+        let link = self.link_mut()?;
+        link.signer = Some(signer);
+        link.sealer = sealer;
+        link.encrypt = encrypt;
+        Ok(Session { guest })
+    }
 
-        // TREE_CONNECT (3.1.1: always signed, Samba refuses it otherwise)
-        let unc = cfg.unc();
-        let sign_tc = !guest && (self.link_mut()?.sign_all || dialect == dialect::SMB3_1_1);
-        let tc = TreeConnectRequest { unc: &unc };
-        let r = self.exchange1(
-            Req::new(cmd::TREE_CONNECT, false, 1, |o| tc.emit(o)),
-            sign_tc,
+    /// TREE_CONNECT to `\\server\share`. Signed when every request is, and
+    /// always on 3.1.1 for an authenticated user (Samba refuses it
+    /// unsigned there); sealed instead when the session encrypts. A share
+    /// that requires encryption (SHAREFLAG_ENCRYPT_DATA) switches it on for
+    /// every later request. Records the tree id on the link.
+    pub(super) fn tree_connect(&mut self, neg: &Negotiated, session: &Session) -> SmbResult<()> {
+        let unc = self.cfg.unc();
+        let sign =
+            !session.guest && (self.link_mut()?.sign_all || neg.dialect == dialect::SMB3_1_1);
+        let request = TreeConnectRequest { unc: &unc };
+        let reply = self.exchange1(
+            Req::new(cmd::TREE_CONNECT, false, 1, |o| request.emit(o)),
+            sign,
         )?;
-        self.body(&r, TreeConnectResponse::parse)?;
-        self.link_mut()?.tree_id = r.hdr.tree_id;
+        let link = self.link_mut()?;
+        if reply.hdr.status == status::ACCESS_DENIED && !link.encrypt && link.sealer.is_none() {
+            return Err(SmbError::EncryptionRequired);
+        }
+        let response = self.body(&reply, TreeConnectResponse::parse)?;
+        let link = self.link_mut()?;
+        if response.share_flags & SHAREFLAG_ENCRYPT_DATA != 0 && !link.encrypt {
+            if link.sealer.is_none() {
+                return Err(SmbError::EncryptionUnavailable(
+                    "the share requires encryption and this session cannot encrypt",
+                ));
+            }
+            link.encrypt = true;
+        }
+        link.tree_id = reply.hdr.tree_id;
         Ok(())
     }
 }

@@ -26,17 +26,28 @@
 //! if the server requires signing). A reply with the SIGNED flag is always
 //! verified; a bad signature is [`SmbError::BadSignature`] and drops the
 //! link.
+//!
+//! Encryption (3.x): the client always offers it (the ENCRYPTION capability
+//! on 3.0/3.0.2, the cipher context on 3.1.1, as Linux does). It is switched
+//! on for every request after SESSION_SETUP when `Config::seal` asks, or
+//! when the server requires it for the session (SESSION_FLAG_ENCRYPT_DATA)
+//! or the share (SHAREFLAG_ENCRYPT_DATA). Encrypted messages are not signed:
+//! the AEAD tag authenticates them. A reply that does not decrypt, or comes
+//! in clear on an encrypting session, is [`SmbError::DecryptFailed`] (EIO),
+//! counted in [`TconStats::decrypt_failed`], and drops the link.
 
-use crate::smb::crypto::{PreauthHash, SignAlg, Signer};
+use crate::smb::crypto::{Cipher, PreauthHash, Sealer, SignAlg, Signer};
 use crate::smb::ntlm::{self, Challenge, Credentials};
 use crate::smb::stats::{TconStats, TraceEvent, TraceKind, TraceRing};
 use crate::smb::transport::{Clock, Connector, Transport, TransportError};
 use crate::smb::wire::compound;
 use crate::smb::wire::header::{flags, HeaderRepr, HEADER_LEN};
 use crate::smb::wire::negotiate::{
-    dialect, security_mode, sign_alg, NegotiateRequest, NegotiateResponse, HASH_SHA512,
+    cipher, dialect, security_mode, sign_alg, NegotiateRequest, NegotiateResponse, CAP_ENCRYPTION,
+    HASH_SHA512,
 };
 use crate::smb::wire::session::{SessionSetupRequest, SessionSetupResponse};
+use crate::smb::wire::transform;
 use crate::smb::wire::tree::{TreeConnectRequest, TreeConnectResponse};
 use crate::smb::wire::{cmd, status, WireError};
 use crate::smb::{status_errno, SmbError, SmbResult};
@@ -53,6 +64,9 @@ const MAX_INTERIM: u32 = 64;
 /// Session flags.
 const SESSION_FLAG_IS_GUEST: u16 = 0x1;
 const SESSION_FLAG_IS_NULL: u16 = 0x2;
+const SESSION_FLAG_ENCRYPT_DATA: u16 = 0x4;
+/// Share flag: the share requires encrypted access.
+const SHAREFLAG_ENCRYPT_DATA: u32 = 0x8000;
 
 /// Signing policy of the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,7 +84,7 @@ pub struct Config {
     pub server: String,
     pub share: String,
     pub creds: Credentials,
-    /// Dialects offered (any of 0x0210, 0x0300, 0x0302, 0x0311).
+    /// Dialects offered (any of 0x0202, 0x0210, 0x0300, 0x0302, 0x0311).
     pub dialects: Vec<u16>,
     pub signing: Signing,
     /// Signing algorithms offered in the 3.1.1 context, preferred first.
@@ -88,10 +102,15 @@ pub struct Config {
     pub trace_capacity: usize,
     /// Accept a session the server mapped to guest.
     pub allow_guest: bool,
+    /// Encrypt every request after SESSION_SETUP (`seal`); the mount fails
+    /// if the server cannot. Off: encrypt only when the server requires it.
+    pub seal: bool,
+    /// Ciphers offered in the 3.1.1 context, preferred first.
+    pub ciphers: Vec<u16>,
 }
 
 impl Config {
-    /// Defaults: all three dialects, signing off, 10 s soft timeouts, one
+    /// Defaults: Linux's `vers=default` (2.1, 3.0, 3.0.2, 3.1.1), signing off, 10 s soft timeouts, one
     /// retry after a dropped connection.
     pub fn new(server: &str, share: &str, user: &str, password: &str) -> Self {
         Config {
@@ -103,7 +122,12 @@ impl Config {
                 domain: String::new(),
                 workstation: "UNIKERNEL".into(),
             },
-            dialects: vec![dialect::SMB3_1_1, dialect::SMB3_0_2, dialect::SMB2_1],
+            dialects: vec![
+                dialect::SMB3_1_1,
+                dialect::SMB3_0_2,
+                dialect::SMB3_0,
+                dialect::SMB2_1,
+            ],
             signing: Signing::Off,
             signing_algs: vec![
                 sign_alg::AES_GMAC,
@@ -116,6 +140,8 @@ impl Config {
             credit_request: 256,
             trace_capacity: 65_536,
             allow_guest: false,
+            seal: false,
+            ciphers: vec![cipher::AES_128_GCM, cipher::AES_128_CCM],
         }
     }
 
@@ -172,9 +198,14 @@ struct Link {
     dialect: u16,
     max_read: u32,
     max_transact: u32,
+    max_write: u32,
     large_mtu: bool,
     signer: Option<Signer>,
     sign_all: bool,
+    /// The session's encryption keys (3.x sessions that are not guest).
+    sealer: Option<Sealer>,
+    /// Every request after SESSION_SETUP is encrypted.
+    encrypt: bool,
     session_id: u64,
     tree_id: u32,
     next_mid: u64,
@@ -244,9 +275,12 @@ impl Connection {
             dialect: 0,
             max_read: 65536,
             max_transact: 65536,
+            max_write: 65536,
             large_mtu: false,
             signer: None,
             sign_all: false,
+            sealer: None,
+            encrypt: false,
             session_id: 0,
             tree_id: 0,
             next_mid: 0,
@@ -288,6 +322,11 @@ impl Connection {
     pub fn signing_alg(&self) -> Option<SignAlg> {
         self.link.as_ref()?.signer.as_ref().map(|s| s.alg)
     }
+    /// The cipher of the session, while up and encrypting.
+    pub fn cipher(&self) -> Option<Cipher> {
+        let l = self.link.as_ref()?;
+        l.sealer.as_ref().filter(|_| l.encrypt).map(|s| s.cipher)
+    }
     /// True if every request is signed.
     pub fn signs_all(&self) -> bool {
         self.link.as_ref().is_some_and(|l| l.sign_all)
@@ -299,6 +338,11 @@ impl Connection {
     /// Largest QUERY_* output buffer, while up.
     pub fn max_transact(&self) -> u32 {
         self.link.as_ref().map_or(65536, |l| l.max_transact)
+    }
+
+    /// The negotiated MaxWriteSize (65536 before a negotiate).
+    pub fn max_write(&self) -> u32 {
+        self.link.as_ref().map_or(65536, |l| l.max_write)
     }
     /// Credits currently granted.
     pub fn credits(&self) -> u32 {
@@ -396,6 +440,10 @@ impl Connection {
 
     pub(crate) fn note_bytes_read(&mut self, n: u64) {
         self.stats.bytes_read += n;
+    }
+
+    pub(crate) fn note_bytes_written(&mut self, n: u64) {
+        self.stats.bytes_written += n;
     }
 
     /// Whether requests of the current link are signed.

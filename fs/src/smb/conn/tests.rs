@@ -247,14 +247,79 @@ impl Connection {
             dialect: dialect::SMB2_1,
             max_read: 65536,
             max_transact: 65536,
+            max_write: 65536,
             large_mtu: false,
             sign_all: signer.is_some(),
             signer,
+            sealer: None,
+            encrypt: false,
             session_id: 0x77,
             tree_id: 5,
             next_mid: 10,
             credits: 4,
             last_sent: Vec::new(),
         });
+    }
+}
+
+/// A sealed session: the request goes out in a transform header, a good
+/// sealed reply is accepted, and a tampered, clear, truncated or foreign
+/// reply fails the request with EIO, is counted, and never panics.
+#[test]
+fn sealed_exchange_accepts_good_replies_and_counts_bad_ones() {
+    use crate::smb::crypto::Cipher;
+    use crate::smb::wire::transform::{is_transform, TRANSFORM_LEN};
+    let (c2s, s2c) = ([3u8; 16], [4u8; 16]);
+    // 0: good; 1: flipped ciphertext byte; 2: clear reply; 3: truncated;
+    // 4: another session's keys.
+    for case in 0..5 {
+        let mut c = conn(1000);
+        let t = FnTransport::new(move |f: &[u8]| {
+            assert!(is_transform(f), "request not sealed");
+            let server = Sealer::with_keys(Cipher::Aes128Gcm, &s2c, &c2s, 0x77, [1; 4]);
+            let plain = server.open(f).expect("client sealed with the right key");
+            let h = requests(&plain)[0];
+            let r = reply(&h, 0, None, 1);
+            let mut server = server;
+            let mut sealed = server.seal(&r);
+            match case {
+                1 => sealed[TRANSFORM_LEN + 3] ^= 1,
+                2 => return vec![r],
+                3 => sealed.truncate(TRANSFORM_LEN + 2),
+                4 => {
+                    sealed =
+                        Sealer::with_keys(Cipher::Aes128Gcm, &[9; 16], &c2s, 0x77, [1; 4]).seal(&r)
+                }
+                _ => {}
+            }
+            vec![sealed]
+        });
+        c.test_link(Box::new(t), None);
+        {
+            let l = c.link.as_mut().unwrap();
+            l.sealer = Some(Sealer::with_keys(
+                Cipher::Aes128Gcm,
+                &c2s,
+                &s2c,
+                0x77,
+                [2; 4],
+            ));
+            l.encrypt = true;
+        }
+        let r = c.exchange(vec![echo_req()], false);
+        if case == 0 {
+            assert_eq!(r.unwrap()[0].hdr.status, status::SUCCESS);
+            assert_eq!(c.stats().sealed, 1);
+            assert_eq!(c.stats().decrypt_failed, 0);
+            assert!(c
+                .render_stats()
+                .contains("Encrypted frames: 1 sent 0 decrypt failures"));
+        } else {
+            let e = r.unwrap_err();
+            assert_eq!(e, SmbError::DecryptFailed, "case {case}");
+            assert_eq!(e.errno(), crate::Errno::EIO);
+            assert_eq!(c.stats().decrypt_failed, 1, "case {case}");
+            assert!(!c.is_connected(), "case {case}: link dropped");
+        }
     }
 }

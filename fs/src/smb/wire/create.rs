@@ -37,8 +37,13 @@ impl FileId {
 /// Access mask bits the client asks for.
 pub mod access {
     pub const FILE_READ_DATA: u32 = 0x1;
+    pub const FILE_WRITE_DATA: u32 = 0x2;
+    pub const FILE_APPEND_DATA: u32 = 0x4;
     pub const FILE_READ_EA: u32 = 0x8;
+    pub const FILE_WRITE_EA: u32 = 0x10;
     pub const FILE_READ_ATTRIBUTES: u32 = 0x80;
+    pub const FILE_WRITE_ATTRIBUTES: u32 = 0x100;
+    pub const DELETE: u32 = 0x0001_0000;
     pub const READ_CONTROL: u32 = 0x0002_0000;
     pub const SYNCHRONIZE: u32 = 0x0010_0000;
     pub const GENERIC_READ: u32 = 0x8000_0000;
@@ -49,13 +54,28 @@ pub mod share {
     pub const ALL: u32 = 0x7; // read | write | delete
 }
 
-/// CreateDisposition FILE_OPEN.
+/// CreateDisposition FILE_OPEN: open an existing file, fail if missing.
 pub const FILE_OPEN: u32 = 1;
+/// CreateDisposition FILE_CREATE: create, fail (OBJECT_NAME_COLLISION) if
+/// it exists.
+pub const FILE_CREATE: u32 = 2;
+/// CreateDisposition FILE_OPEN_IF: open, or create if missing.
+pub const FILE_OPEN_IF: u32 = 3;
+/// CreateDisposition FILE_OVERWRITE_IF: open and truncate, or create.
+pub const FILE_OVERWRITE_IF: u32 = 5;
+
+/// CreateAction values of a CREATE response.
+pub mod action {
+    pub const OPENED: u32 = 1;
+    pub const CREATED: u32 = 2;
+    pub const OVERWRITTEN: u32 = 3;
+}
 
 /// CreateOptions bits.
 pub mod options {
     pub const DIRECTORY_FILE: u32 = 0x1;
     pub const NON_DIRECTORY_FILE: u32 = 0x40;
+    pub const DELETE_ON_CLOSE: u32 = 0x1000;
     pub const OPEN_REPARSE_POINT: u32 = 0x0020_0000;
 }
 
@@ -159,14 +179,48 @@ pub struct CloseRequest {
     pub file_id: FileId,
 }
 
+/// CLOSE flag SMB2_CLOSE_FLAG_POSTQUERY_ATTRIB: the reply carries the
+/// file's times and sizes as they are after the close.
+pub const CLOSE_POSTQUERY_ATTRIB: u16 = 0x1;
+
 impl CloseRequest {
     /// Appends the body after a 64-byte header already in `out`.
     pub fn emit(&self, out: &mut Vec<u8>) {
+        self.emit_flags(out, 0);
+    }
+
+    /// Appends the body with `flags` ([`CLOSE_POSTQUERY_ATTRIB`]).
+    pub fn emit_flags(&self, out: &mut Vec<u8>, flags: u16) {
         put_u16(out, 24);
-        put_u16(out, 0); // Flags: no attributes wanted
+        put_u16(out, flags);
         put_u32(out, 0);
         self.file_id.emit(out);
     }
+}
+
+/// The attributes of a CLOSE reply asked with [`CLOSE_POSTQUERY_ATTRIB`]
+/// (`None` when the server left them out: Flags without the bit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CloseAttrs {
+    pub times: FileTimes,
+    pub allocation_size: u64,
+    pub end_of_file: u64,
+    pub attributes: u32,
+}
+
+/// Parses a CLOSE response and its post-query attributes.
+pub fn parse_close_attrs(msg: &[u8]) -> Result<Option<CloseAttrs>> {
+    parse_close(msg)?;
+    let b = slice(msg, 64, 60)?;
+    if u16_at(b, 2)? & CLOSE_POSTQUERY_ATTRIB == 0 {
+        return Ok(None);
+    }
+    Ok(Some(CloseAttrs {
+        times: FileTimes::parse(b, 8)?,
+        allocation_size: u64_at(b, 40)?,
+        end_of_file: u64_at(b, 48)?,
+        attributes: u32_at(b, 56)?,
+    }))
 }
 
 /// Checks a CLOSE response body.

@@ -26,7 +26,10 @@ pub mod netbios;
 pub mod query;
 pub mod read;
 pub mod session;
+pub mod setinfo;
+pub mod transform;
 pub mod tree;
+pub mod write;
 
 #[cfg(test)]
 mod tests;
@@ -164,11 +167,13 @@ pub mod cmd {
     pub const CREATE: u16 = 5;
     pub const CLOSE: u16 = 6;
     pub const READ: u16 = 8;
+    pub const WRITE: u16 = 9;
     pub const IOCTL: u16 = 11;
     pub const CANCEL: u16 = 12;
     pub const ECHO: u16 = 13;
     pub const QUERY_DIRECTORY: u16 = 14;
     pub const QUERY_INFO: u16 = 16;
+    pub const SET_INFO: u16 = 17;
     pub const OPLOCK_BREAK: u16 = 18;
 }
 
@@ -201,6 +206,14 @@ pub mod status {
     pub const USER_SESSION_DELETED: u32 = 0xc000_0203;
     pub const NETWORK_SESSION_EXPIRED: u32 = 0xc000_035c;
     pub const INVALID_INFO_CLASS: u32 = 0xc000_0003;
+    pub const SHARING_VIOLATION: u32 = 0xc000_0043;
+    pub const DELETE_PENDING: u32 = 0xc000_0056;
+    pub const DISK_FULL: u32 = 0xc000_007f;
+    pub const MEDIA_WRITE_PROTECTED: u32 = 0xc000_00a2;
+    pub const NOT_SAME_DEVICE: u32 = 0xc000_00d4;
+    pub const DIRECTORY_NOT_EMPTY: u32 = 0xc000_0101;
+    pub const CANNOT_DELETE: u32 = 0xc000_0121;
+    pub const FILE_CLOSED: u32 = 0xc000_0128;
 
     /// Severity "error" (top two bits 11): the command failed.
     pub fn is_error(s: u32) -> bool {

@@ -1,4 +1,4 @@
-//! NEGOTIATE (MS-SMB2 2.2.3, 2.2.4): dialects 2.1, 3.0.2 and 3.1.1, with the
+//! NEGOTIATE (MS-SMB2 2.2.3, 2.2.4): dialects 2.0.2, 2.1, 3.0, 3.0.2 and 3.1.1, with the
 //! 3.1.1 negotiate contexts the client uses — preauth integrity (SHA-512)
 //! and signing capabilities.
 
@@ -7,10 +7,23 @@ use alloc::vec::Vec;
 
 /// Dialect revision numbers.
 pub mod dialect {
+    pub const SMB2_0_2: u16 = 0x0202;
     pub const SMB2_1: u16 = 0x0210;
     pub const SMB3_0: u16 = 0x0300;
     pub const SMB3_0_2: u16 = 0x0302;
     pub const SMB3_1_1: u16 = 0x0311;
+
+    /// The dialect as Linux's `vers=` spells it (`"3.1.1"`), `"?"` if unknown.
+    pub fn name(d: u16) -> &'static str {
+        match d {
+            SMB2_0_2 => "2.0",
+            SMB2_1 => "2.1",
+            SMB3_0 => "3.0",
+            SMB3_0_2 => "3.0.2",
+            SMB3_1_1 => "3.1.1",
+            _ => "?",
+        }
+    }
 }
 
 /// SecurityMode bits.
@@ -28,6 +41,17 @@ pub mod ctx {
 
 /// Preauth hash algorithm SHA-512.
 pub const HASH_SHA512: u16 = 1;
+
+/// Cipher ids of the encryption-capabilities context (MS-SMB2 2.2.3.1.2).
+pub mod cipher {
+    pub const AES_128_CCM: u16 = 1;
+    pub const AES_128_GCM: u16 = 2;
+    pub const AES_256_CCM: u16 = 3;
+    pub const AES_256_GCM: u16 = 4;
+}
+
+/// Global capability ENCRYPTION (3.0 / 3.0.2: the client can encrypt).
+pub const CAP_ENCRYPTION: u32 = 0x40;
 
 /// Signing algorithm ids of the signing-capabilities context.
 pub mod sign_alg {
@@ -47,6 +71,9 @@ pub struct NegotiateRequest<'a> {
     pub salt: [u8; 32],
     /// Signing algorithms offered, most preferred first (3.1.1 only).
     pub signing_algs: &'a [u16],
+    /// Ciphers offered, most preferred first (3.1.1 only; empty: no
+    /// encryption context).
+    pub ciphers: &'a [u16],
 }
 
 impl NegotiateRequest<'_> {
@@ -62,7 +89,8 @@ impl NegotiateRequest<'_> {
         out.extend_from_slice(&self.client_guid);
         let ctx_off_pos = out.len();
         put_u32(out, 0); // NegotiateContextOffset, patched below
-        put_u16(out, if with_ctx { 2 } else { 0 });
+        let ctx_count = 2 + u16::from(!self.ciphers.is_empty());
+        put_u16(out, if with_ctx { ctx_count } else { 0 });
         put_u16(out, 0);
         for d in self.dialects {
             put_u16(out, *d);
@@ -95,6 +123,20 @@ impl NegotiateRequest<'_> {
         for a in self.signing_algs {
             put_u16(out, *a);
         }
+        if self.ciphers.is_empty() {
+            return;
+        }
+        while !(out.len() - base).is_multiple_of(8) {
+            out.push(0);
+        }
+        // Encryption capabilities.
+        put_u16(out, ctx::ENCRYPTION);
+        put_u16(out, 2 + 2 * self.ciphers.len() as u16);
+        put_u32(out, 0);
+        put_u16(out, self.ciphers.len() as u16);
+        for c in self.ciphers {
+            put_u16(out, *c);
+        }
     }
 }
 
@@ -114,6 +156,9 @@ pub struct NegotiateResponse {
     pub preauth_hash: Option<u16>,
     /// Signing algorithm chosen through the signing context (3.1.1).
     pub signing_alg: Option<u16>,
+    /// Cipher chosen through the encryption context (3.1.1; `Some(0)`:
+    /// none of those offered).
+    pub cipher: Option<u16>,
 }
 
 impl NegotiateResponse {
@@ -147,6 +192,7 @@ impl NegotiateResponse {
             security_buffer,
             preauth_hash: None,
             signing_alg: None,
+            cipher: None,
         };
         if dialect != dialect::SMB3_1_1 {
             return Ok(r);
@@ -168,6 +214,12 @@ impl NegotiateResponse {
                         return Err(WireError::new("preauth algorithm count"));
                     }
                     r.preauth_hash = Some(u16_at(data, 4)?);
+                }
+                ctx::ENCRYPTION => {
+                    if u16_at(data, 0)? != 1 {
+                        return Err(WireError::new("cipher count"));
+                    }
+                    r.cipher = Some(u16_at(data, 2)?);
                 }
                 ctx::SIGNING => {
                     if u16_at(data, 0)? != 1 {

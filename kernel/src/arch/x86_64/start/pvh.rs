@@ -11,8 +11,9 @@
 pub const START_INFO_MAGIC: u32 = 0x336e_c578;
 /// Memory map entries kept; QEMU passes a handful.
 pub const MAX_MEMMAP: usize = 64;
-/// Longest command line kept (longer ones are rejected by the parser).
-pub const MAX_CMDLINE: usize = 4096;
+/// Longest command line kept; a longer one sets
+/// [`BootInfo::cmdline_truncated`] and the parser refuses it (exit 2).
+pub const MAX_CMDLINE: usize = kernel::cmdline::MAX_LEN;
 
 /// `hvm_memmap_table_entry.type` of usable RAM.
 pub const MEMMAP_RAM: u32 = 1;
@@ -32,7 +33,8 @@ pub struct MemRegion {
 pub struct BootInfo {
     cmdline: [u8; MAX_CMDLINE],
     cmdline_len: usize,
-    /// The command line did not fit in [`MAX_CMDLINE`] bytes.
+    /// The command line did not fit in [`MAX_CMDLINE`] bytes (the boot
+    /// refuses it: `kernel::cmdline::parse_boot`).
     pub cmdline_truncated: bool,
     memmap: [MemRegion; MAX_MEMMAP],
     memmap_len: usize,

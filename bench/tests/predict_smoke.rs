@@ -1,0 +1,92 @@
+//! Smoke runs of `bench pingpong`, `bench predict` and the per-op
+//! `transfers=` figure of host mode (1 s runs; the figures themselves are
+//! for the reports, here only their shape and the zero/non-zero rules).
+
+use std::process::Command;
+
+use bench::host::predict;
+use bench::output::parse;
+
+fn bench_exe() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_bench"))
+}
+
+fn run(args: &[&str]) -> String {
+    let out = bench_exe().args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "bench {args:?}: exit {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn pingpong_prints_a_transfer_latency() {
+    let out = run(&["pingpong", "--batches", "5"]);
+    let ns = bench::pingpong::parse_transfer_ns(&out).unwrap_or_else(|| panic!("{out}"));
+    assert!(ns > 1.0 && ns < 1e7, "{out}");
+}
+
+/// Host mode, 2 tasks: the lock-free designs move no line; transient does.
+#[test]
+fn host_mode_transfers_per_design() {
+    for (design, moves) in [("noalloc", false), ("negative", false), ("transient", true)] {
+        let out = run(&[
+            "host",
+            "bench=statneg",
+            "tasks=2",
+            &format!("design={design}"),
+            "warmup=0",
+            "secs=1",
+        ]);
+        let t = parse(&out).unwrap().per_op.unwrap().transfers;
+        let t = t.unwrap_or_else(|| panic!("no transfers= in {out}"));
+        assert_eq!(t > 0.0, moves, "{design}: {out}");
+    }
+}
+
+#[test]
+fn predict_writes_its_table_and_csv() {
+    let dir = std::env::temp_dir().join(format!("bench-predict-{}", std::process::id()));
+    let out = run(&[
+        "predict",
+        "--designs",
+        "noalloc,transient",
+        "--locks",
+        "qspinlock,ttas",
+        "--transfer-ns",
+        "100",
+        "--secs",
+        "1",
+        "--warmup",
+        "0",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("transfer latency: 100.0 ns (given with --transfer-ns)"),
+        "{out}"
+    );
+    let models = predict::read_dir(&dir).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(models.len(), 4, "{models:?}");
+    let noalloc = models.iter().find(|m| m.design == "noalloc").unwrap();
+    assert_eq!(noalloc.inputs.hot_stores, 0.0, "{noalloc:?}");
+    assert!((noalloc.at(64) / noalloc.at(1) - 64.0).abs() < 1e-6);
+    let tr = models
+        .iter()
+        .find(|m| m.design == "transient" && m.lock.name() == "ttas")
+        .unwrap();
+    assert!(tr.inputs.hot_stores >= 1.0, "{tr:?}");
+    assert!(tr.at(64) < tr.at(8), "TTAS collapses: {tr:?}");
+    for bad in [
+        &["predict", "--locks", "mcs"][..],
+        &["predict", "--transfer-ns", "-1"],
+    ] {
+        let o = bench_exe().args(bad).output().unwrap();
+        assert!(!o.status.success(), "{bad:?}");
+    }
+}

@@ -1,0 +1,195 @@
+//! `explore`: writes the step-through page of the lookup walk
+//! (docs/explore/index.html, `make explore`).
+//!
+//! Runs every scenario of `fs::explore::scenarios` through the vfsh engine
+//! with `trace on` and `trace json`, finds the source line of each step's
+//! function, and writes one self-contained HTML file: the page template
+//! (`page.html`, with its CSS and JS inline) with the data as one JSON
+//! object. No network, no external script or font.
+//!
+//! `explore [--out FILE] [--root DIR]`: FILE defaults to
+//! docs/explore/index.html, DIR (the repository root, for source lines) to `.`.
+//!
+//! Touches: reads fs/src sources, writes FILE.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use fs::explore::{json_str, scenarios};
+
+const PAGE: &str = include_str!("page.html");
+
+/// `fs/src/namei.rs: Nd::a, b; fs/src/dcache/mod.rs: c` →
+/// `[[file, function, line]…]`, the line of `fn NAME` in the file (0: not found).
+fn links(root: &str, src: &str, cache: &mut BTreeMap<String, String>) -> String {
+    let mut out = String::from("[");
+    let mut first = true;
+    for part in src.split("; ") {
+        let Some((file, funcs)) = part.split_once(": ") else {
+            continue;
+        };
+        let text = cache.entry(file.to_string()).or_insert_with(|| {
+            std::fs::read_to_string(format!("{root}/{file}")).unwrap_or_default()
+        });
+        for f in funcs.split(", ") {
+            let bare = f.rsplit("::").next().unwrap_or(f);
+            let pat = format!("fn {bare}");
+            let line = text
+                .lines()
+                .position(|l| {
+                    l.trim_start()
+                        .trim_start_matches("pub(crate) ")
+                        .trim_start_matches("pub ")
+                        .starts_with(&pat)
+                        && l[l.find(&pat).unwrap() + pat.len()..].starts_with(['(', '<'])
+                })
+                .map_or(0, |i| i + 1);
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            out.push('[');
+            json_str(&mut out, file);
+            out.push(',');
+            json_str(&mut out, f);
+            let _ = write!(out, ",{line}]");
+        }
+    }
+    out.push(']');
+    out
+}
+
+fn strs(out: &mut String, v: &[&str]) {
+    out.push('[');
+    for (i, s) in v.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_str(out, s);
+    }
+    out.push(']');
+}
+
+fn main() -> ExitCode {
+    let mut out_path = "docs/explore/index.html".to_string();
+    let mut root = ".".to_string();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match (a.as_str(), args.next()) {
+            ("--out", Some(v)) => out_path = v,
+            ("--root", Some(v)) => root = v,
+            _ => {
+                eprintln!("usage: explore [--out FILE] [--root DIR]");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let mut cache = BTreeMap::new();
+    let mut srcs: BTreeMap<String, String> = BTreeMap::new();
+    let mut data = String::from("{\"scenarios\":[");
+    for (i, s) in scenarios::SCENARIOS.iter().enumerate() {
+        let run = match scenarios::run(s) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("explore: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        if let Some(t) = &run.truth {
+            if *t != run.result {
+                eprintln!(
+                    "explore: {}: raced answer {} differs from the ground truth {t}",
+                    s.id, run.result
+                );
+                return ExitCode::FAILURE;
+            }
+        }
+        if i > 0 {
+            data.push(',');
+        }
+        data.push_str("{\"id\":");
+        json_str(&mut data, s.id);
+        for (k, v) in [
+            ("group", s.group),
+            ("title", s.title),
+            ("design", s.design),
+            ("command", s.command),
+            ("intro", s.intro),
+            ("watch", s.watch),
+            ("result", &run.result),
+        ] {
+            let _ = write!(data, ",\"{k}\":");
+            json_str(&mut data, v);
+        }
+        data.push_str(",\"truth\":");
+        match &run.truth {
+            Some(t) => json_str(&mut data, t),
+            None => data.push_str("null"),
+        }
+        data.push_str(",\"setup\":");
+        strs(&mut data, s.setup);
+        data.push_str(",\"race\":");
+        match s.race {
+            Some((step, cmd)) => {
+                data.push_str("{\"step\":");
+                json_str(&mut data, step);
+                data.push_str(",\"cmd\":");
+                json_str(&mut data, cmd);
+                data.push('}');
+            }
+            None => data.push_str("null"),
+        }
+        data.push_str(",\"text\":");
+        let text: Vec<&str> = run.text.iter().map(String::as_str).collect();
+        strs(&mut data, &text);
+        data.push_str(",\"steps\":[");
+        for (j, st) in run.steps.iter().enumerate() {
+            if j > 0 {
+                data.push(',');
+            }
+            data.push_str(st);
+            // The step's "src" string, for the links table.
+            if let Some(p) = st.find("\"src\":\"") {
+                let rest = &st[p + 7..];
+                if let Some(e) = rest.find('"') {
+                    let src = &rest[..e];
+                    if !srcs.contains_key(src) {
+                        let l = links(&root, src, &mut cache);
+                        srcs.insert(src.to_string(), l);
+                    }
+                }
+            }
+        }
+        data.push_str("]}");
+    }
+    data.push_str("],\"links\":{");
+    for (i, (k, v)) in srcs.iter().enumerate() {
+        if i > 0 {
+            data.push(',');
+        }
+        json_str(&mut data, k);
+        data.push(':');
+        data.push_str(v);
+    }
+    data.push_str("}}");
+    // Inside <script>: no "</" may end it early.
+    let data = data.replace("</", "<\\/");
+    let Some((head, tail)) = PAGE.split_once("/*DATA*/null") else {
+        eprintln!("explore: page.html has no /*DATA*/null placeholder");
+        return ExitCode::FAILURE;
+    };
+    let html = format!("{head}{data}{tail}");
+    if let Some(dir) = std::path::Path::new(&out_path).parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Err(e) = std::fs::write(&out_path, html) {
+        eprintln!("explore: cannot write {out_path}: {e}");
+        return ExitCode::FAILURE;
+    }
+    println!(
+        "explore: wrote {out_path} ({} scenarios)",
+        scenarios::SCENARIOS.len()
+    );
+    ExitCode::SUCCESS
+}

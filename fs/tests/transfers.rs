@@ -1,0 +1,98 @@
+//! The `transfers` counter: stores to a shared line whose previous writer
+//! was another CPU. Its own test binary (its own process), so that the
+//! global counters see only this file's threads.
+
+use std::sync::{Barrier, Mutex};
+
+use fs::stats;
+use fs::vfs::Vfs;
+use fs::Errno;
+
+/// The tests of this file take turns: the counters are global.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// `threads` host threads (each its own CPU id) stat a missing name `n`
+/// times each at once; the counter deltas over the whole run.
+fn run(design: &str, threads: usize, n: u64) -> stats::Counters {
+    let v = Vfs::new_tmpfs(&format!("enoent={design}")).unwrap();
+    // Warm: negative creates its dentry here, and every thread's first
+    // walk registers its CPU slot.
+    assert_eq!(v.stat(b"/nonexistent"), Err(Errno::ENOENT));
+    let ready = Barrier::new(threads + 1);
+    let go = Barrier::new(threads + 1);
+    let done = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                assert_eq!(v.stat(b"/nonexistent"), Err(Errno::ENOENT));
+                ready.wait();
+                go.wait();
+                for _ in 0..n {
+                    assert_eq!(v.stat(b"/nonexistent"), Err(Errno::ENOENT));
+                }
+                done.wait();
+            });
+        }
+        ready.wait();
+        let before = stats::snapshot();
+        go.wait();
+        done.wait();
+        stats::snapshot().delta(&before)
+    })
+}
+
+#[test]
+fn transfers_only_where_lines_are_shared() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // The lock-free designs first: nothing else of this process stores to
+    // shared lines while they run (the transient run's RCU callbacks would).
+    for design in ["noalloc", "negative"] {
+        for threads in [1, 2] {
+            let d = run(design, threads, 20_000);
+            assert!(d.enoent >= 20_000 * threads as u64, "{design}: {d:?}");
+            assert_eq!(
+                (d.transfers, d.shared_stores),
+                (0, 0),
+                "{design} at {threads} CPUs: no shared store, so no transfer and no extra store: {d:?}"
+            );
+        }
+    }
+    // Transient on one CPU: many shared stores, every one to a line this
+    // CPU wrote last (or to a fresh one).
+    let d1 = run("transient", 1, 20_000);
+    assert!(d1.shared_stores >= 4 * 20_000, "{d1:?}");
+    assert_eq!(d1.transfers, 0, "one CPU moves no line: {d1:?}");
+    // On two, the parent's lockref, the directory's rwsem and the bucket
+    // locks go back and forth.
+    let d2 = run("transient", 2, 20_000);
+    assert!(d2.transfers > 0, "{d2:?}");
+    assert!(
+        d2.transfers <= d2.shared_stores,
+        "a transfer is a kind of shared store: {d2:?}"
+    );
+}
+
+#[test]
+fn the_census_names_the_hottest_line() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Lines of a 1-CPU transient run, with lock hold times: the hottest is
+    // stored to at least once per lookup (it is shared by every lookup of
+    // the directory), and some lock was held for a measurable time.
+    let v = Vfs::new_tmpfs("enoent=transient").unwrap();
+    let n = 5_000u64;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            assert_eq!(v.stat(b"/nonexistent"), Err(Errno::ENOENT));
+            stats::census_begin();
+            for _ in 0..n {
+                assert_eq!(v.stat(b"/nonexistent"), Err(Errno::ENOENT));
+            }
+            let (lines, _overflow) = stats::census_end();
+            assert!(!lines.is_empty());
+            assert!(lines[0].stores >= n, "{:?}", &lines[..3.min(lines.len())]);
+            assert!(lines.windows(2).all(|w| w[0].stores >= w[1].stores));
+            assert!(lines.iter().any(|l| l.holds >= n && l.hold_ns > 0));
+            assert_eq!(lines[0].addr % 64, 0);
+        });
+    });
+}
