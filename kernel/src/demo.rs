@@ -119,6 +119,7 @@ pub fn table_demo() -> bool {
             design,
             warmup: 0,
             secs: 1,
+            lock: fs::sync::rawlock::default_kind(),
         };
         // The will-it-scale block goes to the log only (debug level).
         let mut text = String::new();

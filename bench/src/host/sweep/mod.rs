@@ -39,6 +39,7 @@ use plan::{job_label, plan, run_order, Job};
 use sources::{run_guest, run_host, run_linux_guest, run_linux_host};
 
 pub use args::{default_kernel, default_runner, target_dir, SweepArgs, MAX_REPEAT};
+pub use plan::design_label;
 pub use sources::runner_accel;
 
 /// A source of figures.
