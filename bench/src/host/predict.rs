@@ -351,28 +351,19 @@ fn measure_inputs(
     Ok(Measured { wall, cpu, plain })
 }
 
-/// `bench predict`.
-pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
-    let locks: Vec<LockKind> = a
-        .locks
-        .iter()
-        .map(|l| {
-            LockKind::from_name(l).ok_or_else(|| {
-                format!("--locks: unknown lock kind '{l}' (qspinlock, ticket, ttas)")
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    let with_lock = has_lock_word();
-    let transfer_ns = match a.transfer_ns {
+/// Set in the child processes of [`run_per_lock_kind`].
+const CHILD_ENV: &str = "BENCH_PREDICT_CHILD";
+
+/// The transfer latency: `--transfer-ns`, else measured by pingpong.
+fn transfer_latency(a: &PredictArgs, exec: &HostExecutor) -> Result<f64, String> {
+    match a.transfer_ns {
         Some(t) if t.is_finite() && t > 0.0 => {
             println!("transfer latency: {t:.1} ns (given with --transfer-ns)");
-            t
+            Ok(t)
         }
-        Some(t) => {
-            return Err(format!(
-                "--transfer-ns {t}: must be a positive number of ns"
-            ))
-        }
+        Some(t) => Err(format!(
+            "--transfer-ns {t}: must be a positive number of ns"
+        )),
         None => {
             if exec.cpus().len() < 2 {
                 return Err(
@@ -385,9 +376,106 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                 "transfer latency: {:.1} ns (measured: {pp})",
                 pp.transfer_ns
             );
-            pp.transfer_ns
+            Ok(pp.transfer_ns)
         }
-    };
+    }
+}
+
+/// `bench predict` with several lock kinds: one child `bench predict
+/// --locks K` per kind, all with the same transfer latency; under `--out`
+/// their predict.csv, raw.csv and validation.md are merged into DIR.
+fn run_per_lock_kind(
+    a: &PredictArgs,
+    locks: &[LockKind],
+    exec: &HostExecutor,
+) -> Result<(), String> {
+    let transfer_ns = transfer_latency(a, exec)?;
+    let exe = std::env::current_exe().map_err(|e| format!("bench predict: {e}"))?;
+    let mut csv = String::from(PREDICT_HEADER);
+    csv.push('\n');
+    let mut raw: Vec<Row> = Vec::new();
+    let mut validation = String::new();
+    for &lock in locks {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.env(CHILD_ENV, "1").arg("predict");
+        cmd.arg("--designs").arg(a.designs.join(","));
+        cmd.arg("--locks").arg(lock.to_string());
+        cmd.arg("--testcase").arg(&a.testcase);
+        cmd.arg("--transfer-ns").arg(format!("{transfer_ns}"));
+        cmd.arg("--secs").arg(a.secs.to_string());
+        cmd.arg("--warmup").arg(a.warmup.to_string());
+        cmd.arg("--repeat").arg(a.repeat.to_string());
+        if a.validate {
+            cmd.arg("--validate");
+        }
+        if a.no_pin {
+            cmd.arg("--no-pin");
+        }
+        let sub = a.out.as_ref().map(|d| d.join(format!("lock-{lock}")));
+        if let Some(d) = &sub {
+            cmd.arg("--out").arg(d);
+        }
+        let status = cmd
+            .status()
+            .map_err(|e| format!("bench predict --locks {lock}: {e}"))?;
+        if !status.success() {
+            return Err(format!("bench predict --locks {lock}: {status}"));
+        }
+        if let Some(d) = &sub {
+            let text = std::fs::read_to_string(d.join("predict.csv"))
+                .map_err(|e| format!("{}: {e}", d.display()))?;
+            for line in text.lines().skip(1) {
+                csv.push_str(line);
+                csv.push('\n');
+            }
+            if d.join("raw.csv").exists() {
+                raw.extend(rows::read(&d.join("raw.csv"))?);
+            }
+            if let Ok(v) = std::fs::read_to_string(d.join("validation.md")) {
+                let _ = writeln!(validation, "lock={lock}:\n\n{v}");
+            }
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::write(dir.join("predict.csv"), csv)
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        if !raw.is_empty() {
+            rows::write(&dir.join("raw.csv"), &raw)?;
+        }
+        if a.validate {
+            std::fs::write(dir.join("validation.md"), validation)
+                .map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        println!(
+            "wrote {} (all lock kinds)",
+            dir.join("predict.csv").display()
+        );
+    }
+    Ok(())
+}
+
+/// `bench predict`.
+pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
+    let locks: Vec<LockKind> = a
+        .locks
+        .iter()
+        .map(|l| {
+            LockKind::from_name(l).ok_or_else(|| {
+                format!("--locks: unknown lock kind '{l}' (qspinlock, ticket, ttas)")
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let with_lock = has_lock_word();
+    // The dcache's global locks (hash and in-lookup buckets, the LRU) take
+    // their kind when the fs is first used, so one process measures one
+    // lock kind: with several, each kind runs in a child process of its
+    // own (given this process's transfer latency) and the results merge.
+    if with_lock && locks.len() > 1 && std::env::var_os(CHILD_ENV).is_none() {
+        return run_per_lock_kind(a, &locks, exec);
+    }
+    let transfer_ns = transfer_latency(a, exec)?;
     let clock_ns = clock_cost_ns();
     println!("clock read: {clock_ns:.1} ns (subtracted from each census hold)");
     if !with_lock {
