@@ -356,16 +356,41 @@ fn count_depot_visit() {
 /// object. Free objects parked in *other* CPUs' magazines do not count:
 /// this CPU cannot reach them. Memory admission asks this below the heap
 /// watermark (`heap::may_alloc`).
+///
+/// A depot magazine is claimed, not just seen: it is traded for this
+/// CPU's empty one here (what the allocation would do), so another CPU
+/// cannot take the object between admission and allocation and send this
+/// CPU's allocation to talc, whose reserve a nearly full heap may have
+/// only in fragments (each such race used to carve a chunk out of it).
 pub fn has_free(class: usize) -> bool {
     with_cpu_cache(class, |c| {
-        // SAFETY: `loaded`/`previous` are null or magazines owned by this
-        // CPU's cache (interrupts off inside `with_cpu_cache`).
-        let mine = unsafe {
-            (!c.loaded.is_null() && (*c.loaded).count > 0)
+        // SAFETY (whole block): `loaded`/`previous` are null or magazines
+        // owned by this CPU's cache (interrupts off inside
+        // `with_cpu_cache`); depot magazines are owned by the depot until
+        // unlinked under its lock, as in `take`.
+        unsafe {
+            if (!c.loaded.is_null() && (*c.loaded).count > 0)
                 || (!c.previous.is_null() && (*c.previous).count > 0)
-        };
-        // The depot lock with interrupts off, as on the allocation path.
-        mine || DEPOT[class].lock().nfull > 0
+            {
+                return true;
+            }
+            // Both empty (or missing): trade the empty loaded one for a
+            // full one, as `take` does.
+            let mut d = DEPOT[class].lock();
+            if d.full.is_null() {
+                return false;
+            }
+            let full = d.full;
+            d.full = (*full).next;
+            d.nfull -= 1;
+            if !c.loaded.is_null() {
+                (*c.loaded).next = d.empty;
+                d.empty = c.loaded;
+                d.nempty += 1;
+            }
+            c.loaded = full;
+            true
+        }
     })
 }
 
