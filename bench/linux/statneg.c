@@ -11,6 +11,11 @@
  *   average:N                    (mean of the measurement totals)
  *
  * Usage: statneg PATH THREADS WARMUP_SECS MEASURE_SECS
+ *        statneg --count PATH THREADS ITERS
+ *
+ * The --count form is for counting runs (kprobe hit counts per operation):
+ * each thread does exactly ITERS stats that fail with ENOENT, then the
+ * program prints `count-ops=TOTAL` and exits; no sampling, no timing.
  *
  * It is the Linux reference for the project's statneg workload: built
  * statically (gcc -static -O2 -pthread) it runs inside the Linux reference
@@ -44,6 +49,9 @@ static const char *path;
 static _Atomic int stop;
 static int cpu_list[CPU_SETSIZE];
 static int ncpus_allowed;
+/* --count: each thread does exactly `iters` stats (possibly none). */
+static int counting;
+static unsigned long long iters;
 
 static void *worker(void *arg)
 {
@@ -58,7 +66,7 @@ static void *worker(void *arg)
 		/* Pinning is best effort: an unpinned thread still measures. */
 		(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 	}
-	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+	while (!atomic_load_explicit(&stop, memory_order_relaxed) && (!counting || n < iters)) {
 		if (stat(path, &st) == 0 || errno != ENOENT) {
 			/* Someone created the name: count nothing, keep going. */
 			continue;
@@ -117,15 +125,72 @@ static unsigned long long phase(unsigned long threads, unsigned long secs,
 	return sum;
 }
 
+static void pin_setup(void)
+{
+	cpu_set_t allowed;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &allowed))
+				cpu_list[ncpus_allowed++] = c;
+	}
+}
+
+static int check_missing(void)
+{
+	struct stat st;
+
+	if (stat(path, &st) == 0 || errno != ENOENT) {
+		fprintf(stderr, "statneg: %s: must be a missing name (stat: %s)\n", path,
+			errno == 0 ? "exists" : strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+/* statneg --count PATH THREADS ITERS */
+static int count_main(int argc, char **argv)
+{
+	unsigned long threads, n;
+	pthread_t tids[MAX_THREADS];
+	unsigned long long total = 0;
+
+	if (argc != 5 || parse_uint(argv[3], MAX_THREADS, &threads) || threads == 0 ||
+	    parse_uint(argv[4], 1000000000UL, &n)) {
+		fprintf(stderr, "usage: %s --count PATH THREADS ITERS (ITERS 0..10^9)\n", argv[0]);
+		return 2;
+	}
+	path = argv[2];
+	if (check_missing())
+		return 1;
+	pin_setup();
+	/* ITERS 0 still starts and joins the threads: the baseline a counting
+	 * run subtracts covers start-up and exit. */
+	counting = 1;
+	iters = n;
+	for (unsigned long t = 0; t < threads; t++) {
+		if (pthread_create(&tids[t], NULL, worker, (void *)t)) {
+			fprintf(stderr, "statneg: cannot start thread %lu\n", t);
+			return 1;
+		}
+	}
+	for (unsigned long t = 0; t < threads; t++) {
+		pthread_join(tids[t], NULL);
+		total += atomic_load(&counters[t].ops);
+	}
+	printf("count-ops=%llu\n", total);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long threads, warmup, secs;
 	pthread_t tids[MAX_THREADS];
 	unsigned long long prev[MAX_THREADS] = { 0 };
 	struct timespec next;
-	struct stat st;
-	cpu_set_t allowed;
 
+	if (argc >= 2 && strcmp(argv[1], "--count") == 0)
+		return count_main(argc, argv);
 	if (argc != 5 || parse_uint(argv[2], MAX_THREADS, &threads) || threads == 0 ||
 	    parse_uint(argv[3], 3600, &warmup) || parse_uint(argv[4], 3600, &secs) || secs == 0) {
 		fprintf(stderr,
@@ -137,16 +202,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	path = argv[1];
-	if (stat(path, &st) == 0 || errno != ENOENT) {
-		fprintf(stderr, "statneg: %s: must be a missing name (stat: %s)\n", path,
-			errno == 0 ? "exists" : strerror(errno));
+	if (check_missing())
 		return 1;
-	}
-	if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
-		for (int c = 0; c < CPU_SETSIZE; c++)
-			if (CPU_ISSET(c, &allowed))
-				cpu_list[ncpus_allowed++] = c;
-	}
+	pin_setup();
 
 	printf("testcase:stat() of a missing name (%s), %lu threads\n", path, threads);
 	fflush(stdout);

@@ -244,9 +244,39 @@ pub fn run(cfg: &LslaConfig, mut progress: impl FnMut(&str)) -> Result<Vec<LslaR
 
 /// The report: a table per RTT, the seed-style distributions, the lines.
 pub fn report(rows: &[LslaRow]) -> String {
+    report_all(&[], rows)
+}
+
+/// [`report`] with the real Linux client's rows first (the base mount in
+/// the main table, the seed's variants in their own table beside the
+/// seed's figures, then its distributions).
+pub fn report_all(linux: &[LinuxLsla], rows: &[LslaRow]) -> String {
     let mut s = String::from("# `ls -la` over SMB: WSL-EA designs\n\n");
-    s.push_str("Host mode: the fs crate's SMB client, a loopback Samba 511-entry share, the latency relay counting frames.\n\n");
+    s.push_str("Host mode: the fs crate's SMB client, a loopback Samba 511-entry share, the latency relay counting frames.");
+    if let Some(l) = linux.first() {
+        s.push_str(&format!(" The `linux-…` rows are the real client ({}) in the reference guest, same share, same relay (see below).", l.kernel));
+    }
+    s.push_str("\n\n");
     s.push_str("| design | RTT ms | cold s | cold round trips | cold QUERY_INFO | warm s | warm round trips | warm QUERY_INFO | relay = client frames |\n|---|---|---|---|---|---|---|---|---|\n");
+    for l in linux.iter().filter(|l| !l.row.design.contains('+')) {
+        let r = &l.row;
+        s.push_str(&format!(
+            "| {} | {} | {:.3} | {} | {} | {:.3} | {} | {} | {} |\n",
+            r.design,
+            r.rtt_ms,
+            r.cold_s,
+            r.cold.round_trips,
+            qi(&r.cold),
+            r.warm_s,
+            r.warm.round_trips,
+            qi(&r.warm),
+            if l.stats_agree() {
+                "yes (QueryInfos of /proc/fs/cifs/Stats)"
+            } else {
+                "NO (QueryInfos of /proc/fs/cifs/Stats)"
+            },
+        ));
+    }
     for r in rows {
         s.push_str(&format!(
             "| {} | {} | {:.3} | {} | {} | {:.3} | {} | {} | {} |\n",
@@ -291,11 +321,331 @@ pub fn report(rows: &[LslaRow]) -> String {
         }
         s.push_str("```\n");
     }
+    if !linux.is_empty() {
+        s.push_str(&variants_table(linux));
+        s.push('\n');
+        s.push_str(&report_linux(linux));
+    }
     s.push_str("\n## Lines\n\n```\n");
+    for l in linux {
+        s.push_str(&l.row.line());
+        s.push('\n');
+    }
     for r in rows {
         s.push_str(&r.line());
         s.push('\n');
     }
     s.push_str("```\n");
+    s
+}
+
+// ---------------------------------------------------------------------------
+// The real Linux cifs client (the reference guest) against the same share
+// ---------------------------------------------------------------------------
+
+/// The seed's mount options, exactly (credentials and `ip=` are added).
+pub const SEED_OPTS: &str = "vers=3.1.1,cache=strict,upcall_target=app,uid=5000,forceuid,\
+gid=5000,forcegid,file_mode=0664,dir_mode=0775,iocharset=utf8,soft,nounix,mapposix,\
+reparse=nfs,nativesocket,symlink=native,rsize=4194304,wsize=4194304,acdirmax=300,acregmax=30";
+
+/// The seed's "What doesn't help" variants: (name, option changed).
+pub const SEED_VARIANTS: &[(&str, &str)] = &[
+    ("noserverino", "noserverino"),
+    ("symlink=none", "symlink=none"),
+    ("reparse=wsl", "reparse=wsl"),
+    ("vers=3.0", "vers=3.0"),
+];
+
+/// The seed's option string with `change` applied: a `key=value` replaces
+/// the seed's value of `key`; a bare flag is appended.
+pub fn seed_opts_with(change: &str) -> String {
+    let mut words: Vec<String> = SEED_OPTS.split(',').map(str::to_string).collect();
+    match change.split_once('=') {
+        Some((k, _)) => {
+            match words
+                .iter_mut()
+                .find(|w| w.split_once('=').is_some_and(|(wk, _)| wk == k))
+            {
+                Some(w) => *w = change.to_string(),
+                None => words.push(change.to_string()),
+            }
+        }
+        None if !change.is_empty() => words.push(change.to_string()),
+        None => {}
+    }
+    words.join(",")
+}
+
+/// The Linux guest's part of an SMB sweep.
+#[derive(Clone, Debug)]
+pub struct LinuxLslaConfig {
+    /// Which reference kernel.
+    pub release: qemu::linuxref::Release,
+    /// Where the guest is built and cached.
+    pub build_dir: PathBuf,
+    /// Also run [`SEED_VARIANTS`] at this RTT (the seed's is 76 ms).
+    pub variants_rtt: Option<u64>,
+}
+
+/// One Linux listing row, with what only the real client can tell.
+#[derive(Clone, Debug, Default)]
+pub struct LinuxLsla {
+    /// The figures, in the same form as ours (`design=linux-6.12`, or
+    /// `linux-6.12+VARIANT`).
+    pub row: LslaRow,
+    /// The mount options asked for (credentials left out).
+    pub opts: String,
+    /// Those the kernel refused (`Unknown parameter`) and the guest dropped.
+    pub dropped: Vec<String>,
+    /// The guest's view of the cold and warm listings (Stats, trace analysis).
+    pub cold: qemu::linuxref::CifsListing,
+    pub warm: qemu::linuxref::CifsListing,
+    /// The exact kernel.
+    pub kernel: String,
+}
+
+/// Boots the reference guest once per RTT; in each boot its cifs client
+/// mounts the share through the relay and lists it cold and warm. The
+/// relay counts from each listing's start: the guest sends an HTTP request
+/// to a second forward (10.0.2.100:4450, a separate marker connection)
+/// before and after each listing, and that forward copies the relay's
+/// stats dir (`--sync-stats`: current before each frame is forwarded)
+/// before answering, so each listing's counts are the difference of two
+/// snapshots and the mount is never counted.
+pub fn run_linux(
+    cfg: &LslaConfig,
+    lcfg: &LinuxLslaConfig,
+    mut progress: impl FnMut(&str),
+) -> Result<Vec<LinuxLsla>, String> {
+    use qemu::linuxref::{self, CifsRun, GuestRun};
+    let paths =
+        linuxref::ensure_release(&lcfg.build_dir, lcfg.release).map_err(|e| e.to_string())?;
+    Fixture::available()?;
+    let fx = Fixture::start(
+        &FixtureOpts {
+            entries: cfg.entries,
+            ..FixtureOpts::default()
+        }
+        .with_wsl_eas(cfg.wsl_entries),
+    )
+    .map_err(|e| format!("samba fixture: {e}"))?;
+    let design = paths.cifs_design();
+    let tmp = std::env::temp_dir().join(format!("lsla-linux-{}", std::process::id()));
+    let mut out = Vec::new();
+    for &rtt in &cfg.rtts_ms {
+        let mut variants = vec![("base".to_string(), SEED_OPTS.to_string())];
+        if lcfg.variants_rtt == Some(rtt) {
+            for (name, change) in SEED_VARIANTS {
+                variants.push((name.replace('=', "-"), seed_opts_with(change)));
+            }
+        }
+        progress(&format!(
+            "lsla design={design} rtt_ms={rtt} ({} mount{})",
+            variants.len(),
+            if variants.len() == 1 { "" } else { "s" }
+        ));
+        let dir = tmp.join(format!("rtt{rtt}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (stats_dir, marks_dir) = (dir.join("stats"), dir.join("marks"));
+        let relay = vec![
+            cfg.relay_bin.display().to_string(),
+            "--target".into(),
+            format!("127.0.0.1:{}", fx.port),
+            "--delay-ms".into(),
+            format!("{}", rtt as f64 / 2.0),
+            "--stats-dir".into(),
+            stats_dir.display().to_string(),
+            "--sync-stats".into(),
+            "--log".into(),
+            dir.join("relay.log").display().to_string(),
+        ];
+        let creds = format!(
+            ",username={},password={},ip=10.0.2.100",
+            fx.user, fx.password
+        );
+        let run = GuestRun {
+            cifs: Some(CifsRun {
+                unc: format!("//10.0.2.100/{}", fx.share),
+                variants: variants
+                    .iter()
+                    .map(|(n, o)| (n.clone(), format!("{o}{creds}")))
+                    .collect(),
+                relay,
+                stats_dir,
+                marks_dir: marks_dir.clone(),
+            }),
+            ..GuestRun::statneg(1, vec![], 0, 1)
+        };
+        let report = linuxref::run_guest(&paths, &run).map_err(|e| e.to_string())?;
+        let snap = |name: &str| -> Result<Totals, String> {
+            let d = marks_dir.join(name);
+            let conns = load_stats_dir(&d).map_err(|e| format!("marker {name}: {e}"))?;
+            Ok(Totals::sum(&conns))
+        };
+        for (name, opts) in &variants {
+            let find = |phase: &str| {
+                report
+                    .listings
+                    .iter()
+                    .find(|l| &l.variant == name && l.phase == phase)
+                    .cloned()
+                    .ok_or_else(|| format!("no {phase} listing of {name}"))
+            };
+            let (cold, warm) = (find("cold")?, find("warm")?);
+            if cold.rc != 0 || warm.rc != 0 {
+                return Err(format!(
+                    "ls -la failed in the guest ({name}): rc {} / {}",
+                    cold.rc, warm.rc
+                ));
+            }
+            let c = snap(&format!("{name}-cold-end"))?.since(&snap(&format!("{name}-cold"))?);
+            let w = snap(&format!("{name}-warm-end"))?.since(&snap(&format!("{name}-warm"))?);
+            let total = Totals::sum(&load_stats_dir(&dir.join("stats")).unwrap_or_default());
+            let row = LslaRow {
+                design: if name == "base" {
+                    design.clone()
+                } else {
+                    format!("{design}+{name}")
+                },
+                rtt_ms: rtt,
+                entries: cold.entries(),
+                cold_s: cold.wall_s,
+                warm_s: warm.wall_s,
+                cold: c,
+                warm: w,
+                relay_round_trips: total.round_trips,
+                // The real client has no frame counter of ours; its own
+                // count is /proc/fs/cifs/Stats (see LinuxLsla::stats_agree).
+                client_frames: total.round_trips,
+                client_stats: cold.stats.clone(),
+                sample: Vec::new(),
+            };
+            out.push(LinuxLsla {
+                row,
+                opts: opts.clone(),
+                dropped: report
+                    .dropped
+                    .iter()
+                    .filter(|(v, _)| v == name)
+                    .map(|(_, o)| o.clone())
+                    .collect(),
+                cold,
+                warm,
+                kernel: paths.describe(),
+            });
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    Ok(out)
+}
+
+impl LinuxLsla {
+    /// The relay's QUERY_INFO counts equal the client's own
+    /// (`QueryInfos:` of /proc/fs/cifs/Stats), cold and warm.
+    pub fn stats_agree(&self) -> bool {
+        self.cold.stat("QueryInfos") == Some(qi(&self.row.cold))
+            && self.warm.stat("QueryInfos") == Some(qi(&self.row.warm))
+    }
+}
+
+/// The Linux rows' part of the report: the table's first rows, the
+/// variants beside the seed's figures, the relay's and the tracepoints'
+/// distributions, the Stats.
+pub fn report_linux(rows: &[LinuxLsla]) -> String {
+    use qemu::linuxref::trace_counts;
+    let mut s = String::new();
+    if let Some(r) = rows.first() {
+        s.push_str(&format!("## The real Linux client: {}\n\n", r.kernel));
+        s.push_str("The reference guest's cifs.ko, mounted with the seed's options (plus credentials and `ip=`), GNU `ls -la` of the same share through the same relay; counted by the relay between two marker requests on a separate connection.\n\n");
+    }
+    s.push_str("| design | RTT ms | cold s | cold round trips | cold QUERY_INFO | warm s | warm round trips | warm QUERY_INFO | relay = client Stats |\n|---|---|---|---|---|---|---|---|---|\n");
+    for r in rows {
+        let x = &r.row;
+        s.push_str(&format!(
+            "| {} | {} | {:.3} | {} | {} | {:.3} | {} | {} | {} |\n",
+            x.design,
+            x.rtt_ms,
+            x.cold_s,
+            x.cold.round_trips,
+            qi(&x.cold),
+            x.warm_s,
+            x.warm.round_trips,
+            qi(&x.warm),
+            if r.stats_agree() { "yes" } else { "NO" }
+        ));
+    }
+    for r in rows {
+        let x = &r.row;
+        s.push_str(&format!(
+            "\n### {} at {} ms: cold listing\n\n",
+            x.design, x.rtt_ms
+        ));
+        s.push_str(&format!("Options: `{}`", r.opts));
+        if !r.dropped.is_empty() {
+            s.push_str(&format!(
+                " — this kernel refused (`Unknown parameter`) and the guest dropped: `{}`",
+                r.dropped.join("`, `")
+            ));
+        }
+        s.push_str("\n\n```\n");
+        s.push_str("relay, client to server:\n");
+        for (c, n) in &x.cold.client_to_server.commands {
+            s.push_str(&format!("{n:>7} {c}\n"));
+        }
+        s.push_str("relay, server statuses:\n");
+        for (st, n) in &x.cold.server_to_client.statuses {
+            s.push_str(&format!("{n:>7} status={st}\n"));
+        }
+        s.push_str("smb3 tracepoints (the seed's greps): statuses, commands, events\n");
+        for (k, n) in trace_counts(&r.cold.trace, "status") {
+            s.push_str(&format!("{n:>7} {k}\n"));
+        }
+        for (k, n) in trace_counts(&r.cold.trace, "cmd") {
+            s.push_str(&format!("{n:>7} cmd={k}\n"));
+        }
+        for l in r.cold.trace.lines().filter(|l| l.ends_with(':')) {
+            s.push_str(&format!("{l}\n"));
+        }
+        s.push_str("/proc/fs/cifs/Stats after the cold listing:\n");
+        for l in r.cold.stats.lines().filter(|l| l.contains("total")) {
+            s.push_str(&format!("  {}\n", l.trim()));
+        }
+        s.push_str("```\n");
+    }
+    s
+}
+
+/// The seed's "What doesn't help" table, measured with the real client at
+/// the variants' RTT, beside the seed's own figures (6.12.0 against Windows
+/// at ~76 ms: 511 queries in 39 s; noserverino 271 in 21 s; no change for
+/// the others).
+pub fn variants_table(linux: &[LinuxLsla]) -> String {
+    let Some(rtt) = linux
+        .iter()
+        .find(|l| l.row.design.contains('+'))
+        .map(|l| l.row.rtt_ms)
+    else {
+        return String::new();
+    };
+    let seed = |v: &str| match v {
+        "" => "511 queries, 39 s",
+        "noserverino" => "511 → 271 queries, 39 s → 21 s",
+        _ => "no change",
+    };
+    let mut s = format!("\n## What doesn't help, with the real client at {rtt} ms\n\n");
+    s.push_str("| variant | cold QUERY_INFO | cold s | warm QUERY_INFO | warm s | the seed (6.12.0, Windows) |\n|---|---|---|---|---|---|\n");
+    for l in linux.iter().filter(|l| l.row.rtt_ms == rtt) {
+        let v = l.row.design.split_once('+').map_or("", |(_, v)| v);
+        let r = &l.row;
+        s.push_str(&format!(
+            "| {} | {} | {:.3} | {} | {:.3} | {} |\n",
+            if v.is_empty() { "seed options" } else { v },
+            qi(&r.cold),
+            r.cold_s,
+            qi(&r.warm),
+            r.warm_s,
+            seed(v)
+        ));
+    }
     s
 }

@@ -11,6 +11,7 @@
 //! ```
 //!
 //! Touches: stdout/stderr, the result directories, child processes.
+#![deny(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -92,6 +93,17 @@ enum Cmd {
         /// Results go to OUT/<timestamp>-smb/.
         #[arg(long, default_value = "results")]
         out: PathBuf,
+        /// The real Linux client's rows first (`design=linux-6.12`): the
+        /// reference guest's cifs.ko (6.12 or 6.1), or `none`.
+        #[arg(long, default_value = "6.12", value_name = "RELEASE|none")]
+        linux: String,
+        /// Also run the seed's variants (noserverino, symlink=none,
+        /// reparse=wsl, vers=3.0) with the real client at this RTT.
+        #[arg(long, value_name = "MS")]
+        linux_variants: Option<u64>,
+        /// Where the reference guest is built and cached [default: build/].
+        #[arg(long)]
+        build_dir: Option<PathBuf>,
     },
     /// Read and write MB/s of one file through the cifs mount (host mode,
     /// loopback Samba, 0 ms).
@@ -127,6 +139,11 @@ enum Cmd {
         /// Where the merged raw.csv, report.md and scaling.svg go [default: results/<timestamp>-merged].
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Print a plain-text summary instead (72 columns, for a mailing
+        /// list): ops/s per CPU count and scaling, per-op counters, and the
+        /// SMB table of any smb-sweep directory among DIRS. Writes nothing.
+        #[arg(long)]
+        text: bool,
     },
 }
 
@@ -142,6 +159,10 @@ fn main() -> ExitCode {
                 }
             };
             let exec = HostExecutor::new(!no_pin);
+            eprintln!(
+                "bench: host RCU readers: {}",
+                fs::sync::host::HostPlatform::global().rcu_reader_mode()
+            );
             let result = bench::run_params(&params, &exec, &mut StdoutWriter::new());
             if !no_pin && !exec.pinned() {
                 eprintln!("bench: note: tasks not pinned (taskset failed or missing)");
@@ -211,6 +232,9 @@ fn main() -> ExitCode {
             opts,
             relay,
             out,
+            linux,
+            linux_variants,
+            build_dir,
         } => {
             let relay = relay.unwrap_or_else(|| {
                 std::env::current_exe()
@@ -238,9 +262,35 @@ fn main() -> ExitCode {
                 );
                 return ExitCode::FAILURE;
             }
+            let linux_rows = if linux == "none" {
+                Vec::new()
+            } else {
+                let release = match linux.parse() {
+                    Ok(r) => r,
+                    Err(e) => {
+                        eprintln!("bench smb-sweep: --linux: {e}");
+                        return ExitCode::from(2);
+                    }
+                };
+                let lcfg = bench::lsla::LinuxLslaConfig {
+                    release,
+                    build_dir: build_dir.unwrap_or_else(qemu::linuxref::default_build_dir),
+                    variants_rtt: linux_variants,
+                };
+                match bench::lsla::run_linux(&cfg, &lcfg, |what| eprintln!("{what}")) {
+                    Ok(rows) => rows,
+                    Err(e) => {
+                        eprintln!("lsla design=linux-{linux} skipped: {e}");
+                        Vec::new()
+                    }
+                }
+            };
+            for l in &linux_rows {
+                println!("{}", l.row.line());
+            }
             match bench::lsla::run(&cfg, |what| eprintln!("{what}")) {
                 Ok(rows) => {
-                    let report = bench::lsla::report(&rows);
+                    let report = bench::lsla::report_all(&linux_rows, &rows);
                     if let Err(e) = std::fs::write(dir.join("smb.md"), &report) {
                         eprintln!("bench smb-sweep: {}: {e}", dir.display());
                         return ExitCode::FAILURE;
@@ -284,6 +334,21 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Cmd::Report {
+            dirs, text: true, ..
+        } => {
+            let dirs: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
+            match bench::host::text::render_dirs(&dirs) {
+                Ok(t) => {
+                    print!("{t}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("bench report --text: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Cmd::Predict(a) => {
             let exec = HostExecutor::new(!a.no_pin);
             match bench::host::predict::run(&a, &exec) {
@@ -294,7 +359,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Cmd::Report { dirs, out } => {
+        Cmd::Report { dirs, out, .. } => {
             let out = out.unwrap_or_else(|| {
                 PathBuf::from("results").join(format!("{}-merged", now_stamp()))
             });

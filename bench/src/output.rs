@@ -12,12 +12,19 @@
 //!
 //! One `min:N max:N total:N` line per second: the lowest and highest
 //! per-task iteration count of that second and their sum. `average` is the
-//! integer mean of the measurement totals. The `per-op` line (fs counter
-//! deltas over the measurement window divided by operations) is ours; Linux
-//! references have no fs counters and leave it out. `transfers=` came
-//! later and is appended: a line without it (older output) still parses,
-//! with [`PerOp::transfers`] `None`. A run that saw wrong
+//! integer mean of the measurement totals. The `per-op` line is fs counter
+//! deltas over the measurement window divided by operations; the Linux
+//! reference guest prints its own from a separate counting run (kprobe hit
+//! counts): `per-op: allocs=A locks=L rwsem=R fallbacks=F` — the same names
+//! where the meaning is the same, no `shared_stores`, plus `rwsem`
+//! (`i_rwsem` acquisitions). Host references leave it out. `transfers=`
+//! came later and is appended: a line without it (older output, Linux's)
+//! still parses, with [`PerOp::transfers`] `None`. A run that saw wrong
 //! answers ends with an `error:` line, which makes [`parse`] fail.
+//!
+//! This file is the one parser of the format: the `qemu` crate (below
+//! `bench` in the dependency order, and std) compiles it too, by path, as
+//! `qemu::wis`, for the Linux reference guest.
 //!
 //! The parser skips anything before `testcase:` and after the block (a
 //! guest's boot log, a runner's notes), but is strict inside it.
@@ -42,13 +49,15 @@ impl fmt::Display for Sample {
     }
 }
 
-/// Counter values per operation, as printed (3 decimals).
+/// Counter values per operation, as printed (3 decimals). `shared_stores`
+/// is ours only, `rwsem` Linux's only.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PerOp {
     pub allocs: f64,
-    pub shared_stores: f64,
+    pub shared_stores: Option<f64>,
     pub fallbacks: f64,
     pub locks: f64,
+    pub rwsem: Option<f64>,
     /// Cache-line transfers per op; `None` on output from before the field.
     pub transfers: Option<f64>,
 }
@@ -274,37 +283,35 @@ fn parse_sample(l: &str) -> Option<Sample> {
     Some(Sample { min, max, total })
 }
 
+/// `allocs`, `fallbacks` and `locks` are required, `shared_stores`,
+/// `rwsem` and `transfers` optional; every key at most once, nothing else.
 fn parse_per_op(rest: &str) -> Option<PerOp> {
-    let mut p = PerOp::default();
-    let mut seen = [false; 5];
-    let mut transfers = 0.0;
+    let mut v: [Option<f64>; 6] = [None; 6];
     for word in rest.split_ascii_whitespace() {
-        let (k, v) = word.split_once('=')?;
-        if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let (k, val) = word.split_once('=')?;
+        if val.is_empty() || !val.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
             return None;
         }
-        let v: f64 = v.parse().ok()?;
         let i = match k {
             "allocs" => 0,
             "shared_stores" => 1,
             "fallbacks" => 2,
             "locks" => 3,
-            "transfers" => 4,
+            "rwsem" => 4,
+            "transfers" => 5,
             _ => return None,
         };
-        if seen[i] {
+        if v[i].is_some() {
             return None;
         }
-        seen[i] = true;
-        *[
-            &mut p.allocs,
-            &mut p.shared_stores,
-            &mut p.fallbacks,
-            &mut p.locks,
-            &mut transfers,
-        ][i] = v;
+        v[i] = Some(val.parse().ok()?);
     }
-    // The first four are required; `transfers` is optional (older output).
-    p.transfers = seen[4].then_some(transfers);
-    seen[..4].iter().all(|s| *s).then_some(p)
+    Some(PerOp {
+        allocs: v[0]?,
+        shared_stores: v[1],
+        fallbacks: v[2]?,
+        locks: v[3]?,
+        rwsem: v[4],
+        transfers: v[5],
+    })
 }

@@ -97,9 +97,41 @@ fn round_trip_with_per_op() {
     assert_eq!(back.average, 22);
     let p = back.per_op.unwrap();
     assert_eq!(
-        (p.allocs, p.shared_stores, p.fallbacks, p.locks, p.transfers),
-        (1.0, 5.0, 1.023, 2.0, Some(1.5))
+        (
+            p.allocs,
+            p.shared_stores,
+            p.fallbacks,
+            p.locks,
+            p.rwsem,
+            p.transfers
+        ),
+        (1.0, Some(5.0), 1.023, 2.0, None, Some(1.5))
     );
+}
+
+/// The Linux reference guest's line (from its kprobe counting run): no
+/// shared_stores, an rwsem count; the required keys stay required.
+#[test]
+fn linux_per_op_line() {
+    let block = "testcase:x\nwarmup\nmeasurement\nmin:1 max:1 total:1\naverage:1\n";
+    let p = parse(&format!(
+        "{block}per-op: allocs=1.002 locks=5.010 rwsem=1.000 fallbacks=1.000\n"
+    ))
+    .unwrap()
+    .per_op
+    .unwrap();
+    assert_eq!(
+        (p.allocs, p.shared_stores, p.fallbacks, p.locks, p.rwsem),
+        (1.002, None, 1.0, 5.01, Some(1.0))
+    );
+    for bad in [
+        "per-op: allocs=1 rwsem=1 fallbacks=1",
+        "per-op: allocs=1 locks=1 rwsem=1 rwsem=2 fallbacks=1",
+        "per-op: allocs=1 locks=1 mutex=1 fallbacks=1",
+        "per-op: allocs=1 locks=-1 fallbacks=1",
+    ] {
+        assert!(parse(&format!("{block}{bad}\n")).is_err(), "{bad}");
+    }
 }
 
 /// `transfers=` is appended to the per-op line: output from before it

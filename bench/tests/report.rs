@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use bench::host::points::Key;
 use bench::host::rows::{self, Row};
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -112,12 +113,14 @@ fn synthetic(host: &str) -> Vec<Row> {
         ),
         Row::not_run(
             "skipped",
-            "linux-guest",
-            "auto",
-            host,
-            "statneg",
-            "linux-tmpfs",
-            2,
+            Key {
+                source: "linux-guest".into(),
+                accel: "auto".into(),
+                host: host.into(),
+                testcase: "statneg".into(),
+                design: "linux-tmpfs".into(),
+                cpus: 2,
+            },
             "no packages, \"offline\"",
         ),
     ]
@@ -292,12 +295,14 @@ fn repeated(host: &str) -> Vec<Row> {
         }
         let mut skipped = Row::not_run(
             "skipped",
-            "guest",
-            "auto",
-            host,
-            "statneg",
-            "noalloc",
-            1,
+            Key {
+                source: "guest".into(),
+                accel: "auto".into(),
+                host: host.into(),
+                testcase: "statneg".into(),
+                design: "noalloc".into(),
+                cpus: 1,
+            },
             "no kernel",
         );
         skipped.rep = rep;

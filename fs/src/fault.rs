@@ -15,8 +15,6 @@
 //!
 //! Touches: three global atomics.
 
-#![deny(unsafe_code)]
-
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// 0: off; else the interval.

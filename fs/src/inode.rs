@@ -11,8 +11,6 @@
 //! creating an inode or growing a file asks memory admission
 //! ([`crate::mem`]), which may run the dcache shrinker.
 
-#![deny(unsafe_code)]
-
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;

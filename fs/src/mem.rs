@@ -32,8 +32,6 @@
 //!
 //! Touches: the platform, the dcache shrinker (refusals only), counters.
 
-#![deny(unsafe_code)]
-
 use crate::errno::{Errno, KResult};
 use crate::platform;
 #[cfg(doc)]

@@ -17,8 +17,6 @@
 //!
 //! Touches: the mountpoint dentry's `D_MOUNTED` flag.
 
-#![deny(unsafe_code)]
-
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

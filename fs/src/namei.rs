@@ -33,6 +33,22 @@
 //! ends with a reference on the target); (3) a noalloc miss can end the walk
 //! in RCU mode with ENOENT (see `dcache::design`).
 //!
+//! Linux steps that have no namesake here, and why:
+//! - no `terminate_walk`: the walk state's references (`DRef`, the mount)
+//!   and the RCU guard are values that drop when the walk ends, on every
+//!   path out, error or not; there is nothing left to release by hand.
+//! - `lookup_fast` is two pieces: `Nd::lookup_fast_rcu` returns a
+//!   position without a reference plus the `d_seq` to validate it later,
+//!   the ref-walk half (in `walk_component`) returns a counted `DRef`.
+//!   Linux keeps one function and branches on `LOOKUP_RCU`; here the two
+//!   results have different types, so the borrow checker keeps an RCU
+//!   position from outliving its guard.
+//! - no `LOOKUP_REVAL` retry: Linux's `filename_lookup` runs a third walk
+//!   when a filesystem says `ESTALE`. No filesystem here answers `ESTALE`
+//!   from a lookup (tmpfs is never stale; an expired cifs negative dentry
+//!   is dropped and asked again inside the walk, `FallbackReason::Revalidate`),
+//!   so that pass could never run.
+//!
 //! **Canaries**: every dentry and inode the RCU-walk reaches without a
 //! reference (chain entries, `..`, the child's inode) has its canary checked
 //! before anything else is read of it ([`crate::poison`]; one load, no
@@ -41,8 +57,6 @@
 //!
 //! Touches: dcache, mounts, inodes (read), the directory `i_rwsem` (shared,
 //! in `lookup_slow`), counters and traces.
-
-#![deny(unsafe_code)]
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -353,6 +367,10 @@ impl<'g> Nd<'g> {
                 seq: SeqNote::check("dir_seq", dseq, d_now),
                 what: if d_now == dseq { "dir_seq unchanged: no name was added or removed here" }
                     else { "dir_seq moved: a name was added or removed here meanwhile" });
+            // Check 1 of 3 before a miss may answer ENOENT: no name was
+            // added to or removed from this directory since before the
+            // search (a create racing with us bumps `dir_seq`, so a miss
+            // sampled before it would be stale).
             if parent.dir_seq.read_retry(dseq) {
                 trace!(
                     "  lookup_fast \"{}\": miss, but dir_seq {} -> {}",
@@ -367,6 +385,10 @@ impl<'g> Nd<'g> {
                 seq: SeqNote::check("rename_seq", rseq, r_now),
                 what: if r_now == rseq { "rename_seq unchanged: no rename anywhere" }
                     else { "rename_seq moved: a rename happened meanwhile" });
+            // Check 2 of 3: no rename anywhere. A rename moves a dentry onto
+            // another hash chain while we may be walking it, so the search
+            // can miss a name that was there all along (why Linux's
+            // `d_lookup` retries under `rename_lock`).
             if dcache::dcache().rename_seq.read_retry(rseq) {
                 trace!(
                     "  lookup_fast \"{}\": miss, but rename_seq {} -> {}",
@@ -377,6 +399,9 @@ impl<'g> Nd<'g> {
                 self.try_to_unlazy(FallbackReason::GlobalSeq)?;
                 return Ok(None);
             }
+            // Check 3 of 3: the parent itself is still the dentry we stepped
+            // on (not killed, moved or mounted over); otherwise the miss is
+            // about a directory that is no longer on this path.
             if parent.d_seq.read_retry(self.seq) {
                 return Err(self.restart(FallbackReason::DentrySeq));
             }
@@ -624,14 +649,17 @@ impl<'g> Nd<'g> {
         }
     }
 
-    /// The current position must be a directory to walk through it.
+    /// The current position must be a directory to walk through it (Linux's
+    /// `may_lookup` is the MAY_EXEC permission check; there are no
+    /// permissions here, only this "is a directory" check, which Linux makes
+    /// in `link_path_walk` via `d_can_lookup`).
     ///
     /// In RCU-walk this reads the inode afresh, after `step_into` validated
     /// it: a failure proves something only while `d_seq` still holds. (The
     /// dentry may have been killed since: its inode cleared, the stress
     /// test saw `file/x` answer ENOENT instead of ENOTDIR.) Success needs
     /// no check here: the next lookup validates the parent's `d_seq`.
-    fn may_lookup(&self) -> WResult<()> {
+    fn must_be_dir(&self) -> WResult<()> {
         let e = match self.inode() {
             Some(i) if i.is_dir() => return Ok(()),
             Some(_) => Errno::ENOTDIR,
@@ -685,7 +713,7 @@ impl<'g> Nd<'g> {
                     trailing,
                 });
             }
-            self.may_lookup()?;
+            self.must_be_dir()?;
             if kind != LastType::Norm {
                 self.handle_dots(kind)?;
             } else if let Some(body) = self.walk_component(comp, true)? {
@@ -712,12 +740,12 @@ impl<'g> Nd<'g> {
             match last.kind {
                 LastType::Root => return Ok(last.trailing),
                 LastType::Dot | LastType::DotDot => {
-                    self.may_lookup()?;
+                    self.must_be_dir()?;
                     self.handle_dots(last.kind)?;
                     return Ok(last.trailing);
                 }
                 LastType::Norm => {
-                    self.may_lookup()?;
+                    self.must_be_dir()?;
                     match self.walk_component(last.name, follow || last.trailing)? {
                         None => return Ok(last.trailing),
                         Some(body) => {
@@ -870,7 +898,7 @@ fn walk_and_finish<'g, T>(
     if flags.directory || trailing {
         // Must be a directory: the same check (and validation) as walking
         // through it.
-        nd.may_lookup()?;
+        nd.must_be_dir()?;
     }
     let v = finish(&mut Resolved { nd });
     // Validate before trusting the answer, an error included: in RCU-walk
@@ -930,7 +958,7 @@ fn parentat(vfs: &Vfs, path: &[u8], rcu: bool) -> WResult<Parent> {
     step!("walk", path, nd.rcu, dentry: &*nd.d,
         what: "path_init: walk to the parent of the last component");
     let last = nd.link_path_walk(path)?;
-    nd.may_lookup()?;
+    nd.must_be_dir()?;
     let (mnt, dir) = nd.take_ref()?;
     Ok(Parent {
         mnt,

@@ -436,9 +436,11 @@ fn parse_race(rest: &str) -> Result<Cmd, ParseError> {
     let text = rest.trim_matches(is_blank).to_string();
     let cmd = match parse(&text)? {
         None => return Err(ParseError::Arity(USAGE)),
-        Some(Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_)) => {
-            return Err(ParseError::Arity(USAGE))
-        }
+        // Not filesystem commands of this namespace (a cifs mount needs the
+        // shell's connector, not just the namespace).
+        Some(
+            Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_) | Cmd::MountCifs { .. },
+        ) => return Err(ParseError::Arity(USAGE)),
         Some(c) => c,
     };
     Ok(Cmd::Race(Some(Box::new(RaceCmd { step, cmd, text }))))
@@ -724,45 +726,43 @@ impl Shell {
 
 /// Run one filesystem command on `v`: its result line.
 pub(crate) fn run_fs_on(v: &Vfs, cmd: &Cmd) -> String {
-    {
-        let r: KResult<String> = match cmd {
-            Cmd::Mkdir(p) => v.mkdir(p, 0o755).map(|_| ok_with("")),
-            Cmd::Create(p) => v
-                .open(
-                    p,
-                    OpenFlags::WRONLY | OpenFlags::CREAT | OpenFlags::EXCL,
-                    0o644,
-                )
-                .map(|_f| ok_with("")),
-            Cmd::Write(p, text) => v.write_file(p, text).map(|_| ok_with("")),
-            Cmd::Read(p) => v.read_file(p).map(|d| ok_with(&escape_text(&d))),
-            Cmd::Symlink { target, path } => v.symlink(target, path).map(|_| ok_with("")),
-            Cmd::Readlink(p) => v.readlink(p).map(|t| ok_with(&escape_word(&t))),
-            Cmd::Unlink(p) => v.unlink(p).map(|_| ok_with("")),
-            Cmd::Rmdir(p) => v.rmdir(p).map(|_| ok_with("")),
-            Cmd::Rename(a, b) => v.rename(a, b).map(|_| ok_with("")),
-            Cmd::Stat(p) => v.stat(p).map(|st| stat_line(st.kind, st.size)),
-            Cmd::Lstat(p) => v.lstat(p).map(|st| stat_line(st.kind, st.size)),
-            Cmd::Ls(p) => v
-                .readdir(p)
-                .map(|es| ls_line(es.into_iter().map(|e| e.name).collect())),
-            Cmd::Mount { opts, path: None } => v.remount(b"/", opts).map(|_| ok_with("")),
-            Cmd::Mount {
-                opts,
-                path: Some(p),
-            } => v.mount("tmpfs", p, opts).map(|_| ok_with("")),
-            Cmd::Cksum(p) => v.read_file(p).map(|d| {
-                use sha2::Digest;
-                let h = sha2::Sha256::digest(&d);
-                let hex: String = h.iter().map(|b| std::format!("{b:02x}")).collect();
-                ok_with(&std::format!("{hex} {}", d.len()))
-            }),
-            Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_) | Cmd::MountCifs { .. } => {
-                Ok(ok_with(""))
-            }
-        };
-        r.unwrap_or_else(err_line)
-    }
+    let r: KResult<String> = match cmd {
+        Cmd::Mkdir(p) => v.mkdir(p, 0o755).map(|_| ok_with("")),
+        Cmd::Create(p) => v
+            .open(
+                p,
+                OpenFlags::WRONLY | OpenFlags::CREAT | OpenFlags::EXCL,
+                0o644,
+            )
+            .map(|_f| ok_with("")),
+        Cmd::Write(p, text) => v.write_file(p, text).map(|_| ok_with("")),
+        Cmd::Read(p) => v.read_file(p).map(|d| ok_with(&escape_text(&d))),
+        Cmd::Symlink { target, path } => v.symlink(target, path).map(|_| ok_with("")),
+        Cmd::Readlink(p) => v.readlink(p).map(|t| ok_with(&escape_word(&t))),
+        Cmd::Unlink(p) => v.unlink(p).map(|_| ok_with("")),
+        Cmd::Rmdir(p) => v.rmdir(p).map(|_| ok_with("")),
+        Cmd::Rename(a, b) => v.rename(a, b).map(|_| ok_with("")),
+        Cmd::Stat(p) => v.stat(p).map(|st| stat_line(st.kind, st.size)),
+        Cmd::Lstat(p) => v.lstat(p).map(|st| stat_line(st.kind, st.size)),
+        Cmd::Ls(p) => v
+            .readdir(p)
+            .map(|es| ls_line(es.into_iter().map(|e| e.name).collect())),
+        Cmd::Mount { opts, path: None } => v.remount(b"/", opts).map(|_| ok_with("")),
+        Cmd::Mount {
+            opts,
+            path: Some(p),
+        } => v.mount("tmpfs", p, opts).map(|_| ok_with("")),
+        Cmd::Cksum(p) => v.read_file(p).map(|d| {
+            use sha2::Digest;
+            let h = sha2::Sha256::digest(&d);
+            let hex: String = h.iter().map(|b| std::format!("{b:02x}")).collect();
+            ok_with(&std::format!("{hex} {}", d.len()))
+        }),
+        Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_) | Cmd::MountCifs { .. } => {
+            Ok(ok_with(""))
+        }
+    };
+    r.unwrap_or_else(err_line)
 }
 
 impl Drop for Shell {

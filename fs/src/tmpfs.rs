@@ -10,8 +10,6 @@
 //!
 //! Touches: nothing beyond creating its superblock and root.
 
-#![deny(unsafe_code)]
-
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 

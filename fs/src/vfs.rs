@@ -24,8 +24,6 @@
 //! operation creates something (or the ENOENT design says so), and asks
 //! memory admission first: a refusal is `ENOMEM` with nothing changed.
 
-#![deny(unsafe_code)]
-
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};

@@ -54,7 +54,7 @@ fn mount(fx: &Fixture, opts: &str) -> (Vfs, Arc<SuperBlock>) {
 
 fn fixture(extra_global: &[&str]) -> Option<Fixture> {
     if let Err(why) = Fixture::available() {
-        eprintln!("SKIP cifs_data: {why}");
+        qemu::fixtures::skip("cifs_data", "Samba", why);
         return None;
     }
     let files = SIZES
@@ -73,8 +73,17 @@ fn fixture(extra_global: &[&str]) -> Option<Fixture> {
 
 fn sizes_against(extra: &[&str], limit: usize) {
     let Some(fx) = fixture(extra) else { return };
-    let (v, sb) = mount(&fx, "");
+    let (v, sb) = mount(&fx, "wslea=probe");
     let fs = sb.ops_as::<CifsFs>().unwrap();
+    // QUERY_DIRECTORY and the EA query fit the server's MaxTransactSize.
+    let listed = v.readdir(b"/mnt").unwrap();
+    assert_eq!(listed.len(), 3 + SIZES.len(), "{listed:?}");
+    for e in &listed {
+        let p = format!("/mnt/{}", String::from_utf8_lossy(&e.name));
+        v.lstat(p.as_bytes())
+            .unwrap_or_else(|e| panic!("lstat {p}: {e}"));
+    }
+    assert_eq!(fs.with_stats(|s| s.get(cmd::QUERY_DIRECTORY).failed), 0);
     for &n in &SIZES {
         // Read what the server had from the start.
         let path = format!("/mnt/r{n}");

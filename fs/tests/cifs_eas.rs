@@ -101,7 +101,7 @@ fn ls_la(fx: &Fixture, design: &str, to: u32) -> (u64, u64, u64) {
 #[test]
 fn ea_support_no_every_design() {
     if let Err(why) = Fixture::available() {
-        eprintln!("SKIP cifs_eas: {why}");
+        qemu::fixtures::skip("cifs_eas", "Samba", why);
         return;
     }
     let fx = Fixture::start(&FixtureOpts {

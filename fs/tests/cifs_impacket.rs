@@ -15,10 +15,9 @@ fn data(n: usize) -> Vec<u8> {
 }
 
 #[test]
-#[ignore = "needs vers=2.0 (SMB 2.0.2) from the server-compatibility work; un-ignore once it is on main"]
 fn mount_list_stat_read() {
     if let Err(why) = Server::available() {
-        eprintln!("SKIP cifs_impacket: {why}");
+        qemu::fixtures::skip("cifs_impacket", "impacket", why);
         return;
     }
     let big = data(300_000);

@@ -13,7 +13,7 @@ use qemu::samba::{Fixture, FixtureOpts};
 
 fn fixture() -> Option<Fixture> {
     if let Err(why) = Fixture::available() {
-        eprintln!("SKIP cifs_vfsh: {why}");
+        qemu::fixtures::skip("cifs_vfsh", "Samba", why);
         return None;
     }
     Some(

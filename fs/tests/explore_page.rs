@@ -11,8 +11,8 @@
 //! by people, not compared).
 //!
 //! A stale page (the walk changed, `make explore` not rerun) fails here.
-//! Without Chromium (Debian `chromium`, `make setup`) the test says SKIP, or
-//! fails when REQUIRE_FIXTURES=1.
+//! Without Chromium (Debian `chromium`, `make setup`) the test skips through
+//! `qemu::fixtures::skip` (a failure under REQUIRE_FIXTURES=1, as in `make test`).
 //!
 //! Touches: runs chromium with a fresh profile under build/, writes build/.
 
@@ -96,10 +96,11 @@ fn unescape_html(s: &str) -> String {
 #[test]
 fn page_steps_every_scenario_in_chromium() {
     let Some(bin) = chromium() else {
-        if std::env::var_os("REQUIRE_FIXTURES").is_some_and(|v| v == "1") {
-            panic!("explore_page: chromium is not installed (make setup installs it)");
-        }
-        eprintln!("SKIP explore_page: chromium is not installed (make setup installs it)");
+        qemu::fixtures::skip(
+            "explore_page",
+            "Chromium",
+            "no chromium on PATH (make setup installs Debian's chromium)",
+        );
         return;
     };
     let page = root().join("docs/explore/index.html");

@@ -553,7 +553,7 @@ fn stress_design(design: &str) -> Report {
 /// when `finish` re-read an inode a concurrent kill had cleared; a false
 /// ENOENT during a rename over an existing name; the negative-dentry gauge
 /// drifting; `dentry_kill` racing a rename; and `file/x` answering ENOENT
-/// instead of ENOTDIR when `may_lookup` re-read the inode of a dentry
+/// instead of ENOTDIR when `must_be_dir` re-read the inode of a dentry
 /// killed after `step_into` validated it (RCU-walk must validate `d_seq`
 /// before an error counts).
 #[test]

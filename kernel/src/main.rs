@@ -12,15 +12,21 @@
 //! library half of this crate.
 #![no_std]
 #![no_main]
+// The unsafe fence: hardware access in `arch`, memory management in `mm`
+// (both allowed below, every block with its SAFETY comment); everything
+// else is safe Rust.
+#![deny(unsafe_code)]
 
 extern crate alloc;
 
+#[allow(unsafe_code)]
 mod arch;
 mod benchrun;
 mod console;
 mod demo;
 mod drivers;
 mod exit;
+#[allow(unsafe_code)]
 mod mm;
 mod net;
 mod panic;

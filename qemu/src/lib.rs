@@ -6,8 +6,15 @@
 //! - [`impacket`]: impacket's smbserver.py (SMB 2.0.2 only) as a second server for tests.
 //! - [`relay`]: the latency relay (one-way delay, SMB2 command counting, faults).
 //! - [`linuxref`]: the Linux reference guest (Debian kernel + busybox + statneg).
+//! - [`wis`]: will-it-scale's output format — `bench/src/output.rs`, the one
+//!   parser of it, compiled here by path: `bench` depends on this crate
+//!   (its sweep boots QEMU through it), so this crate cannot depend on
+//!   `bench`, and the format must stay `no_std` in `bench` for the guest.
 //! - [`fixtures`]: what a test does when its fixture is missing
 //!   (`REQUIRE_FIXTURES=1`: fail; otherwise skip, and count the skips).
+#![deny(unsafe_code)]
+
+extern crate alloc;
 
 pub mod fixtures;
 pub mod impacket;
@@ -15,3 +22,5 @@ pub mod linuxref;
 pub mod relay;
 pub mod runner;
 pub mod samba;
+#[path = "../../bench/src/output.rs"]
+pub mod wis;

@@ -22,6 +22,7 @@ pub mod proc;
 pub mod report;
 pub mod rows;
 pub mod sweep;
+pub mod text;
 
 use std::fmt;
 use std::io::Write;

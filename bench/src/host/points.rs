@@ -20,19 +20,34 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::rows::Row;
 
-/// The identity of a point: source, accel, host, testcase, design, cpus.
-pub type Key = (String, String, String, String, String, usize);
+/// The identity of a point: what ran where. Ordered field by field, in
+/// this order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key {
+    /// `guest`, `host`, `linux-host`, `linux-guest`.
+    pub source: String,
+    /// `tcg`, `kvm`, `native` ...
+    pub accel: String,
+    /// The machine's name.
+    pub host: String,
+    /// The benchmark (`statneg` ...).
+    pub testcase: String,
+    /// An ENOENT design, or `linux-<fstype>` for the references.
+    pub design: String,
+    /// CPUs (tasks) of the run.
+    pub cpus: usize,
+}
 
 /// The key of `r`'s point.
 pub fn key(r: &Row) -> Key {
-    (
-        r.source.clone(),
-        r.accel.clone(),
-        r.host.clone(),
-        r.testcase.clone(),
-        r.design.clone(),
-        r.cpus,
-    )
+    Key {
+        source: r.source.clone(),
+        accel: r.accel.clone(),
+        host: r.host.clone(),
+        testcase: r.testcase.clone(),
+        design: r.design.clone(),
+        cpus: r.cpus,
+    }
 }
 
 /// The ok runs of one point.

@@ -23,6 +23,7 @@ use std::path::Path;
 use clap::Args;
 
 use super::exec::HostExecutor;
+use super::points::Key;
 use super::rows::{self, Row};
 use crate::output;
 use crate::params::Params;
@@ -421,16 +422,15 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                         (1, &m1.plain, "bench predict: input run"),
                         (2, &o2, "bench predict --validate"),
                     ] {
-                        let mut r = Row::from_output(
-                            "host",
-                            "native",
-                            &host,
-                            &a.testcase,
-                            &d,
+                        let key = Key {
+                            source: "host".into(),
+                            accel: "native".into(),
+                            host: host.clone(),
+                            testcase: a.testcase.clone(),
+                            design: d.clone(),
                             cpus,
-                            o,
-                            note,
-                        );
+                        };
+                        let mut r = Row::from_output(key, o, note);
                         r.rep = round;
                         rows.push(r);
                     }

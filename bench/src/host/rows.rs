@@ -22,6 +22,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::points::Key;
 use crate::output::RunOutput;
 
 /// The header line of raw.csv.
@@ -72,33 +73,23 @@ pub struct Row {
 }
 
 impl Row {
-    /// A row for a run whose output parsed.
-    #[allow(clippy::too_many_arguments)]
-    pub fn from_output(
-        source: &str,
-        accel: &str,
-        host: &str,
-        testcase: &str,
-        design: &str,
-        cpus: usize,
-        out: &RunOutput,
-        note: &str,
-    ) -> Row {
+    /// A row of the point `key` for a run whose output parsed.
+    pub fn from_output(key: Key, out: &RunOutput, note: &str) -> Row {
         let p = out.per_op;
         Row {
-            source: source.into(),
-            accel: accel.into(),
-            host: host.into(),
-            testcase: testcase.into(),
-            design: design.into(),
-            cpus,
+            source: key.source,
+            accel: key.accel,
+            host: key.host,
+            testcase: key.testcase,
+            design: key.design,
+            cpus: key.cpus,
             average: out.average,
             min: out.min_total(),
             max: out.max_total(),
             task_min: out.task_min(),
             task_max: out.task_max(),
             allocs: p.map(|p| p.allocs),
-            shared_stores: p.map(|p| p.shared_stores),
+            shared_stores: p.and_then(|p| p.shared_stores),
             fallbacks: p.map(|p| p.fallbacks),
             locks: p.map(|p| p.locks),
             status: "ok".into(),
@@ -108,25 +99,16 @@ impl Row {
         }
     }
 
-    /// A row for a run that did not happen or did not produce output.
-    #[allow(clippy::too_many_arguments)]
-    pub fn not_run(
-        status: &str,
-        source: &str,
-        accel: &str,
-        host: &str,
-        testcase: &str,
-        design: &str,
-        cpus: usize,
-        note: &str,
-    ) -> Row {
+    /// A row of the point `key` for a run that did not happen or did not
+    /// produce output (`status`: `skipped` or `failed`).
+    pub fn not_run(status: &str, key: Key, note: &str) -> Row {
         Row {
-            source: source.into(),
-            accel: accel.into(),
-            host: host.into(),
-            testcase: testcase.into(),
-            design: design.into(),
-            cpus,
+            source: key.source,
+            accel: key.accel,
+            host: key.host,
+            testcase: key.testcase,
+            design: key.design,
+            cpus: key.cpus,
             status: status.into(),
             note: note.into(),
             rep: 1,

@@ -7,6 +7,7 @@
 //! rejected as `err EINVAL` are also explained on standard error.
 //!
 //! Touches: the script file or standard input, standard output and error.
+#![deny(unsafe_code)]
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::ExitCode;

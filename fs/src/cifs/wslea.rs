@@ -16,8 +16,6 @@
 //! [`WSLEA_DESIGNS`]; `wslea=NAME` then accepts it and `make smb-bench`
 //! can sweep it.
 
-#![deny(unsafe_code)]
-
 /// What a design may look at to decide.
 pub struct ProbeCtx {
     /// Milliseconds since the server last answered a probe for this inode

@@ -14,8 +14,6 @@
 //! [`EnoentDesign`] and add it to [`DESIGNS`]. Its name becomes valid in
 //! `enoent=` mount options, `design=` benchmark words and the sweep.
 
-#![deny(unsafe_code)]
-
 use crate::inode::SuperBlock;
 
 /// What `lookup_slow` does when the name is absent from the dcache.

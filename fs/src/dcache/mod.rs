@@ -30,8 +30,6 @@
 //! admission first ([`crate::mem`]) and fails with `ENOMEM` when refused;
 //! [`shrink`] is the reclaim admission runs before it gives up.
 
-#![deny(unsafe_code)]
-
 pub mod design;
 
 use alloc::sync::Arc;
@@ -246,6 +244,14 @@ pub fn dcache() -> &'static Dcache {
             max_unused: AtomicUsize::new(DEFAULT_MAX_UNUSED),
         }
     })
+}
+
+impl Dcache {
+    /// The spinlock kind of the dcache's own locks (LRU, in-lookup and hash
+    /// buckets), fixed when it was created (see `sync::rawlock`).
+    pub fn lock_kind(&self) -> crate::sync::rawlock::LockKind {
+        self.lru.kind()
+    }
 }
 
 /// Set the unused-dentry limit (the shrinker keeps the LRU at or below it).

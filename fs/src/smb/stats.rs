@@ -73,6 +73,7 @@ impl TconStats {
         let _ = writeln!(s, "SMBs: {}", self.smbs);
         let _ = writeln!(s, "Frames: {}", self.frames);
         let _ = writeln!(s, "Bytes read: {}", self.bytes_read);
+        let _ = writeln!(s, "Bytes written: {}", self.bytes_written);
         if self.sealed + self.decrypt_failed > 0 {
             let _ = writeln!(
                 s,
@@ -80,7 +81,6 @@ impl TconStats {
                 self.sealed, self.decrypt_failed
             );
         }
-        let _ = writeln!(s, "Bytes written: {}", self.bytes_written);
         let rows: [(&str, u16); 12] = [
             ("Negotiates", cmd::NEGOTIATE),
             ("SessionSetups", cmd::SESSION_SETUP),

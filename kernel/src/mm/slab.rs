@@ -61,16 +61,129 @@ pub fn class_of(layout: Layout) -> Option<usize> {
 /// so the bit is free).
 const FILLED: usize = 1;
 
+/// One magazine: a stack of up to [`MAG_SIZE`] free objects, and the link
+/// that chains it into a depot list. Only reached through a [`Mag`].
 struct Magazine {
-    next: *mut Magazine,
+    next: Option<Mag>,
     count: usize,
     /// Free objects, each tagged with [`FILLED`] or not.
     objs: [*mut u8; MAG_SIZE],
 }
 
+/// The one owner of a magazine: a CPU's cache slot or a depot list holds
+/// it, and whoever holds the `Mag` may touch the magazine. Invariant: the
+/// pointer is to a `Magazine` written by [`Mag::new`] (talc memory, never
+/// freed), and no other `Mag` or reference to it exists. All magazine
+/// handling below is safe code on top of that.
+struct Mag(NonNull<Magazine>);
+
+// SAFETY: a `Mag` is the unique owner of heap memory (no thread-bound
+// state), so handing it to another CPU (through the depot) is fine.
+unsafe impl Send for Mag {}
+
+impl Mag {
+    /// A new, empty magazine from talc; `None` when the heap is exhausted.
+    fn new() -> Option<Mag> {
+        let m = NonNull::new(talc_alloc(Layout::new::<Magazine>()) as *mut Magazine)?;
+        // SAFETY: fresh memory, sized and aligned for one `Magazine` (its
+        // layout), that nothing else points to: writing it makes the
+        // `Mag` invariant true.
+        unsafe {
+            m.write(Magazine {
+                next: None,
+                count: 0,
+                objs: [null_mut(); MAG_SIZE],
+            })
+        };
+        Some(Mag(m))
+    }
+
+    fn get(&self) -> &Magazine {
+        // SAFETY: valid and not aliased mutably (the `Mag` invariant; a
+        // mutable borrow would need `&mut self`).
+        unsafe { self.0.as_ref() }
+    }
+
+    fn get_mut(&mut self) -> &mut Magazine {
+        // SAFETY: valid and owned by this `Mag` alone (the invariant).
+        unsafe { self.0.as_mut() }
+    }
+
+    fn count(&self) -> usize {
+        self.get().count
+    }
+
+    /// Pop an entry (tagged, see [`FILLED`]); `None` when empty.
+    fn pop(&mut self) -> Option<*mut u8> {
+        let m = self.get_mut();
+        m.count = m.count.checked_sub(1)?;
+        Some(m.objs[m.count])
+    }
+
+    /// Push an entry; false (and nothing changed) when full.
+    fn push(&mut self, entry: *mut u8) -> bool {
+        let m = self.get_mut();
+        if m.count == MAG_SIZE {
+            return false;
+        }
+        m.objs[m.count] = entry;
+        m.count += 1;
+        true
+    }
+
+    /// Fill this empty magazine with [`MAG_SIZE`] new objects of `class`
+    /// carved from one talc chunk. Returns false when the heap is exhausted.
+    fn carve(&mut self, class: usize) -> bool {
+        debug_assert_eq!(self.count(), 0, "carving into a magazine in use");
+        let size = class_size(class);
+        let Ok(layout) = Layout::from_size_align(size * MAG_SIZE, size.min(4096)) else {
+            return false;
+        };
+        let chunk = talc_alloc(layout);
+        if chunk.is_null() {
+            return false;
+        }
+        // The chunk holds MAG_SIZE objects of `size` bytes, each aligned to
+        // `size` (the chunk's alignment); the addresses are only stored.
+        let m = self.get_mut();
+        for (i, slot) in m.objs.iter_mut().enumerate() {
+            *slot = chunk.wrapping_add(i * size);
+        }
+        m.count = MAG_SIZE;
+        DEPOT[class].lock().carved += MAG_SIZE;
+        true
+    }
+}
+
+/// A depot list of magazines, chained through `Magazine::next`.
+struct MagList {
+    head: Option<Mag>,
+    len: usize,
+}
+
+impl MagList {
+    const fn new() -> MagList {
+        MagList { head: None, len: 0 }
+    }
+
+    fn push(&mut self, mut m: Mag) {
+        m.get_mut().next = self.head.take();
+        self.head = Some(m);
+        self.len += 1;
+    }
+
+    fn pop(&mut self) -> Option<Mag> {
+        let mut m = self.head.take()?;
+        self.head = m.get_mut().next.take();
+        self.len -= 1;
+        Some(m)
+    }
+}
+
+/// One class's magazines on one CPU.
 struct ClassCache {
-    loaded: *mut Magazine,
-    previous: *mut Magazine,
+    loaded: Option<Mag>,
+    previous: Option<Mag>,
 }
 
 struct CpuSlab {
@@ -79,28 +192,23 @@ struct CpuSlab {
 
 // SAFETY: `classes` is only accessed by the CPU owning the slot, with
 // interrupts disabled (see `with_cpu_cache`), so there is never concurrent
-// access; the magazines it points to are owned by that CPU.
+// access; the magazines it holds are owned by that CPU.
 unsafe impl Sync for CpuSlab {}
 
+/// One class's shared store: full (or partly full) and empty magazines.
 struct Depot {
-    full: *mut Magazine,
-    empty: *mut Magazine,
-    nfull: usize,
-    nempty: usize,
+    full: MagList,
+    empty: MagList,
     /// Objects carved from talc so far.
     carved: usize,
 }
-
-// SAFETY: the depot's magazines are only reached through the depot lock;
-// moving the raw pointers between CPUs is fine (heap memory).
-unsafe impl Send for Depot {}
 
 static CPU: PerCpu<CpuSlab> = per_cpu!(CpuSlab {
     classes: UnsafeCell::new(
         [const {
             ClassCache {
-                loaded: null_mut(),
-                previous: null_mut(),
+                loaded: None,
+                previous: None,
             }
         }; NCLASSES]
     )
@@ -108,10 +216,8 @@ static CPU: PerCpu<CpuSlab> = per_cpu!(CpuSlab {
 
 static DEPOT: [Mutex<Depot>; NCLASSES] = [const {
     Mutex::new(Depot {
-        full: null_mut(),
-        empty: null_mut(),
-        nfull: 0,
-        nempty: 0,
+        full: MagList::new(),
+        empty: MagList::new(),
         carved: 0,
     })
 }; NCLASSES];
@@ -147,47 +253,6 @@ pub(super) fn count_free() {
         .store(c.frees.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
 
-fn new_magazine() -> *mut Magazine {
-    let m = talc_alloc(Layout::new::<Magazine>()) as *mut Magazine;
-    if !m.is_null() {
-        // SAFETY: fresh, properly aligned memory for one Magazine.
-        unsafe {
-            m.write(Magazine {
-                next: null_mut(),
-                count: 0,
-                objs: [null_mut(); MAG_SIZE],
-            })
-        };
-    }
-    m
-}
-
-/// Fill the empty magazine `m` with MAG_SIZE new objects of `class` carved
-/// from one talc chunk. Returns false when the heap is exhausted.
-///
-/// # Safety
-/// `m` is a valid, empty magazine owned by the caller.
-unsafe fn carve_into(class: usize, m: *mut Magazine) -> bool {
-    let size = class_size(class);
-    let Ok(layout) = Layout::from_size_align(size * MAG_SIZE, size.min(4096)) else {
-        return false;
-    };
-    let chunk = talc_alloc(layout);
-    if chunk.is_null() {
-        return false;
-    }
-    // SAFETY: `m` is valid and owned (caller); the chunk holds MAG_SIZE
-    // objects of `size` bytes, each aligned to `size` (chunk alignment).
-    unsafe {
-        for i in 0..MAG_SIZE {
-            (*m).objs[i] = chunk.add(i * size);
-        }
-        (*m).count = MAG_SIZE;
-    }
-    DEPOT[class].lock().carved += MAG_SIZE;
-    true
-}
-
 fn with_cpu_cache<R>(class: usize, f: impl FnOnce(&mut ClassCache) -> R) -> R {
     crate::arch::interrupts::without(|| {
         let slab = CPU.get();
@@ -217,45 +282,32 @@ pub fn alloc(class: usize) -> Option<NonNull<u8>> {
 /// Pop a magazine entry of `class` (tagged, see [`FILLED`]).
 fn take(class: usize) -> Option<*mut u8> {
     with_cpu_cache(class, |c| {
-        // SAFETY (whole block): `loaded`/`previous` are null or magazines
-        // owned by this CPU's cache; depot magazines are owned by the depot
-        // until we unlink them under its lock.
-        unsafe {
-            if !c.loaded.is_null() && (*c.loaded).count > 0 {
-                return Some(pop(c.loaded));
-            }
-            if !c.previous.is_null() && (*c.previous).count > 0 {
-                core::mem::swap(&mut c.loaded, &mut c.previous);
-                return Some(pop(c.loaded));
-            }
-            count_depot_visit();
-            // both empty (or missing): trade the empty loaded one for a full one
-            {
-                let mut d = DEPOT[class].lock();
-                if !d.full.is_null() {
-                    let full = d.full;
-                    d.full = (*full).next;
-                    d.nfull -= 1;
-                    if !c.loaded.is_null() {
-                        (*c.loaded).next = d.empty;
-                        d.empty = c.loaded;
-                        d.nempty += 1;
-                    }
-                    c.loaded = full;
-                    return Some(pop(c.loaded));
-                }
-            }
-            if c.loaded.is_null() {
-                c.loaded = new_magazine();
-                if c.loaded.is_null() {
-                    return None;
-                }
-            }
-            if !carve_into(class, c.loaded) {
-                return None;
-            }
-            Some(pop(c.loaded))
+        if let Some(entry) = c.loaded.as_mut().and_then(Mag::pop) {
+            return Some(entry);
         }
+        if c.previous.as_ref().is_some_and(|m| m.count() > 0) {
+            core::mem::swap(&mut c.loaded, &mut c.previous);
+            return c.loaded.as_mut().and_then(Mag::pop);
+        }
+        count_depot_visit();
+        // both empty (or missing): trade the empty loaded one for a full one
+        {
+            let mut d = DEPOT[class].lock();
+            if let Some(full) = d.full.pop() {
+                if let Some(empty) = c.loaded.replace(full) {
+                    d.empty.push(empty);
+                }
+                return c.loaded.as_mut().and_then(Mag::pop);
+            }
+        }
+        if c.loaded.is_none() {
+            c.loaded = Some(Mag::new()?);
+        }
+        let m = c.loaded.as_mut()?;
+        if !m.carve(class) {
+            return None;
+        }
+        m.pop()
     })
 }
 
@@ -273,74 +325,36 @@ pub unsafe fn free(class: usize, p: *mut u8) {
         p
     };
     with_cpu_cache(class, |c| {
-        // SAFETY (whole block): as in `alloc`; `entry` is a free object of
-        // `class` (tagged) now owned by the slab (caller's contract).
-        unsafe {
-            if !c.loaded.is_null() && (*c.loaded).count < MAG_SIZE {
-                push(c.loaded, entry);
-                return;
-            }
-            if !c.previous.is_null() && (*c.previous).count == 0 {
-                core::mem::swap(&mut c.loaded, &mut c.previous);
-                push(c.loaded, entry);
-                return;
-            }
-            count_depot_visit();
-            // loaded full (or missing), previous full (or missing): park the
-            // previous in the depot, loaded becomes previous, get an empty one
-            let empty = {
-                let mut d = DEPOT[class].lock();
-                if !c.previous.is_null() {
-                    (*c.previous).next = d.full;
-                    d.full = c.previous;
-                    d.nfull += 1;
-                    c.previous = null_mut();
-                }
-                if d.empty.is_null() {
-                    null_mut()
-                } else {
-                    let e = d.empty;
-                    d.empty = (*e).next;
-                    d.nempty -= 1;
-                    e
-                }
-            };
-            let empty = if empty.is_null() {
-                new_magazine()
-            } else {
-                empty
-            };
-            if empty.is_null() {
-                // No memory even for a magazine: keep the object in the
-                // depot's world by leaking it (never happens before the heap
-                // itself is exhausted).
-                return;
-            }
-            c.previous = c.loaded;
-            c.loaded = empty;
-            push(c.loaded, entry);
+        if c.loaded.as_mut().is_some_and(|m| m.push(entry)) {
+            return;
         }
+        if c.previous.as_ref().is_some_and(|m| m.count() == 0) {
+            core::mem::swap(&mut c.loaded, &mut c.previous);
+            if let Some(m) = c.loaded.as_mut() {
+                m.push(entry);
+            }
+            return;
+        }
+        count_depot_visit();
+        // loaded full (or missing), previous full (or missing): park the
+        // previous in the depot, loaded becomes previous, get an empty one
+        let empty = {
+            let mut d = DEPOT[class].lock();
+            if let Some(previous) = c.previous.take() {
+                d.full.push(previous);
+            }
+            d.empty.pop()
+        };
+        let Some(mut empty) = empty.or_else(Mag::new) else {
+            // No memory even for a magazine: keep the object in the
+            // depot's world by leaking it (never happens before the heap
+            // itself is exhausted).
+            return;
+        };
+        empty.push(entry);
+        c.previous = c.loaded.take();
+        c.loaded = Some(empty);
     })
-}
-
-/// # Safety
-/// `m` valid with `count > 0`.
-unsafe fn pop(m: *mut Magazine) -> *mut u8 {
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        (*m).count -= 1;
-        (*m).objs[(*m).count]
-    }
-}
-
-/// # Safety
-/// `m` valid with `count < MAG_SIZE`.
-unsafe fn push(m: *mut Magazine, p: *mut u8) {
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        (*m).objs[(*m).count] = p;
-        (*m).count += 1;
-    }
 }
 
 fn count_depot_visit() {
@@ -364,33 +378,22 @@ fn count_depot_visit() {
 /// only in fragments (each such race used to carve a chunk out of it).
 pub fn has_free(class: usize) -> bool {
     with_cpu_cache(class, |c| {
-        // SAFETY (whole block): `loaded`/`previous` are null or magazines
-        // owned by this CPU's cache (interrupts off inside
-        // `with_cpu_cache`); depot magazines are owned by the depot until
-        // unlinked under its lock, as in `take`.
-        unsafe {
-            if (!c.loaded.is_null() && (*c.loaded).count > 0)
-                || (!c.previous.is_null() && (*c.previous).count > 0)
-            {
-                return true;
-            }
-            // Both empty (or missing): trade the empty loaded one for a
-            // full one, as `take` does.
-            let mut d = DEPOT[class].lock();
-            if d.full.is_null() {
-                return false;
-            }
-            let full = d.full;
-            d.full = (*full).next;
-            d.nfull -= 1;
-            if !c.loaded.is_null() {
-                (*c.loaded).next = d.empty;
-                d.empty = c.loaded;
-                d.nempty += 1;
-            }
-            c.loaded = full;
-            true
+        if c.loaded.as_ref().is_some_and(|m| m.count() > 0)
+            || c.previous.as_ref().is_some_and(|m| m.count() > 0)
+        {
+            return true;
         }
+        // Both empty (or missing): trade the empty loaded one for a full
+        // one, as `take` does. The depot lock with interrupts off, as on
+        // the allocation path.
+        let mut d = DEPOT[class].lock();
+        let Some(full) = d.full.pop() else {
+            return false;
+        };
+        if let Some(empty) = c.loaded.replace(full) {
+            d.empty.push(empty);
+        }
+        true
     })
 }
 
@@ -403,7 +406,7 @@ pub const fn refill_bytes(class: usize) -> usize {
 /// Depot state of `class`: (full magazines, empty magazines, objects carved).
 pub fn depot_stats(class: usize) -> (usize, usize, usize) {
     let d = DEPOT[class].lock();
-    (d.nfull, d.nempty, d.carved)
+    (d.full.len, d.empty.len, d.carved)
 }
 
 /// Sum of (allocs, frees) over the first `ncpus` CPUs.

@@ -90,7 +90,8 @@ impl Rng {
     }
 }
 
-fn p(s: alloc::string::String) -> Vec<u8> {
+/// A formatted path as the bytes the VFS takes.
+fn path_bytes(s: alloc::string::String) -> Vec<u8> {
     s.into_bytes()
 }
 
@@ -126,19 +127,21 @@ impl Tree {
             setup_max_ino: 0,
         };
         for k in 0..NDIRS {
-            t.dirs.push(p(alloc::format!("/s/d{k}")));
+            t.dirs.push(path_bytes(alloc::format!("/s/d{k}")));
             for j in 0..NKEEP {
-                t.keep.push(p(alloc::format!("/s/d{k}/keep{j}")));
+                t.keep.push(path_bytes(alloc::format!("/s/d{k}/keep{j}")));
             }
             for j in 0..NNEVER {
-                t.never.push(p(alloc::format!("/s/d{k}/never{j}")));
+                t.never.push(path_bytes(alloc::format!("/s/d{k}/never{j}")));
             }
             for j in 0..NCHURN {
-                t.files.push(p(alloc::format!("/s/d{k}/f{j}")));
-                t.subdirs.push(p(alloc::format!("/s/d{k}/g{j}")));
-                t.under_subdir.push(p(alloc::format!("/s/d{k}/g{j}/x")));
-                t.under_file.push(p(alloc::format!("/s/d{k}/f{j}/x")));
-                t.dotdot.push(p(alloc::format!("/s/d{k}/g{j}/..")));
+                t.files.push(path_bytes(alloc::format!("/s/d{k}/f{j}")));
+                t.subdirs.push(path_bytes(alloc::format!("/s/d{k}/g{j}")));
+                t.under_subdir
+                    .push(path_bytes(alloc::format!("/s/d{k}/g{j}/x")));
+                t.under_file
+                    .push(path_bytes(alloc::format!("/s/d{k}/f{j}/x")));
+                t.dotdot.push(path_bytes(alloc::format!("/s/d{k}/g{j}/..")));
             }
         }
         t

@@ -10,6 +10,7 @@
 //! the guest's connection, so in that mode nothing may be written to
 //! stderr (it would land in the guest's SMB stream): messages go to
 //! `--log FILE` (if given) and the stats file's `close_reason` instead.
+#![deny(unsafe_code)]
 
 use clap::Parser;
 use qemu::relay::{self, ClientConn, Faults, RelayConfig, Totals};

@@ -1,22 +1,40 @@
-//! `linuxref`: builds the Linux reference guest (cached in build/linuxref/)
-//! and runs the C statneg in it at the requested vCPU counts, on tmpfs and
-//! ext4; optionally also on the host (`statneg-host` on /dev/shm and /tmp).
-//! Prints one table of ops/s. For manual use; the bench sweep calls the
-//! library (`qemu::linuxref`).
+//! `linuxref`: builds the Linux reference guest (`--linux 6.12`, the
+//! default, or `6.1`; cached in build/linuxref/RELEASE/) and runs the C
+//! statneg in it at the requested vCPU counts, on tmpfs and ext4, each timed
+//! run followed by a kprobe counting run (`--count`); optionally also on the
+//! host (`statneg-host` on /dev/shm and /tmp). Prints one table of ops/s
+//! and Linux's own per-op counters, naming the exact kernel. For manual
+//! use; the bench sweep calls the library (`qemu::linuxref`).
 //!
 //! It touches build/linuxref/ (or `--build-dir`), apt-get download, QEMU.
+#![deny(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use qemu::linuxref::{self, Fs, GuestRun};
+use qemu::linuxref::{self, Fs, GuestRun, Release};
 use qemu::runner::Accel;
 
 /// Build the Linux reference guest and run statneg in it (and on the host).
 #[derive(Parser, Debug)]
 #[command(name = "linuxref", version)]
 struct Args {
+    /// Which Linux: 6.12 (Debian 13's cloud kernel, through a private apt
+    /// configuration under the build dir) or 6.1 (the machine's Debian 12).
+    #[arg(long, default_value = "6.12", value_name = "RELEASE")]
+    linux: Release,
+
+    /// Stats per thread of the counting run after each timed run (kprobe
+    /// hits per op: allocs, locks, rwsem, fallbacks); 0 skips it.
+    #[arg(long, default_value_t = linuxref::DEFAULT_COUNT_ITERS, value_name = "N")]
+    count: u32,
+
+    /// After each counting run, one more with the lock probes keyed by
+    /// caller, printed with --echo (`linuxref-callers`): who takes each lock.
+    #[arg(long)]
+    stacks: bool,
+
     /// Build directory; the guest is cached in DIR/linuxref/ (default: the workspace's build/).
     #[arg(long, value_name = "DIR")]
     build_dir: Option<PathBuf>,
@@ -70,7 +88,7 @@ fn main() -> ExitCode {
         .build_dir
         .clone()
         .unwrap_or_else(linuxref::default_build_dir);
-    let paths = match linuxref::ensure_built(&build_dir) {
+    let paths = match linuxref::ensure_release(&build_dir, args.linux) {
         Ok(p) => p,
         Err(skip) => {
             eprintln!("linuxref: {skip}");
@@ -79,7 +97,7 @@ fn main() -> ExitCode {
     };
     eprintln!(
         "linuxref: {} cached in {}",
-        paths.kernel_package,
+        paths.describe(),
         paths.dir.display()
     );
     if args.build_only {
@@ -95,12 +113,11 @@ fn main() -> ExitCode {
     let mut failed = false;
     for &cpus in &args.cpus {
         let run = GuestRun {
-            cpus,
-            fs: args.fs.clone(),
-            warmup: args.warmup,
-            secs: args.secs,
+            count: args.count,
+            stacks: args.stacks,
             accel,
             echo: args.echo,
+            ..GuestRun::statneg(cpus, args.fs.clone(), args.warmup, args.secs)
         };
         eprintln!("linuxref: booting with {cpus} vCPUs ({accel}) ...");
         match linuxref::run_guest(&paths, &run) {
@@ -110,7 +127,7 @@ fn main() -> ExitCode {
                     rep.wall.as_secs_f64()
                 );
                 for (fs, r) in rep.results {
-                    rows.push((format!("linux-guest ({accel})"), fs, cpus, r));
+                    rows.push((format!("linux-guest {} ({accel})", rep.uname), fs, cpus, r));
                 }
             }
             Err(e) => {
@@ -135,17 +152,24 @@ fn main() -> ExitCode {
         }
     }
 
+    println!("{}", paths.describe());
     println!(
-        "| source | fs | cpus | ops/s (average) | per-cpu ops/s | min/thread/s | max/thread/s |"
+        "| source | fs | cpus | ops/s (average) | per-cpu ops/s | min/thread/s | max/thread/s | allocs/op | locks/op | rwsem/op | fallbacks/op |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let f3 = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
     for (src, fs, cpus, r) in &rows {
+        let p = r.per_op;
         println!(
-            "| {src} | {fs} | {cpus} | {} | {} | {} | {} |",
+            "| {src} | {fs} | {cpus} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.average,
             r.average / u64::from(*cpus),
-            r.min(),
-            r.max()
+            r.task_min(),
+            r.task_max(),
+            f3(p.map(|p| p.allocs)),
+            f3(p.map(|p| p.locks)),
+            f3(p.and_then(|p| p.rwsem)),
+            f3(p.map(|p| p.fallbacks)),
         );
     }
     if failed {

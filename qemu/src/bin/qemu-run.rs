@@ -4,6 +4,7 @@
 //!
 //! It only spawns QEMU (and a `--net-guestfwd` program through QEMU), writes
 //! the optional serial log, and reads/writes the accelerator probe cache.
+#![deny(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,6 +1,7 @@
 //! `samba-fixture`: start the loopback Samba fixture by hand, print how to
 //! reach it, and stop it when stdin reaches EOF or a line is entered (or
 //! after `--seconds N`). Touches only what [`qemu::samba::Fixture`] touches.
+#![deny(unsafe_code)]
 
 use clap::Parser;
 use qemu::samba::{Fixture, FixtureOpts};

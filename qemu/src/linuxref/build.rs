@@ -1,8 +1,11 @@
 //! Building the reference guest: the Debian kernel and busybox packages
-//! (`apt-cache`/`apt-get download`), `dpkg -x`, the static statneg
-//! (`gcc -static`), the initramfs (`cpio`, `gzip`) and the ext4 image
-//! (`mkfs.ext4`). Touches only `BUILD_DIR/linuxref/`, where everything it
-//! made is cached behind a stamp.
+//! (`apt-cache`/`apt-get download`; for 6.12 through a private apt
+//! configuration under `BUILD_DIR/linuxref/apt-trixie/` — its own sources
+//! list, lists and cache directories — so the machine's apt configuration is
+//! never changed), `dpkg -x`, the static statneg and lrtime (`gcc -static`),
+//! GNU `ls` with its libraries (`ldd`), the initramfs (`cpio`, `gzip`, `xz`
+//! for the 6.12 modules) and the ext4 image (`mkfs.ext4`). Touches only
+//! `BUILD_DIR/linuxref/`, where everything it made is cached behind a stamp.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -10,18 +13,36 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::{Paths, SkipReason, BUSYBOX_PACKAGE, KERNEL_METAPACKAGE};
+use super::{Paths, Release, SkipReason, BUSYBOX_PACKAGE, KERNEL_METAPACKAGE};
 
-/// Modules the guest loads (with their dependencies) to see the virtio disk.
-const GUEST_MODULES: &[&str] = &["virtio_pci", "virtio_blk"];
+/// Modules the guest loads (with their dependencies): the virtio disk and
+/// network, the cifs client and the NLS table `iocharset=utf8` needs.
+/// Built-in ones (`modules.builtin`) are skipped. `gcm(aes)`, which cifs
+/// allocates at session setup, looks its `ghash` up by name at run time
+/// (no symbol dependency), so ghash_generic is named here.
+const GUEST_MODULES: &[&str] = &[
+    "virtio_pci",
+    "virtio_blk",
+    "virtio_net",
+    "ghash_generic",
+    "cifs",
+    "nls_utf8",
+];
 /// Size of the ext4 image.
 const EXT4_IMAGE_MIB: u32 = 64;
 /// Bumped whenever the layout of the cached build changes.
-const STAMP_VERSION: &str = "linuxref-build 1";
+const STAMP_VERSION: &str = "linuxref-build 2";
+/// The Debian archive used when the machine's sources name none.
+const DEFAULT_ARCHIVE: &str = "http://deb.debian.org/debian";
 
 /// The C source of statneg.
 pub fn statneg_source() -> PathBuf {
     crate::runner::workspace_root().join("bench/linux/statneg.c")
+}
+
+/// The C source of lrtime (runs a command, prints its wall time).
+pub fn lrtime_source() -> PathBuf {
+    crate::runner::workspace_root().join("bench/linux/lrtime.c")
 }
 
 /// The workspace's default build directory (`build/`).
@@ -29,27 +50,39 @@ pub fn default_build_dir() -> PathBuf {
     crate::runner::workspace_root().join("build")
 }
 
-/// Builds (or finds cached in `build_dir/linuxref/`) the kernel, initramfs,
-/// ext4 image and host statneg.
+/// Builds (or finds cached) the default reference ([`Release::default`], 6.12).
 pub fn ensure_built(build_dir: &Path) -> Result<Paths, SkipReason> {
-    let dir = build_dir.join("linuxref");
+    ensure_release(build_dir, Release::default())
+}
+
+/// Builds (or finds cached in `build_dir/linuxref/RELEASE/`) the kernel,
+/// initramfs, ext4 image and host statneg of `release`.
+pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipReason> {
+    let top = build_dir.join("linuxref");
+    let dir = top.join(release.name());
     mkdir(&dir)?;
     // Absolute and free of `..`, since shell steps below `cd` into it.
     let dir = dir
         .canonicalize()
         .map_err(|e| failed(&format!("resolving {}", dir.display()), e))?;
+    let top = dir.parent().map(Path::to_path_buf).unwrap_or(dir.clone());
     let paths = Paths {
         kernel: dir.join("vmlinuz"),
         initramfs: dir.join("initramfs.gz"),
         ext4_image: dir.join("ext4.img"),
         statneg_host: dir.join("statneg-host"),
         kernel_package: String::new(),
+        package_version: String::new(),
+        kernel_release: String::new(),
+        release,
         dir: dir.clone(),
     };
     for (tool, package) in [
         ("gcc", "gcc"),
         ("cpio", "cpio"),
         ("gzip", "gzip"),
+        ("xz", "xz-utils"),
+        ("ldd", "libc-bin"),
         ("mkfs.ext4", "e2fsprogs"),
         ("dpkg", "dpkg"),
         ("apt-get", "apt"),
@@ -63,37 +96,49 @@ pub fn ensure_built(build_dir: &Path) -> Result<Paths, SkipReason> {
         }
     }
 
-    // statneg is cheap: rebuild whenever the source changed.
+    // statneg and lrtime are cheap: rebuild whenever a source changed.
     let statneg = dir.join("statneg");
-    build_statneg(&statneg)?;
+    build_c(&statneg_source(), &statneg)?;
+    let lrtime = dir.join("lrtime");
+    build_c(&lrtime_source(), &lrtime)?;
     let _ = fs::remove_file(&paths.statneg_host);
     fs::copy(&statneg, &paths.statneg_host).map_err(|e| failed("copying statneg-host", e))?;
 
-    // The rest is cached behind a stamp that names the statneg build it holds.
+    // The rest is cached behind a stamp that names what went into the
+    // initramfs (the helpers and the init script).
     let stamp = dir.join("stamp");
-    let statneg_sum = file_digest(&statneg);
+    let sum = digest(&[
+        &fs::read(&statneg).unwrap_or_default(),
+        &fs::read(&lrtime).unwrap_or_default(),
+        INIT_SCRIPT.as_bytes(),
+        GUEST_MODULES.join(",").as_bytes(),
+    ]);
     if let Ok(s) = fs::read_to_string(&stamp) {
-        let mut lines = s.lines();
-        if lines.next() == Some(STAMP_VERSION) && lines.next() == Some(statneg_sum.as_str()) {
-            if let Some(pkg) = lines.next() {
-                if [&paths.kernel, &paths.initramfs, &paths.ext4_image]
-                    .iter()
-                    .all(|p| p.is_file())
-                {
-                    return Ok(Paths {
-                        kernel_package: pkg.to_string(),
-                        ..paths
-                    });
-                }
-            }
+        let l: Vec<&str> = s.lines().collect();
+        if l.len() == 5
+            && l[0] == STAMP_VERSION
+            && l[1] == sum
+            && [&paths.kernel, &paths.initramfs, &paths.ext4_image]
+                .iter()
+                .all(|p| p.is_file())
+        {
+            return Ok(Paths {
+                kernel_package: l[2].to_string(),
+                package_version: l[3].to_string(),
+                kernel_release: l[4].to_string(),
+                ..paths
+            });
         }
     }
 
-    let kernel_package = current_kernel_package()?;
+    let apt = AptSource::for_release(&top, release)?;
+    let kernel_package = current_kernel_package(&apt)?;
     let debs = dir.join("debs");
     mkdir(&debs)?;
-    let kernel_deb = download(&debs, &kernel_package)?;
-    let busybox_deb = download(&debs, BUSYBOX_PACKAGE)?;
+    let kernel_deb = download(&debs, &kernel_package, &apt)?;
+    // busybox comes from the machine's own lists for every release.
+    let busybox_deb = download(&debs, BUSYBOX_PACKAGE, &AptSource::machine())?;
+    let package_version = deb_version(&kernel_deb).unwrap_or_default();
 
     let kroot = dir.join("kernel-root");
     let bbroot = dir.join("busybox-root");
@@ -117,23 +162,172 @@ pub fn ensure_built(build_dir: &Path) -> Result<Paths, SkipReason> {
         });
     }
 
-    let modules = module_load_order(&kroot.join("lib/modules"), GUEST_MODULES)?;
-    build_initramfs(&dir, &busybox, &statneg, &modules, &paths.initramfs)?;
+    // Debian 13 is merged-/usr: its modules sit under usr/lib/modules.
+    let modules_root = ["lib/modules", "usr/lib/modules"]
+        .iter()
+        .map(|p| kroot.join(p))
+        .find(|p| p.is_dir())
+        .ok_or_else(|| SkipReason::BuildFailed {
+            step: "unpacking the kernel".into(),
+            detail: "no lib/modules in the package".into(),
+        })?;
+    let kernel_release = fs::read_dir(&modules_root)
+        .ok()
+        .and_then(|rd| rd.filter_map(|e| e.ok()).next())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let modules = module_load_order(&modules_root, GUEST_MODULES)?;
+    let modules = decompressed_modules(&dir.join("modules-xz"), &modules)?;
+    let extra = Extra {
+        statneg: &statneg,
+        lrtime: &lrtime,
+    };
+    build_initramfs(&dir, &busybox, &extra, &modules, &paths.initramfs)?;
     build_ext4_image(&dir, &paths.ext4_image)?;
 
     fs::write(
         &stamp,
-        format!("{STAMP_VERSION}\n{statneg_sum}\n{kernel_package}\n"),
+        format!("{STAMP_VERSION}\n{sum}\n{kernel_package}\n{package_version}\n{kernel_release}\n"),
     )
     .map_err(|e| failed("writing the stamp", e))?;
     // The unpacked trees are large and no longer needed.
     let _ = fs::remove_dir_all(&kroot);
     let _ = fs::remove_dir_all(&bbroot);
     let _ = fs::remove_dir_all(dir.join("initramfs-root"));
+    let _ = fs::remove_dir_all(dir.join("modules-xz"));
     Ok(Paths {
         kernel_package,
+        package_version,
+        kernel_release,
         ..paths
     })
+}
+
+/// The helper programs copied into the initramfs.
+struct Extra<'a> {
+    statneg: &'a Path,
+    lrtime: &'a Path,
+}
+
+/// Where apt looks: the machine's own configuration (6.1, busybox), or a
+/// private one for another suite of the same archive (6.12: `trixie`).
+#[derive(Clone, Debug, Default)]
+pub struct AptSource {
+    /// `-o KEY=VALUE` options for apt-get and apt-cache.
+    pub options: Vec<String>,
+}
+
+impl AptSource {
+    /// The machine's apt configuration, unchanged.
+    pub fn machine() -> Self {
+        AptSource::default()
+    }
+
+    /// The source `release`'s kernel comes from; for a private suite, its
+    /// configuration is written (and its lists fetched) under `top`.
+    pub fn for_release(top: &Path, release: Release) -> Result<Self, SkipReason> {
+        match release.suite() {
+            None => Ok(AptSource::machine()),
+            Some(suite) => AptSource::private(&top.join(format!("apt-{suite}")), suite),
+        }
+    }
+
+    /// A private configuration in `dir` naming `suite main` of the archive
+    /// the machine's sources use; runs `apt-get update` against it once.
+    pub fn private(dir: &Path, suite: &str) -> Result<Self, SkipReason> {
+        let lists = dir.join("lists");
+        let cache = dir.join("cache");
+        for d in [lists.join("partial"), cache.join("archives/partial")] {
+            mkdir(&d)?;
+        }
+        let sources = dir.join("sources.list");
+        let uri = machine_archive_uri();
+        fs::write(
+            &sources,
+            format!(
+                "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {uri} {suite} main\n"
+            ),
+        )
+        .map_err(|e| failed("writing the private apt sources", e))?;
+        let apt = AptSource {
+            options: [
+                format!("Dir::Etc::SourceList={}", sources.display()),
+                "Dir::Etc::SourceParts=/dev/null".into(),
+                format!("Dir::State::Lists={}", lists.display()),
+                format!("Dir::Cache={}", cache.display()),
+            ]
+            .map(|o| o)
+            .to_vec(),
+        };
+        let have_lists = fs::read_dir(&lists).is_ok_and(|rd| {
+            rd.filter_map(|e| e.ok()).any(|e| {
+                e.file_name().to_string_lossy().ends_with("_Packages.lz4")
+                    || e.file_name().to_string_lossy().ends_with("_Packages")
+            })
+        });
+        if !have_lists {
+            let out = apt
+                .command("apt-get")
+                .args(["-q", "update"])
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| failed("apt-get update (private lists)", e))?;
+            if !out.status.success() {
+                return Err(SkipReason::PackageUnavailable {
+                    package: format!("the Debian `{suite}` package lists ({uri})"),
+                    detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                });
+            }
+        }
+        Ok(apt)
+    }
+
+    /// `tool` with this source's options.
+    fn command(&self, tool: &str) -> Command {
+        let mut c = Command::new(tool);
+        for o in &self.options {
+            c.arg("-o").arg(o);
+        }
+        c
+    }
+}
+
+/// The first archive URI of the machine's Debian sources (deb822 `URIs:`
+/// or one-line `deb URI SUITE`), the security archive left out.
+fn machine_archive_uri() -> String {
+    let mut texts = Vec::new();
+    if let Ok(rd) = fs::read_dir("/etc/apt/sources.list.d") {
+        let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        files.sort();
+        texts.extend(files.iter().filter_map(|p| fs::read_to_string(p).ok()));
+    }
+    texts.extend(fs::read_to_string("/etc/apt/sources.list").ok());
+    texts
+        .iter()
+        .find_map(|t| pick_archive_uri(t))
+        .unwrap_or_else(|| DEFAULT_ARCHIVE.to_string())
+}
+
+/// See [`machine_archive_uri`].
+fn pick_archive_uri(text: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let l = l.trim();
+        let uri = if let Some(v) = l.strip_prefix("URIs:") {
+            v.split_whitespace().next()?
+        } else if l.starts_with("deb ") {
+            l.split_whitespace().skip(1).find(|w| !w.starts_with('['))?
+        } else {
+            return None;
+        };
+        (uri.contains("/debian") && !uri.contains("security")).then(|| uri.to_string())
+    })
+}
+
+/// The version in a `.deb` file name (`NAME_VERSION_ARCH.deb`).
+fn deb_version(deb: &Path) -> Option<String> {
+    let name = deb.file_name()?.to_str()?;
+    let v = name.split('_').nth(1)?;
+    Some(v.replace("%3a", ":"))
 }
 
 /// Where `tool` is: on `PATH`, or in the sbin directories a non-root `PATH` lacks.
@@ -179,19 +373,20 @@ fn run_tool(step: &str, cmd: &mut Command) -> Result<String, SkipReason> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// A cheap content fingerprint (FNV-1a) for the cache stamp.
-fn file_digest(p: &Path) -> String {
-    let bytes = fs::read(p).unwrap_or_default();
+/// A cheap content fingerprint (FNV-1a) of `parts` for the cache stamp.
+fn digest(parts: &[&[u8]]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    for part in parts {
+        for &b in part.iter().chain(b"\0") {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
     }
-    format!("statneg {h:016x}")
+    format!("initramfs {h:016x}")
 }
 
-fn build_statneg(out: &Path) -> Result<(), SkipReason> {
-    let src = statneg_source();
-    let fresh = match (fs::metadata(&src), fs::metadata(out)) {
+/// Compiles a helper (`gcc -static`) unless `out` is newer than `src`.
+fn build_c(src: &Path, out: &Path) -> Result<(), SkipReason> {
+    let fresh = match (fs::metadata(src), fs::metadata(out)) {
         (Ok(s), Ok(o)) => match (s.modified(), o.modified()) {
             (Ok(sm), Ok(om)) => om >= sm,
             _ => false,
@@ -203,18 +398,19 @@ fn build_statneg(out: &Path) -> Result<(), SkipReason> {
         return Ok(());
     }
     run_tool(
-        "compiling statneg (gcc -static; needs libc6-dev)",
+        &format!("compiling {} (gcc -static; needs libc6-dev)", src.display()),
         Command::new("gcc")
             .args(["-static", "-O2", "-pthread", "-Wall", "-o"])
             .arg(out)
-            .arg(&src),
+            .arg(src),
     )
     .map(|_| ())
 }
 
-/// The versioned kernel package the metapackage currently depends on.
-fn current_kernel_package() -> Result<String, SkipReason> {
-    let out = Command::new("apt-cache")
+/// The versioned kernel package the metapackage depends on in `apt`'s lists.
+fn current_kernel_package(apt: &AptSource) -> Result<String, SkipReason> {
+    let out = apt
+        .command("apt-cache")
         .args(["depends", KERNEL_METAPACKAGE])
         .stdin(Stdio::null())
         .output()
@@ -245,12 +441,13 @@ fn pick_kernel_package(apt_cache_depends: &str) -> Option<String> {
 }
 
 /// `apt-get download PACKAGE` into `dir` (reusing a file already there).
-fn download(dir: &Path, package: &str) -> Result<PathBuf, SkipReason> {
+fn download(dir: &Path, package: &str, apt: &AptSource) -> Result<PathBuf, SkipReason> {
     let prefix = format!("{package}_");
     if let Some(p) = find_file(dir, |n| n.starts_with(&prefix) && n.ends_with(".deb")) {
         return Ok(p);
     }
-    let out = Command::new("apt-get")
+    let out = apt
+        .command("apt-get")
         .args(["download", "-q", package])
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -280,11 +477,64 @@ fn find_file(dir: &Path, pred: impl Fn(&str) -> bool) -> Option<PathBuf> {
     hits.pop()
 }
 
+/// A module's name from its file name: `cifs_md4.ko.xz` → `cifs_md4`.
+fn module_name(file: &str) -> Option<String> {
+    let stem = file
+        .strip_suffix(".ko")
+        .or_else(|| file.strip_suffix(".ko.xz"))?;
+    Some(stem.replace('-', "_"))
+}
+
+/// A module file's bytes, xz-compressed ones (Debian 13) decompressed.
+fn module_bytes(file: &Path) -> Result<Vec<u8>, SkipReason> {
+    if file.extension().is_some_and(|e| e == "xz") {
+        let out = Command::new("xz")
+            .arg("-dc")
+            .arg(file)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| failed("xz -dc", e))?;
+        if !out.status.success() {
+            return Err(SkipReason::BuildFailed {
+                step: format!("xz -dc {}", file.display()),
+                detail: String::from_utf8_lossy(&out.stderr).into_owned(),
+            });
+        }
+        Ok(out.stdout)
+    } else {
+        fs::read(file).map_err(|e| failed("reading a module", e))
+    }
+}
+
+/// `modules` with every `.ko.xz` replaced by its decompressed `.ko` in
+/// `dir` (busybox insmod takes plain ELF).
+fn decompressed_modules(dir: &Path, modules: &[PathBuf]) -> Result<Vec<PathBuf>, SkipReason> {
+    let _ = fs::remove_dir_all(dir);
+    mkdir(dir)?;
+    let mut out = Vec::new();
+    for m in modules {
+        let name = m.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        match name.strip_suffix(".xz") {
+            Some(plain) => {
+                let to = dir.join(plain);
+                fs::write(&to, module_bytes(m)?).map_err(|e| failed("writing a module", e))?;
+                out.push(to);
+            }
+            None => out.push(m.clone()),
+        }
+    }
+    Ok(out)
+}
+
 /// Module files under `modules_root/VERSION/` needed for `wanted`, in load
-/// order (dependencies first), read from each module's `.modinfo` `depends=`
-/// (the package ships no modules.dep: depmod runs at install time).
+/// order (dependencies first), read from each module's `.modinfo`
+/// `depends=` (the package ships no modules.dep: depmod runs at install
+/// time). A wanted module that is built in (`modules.builtin`) is skipped;
+/// `softdep=` modules (cifs asks for its crypto that way) are loaded first
+/// when they exist as modules and skipped otherwise.
 fn module_load_order(modules_root: &Path, wanted: &[&str]) -> Result<Vec<PathBuf>, SkipReason> {
     let mut by_name = BTreeMap::new();
+    let mut builtin = BTreeSet::new();
     let mut stack = vec![modules_root.to_path_buf()];
     while let Some(d) = stack.pop() {
         let Ok(rd) = fs::read_dir(&d) else { continue };
@@ -293,14 +543,20 @@ fn module_load_order(modules_root: &Path, wanted: &[&str]) -> Result<Vec<PathBuf
             if p.is_dir() {
                 stack.push(p);
             } else if let Some(n) = p.file_name().and_then(|n| n.to_str()) {
-                if let Some(stem) = n.strip_suffix(".ko") {
-                    by_name.insert(stem.replace('-', "_"), p.clone());
+                if n == "modules.builtin" {
+                    let text = fs::read_to_string(&p).unwrap_or_default();
+                    builtin.extend(
+                        text.lines()
+                            .filter_map(|l| module_name(l.rsplit('/').next()?)),
+                    );
+                } else if let Some(name) = module_name(n) {
+                    by_name.insert(name, p.clone());
                 }
             }
         }
     }
     let mut order = Vec::new();
-    let mut done = BTreeSet::new();
+    let mut done = builtin;
     for w in wanted {
         visit_module(w, &by_name, &mut done, &mut Vec::new(), &mut order)?;
     }
@@ -327,8 +583,13 @@ fn visit_module(
         step: "resolving module dependencies".into(),
         detail: format!("module {name}.ko not in the kernel package"),
     })?;
-    let bytes = fs::read(file).map_err(|e| failed("reading a module", e))?;
+    let bytes = module_bytes(file)?;
     path.push(name.to_string());
+    for dep in modinfo_softdeps(&bytes) {
+        if by_name.contains_key(&dep) && !path.contains(&dep) {
+            visit_module(&dep, by_name, done, path, order)?;
+        }
+    }
     for dep in modinfo_depends(&bytes) {
         visit_module(&dep, by_name, done, path, order)?;
     }
@@ -352,39 +613,188 @@ fn modinfo_depends(ko: &[u8]) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The guest's /init: mounts, loads the virtio modules, runs statneg on each
-/// requested filesystem (from `lr.*` words of the kernel command line) and
-/// powers off.
+/// Every module a `softdep=` entry names (`pre:`/`post:` markers dropped).
+fn modinfo_softdeps(ko: &[u8]) -> Vec<String> {
+    ko.split(|&b| b == 0)
+        .filter_map(|s| s.strip_prefix(b"softdep="))
+        .flat_map(|d| {
+            String::from_utf8_lossy(d)
+                .split_whitespace()
+                .filter(|w| !w.ends_with(':'))
+                .map(|w| w.replace('-', "_"))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The guest's /init, driven by `lr.*` words of the kernel command line:
+/// - `lr.fs=tmpfs,ext4 lr.threads=N lr.warmup=S lr.secs=S`: the timed
+///   statneg on each filesystem (no probe is registered while it runs);
+/// - `lr.count=ITERS`: then, per filesystem, the counting run: kprobe events
+///   on the dcache, spinlock, rwsem and slow-lookup functions with a hist
+///   trigger keyed by task, statneg `--count` with 0 and with ITERS stats
+///   per thread (the difference leaves out start-up and exit), printed as
+///   `per-op: allocs=A locks=L rwsem=R fallbacks=F` right after
+///   will-it-scale's lines, then `linuxref-count` with every probe's hits;
+/// - `lr.stacks=1`: and one more counting run with each lock probe's hits
+///   keyed by its caller (`linuxref-callers probe=P`, then the hist lines);
+/// - `lr.unc=//10.0.2.100/SHARE lr.cifs=NAME:OPTIONS …`: per variant, mount
+///   the share through the relay (10.0.2.100:445), then `ls -la` cold and
+///   warm, each between two marker requests to 10.0.2.100:4450 (the host
+///   snapshots the relay's counts there), printing its wall time,
+///   /proc/fs/cifs/Stats and the seed's smb3 tracepoint analysis.
+///
+/// Then it powers off.
 const INIT_SCRIPT: &str = r#"#!/bin/busybox sh
-# linuxref init: runs statneg on tmpfs and ext4, then powers off.
-/bin/busybox mkdir -p /proc /sys /dev /mnt/tmpfs /mnt/ext4
+# linuxref init: statneg on tmpfs and ext4 (timed, then counted), ls -la of
+# cifs shares; then powers off.
+/bin/busybox mkdir -p /proc /sys /dev /tmp /mnt/tmpfs /mnt/ext4 /mnt/cifs
 /bin/busybox --install -s /bin
-export PATH=/bin
+export PATH=/bin:/usr/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
 for m in $(cat /modules/order); do
     insmod /modules/$m || echo "linuxref: insmod $m failed"
 done
-FS=tmpfs,ext4 THREADS=1 WARMUP=1 SECS=3
+FS=tmpfs,ext4 THREADS=1 WARMUP=1 SECS=3 COUNT=0 STACKS=0 UNC= CIFS=
 for w in $(cat /proc/cmdline); do
     case $w in
         lr.fs=*) FS=${w#lr.fs=} ;;
         lr.threads=*) THREADS=${w#lr.threads=} ;;
         lr.warmup=*) WARMUP=${w#lr.warmup=} ;;
         lr.secs=*) SECS=${w#lr.secs=} ;;
+        lr.count=*) COUNT=${w#lr.count=} ;;
+        lr.stacks=*) STACKS=${w#lr.stacks=} ;;
+        lr.unc=*) UNC=${w#lr.unc=} ;;
+        lr.cifs=*) CIFS="$CIFS ${w#lr.cifs=}" ;;
     esac
 done
 mount -t tmpfs -o size=64m tmpfs /mnt/tmpfs || echo "linuxref: tmpfs mount failed"
 i=0
 while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 mount -t ext4 /dev/vda /mnt/ext4 || echo "linuxref: ext4 mount failed"
-echo "linuxref: kernel $(uname -r), $(nproc) cpus, fs=$FS threads=$THREADS warmup=$WARMUP secs=$SECS"
+T=/sys/kernel/tracing
+[ -d $T/events ] || mount -t tracefs tracefs $T || echo "linuxref: no tracefs"
+echo "linuxref: kernel $(uname -r), $(nproc) cpus, fs=$FS threads=$THREADS warmup=$WARMUP secs=$SECS count=$COUNT"
+
+PROBES="d_alloc:d_alloc d_alloc_parallel:d_alloc_parallel __d_alloc:__d_alloc lookup_slow:__lookup_slow
+ down_read:down_read down_write:down_write spin_lock:_raw_spin_lock spin_lock_nested:_raw_spin_lock_nested
+ spin_lock_irq:_raw_spin_lock_irq spin_lock_irqsave:_raw_spin_lock_irqsave spin_lock_bh:_raw_spin_lock_bh
+ spin_trylock:_raw_spin_trylock"
+# Counted by task comm at the moment of the hit (the comm filter reads the
+# current task), not by the pid's cached name: worker threads are often not
+# in tracefs' saved_cmdlines and would print as <...>.
+HIST='hist:keys=common_pid if comm == "statneg"'
+# One counted statneg: hits of every probe by statneg's threads, then its ops.
+count_run() {
+    for e in $T/events/lr/*/; do echo "$HIST" > ${e}trigger || echo "count-failed=1"; done
+    /statneg --count "$1" $THREADS $2 || echo "count-failed=1"
+    for e in $T/events/lr/*/; do
+        echo "$(basename $e)=$(awk '/hitcount:/ { s += $NF } END { print s + 0 }' ${e}hist)"
+        echo "!$HIST" > ${e}trigger
+    done
+}
+count_fs() {
+    : > /tmp/missing
+    for p in $PROBES; do
+        echo "p:lr/${p%%:*} ${p#*:} caller=+0(\$stack):x64" >> $T/kprobe_events 2>/dev/null || echo "${p#*:}" >> /tmp/missing
+    done
+    count_run /mnt/$1/missing-name 0 > /tmp/c0
+    count_run /mnt/$1/missing-name $COUNT > /tmp/c1
+    awk -F= 'NR == FNR { b[$1] = $2; next } { d[$1] = $2 - b[$1] }
+    END {
+        ops = d["count-ops"]
+        if (ops <= 0 || ("count-failed" in d)) { print "error: the counting run did not run"; exit }
+        a = ("__d_alloc" in d) ? d["__d_alloc"] : d["d_alloc"]
+        l = d["spin_lock"] + d["spin_lock_nested"] + d["spin_lock_irq"] + d["spin_lock_irqsave"] + d["spin_lock_bh"] + d["spin_trylock"]
+        printf "per-op: allocs=%.3f locks=%.3f rwsem=%.3f fallbacks=%.3f\n", a / ops, l / ops, (d["down_read"] + d["down_write"]) / ops, d["lookup_slow"] / ops
+        s = "linuxref-count ops=" ops
+        for (k in d) if (k != "count-ops") s = s " " k "=" d[k]
+        print s
+    }' /tmp/c0 /tmp/c1
+    [ -s /tmp/missing ] && echo "linuxref-count-missing $(cat /tmp/missing | tr '\n' ' ')"
+    if [ "$STACKS" = 1 ]; then
+        # Who takes the locks: one more run, each lock probe's hits keyed by
+        # its caller (the return address on the stack at function entry).
+        for p in spin_lock spin_lock_irqsave spin_trylock down_read; do
+            e=$T/events/lr/$p/
+            [ -d $e ] && echo "hist:keys=caller.sym-offset if comm == \"statneg\"" > ${e}trigger
+        done
+        /statneg --count /mnt/$1/missing-name $THREADS $COUNT > /dev/null
+        for p in spin_lock spin_lock_irqsave spin_trylock down_read; do
+            e=$T/events/lr/$p/
+            [ -d $e ] || continue
+            echo "linuxref-callers probe=$p"
+            grep 'hitcount:' ${e}hist | sort -t: -k3 -rn | head -8
+            echo "!hist:keys=caller.sym-offset if comm == \"statneg\"" > ${e}trigger
+        done
+    fi
+    echo > $T/kprobe_events
+}
 for fs in $(echo $FS | tr , ' '); do
     echo "linuxref-begin fs=$fs"
     /statneg /mnt/$fs/missing-name $THREADS $WARMUP $SECS
-    echo "linuxref-end fs=$fs rc=$?"
+    rc=$?
+    [ $rc = 0 ] && [ "$COUNT" != 0 ] && count_fs $fs
+    echo "linuxref-end fs=$fs rc=$rc"
 done
+
+mark() {
+    wget -q -O /dev/null "http://10.0.2.100:4450/$1" || echo "linuxref: marker $1 failed"
+}
+if [ -n "$CIFS" ]; then
+    ip link set lo up
+    ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2 \
+        || echo "linuxref: network setup failed"
+    LS="ls -la"
+    [ -x /usr/bin/gnu-ls ] && LS="/usr/bin/gnu-ls -la"
+    echo "linuxref: ls is $LS"
+    echo 8192 > $T/buffer_size_kb
+    for v in $CIFS; do
+        name=${v%%:*}
+        echo "linuxref-cifs-begin variant=$name"
+        # An option this kernel does not know (cifs: Unknown parameter 'X')
+        # is dropped, said so, and the mount retried: the seed's 6.12.0 is a
+        # distribution kernel with later options backported.
+        o=${v#*:} ok=0 tries=0
+        while [ $tries -lt 8 ]; do
+            tries=$((tries + 1))
+            if mount -t cifs "$UNC" /mnt/cifs -o "$o"; then ok=1; break; fi
+            bad=$(dmesg | grep -o "Unknown parameter '[^']*'" | tail -1 | cut -d"'" -f2)
+            [ -n "$bad" ] && echo ",$o," | grep -q ",$bad[,=]" || break
+            echo "linuxref-dropped variant=$name option=$bad"
+            o=$(echo ",$o," | sed -E "s/,$bad(=[^,]*)?,/,/; s/^,//; s/,$//")
+        done
+        if [ $ok = 1 ]; then
+            for phase in cold warm; do
+                echo 0 > /proc/fs/cifs/Stats
+                echo 0 > $T/events/cifs/enable
+                echo > $T/trace
+                echo 1 > $T/events/cifs/enable
+                mark $name-$phase
+                t=$(/lrtime /tmp/ls.out $LS /mnt/cifs)
+                mark $name-$phase-end
+                echo 0 > $T/events/cifs/enable
+                echo "linuxref-lsla variant=$name phase=$phase $t lines=$(wc -l < /tmp/ls.out)"
+                echo "linuxref-stats variant=$name phase=$phase"
+                cat /proc/fs/cifs/Stats
+                echo "linuxref-trace variant=$name phase=$phase"
+                cat $T/trace > /tmp/trace
+                grep -o 'status=0x[0-9a-f]*' /tmp/trace | sort | uniq -c
+                grep -o 'cmd=[0-9]*' /tmp/trace | sort -t= -k2 -n | uniq -c
+                grep -o 'smb3_[a-z0-9_]*:' /tmp/trace | sort | uniq -c | sort -rn
+                echo "linuxref-trace-end"
+            done
+            umount /mnt/cifs || echo "linuxref: umount failed"
+        else
+            echo "linuxref: cifs mount of $name failed"
+            dmesg | grep -i -E 'cifs|smb' | tail -4 | while read -r l; do echo "linuxref: dmesg: $l"; done
+        fi
+        echo "linuxref-cifs-end variant=$name"
+    done
+fi
 echo "linuxref-done"
 sync
 poweroff -f
@@ -393,7 +803,7 @@ poweroff -f
 fn build_initramfs(
     dir: &Path,
     busybox: &Path,
-    statneg: &Path,
+    extra: &Extra<'_>,
     modules: &[PathBuf],
     out: &Path,
 ) -> Result<(), SkipReason> {
@@ -406,7 +816,11 @@ fn build_initramfs(
         fs::copy(from, &to).map_err(|e| failed(&format!("copying {}", from.display()), e))
     };
     copy(busybox, root.join("bin/busybox"))?;
-    copy(statneg, root.join("statneg"))?;
+    copy(extra.statneg, root.join("statneg"))?;
+    copy(extra.lrtime, root.join("lrtime"))?;
+    // GNU ls, as the seed ran it (busybox ls stats but reads no xattrs);
+    // best effort: without it the guest uses busybox ls and says so.
+    let _ = add_gnu_ls(&root);
     let mut order = String::new();
     for m in modules {
         let name = m
@@ -429,6 +843,7 @@ fn build_initramfs(
     chmod(root.join("init"))?;
     chmod(root.join("bin/busybox"))?;
     chmod(root.join("statneg"))?;
+    chmod(root.join("lrtime"))?;
     let tmp = out.with_extension("tmp");
     run_tool(
         "packing the initramfs (cpio | gzip)",
@@ -440,6 +855,39 @@ fn build_initramfs(
             .arg(&tmp),
     )?;
     fs::rename(&tmp, out).map_err(|e| failed("writing the initramfs", e))
+}
+
+/// Copies the host's GNU `ls` to `root/usr/bin/gnu-ls` with the shared
+/// libraries `ldd` names, at the same paths.
+fn add_gnu_ls(root: &Path) -> Result<(), SkipReason> {
+    let ls = ["/usr/bin/ls", "/bin/ls"]
+        .iter()
+        .map(Path::new)
+        .find(|p| p.is_file())
+        .ok_or_else(|| SkipReason::MissingTool {
+            tool: "ls".into(),
+            package: "coreutils".into(),
+        })?;
+    let ldd = run_tool("ldd ls", Command::new("ldd").arg(ls))?;
+    let mut files = vec![];
+    for l in ldd.lines() {
+        let lib = match l.split_once("=>") {
+            Some((_, r)) => r.split_whitespace().next(),
+            None => l.split_whitespace().next(),
+        };
+        if let Some(lib) = lib.filter(|p| p.starts_with('/')) {
+            files.push(PathBuf::from(lib));
+        }
+    }
+    for f in &files {
+        let to = root.join(f.strip_prefix("/").unwrap_or(f));
+        mkdir(to.parent().unwrap_or(root))?;
+        // Follow symlinks: the initramfs gets the files themselves.
+        fs::copy(f, &to).map_err(|e| failed(&format!("copying {}", f.display()), e))?;
+    }
+    mkdir(&root.join("usr/bin"))?;
+    fs::copy(ls, root.join("usr/bin/gnu-ls")).map_err(|e| failed("copying ls", e))?;
+    Ok(())
 }
 
 fn build_ext4_image(dir: &Path, out: &Path) -> Result<(), SkipReason> {
@@ -488,6 +936,33 @@ mod tests {
     }
 
     #[test]
+    fn reads_softdeps_and_the_machines_archive() {
+        let ko = b"\0softdep=gcm\0softdep=pre: ecb hmac post: md5\0depends=netfs\0";
+        assert_eq!(modinfo_softdeps(ko), ["gcm", "ecb", "hmac", "md5"]);
+        let deb822 = "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm\n\n\
+                      URIs: http://mirror.example/debian-security\n";
+        assert_eq!(
+            pick_archive_uri(deb822).as_deref(),
+            Some("http://mirror.example/debian")
+        );
+        assert_eq!(
+            pick_archive_uri("deb [arch=amd64] http://a.example/debian bookworm main\n").as_deref(),
+            Some("http://a.example/debian")
+        );
+        assert_eq!(pick_archive_uri("# nothing\n"), None);
+        assert_eq!(
+            deb_version(Path::new(
+                "/x/linux-image-6.12.117+deb13-cloud-amd64_6.12.117-1_amd64.deb"
+            ))
+            .as_deref(),
+            Some("6.12.117-1")
+        );
+        assert_eq!(module_name("cifs_md4.ko.xz").as_deref(), Some("cifs_md4"));
+        assert_eq!(module_name("virtio-pci.ko").as_deref(), Some("virtio_pci"));
+        assert_eq!(module_name("modules.order"), None);
+    }
+
+    #[test]
     fn module_order_puts_dependencies_first() {
         let root = std::env::temp_dir().join(format!("linuxref-mod-test-{}", std::process::id()));
         let d = root.join("6.1/kernel/drivers");
@@ -496,6 +971,23 @@ mod tests {
         fs::write(d.join("b.ko"), b"\0depends=c\0").unwrap();
         fs::write(d.join("c.ko"), b"\0depends=\0").unwrap();
         fs::write(d.join("loop.ko"), b"\0depends=loop\0").unwrap();
+        // Built-in modules are skipped; softdeps load first when they exist.
+        fs::write(
+            root.join("6.1/modules.builtin"),
+            "kernel/drivers/virtio/virtio_pci.ko\n",
+        )
+        .unwrap();
+        fs::write(
+            d.join("s.ko"),
+            b"\0softdep=pre: c absent\0depends=virtio_pci\0",
+        )
+        .unwrap();
+        let soft: Vec<_> = module_load_order(&root, &["s", "virtio_pci"])
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(soft, ["c.ko", "s.ko"]);
         let order = module_load_order(&root, &["a"]).unwrap();
         let names: Vec<_> = order
             .iter()

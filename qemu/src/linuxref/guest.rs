@@ -3,7 +3,7 @@
 //! image is never modified), its console split per filesystem; and
 //! `statneg-host` run natively on the host.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -15,16 +15,123 @@ use crate::runner::{Accel, GuestStatus, QemuConfig, Runner};
 pub struct GuestRun {
     /// vCPUs (also the statneg thread count).
     pub cpus: u32,
-    /// Filesystems to run on, in order, within the same boot.
+    /// Filesystems to run on, in order, within the same boot (may be empty
+    /// when the boot only lists cifs shares).
     pub fs: Vec<Fs>,
     /// Warm-up seconds.
     pub warmup: u32,
     /// Measured seconds.
     pub secs: u32,
+    /// Stats per thread of the counting run after each timed run (kprobe
+    /// hit counts, printed as the `per-op:` line); 0: no counting run.
+    pub count: u32,
+    /// After the counting run, one more with the lock probes keyed by
+    /// caller (`linuxref-callers` in the section): who takes each lock.
+    pub stacks: bool,
     /// Accelerator.
     pub accel: Accel,
     /// Stream the guest console to stdout.
     pub echo: bool,
+    /// Optional `ls -la` of cifs shares in the same boot.
+    pub cifs: Option<CifsRun>,
+}
+
+impl GuestRun {
+    /// statneg on `fs` at `cpus` vCPUs under TCG, `warmup` + `secs`
+    /// seconds, no counting run, no cifs.
+    pub fn statneg(cpus: u32, fs: Vec<Fs>, warmup: u32, secs: u32) -> Self {
+        GuestRun {
+            cpus,
+            fs,
+            warmup,
+            secs,
+            count: 0,
+            stacks: false,
+            accel: Accel::Tcg,
+            echo: false,
+            cifs: None,
+        }
+    }
+}
+
+/// The stats per thread a counting run does by default: enough that the
+/// start-up left over after the baseline subtraction is below 0.1 %.
+pub const DEFAULT_COUNT_ITERS: u32 = 20_000;
+
+/// `ls -la` of a share by the guest's own cifs client, through the relay.
+#[derive(Clone, Debug)]
+pub struct CifsRun {
+    /// `//10.0.2.100/SHARE`.
+    pub unc: String,
+    /// (variant name, full mount data string with credentials and `ip=`).
+    pub variants: Vec<(String, String)>,
+    /// The program (and arguments) QEMU starts per guest connection to
+    /// 10.0.2.100:445: the latency relay in stdio mode.
+    pub relay: Vec<String>,
+    /// The relay's `--stats-dir` (one JSON file per connection).
+    pub stats_dir: PathBuf,
+    /// Where each marker request copies the stats dir (`MARKS/NAME/`).
+    pub marks_dir: PathBuf,
+}
+
+/// The guest port of the marker connection: each HTTP request to
+/// 10.0.2.100:4450/NAME copies the relay's stats dir to `MARKS/NAME/`
+/// before it is answered, so the guest knows the snapshot is taken.
+pub const MARKER_PORT: u16 = 4450;
+
+impl CifsRun {
+    /// The `-netdev` value: the SMB forward to the relay and the marker
+    /// forward to a shell that snapshots the stats dir.
+    pub fn netdev_arg(&self) -> String {
+        let smb = crate::runner::GuestFwd::smb(self.relay.clone()).netdev_arg();
+        let script = format!(
+            "read m p v; d={}/${{p#/}}; mkdir -p \"$d\"; cp {}/*.json \"$d\"/ 2>/dev/null; \
+             printf 'HTTP/1.0 200 OK\\r\\nContent-Length: 0\\r\\n\\r\\n'",
+            sh_quote(&self.marks_dir.display().to_string()),
+            sh_quote(&self.stats_dir.display().to_string()),
+        );
+        let cmd = format!("/bin/sh -c {}", sh_quote(&script)).replace(',', ",,");
+        format!("{smb},guestfwd=tcp:10.0.2.100:{MARKER_PORT}-cmd:{cmd}")
+    }
+}
+
+/// Single-quotes `s` for a POSIX shell (libslirp splits with shell rules).
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// One `ls -la` as the guest saw it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CifsListing {
+    /// Variant name.
+    pub variant: String,
+    /// `cold` or `warm`.
+    pub phase: String,
+    /// Wall time of `ls -la` (lrtime, CLOCK_MONOTONIC).
+    pub wall_s: f64,
+    /// `ls -la`'s exit status.
+    pub rc: i32,
+    /// Output lines (`total`, `.`, `..` and one per entry).
+    pub lines: usize,
+    /// /proc/fs/cifs/Stats after the listing (reset before it).
+    pub stats: String,
+    /// The seed's analysis of the smb3 tracepoints of this listing: counts
+    /// per status, per command code and per event, as `uniq -c` prints them.
+    pub trace: String,
+}
+
+impl CifsListing {
+    /// Entries listed (the lines less `total`, `.` and `..`).
+    pub fn entries(&self) -> usize {
+        self.lines.saturating_sub(3)
+    }
+    /// A counter of /proc/fs/cifs/Stats, e.g. `QueryInfos` → its total.
+    pub fn stat(&self, name: &str) -> Option<u64> {
+        self.stats.lines().find_map(|l| {
+            let rest = l.trim().strip_prefix(name)?.strip_prefix(':')?;
+            rest.split_whitespace().next()?.parse().ok()
+        })
+    }
 }
 
 /// What a boot produced: one report per filesystem, plus the boot's wall time.
@@ -32,6 +139,18 @@ pub struct GuestRun {
 pub struct GuestReport {
     /// Reports in the order requested.
     pub results: Vec<(Fs, WisResult)>,
+    /// The console text of each filesystem's run (will-it-scale's lines,
+    /// the `per-op:` and `linuxref-count` lines), for re-parsing and notes.
+    pub sections: Vec<(Fs, String)>,
+    /// Every cifs listing, in order.
+    pub listings: Vec<CifsListing>,
+    /// The kernel release the guest reported (`uname -r`).
+    pub uname: String,
+    /// Notes the guest printed (`linuxref: …`: failed steps, the ls used).
+    pub notes: Vec<String>,
+    /// (variant, option) for every mount option the kernel refused
+    /// (`Unknown parameter`) and the guest dropped before mounting.
+    pub dropped: Vec<(String, String)>,
     /// Wall time of the whole boot (start-up, runs, power-off).
     pub wall: Duration,
 }
@@ -45,42 +164,83 @@ pub fn run_statneg(
     warmup: u32,
     secs: u32,
 ) -> Result<WisResult, LinuxRefError> {
-    let run = GuestRun {
-        cpus,
-        fs: vec![fs],
-        warmup,
-        secs,
-        accel: Accel::Tcg,
-        echo: false,
-    };
+    let run = GuestRun::statneg(cpus, vec![fs], warmup, secs);
     let mut report = run_guest(paths, &run)?;
     Ok(report.results.remove(0).1)
 }
 
-/// Boots the guest once and runs statneg on every filesystem in `run.fs`.
-pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefError> {
-    if run.cpus == 0 || run.cpus > 255 || run.secs == 0 || run.fs.is_empty() {
-        return Err(LinuxRefError::Args(
-            "need 1..=255 cpus, secs >= 1 and at least one filesystem".into(),
-        ));
-    }
+/// The kernel command line of `run`.
+pub fn guest_cmdline(run: &GuestRun) -> String {
     let fs_list: Vec<&str> = run.fs.iter().map(|f| f.name()).collect();
-    let cmdline = format!(
-        "console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init lr.fs={} lr.threads={} lr.warmup={} lr.secs={}",
+    let mut cmdline = format!(
+        "console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init lr.fs={} lr.threads={} lr.warmup={} lr.secs={} lr.count={}",
         fs_list.join(","),
         run.cpus,
         run.warmup,
-        run.secs
+        run.secs,
+        run.count
     );
-    let cfg = QemuConfig::new(&paths.kernel)
+    if run.stacks {
+        cmdline.push_str(" lr.stacks=1");
+    }
+    if let Some(c) = &run.cifs {
+        cmdline.push_str(&format!(" lr.unc={}", c.unc));
+        for (name, opts) in &c.variants {
+            cmdline.push_str(&format!(" lr.cifs={name}:{opts}"));
+        }
+    }
+    cmdline
+}
+
+/// Boots the guest once and runs statneg on every filesystem in `run.fs`
+/// (then the counting run, then the cifs listings, as asked).
+pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefError> {
+    if run.cpus == 0 || run.cpus > 255 || run.secs == 0 || (run.fs.is_empty() && run.cifs.is_none())
+    {
+        return Err(LinuxRefError::Args(
+            "need 1..=255 cpus, secs >= 1 and a filesystem or a cifs share".into(),
+        ));
+    }
+    if let Some(c) = &run.cifs {
+        let bad = c.variants.iter().any(|(n, o)| {
+            n.is_empty() || n.contains([' ', ':', '/']) || o.contains(char::is_whitespace)
+        });
+        if bad || c.relay.is_empty() {
+            return Err(LinuxRefError::Args(
+                "cifs variants need a name without ' :/' and options without spaces, and a relay"
+                    .into(),
+            ));
+        }
+    }
+    let mut cfg = QemuConfig::new(&paths.kernel)
         .initrd(&paths.initramfs)
         .disk(&paths.ext4_image)
         .smp(run.cpus)
         .memory("512M".parse().expect("constant size"))
         .accel(run.accel)
-        .cmdline(cmdline);
-    // Boot takes ~15-30 s under TCG; each run warmup + secs plus start-up.
-    let budget = 180 + u64::from(run.warmup + run.secs + 5) * run.fs.len() as u64 * 2;
+        .cmdline(guest_cmdline(run));
+    if let Some(c) = &run.cifs {
+        for d in [&c.stats_dir, &c.marks_dir] {
+            std::fs::create_dir_all(d)
+                .map_err(|e| LinuxRefError::Guest(format!("{}: {e}", d.display())))?;
+        }
+        for a in [
+            "-netdev".to_string(),
+            c.netdev_arg(),
+            "-device".into(),
+            "virtio-net-pci,netdev=n0".into(),
+        ] {
+            cfg = cfg.extra_arg(a);
+        }
+    }
+    // Boot takes ~15-30 s under TCG; each run warmup + secs plus start-up;
+    // a counting run ~1 minute; a cifs variant up to 2 × 40 s at 76 ms.
+    let per_fs = u64::from(run.warmup + run.secs + 5) + if run.count > 0 { 90 } else { 0 };
+    let cifs = run
+        .cifs
+        .as_ref()
+        .map_or(0, |c| c.variants.len() as u64 * 150);
+    let budget = 180 + per_fs * run.fs.len() as u64 * 2 + cifs;
     let out = Runner::new(cfg)
         .timeout(Duration::from_secs(budget))
         .echo(run.echo)
@@ -103,14 +263,129 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
         )));
     }
     let mut results = Vec::new();
+    let mut sections = Vec::new();
     for fs in &run.fs {
         let section = guest_section(&serial, *fs)?;
-        results.push((*fs, parse_wis(section)?));
+        let r = parse_wis(section)?;
+        if run.count > 0 && r.per_op.is_none() {
+            return Err(LinuxRefError::Parse(format!(
+                "the counting run on {fs} printed no per-op line: {}",
+                section.lines().last().unwrap_or("")
+            )));
+        }
+        results.push((*fs, r));
+        sections.push((*fs, section.to_string()));
     }
+    let listings = parse_listings(&serial)?;
+    if let Some(c) = &run.cifs {
+        let want = c.variants.len() * 2;
+        if listings.len() != want {
+            return Err(LinuxRefError::Guest(format!(
+                "{} of {want} cifs listings ran; guest notes: {}",
+                listings.len(),
+                guest_notes(&serial).join("; ")
+            )));
+        }
+    }
+    let uname = serial
+        .lines()
+        .find_map(|l| l.strip_prefix("linuxref: kernel "))
+        .and_then(|r| r.split(',').next())
+        .unwrap_or_default()
+        .to_string();
     Ok(GuestReport {
         results,
+        sections,
+        listings,
+        uname,
+        notes: guest_notes(&serial),
+        dropped: dropped_options(&serial),
         wall: out.wall,
     })
+}
+
+/// The `linuxref-dropped variant=V option=O` lines, as (V, O).
+pub fn dropped_options(serial: &str) -> Vec<(String, String)> {
+    serial
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("linuxref-dropped variant=")?;
+            let (v, o) = rest.split_once(" option=")?;
+            Some((v.to_string(), o.trim().to_string()))
+        })
+        .collect()
+}
+
+/// The guest's `linuxref: …` lines other than the banner.
+fn guest_notes(serial: &str) -> Vec<String> {
+    serial
+        .lines()
+        .filter_map(|l| l.strip_prefix("linuxref: "))
+        .filter(|l| !l.starts_with("kernel "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every `linuxref-lsla` block: its line, the Stats after it, the trace
+/// analysis (`linuxref-trace … linuxref-trace-end`).
+pub fn parse_listings(serial: &str) -> Result<Vec<CifsListing>, LinuxRefError> {
+    let bad = |m: String| LinuxRefError::Parse(format!("cifs listing: {m}"));
+    let mut out = Vec::new();
+    let mut lines = serial.lines();
+    while let Some(l) = lines.next() {
+        let Some(rest) = l.strip_prefix("linuxref-lsla ") else {
+            continue;
+        };
+        let mut c = CifsListing::default();
+        for w in rest.split_whitespace() {
+            let (k, v) = w
+                .split_once('=')
+                .ok_or_else(|| bad(format!("bad word `{w}`")))?;
+            match k {
+                "variant" => c.variant = v.into(),
+                "phase" => c.phase = v.into(),
+                "wall_s" => c.wall_s = v.parse().map_err(|_| bad(format!("bad wall_s `{v}`")))?,
+                "rc" => c.rc = v.parse().map_err(|_| bad(format!("bad rc `{v}`")))?,
+                "lines" => c.lines = v.parse().map_err(|_| bad(format!("bad lines `{v}`")))?,
+                _ => {}
+            }
+        }
+        if c.variant.is_empty() || c.phase.is_empty() {
+            return Err(bad(format!("incomplete line `{l}`")));
+        }
+        // Stats, then the trace analysis.
+        let mut in_trace = false;
+        for l in lines.by_ref() {
+            if l.starts_with("linuxref-stats ") {
+                continue;
+            } else if l.starts_with("linuxref-trace ") {
+                in_trace = true;
+            } else if l == "linuxref-trace-end" {
+                break;
+            } else if in_trace {
+                c.trace.push_str(l.trim());
+                c.trace.push('\n');
+            } else {
+                c.stats.push_str(l);
+                c.stats.push('\n');
+            }
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// `uniq -c` lines of the trace analysis that start with `key=`, as
+/// (value, count): e.g. `status` → [("0xc0000052", 268), …].
+pub fn trace_counts(trace: &str, key: &str) -> Vec<(String, u64)> {
+    trace
+        .lines()
+        .filter_map(|l| {
+            let (n, w) = l.trim().split_once(' ')?;
+            let v = w.trim().strip_prefix(key)?.strip_prefix('=')?;
+            Some((v.to_string(), n.parse().ok()?))
+        })
+        .collect()
 }
 
 /// The console text between `linuxref-begin fs=X` and `linuxref-end fs=X rc=0`.
@@ -174,6 +449,64 @@ mod tests {
         min:11 max:13 total:24\n\
         min:9 max:11 total:20\n\
         average:22\n";
+
+    #[test]
+    fn cifs_listings_parse() {
+        let serial = "linuxref-cifs-begin variant=base\n\
+            linuxref-lsla variant=base phase=cold wall_s=1.250000 rc=0 lines=514\n\
+            linuxref-stats variant=base phase=cold\n\
+            Resources in use\n\
+            QueryInfos: 511 total 0 failed\n\
+            linuxref-trace variant=base phase=cold\n\
+            \x20   268 status=0xc0000052\n\
+            \x20   548 cmd=5\n\
+            \x20   830 smb3_cmd_enter:\n\
+            linuxref-trace-end\n\
+            linuxref-cifs-end variant=base\n";
+        let l = parse_listings(serial).unwrap();
+        assert_eq!(l.len(), 1);
+        assert_eq!(
+            (l[0].variant.as_str(), l[0].phase.as_str()),
+            ("base", "cold")
+        );
+        assert_eq!((l[0].wall_s, l[0].rc, l[0].entries()), (1.25, 0, 511));
+        assert_eq!(l[0].stat("QueryInfos"), Some(511));
+        assert_eq!(l[0].stat("Creates"), None);
+        assert_eq!(
+            trace_counts(&l[0].trace, "status"),
+            [("0xc0000052".to_string(), 268)]
+        );
+        assert_eq!(trace_counts(&l[0].trace, "cmd"), [("5".to_string(), 548)]);
+        assert!(parse_listings("linuxref-lsla variant=x phase=cold wall_s=abc\n").is_err());
+        assert_eq!(
+            dropped_options("x\nlinuxref-dropped variant=base option=nativesocket\n"),
+            [("base".to_string(), "nativesocket".to_string())]
+        );
+    }
+
+    #[test]
+    fn marker_forward_rides_beside_the_relay() {
+        let c = CifsRun {
+            unc: "//10.0.2.100/share".into(),
+            variants: vec![],
+            relay: vec!["/bin/relay".into(), "--delay-ms".into(), "38".into()],
+            stats_dir: "/tmp/st".into(),
+            marks_dir: "/tmp/mk".into(),
+        };
+        let n = c.netdev_arg();
+        assert!(n.starts_with("user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:445-cmd:/bin/relay"));
+        assert!(n.contains(",guestfwd=tcp:10.0.2.100:4450-cmd:/bin/sh -c '"));
+        assert!(n.contains("cp '\\''/tmp/st'\\''/*.json"));
+        let run = GuestRun {
+            cifs: Some(CifsRun {
+                variants: vec![("base".into(), "vers=3.1.1,ip=10.0.2.100".into())],
+                ..c
+            }),
+            ..GuestRun::statneg(1, vec![], 0, 1)
+        };
+        let cmd = guest_cmdline(&run);
+        assert!(cmd.ends_with(" lr.unc=//10.0.2.100/share lr.cifs=base:vers=3.1.1,ip=10.0.2.100"));
+    }
 
     #[test]
     fn guest_sections_are_split_and_checked() {

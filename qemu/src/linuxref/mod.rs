@@ -26,9 +26,14 @@ mod build;
 mod guest;
 mod parse;
 
-pub use build::{default_build_dir, ensure_built, statneg_source};
-pub use guest::{run_guest, run_host_statneg, run_statneg, GuestReport, GuestRun};
-pub use parse::{parse_wis, Sample, WisResult};
+pub use build::{
+    default_build_dir, ensure_built, ensure_release, lrtime_source, statneg_source, AptSource,
+};
+pub use guest::{
+    dropped_options, guest_cmdline, parse_listings, run_guest, run_host_statneg, run_statneg,
+    trace_counts, CifsListing, CifsRun, GuestReport, GuestRun, DEFAULT_COUNT_ITERS, MARKER_PORT,
+};
+pub use parse::{parse_wis, PerOp, Sample, WisResult};
 
 /// The metapackage whose dependency names the current cloud kernel.
 pub const KERNEL_METAPACKAGE: &str = "linux-image-cloud-amd64";
@@ -87,8 +92,82 @@ pub struct Paths {
     /// statneg for the host (same static binary as in the guest):
     /// `statneg-host PATH THREADS WARMUP SECS`.
     pub statneg_host: PathBuf,
-    /// The Debian kernel package used, e.g. `linux-image-6.1.0-57-cloud-amd64`.
+    /// The Debian kernel package used, e.g. `linux-image-6.12.117+deb13-cloud-amd64`.
     pub kernel_package: String,
+    /// Its Debian version, e.g. `6.12.117-1`.
+    pub package_version: String,
+    /// The kernel's own release (`uname -r`), e.g. `6.12.117+deb13-cloud-amd64`.
+    pub kernel_release: String,
+    /// Which reference this is.
+    pub release: Release,
+}
+
+impl Paths {
+    /// The exact kernel, as reports name it:
+    /// `Linux 6.12.117-1 (linux-image-6.12.117+deb13-cloud-amd64)`.
+    pub fn describe(&self) -> String {
+        let v = if self.package_version.is_empty() {
+            self.kernel_release.as_str()
+        } else {
+            self.package_version.as_str()
+        };
+        format!("Linux {v} ({})", self.kernel_package)
+    }
+
+    /// The design label of a cifs row: `linux-6.12`.
+    pub fn cifs_design(&self) -> String {
+        format!("linux-{}", self.release.name())
+    }
+}
+
+/// Which Linux the reference guest runs (`--linux 6.12`, the default, or
+/// `--linux 6.1`): the Debian cloud kernel of Debian 13 (through a private
+/// apt configuration) or of the machine's own Debian 12 lists.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Release {
+    /// Debian 13 "trixie": `linux-image-cloud-amd64` 6.12.
+    #[default]
+    V6_12,
+    /// Debian 12 "bookworm" (the machine's lists): 6.1.
+    V6_1,
+}
+
+impl Release {
+    /// `6.12` or `6.1`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Release::V6_12 => "6.12",
+            Release::V6_1 => "6.1",
+        }
+    }
+
+    /// The Debian suite to fetch from with a private apt configuration;
+    /// `None`: the machine's own lists.
+    pub fn suite(self) -> Option<&'static str> {
+        match self {
+            Release::V6_12 => Some("trixie"),
+            Release::V6_1 => None,
+        }
+    }
+}
+
+impl std::str::FromStr for Release {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "6.12" => Ok(Release::V6_12),
+            "6.1" => Ok(Release::V6_1),
+            other => Err(format!(
+                "unknown Linux reference `{other}` (expected 6.12 or 6.1)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Release {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Why the Linux reference guest cannot be built here.

@@ -1,114 +1,44 @@
 //! will-it-scale's format as the reference guest and `statneg-host` print
 //! it: `testcase:DESC`, `warmup`, `min:N max:N total:N` per second,
-//! `measurement`, the same lines, `average:N`.
+//! `measurement`, the same lines, `average:N`, and from the guest's
+//! counting run `per-op: allocs=A locks=L rwsem=R fallbacks=F`.
+//!
+//! The parsing itself is [`crate::wis`] (bench's parser); this adds what a
+//! shared console needs: kernel messages (`[   12.3] …`) are dropped
+//! first, and `average` must be the mean of the measurement totals.
 //!
 //! Touches nothing; allocates for the parsed result only.
 
 use super::LinuxRefError;
+pub use crate::wis::{PerOp, RunOutput as WisResult, Sample};
 
-/// One `min:N max:N total:N` line: operations in one second.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sample {
-    /// The slowest thread's count.
-    pub min: u64,
-    /// The fastest thread's count.
-    pub max: u64,
-    /// All threads together.
-    pub total: u64,
-}
-
-/// A parsed will-it-scale report.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WisResult {
-    /// The `testcase:` description.
-    pub testcase: String,
-    /// Per-second samples of the warm-up.
-    pub warmup: Vec<Sample>,
-    /// Per-second samples of the measurement.
-    pub measurement: Vec<Sample>,
-    /// `average:` (mean of the measurement totals), ops/s.
-    pub average: u64,
-}
-
-impl WisResult {
-    /// Lowest per-thread count of any measurement second.
-    pub fn min(&self) -> u64 {
-        self.measurement.iter().map(|s| s.min).min().unwrap_or(0)
-    }
-    /// Highest per-thread count of any measurement second.
-    pub fn max(&self) -> u64 {
-        self.measurement.iter().map(|s| s.max).max().unwrap_or(0)
-    }
-}
-
-/// Parses will-it-scale's format out of `text`. Lines that are not part of
-/// the format (kernel messages on a shared console) are ignored; the
-/// structure (testcase, warmup, samples, measurement, samples, average) is
-/// required, and `average` must be the mean of the measurement totals.
+/// Parses will-it-scale's format out of `text` (see the module doc).
 pub fn parse_wis(text: &str) -> Result<WisResult, LinuxRefError> {
-    #[derive(PartialEq)]
-    enum Phase {
-        Start,
-        Warmup,
-        Measure,
+    let clean: Vec<&str> = text
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !is_kernel_message(l))
+        .collect();
+    let r =
+        crate::wis::parse(&clean.join("\n")).map_err(|e| LinuxRefError::Parse(e.to_string()))?;
+    let mean = crate::wis::average(&r.measurement);
+    if mean != r.average {
+        return Err(LinuxRefError::Parse(format!(
+            "average:{} is not the mean of the totals ({mean})",
+            r.average
+        )));
     }
-    let err = |m: String| Err(LinuxRefError::Parse(m));
-    let mut testcase = None;
-    let mut phase = Phase::Start;
-    let mut warmup = Vec::new();
-    let mut measurement = Vec::new();
-    for line in text.lines().map(|l| l.trim_end_matches('\r').trim()) {
-        if let Some(t) = line.strip_prefix("testcase:") {
-            testcase = Some(t.to_string());
-            phase = Phase::Start;
-            warmup.clear();
-            measurement.clear();
-        } else if line == "warmup" && testcase.is_some() {
-            phase = Phase::Warmup;
-        } else if line == "measurement" && phase == Phase::Warmup {
-            phase = Phase::Measure;
-        } else if let Some(s) = parse_sample(line) {
-            match phase {
-                Phase::Warmup => warmup.push(s),
-                Phase::Measure => measurement.push(s),
-                Phase::Start => return err(format!("sample before `warmup`: {line}")),
-            }
-        } else if let Some(a) = line.strip_prefix("average:") {
-            let Some(testcase) = testcase else {
-                return err("`average:` without `testcase:`".into());
-            };
-            if phase != Phase::Measure || measurement.is_empty() {
-                return err("`average:` before any measurement sample".into());
-            }
-            let Ok(average) = a.trim().parse::<u64>() else {
-                return err(format!("bad average line: {line}"));
-            };
-            let mean = measurement.iter().map(|s| s.total).sum::<u64>() / measurement.len() as u64;
-            if mean != average {
-                return err(format!(
-                    "average:{average} is not the mean of the totals ({mean})"
-                ));
-            }
-            return Ok(WisResult {
-                testcase,
-                warmup,
-                measurement,
-                average,
-            });
-        }
-    }
-    err("no complete report (testcase, warmup, measurement, average) found".into())
+    Ok(r)
 }
 
-fn parse_sample(line: &str) -> Option<Sample> {
-    let mut it = line.split_whitespace();
-    let mut field = |name: &str| -> Option<u64> { it.next()?.strip_prefix(name)?.parse().ok() };
-    let s = Sample {
-        min: field("min:")?,
-        max: field("max:")?,
-        total: field("total:")?,
+/// A printk line on the console: `[ SECONDS.MICROS] text`.
+fn is_kernel_message(l: &str) -> bool {
+    let Some(rest) = l.trim_start().strip_prefix('[') else {
+        return false;
     };
-    (it.next().is_none() && s.min <= s.max).then_some(s)
+    rest.split_once(']').is_some_and(|(t, _)| {
+        !t.trim().is_empty() && t.trim().bytes().all(|b| b.is_ascii_digit() || b == b'.')
+    })
 }
 
 #[cfg(test)]
@@ -140,8 +70,9 @@ mod tests {
         );
         assert_eq!(r.measurement.len(), 2);
         assert_eq!(r.average, 22);
-        assert_eq!(r.min(), 9);
-        assert_eq!(r.max(), 13);
+        assert_eq!(r.task_min(), 9);
+        assert_eq!(r.task_max(), 13);
+        assert_eq!(r.per_op, None);
     }
 
     #[test]
@@ -154,14 +85,27 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_guest_per_op_line() {
+        let text = format!("{REPORT}per-op: allocs=1.000 locks=4.002 rwsem=1.000 fallbacks=1.000\nlinuxref-count ops=10\n");
+        let p = parse_wis(&text).unwrap().per_op.unwrap();
+        assert_eq!(
+            (p.allocs, p.locks, p.rwsem, p.fallbacks),
+            (1.0, 4.002, Some(1.0), 1.0)
+        );
+        assert!(parse_wis(&format!("{REPORT}per-op: allocs=1.000\n")).is_err());
+        assert!(parse_wis(&format!("{REPORT}error: the counting run did not run\n")).is_err());
+    }
+
+    #[test]
     fn rejects_malformed_reports() {
         assert!(parse_wis("").is_err());
         assert!(parse_wis(&REPORT.replace("average:22", "average:23")).is_err());
         assert!(parse_wis(&REPORT.replace("average:22\n", "")).is_err());
         assert!(parse_wis(&REPORT.replace("measurement\n", "")).is_err());
         assert!(parse_wis(&REPORT.replace("warmup\n", "")).is_err());
-        assert!(parse_sample("min:5 max:4 total:9").is_none());
-        assert!(parse_sample("min:1 max:2 total:3 extra").is_none());
-        assert!(parse_sample("min:x max:2 total:3").is_none());
+        assert!(parse_wis(&REPORT.replace("min:9 max:11", "min:12 max:11")).is_err());
+        assert!(parse_wis(&REPORT.replace("total:20", "total:20 extra")).is_err());
+        assert!(parse_wis(&REPORT.replace("min:9", "min:x")).is_err());
+        assert!(!is_kernel_message("[x] y") && is_kernel_message("[ 1.5] y"));
     }
 }

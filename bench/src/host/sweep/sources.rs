@@ -7,8 +7,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::super::linux;
+use super::super::points::Key;
 use super::super::proc::{last_line, run_with_timeout};
 use super::super::rows::Row;
+use super::plan::design_label;
 use super::Source;
 use crate::output;
 use crate::params::Params;
@@ -17,23 +19,14 @@ fn run_limit(warmup: u32, secs: u32, extra: u64) -> Duration {
     Duration::from_secs(warmup as u64 + secs as u64 + extra)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn row_from_text(
-    text: &str,
-    source: Source,
-    accel: &str,
-    host: &str,
-    testcase: &str,
-    design: &str,
-    cpus: usize,
-    failure: Option<String>,
-) -> Row {
+/// The row of the point `key` from a run's output `text`; `failure`: why
+/// the run failed although it printed something (exit status, timeout).
+fn row_from_text(text: &str, key: Key, failure: Option<String>) -> Row {
     match output::parse(text) {
         // Output that parses from a run that failed (non-zero exit,
         // timeout) is still a failed run: keep its figures, say why.
         Ok(out) => {
-            let row =
-                Row::from_output(source.name(), accel, host, testcase, design, cpus, &out, "");
+            let row = Row::from_output(key, &out, "");
             match failure {
                 Some(why) => Row {
                     status: "failed".into(),
@@ -45,16 +38,7 @@ fn row_from_text(
         }
         Err(e) => {
             let why = failure.map(|f| format!("{f}; ")).unwrap_or_default();
-            Row::not_run(
-                "failed",
-                source.name(),
-                accel,
-                host,
-                testcase,
-                design,
-                cpus,
-                &format!("{why}output: {e}"),
-            )
+            Row::not_run("failed", key, &format!("{why}output: {e}"))
         }
     }
 }
@@ -63,12 +47,14 @@ pub(super) fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) 
     let fail = |note: String| {
         Row::not_run(
             "failed",
-            "host",
-            "native",
-            host,
-            p.bench.name(),
-            p.design.name(),
-            p.tasks,
+            Key {
+                source: "host".into(),
+                accel: "native".into(),
+                host: host.into(),
+                testcase: p.bench.name().into(),
+                design: design_label(p),
+                cpus: p.tasks,
+            },
             &note,
         )
     };
@@ -82,7 +68,7 @@ pub(super) fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) 
         Err(e) => fail(e),
         Ok(f) => {
             save(
-                &format!("host-{}-{}-{}", p.bench, p.design, p.tasks),
+                &format!("host-{}-{}-{}", p.bench, design_label(p), p.tasks),
                 &f.stdout,
                 &f.stderr,
             );
@@ -96,12 +82,14 @@ pub(super) fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) 
             });
             let mut row = row_from_text(
                 &f.stdout,
-                Source::Host,
-                "native",
-                host,
-                p.bench.name(),
-                p.design.name(),
-                p.tasks,
+                Key {
+                    source: Source::Host.name().into(),
+                    accel: "native".into(),
+                    host: host.into(),
+                    testcase: p.bench.name().into(),
+                    design: design_label(p),
+                    cpus: p.tasks,
+                },
                 failure,
             );
             if row.is_ok() && f.stderr.contains("not pinned") {
@@ -124,12 +112,14 @@ pub(super) fn run_guest(
     let skip = |note: String| {
         Row::not_run(
             "skipped",
-            "guest",
-            accel,
-            host,
-            p.bench.name(),
-            p.design.name(),
-            p.tasks,
+            Key {
+                source: "guest".into(),
+                accel: accel.into(),
+                host: host.into(),
+                testcase: p.bench.name().into(),
+                design: design_label(p),
+                cpus: p.tasks,
+            },
             &note,
         )
     };
@@ -161,7 +151,7 @@ pub(super) fn run_guest(
         Err(e) => skip(e),
         Ok(f) => {
             save(
-                &format!("guest-{}-{}-{}", p.bench, p.design, p.tasks),
+                &format!("guest-{}-{}-{}", p.bench, design_label(p), p.tasks),
                 &f.stdout,
                 &f.stderr,
             );
@@ -176,12 +166,14 @@ pub(super) fn run_guest(
             });
             row_from_text(
                 &f.stdout,
-                Source::Guest,
-                &used,
-                host,
-                p.bench.name(),
-                p.design.name(),
-                p.tasks,
+                Key {
+                    source: Source::Guest.name().into(),
+                    accel: used,
+                    host: host.into(),
+                    testcase: p.bench.name().into(),
+                    design: design_label(p),
+                    cpus: p.tasks,
+                },
                 failure,
             )
         }
@@ -207,12 +199,14 @@ pub(super) fn run_linux_guest(
                 let design = format!("linux-{}", f.name());
                 Row::not_run(
                     status,
-                    Source::LinuxGuest.name(),
-                    acc,
-                    host,
-                    "statneg",
-                    &design,
-                    cpus,
+                    Key {
+                        source: Source::LinuxGuest.name().into(),
+                        accel: acc.into(),
+                        host: host.into(),
+                        testcase: "statneg".into(),
+                        design: design.clone(),
+                        cpus,
+                    },
                     note,
                 )
             })
@@ -228,53 +222,43 @@ pub(super) fn run_linux_guest(
     };
     let (resolved, _why) = resolve_accel(choice, Path::new(DEFAULT_QEMU), &default_cache_dir());
     let run = GuestRun {
-        cpus: cpus as u32,
-        fs: all.to_vec(),
-        warmup,
-        secs,
+        count: qemu::linuxref::DEFAULT_COUNT_ITERS,
         accel: resolved,
-        echo: false,
+        ..GuestRun::statneg(cpus as u32, all.to_vec(), warmup, secs)
     };
     match qemu::linuxref::run_guest(paths, &run) {
         Err(e) => rows_for("failed", resolved.name(), &e.to_string()),
         Ok(report) => report
-            .results
+            .sections
             .iter()
-            .map(|(f, w)| {
-                let out = output::RunOutput {
-                    testcase: w.testcase.clone(),
-                    warmup: w
-                        .warmup
-                        .iter()
-                        .map(|s| output::Sample {
-                            min: s.min,
-                            max: s.max,
-                            total: s.total,
-                        })
-                        .collect(),
-                    measurement: w
-                        .measurement
-                        .iter()
-                        .map(|s| output::Sample {
-                            min: s.min,
-                            max: s.max,
-                            total: s.total,
-                        })
-                        .collect(),
-                    average: w.average,
-                    per_op: None,
-                };
+            .map(|(f, text)| {
                 let design = format!("linux-{}", f.name());
-                Row::from_output(
-                    Source::LinuxGuest.name(),
-                    resolved.name(),
-                    host,
-                    "statneg",
-                    &design,
-                    cpus,
-                    &out,
-                    &paths.kernel_package,
-                )
+                // The same parser as every other row; rwsem (Linux's only
+                // counter) rides in the note beside the exact kernel.
+                let rwsem = output::parse(text)
+                    .ok()
+                    .and_then(|o| o.per_op?.rwsem)
+                    .map(|r| format!("; rwsem/op={r:.3}"))
+                    .unwrap_or_default();
+                let mut row = row_from_text(
+                    text,
+                    Key {
+                        source: Source::LinuxGuest.name().into(),
+                        accel: resolved.name().into(),
+                        host: host.into(),
+                        testcase: "statneg".into(),
+                        design: design.clone(),
+                        cpus,
+                    },
+                    None,
+                );
+                let kernel = format!("{}{rwsem}", paths.describe());
+                row.note = if row.note.is_empty() {
+                    kernel
+                } else {
+                    format!("{kernel}: {}", row.note)
+                };
+                row
             })
             .collect(),
     }
@@ -317,12 +301,14 @@ pub(super) fn run_linux_host(
     let fail = |note: String| {
         Row::not_run(
             "failed",
-            "linux-host",
-            "native",
-            host,
-            "statneg",
-            &design,
-            cpus,
+            Key {
+                source: "linux-host".into(),
+                accel: "native".into(),
+                host: host.into(),
+                testcase: "statneg".into(),
+                design: design.clone(),
+                cpus,
+            },
             &note,
         )
     };
@@ -349,12 +335,14 @@ pub(super) fn run_linux_host(
                 (f.code != Some(0)).then(|| format!("exit {:?}: {}", f.code, last_line(&f.stderr)));
             let mut row = row_from_text(
                 &f.stdout,
-                Source::LinuxHost,
-                "native",
-                host,
-                "statneg",
-                &design,
-                cpus,
+                Key {
+                    source: Source::LinuxHost.name().into(),
+                    accel: "native".into(),
+                    host: host.into(),
+                    testcase: "statneg".into(),
+                    design: design.clone(),
+                    cpus,
+                },
                 failure,
             );
             if row.is_ok() {

@@ -60,6 +60,19 @@ fn links(root: &str, src: &str, cache: &mut BTreeMap<String, String>) -> String 
     out
 }
 
+/// `hash=0x0123…` → `hash=0x…`.
+fn mask_hash(l: &str) -> String {
+    let mut out = String::with_capacity(l.len());
+    let mut rest = l;
+    while let Some(p) = rest.find("hash=0x") {
+        out.push_str(&rest[..p + 7]);
+        out.push('…');
+        rest = rest[p + 7..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
+    }
+    out.push_str(rest);
+    out
+}
+
 fn strs(out: &mut String, v: &[&str]) {
     out.push('[');
     for (i, s) in v.iter().enumerate() {
@@ -141,7 +154,10 @@ fn main() -> ExitCode {
             None => data.push_str("null"),
         }
         data.push_str(",\"text\":");
-        let text: Vec<&str> = run.text.iter().map(String::as_str).collect();
+        // Name hashes are seeded per run: masked (as docs/lookup-path.md
+        // does) so that the page only changes when the walk does.
+        let masked: Vec<String> = run.text.iter().map(|l| mask_hash(l)).collect();
+        let text: Vec<&str> = masked.iter().map(String::as_str).collect();
         strs(&mut data, &text);
         data.push_str(",\"steps\":[");
         for (j, st) in run.steps.iter().enumerate() {

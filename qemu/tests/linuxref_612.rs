@@ -1,0 +1,117 @@
+//! The Linux 6.12 reference guest, short: one boot runs statneg on tmpfs
+//! for one second, a small counting run (kprobes), then its cifs client
+//! mounts a Samba share through the latency relay (0 ms) and lists it cold
+//! and warm. Checks that every line the benchmarks read parses and holds
+//! what Linux must have done. Skips where the 6.12 packages, Samba or QEMU
+//! cannot be had (a failure under `REQUIRE_FIXTURES=1`). ~25 s under TCG.
+
+use qemu::linuxref::{self, CifsRun, Fs, GuestRun, Release};
+use qemu::relay::{load_stats_dir, Totals};
+use qemu::samba::{Fixture, FixtureOpts};
+
+const FILE: &str = "linuxref_612";
+const ENTRIES: usize = 40;
+
+#[test]
+fn linux_612_boots_counts_and_lists_a_cifs_share() {
+    let qemu_ok = std::process::Command::new(qemu::runner::DEFAULT_QEMU)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !qemu_ok {
+        return qemu::fixtures::skip(
+            FILE,
+            "QEMU",
+            "qemu-system-x86_64 not installed (make setup)",
+        );
+    }
+    let paths = match linuxref::ensure_release(&linuxref::default_build_dir(), Release::V6_12) {
+        Ok(p) => p,
+        Err(why) => return qemu::fixtures::skip(FILE, "the Linux 6.12 packages", why),
+    };
+    if let Err(why) = Fixture::available() {
+        return qemu::fixtures::skip(FILE, "Samba", why);
+    }
+    assert!(
+        paths.describe().starts_with("Linux 6.12."),
+        "{}",
+        paths.describe()
+    );
+    let fx = Fixture::start(&FixtureOpts {
+        entries: ENTRIES,
+        ..FixtureOpts::default()
+    })
+    .expect("samba fixture");
+    let dir = std::env::temp_dir().join(format!("linuxref-612-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (stats_dir, marks_dir) = (dir.join("stats"), dir.join("marks"));
+    let opts = format!(
+        "vers=3.1.1,cache=strict,uid=5000,forceuid,gid=5000,forcegid,iocharset=utf8,soft,nounix,\
+         mapposix,reparse=nfs,acdirmax=300,acregmax=30,username={},password={},ip=10.0.2.100",
+        fx.user, fx.password
+    );
+    let run = GuestRun {
+        count: 2000,
+        cifs: Some(CifsRun {
+            unc: format!("//10.0.2.100/{}", fx.share),
+            variants: vec![("base".into(), opts)],
+            relay: vec![
+                env!("CARGO_BIN_EXE_latency-relay").into(),
+                "--target".into(),
+                format!("127.0.0.1:{}", fx.port),
+                "--stats-dir".into(),
+                stats_dir.display().to_string(),
+                "--sync-stats".into(),
+            ],
+            stats_dir,
+            marks_dir: marks_dir.clone(),
+        }),
+        ..GuestRun::statneg(1, vec![Fs::Tmpfs], 0, 1)
+    };
+    let rep = linuxref::run_guest(&paths, &run).expect("the 6.12 guest ran");
+    assert!(rep.uname.starts_with("6.12."), "uname -r: {}", rep.uname);
+
+    // statneg: will-it-scale's lines, then Linux's per-op line. On tmpfs
+    // every stat of a missing name allocates a dentry in __lookup_slow
+    // under the parent's i_rwsem, and takes spinlocks to add and kill it.
+    let (fs, r) = &rep.results[0];
+    assert_eq!(*fs, Fs::Tmpfs);
+    assert!(r.average > 0 && r.measurement.len() == 1, "{r:?}");
+    let p = r.per_op.expect("per-op line");
+    assert!((0.95..1.05).contains(&p.allocs), "allocs/op {}", p.allocs);
+    assert!(
+        (0.95..1.05).contains(&p.fallbacks),
+        "fallbacks/op {}",
+        p.fallbacks
+    );
+    assert!((0.95..1.05).contains(&p.rwsem.unwrap_or(0.0)), "{p:?}");
+    assert!(p.locks >= 3.0, "locks/op {}", p.locks);
+    assert!(rep.sections[0].1.contains("linuxref-count ops=2000 "));
+
+    // cifs: two listings of every entry, each bracketed by relay snapshots.
+    assert_eq!(rep.listings.len(), 2, "notes: {:?}", rep.notes);
+    let snap = |n: &str| Totals::sum(&load_stats_dir(&marks_dir.join(n)).expect("marker snapshot"));
+    for l in &rep.listings {
+        assert_eq!((l.rc, l.entries()), (0, ENTRIES), "{l:?}");
+        assert!(l.wall_s > 0.0);
+        let t = snap(&format!("base-{}-end", l.phase)).since(&snap(&format!("base-{}", l.phase)));
+        // The listing's own round trips, counted by the relay, agree with
+        // the client's /proc/fs/cifs/Stats.
+        assert_eq!(
+            l.stat("QueryDirectories"),
+            Some(t.client_to_server.command("QUERY_DIRECTORY")),
+            "{}: {}",
+            l.phase,
+            l.stats
+        );
+        assert!(t.client_to_server.command("QUERY_DIRECTORY") >= 1);
+        assert_eq!(
+            l.stat("QueryInfos"),
+            Some(t.client_to_server.command("QUERY_INFO"))
+        );
+    }
+    assert!(linuxref::trace_counts(&rep.listings[0].trace, "cmd")
+        .iter()
+        .any(|(c, n)| c == "14" && *n > 0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
