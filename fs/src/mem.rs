@@ -16,7 +16,13 @@
 //! (Linux's direct reclaim) and asks again. What the shrinker frees may
 //! only come back after an RCU grace period, so the second answer can still
 //! be no; then the caller gets `ENOMEM`, counted in
-//! [`crate::stats::Counters::enomem`]. Fault injection ([`crate::fault`])
+//! [`crate::stats::Counters::enomem`]. Reclaim itself needs memory: every
+//! dentry it kills queues RCU callbacks. So the shrinker kills a dentry only
+//! while the platform's callback queue has room for it
+//! ([`Platform::call_rcu_room`], [`RCU_PER_KILL`]), and under pressure an
+//! allocation is admitted only if that room exists too (the dentry it makes
+//! will be killed some day, perhaps by the LRU limit, which cannot say no):
+//! when the queue cannot grow, the answer is `ENOMEM`, never a panic. Fault injection ([`crate::fault`])
 //! refuses before anyone is asked, like Linux's `failslab`.
 //!
 //! Every step is cheap when memory is plentiful: a relaxed load (fault
@@ -28,10 +34,16 @@
 
 use crate::errno::{Errno, KResult};
 use crate::platform;
+#[cfg(doc)]
+use crate::platform::Platform;
 use crate::stats::{self, Event};
 
 /// Unused dentries the shrinker is asked to reclaim per refusal.
 pub const SHRINK_BATCH: usize = 1024;
+
+/// RCU callbacks one dentry kill may queue, counted generously: its hash
+/// chain reference, its inode, its name, and a parent killed after it.
+pub const RCU_PER_KILL: usize = 8;
 
 /// Bytes of one `Arc<T>` allocation: the value plus the two counts.
 pub const fn arc_size<T>() -> usize {
@@ -56,7 +68,8 @@ pub fn admit(bytes: usize) -> KResult<()> {
 #[cold]
 fn admit_after_reclaim(bytes: usize) -> KResult<()> {
     let freed = crate::dcache::shrink(SHRINK_BATCH);
-    if freed > 0 && platform::get().may_alloc(bytes) {
+    let p = platform::get();
+    if freed > 0 && p.may_alloc(bytes) && p.call_rcu_room(RCU_PER_KILL) {
         crate::trace!("  mem: {bytes} bytes admitted after reclaiming {freed} dentries");
         return Ok(());
     }

@@ -43,6 +43,17 @@ pub trait Platform: Sync {
     /// reference to it has ended. Must not allocate on the fast path (queues
     /// are per CPU and amortised).
     fn call_rcu(&self, obj: Retired);
+    /// Can this CPU queue `n` more callbacks now without an allocation
+    /// that could fail? The platform may allocate (fallibly) to make it
+    /// so. `false` when memory is too short for the queue itself: the
+    /// shrinker then stops retiring dentries and memory admission answers
+    /// `ENOMEM` (back-pressure; see [`crate::mem`]). Must not sleep or run
+    /// callbacks; callable with locks held. The default (a platform whose
+    /// queues cannot run short) says yes.
+    fn call_rcu_room(&self, n: usize) -> bool {
+        let _ = n;
+        true
+    }
     /// Wait for a full grace period, then run due callbacks of this CPU.
     fn synchronize_rcu(&self);
     /// Wait until every callback queued before the call has run (Linux's

@@ -59,6 +59,14 @@ const TESTS: &[Test] = &[
     ("rcu_call_rcu_all_cpus", rcu_call_rcu_all_cpus),
     ("rcu_grace_periods_idle", rcu_grace_periods_idle),
     ("rcu_async_callbacks", rcu_async_callbacks),
+    (
+        "rcu_call_rcu_without_segments",
+        rcu_call_rcu_without_segments,
+    ),
+    (
+        "rcu_call_rcu_nearly_full_heap",
+        rcu_call_rcu_nearly_full_heap,
+    ),
     ("exception_breakpoint", exception_breakpoint),
     ("exception_page_fault", exception_page_fault),
     ("guarded_stack", guarded_stack),
@@ -657,6 +665,150 @@ fn rcu_async_callbacks() -> TestResult {
             "cpu {c} did not run its own callbacks"
         );
     }
+    Ok(())
+}
+
+/// Drain CPU 0's callback queue (callbacks may queue more) until no
+/// segment is left; true if it got there.
+fn drain_own_queue() -> bool {
+    for _ in 0..20 {
+        rcu::synchronize_rcu();
+        if rcu::segments().0 == 0 {
+            return true;
+        }
+    }
+    false
+}
+
+/// Wait (grace periods) until `dropped` reaches `want`.
+fn wait_dropped(dropped: &AtomicUsize, want: usize) -> bool {
+    for _ in 0..50 {
+        if dropped.load(Ordering::SeqCst) >= want {
+            return true;
+        }
+        rcu::synchronize_rcu();
+    }
+    dropped.load(Ordering::SeqCst) >= want
+}
+
+/// call_rcu when no segment can be allocated (the allocation hook fails
+/// every one): the spare reserve takes exactly SPARES * SEG_CAP callbacks,
+/// `room` says no beyond that, the rest are leaked and counted — no panic,
+/// no wait — and everything queued runs after a grace period. Inside a
+/// read section, so that no callback runs and recycles a segment meanwhile.
+fn rcu_call_rcu_without_segments() -> TestResult {
+    ensure!(drain_own_queue(), "cpu 0's callback queue did not drain");
+    let (_, spares) = rcu::segments();
+    ensure!(
+        spares == rcu::SPARES,
+        "{spares} spare segments after a drain, want {}",
+        rcu::SPARES
+    );
+    let cap = rcu::SPARES * rcu::SEG_CAP;
+    const EXTRA: usize = 10;
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let objs: Vec<_> = (0..cap + EXTRA)
+        .map(|_| fs::sync::rcu::Retired::from_box(Box::new(DropFlag(dropped.clone()))))
+        .collect();
+    let leaked0 = rcu::leaked();
+    rcu::read_lock();
+    rcu::fail_segments(true);
+    let room_all = rcu::room(cap);
+    let room_more = rcu::room(cap + 1);
+    for o in objs {
+        rcu::call_rcu(o);
+    }
+    let room_after = rcu::room(1);
+    let (segs, spares_after) = rcu::segments();
+    rcu::fail_segments(false);
+    rcu::read_unlock();
+    let leaked = rcu::leaked() - leaked0;
+    ensure!(room_all, "room({cap}) said no with {} spares", rcu::SPARES);
+    ensure!(!room_more, "room({}) said yes with no memory", cap + 1);
+    ensure!(!room_after, "room(1) said yes with every segment full");
+    ensure!(
+        segs == rcu::SPARES && spares_after == 0,
+        "{segs} segments queued, {spares_after} spares left"
+    );
+    ensure!(
+        leaked == EXTRA as u64,
+        "{leaked} callbacks leaked, want {EXTRA}"
+    );
+    ensure!(
+        wait_dropped(&dropped, cap),
+        "{} of {cap} queued callbacks ran",
+        dropped.load(Ordering::SeqCst)
+    );
+    ensure!(
+        dropped.load(Ordering::SeqCst) == cap,
+        "{} callbacks ran, want {cap} (leaked ones must not run)",
+        dropped.load(Ordering::SeqCst)
+    );
+    ensure!(drain_own_queue(), "cpu 0's callback queue did not drain");
+    let (_, spares) = rcu::segments();
+    ensure!(
+        spares == rcu::SPARES,
+        "spares not refilled: {spares} of {}",
+        rcu::SPARES
+    );
+    Ok(())
+}
+
+/// call_rcu with the heap filled to its admission watermark: segments
+/// come from the spares, then from the heap's reserve; nothing leaks, no
+/// panic, and everything runs after a grace period once memory is back.
+fn rcu_call_rcu_nearly_full_heap() -> TestResult {
+    const BLOCK: usize = 64 << 10;
+    const N: usize = 8 * rcu::SEG_CAP;
+    ensure!(drain_own_queue(), "cpu 0's callback queue did not drain");
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let objs: Vec<_> = (0..N)
+        .map(|_| fs::sync::rcu::Retired::from_box(Box::new(DropFlag(dropped.clone()))))
+        .collect();
+    let (_, heap_size, _) = crate::mm::heap::stats();
+    let mut hog: Vec<Vec<u8>> = Vec::new();
+    ensure!(
+        hog.try_reserve_exact(heap_size / BLOCK + 1).is_ok(),
+        "no memory for the hog's list"
+    );
+    while crate::mm::heap::may_alloc(BLOCK) && hog.len() < hog.capacity() {
+        let mut b = Vec::new();
+        if b.try_reserve_exact(BLOCK).is_err() {
+            break;
+        }
+        hog.push(b);
+    }
+    let short = !crate::mm::heap::may_alloc(BLOCK);
+    let free_kib = crate::mm::heap::free() >> 10;
+    let leaked0 = rcu::leaked();
+    rcu::read_lock();
+    let room = rcu::room(rcu::SEG_CAP);
+    for o in objs {
+        rcu::call_rcu(o);
+    }
+    let (segs, _) = rcu::segments();
+    rcu::read_unlock();
+    drop(hog);
+    let leaked = rcu::leaked() - leaked0;
+    ensure!(short, "the heap did not fill to its watermark");
+    ensure!(
+        room,
+        "room({}) said no with {free_kib} KiB free",
+        rcu::SEG_CAP
+    );
+    ensure!(
+        leaked == 0,
+        "{leaked} callbacks leaked with {free_kib} KiB free"
+    );
+    ensure!(
+        segs == N / rcu::SEG_CAP,
+        "{segs} segments for {N} callbacks"
+    );
+    ensure!(
+        wait_dropped(&dropped, N),
+        "{} of {N} callbacks ran",
+        dropped.load(Ordering::SeqCst)
+    );
     Ok(())
 }
 

@@ -703,10 +703,17 @@ fn lru_del(d: &Dentry) {
 
 /// Reclaim up to `n` unused dentries, oldest first (the shrinker asked by
 /// memory admission, [`crate::mem`]). Returns how many it took off the
-/// LRU. Their memory comes back after a grace period.
+/// LRU. Their memory comes back after a grace period. Stops early when
+/// the platform's RCU callback queue has no room for another kill
+/// ([`crate::platform::Platform::call_rcu_room`]): reclaim must not be
+/// what exhausts memory.
 pub fn shrink(n: usize) -> usize {
     let mut taken = 0;
     while taken < n {
+        if !crate::platform::get().call_rcu_room(mem::RCU_PER_KILL) {
+            crate::trace!("  shrink: no room for RCU callbacks, stopping after {taken}");
+            break;
+        }
         let victim = dcache().lru.lock().pop_front();
         let Some(v) = victim else { break };
         shrink_one(v);
@@ -906,32 +913,92 @@ pub fn has_positive_children(dir: &Dentry) -> bool {
 /// (Linux `d_genocide` + `shrink_dcache_for_umount`): unpin every positive
 /// dentry of a filesystem that pins them (tmpfs) and drop the unused ones,
 /// so that the last mount reference frees everything. No one else may use
-/// the filesystem any more.
+/// the filesystem any more. Like Linux's umount it may wait for grace
+/// periods (when the RCU callback queue has no room for the next batch of
+/// kills, their segments must come from what earlier kills give back), so
+/// call it with no lock held and outside any read-side section.
 pub fn d_genocide(root: &Arc<Dentry>) {
-    let mut stack = alloc::vec![root.clone()];
-    let mut order = Vec::new();
-    while let Some(d) = stack.pop() {
-        let kids = d.lockref.lock().children.to_vec();
-        stack.extend(kids.iter().cloned());
-        order.push(d);
+    // Depth first, children before parents, a batch of children at a time
+    // in an array on the stack: the tree may hold most of memory (tens of
+    // thousands of cached negatives in one directory), and tearing it down
+    // must not need memory a full heap no longer has. The stack holds one
+    // directory per level and how many of its first children survive
+    // (pinned by someone: skipped, not retried).
+    let mut stack: Vec<(Arc<Dentry>, usize)> = Vec::new();
+    if stack.try_reserve(8).is_err() {
+        return;
     }
-    // Children before parents: each unpinned child lets its parent go.
-    for d in order.iter().skip(1).rev() {
-        if d.sb.complete && d.is_hashed() && !d.is_negative() {
-            d_delete(d);
-            dput(d.clone());
+    stack.push((root.clone(), 0));
+    while let Some((dir, skip)) = stack.last() {
+        let p = crate::platform::get();
+        for _ in 0..GENOCIDE_WAITS {
+            if p.call_rcu_room(GENOCIDE_BATCH * mem::RCU_PER_KILL) {
+                break;
+            }
+            p.synchronize_rcu();
         }
-    }
-    // Then the unused ones of this tree only (other namespaces' cached
-    // dentries stay where they are).
-    for d in order.into_iter().skip(1).rev() {
-        if d.on_lru() {
-            let taken = dcache().lru.lock().remove(&d);
-            if let Some(v) = taken {
-                shrink_one(v);
+        let mut batch: [Option<Arc<Dentry>>; GENOCIDE_BATCH] = [const { None }; GENOCIDE_BATCH];
+        let n = dir.lockref.lock().children.fill_from(*skip, &mut batch);
+        if n == 0 {
+            let (d, _) = stack.pop().expect("non-empty stack");
+            if let Some((_, parent_skip)) = stack.last_mut() {
+                if genocide_one(&d) {
+                    *parent_skip += 1;
+                }
+            }
+            continue;
+        }
+        let mut survivors = 0;
+        let mut descend = None;
+        for c in batch.into_iter().flatten() {
+            // A directory with children goes first (if the stack can grow;
+            // else it is left, pinned by them, and skipped).
+            if descend.is_none()
+                && !c.lockref.lock().children.is_empty()
+                && stack.try_reserve(1).is_ok()
+            {
+                descend = Some(c);
+                continue;
+            }
+            if descend.is_some() {
+                // Looked at again after the subtree.
+                continue;
+            }
+            if genocide_one(&c) {
+                survivors += 1;
             }
         }
+        if let Some((_, skip)) = stack.last_mut() {
+            *skip += survivors;
+        }
+        if let Some(c) = descend {
+            stack.push((c, 0));
+        }
     }
+}
+
+/// Children copied per step of [`d_genocide`].
+const GENOCIDE_BATCH: usize = 64;
+/// Grace periods [`d_genocide`] waits at most, per step, for callback room
+/// (then it goes on: a callback that finds no room is leaked and counted
+/// by the platform, never a panic).
+const GENOCIDE_WAITS: usize = 8;
+
+/// Unpin `d` if its filesystem pins positives (tmpfs), and drop it if
+/// unused; its children are gone already. Returns whether it survived on
+/// its parent's children list (someone else holds it).
+fn genocide_one(d: &Arc<Dentry>) -> bool {
+    if d.sb.complete && d.is_hashed() && !d.is_negative() {
+        d_delete(d);
+        dput(d.clone());
+    }
+    if d.on_lru() {
+        let taken = dcache().lru.lock().remove(d);
+        if let Some(v) = taken {
+            shrink_one(v);
+        }
+    }
+    d.on_sibling_list()
 }
 
 /// Is `a` an ancestor of (or equal to) `b`, within one filesystem? Stable

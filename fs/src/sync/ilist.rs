@@ -150,6 +150,26 @@ macro_rules! owned_list {
                 v
             }
 
+            /// Owned references to the elements after the first `skip`,
+            /// into `out` (as many as fit), in order; returns how many.
+            /// Allocates nothing, for long lists when memory is short.
+            pub fn fill_from(&self, skip: usize, out: &mut [Option<Arc<Node<T>>>]) -> usize {
+                let mut c = self.list.front();
+                let (mut i, mut n) = (0, 0);
+                while let Some(p) = c.clone_pointer() {
+                    if n == out.len() {
+                        break;
+                    }
+                    if i >= skip {
+                        out[n] = Some(p);
+                        n += 1;
+                    }
+                    i += 1;
+                    c.move_next();
+                }
+                n
+            }
+
             /// Iterate (borrowing the list, i.e. under its lock).
             pub fn iter(&self) -> impl Iterator<Item = &Node<T>> {
                 self.list.iter()

@@ -370,12 +370,30 @@ fn count_depot_visit() {
 /// object. Free objects parked in *other* CPUs' magazines do not count:
 /// this CPU cannot reach them. Memory admission asks this below the heap
 /// watermark (`heap::may_alloc`).
+///
+/// A depot magazine is claimed, not just seen: it is traded for this
+/// CPU's empty one here (what the allocation would do), so another CPU
+/// cannot take the object between admission and allocation and send this
+/// CPU's allocation to talc, whose reserve a nearly full heap may have
+/// only in fragments (each such race used to carve a chunk out of it).
 pub fn has_free(class: usize) -> bool {
     with_cpu_cache(class, |c| {
-        let mine = c.loaded.as_ref().is_some_and(|m| m.count() > 0)
-            || c.previous.as_ref().is_some_and(|m| m.count() > 0);
-        // The depot lock with interrupts off, as on the allocation path.
-        mine || DEPOT[class].lock().full.len > 0
+        if c.loaded.as_ref().is_some_and(|m| m.count() > 0)
+            || c.previous.as_ref().is_some_and(|m| m.count() > 0)
+        {
+            return true;
+        }
+        // Both empty (or missing): trade the empty loaded one for a full
+        // one, as `take` does. The depot lock with interrupts off, as on
+        // the allocation path.
+        let mut d = DEPOT[class].lock();
+        let Some(full) = d.full.pop() else {
+            return false;
+        };
+        if let Some(empty) = c.loaded.replace(full) {
+            d.empty.push(empty);
+        }
+        true
     })
 }
 

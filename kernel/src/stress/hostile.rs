@@ -7,7 +7,8 @@
 //! bounds (the LRU limit, reclaim when memory admission refuses) keep the
 //! guest alive. Once a second CPU 0 samples the live dentries, the LRU and
 //! the heap; the verdict: no wrong answer, no panic, the heap never full,
-//! and everything freed at the end.
+//! no RCU callback leaked for want of a queue segment, and everything
+//! freed at the end.
 //!
 //! Touches: the fs crate (a fresh tmpfs), `smp`, RCU, `mm::heap` (figures),
 //! the console. Safe code only.
@@ -63,6 +64,7 @@ pub fn hostile_stress(secs: u32, design: Design) -> bool {
     let unused_max = AtomicUsize::new(0);
     let heap_max = AtomicUsize::new(0);
     let c0 = fs::stats::snapshot();
+    let leaked0 = rcu::leaked();
     let t0 = time::now_ns();
     let end = t0 + secs as u64 * 1_000_000_000;
     let vfs_ref = &vfs;
@@ -132,15 +134,18 @@ pub fn hostile_stress(secs: u32, design: Design) -> bool {
     drop(vfs);
     let live = settle(base, 5000);
     let heap_peak = heap_max.load(Ordering::Relaxed);
+    let leaked = rcu::leaked() - leaked0;
     kprintln!(
-        "stress=hostile design={design} cpus={n} secs={secs} lookups={lookups} per_cpu_per_s={} enoent={enoent} enomem={enomem} wrong={other} ms={ms} negative_created={} shrunk={} dentries_live_max={} nr_unused_max={} heap_used_max_kib={} of {} dentries_live={base}->{live}",
+        "stress=hostile design={design} cpus={n} secs={secs} lookups={lookups} per_cpu_per_s={} enoent={enoent} enomem={enomem} wrong={other} ms={ms} negative_created={} shrunk={} dentries_live_max={} nr_unused_max={} heap_used_max_kib={} of {} free_kib_min={} stats_enomem={} rcu_leaked={leaked} dentries_live={base}->{live}",
         lookups * 1000 / (ms.max(1) * n as u64),
         c.negative_created,
         c.shrunk,
         live_max.load(Ordering::Relaxed),
         unused_max.load(Ordering::Relaxed),
         heap_peak >> 10,
-        heap_size >> 10
+        heap_size >> 10,
+        heap_size.saturating_sub(heap_peak) >> 10,
+        c.enomem
     );
-    other == 0 && enoent > 0 && live == base && heap_peak < heap_size
+    other == 0 && enoent > 0 && live == base && heap_peak < heap_size && leaked == 0
 }

@@ -25,10 +25,50 @@
 //! `call_rcu` it interrupted, and destructors (which free memory) never run
 //! in interrupt context. The queue lock is per CPU and uncontended.
 //!
+//! ## Callback memory: small segments, a spare reserve, back-pressure
+//!
+//! Linux's `call_rcu` never allocates: the `rcu_head` is embedded in the
+//! object (`struct dentry` has one in `d_u`), so queueing cannot fail.
+//! `kvfree_rcu` batches pointers into page-sized blocks and, when no block
+//! can be had, falls back to that embedded head (or, for a headless
+//! object, to a synchronous grace period where it may sleep). Our
+//! [`Retired`] is two words with no embedded link, so the queue must hold
+//! it somewhere. A single growable `VecDeque` per CPU needs one contiguous
+//! block twice its size at every doubling — exactly when the dcache
+//! shrinker, called because memory is short, retires thousands of
+//! dentries (a 393,216-byte doubling failed that way in `stress=hostile`).
+//!
+//! So each CPU's queue is a list of fixed segments of [`SEG_CAP`]
+//! callbacks (one 512-byte slab object each, like kvfree_rcu's blocks),
+//! obtained with `try_reserve_exact`, never infallibly. A segment carries
+//! the grace period its newest callback needs; callbacks only join the tail
+//! segment and their targets never decrease, so a segment whose tag is
+//! complete can be run as a whole (its callbacks are moved to the stack
+//! and the segment recycled before they run, so the callbacks they queue
+//! in turn find it). Drained segments are kept as per-CPU
+//! spares (up to [`SPARES`]) and refilled at callback time only while the
+//! heap is above its admission watermark. A new segment comes from the
+//! allocator while memory is plentiful, else from the spares, else from the
+//! heap's reserve (which exists for allocations like this one).
+//!
+//! Back-pressure: [`room`] (`Platform::call_rcu_room`) makes sure the
+//! calling CPU can queue `n` more callbacks without allocating, fallibly.
+//! The fs asks it before the shrinker kills a dentry, and the kernel's
+//! `may_alloc` asks it whenever the heap is below its watermark (a new
+//! dentry is killed some day, perhaps by the LRU limit, which cannot say
+//! no), so reclaim stops, and the allocating caller gets `ENOMEM`, when no
+//! segment can be had. A `call_rcu` that
+//! still finds no segment (a caller that did not ask, with the heap
+//! exhausted) neither panics nor waits for a grace period (it may hold
+//! locks or be inside a read section): it leaks the object, counted in
+//! [`leaked`] and said once on the console. Leaking is safe; freeing
+//! early is not.
+//!
 //! Touches: per-CPU RCU state, `crate::time` (clock), `crate::smp` (CPU
 //! count), `crate::mm::heap` (memory admission for the fs). Safe code only.
 
 use alloc::collections::VecDeque;
+use alloc::vec::Vec;
 use core::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use fs::platform::Platform;
@@ -44,6 +84,125 @@ static GP_DONE: AtomicU64 = AtomicU64::new(0);
 /// Queue length at which `call_rcu` itself tries to run due callbacks.
 const POLL_BATCH: usize = 64;
 
+/// Callbacks per segment: 32 two-word [`Retired`]s, one 512-byte slab
+/// object (a slab refill of that class takes 32 KiB from talc, which a
+/// nearly full, fragmented heap can still give; 2 KiB segments need 128 KiB).
+pub const SEG_CAP: usize = 32;
+/// Bytes of one segment's allocation.
+const SEG_BYTES: usize = SEG_CAP * core::mem::size_of::<Retired>();
+/// Empty segments each CPU keeps for when memory is short.
+pub const SPARES: usize = 4;
+
+/// Callbacks that found no segment and were leaked (see the module doc).
+static LEAKED: AtomicU64 = AtomicU64::new(0);
+/// Test hook: make every fresh segment allocation fail.
+static FAIL_SEGMENTS: AtomicBool = AtomicBool::new(false);
+
+/// Callbacks whose grace period is at most `gp` (the newest one's target).
+struct Segment {
+    gp: u64,
+    items: VecDeque<Retired>,
+}
+
+/// One CPU's callbacks: segments oldest first, and spare empty segments.
+struct Queue {
+    segs: VecDeque<Segment>,
+    spares: Vec<VecDeque<Retired>>,
+    len: usize,
+}
+
+/// A fresh empty segment, or `None` if the allocator has no 2 KiB now.
+fn new_segment() -> Option<VecDeque<Retired>> {
+    if FAIL_SEGMENTS.load(Ordering::Relaxed) {
+        return None;
+    }
+    let mut v = VecDeque::new();
+    v.try_reserve_exact(SEG_CAP).ok()?;
+    Some(v)
+}
+
+/// Is the heap above its admission watermark for one more segment?
+fn memory_plentiful() -> bool {
+    crate::mm::heap::may_alloc(SEG_BYTES)
+}
+
+impl Queue {
+    /// Free slots that need no allocation: the tail's and the spares'.
+    fn room(&self) -> usize {
+        let tail = self
+            .segs
+            .back()
+            .map_or(0, |s| SEG_CAP.saturating_sub(s.items.len()));
+        tail + self.spares.len() * SEG_CAP
+    }
+
+    /// An empty segment: fresh while memory is plentiful, else a spare,
+    /// else from the heap's reserve.
+    fn take_segment(&mut self) -> Option<VecDeque<Retired>> {
+        let plenty = memory_plentiful();
+        if plenty {
+            if let Some(s) = new_segment() {
+                return Some(s);
+            }
+        }
+        if let Some(s) = self.spares.pop() {
+            return Some(s);
+        }
+        if plenty {
+            None
+        } else {
+            new_segment()
+        }
+    }
+
+    /// Keep an empty segment as a spare (or free it if there are enough).
+    fn recycle(&mut self, seg: VecDeque<Retired>) {
+        if self.spares.len() < SPARES && self.spares.try_reserve(1).is_ok() {
+            self.spares.push(seg);
+        }
+    }
+
+    /// Top the spares up to `want`, fallibly (recycling trims them back to
+    /// [`SPARES`]). Returns whether the header list can also take them.
+    fn fill_spares(&mut self, want: usize) -> bool {
+        while self.spares.len() < want {
+            if self.spares.try_reserve(1).is_err() {
+                return false;
+            }
+            match new_segment() {
+                Some(s) => self.spares.push(s),
+                None => return false,
+            }
+        }
+        self.segs.try_reserve(self.spares.len() + 1).is_ok()
+    }
+
+    /// Queue `obj` for grace period `target`; gives it back if no segment
+    /// could be had.
+    fn push(&mut self, target: u64, obj: Retired) -> Result<(), Retired> {
+        if let Some(tail) = self.segs.back_mut() {
+            if tail.items.len() < SEG_CAP {
+                // Capacity is at least SEG_CAP: no allocation here.
+                tail.gp = tail.gp.max(target);
+                tail.items.push_back(obj);
+                self.len += 1;
+                return Ok(());
+            }
+        }
+        let Some(mut items) = self.take_segment() else {
+            return Err(obj);
+        };
+        if self.segs.try_reserve(1).is_err() {
+            self.recycle(items);
+            return Err(obj);
+        }
+        items.push_back(obj);
+        self.segs.push_back(Segment { gp: target, items });
+        self.len += 1;
+        Ok(())
+    }
+}
+
 struct RcuCpu {
     /// Read-side nesting depth (written only by the owning CPU).
     nesting: AtomicU32,
@@ -51,8 +210,8 @@ struct RcuCpu {
     qs_seen: AtomicU64,
     /// Does this CPU take part in grace periods?
     online: AtomicBool,
-    /// Callbacks waiting for their grace period: (GP needed, object).
-    callbacks: spin::Mutex<VecDeque<(u64, Retired)>>,
+    /// Callbacks waiting for their grace period, in segments.
+    callbacks: spin::Mutex<Queue>,
     /// Callbacks run on this CPU.
     reclaimed: AtomicU64,
     /// Highest grace period this CPU's callbacks wait for.
@@ -67,7 +226,11 @@ static CPUS: PerCpu<RcuCpu> = per_cpu!(RcuCpu {
     nesting: AtomicU32::new(0),
     qs_seen: AtomicU64::new(0),
     online: AtomicBool::new(false),
-    callbacks: spin::Mutex::new(VecDeque::new()),
+    callbacks: spin::Mutex::new(Queue {
+        segs: VecDeque::new(),
+        spares: Vec::new(),
+        len: 0,
+    }),
     reclaimed: AtomicU64::new(0),
     requested: AtomicU64::new(0),
     in_callbacks: AtomicBool::new(false),
@@ -165,20 +328,41 @@ pub fn run_callbacks() -> usize {
     let done = advance();
     let mut ran = 0;
     loop {
-        let item = crate::arch::interrupts::without(|| {
+        // Take the oldest segment if it is due, then run it without the
+        // lock (a callback may call_rcu: that joins the tail).
+        let seg = crate::arch::interrupts::without(|| {
             let mut q = me.callbacks.lock();
-            match q.front() {
-                Some(&(g, _)) if g <= done => q.pop_front(),
+            match q.segs.front() {
+                Some(s) if s.gp <= done => {
+                    let s = q.segs.pop_front();
+                    q.len -= s.as_ref().map_or(0, |s| s.items.len());
+                    s
+                }
                 _ => None,
             }
         });
-        match item {
-            Some((_, obj)) => {
-                obj.reclaim();
-                ran += 1;
-            }
-            None => break,
+        let Some(mut seg) = seg else { break };
+        // Empty the segment onto the stack and give it back first: the
+        // callbacks (a dentry dropping its parent and name) queue more,
+        // and under memory pressure this segment may be the only one.
+        let mut batch: [Option<Retired>; SEG_CAP] = [const { None }; SEG_CAP];
+        for slot in batch.iter_mut() {
+            *slot = seg.items.pop_front();
         }
+        crate::arch::interrupts::without(|| me.callbacks.lock().recycle(seg.items));
+        for obj in batch.into_iter().flatten() {
+            obj.reclaim();
+            ran += 1;
+        }
+    }
+    // Refill the reserve while memory is not short.
+    if memory_plentiful() {
+        crate::arch::interrupts::without(|| {
+            let mut q = me.callbacks.lock();
+            if q.spares.len() < SPARES {
+                q.fill_spares(SPARES);
+            }
+        });
     }
     if ran > 0 {
         me.reclaimed.fetch_add(ran as u64, Ordering::Relaxed);
@@ -200,11 +384,15 @@ pub fn call_rcu(obj: Retired) {
     // numbered above `started` begins after the unpublish.
     let started = GP_STARTED.load(Ordering::SeqCst);
     let target = started + 1;
-    let len = crate::arch::interrupts::without(|| {
+    let (len, refused) = crate::arch::interrupts::without(|| {
         let mut q = me.callbacks.lock();
-        q.push_back((target, obj));
-        q.len()
+        let refused = q.push(target, obj).err();
+        (q.len, refused)
     });
+    if let Some(obj) = refused {
+        leak(obj);
+        return;
+    }
     if me.requested.load(Ordering::Relaxed) < target {
         me.requested.store(target, Ordering::Release);
     }
@@ -217,6 +405,55 @@ pub fn call_rcu(obj: Retired) {
     if len >= POLL_BATCH && me.nesting.load(Ordering::Relaxed) == 0 {
         quiescent_state();
     }
+}
+
+/// No segment for `obj`: leak it (safe), count it, say so once.
+#[cold]
+fn leak(obj: Retired) {
+    drop(obj);
+    if LEAKED.fetch_add(1, Ordering::Relaxed) == 0 {
+        crate::console::kprintln!(
+            "rcu: no memory for a callback segment on cpu {}: leaking retired objects (rcu_leaked counts them)",
+            crate::arch::cpu_id()
+        );
+    }
+}
+
+/// Make sure the calling CPU can queue `n` more callbacks without an
+/// allocation (allocating spare segments fallibly if needed); `false` when
+/// memory is too short. What `Platform::call_rcu_room` answers: the fs
+/// shrinker and memory admission stop on `false` (back-pressure).
+pub fn room(n: usize) -> bool {
+    let me = CPUS.get();
+    crate::arch::interrupts::without(|| {
+        let mut q = me.callbacks.lock();
+        let headers = q.spares.len() + 1;
+        if q.room() >= n && q.segs.try_reserve(headers).is_ok() {
+            return true;
+        }
+        let tail = q.room() - q.spares.len() * SEG_CAP;
+        let want = n.saturating_sub(tail).div_ceil(SEG_CAP);
+        q.fill_spares(want) && q.room() >= n
+    })
+}
+
+/// Callbacks leaked because no segment could be had, since boot.
+pub fn leaked() -> u64 {
+    LEAKED.load(Ordering::Relaxed)
+}
+
+/// Test hook: make fresh segment allocations fail (`true`) or not.
+pub fn fail_segments(on: bool) {
+    FAIL_SEGMENTS.store(on, Ordering::Relaxed);
+}
+
+/// (segments queued, spare segments) on the calling CPU.
+pub fn segments() -> (usize, usize) {
+    let me = CPUS.get();
+    crate::arch::interrupts::without(|| {
+        let q = me.callbacks.lock();
+        (q.segs.len(), q.spares.len())
+    })
 }
 
 /// Wait for a full grace period, then run this CPU's due callbacks. Must be
@@ -249,7 +486,7 @@ pub fn gp_state() -> (u64, u64) {
 
 /// Callbacks still queued on `cpu`.
 pub fn pending(cpu: usize) -> usize {
-    crate::arch::interrupts::without(|| CPUS[cpu].callbacks.lock().len())
+    crate::arch::interrupts::without(|| CPUS[cpu].callbacks.lock().len)
 }
 
 /// Callbacks run so far on `cpu`.
@@ -292,12 +529,20 @@ impl Platform for KernelPlatform {
         synchronize_rcu()
     }
 
+    fn call_rcu_room(&self, n: usize) -> bool {
+        room(n)
+    }
+
     fn rcu_quiescent_state(&self) {
         quiescent_state()
     }
 
+    /// The heap's answer; below the watermark (where a yes comes from free
+    /// slab objects) also room for the callbacks the new object's kill
+    /// will queue, so that the LRU limit's kill, which cannot say no,
+    /// never finds the callback queue without a segment.
     fn may_alloc(&self, bytes: usize) -> bool {
-        crate::mm::heap::may_alloc(bytes)
+        crate::mm::heap::may_alloc(bytes) && (memory_plentiful() || room(fs::mem::RCU_PER_KILL))
     }
 }
 
