@@ -82,8 +82,9 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
     );
     // 5. This CPU's GDT/TSS (guarded IST stack for #DF) and the IDT.
     arch::kernel::boot_processor_init();
-    // 6. ACPI: the processors, the local APIC and HPET addresses.
-    let (apic_ids, hpet_base) = discover_cpus(boot.rsdp);
+    // 6. The firmware's list of processors and timers.
+    let machine = arch::kernel::discover_cpus(boot);
+    let apic_ids = &machine.cpu_ids;
     // 6b. Enough memory for this many vCPUs (and for the self-tests)?
     //     Refuse now, naming the minimum, rather than panic in an AP.
     let ram = mm::ram_below_4g(boot.memory_map());
@@ -97,7 +98,7 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
         exit(ExitCode::BootFailure);
     }
     // 7. Calibrate the TSC against the HPET (or PIT); timestamps in the log.
-    let (tsc_hz, reference) = time::init(hpet_base);
+    let (tsc_hz, reference) = time::init(&machine);
     console::time_ready();
     if reference == time::Reference::Guess {
         log::warn!("time: no HPET or PIT answer, assuming a 2 GHz TSC");
@@ -120,7 +121,7 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
         config.hz
     );
     // 9. Start the application processors and report.
-    let online = arch::kernel::smp::start_aps(&apic_ids, config.smp_timeout_ms as u64);
+    let online = arch::kernel::smp::start_aps(apic_ids, config.smp_timeout_ms as u64);
     if online < apic_ids.len() {
         log::warn!("smp: only {online} of {} CPUs came online", apic_ids.len());
     }
@@ -166,26 +167,6 @@ fn parse_cmdline(raw: &[u8], truncated: bool) -> Config {
             kprintln!("cmdline: {e}");
             kprintln!("{}", cmdline::Help);
             exit(ExitCode::BadCmdline)
-        }
-    }
-}
-
-fn discover_cpus(rsdp: u64) -> (alloc::vec::Vec<u32>, Option<u64>) {
-    let bsp = arch::kernel::apic::id();
-    arch::kernel::smp::register_boot_cpu(bsp);
-    match arch::kernel::acpi::processors(rsdp) {
-        Ok(p) => {
-            arch::kernel::apic::set_base(p.lapic_base as usize);
-            log::info!(
-                "acpi: {} processors in the MADT, LAPIC at {:#x}",
-                p.apic_ids.len(),
-                p.lapic_base
-            );
-            (p.apic_ids, p.hpet_base)
-        }
-        Err(e) => {
-            log::warn!("acpi: {e}; running on the boot CPU only");
-            (alloc::vec![bsp], None)
         }
     }
 }

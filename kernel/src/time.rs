@@ -30,10 +30,12 @@ pub enum Reference {
     Guess,
 }
 
-/// Calibrate the TSC against the HPET at `hpet_base` if there is one, else
+/// Calibrate the TSC against the HPET `machine` has if there is one, else
 /// the PIT. Returns the TSC frequency in Hz and the reference used.
-pub fn init(hpet_base: Option<u64>) -> (u64, Reference) {
-    let hpet = hpet_base.is_some_and(|b| crate::arch::kernel::hpet::init(b as usize));
+pub fn init(machine: &crate::arch::kernel::Machine) -> (u64, Reference) {
+    let hpet = machine
+        .hpet_base
+        .is_some_and(|b| crate::arch::kernel::hpet::init(b as usize));
     let measured = if hpet {
         let mut v = [0u64; 3];
         for x in v.iter_mut() {

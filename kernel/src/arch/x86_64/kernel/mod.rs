@@ -23,6 +23,48 @@ pub mod smp;
 
 pub use core_local::cpu_id;
 
+use crate::arch::start::pvh::BootInfo;
+
+/// What the firmware told us about this machine: the CPUs to start, and
+/// where the clocks are (opaque to generic code; `crate::time` hands it
+/// back to [`calibrate_tsc`](crate::arch::kernel::clock::calibrate_tsc)).
+pub struct Machine {
+    /// Hardware ids (local APIC ids) of every processor, boot CPU included.
+    pub cpu_ids: alloc::vec::Vec<u32>,
+    /// HPET registers, if ACPI lists one.
+    pub(crate) hpet_base: Option<u64>,
+}
+
+/// CPU discovery on the boot CPU, once the heap and the IDT exist: register
+/// the boot CPU, then read the processors and the local APIC and HPET
+/// addresses from ACPI (the MADT and HPET tables). Without usable tables the
+/// kernel runs on the boot CPU only.
+pub fn discover_cpus(boot: &BootInfo) -> Machine {
+    let bsp = apic::id();
+    smp::register_boot_cpu(bsp);
+    match acpi::processors(boot.rsdp) {
+        Ok(p) => {
+            apic::set_base(p.lapic_base as usize);
+            log::info!(
+                "acpi: {} processors in the MADT, LAPIC at {:#x}",
+                p.apic_ids.len(),
+                p.lapic_base
+            );
+            Machine {
+                cpu_ids: p.apic_ids,
+                hpet_base: p.hpet_base,
+            }
+        }
+        Err(e) => {
+            log::warn!("acpi: {e}; running on the boot CPU only");
+            Machine {
+                cpu_ids: alloc::vec![bsp],
+                hpet_base: None,
+            }
+        }
+    }
+}
+
 /// Very first step on the boot CPU: GS base to CPU 0's per-core area (so
 /// `cpu_id()`, the slab and the logger work), serial port up.
 pub fn early_init() {
