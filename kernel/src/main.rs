@@ -84,27 +84,30 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
     arch::kernel::boot_processor_init();
     // 6. The firmware's list of processors and timers.
     let machine = arch::kernel::discover_cpus(boot);
-    let apic_ids = &machine.cpu_ids;
+    let cpu_ids = &machine.cpu_ids;
     // 6b. Enough memory for this many vCPUs (and for the self-tests)?
     //     Refuse now, naming the minimum, rather than panic in an AP.
     let ram = mm::ram_below_4g(boot.memory_map());
-    if let Err(min_mib) = mm::check_fits(apic_ids.len(), config.selftest, ram, layout.usable) {
+    if let Err(min_mib) = mm::check_fits(cpu_ids.len(), config.selftest, ram, layout.usable) {
         kprintln!(
             "boot failure: {} vCPUs{} need at least {min_mib} MiB of memory (have {} MiB); boot with -m {min_mib}M or more (ENOMEM)",
-            apic_ids.len(),
+            cpu_ids.len(),
             if config.selftest { " running selftest" } else { "" },
             ram.div_ceil(1 << 20)
         );
         exit(ExitCode::BootFailure);
     }
-    // 7. Calibrate the TSC against the HPET (or PIT); timestamps in the log.
+    // 7. Calibrate the TSC against the reference clock; timestamps in the log.
     let (tsc_hz, reference) = time::init(&machine);
     console::time_ready();
     if reference == time::Reference::Guess {
-        log::warn!("time: no HPET or PIT answer, assuming a 2 GHz TSC");
+        log::warn!(
+            "time: no {} answer, assuming a 2 GHz TSC",
+            arch::kernel::clock::REFERENCES
+        );
     }
-    // 8. The boot CPU joins: LAPIC tick, RCU, online; the fs platform.
-    arch::kernel::apic::init_local();
+    // 8. The boot CPU joins: its tick, RCU, online; the fs platform.
+    arch::kernel::boot_processor_local_init();
     time::start_tick(config.hz);
     sync::rcu::cpu_online();
     arch::kernel::smp::mark_online(0);
@@ -115,15 +118,16 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
         log::info!("failslab={n}: every {n}-th fs allocation fails with ENOMEM");
     }
     log::info!(
-        "time: TSC {} MHz ({reference:?}), LAPIC timer {} kHz, tick {} Hz",
+        "time: TSC {} MHz ({reference:?}), {} {} kHz, tick {} Hz",
         tsc_hz / 1_000_000,
-        time::lapic_hz() / 1000,
+        arch::kernel::clock::TICK_TIMER,
+        time::timer_hz() / 1000,
         config.hz
     );
     // 9. Start the application processors and report.
-    let online = arch::kernel::smp::start_aps(apic_ids, config.smp_timeout_ms as u64);
-    if online < apic_ids.len() {
-        log::warn!("smp: only {online} of {} CPUs came online", apic_ids.len());
+    let online = arch::kernel::smp::start_aps(cpu_ids, config.smp_timeout_ms as u64);
+    if online < cpu_ids.len() {
+        log::warn!("smp: only {online} of {} CPUs came online", cpu_ids.len());
     }
     let ms = time::tsc_to_ns(arch::kernel::smp::last_online_tsc() - arch::start::entry::boot_tsc())
         / 1_000_000;
@@ -132,8 +136,8 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
     run(&config)
 }
 
-/// Application processor entry, after `arch` set up its GDT/IDT/LAPIC on
-/// its own stack. Joins RCU, goes online, then idles.
+/// Application processor entry, after `arch` set up its descriptor tables
+/// and interrupts on its own stack. Joins RCU, goes online, then idles.
 pub fn ap_main(cpu: usize) -> ! {
     sync::rcu::cpu_online();
     arch::kernel::smp::mark_online(cpu);

@@ -380,12 +380,7 @@ fn slab_fast_path_is_per_cpu() -> TestResult {
 }
 
 fn tsc_vs_reference_clock() -> TestResult {
-    use crate::arch::kernel::{hpet, pit};
-    let (hz, what) = if hpet::available() {
-        (hpet::tsc_hz(50).ok_or("HPET does not count")?, "HPET")
-    } else {
-        (pit::tsc_hz_over(50).ok_or("PIT does not count")?, "PIT")
-    };
+    let (hz, what) = crate::arch::kernel::clock::remeasure_tsc_hz(50)?;
     let ratio = hz as f64 / time::tsc_hz() as f64;
     ensure!(
         (0.95..1.05).contains(&ratio),

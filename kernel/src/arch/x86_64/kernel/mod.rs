@@ -8,6 +8,7 @@
 pub mod acpi;
 pub mod apic;
 pub mod backtrace;
+pub mod clock;
 pub mod core_local;
 pub mod exit;
 pub mod gdt;
@@ -27,12 +28,12 @@ use crate::arch::start::pvh::BootInfo;
 
 /// What the firmware told us about this machine: the CPUs to start, and
 /// where the clocks are (opaque to generic code; `crate::time` hands it
-/// back to [`calibrate_tsc`](crate::arch::kernel::clock::calibrate_tsc)).
+/// back to [`clock::calibrate_tsc`]).
 pub struct Machine {
     /// Hardware ids (local APIC ids) of every processor, boot CPU included.
     pub cpu_ids: alloc::vec::Vec<u32>,
     /// HPET registers, if ACPI lists one.
-    pub(crate) hpet_base: Option<u64>,
+    hpet_base: Option<u64>,
 }
 
 /// CPU discovery on the boot CPU, once the heap and the IDT exist: register
@@ -79,6 +80,12 @@ pub fn boot_processor_init() {
     gdt::init_cpu(0);
     interrupts::load_idt();
     apic::disable_legacy_pic();
+}
+
+/// Boot CPU, once the TSC is calibrated: its local interrupt controller
+/// (the local APIC), ready for `crate::time::start_tick`.
+pub fn boot_processor_local_init() {
+    apic::init_local();
 }
 
 /// Application processor `cpu`, first thing on its own stack: per-core area,
