@@ -15,6 +15,7 @@ pub mod gdt;
 pub mod hpet;
 pub mod interrupts;
 pub mod pci;
+pub mod percpu_test;
 pub mod pit;
 pub mod probe;
 pub mod processor;
