@@ -47,10 +47,10 @@ use kernel::cmdline::{self, Config, Crash};
 /// `hvm_start_info`.
 pub extern "C" fn kernel_main(start_info: u32) -> ! {
     // 1. Per-core area (GS) and serial console: from here on we can print.
-    arch::kernel::early_init();
+    arch::early_init();
     console::init(log::LevelFilter::Info);
     // 2. Copy the PVH start info: command line, memory map, RSDP.
-    let boot = arch::start::pvh::read(start_info).unwrap_or_else(|e| boot_failure(e));
+    let boot = arch::read_boot_info(start_info).unwrap_or_else(|e| boot_failure(e));
     // 3. Strict command line: bad input exits here with the key reference.
     let config = parse_cmdline(boot.cmdline(), boot.cmdline_truncated);
     console::init(config.log);
@@ -61,7 +61,7 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
     );
     log::debug!(
         "boot: PVH entry to command line: {} TSC ticks",
-        arch::processor::rdtsc() - arch::start::entry::boot_tsc()
+        arch::processor::rdtsc() - arch::boot_tsc()
     );
     // 4. Memory: frame allocator, heap, per-CPU slab, page tables.
     let layout = mm::init(boot.memory_map()).unwrap_or_else(|e| boot_failure(e));
@@ -78,12 +78,12 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
     }
     log::debug!(
         "boot: PVH entry to mm up: {} TSC ticks",
-        arch::processor::rdtsc() - arch::start::entry::boot_tsc()
+        arch::processor::rdtsc() - arch::boot_tsc()
     );
     // 5. This CPU's GDT/TSS (guarded IST stack for #DF) and the IDT.
-    arch::kernel::boot_processor_init();
+    arch::boot_processor_init();
     // 6. The firmware's list of processors and timers.
-    let machine = arch::kernel::discover_cpus(boot);
+    let machine = arch::discover_cpus(boot);
     let cpu_ids = &machine.cpu_ids;
     // 6b. Enough memory for this many vCPUs (and for the self-tests)?
     //     Refuse now, naming the minimum, rather than panic in an AP.
@@ -103,14 +103,14 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
     if reference == time::Reference::Guess {
         log::warn!(
             "time: no {} answer, assuming a 2 GHz TSC",
-            arch::kernel::clock::REFERENCES
+            arch::clock::REFERENCES
         );
     }
     // 8. The boot CPU joins: its tick, RCU, online; the fs platform.
-    arch::kernel::boot_processor_local_init();
+    arch::boot_processor_local_init();
     time::start_tick(config.hz);
     sync::rcu::cpu_online();
-    arch::kernel::smp::mark_online(0);
+    arch::smp::mark_online(0);
     arch::interrupts::enable();
     sync::rcu::install();
     if let Some(n) = config.failslab {
@@ -120,17 +120,16 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
     log::info!(
         "time: TSC {} MHz ({reference:?}), {} {} kHz, tick {} Hz",
         tsc_hz / 1_000_000,
-        arch::kernel::clock::TICK_TIMER,
+        arch::clock::TICK_TIMER,
         time::timer_hz() / 1000,
         config.hz
     );
     // 9. Start the application processors and report.
-    let online = arch::kernel::smp::start_aps(cpu_ids, config.smp_timeout_ms as u64);
+    let online = arch::smp::start_aps(cpu_ids, config.smp_timeout_ms as u64);
     if online < cpu_ids.len() {
         log::warn!("smp: only {online} of {} CPUs came online", cpu_ids.len());
     }
-    let ms = time::tsc_to_ns(arch::kernel::smp::last_online_tsc() - arch::start::entry::boot_tsc())
-        / 1_000_000;
+    let ms = time::tsc_to_ns(arch::smp::last_online_tsc() - arch::boot_tsc()) / 1_000_000;
     kprintln!("smp: {online} CPUs online in {ms} ms");
     // 10. Do what the command line asked.
     run(&config)
@@ -140,7 +139,7 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
 /// and interrupts on its own stack. Joins RCU, goes online, then idles.
 pub fn ap_main(cpu: usize) -> ! {
     sync::rcu::cpu_online();
-    arch::kernel::smp::mark_online(cpu);
+    arch::smp::mark_online(cpu);
     arch::interrupts::enable();
     idle_loop()
 }
@@ -149,12 +148,12 @@ pub fn ap_main(cpu: usize) -> ! {
 /// halt until the next interrupt (tick or wake-up IPI).
 fn idle_loop() -> ! {
     loop {
-        if arch::kernel::smp::poll_mailbox() {
+        if arch::smp::poll_mailbox() {
             continue;
         }
         sync::rcu::quiescent_state();
         arch::interrupts::disable();
-        if arch::kernel::smp::has_job() {
+        if arch::smp::has_job() {
             arch::interrupts::enable();
             continue;
         }

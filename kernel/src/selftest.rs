@@ -15,7 +15,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use crate::arch::kernel::{core_local, interrupts, probe, smp as arch_smp};
+use crate::arch::{core_local, interrupts, probe, smp as arch_smp};
 use crate::console::kprintln;
 use crate::mm::{frame, poison_test, slab};
 use crate::smp::{self, CpuSet};
@@ -41,7 +41,7 @@ pub(crate) use ensure;
 
 const TESTS: &[Test] = &[
     ("cmdline_parser", cmdline_parser),
-    ("percpu_data", crate::arch::kernel::percpu_test::percpu_data),
+    ("percpu_data", crate::arch::percpu_test::percpu_data),
     ("frame_alloc_all_cpus", frame_alloc_all_cpus),
     ("heap_large_all_cpus", heap_large_all_cpus),
     ("slab_all_cpus", slab_all_cpus),
@@ -357,7 +357,7 @@ fn slab_fast_path_is_per_cpu() -> TestResult {
 }
 
 fn tsc_vs_reference_clock() -> TestResult {
-    let (hz, what) = crate::arch::kernel::clock::remeasure_tsc_hz(50)?;
+    let (hz, what) = crate::arch::clock::remeasure_tsc_hz(50)?;
     let ratio = hz as f64 / time::tsc_hz() as f64;
     ensure!(
         (0.95..1.05).contains(&ratio),
@@ -661,7 +661,7 @@ fn exception_page_fault() -> TestResult {
     let r = smp::run_on_collect(&CpuSet::all(), |cpu| {
         let cl = core_local::of(cpu);
         let bottom = if cpu == 0 {
-            crate::arch::start::entry::boot_stack().1
+            crate::arch::boot_stack().1
         } else {
             cl.stack_bottom.load(Ordering::Relaxed)
         };

@@ -3,7 +3,7 @@
 //! per-CPU tick that drives RCU quiescent states (and, later, per-second
 //! benchmark samples).
 //!
-//! Touches: the clocks only through `crate::arch::kernel::clock`; per-CPU
+//! Touches: the clocks only through `crate::arch::clock`; per-CPU
 //! tick counters. `on_tick` runs in interrupt context: atomics only.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -20,13 +20,13 @@ static TIMER_HZ: AtomicU64 = AtomicU64::new(0);
 /// Timer interrupts taken, per CPU.
 pub static TICKS: PerCpu<AtomicU64> = per_cpu!(AtomicU64::new(0));
 
-pub use crate::arch::kernel::clock::Reference;
+pub use crate::arch::clock::Reference;
 
 /// Calibrate the TSC against the reference clock of `machine` (see
-/// `arch::kernel::clock`). Returns the TSC frequency in Hz and the reference
+/// `arch::clock`). Returns the TSC frequency in Hz and the reference
 /// used.
-pub fn init(machine: &crate::arch::kernel::Machine) -> (u64, Reference) {
-    let measured = crate::arch::kernel::clock::calibrate_tsc(machine);
+pub fn init(machine: &crate::arch::Machine) -> (u64, Reference) {
+    let measured = crate::arch::clock::calibrate_tsc(machine);
     let (hz, ok) = match measured {
         Some((hz, r)) if hz > 1_000_000 => (hz, r),
         _ => (2_000_000_000, Reference::Guess),
@@ -43,7 +43,7 @@ pub fn init(machine: &crate::arch::kernel::Machine) -> (u64, Reference) {
 /// at `hz`; APs start theirs with the same count when they come up.
 pub fn start_tick(hz: u32) {
     TICK_HZ.store(hz, Ordering::Relaxed);
-    let timer = crate::arch::kernel::clock::start_tick_timer(tsc_hz(), hz);
+    let timer = crate::arch::clock::start_tick_timer(tsc_hz(), hz);
     TIMER_HZ.store(timer, Ordering::Relaxed);
 }
 
@@ -71,7 +71,7 @@ pub fn tsc_to_ns(ticks: u64) -> u64 {
 /// Monotonic nanoseconds since the PVH entry.
 #[inline]
 pub fn now_ns() -> u64 {
-    tsc_to_ns(rdtsc().wrapping_sub(crate::arch::start::entry::boot_tsc()))
+    tsc_to_ns(rdtsc().wrapping_sub(crate::arch::boot_tsc()))
 }
 
 /// Busy-wait `us` microseconds.

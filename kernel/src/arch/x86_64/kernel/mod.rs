@@ -25,7 +25,7 @@ pub mod smp;
 
 pub use core_local::cpu_id;
 
-use crate::arch::start::pvh::BootInfo;
+use super::start::pvh::BootInfo;
 
 /// What the firmware told us about this machine: the CPUs to start, and
 /// where the clocks are (opaque to generic code; `crate::time` hands it
