@@ -36,6 +36,7 @@
 //! [`stack`] (guarded stacks mapped through `crate::arch::paging`). Unsafe code is
 //! allowed here (and in `arch`) only; each block says why it is sound.
 
+pub mod alloc_test;
 pub mod dma;
 pub mod frame;
 pub mod heap;
