@@ -13,9 +13,9 @@ use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::arch::{core_local, interrupts, probe, smp as arch_smp};
+use crate::arch::{core_local, probe};
 use crate::console::kprintln;
 use crate::mm::{alloc_test, poison_test, slab};
 use crate::smp::{self, CpuSet};
@@ -71,8 +71,8 @@ const TESTS: &[Test] = &[
         "timer_ticks_on_every_cpu",
         time::clock_test::timer_ticks_on_every_cpu,
     ),
-    ("cross_cpu_calls", cross_cpu_calls),
-    ("ipi_delivery", ipi_delivery),
+    ("cross_cpu_calls", smp::cross_cpu_test::cross_cpu_calls),
+    ("ipi_delivery", smp::cross_cpu_test::ipi_delivery),
     ("rcu_waits_for_reader", rcu_waits_for_reader),
     ("rcu_call_rcu_all_cpus", rcu_call_rcu_all_cpus),
     ("rcu_grace_periods_idle", rcu_grace_periods_idle),
@@ -164,67 +164,6 @@ fn cmdline_parser() -> TestResult {
         "bogus=1 accepted"
     );
     ensure!(parse("hz=x").is_err(), "hz=x accepted");
-    Ok(())
-}
-
-fn cross_cpu_calls() -> TestResult {
-    let n = ncpus();
-    let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
-    for _ in 0..10 {
-        smp::run_on(&CpuSet::all(), |cpu| {
-            hits[cpu].fetch_add(1, Ordering::Relaxed);
-        });
-    }
-    ensure!(
-        hits.iter().all(|h| h.load(Ordering::Relaxed) == 10),
-        "not every CPU ran 10 jobs"
-    );
-    // odd CPUs only (or just CPU 0 on a uniprocessor)
-    let mut odd = CpuSet::all();
-    (0..n).step_by(2).for_each(|c| odd.remove(c));
-    if odd.is_empty() {
-        odd.insert(0);
-    }
-    ensure!(
-        odd.len() == n / 2 || n == 1,
-        "CpuSet of odd CPUs has {} members",
-        odd.len()
-    );
-    let ran = AtomicU64::new(0);
-    smp::run_on(&odd, |cpu| {
-        ran.fetch_or(1 << (cpu % 64), Ordering::Relaxed);
-    });
-    let expect = odd.iter().fold(0u64, |m, c| m | 1 << (c % 64));
-    ensure!(
-        ran.load(Ordering::Relaxed) == expect,
-        "subset call ran on {:#x}, wanted {expect:#x}",
-        ran.load(Ordering::Relaxed)
-    );
-    let r = smp::run_on_collect(&CpuSet::first(n), |cpu| cpu * 3);
-    ensure!(
-        r.iter()
-            .enumerate()
-            .all(|(i, &(c, v))| c == i && v == 3 * i),
-        "collected results out of order"
-    );
-    Ok(())
-}
-
-fn ipi_delivery() -> TestResult {
-    let n = ncpus();
-    for cpu in 1..n {
-        let before = interrupts::IPIS[cpu].load(Ordering::Relaxed);
-        arch_smp::send_test_ipi(cpu);
-        let ok = wait_until(5000, || {
-            interrupts::IPIS[cpu].load(Ordering::Relaxed) > before
-        });
-        ensure!(ok, "cpu {cpu} did not take a test IPI within 5 s");
-        smp::kick(cpu);
-        let ok = wait_until(5000, || {
-            interrupts::IPIS[cpu].load(Ordering::Relaxed) > before + 1
-        });
-        ensure!(ok, "cpu {cpu} did not take a wake-up IPI within 5 s");
-    }
     Ok(())
 }
 
