@@ -15,9 +15,8 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::arch::{core_local, probe};
 use crate::console::kprintln;
-use crate::mm::{alloc_test, poison_test, slab};
+use crate::mm::{alloc_test, poison_test, slab, stack_test};
 use crate::smp::{self, CpuSet};
 use crate::sync::rcu;
 use crate::time;
@@ -77,9 +76,15 @@ const TESTS: &[Test] = &[
     ("rcu_call_rcu_all_cpus", rcu_call_rcu_all_cpus),
     ("rcu_grace_periods_idle", rcu_grace_periods_idle),
     ("rcu_async_callbacks", rcu_async_callbacks),
-    ("exception_breakpoint", exception_breakpoint),
-    ("exception_page_fault", exception_page_fault),
-    ("guarded_stack", guarded_stack),
+    (
+        "exception_breakpoint",
+        crate::arch::trap_test::exception_breakpoint,
+    ),
+    (
+        "exception_page_fault",
+        crate::arch::trap_test::exception_page_fault,
+    ),
+    ("guarded_stack", stack_test::guarded_stack),
     ("fs_platform", fs_platform),
     (
         "fs_mkdir_stat_enoent_per_design",
@@ -315,96 +320,6 @@ fn rcu_async_callbacks() -> TestResult {
             "cpu {c} did not run its own callbacks"
         );
     }
-    Ok(())
-}
-
-fn exception_breakpoint() -> TestResult {
-    let r = smp::run_on_collect(&CpuSet::all(), |cpu| {
-        let before = core_local::of(cpu).breakpoints.load(Ordering::Relaxed);
-        crate::arch::processor::breakpoint();
-        core_local::of(cpu).breakpoints.load(Ordering::Relaxed) - before
-    });
-    for (cpu, n) in r {
-        ensure!(n == 1, "cpu {cpu}: {n} breakpoints counted");
-    }
-    Ok(())
-}
-
-fn exception_page_fault() -> TestResult {
-    // null page
-    match probe::read_u64(0) {
-        Ok(v) => return Err(format!("reading address 0 returned {v:#x}")),
-        Err(f) => ensure!(
-            f.addr == 0 && f.error_code & 1 == 0,
-            "null read fault {f:?}"
-        ),
-    }
-    // a mapped word reads fine through the probe
-    let word: u64 = 0x5eed_cafe_f00d_0001;
-    let got = probe::read_u64(&word as *const u64 as u64);
-    ensure!(got == Ok(word), "probe of a mapped word gave {got:?}");
-    // every CPU's own stack guard page faults
-    let r = smp::run_on_collect(&CpuSet::all(), |cpu| {
-        let cl = core_local::of(cpu);
-        let bottom = if cpu == 0 {
-            crate::arch::boot_stack().1
-        } else {
-            cl.stack_bottom.load(Ordering::Relaxed)
-        };
-        let guard = (bottom - 4096) as u64;
-        (
-            guard,
-            crate::mm::stack::is_guard_page(guard as usize),
-            probe::read_u64(guard + 64),
-        )
-    });
-    for (cpu, (guard, known, res)) in r {
-        ensure!(
-            known,
-            "cpu {cpu}: {guard:#x} not recognised as a guard page"
-        );
-        match res {
-            Ok(v) => {
-                return Err(format!(
-                    "cpu {cpu}: guard page {guard:#x} readable ({v:#x})"
-                ))
-            }
-            Err(f) => ensure!(
-                f.addr == guard + 64,
-                "cpu {cpu}: fault at {:#x}, expected {:#x}",
-                f.addr,
-                guard + 64
-            ),
-        }
-    }
-    Ok(())
-}
-
-fn guarded_stack() -> TestResult {
-    let s = crate::mm::stack::alloc(8192).map_err(String::from)?;
-    ensure!(
-        s.bottom == s.guard + 4096 && s.top == s.bottom + 8192,
-        "stack layout {s:?}"
-    );
-    ensure!(
-        crate::mm::stack::is_guard_page(s.guard),
-        "guard page not recognised"
-    );
-    let top_word = probe::read_u64((s.top - 8) as u64);
-    let bottom_word = probe::read_u64(s.bottom as u64);
-    ensure!(
-        top_word.is_ok() && bottom_word.is_ok(),
-        "stack pages not readable: {top_word:?} {bottom_word:?}"
-    );
-    let guard = probe::read_u64((s.bottom - 8) as u64);
-    ensure!(
-        guard.is_err(),
-        "the word under the stack is readable: {guard:?}"
-    );
-    ensure!(
-        crate::mm::stack::readable(s.bottom, 8192) && !crate::mm::stack::readable(s.guard, 8),
-        "bounds"
-    );
     Ok(())
 }
 

@@ -29,4 +29,4 @@ pub use self::x86_64::kernel::{clock, pci, probe, rand, smp};
 pub use self::x86_64::mm::paging;
 
 // Self-test bodies that check x86 identities (listed in `crate::selftest`).
-pub use self::x86_64::kernel::percpu_test;
+pub use self::x86_64::kernel::{percpu_test, trap_test};

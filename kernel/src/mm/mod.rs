@@ -44,6 +44,7 @@ pub mod poison;
 pub mod poison_test;
 pub mod slab;
 pub mod stack;
+pub mod stack_test;
 
 use crate::arch::{MemRegion, MEMMAP_RAM};
 
