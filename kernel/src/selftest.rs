@@ -1,8 +1,17 @@
-//! The in-guest self-tests (`selftest` on the command line): memory (frames,
-//! heap, slab) under concurrent use from every CPU, free-memory poisoning
-//! (bodies in `mm::poison_test`), per-CPU data, TSC and
-//! timer, cross-CPU calls and IPIs, RCU grace periods, and deliberate
-//! exceptions that are caught (a breakpoint, page faults through the probe).
+//! The in-guest self-tests (`selftest` on the command line): this file holds
+//! the list and the runner; the bodies live beside what they test (the
+//! Asterinas habit), sharing [`TestResult`], [`ensure!`], [`ncpus`] and
+//! [`wait_until`] from here:
+//!
+//! - `mm::alloc_test` (frames, heap, slab under concurrent use from every
+//!   CPU), `mm::poison_test` (free-memory poisoning), `mm::stack_test`
+//!   (guarded stacks);
+//! - `arch::percpu_test` (per-core data and CPU ids), `arch::trap_test`
+//!   (a breakpoint, page faults through the probe, caught);
+//! - `time::clock_test` (TSC against the reference clock, ticks),
+//!   `smp::cross_cpu_test` (cross-CPU calls and IPIs);
+//! - `sync::fs_test` (the fs crate on this kernel's platform);
+//! - here: the command-line parser and the RCU grace periods.
 //!
 //! Each test runs on the boot CPU (fanning out with `smp::run_on`), returns
 //! `Err(reason)` on failure, and is reported as one line; `run` returns
