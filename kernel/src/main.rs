@@ -47,10 +47,10 @@ use kernel::cmdline::{self, Config, Crash};
 /// `hvm_start_info`.
 pub extern "C" fn kernel_main(start_info: u32) -> ! {
     // 1. Per-core area (GS) and serial console: from here on we can print.
-    arch::kernel::early_init();
+    arch::early_init();
     console::init(log::LevelFilter::Info);
     // 2. Copy the PVH start info: command line, memory map, RSDP.
-    let boot = arch::start::pvh::read(start_info).unwrap_or_else(|e| boot_failure(e));
+    let boot = arch::read_boot_info(start_info).unwrap_or_else(|e| boot_failure(e));
     // 3. Strict command line: bad input exits here with the key reference.
     let config = parse_cmdline(boot.cmdline(), boot.cmdline_truncated);
     console::init(config.log);
@@ -61,7 +61,7 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
     );
     log::debug!(
         "boot: PVH entry to command line: {} TSC ticks",
-        arch::processor::rdtsc() - arch::start::entry::boot_tsc()
+        arch::processor::rdtsc() - arch::boot_tsc()
     );
     // 4. Memory: frame allocator, heap, per-CPU slab, page tables.
     let layout = mm::init(boot.memory_map()).unwrap_or_else(|e| boot_failure(e));
@@ -78,35 +78,39 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
     }
     log::debug!(
         "boot: PVH entry to mm up: {} TSC ticks",
-        arch::processor::rdtsc() - arch::start::entry::boot_tsc()
+        arch::processor::rdtsc() - arch::boot_tsc()
     );
     // 5. This CPU's GDT/TSS (guarded IST stack for #DF) and the IDT.
-    arch::kernel::boot_processor_init();
-    // 6. ACPI: the processors, the local APIC and HPET addresses.
-    let (apic_ids, hpet_base) = discover_cpus(boot.rsdp);
+    arch::boot_processor_init();
+    // 6. The firmware's list of processors and timers.
+    let machine = arch::discover_cpus(boot);
+    let cpu_ids = &machine.cpu_ids;
     // 6b. Enough memory for this many vCPUs (and for the self-tests)?
     //     Refuse now, naming the minimum, rather than panic in an AP.
     let ram = mm::ram_below_4g(boot.memory_map());
-    if let Err(min_mib) = mm::check_fits(apic_ids.len(), config.selftest, ram, layout.usable) {
+    if let Err(min_mib) = mm::check_fits(cpu_ids.len(), config.selftest, ram, layout.usable) {
         kprintln!(
             "boot failure: {} vCPUs{} need at least {min_mib} MiB of memory (have {} MiB); boot with -m {min_mib}M or more (ENOMEM)",
-            apic_ids.len(),
+            cpu_ids.len(),
             if config.selftest { " running selftest" } else { "" },
             ram.div_ceil(1 << 20)
         );
         exit(ExitCode::BootFailure);
     }
-    // 7. Calibrate the TSC against the HPET (or PIT); timestamps in the log.
-    let (tsc_hz, reference) = time::init(hpet_base);
+    // 7. Calibrate the TSC against the reference clock; timestamps in the log.
+    let (tsc_hz, reference) = time::init(&machine);
     console::time_ready();
     if reference == time::Reference::Guess {
-        log::warn!("time: no HPET or PIT answer, assuming a 2 GHz TSC");
+        log::warn!(
+            "time: no {} answer, assuming a 2 GHz TSC",
+            arch::clock::REFERENCES
+        );
     }
-    // 8. The boot CPU joins: LAPIC tick, RCU, online; the fs platform.
-    arch::kernel::apic::init_local();
+    // 8. The boot CPU joins: its tick, RCU, online; the fs platform.
+    arch::boot_processor_local_init();
     time::start_tick(config.hz);
     sync::rcu::cpu_online();
-    arch::kernel::smp::mark_online(0);
+    arch::smp::mark_online(0);
     arch::interrupts::enable();
     sync::rcu::install();
     if let Some(n) = config.failslab {
@@ -114,28 +118,28 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
         log::info!("failslab={n}: every {n}-th fs allocation fails with ENOMEM");
     }
     log::info!(
-        "time: TSC {} MHz ({reference:?}), LAPIC timer {} kHz, tick {} Hz",
+        "time: TSC {} MHz ({reference:?}), {} {} kHz, tick {} Hz",
         tsc_hz / 1_000_000,
-        time::lapic_hz() / 1000,
+        arch::clock::TICK_TIMER,
+        time::timer_hz() / 1000,
         config.hz
     );
     // 9. Start the application processors and report.
-    let online = arch::kernel::smp::start_aps(&apic_ids, config.smp_timeout_ms as u64);
-    if online < apic_ids.len() {
-        log::warn!("smp: only {online} of {} CPUs came online", apic_ids.len());
+    let online = arch::smp::start_aps(cpu_ids, config.smp_timeout_ms as u64);
+    if online < cpu_ids.len() {
+        log::warn!("smp: only {online} of {} CPUs came online", cpu_ids.len());
     }
-    let ms = time::tsc_to_ns(arch::kernel::smp::last_online_tsc() - arch::start::entry::boot_tsc())
-        / 1_000_000;
+    let ms = time::tsc_to_ns(arch::smp::last_online_tsc() - arch::boot_tsc()) / 1_000_000;
     kprintln!("smp: {online} CPUs online in {ms} ms");
     // 10. Do what the command line asked.
     run(&config)
 }
 
-/// Application processor entry, after `arch` set up its GDT/IDT/LAPIC on
-/// its own stack. Joins RCU, goes online, then idles.
+/// Application processor entry, after `arch` set up its descriptor tables
+/// and interrupts on its own stack. Joins RCU, goes online, then idles.
 pub fn ap_main(cpu: usize) -> ! {
     sync::rcu::cpu_online();
-    arch::kernel::smp::mark_online(cpu);
+    arch::smp::mark_online(cpu);
     arch::interrupts::enable();
     idle_loop()
 }
@@ -144,12 +148,12 @@ pub fn ap_main(cpu: usize) -> ! {
 /// halt until the next interrupt (tick or wake-up IPI).
 fn idle_loop() -> ! {
     loop {
-        if arch::kernel::smp::poll_mailbox() {
+        if arch::smp::poll_mailbox() {
             continue;
         }
         sync::rcu::quiescent_state();
         arch::interrupts::disable();
-        if arch::kernel::smp::has_job() {
+        if arch::smp::has_job() {
             arch::interrupts::enable();
             continue;
         }
@@ -166,26 +170,6 @@ fn parse_cmdline(raw: &[u8], truncated: bool) -> Config {
             kprintln!("cmdline: {e}");
             kprintln!("{}", cmdline::Help);
             exit(ExitCode::BadCmdline)
-        }
-    }
-}
-
-fn discover_cpus(rsdp: u64) -> (alloc::vec::Vec<u32>, Option<u64>) {
-    let bsp = arch::kernel::apic::id();
-    arch::kernel::smp::register_boot_cpu(bsp);
-    match arch::kernel::acpi::processors(rsdp) {
-        Ok(p) => {
-            arch::kernel::apic::set_base(p.lapic_base as usize);
-            log::info!(
-                "acpi: {} processors in the MADT, LAPIC at {:#x}",
-                p.apic_ids.len(),
-                p.lapic_base
-            );
-            (p.apic_ids, p.hpet_base)
-        }
-        Err(e) => {
-            log::warn!("acpi: {e}; running on the boot CPU only");
-            (alloc::vec![bsp], None)
         }
     }
 }

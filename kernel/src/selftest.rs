@@ -1,8 +1,17 @@
-//! The in-guest self-tests (`selftest` on the command line): memory (frames,
-//! heap, slab) under concurrent use from every CPU, free-memory poisoning
-//! (bodies in `mm::poison_test`), per-CPU data, TSC and
-//! timer, cross-CPU calls and IPIs, RCU grace periods, and deliberate
-//! exceptions that are caught (a breakpoint, page faults through the probe).
+//! The in-guest self-tests (`selftest` on the command line): this file holds
+//! the list and the runner; the bodies live beside what they test (the
+//! Asterinas habit), sharing [`TestResult`], [`ensure!`], [`ncpus`] and
+//! [`wait_until`] from here:
+//!
+//! - `mm::alloc_test` (frames, heap, slab under concurrent use from every
+//!   CPU), `mm::poison_test` (free-memory poisoning), `mm::stack_test`
+//!   (guarded stacks);
+//! - `arch::percpu_test` (per-core data and CPU ids), `arch::trap_test`
+//!   (a breakpoint, page faults through the probe, caught);
+//! - `time::clock_test` (TSC against the reference clock, ticks),
+//!   `smp::cross_cpu_test` (cross-CPU calls and IPIs);
+//! - `sync::fs_test` (the fs crate on this kernel's platform);
+//! - here: the command-line parser and the RCU grace periods.
 //!
 //! Each test runs on the boot CPU (fanning out with `smp::run_on`), returns
 //! `Err(reason)` on failure, and is reported as one line; `run` returns
@@ -13,34 +22,42 @@ use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::arch::kernel::{core_local, interrupts, probe, smp as arch_smp};
 use crate::console::kprintln;
-use crate::mm::{frame, poison_test, slab};
+use crate::mm::{alloc_test, poison_test, slab, stack_test};
 use crate::smp::{self, CpuSet};
-use crate::sync::rcu;
+use crate::sync::{fs_test, rcu};
 use crate::time;
 
-type TestResult = Result<(), String>;
+/// What a test body returns: `Err(reason)` fails it. The bodies live beside
+/// the subsystems they test and share this type, [`ensure!`], [`ncpus`] and
+/// [`wait_until`].
+pub(crate) type TestResult = Result<(), String>;
 type Test = (&'static str, fn() -> TestResult);
 
+/// `ensure!(cond, "reason {x}")`: fail the test with the formatted reason
+/// unless `cond` holds.
 macro_rules! ensure {
     ($cond:expr, $($arg:tt)*) => {
         if !$cond {
-            return Err(format!($($arg)*));
+            return Err(alloc::format!($($arg)*));
         }
     };
 }
+pub(crate) use ensure;
 
 const TESTS: &[Test] = &[
     ("cmdline_parser", cmdline_parser),
-    ("percpu_data", percpu_data),
-    ("frame_alloc_all_cpus", frame_alloc_all_cpus),
-    ("heap_large_all_cpus", heap_large_all_cpus),
-    ("slab_all_cpus", slab_all_cpus),
-    ("slab_cross_cpu_free", slab_cross_cpu_free),
-    ("slab_fast_path_is_per_cpu", slab_fast_path_is_per_cpu),
+    ("percpu_data", crate::arch::percpu_test::percpu_data),
+    ("frame_alloc_all_cpus", alloc_test::frame_alloc_all_cpus),
+    ("heap_large_all_cpus", alloc_test::heap_large_all_cpus),
+    ("slab_all_cpus", alloc_test::slab_all_cpus),
+    ("slab_cross_cpu_free", alloc_test::slab_cross_cpu_free),
+    (
+        "slab_fast_path_is_per_cpu",
+        alloc_test::slab_fast_path_is_per_cpu,
+    ),
     ("poison_clean_cycle", poison_test::clean_cycle),
     (
         "poison_write_after_free_counted",
@@ -50,11 +67,20 @@ const TESTS: &[Test] = &[
         "poison_freed_inode_reads_as_poison",
         poison_test::freed_inode_reads_as_poison,
     ),
-    ("tsc_vs_reference_clock", tsc_vs_reference_clock),
-    ("clock_monotonic_across_cpus", clock_monotonic_across_cpus),
-    ("timer_ticks_on_every_cpu", timer_ticks_on_every_cpu),
-    ("cross_cpu_calls", cross_cpu_calls),
-    ("ipi_delivery", ipi_delivery),
+    (
+        "tsc_vs_reference_clock",
+        time::clock_test::tsc_vs_reference_clock,
+    ),
+    (
+        "clock_monotonic_across_cpus",
+        time::clock_test::clock_monotonic_across_cpus,
+    ),
+    (
+        "timer_ticks_on_every_cpu",
+        time::clock_test::timer_ticks_on_every_cpu,
+    ),
+    ("cross_cpu_calls", smp::cross_cpu_test::cross_cpu_calls),
+    ("ipi_delivery", smp::cross_cpu_test::ipi_delivery),
     ("rcu_waits_for_reader", rcu_waits_for_reader),
     ("rcu_call_rcu_all_cpus", rcu_call_rcu_all_cpus),
     ("rcu_grace_periods_idle", rcu_grace_periods_idle),
@@ -67,27 +93,33 @@ const TESTS: &[Test] = &[
         "rcu_call_rcu_nearly_full_heap",
         rcu_call_rcu_nearly_full_heap,
     ),
-    ("exception_breakpoint", exception_breakpoint),
-    ("exception_page_fault", exception_page_fault),
-    ("guarded_stack", guarded_stack),
-    ("fs_platform", fs_platform),
+    (
+        "exception_breakpoint",
+        crate::arch::trap_test::exception_breakpoint,
+    ),
+    (
+        "exception_page_fault",
+        crate::arch::trap_test::exception_page_fault,
+    ),
+    ("guarded_stack", stack_test::guarded_stack),
+    ("fs_platform", fs_test::fs_platform),
     (
         "fs_mkdir_stat_enoent_per_design",
-        fs_mkdir_stat_enoent_per_design,
+        fs_test::fs_mkdir_stat_enoent_per_design,
     ),
     (
         "fs_lookups_all_cpus_per_design",
-        fs_lookups_all_cpus_per_design,
+        fs_test::fs_lookups_all_cpus_per_design,
     ),
     (
         "fs_rcu_grace_period_reclaims_dentries",
-        fs_rcu_grace_period_reclaims_dentries,
+        fs_test::fs_rcu_grace_period_reclaims_dentries,
     ),
     (
         "poison_rcu_lookup_counts_freed_dentry",
         poison_test::rcu_lookup_counts_freed_dentry,
     ),
-    ("fs_enomem_is_an_answer", fs_enomem_is_an_answer),
+    ("fs_enomem_is_an_answer", fs_test::fs_enomem_is_an_answer),
 ];
 
 /// Run every test; returns (passed, failed).
@@ -128,12 +160,13 @@ pub fn run() -> (usize, usize) {
     (passed, failed)
 }
 
-fn ncpus() -> usize {
+/// CPUs the kernel knows (started or not).
+pub(crate) fn ncpus() -> usize {
     smp::cpu_count()
 }
 
 /// Spin (with quiescent states) until `cond` or `timeout_ms`.
-fn wait_until(timeout_ms: u64, cond: impl Fn() -> bool) -> bool {
+pub(crate) fn wait_until(timeout_ms: u64, cond: impl Fn() -> bool) -> bool {
     let deadline = time::now_ns() + timeout_ms * 1_000_000;
     while !cond() {
         if time::now_ns() > deadline {
@@ -156,368 +189,8 @@ fn cmdline_parser() -> TestResult {
     Ok(())
 }
 
-fn percpu_data() -> TestResult {
-    let r = smp::run_on_collect(&CpuSet::all(), |cpu| {
-        (
-            crate::arch::cpu_id(),
-            crate::arch::processor::initial_apic_id(),
-            crate::arch::kernel::apic::id(),
-            core_local::of(cpu).apic_id.load(Ordering::Relaxed),
-        )
-    });
-    ensure!(
-        r.len() == ncpus(),
-        "{} results for {} CPUs",
-        r.len(),
-        ncpus()
-    );
-    let mut apics = Vec::new();
-    for (cpu, (id, cpuid_apic, lapic, recorded)) in r {
-        ensure!(cpu == id, "job for cpu {cpu} saw cpu_id {id}");
-        ensure!(
-            cpuid_apic == lapic && lapic == recorded,
-            "cpu {cpu}: APIC ids {cpuid_apic}/{lapic}/{recorded}"
-        );
-        apics.push(lapic);
-    }
-    apics.sort_unstable();
-    apics.dedup();
-    ensure!(apics.len() == ncpus(), "APIC ids not unique");
-    Ok(())
-}
-
-fn frame_alloc_all_cpus() -> TestResult {
-    const PER_CPU: usize = 16;
-    let (_, before) = frame::stats();
-    let got = smp::run_on_collect(&CpuSet::all(), |cpu| {
-        let mut v = Vec::new();
-        for i in 0..PER_CPU {
-            if let Some(pa) = frame::alloc() {
-                let tag = ((cpu as u64) << 32) | i as u64;
-                frame::write_word(pa, 0, tag);
-                frame::write_word(pa, 4088, !tag);
-                v.push((pa, tag));
-            }
-        }
-        v
-    });
-    let mut all: Vec<u64> = Vec::new();
-    let mut err = None;
-    for (cpu, v) in &got {
-        if v.len() != PER_CPU {
-            err = Some(format!("cpu {cpu} got {} frames", v.len()));
-        }
-        for &(pa, tag) in v {
-            if frame::read_word(pa, 0) != tag || frame::read_word(pa, 4088) != !tag {
-                err = Some(format!("frame {pa:#x} of cpu {cpu} overwritten"));
-            }
-            all.push(pa);
-        }
-    }
-    let n = all.len();
-    all.sort_unstable();
-    all.dedup();
-    if all.len() != n {
-        err = Some(format!("{} frames handed out twice", n - all.len()));
-    }
-    let (_, during) = frame::stats();
-    smp::run_on(&CpuSet::all(), |cpu| {
-        for &(pa, _) in &got[cpu].1 {
-            frame::free(pa);
-        }
-    });
-    let (_, after) = frame::stats();
-    if let Some(e) = err {
-        return Err(e);
-    }
-    ensure!(
-        during == before + n,
-        "in-use count {during}, expected {}",
-        before + n
-    );
-    ensure!(
-        after == before,
-        "in-use count {after} after freeing, expected {before}"
-    );
-    // freed frames are reused
-    let pa = frame::alloc().ok_or("no frame after freeing")?;
-    let reused = all.binary_search(&pa).is_ok();
-    frame::free(pa);
-    ensure!(reused, "freed frames are not reused");
-    Ok(())
-}
-
-fn heap_large_all_cpus() -> TestResult {
-    let bad = AtomicUsize::new(0);
-    smp::run_on(&CpuSet::all(), |cpu| {
-        let mut vs: Vec<Vec<u8>> = Vec::new();
-        for i in 0..8 {
-            let len = 4096 + i * 7919 + cpu * 13;
-            vs.push(alloc::vec![(cpu + i) as u8; len]);
-        }
-        for (i, v) in vs.iter().enumerate() {
-            if v.iter().any(|&b| b != (cpu + i) as u8) {
-                bad.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    });
-    ensure!(
-        bad.load(Ordering::Relaxed) == 0,
-        "{} large allocations corrupted",
-        bad.load(Ordering::Relaxed)
-    );
-    Ok(())
-}
-
-fn slab_all_cpus() -> TestResult {
-    const N: usize = 1500;
-    let before: Vec<(u64, u64)> = (0..ncpus())
-        .map(|c| {
-            (
-                slab::COUNTS[c].allocs.load(Ordering::Relaxed),
-                slab::COUNTS[c].frees.load(Ordering::Relaxed),
-            )
-        })
-        .collect();
-    let bad = AtomicUsize::new(0);
-    smp::run_on(&CpuSet::all(), |cpu| {
-        let tag = cpu as u64 * 1_000_003;
-        let mut small: Vec<Box<[u64; 2]>> = Vec::with_capacity(N);
-        let mut mid: Vec<Box<[u64; 24]>> = Vec::with_capacity(N / 4);
-        let mut big: Vec<Box<[u64; 200]>> = Vec::with_capacity(N / 16);
-        for i in 0..N as u64 {
-            small.push(Box::new([tag + i, !(tag + i)]));
-            if i % 4 == 0 {
-                mid.push(Box::new([tag ^ i; 24]));
-            }
-            if i % 16 == 0 {
-                big.push(Box::new([tag + 7 * i; 200]));
-            }
-        }
-        // free the second half of the small objects, reallocate them, check
-        small.truncate(N / 2);
-        for i in (N / 2) as u64..N as u64 {
-            small.push(Box::new([tag + i, !(tag + i)]));
-        }
-        let ok = small
-            .iter()
-            .enumerate()
-            .all(|(i, b)| b[0] == tag + i as u64 && b[1] == !(tag + i as u64))
-            && mid
-                .iter()
-                .enumerate()
-                .all(|(i, b)| b.iter().all(|&x| x == tag ^ (4 * i) as u64))
-            && big
-                .iter()
-                .enumerate()
-                .all(|(i, b)| b.iter().all(|&x| x == tag + 7 * 16 * i as u64));
-        if !ok {
-            bad.fetch_add(1, Ordering::Relaxed);
-        }
-    });
-    ensure!(
-        bad.load(Ordering::Relaxed) == 0,
-        "slab objects corrupted on {} CPUs",
-        bad.load(Ordering::Relaxed)
-    );
-    for (c, (a0, f0)) in before.iter().enumerate() {
-        let a = slab::COUNTS[c].allocs.load(Ordering::Relaxed) - a0;
-        let f = slab::COUNTS[c].frees.load(Ordering::Relaxed) - f0;
-        ensure!(
-            a as usize >= N + N / 2,
-            "cpu {c} counted only {a} allocations"
-        );
-        ensure!(f as usize >= N + N / 2, "cpu {c} counted only {f} frees");
-    }
-    Ok(())
-}
-
-fn slab_cross_cpu_free() -> TestResult {
-    let n = ncpus();
-    let slots: Vec<spin::Mutex<Vec<Arc<[u64; 6]>>>> =
-        (0..n).map(|_| spin::Mutex::new(Vec::new())).collect();
-    smp::run_on(&CpuSet::all(), |cpu| {
-        let mut v = slots[cpu].lock();
-        for i in 0..500u64 {
-            v.push(Arc::new([cpu as u64, i, 0, 0, 0, cpu as u64 ^ i]));
-        }
-    });
-    let bad = AtomicUsize::new(0);
-    smp::run_on(&CpuSet::all(), |cpu| {
-        let victim = (cpu + 1) % n;
-        let v = core::mem::take(&mut *slots[victim].lock());
-        for (i, a) in v.iter().enumerate() {
-            if a[0] != victim as u64 || a[1] != i as u64 || a[5] != victim as u64 ^ i as u64 {
-                bad.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        drop(v); // freed on another CPU than the allocation
-        let mine: Vec<Arc<[u64; 6]>> = (0..500u64).map(|i| Arc::new([i; 6])).collect();
-        if mine
-            .iter()
-            .enumerate()
-            .any(|(i, a)| a.iter().any(|&x| x != i as u64))
-        {
-            bad.fetch_add(1, Ordering::Relaxed);
-        }
-    });
-    ensure!(
-        bad.load(Ordering::Relaxed) == 0,
-        "{} objects corrupted",
-        bad.load(Ordering::Relaxed)
-    );
-    Ok(())
-}
-
-fn slab_fast_path_is_per_cpu() -> TestResult {
-    let c = &slab::COUNTS[smp::current_cpu()];
-    // warm up the magazines of this class
-    let warm: Vec<Box<[u8; 48]>> = (0..8).map(|_| Box::new([1; 48])).collect();
-    drop(warm);
-    let v0 = c.depot_visits.load(Ordering::Relaxed);
-    for i in 0..20_000u32 {
-        let b = core::hint::black_box(Box::new([i as u8; 48]));
-        drop(b);
-    }
-    let visits = c.depot_visits.load(Ordering::Relaxed) - v0;
-    ensure!(
-        visits <= 2,
-        "20000 alloc/free pairs visited the global depot {visits} times"
-    );
-    Ok(())
-}
-
-fn tsc_vs_reference_clock() -> TestResult {
-    use crate::arch::kernel::{hpet, pit};
-    let (hz, what) = if hpet::available() {
-        (hpet::tsc_hz(50).ok_or("HPET does not count")?, "HPET")
-    } else {
-        (pit::tsc_hz_over(50).ok_or("PIT does not count")?, "PIT")
-    };
-    let ratio = hz as f64 / time::tsc_hz() as f64;
-    ensure!(
-        (0.95..1.05).contains(&ratio),
-        "{what} now says a {hz} Hz TSC, boot calibration {} Hz",
-        time::tsc_hz()
-    );
-    let t0 = time::now_ns();
-    time::delay_us(5000);
-    let dt = time::now_ns() - t0;
-    // Only the lower bound is exact: the host may deschedule this vCPU.
-    ensure!(
-        (5_000_000..2_000_000_000).contains(&dt),
-        "delay_us(5000) took {dt} ns"
-    );
-    Ok(())
-}
-
-fn clock_monotonic_across_cpus() -> TestResult {
-    let before = time::now_ns();
-    let r = smp::run_on_collect(&CpuSet::all(), |_| {
-        let a = time::now_ns();
-        let b = time::now_ns();
-        (a, b)
-    });
-    let after = time::now_ns();
-    for (cpu, (a, b)) in r {
-        ensure!(a <= b, "cpu {cpu}: clock went back {a} -> {b}");
-        ensure!(
-            before <= a && b <= after,
-            "cpu {cpu}: {a}..{b} outside the caller's {before}..{after}"
-        );
-    }
-    Ok(())
-}
-
-fn timer_ticks_on_every_cpu() -> TestResult {
-    let n = ncpus();
-    let t0: Vec<u64> = (0..n).map(time::ticks).collect();
-    let ok = wait_until(10_000, || (0..n).all(|c| time::ticks(c) >= t0[c] + 3));
-    let lagging: Vec<usize> = (0..n).filter(|&c| time::ticks(c) < t0[c] + 3).collect();
-    ensure!(ok, "CPUs without 3 ticks in 10 s: {lagging:?}");
-    // The boot CPU never ticks faster than configured. It may tick slower:
-    // when the host deschedules a vCPU, the emulated LAPIC coalesces missed
-    // periodic ticks, so only a loose lower bound holds under TCG.
-    let hz = time::tick_hz() as u64;
-    let (k0, s0) = (time::ticks(0), time::now_ns());
-    time::delay_us(500_000);
-    let (k1, s1) = (time::ticks(0), time::now_ns());
-    let expect = hz * (s1 - s0) / 1_000_000_000;
-    let got = k1 - k0;
-    let ms = (s1 - s0) / 1_000_000;
-    ensure!(
-        got <= expect + 2,
-        "boot CPU took {got} ticks in {ms} ms at {hz} Hz"
-    );
-    ensure!(
-        got * 10 >= expect,
-        "boot CPU took only {got} ticks in {ms} ms at {hz} Hz"
-    );
-    Ok(())
-}
-
-fn cross_cpu_calls() -> TestResult {
-    let n = ncpus();
-    let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
-    for _ in 0..10 {
-        smp::run_on(&CpuSet::all(), |cpu| {
-            hits[cpu].fetch_add(1, Ordering::Relaxed);
-        });
-    }
-    ensure!(
-        hits.iter().all(|h| h.load(Ordering::Relaxed) == 10),
-        "not every CPU ran 10 jobs"
-    );
-    // odd CPUs only (or just CPU 0 on a uniprocessor)
-    let mut odd = CpuSet::all();
-    (0..n).step_by(2).for_each(|c| odd.remove(c));
-    if odd.is_empty() {
-        odd.insert(0);
-    }
-    ensure!(
-        odd.len() == n / 2 || n == 1,
-        "CpuSet of odd CPUs has {} members",
-        odd.len()
-    );
-    let ran = AtomicU64::new(0);
-    smp::run_on(&odd, |cpu| {
-        ran.fetch_or(1 << (cpu % 64), Ordering::Relaxed);
-    });
-    let expect = odd.iter().fold(0u64, |m, c| m | 1 << (c % 64));
-    ensure!(
-        ran.load(Ordering::Relaxed) == expect,
-        "subset call ran on {:#x}, wanted {expect:#x}",
-        ran.load(Ordering::Relaxed)
-    );
-    let r = smp::run_on_collect(&CpuSet::first(n), |cpu| cpu * 3);
-    ensure!(
-        r.iter()
-            .enumerate()
-            .all(|(i, &(c, v))| c == i && v == 3 * i),
-        "collected results out of order"
-    );
-    Ok(())
-}
-
-fn ipi_delivery() -> TestResult {
-    let n = ncpus();
-    for cpu in 1..n {
-        let before = interrupts::IPIS[cpu].load(Ordering::Relaxed);
-        arch_smp::send_test_ipi(cpu);
-        let ok = wait_until(5000, || {
-            interrupts::IPIS[cpu].load(Ordering::Relaxed) > before
-        });
-        ensure!(ok, "cpu {cpu} did not take a test IPI within 5 s");
-        smp::kick(cpu);
-        let ok = wait_until(5000, || {
-            interrupts::IPIS[cpu].load(Ordering::Relaxed) > before + 1
-        });
-        ensure!(ok, "cpu {cpu} did not take a wake-up IPI within 5 s");
-    }
-    Ok(())
-}
-
-struct DropFlag(Arc<AtomicUsize>);
+/// Counts its drops: what an RCU callback freed (shared with `sync::fs_test`).
+pub(crate) struct DropFlag(pub(crate) Arc<AtomicUsize>);
 
 impl Drop for DropFlag {
     fn drop(&mut self) {
@@ -812,301 +485,3 @@ fn rcu_call_rcu_nearly_full_heap() -> TestResult {
     Ok(())
 }
 
-fn exception_breakpoint() -> TestResult {
-    let r = smp::run_on_collect(&CpuSet::all(), |cpu| {
-        let before = core_local::of(cpu).breakpoints.load(Ordering::Relaxed);
-        crate::arch::processor::breakpoint();
-        core_local::of(cpu).breakpoints.load(Ordering::Relaxed) - before
-    });
-    for (cpu, n) in r {
-        ensure!(n == 1, "cpu {cpu}: {n} breakpoints counted");
-    }
-    Ok(())
-}
-
-fn exception_page_fault() -> TestResult {
-    // null page
-    match probe::read_u64(0) {
-        Ok(v) => return Err(format!("reading address 0 returned {v:#x}")),
-        Err(f) => ensure!(
-            f.addr == 0 && f.error_code & 1 == 0,
-            "null read fault {f:?}"
-        ),
-    }
-    // a mapped word reads fine through the probe
-    let word: u64 = 0x5eed_cafe_f00d_0001;
-    let got = probe::read_u64(&word as *const u64 as u64);
-    ensure!(got == Ok(word), "probe of a mapped word gave {got:?}");
-    // every CPU's own stack guard page faults
-    let r = smp::run_on_collect(&CpuSet::all(), |cpu| {
-        let cl = core_local::of(cpu);
-        let bottom = if cpu == 0 {
-            crate::arch::start::entry::boot_stack().1
-        } else {
-            cl.stack_bottom.load(Ordering::Relaxed)
-        };
-        let guard = (bottom - 4096) as u64;
-        (
-            guard,
-            crate::mm::stack::is_guard_page(guard as usize),
-            probe::read_u64(guard + 64),
-        )
-    });
-    for (cpu, (guard, known, res)) in r {
-        ensure!(
-            known,
-            "cpu {cpu}: {guard:#x} not recognised as a guard page"
-        );
-        match res {
-            Ok(v) => {
-                return Err(format!(
-                    "cpu {cpu}: guard page {guard:#x} readable ({v:#x})"
-                ))
-            }
-            Err(f) => ensure!(
-                f.addr == guard + 64,
-                "cpu {cpu}: fault at {:#x}, expected {:#x}",
-                f.addr,
-                guard + 64
-            ),
-        }
-    }
-    Ok(())
-}
-
-fn guarded_stack() -> TestResult {
-    let s = crate::mm::stack::alloc(8192).map_err(String::from)?;
-    ensure!(
-        s.bottom == s.guard + 4096 && s.top == s.bottom + 8192,
-        "stack layout {s:?}"
-    );
-    ensure!(
-        crate::mm::stack::is_guard_page(s.guard),
-        "guard page not recognised"
-    );
-    let top_word = probe::read_u64((s.top - 8) as u64);
-    let bottom_word = probe::read_u64(s.bottom as u64);
-    ensure!(
-        top_word.is_ok() && bottom_word.is_ok(),
-        "stack pages not readable: {top_word:?} {bottom_word:?}"
-    );
-    let guard = probe::read_u64((s.bottom - 8) as u64);
-    ensure!(
-        guard.is_err(),
-        "the word under the stack is readable: {guard:?}"
-    );
-    ensure!(
-        crate::mm::stack::readable(s.bottom, 8192) && !crate::mm::stack::readable(s.guard, 8),
-        "bounds"
-    );
-    Ok(())
-}
-
-fn fs_platform() -> TestResult {
-    let p = fs::platform::get();
-    ensure!(
-        p.cpu_count() == ncpus(),
-        "platform says {} CPUs",
-        p.cpu_count()
-    );
-    let r = smp::run_on_collect(&CpuSet::all(), |_| {
-        let p = fs::platform::get();
-        let t0 = p.now_ns();
-        let g = fs::sync::rcu::RcuGuard::new();
-        let inside = rcu::nesting();
-        drop(g);
-        (p.cpu_id(), inside, rcu::nesting(), p.now_ns() >= t0)
-    });
-    for (cpu, (id, inside, outside, mono)) in r {
-        ensure!(id == cpu, "platform cpu_id {id} on cpu {cpu}");
-        ensure!(
-            inside == 1 && outside == 0,
-            "cpu {cpu}: nesting {inside}/{outside}"
-        );
-        ensure!(mono, "cpu {cpu}: platform clock went back");
-    }
-    let dropped = Arc::new(AtomicUsize::new(0));
-    fs::sync::rcu::defer_drop(Arc::new(DropFlag(dropped.clone())));
-    fs::sync::rcu::synchronize_rcu();
-    ensure!(
-        dropped.load(Ordering::SeqCst) == 1,
-        "fs::sync::rcu::defer_drop never ran"
-    );
-    Ok(())
-}
-
-fn tmpfs(design: bench::params::Design) -> Result<fs::vfs::Vfs, String> {
-    fs::vfs::Vfs::new_tmpfs(design.mount_opts()).map_err(|e| format!("tmpfs {design}: {e}"))
-}
-
-fn fs_mkdir_stat_enoent_per_design() -> TestResult {
-    use bench::params::Design;
-    use fs::vfs::FileType;
-    use fs::Errno;
-    for d in Design::ALL {
-        let vfs = tmpfs(d)?;
-        vfs.mkdir(b"/a", 0o755)
-            .map_err(|e| format!("{d}: mkdir /a: {e}"))?;
-        vfs.mkdir(b"/a/b", 0o755)
-            .map_err(|e| format!("{d}: mkdir /a/b: {e}"))?;
-        ensure!(
-            vfs.mkdir(b"/a/b", 0o755) == Err(Errno::EEXIST),
-            "{d}: second mkdir /a/b"
-        );
-        let st = vfs
-            .stat(b"/a/b")
-            .map_err(|e| format!("{d}: stat /a/b: {e}"))?;
-        ensure!(st.kind == FileType::Dir, "{d}: /a/b is {:?}", st.kind);
-        // Counters are sums over CPUs; the other CPUs are idle here.
-        let c0 = fs::stats::snapshot();
-        let first = vfs.stat(b"/a/b/missing");
-        let c1 = fs::stats::snapshot();
-        let second = vfs.stat(b"/a/b/missing");
-        let c2 = fs::stats::snapshot();
-        ensure!(
-            first == Err(Errno::ENOENT) && second == Err(Errno::ENOENT),
-            "{d}: stat /a/b/missing: {first:?}, {second:?}"
-        );
-        let (a1, a2) = (c1.delta(&c0).dentry_alloc, c2.delta(&c1).dentry_alloc);
-        let expected = match d {
-            Design::Transient => (1, 1),
-            Design::Negative => (1, 0),
-            Design::Noalloc => (0, 0),
-        };
-        ensure!(
-            (a1, a2) == expected,
-            "{d}: dentry allocations of two misses {a1}, {a2}, expected {expected:?}"
-        );
-        ensure!(
-            vfs.stat(b"/a/b/missing/x") == Err(Errno::ENOENT),
-            "{d}: missing/x"
-        );
-        vfs.write_file(b"/a/b/f", b"x")
-            .map_err(|e| format!("{d}: create /a/b/f: {e}"))?;
-        ensure!(
-            vfs.stat(b"/a/b/f").map(|s| s.kind) == Ok(FileType::File),
-            "{d}: /a/b/f after create"
-        );
-        ensure!(
-            vfs.stat(b"/a/b/f/x") == Err(Errno::ENOTDIR),
-            "{d}: f/x is not ENOTDIR"
-        );
-        vfs.unlink(b"/a/b/f")
-            .map_err(|e| format!("{d}: unlink: {e}"))?;
-        ensure!(
-            vfs.stat(b"/a/b/f") == Err(Errno::ENOENT),
-            "{d}: /a/b/f after unlink"
-        );
-    }
-    crate::stress::drain(1000);
-    Ok(())
-}
-
-fn fs_lookups_all_cpus_per_design() -> TestResult {
-    use bench::params::Design;
-    use fs::Errno;
-    for d in Design::ALL {
-        let vfs = tmpfs(d)?;
-        vfs.mkdir(b"/dir", 0o755)
-            .map_err(|e| format!("{d}: mkdir: {e}"))?;
-        let ino = vfs.stat(b"/dir").map_err(|e| format!("{d}: {e}"))?.ino;
-        let vfs_ref = &vfs;
-        let r = smp::run_on_collect(&CpuSet::all(), |_| {
-            let mut wrong = 0u32;
-            for _ in 0..200 {
-                wrong += (vfs_ref.stat(b"/dir/missing") != Err(Errno::ENOENT)) as u32;
-                wrong += !matches!(vfs_ref.stat(b"/dir"), Ok(s) if s.ino == ino) as u32;
-            }
-            rcu::quiescent_state();
-            wrong
-        });
-        for (cpu, wrong) in r {
-            ensure!(wrong == 0, "{d}: cpu {cpu}: {wrong} wrong answers");
-        }
-    }
-    crate::stress::drain(1000);
-    Ok(())
-}
-
-fn fs_rcu_grace_period_reclaims_dentries() -> TestResult {
-    use bench::params::Design;
-    let base = crate::stress::drain(1000);
-    for d in Design::ALL {
-        let vfs = tmpfs(d)?;
-        vfs.mkdir(b"/a", 0o755).map_err(|e| format!("{d}: {e}"))?;
-        let names: Vec<Vec<u8>> = (0..100).map(|i| format!("/a/m{i}").into_bytes()).collect();
-        let before = fs::stats::snapshot();
-        for n in &names {
-            ensure!(vfs.stat(n) == Err(fs::Errno::ENOENT), "{d}: stat hit");
-        }
-        let made = fs::stats::snapshot().delta(&before).dentry_alloc;
-        let expected = if d == Design::Noalloc { 0 } else { 100 };
-        ensure!(made == expected, "{d}: {made} dentries for 100 misses");
-        // Transient dentries are freed by RCU callbacks; negative ones by
-        // the shrinker and then RCU: both must be back after grace periods.
-        drop(vfs);
-        let live = crate::stress::settle(base, 2000);
-        ensure!(
-            live == base,
-            "{d}: {live} live dentries after grace periods, baseline {base}"
-        );
-    }
-    Ok(())
-}
-
-/// Memory admission: the heap's answer follows its watermark, and a
-/// refused fs allocation (fault injection, as `failslab=1`) is ENOMEM for
-/// the caller, leaves nothing behind, and stops when injection stops.
-fn fs_enomem_is_an_answer() -> TestResult {
-    use crate::mm::heap;
-    use bench::params::Design;
-    use fs::Errno;
-    let (_, size, _) = heap::stats();
-    ensure!(heap::may_alloc(64), "a 64-byte allocation refused");
-    ensure!(heap::may_alloc(4096), "a 4 KiB allocation refused");
-    ensure!(!heap::may_alloc(size), "the whole heap admitted");
-    let into_reserve = heap::free().saturating_sub(heap::reserve() / 2);
-    ensure!(
-        !heap::may_alloc(into_reserve),
-        "{into_reserve} bytes admitted: that eats half the reserve ({})",
-        heap::reserve()
-    );
-    let prev = fs::fault::interval();
-    let base = crate::stress::drain(1000);
-    for d in Design::ALL {
-        let vfs = tmpfs(d)?;
-        vfs.mkdir(b"/a", 0o755).map_err(|e| format!("{d}: {e}"))?;
-        let c0 = fs::stats::snapshot();
-        fs::fault::fail_every(1);
-        let miss = vfs.stat(b"/a/missing");
-        let mkdir = vfs.mkdir(b"/a/b", 0o755);
-        let write = vfs.write_file(b"/a/f", b"x");
-        fs::fault::fail_every(prev);
-        let want_miss = if d == Design::Noalloc {
-            Errno::ENOENT
-        } else {
-            Errno::ENOMEM
-        };
-        ensure!(miss == Err(want_miss), "{d}: stat /a/missing: {miss:?}");
-        ensure!(mkdir == Err(Errno::ENOMEM), "{d}: mkdir: {mkdir:?}");
-        ensure!(write == Err(Errno::ENOMEM), "{d}: write_file: {write:?}");
-        let counted = fs::stats::snapshot().delta(&c0).enomem;
-        let seen = 2 + (d != Design::Noalloc) as u64;
-        ensure!(
-            counted == seen,
-            "{d}: enomem counter {counted}, {seen} seen"
-        );
-        ensure!(
-            vfs.stat(b"/a/b") == Err(Errno::ENOENT),
-            "{d}: a refused mkdir left /a/b"
-        );
-        vfs.mkdir(b"/a/b", 0o755)
-            .map_err(|e| format!("{d}: mkdir after injection: {e}"))?;
-    }
-    let live = crate::stress::settle(base, 2000);
-    ensure!(
-        live == base,
-        "{live} live dentries after grace periods, baseline {base}"
-    );
-    Ok(())
-}

@@ -3,16 +3,18 @@
 //! one task per CPU, pinned, and for the self-tests).
 //!
 //! The mechanism (mailboxes, wake-up IPIs, AP start) is
-//! `crate::arch::kernel::smp`; this module is safe code on top of it.
+//! `crate::arch::smp`; this module is safe code on top of it.
 //!
 //! ```ignore
 //! // one pinned task on each of the first 8 CPUs, results in CPU order
 //! let per_cpu_ops: Vec<u64> = smp::run_on_collect(&CpuSet::first(8), |cpu| work(cpu));
 //! ```
 
+pub mod cross_cpu_test;
+
 use alloc::vec::Vec;
 
-use crate::arch::kernel::smp as arch_smp;
+use crate::arch::smp as arch_smp;
 use crate::percpu::MAX_CPUS;
 
 /// A set of CPU ids.

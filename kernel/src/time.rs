@@ -1,9 +1,12 @@
-//! Time: the TSC calibrated against the HPET (else the PIT) at boot, `now_ns()` (nanoseconds
-//! since the PVH entry), busy-wait delays, and the per-CPU LAPIC tick that
-//! drives RCU quiescent states (and, later, per-second benchmark samples).
+//! Time: the TSC calibrated at boot against the reference clock `arch` picks,
+//! `now_ns()` (nanoseconds since the PVH entry), busy-wait delays, and the
+//! per-CPU tick that drives RCU quiescent states (and, later, per-second
+//! benchmark samples).
 //!
-//! Touches: the HPET or PIT (boot CPU, at calibration), each CPU's LAPIC timer, per-CPU tick
-//! counters. `on_tick` runs in interrupt context: atomics only.
+//! Touches: the clocks only through `crate::arch::clock`; per-CPU
+//! tick counters. `on_tick` runs in interrupt context: atomics only.
+
+pub mod clock_test;
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -14,36 +17,18 @@ static TSC_HZ: AtomicU64 = AtomicU64::new(0);
 /// Nanoseconds per TSC tick, as a 32.32 fixed-point number.
 static NS_PER_TICK_FP: AtomicU64 = AtomicU64::new(0);
 static TICK_HZ: AtomicU32 = AtomicU32::new(0);
-static LAPIC_HZ: AtomicU64 = AtomicU64::new(0);
+static TIMER_HZ: AtomicU64 = AtomicU64::new(0);
 
 /// Timer interrupts taken, per CPU.
 pub static TICKS: PerCpu<AtomicU64> = per_cpu!(AtomicU64::new(0));
 
-/// The clock the TSC was calibrated against.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reference {
-    /// HPET main counter (preferred: robust against vCPU descheduling).
-    Hpet,
-    /// PIT channel 0 (latched read-back).
-    Pit,
-    /// Nothing answered; a 2 GHz TSC is assumed.
-    Guess,
-}
+pub use crate::arch::clock::Reference;
 
-/// Calibrate the TSC against the HPET at `hpet_base` if there is one, else
-/// the PIT. Returns the TSC frequency in Hz and the reference used.
-pub fn init(hpet_base: Option<u64>) -> (u64, Reference) {
-    let hpet = hpet_base.is_some_and(|b| crate::arch::kernel::hpet::init(b as usize));
-    let measured = if hpet {
-        let mut v = [0u64; 3];
-        for x in v.iter_mut() {
-            *x = crate::arch::kernel::hpet::tsc_hz(20).unwrap_or(0);
-        }
-        v.sort_unstable();
-        Some((v[1], Reference::Hpet))
-    } else {
-        crate::arch::kernel::pit::tsc_hz().map(|hz| (hz, Reference::Pit))
-    };
+/// Calibrate the TSC against the reference clock of `machine` (see
+/// `arch::clock`). Returns the TSC frequency in Hz and the reference
+/// used.
+pub fn init(machine: &crate::arch::Machine) -> (u64, Reference) {
+    let measured = crate::arch::clock::calibrate_tsc(machine);
     let (hz, ok) = match measured {
         Some((hz, r)) if hz > 1_000_000 => (hz, r),
         _ => (2_000_000_000, Reference::Guess),
@@ -56,12 +41,12 @@ pub fn init(hpet_base: Option<u64>) -> (u64, Reference) {
     (hz, ok)
 }
 
-/// Calibrate the LAPIC timer against the TSC and start the boot CPU's tick
+/// Calibrate the tick timer against the TSC and start the boot CPU's tick
 /// at `hz`; APs start theirs with the same count when they come up.
 pub fn start_tick(hz: u32) {
     TICK_HZ.store(hz, Ordering::Relaxed);
-    let lapic = crate::arch::kernel::apic::calibrate_timer(tsc_hz(), hz);
-    LAPIC_HZ.store(lapic, Ordering::Relaxed);
+    let timer = crate::arch::clock::start_tick_timer(tsc_hz(), hz);
+    TIMER_HZ.store(timer, Ordering::Relaxed);
 }
 
 /// TSC frequency in Hz.
@@ -69,9 +54,9 @@ pub fn tsc_hz() -> u64 {
     TSC_HZ.load(Ordering::Relaxed)
 }
 
-/// LAPIC timer frequency (after its divider) in Hz.
-pub fn lapic_hz() -> u64 {
-    LAPIC_HZ.load(Ordering::Relaxed)
+/// Tick timer frequency (after its divider) in Hz.
+pub fn timer_hz() -> u64 {
+    TIMER_HZ.load(Ordering::Relaxed)
 }
 
 /// Tick frequency in Hz.
@@ -88,7 +73,7 @@ pub fn tsc_to_ns(ticks: u64) -> u64 {
 /// Monotonic nanoseconds since the PVH entry.
 #[inline]
 pub fn now_ns() -> u64 {
-    tsc_to_ns(rdtsc().wrapping_sub(crate::arch::start::entry::boot_tsc()))
+    tsc_to_ns(rdtsc().wrapping_sub(crate::arch::boot_tsc()))
 }
 
 /// Busy-wait `us` microseconds.

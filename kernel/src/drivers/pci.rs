@@ -1,6 +1,6 @@
 //! PCI enumeration: walks bus 0 (where QEMU's q35 puts `-device` cards on
 //! the root complex) through the configuration mechanism in
-//! `crate::arch::kernel::pci`, lists functions, and finds virtio devices
+//! `crate::arch::pci`, lists functions, and finds virtio devices
 //! by type. The firmware that ran before the PVH entry (SeaBIOS) already
 //! assigned BARs; this module enables memory decoding and bus mastering on
 //! the device it hands out and refuses devices whose memory BARs lie above
@@ -16,7 +16,7 @@ use virtio_drivers::transport::pci::bus::{
 use virtio_drivers::transport::pci::virtio_device_type;
 use virtio_drivers::transport::DeviceType;
 
-use crate::arch::kernel::pci::PortCam;
+use crate::arch::pci::PortCam;
 
 /// The configuration-space accessor used for the root bus.
 pub type Root = PciRoot<PortCam>;

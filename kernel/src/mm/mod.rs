@@ -33,9 +33,10 @@
 //! Modules: [`frame`] (physical frames), [`heap`] (talc + the global
 //! allocator), [`slab`] (per-CPU magazines over size classes), [`poison`]
 //! (fill freed memory, check the fill on reuse: a use-after-free detector),
-//! [`stack`] (guarded stacks mapped through `crate::arch::mm::paging`). Unsafe code is
+//! [`stack`] (guarded stacks mapped through `crate::arch::paging`). Unsafe code is
 //! allowed here (and in `arch`) only; each block says why it is sound.
 
+pub mod alloc_test;
 pub mod dma;
 pub mod frame;
 pub mod heap;
@@ -43,8 +44,9 @@ pub mod poison;
 pub mod poison_test;
 pub mod slab;
 pub mod stack;
+pub mod stack_test;
 
-use crate::arch::start::pvh::{MemRegion, MEMMAP_RAM};
+use crate::arch::{MemRegion, MEMMAP_RAM};
 
 const MIB: u64 = 1 << 20;
 /// Highest physical address the kernel uses (end of the identity map).
@@ -67,7 +69,7 @@ pub struct MemoryLayout {
 /// between the heap (half, from the largest region) and the frame
 /// allocator (the rest), then take over the page tables.
 pub fn init(memmap: &[MemRegion]) -> Result<MemoryLayout, &'static str> {
-    let (_, kernel_end) = crate::arch::start::entry::kernel_image();
+    let (_, kernel_end) = crate::arch::kernel_image();
     let floor = (kernel_end as u64).max(MIB);
     // usable RAM regions, page-aligned, above the kernel and below 4 GiB
     let mut regions = [(0u64, 0u64); 64];
@@ -114,9 +116,9 @@ pub fn init(memmap: &[MemRegion]) -> Result<MemoryLayout, &'static str> {
     for &(s, e) in regions.iter() {
         frames += frame::add_region(s, e);
     }
-    crate::arch::mm::paging::init();
+    crate::arch::paging::init();
     // Null pointers fault from now on (the boot info in page 0 was copied).
-    crate::arch::mm::paging::unmap_page(0)?;
+    crate::arch::paging::unmap_page(0)?;
     Ok(MemoryLayout {
         usable,
         heap_start,

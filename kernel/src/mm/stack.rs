@@ -49,7 +49,7 @@ pub fn alloc(size: usize) -> Result<Stack, &'static str> {
     let bottom = guard + PAGE;
     for page in (bottom..bottom + size).step_by(PAGE) {
         let frame = super::frame::alloc().ok_or("out of physical frames for a stack")?;
-        crate::arch::mm::paging::map_page(page, frame)?;
+        crate::arch::paging::map_page(page, frame)?;
     }
     SLOT_BYTES[slot].store(size, Ordering::Release);
     Ok(Stack {
@@ -65,7 +65,7 @@ pub fn readable(addr: usize, len: usize) -> bool {
     let Some(end) = addr.checked_add(len) else {
         return false;
     };
-    let (_, boot_bottom, boot_top) = crate::arch::start::entry::boot_stack();
+    let (_, boot_bottom, boot_top) = crate::arch::boot_stack();
     if addr >= boot_bottom && end <= boot_top {
         return true;
     }
@@ -83,7 +83,7 @@ pub fn readable(addr: usize, len: usize) -> bool {
 
 /// Is `addr` in a stack guard page?
 pub fn is_guard_page(addr: usize) -> bool {
-    let (boot_guard, _, _) = crate::arch::start::entry::boot_stack();
+    let (boot_guard, _, _) = crate::arch::boot_stack();
     if addr >= boot_guard && addr < boot_guard + PAGE {
         return true;
     }

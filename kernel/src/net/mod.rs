@@ -95,7 +95,7 @@ pub fn init() -> Result<[u8; 6], NetError> {
     let mut dev = VirtioNet::probe().map_err(NetError::Device)?;
     let mac = dev.mac();
     let mut config = Config::new(HardwareAddress::Ethernet(EthernetAddress(mac)));
-    config.random_seed = crate::arch::kernel::rand::u64();
+    config.random_seed = crate::arch::rand::u64();
     let mut iface = Interface::new(config, &mut dev, now());
     let [a, b, c, d] = GUEST_ADDR;
     iface.update_ip_addrs(|addrs| {
@@ -107,7 +107,7 @@ pub fn init() -> Result<[u8; 6], NetError> {
         .routes_mut()
         .add_default_ipv4_route(Ipv4Address::new(a, b, c, d))
         .map_err(|_| NetError::Socket)?;
-    let next_port = 49152 + (crate::arch::kernel::rand::u64() % 8192) as u16;
+    let next_port = 49152 + (crate::arch::rand::u64() % 8192) as u16;
     *guard = Some(Stack {
         dev,
         iface,

@@ -3,7 +3,7 @@
 //! [`SmbConnector`] (a fresh connection per connect or reconnect) and
 //! [`KernelClock`] (monotonic ms from the TSC, a FILETIME, RDRAND entropy).
 //!
-//! Touches: `crate::net::tcp`, `crate::time`, `crate::arch::kernel::rand`.
+//! Touches: `crate::net::tcp`, `crate::time`, `crate::arch::rand`.
 
 use alloc::boxed::Box;
 use alloc::vec;
@@ -123,6 +123,6 @@ impl Clock for KernelClock {
         FILETIME_BASE + crate::time::now_ns() / 100
     }
     fn fill_random(&self, buf: &mut [u8]) {
-        crate::arch::kernel::rand::fill(buf);
+        crate::arch::rand::fill(buf);
     }
 }
