@@ -222,8 +222,9 @@ impl<'g> Nd<'g> {
         }
         let Pos::Rcu(r) = self.d else { return Ok(()) };
         let Some(held) = dcache::dget_not_dead(r) else {
+            stats::fallback(FallbackReason::Dead);
             trace!("  unlazy failed: dentry is dead -> restart in ref-walk");
-            step!("try_to_unlazy", b"", true, dentry: r.get(),
+            step!("try_to_unlazy", b"", true, dentry: r.get(), reason: FallbackReason::Dead,
                 what: "failed: the dentry died; restart in ref-walk");
             return Err(WalkErr::Restart);
         };
@@ -300,7 +301,7 @@ impl<'g> Nd<'g> {
             // must still be alive (its child's reference is released only
             // through call_rcu).
             if !d_canary_ok(&parent) {
-                return Err(self.restart(FallbackReason::Other));
+                return Err(self.restart(FallbackReason::Poisoned));
             }
             let pseq = parent.d_seq.raw_begin();
             // The child still had this parent when we read it.
@@ -338,7 +339,7 @@ impl<'g> Nd<'g> {
             Ok(found) => found,
             // The chain led onto a freed dentry (counted): nothing this walk
             // read there can be believed; start over with references.
-            Err(Poisoned) => return Err(self.restart(FallbackReason::Other)),
+            Err(Poisoned) => return Err(self.restart(FallbackReason::Poisoned)),
         };
         if let Some((child, cseq)) = found {
             step!("lookup_fast", name, true, dentry: child.get(),
@@ -609,7 +610,7 @@ impl<'g> Nd<'g> {
         // The inode was reached without a reference: it must still be alive
         // (the dentry's reference on it is released only through call_rcu).
         if self.rcu && !inode.canary_ok() {
-            return Err(self.restart(FallbackReason::Other));
+            return Err(self.restart(FallbackReason::Poisoned));
         }
         if inode.is_symlink() && follow {
             self.nlinks += 1;
