@@ -38,7 +38,7 @@ BOOT_TEST_TIMEOUT ?= 300
 BENCH_ARGS ?=
 
 .PHONY: help setup build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
-        bench smb-bench demo-trace linuxref lint explore
+        bench smb-bench demo-trace linuxref lint explore bench-static
 
 help:
 	@echo "make setup      install missing packages (as root) and the rust target"
@@ -49,6 +49,7 @@ help:
 	@echo "make boot       boot once: SMP=$(SMP) MEM=$(MEM) CMDLINE='$(CMDLINE)' ACCEL=$(ACCEL) TIMEOUT=$(TIMEOUT)"
 	@echo "make bench      the design sweep (BENCH_ARGS='$(BENCH_ARGS)')"
 	@echo "make smb-bench  the SMB sweep"
+	@echo "make bench-static  a statically linked bench binary ($(BENCH_STATIC)) for bare machines"
 	@echo "make demo-trace boot with demo=trace (one traced stat per design)"
 	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs"
 	@echo "make lint       rustfmt check + clippy (host crates and kernel) with -D warnings"
@@ -102,6 +103,18 @@ test: setup
 bench: build
 	$(CARGO) run --release -p bench -- sweep $(BENCH_ARGS)
 	$(CARGO) run --release -p bench -- smb-sweep
+
+# A `bench` that runs on a bare x86_64 Linux machine with nothing installed
+# (glibc linked in statically): copy it over and run e.g.
+#   ./bench predict --validate --out pred && ./bench sweep --sources host --cpus 1,2,4,8,16
+# `ldd` on it says "not a dynamic executable".
+HOST_TRIPLE := x86_64-unknown-linux-gnu
+BENCH_STATIC := $(TARGET_DIR)/static/$(HOST_TRIPLE)/release/bench
+bench-static:
+	RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static" CARGO_TARGET_DIR=$(TARGET_DIR)/static \
+	  $(CARGO) build --release -p bench --bin bench --target $(HOST_TRIPLE)
+	@file $(BENCH_STATIC) | grep -qE "statically linked|static-pie linked" || { echo "bench-static: $(BENCH_STATIC) is not static"; exit 1; }
+	@echo "$(BENCH_STATIC): $$(ldd $(BENCH_STATIC) 2>&1 | tr -d '\t')"
 
 smb-bench: build
 	$(CARGO) run --release -p bench -- smb-sweep

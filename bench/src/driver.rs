@@ -111,6 +111,12 @@ pub enum RunError {
     Setup(fs::Errno),
     /// Writing the output failed.
     Output,
+    /// `lock=` asked for a kind, but the fs was already in use with locks
+    /// of another (a lock keeps the kind it was created with).
+    LockKind {
+        asked: fs::sync::rawlock::LockKind,
+        built: fs::sync::rawlock::LockKind,
+    },
     /// Some operations returned the wrong answer (reported, not ignored).
     WrongAnswers {
         task: usize,
@@ -128,6 +134,11 @@ impl fmt::Display for RunError {
             }
             RunError::Setup(e) => write!(f, "workload setup failed: {e}"),
             RunError::Output => write!(f, "writing the output failed"),
+            RunError::LockKind { asked, built } => write!(
+                f,
+                "lock={asked} came too late: the dcache's locks were already built as {built} \
+                 (set it before the fs is first used)"
+            ),
             RunError::WrongAnswers {
                 task,
                 count,

@@ -74,6 +74,16 @@ where
     E: Executor + ?Sized,
     W: fmt::Write + Send,
 {
+    // Every lock created from here on is of the asked kind; the dcache's
+    // global locks exist from its first use, so check they agree.
+    fs::sync::rawlock::set_default_kind(p.lock);
+    let built = fs::dcache::dcache().lock_kind();
+    if built != p.lock {
+        return Err(RunError::LockKind {
+            asked: p.lock,
+            built,
+        });
+    }
     let vfs = Vfs::new_tmpfs(p.design.mount_opts()).map_err(RunError::Setup)?;
     match p.bench {
         Bench::Statneg => run_workload(workloads::statneg::Statneg, &vfs, p, exec, out),

@@ -159,6 +159,10 @@ fn main() -> ExitCode {
                 }
             };
             let exec = HostExecutor::new(!no_pin);
+            eprintln!(
+                "bench: host RCU readers: {}",
+                fs::sync::host::HostPlatform::global().rcu_reader_mode()
+            );
             let result = bench::run_params(&params, &exec, &mut StdoutWriter::new());
             if !no_pin && !exec.pinned() {
                 eprintln!("bench: note: tasks not pinned (taskset failed or missing)");

@@ -1,4 +1,4 @@
-//! The benchmark words: `bench=NAME tasks=N design=D warmup=S secs=S`.
+//! The benchmark words: `bench=NAME tasks=N design=D warmup=S secs=S lock=K`.
 //!
 //! One strict parser for both places the words appear: the guest kernel's
 //! command line and host mode (`bench host WORDS`). An unknown key, a word
@@ -15,6 +15,8 @@
 //! checks this with allocation forbidden.
 
 use core::fmt;
+
+pub use fs::sync::rawlock::LockKind;
 
 /// Largest task count: one task per CPU id, leaving one id for the CPU or
 /// thread that sets up and samples the run.
@@ -56,6 +58,11 @@ pub const KEYS: &[KeyInfo] = &[
         key: "secs",
         values: "1..3600",
         help: "measured seconds (default 5)",
+    },
+    KeyInfo {
+        key: "lock",
+        values: "qspinlock|ticket|ttas",
+        help: "spinlock of the lookup path (d_lock, hash, in-lookup, LRU; default qspinlock)",
     },
 ];
 
@@ -165,6 +172,8 @@ pub struct Params {
     pub design: Design,
     pub warmup: u32,
     pub secs: u32,
+    /// The spinlock kind every fs lock is created with.
+    pub lock: LockKind,
 }
 
 impl Params {
@@ -192,7 +201,12 @@ impl fmt::Display for Params {
             f,
             "bench={} tasks={} design={} warmup={} secs={}",
             self.bench, self.tasks, self.design, self.warmup, self.secs
-        )
+        )?;
+        // The default lock stays unsaid: the line reads as it always did.
+        if self.lock != LockKind::Qspinlock {
+            write!(f, " lock={}", self.lock)?;
+        }
+        Ok(())
     }
 }
 
@@ -204,6 +218,7 @@ pub struct ParamsBuilder {
     design: Option<Design>,
     warmup: Option<u32>,
     secs: Option<u32>,
+    lock: Option<LockKind>,
 }
 
 impl ParamsBuilder {
@@ -254,6 +269,11 @@ impl ParamsBuilder {
                     .ok_or_else(|| bad("whole seconds from 1 to 3600"))?;
                 put(&mut self.secs, n as u32).map_err(|_| dup())
             }
+            "lock" => {
+                let k =
+                    LockKind::from_name(value).ok_or_else(|| bad("qspinlock, ticket or ttas"))?;
+                put(&mut self.lock, k).map_err(|_| dup())
+            }
             _ => Err(ParamError::UnknownKey(key)),
         }
     }
@@ -265,6 +285,7 @@ impl ParamsBuilder {
             && self.design.is_none()
             && self.warmup.is_none()
             && self.secs.is_none()
+            && self.lock.is_none()
     }
 
     /// Check that `bench` was given and fill in defaults.
@@ -275,6 +296,7 @@ impl ParamsBuilder {
             design: self.design.unwrap_or(Design::Transient),
             warmup: self.warmup.unwrap_or(2),
             secs: self.secs.unwrap_or(5),
+            lock: self.lock.unwrap_or(LockKind::Qspinlock),
         })
     }
 }
@@ -368,5 +390,18 @@ mod tests {
     fn display_round_trips() {
         let p = Params::parse_line("bench=churn tasks=3 design=negative warmup=0 secs=7").unwrap();
         assert_eq!(Params::parse_line(&alloc::format!("{p}")).unwrap(), p);
+        assert_eq!(p.lock, LockKind::Qspinlock);
+        assert!(!alloc::format!("{p}").contains("lock="));
+        for k in LockKind::ALL {
+            let p = Params::parse_line(&alloc::format!("bench=statneg lock={k}")).unwrap();
+            assert_eq!(p.lock, k);
+            assert_eq!(Params::parse_line(&alloc::format!("{p}")).unwrap(), p);
+        }
+        let e = Params::parse_line("bench=statneg lock=mcs").unwrap_err();
+        assert!(
+            e.to_string().contains("expected qspinlock, ticket or ttas"),
+            "{e}"
+        );
+        assert!(Params::parse_line("bench=statneg lock=ttas lock=ttas").is_err());
     }
 }

@@ -37,6 +37,7 @@ pub struct PingPong {
     pub min_ns: f64,
     pub max_ns: f64,
     pub batches: usize,
+    pub rounds_per_batch: u64,
 }
 
 impl fmt::Display for PingPong {
@@ -47,7 +48,7 @@ impl fmt::Display for PingPong {
             self.transfer_ns,
             2.0 * self.transfer_ns,
             self.batches,
-            ROUNDS_PER_BATCH,
+            self.rounds_per_batch,
             self.min_ns,
             self.max_ns
         )
@@ -103,16 +104,26 @@ impl fmt::Display for PingPongError {
 
 /// Bounce a line `batches × ROUNDS_PER_BATCH` times between tasks 0 and 1.
 pub fn run<E: Executor>(exec: &E, batches: usize) -> Result<PingPong, PingPongError> {
+    run_with(exec, batches, ROUNDS_PER_BATCH)
+}
+
+/// [`run`] with `rounds` round trips per batch (a TCG guest on a loaded
+/// host needs fewer: each handoff may wait for a host time slice).
+pub fn run_with<E: Executor>(
+    exec: &E,
+    batches: usize,
+    per_batch: u64,
+) -> Result<PingPong, PingPongError> {
     if exec.max_tasks() < 2 {
         return Err(PingPongError::OneCpu);
     }
-    if batches == 0 {
+    if batches == 0 || per_batch == 0 {
         return Err(PingPongError::NoBatches);
     }
     let ball = Ball(AtomicU64::new(0));
     let times: Vec<AtomicU64> = (0..batches).map(|_| AtomicU64::new(0)).collect();
     let ready = [AtomicBool::new(false), AtomicBool::new(false)];
-    let rounds = batches as u64 * ROUNDS_PER_BATCH;
+    let rounds = batches as u64 * per_batch;
     let task = |i: usize| {
         ready[i].store(true, Ordering::Release);
         while !ready[1 - i].load(Ordering::Acquire) {
@@ -122,7 +133,7 @@ pub fn run<E: Executor>(exec: &E, batches: usize) -> Result<PingPong, PingPongEr
             let mut v = 0;
             for slot in &times {
                 let t0 = exec.now_ns();
-                for _ in 0..ROUNDS_PER_BATCH {
+                for _ in 0..per_batch {
                     ball.0.store(v + 1, Ordering::Release);
                     v += 2;
                     while ball.0.load(Ordering::Acquire) != v {
@@ -145,7 +156,7 @@ pub fn run<E: Executor>(exec: &E, batches: usize) -> Result<PingPong, PingPongEr
     exec.run(2, &task, &mut || {});
     let mut per: Vec<f64> = times
         .iter()
-        .map(|t| t.load(Ordering::Relaxed) as f64 / (2 * ROUNDS_PER_BATCH) as f64)
+        .map(|t| t.load(Ordering::Relaxed) as f64 / (2 * per_batch) as f64)
         .collect();
     let transfer_ns = median(&mut per);
     Ok(PingPong {
@@ -153,6 +164,7 @@ pub fn run<E: Executor>(exec: &E, batches: usize) -> Result<PingPong, PingPongEr
         min_ns: per[0],
         max_ns: per[per.len() - 1],
         batches,
+        rounds_per_batch: per_batch,
     })
 }
 
@@ -167,6 +179,7 @@ mod tests {
             min_ns: 40.0,
             max_ns: 70.0,
             batches: 3,
+            rounds_per_batch: 10,
         };
         let s = alloc::format!("boot noise\r\n{p}\r\n");
         assert_eq!(parse_transfer_ns(&s), Some(41.3));

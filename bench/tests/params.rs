@@ -1,6 +1,8 @@
 //! The benchmark words parser: good words, defaults, and every kind of bad word.
 
-use bench::params::{is_key, Bench, Design, ParamError, Params, ParamsBuilder, KEYS, MAX_TASKS};
+use bench::params::{
+    is_key, Bench, Design, LockKind, ParamError, Params, ParamsBuilder, KEYS, MAX_TASKS,
+};
 
 #[test]
 fn full_line_parses() {
@@ -12,7 +14,8 @@ fn full_line_parses() {
             tasks: 2,
             design: Design::Noalloc,
             warmup: 1,
-            secs: 3
+            secs: 3,
+            lock: LockKind::Qspinlock,
         }
     );
 }

@@ -37,6 +37,16 @@ pub enum Errno {
     ETIMEDOUT = 110,
     ESTALE = 116,
     EHOSTDOWN = 112,
+    E2BIG = 7,
+    EAGAIN = 11,
+    EMFILE = 24,
+    EPIPE = 32,
+    EREMCHG = 78,
+    ENETRESET = 102,
+    ECONNABORTED = 103,
+    EDQUOT = 122,
+    EKEYEXPIRED = 127,
+    EKEYREVOKED = 128,
 }
 
 impl Errno {
@@ -70,6 +80,60 @@ impl Errno {
             ETIMEDOUT => "ETIMEDOUT",
             ESTALE => "ESTALE",
             EHOSTDOWN => "EHOSTDOWN",
+            EKEYREVOKED => "EKEYREVOKED",
+            EKEYEXPIRED => "EKEYEXPIRED",
+            EDQUOT => "EDQUOT",
+            ECONNABORTED => "ECONNABORTED",
+            ENETRESET => "ENETRESET",
+            EREMCHG => "EREMCHG",
+            EPIPE => "EPIPE",
+            EMFILE => "EMFILE",
+            EAGAIN => "EAGAIN",
+            E2BIG => "E2BIG",
+        }
+    }
+
+    /// glibc's `strerror` text, e.g. `"Permission denied"` (what
+    /// `mount(8)` prints).
+    pub fn strerror(self) -> &'static str {
+        use Errno::*;
+        match self {
+            EPERM => "Operation not permitted",
+            ENOENT => "No such file or directory",
+            EIO => "Input/output error",
+            EBADF => "Bad file descriptor",
+            ENOMEM => "Cannot allocate memory",
+            EACCES => "Permission denied",
+            EBUSY => "Device or resource busy",
+            EEXIST => "File exists",
+            EXDEV => "Invalid cross-device link",
+            ENODEV => "No such device",
+            ENOTDIR => "Not a directory",
+            EISDIR => "Is a directory",
+            EINVAL => "Invalid argument",
+            ENOSPC => "No space left on device",
+            EROFS => "Read-only file system",
+            ENAMETOOLONG => "File name too long",
+            ENOSYS => "Function not implemented",
+            ENOTEMPTY => "Directory not empty",
+            ELOOP => "Too many levels of symbolic links",
+            ENODATA => "No data available",
+            EPROTO => "Protocol error",
+            EOPNOTSUPP => "Operation not supported",
+            ECONNRESET => "Connection reset by peer",
+            ETIMEDOUT => "Connection timed out",
+            ESTALE => "Stale file handle",
+            EHOSTDOWN => "Host is down",
+            E2BIG => "Argument list too long",
+            EAGAIN => "Resource temporarily unavailable",
+            EMFILE => "Too many open files",
+            EPIPE => "Broken pipe",
+            EREMCHG => "Remote address changed",
+            ENETRESET => "Network dropped connection on reset",
+            ECONNABORTED => "Software caused connection abort",
+            EDQUOT => "Disk quota exceeded",
+            EKEYEXPIRED => "Key has expired",
+            EKEYREVOKED => "Key has been revoked",
         }
     }
 

@@ -30,6 +30,8 @@ use std::sync::Arc;
 
 use fs::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use fs::sync::lockref::{LockRef, DEAD};
+use fs::sync::qspinlock;
+use fs::sync::rawlock::LockKind;
 use fs::sync::rcu::{synchronize_rcu, RcuCell, RcuGuard};
 use fs::sync::rculist::{RcuLink, RcuList, RcuNode};
 use fs::sync::seqcount::SeqCount;
@@ -42,12 +44,18 @@ use loom::thread;
 /// interesting interleaving preempts a reader between two loads of one
 /// walk: loom's partial-order reduction under a bound can miss it).
 fn model<F: Fn() + Sync + Send + 'static>(bound: Option<usize>, f: F) {
+    model_branches(bound, 5_000, f)
+}
+
+/// [`model`] with room for `branches` branches per execution (three CPUs
+/// spinning on one lock take many).
+fn model_branches<F: Fn() + Sync + Send + 'static>(bound: Option<usize>, branches: usize, f: F) {
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
         b.preemption_bound = bound;
     }
     // Spin loops (locks, read_begin, synchronize_rcu) yield on every turn.
-    b.max_branches = b.max_branches.max(5_000);
+    b.max_branches = b.max_branches.max(branches);
     b.check(move || {
         fs::sync::model::init();
         f()
@@ -263,6 +271,101 @@ fn spinlock_mutual_exclusion() {
         assert_eq!(s.n.load(Ordering::Relaxed), 2);
         assert_eq!(*s.lock.lock(), 2);
     });
+}
+
+/// The three lock kinds of [`SpinLock`] each exclude: the same critical
+/// section as above, two threads, every kind.
+#[test]
+fn spinlock_every_kind_excludes() {
+    for kind in LockKind::ALL {
+        model(Some(2), move || {
+            let s = Arc::new((SpinLock::with_kind(kind, 0u32), AtomicU32::new(0)));
+            let t = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    let mut g = s.0.lock();
+                    assert_eq!(s.1.fetch_add(1, Ordering::Relaxed), 0, "two inside");
+                    *g += 1;
+                    s.1.fetch_sub(1, Ordering::Relaxed);
+                })
+            };
+            {
+                let mut g = s.0.lock();
+                assert_eq!(s.1.fetch_add(1, Ordering::Relaxed), 0, "two inside");
+                *g += 1;
+                s.1.fetch_sub(1, Ordering::Relaxed);
+            }
+            t.join().unwrap();
+            assert_eq!(*s.0.lock(), 2);
+        });
+    }
+}
+
+/// Three CPUs on one queued spinlock: with one holding it, one becomes the
+/// pending waiter and one queues on its MCS node, so every step of
+/// `qspinlock.c` (fast path, pending, queue head, hand-over, dissolving the
+/// queue) runs. Nobody is ever inside with another, the count is exact, and
+/// the word ends free with no tail left.
+///
+/// `bound`: the correct lock is explored with one preemption (at two the
+/// model runs longer than `make test` can afford: over 15 minutes here);
+/// the broken one needs two to show its bug, and loom stops at the first.
+fn qspinlock_three_cpus(bound: usize, lock: fn(&AtomicU32)) {
+    model_branches(Some(bound), 100_000, move || {
+        struct S {
+            word: AtomicU32,
+            inside: AtomicU32,
+            n: AtomicU32,
+        }
+        let s = Arc::new(S {
+            word: AtomicU32::new(0),
+            inside: AtomicU32::new(0),
+            n: AtomicU32::new(0),
+        });
+        let crit = move |s: &S| {
+            lock(&s.word);
+            assert_eq!(
+                s.inside.fetch_add(1, Ordering::Relaxed),
+                0,
+                "two inside: mutual exclusion broken"
+            );
+            let v = s.n.load(Ordering::Relaxed);
+            s.n.store(v + 1, Ordering::Relaxed);
+            s.inside.fetch_sub(1, Ordering::Relaxed);
+            qspinlock::unlock(&s.word);
+        };
+        let ts: Vec<_> = (0..2)
+            .map(|_| {
+                let s = s.clone();
+                thread::spawn(move || crit(&s))
+            })
+            .collect();
+        crit(&s);
+        for t in ts {
+            t.join().unwrap();
+        }
+        // A holder that entered without synchronising with the previous
+        // release may read a stale count even when the two never overlap.
+        assert_eq!(
+            s.n.load(Ordering::Relaxed),
+            3,
+            "lost update: mutual exclusion broken"
+        );
+        assert_eq!(s.word.load(Ordering::Relaxed), 0, "lock word left dirty");
+    });
+}
+
+#[test]
+fn qspinlock_pending_and_queue_exclude() {
+    qspinlock_three_cpus(1, |w| qspinlock::lock(w));
+}
+
+/// The queue head no longer waits for the pending waiter to take the lock:
+/// both see the locked byte clear and both go in. Loom must find it.
+#[test]
+#[should_panic(expected = "mutual exclusion broken")]
+fn qspinlock_without_pending_wait_fails() {
+    qspinlock_three_cpus(2, qspinlock::lock_without_pending_wait);
 }
 
 /// RwSem: a writer excludes readers (and other writers); updates made

@@ -94,6 +94,23 @@ pub fn run_to<W: fmt::Write + Send>(p: &Params, out: &mut W) -> Result<Summary, 
     bench::run_params(p, &KernelExecutor, out)
 }
 
+/// `demo=pingpong`: bench's cache-line pingpong between the first two
+/// CPUs (21 batches of 100 round trips: under TCG each handoff can wait for
+/// a host time slice), its `pingpong:` line on the console. False if it could not run
+/// (one CPU online).
+pub fn pingpong() -> bool {
+    match bench::pingpong::run_with(&KernelExecutor, 21, 100) {
+        Ok(r) => {
+            kprintln!("{r}");
+            true
+        }
+        Err(e) => {
+            kprintln!("pingpong: {e} ({} online)", smp::online_count());
+            false
+        }
+    }
+}
+
 /// `bench=…`: run, print, exit (0 when the run succeeded).
 pub fn run(p: &Params) -> ! {
     let (used0, live0, _) = memory_figures();

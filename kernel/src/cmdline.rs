@@ -86,6 +86,8 @@ pub enum Demo {
     Trace,
     /// statneg for 1 s per design on up to 4 CPUs; one table.
     Table,
+    /// `bench pingpong` between the first two CPUs.
+    Pingpong,
 }
 
 /// What `stress=` runs.
@@ -224,13 +226,17 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         name: "demo",
-        syntax: "trace|table",
-        help: "trace: trace stat(\"/a/b/missing\") per design; table: 1 s statneg per design, one table",
+        syntax: "trace|table|pingpong",
+        help: "trace: trace stat(\"/a/b/missing\") per design; table: 1 s statneg per design, one table; pingpong: cache-line transfer ns between CPUs 0 and 1",
         kind: Kind::Value(|c, v| {
             c.demo = Some(value::one_of(
                 v,
-                &[("trace", Demo::Trace), ("table", Demo::Table)],
-                "trace or table",
+                &[
+                        ("trace", Demo::Trace),
+                        ("table", Demo::Table),
+                        ("pingpong", Demo::Pingpong),
+                    ],
+                "trace, table or pingpong",
             )?);
             Ok(())
         }),
@@ -728,6 +734,7 @@ mod tests {
             Err(CmdlineError::NeedsBench("tasks"))
         );
         assert_eq!(parse("demo=table").unwrap().demo, Some(Demo::Table));
+        assert_eq!(parse("demo=pingpong").unwrap().demo, Some(Demo::Pingpong));
         // poison= is a setting, not a mode: it goes with any of them.
         let c = parse("poison=1 stress=rcu secs=10").unwrap();
         assert!(c.poison == Some(true) && c.stress == Some(Stress::Rcu));

@@ -119,6 +119,7 @@ pub fn table_demo() -> bool {
             design,
             warmup: 0,
             secs: 1,
+            lock: fs::sync::rawlock::default_kind(),
         };
         // The will-it-scale block goes to the log only (debug level).
         let mut text = String::new();
@@ -173,6 +174,7 @@ pub fn run(which: kernel::cmdline::Demo, trace_on: bool) -> ! {
     let ok = match which {
         kernel::cmdline::Demo::Trace => trace_demo(trace_on),
         kernel::cmdline::Demo::Table => table_demo(),
+        kernel::cmdline::Demo::Pingpong => crate::benchrun::pingpong(),
     };
     exit(if ok {
         ExitCode::Success

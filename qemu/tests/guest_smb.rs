@@ -200,3 +200,71 @@ fn guest_mounts_and_lists_share_over_virtio_net() {
         out.serial_output
     );
 }
+
+/// The seed's mount line pasted as is into `smbopts=` (with credentials
+/// and `seal`: 300+ characters) against a server with `smb encrypt =
+/// required`: the guest mounts over SMB 3.1.1 encrypted, lists, and
+/// `smbread=` returns the server's bytes (same SHA-256).
+#[test]
+fn guest_encrypted_311_mount_with_the_seed_options() {
+    if let Some((fixture, why)) = skip_reason() {
+        qemu::fixtures::skip("guest_smb", fixture, why);
+        return;
+    }
+    let blob: Vec<u8> = (0..READ_SIZE).map(|i| (i * 13 % 251) as u8).collect();
+    let fx = Fixture::start(&FixtureOpts {
+        entries: ENTRIES,
+        files: vec![(READ_NAME.into(), blob)],
+        extra_global: vec!["smb encrypt = required".into()],
+        ..FixtureOpts::default()
+    })
+    .expect("samba fixture");
+    let stats = fx.dir.join("guest-relay-stats-seal");
+    std::fs::create_dir_all(&stats).unwrap();
+    let seed = "vers=3.1.1,cache=strict,upcall_target=app,uid=5000,forceuid,gid=5000,\
+forcegid,file_mode=0664,dir_mode=0775,iocharset=utf8,soft,nounix,mapposix,\
+reparse=nfs,nativesocket,symlink=native,rsize=4194304,wsize=4194304,\
+acdirmax=300,acregmax=30";
+    let opts = format!("{seed},username={},password={},seal", fx.user, fx.password);
+    assert!(opts.len() > 261, "{}", opts.len());
+    let out = boot(
+        &fx,
+        &stats,
+        &format!(
+            "smb=//10.0.2.100/{} smbopts={opts} smbread={READ_NAME}",
+            fx.share
+        ),
+    );
+    let serial = &out.serial_output;
+    assert_eq!(
+        out.status,
+        GuestStatus::Exited(0),
+        "guest failed:\n{serial}\n{}",
+        out.qemu_stderr
+    );
+    assert_eq!(
+        field(serial, "lsla design=", "entries"),
+        Some(ENTRIES as u64 + 1),
+        "{serial}"
+    );
+    let on_disk = std::fs::read(fx.share_dir.join(READ_NAME)).unwrap();
+    let want: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(&on_disk)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let line = serial
+        .lines()
+        .find(|l| l.starts_with("smbread "))
+        .unwrap_or_else(|| panic!("no smbread line:\n{serial}"));
+    assert!(
+        line.contains(&format!("path={READ_NAME} size={READ_SIZE} sha256={want} ")),
+        "guest read {line:?}, server has sha256={want}"
+    );
+    assert!(
+        serial.contains("Encrypted frames: "),
+        "the Stats show the sealed frames:\n{serial}"
+    );
+}

@@ -5,6 +5,11 @@
 //! several times is drawn at its median run, the figure report.md shows
 //! ([`super::points`]).
 //!
+//! With predictions from `bench predict` ([`render_with`]), each model
+//! (design × lock kind) is a *dashed* line labelled `predicted:DESIGN
+//! lock=KIND` over 1..64 CPUs in its testcase's panel; measured series stay
+//! solid lines with dots. The x axis then runs to 64.
+//!
 //! Touches nothing but the rows it is given and the string it returns.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use plotters::prelude::*;
 
 use super::points;
+use super::predict::Model;
 use super::report::human;
 use super::rows::Row;
 
@@ -31,6 +37,11 @@ fn label(r: &Row, many_hosts: bool) -> String {
 
 /// Render the SVG text. Errors only if plotters fails to draw.
 pub fn render(rows: &[Row]) -> Result<String, String> {
+    render_with(rows, &[])
+}
+
+/// [`render`] plus dashed predicted curves for `models`.
+pub fn render_with(rows: &[Row], models: &[Model]) -> Result<String, String> {
     // One row per point: its median run.
     let ok: Vec<&Row> = points::points(rows)
         .iter()
@@ -41,6 +52,7 @@ pub fn render(rows: &[Row]) -> Result<String, String> {
     let testcases: Vec<String> = ok
         .iter()
         .map(|r| r.testcase.clone())
+        .chain(models.iter().map(|m| m.testcase.clone()))
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -75,9 +87,38 @@ pub fn render(rows: &[Row]) -> Result<String, String> {
                 e.0 += r.average as f64;
                 e.1 += 1;
             }
-            let xmax = mine.iter().map(|r| r.cpus).max().unwrap_or(1) as f64;
-            let ymin = mine.iter().map(|r| r.average).min().unwrap_or(1).max(1) as f64 / 2.0;
-            let ymax = mine.iter().map(|r| r.average).max().unwrap_or(1).max(1) as f64 * 2.0;
+            // Predicted curves of this panel: label -> points.
+            let curves: Vec<(String, Vec<(f64, f64)>)> = models
+                .iter()
+                .filter(|m| &m.testcase == testcase)
+                .map(|m| {
+                    let pts = crate::predict::CPUS
+                        .iter()
+                        .map(|&n| (n as f64, m.at(n).max(1.0)))
+                        .collect();
+                    (format!("predicted:{} lock={}", m.design, m.lock), pts)
+                })
+                .collect();
+            let pred_y = || curves.iter().flat_map(|c| c.1.iter().map(|p| p.1));
+            let xmax = mine
+                .iter()
+                .map(|r| r.cpus)
+                .chain(curves.iter().flat_map(|c| c.1.iter().map(|p| p.0 as usize)))
+                .max()
+                .unwrap_or(1) as f64;
+            let ymin = mine
+                .iter()
+                .map(|r| r.average as f64)
+                .chain(pred_y())
+                .fold(f64::INFINITY, f64::min)
+                .clamp(1.0, f64::MAX)
+                / 2.0;
+            let ymax = mine
+                .iter()
+                .map(|r| r.average as f64)
+                .chain(pred_y())
+                .fold(1.0, f64::max)
+                * 2.0;
             let mut chart = ChartBuilder::on(area)
                 .caption(format!("{testcase}: ops/s vs CPUs"), ("sans-serif", 20))
                 .margin(12)
@@ -89,7 +130,7 @@ pub fn render(rows: &[Row]) -> Result<String, String> {
                 .configure_mesh()
                 .x_desc("CPUs (tasks)")
                 .y_desc("ops/s")
-                .x_labels(xmax as usize + 1)
+                .x_labels((xmax as usize + 1).min(17))
                 .x_label_formatter(&|v| format!("{v:.0}"))
                 .y_label_formatter(&|v| human(*v))
                 .draw()
@@ -110,6 +151,22 @@ pub fn render(rows: &[Row]) -> Result<String, String> {
                 chart
                     .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
                     .map_err(|e| e.to_string())?;
+            }
+            let first = series.len();
+            for (i, (name, pts)) in curves.iter().enumerate() {
+                let color = Palette99::pick(first + i).to_rgba();
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        pts.clone(),
+                        8,
+                        6,
+                        color.stroke_width(2),
+                    ))
+                    .map_err(|e| e.to_string())?
+                    .label(name.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 8, y)], color.stroke_width(2))
+                    });
             }
             chart
                 .configure_series_labels()

@@ -11,12 +11,18 @@
 //! of each repetition round instead ([`points::paired_ratio`]) when they
 //! can.
 //!
+//! With `bench predict` models ([`render_with`]) a "Predicted scaling"
+//! section follows: the model's inputs and predicted ops/s at 1..64 CPUs
+//! per design and lock kind, each beside the host-mode measurement of the
+//! same point where the rows have one.
+//!
 //! Touches nothing but the rows it is given.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::points::{self, Point};
+use super::predict::Model;
 use super::rows::Row;
 
 /// Display order and titles of the known sources.
@@ -147,6 +153,11 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
 
 /// The whole report.md text.
 pub fn render(rows: &[Row]) -> String {
+    render_with(rows, &[])
+}
+
+/// [`render`] with a "Predicted scaling" section for `models`.
+pub fn render_with(rows: &[Row], models: &[Model]) -> String {
     let mut s = String::new();
     let ok = rows.iter().filter(|r| r.is_ok()).count();
     let _ = writeln!(s, "# Lookup benchmark report\n");
@@ -184,8 +195,102 @@ pub fn render(rows: &[Row]) -> String {
     write_design_ratios(&mut s, &pts, &groups);
     write_linux_ratios(&mut s, &pts, &groups);
     write_goals(&mut s, &pts);
+    write_predictions(&mut s, &pts, models);
     write_not_run(&mut s, rows);
     s
+}
+
+/// The host-mode measurement of a model's point at `cpus`, if any: a row
+/// of `design` itself, or of `design lock=KIND` (what `bench predict
+/// --validate` writes).
+fn measured_for(pts: &[Point], m: &Model, cpus: usize) -> Option<f64> {
+    let with_lock = format!("{} lock={}", m.design, m.lock);
+    pts.iter()
+        .map(|p| p.median())
+        .find(|r| {
+            r.source == "host"
+                && r.testcase == m.testcase
+                && r.cpus == cpus
+                && (r.design == with_lock || r.design == m.design)
+        })
+        .map(|r| r.average as f64)
+}
+
+/// "Predicted scaling": one table of inputs, one of predictions with the
+/// measurements beside them.
+fn write_predictions(s: &mut String, pts: &[Point], models: &[Model]) {
+    if models.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "## Predicted scaling (`bench predict`)
+"
+    );
+    let _ = writeln!(
+        s,
+        "Predicted figures come from the model of docs/designs.md (\"Predicting scaling\"): each \
+         design's 1-CPU run (ns per op; stores, lock holds and hold time on its hottest line; \
+         stores to other shared lines) and one cache-line transfer latency *t_x*. In scaling.svg \
+         **predicted curves are dashed** (`predicted:DESIGN lock=KIND`) and **measured points are \
+         solid** lines with dots. A cell reads `predicted (measured M)` where host mode measured \
+         that point. Lock kinds marked \\* were not measured with that lock (the build had no \
+         `lock=` word): only their handoff model differs.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| testcase | design | lock | t_x ns | 1-CPU ns/op | hot-line stores/op | holds/op | hold ns/op | other shared stores/op | queued bound |"
+    );
+    let _ = writeln!(s, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for m in models {
+        let i = &m.inputs;
+        let bound = crate::predict::queued_bound(i, m.transfer_ns);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {}{} | {:.1} | {:.0} | {:.2} | {:.2} | {:.1} | {:.2} | {} |",
+            m.testcase,
+            m.design,
+            m.lock,
+            if m.lock_measured { "" } else { "\\*" },
+            m.transfer_ns,
+            i.ns_per_op,
+            i.hot_stores,
+            i.hot_holds,
+            i.hold_ns,
+            i.other_stores,
+            if bound.is_finite() {
+                human(bound)
+            } else {
+                "none (linear)".into()
+            }
+        );
+    }
+    s.push('\n');
+    let _ = write!(s, "| testcase | design | lock |");
+    for n in crate::predict::CPUS {
+        let _ = write!(s, " {n} CPU{} |", if n == 1 { "" } else { "s" });
+    }
+    let _ = write!(s, "\n|---|---|---|");
+    for _ in crate::predict::CPUS {
+        s.push_str("---:|");
+    }
+    s.push('\n');
+    for m in models {
+        let _ = write!(s, "| {} | {} | {} |", m.testcase, m.design, m.lock);
+        for n in crate::predict::CPUS {
+            let p = human(m.at(n));
+            match measured_for(pts, m, n) {
+                Some(v) => {
+                    let _ = write!(s, " {p} (measured {}) |", human(v));
+                }
+                None => {
+                    let _ = write!(s, " {p} |");
+                }
+            }
+        }
+        s.push('\n');
+    }
+    s.push('\n');
 }
 
 /// The runs that were skipped or failed, with their reasons. A run skipped

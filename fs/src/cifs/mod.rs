@@ -275,8 +275,11 @@ impl CifsFs {
         Arc::new(i)
     }
 
-    fn child_path(dir: &Inode, name: &[u8]) -> KResult<String> {
+    /// The share-relative wire path of `name` in `dir`, the name's reserved
+    /// characters mapped as the mount says (`mapposix`, `mapchars`).
+    fn child_path(dir: &Inode, name: &[u8], remap: options::Remap) -> KResult<String> {
         let name = core::str::from_utf8(name).map_err(|_| Errno::EINVAL)?;
+        let name = crate::smb::remap::to_wire(name, remap);
         let base = dir
             .private::<CifsInode>()
             .map(|c| c.path())
@@ -319,7 +322,7 @@ impl FsOps for CifsFs {
     }
 
     fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> KResult<Option<Arc<Inode>>> {
-        let path = Self::child_path(dir, name)?;
+        let path = Self::child_path(dir, name, self.opts.remap)?;
         let r = self.conn.lock().stat(&path);
         match r {
             Ok(st) => {
@@ -491,7 +494,7 @@ impl FsOps for CifsFs {
         kind: FileType,
         _mode: u32,
     ) -> KResult<Arc<Inode>> {
-        let path = Self::child_path(dir, name)?;
+        let path = Self::child_path(dir, name, self.opts.remap)?;
         let ok = match kind {
             FileType::Dir => OpenKind::Directory,
             FileType::File => OpenKind::File,
@@ -545,7 +548,7 @@ impl FsOps for CifsFs {
         nname: &[u8],
     ) -> KResult<()> {
         let old = Self::inode_path(inode)?;
-        let new = Self::child_path(ndir, nname)?;
+        let new = Self::child_path(ndir, nname, self.opts.remap)?;
         Self::map(self.conn.lock().rename(&old, &new))?;
         if let Some(ci) = inode.private::<CifsInode>() {
             *ci.path.lock() = new.clone();
@@ -573,8 +576,13 @@ impl FsOps for CifsFs {
         let entries = Self::map(self.conn.lock().list_dir(&ci.path()))?;
         let _excl = inode.i_rwsem.write();
         let mut seen: alloc::collections::BTreeSet<&[u8]> = alloc::collections::BTreeSet::new();
-        for e in &entries {
-            let name = e.name.as_bytes();
+        // Names as the VFS shows them (the wire's mapped characters back).
+        let local: alloc::vec::Vec<String> = entries
+            .iter()
+            .map(|e| crate::smb::remap::from_wire(&e.name, self.opts.remap))
+            .collect();
+        for (e, name) in entries.iter().zip(&local) {
+            let name = name.as_bytes();
             seen.insert(name);
             let hash = d_hash(dir, name);
             let existing = dcache::d_lookup(dir, name, hash);
@@ -585,7 +593,7 @@ impl FsOps for CifsFs {
                     if let Some(old) = existing.as_ref() {
                         dir.dir_seq.write(|| dcache::d_delete(old));
                     }
-                    let path = Self::child_path(&inode, name)?;
+                    let path = Self::child_path(&inode, name, self.opts.remap)?;
                     let child = self.make_inode(sb, path, is_dir, e.end_of_file, e.file_id, now);
                     Self::apply_listing(&child, e, now);
                     let d = dcache::d_alloc(dir.arc(), name, hash)?;
@@ -617,7 +625,7 @@ impl fmt::Display for MountError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MountError::Opts(e) => write!(f, "{e}"),
-            MountError::Smb(e) => write!(f, "cifs: {e}"),
+            MountError::Smb(e) => write!(f, "cifs: mount failed: {}", e.linux_message()),
             MountError::Vfs(e) => write!(f, "cifs: mount point: {e}"),
         }
     }
@@ -646,6 +654,15 @@ pub fn mount(
     cfg.soft = o.soft;
     if o.sign {
         cfg.signing = crate::smb::Signing::On;
+    }
+    cfg.seal = o.seal;
+    cfg.allow_guest = o.null_session;
+    if o.unix {
+        // Linux: "Server does not support mounting with posix SMB3.11
+        // extensions"; this client never asks for them.
+        return Err(MountError::Opts(OptError(
+            "cifs: mount failed: Operation not supported (unix: the SMB 3.1.1 POSIX extensions are not spoken here; mount with nounix)".into(),
+        )));
     }
     let mut conn = Connection::new(cfg, connector, clock);
     conn.connect().map_err(MountError::Smb)?;

@@ -1,6 +1,18 @@
 //! The cifs mount-option parser: the `a=b,c,...` string of `mount -t cifs`
-//! turned into [`CifsOpts`], with Linux's option names. It touches nothing
-//! but the string it is given.
+//! turned into [`CifsOpts`], with Linux's option names and rules (Linux
+//! 6.12 `fs/smb/client/fs_context.c`, plus the newer ones a 6.12+ mount line
+//! shows: `upcall_target=`, `reparse=`, `nativesocket`, `symlink=`).
+//!
+//! Every option Linux accepts is accepted ([`OPTIONS`]); those that change
+//! what this client does are implemented, the others are "accepted, no
+//! effect here" with the reason in the table (the README lists them).
+//! Unknown options are refused like Linux refuses them, all named in one
+//! message; `sloppy` accepts them. `user=name%pass` splits off the
+//! password, `pass=p,,w` is Linux's escaped comma, `credentials=FILE`
+//! reads `username=`/`password=`/`domain=` lines from a host file.
+//!
+//! It touches nothing but the string it is given (and, on the host, the
+//! credentials file it names).
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -40,7 +52,38 @@ pub struct CifsOpts {
     pub rsize: u32,
     /// Largest WRITE sent, in bytes (`wsize=`; same rules as `rsize`).
     pub wsize: u32,
+    /// Encrypt every request (`seal`).
+    pub seal: bool,
+    /// `cache=`: the attribute-cache policy.
+    pub cache: CachePolicy,
+    /// `unix`/`posix`/`linux`: ask for the SMB 3.1.1 POSIX extensions
+    /// (refused at mount: this client does not speak them); `nounix`
+    /// (the behaviour here) clears it.
+    pub unix: bool,
+    /// `mapposix` (Linux's default for SMB3) / `mapchars` / neither
+    /// (`nomapposix`, `nomapchars`).
+    pub remap: Remap,
+    /// `sec=none`: a null session (no user, no password).
+    pub null_session: bool,
+    /// Unknown options accepted because of `sloppy` (for the log).
+    pub ignored: Vec<String>,
 }
+
+/// `cache=` as an attribute-cache policy (this client caches no file data).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CachePolicy {
+    /// `cache=strict` (Linux's default): attributes and negative dentries
+    /// are believed for acregmax/acdirmax.
+    Strict,
+    /// `cache=loose`: the same windows (Linux's loose differs only in data
+    /// caching, which this client does not do).
+    Loose,
+    /// `cache=none`: nothing is believed; every lookup and stat asks the
+    /// server (the windows become 0).
+    None,
+}
+
+pub use crate::smb::remap::Remap;
 
 /// A mount option the parser refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,9 +95,315 @@ impl fmt::Display for OptError {
     }
 }
 
-/// The option names, for help texts.
-pub const OPTION_NAMES: &str = "vers= username= password= domain= uid= forceuid gid= forcegid \
-file_mode= dir_mode= acregmax= acdirmax= actimeo= soft hard noserverino sign rsize= wsize= wslea=probe|negcache|easize|off wslea_k=";
+/// The implemented option names, for help texts.
+pub const OPTION_NAMES: &str = "vers= username=|user= password=|pass= domain=|dom= credentials= \
+uid= forceuid gid= forcegid file_mode= dir_mode= acregmax= acdirmax= actimeo= noac soft hard \
+serverino noserverino sign seal sec= cache=strict|loose|none unix nounix mapposix mapchars \
+iocharset=utf8 rsize= wsize= sloppy wslea=probe|negcache|easize|off wslea_k=";
+
+/// The value an option takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// No value (`soft`).
+    Flag,
+    /// No value, and a `no` form (`forceuid`, `noforceuid`).
+    FlagNo,
+    /// An unsigned number.
+    Num,
+    /// A string.
+    Str,
+}
+
+/// One option Linux accepts, and what it does here.
+#[derive(Clone, Copy, Debug)]
+pub struct OptSpec {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// `None`: implemented. `Some(reason)`: accepted, no effect here.
+    pub no_effect: Option<&'static str>,
+}
+
+const fn imp(name: &'static str, kind: Kind) -> OptSpec {
+    OptSpec {
+        name,
+        kind,
+        no_effect: None,
+    }
+}
+
+const fn nop(name: &'static str, kind: Kind, why: &'static str) -> OptSpec {
+    OptSpec {
+        name,
+        kind,
+        no_effect: Some(why),
+    }
+}
+
+const ONE_CONN: &str = "one connection, one channel per mount";
+const NO_DATA_CACHE: &str = "no file data or handles are cached";
+const NO_WRITES: &str = "the mount serves lookups, listings and reads";
+const NO_ACL: &str = "permissions come from uid/gid/file_mode/dir_mode or the WSL EAs";
+const NO_LOCKS: &str = "no byte-range locks are taken";
+const NTLM_ONLY: &str = "authentication is NTLMv2 over raw NTLMSSP";
+const CALLER_NET: &str = "the caller's connector chooses the address and port";
+const VFS_FLAGS: &str = "a VFS mount flag Linux passes through; no such flags here";
+
+/// Every option of Linux's cifs (`smb3_fs_parameters`), in its order.
+pub const OPTIONS: &[OptSpec] = &[
+    // Flags.
+    nop(
+        "user_xattr",
+        Kind::FlagNo,
+        "extended attributes are read only as WSL EAs",
+    ),
+    imp("forceuid", Kind::FlagNo),
+    nop("multichannel", Kind::FlagNo, ONE_CONN),
+    imp("forcegid", Kind::FlagNo),
+    nop(
+        "noblocksend",
+        Kind::Flag,
+        "sends always block until the transport took them",
+    ),
+    nop("noautotune", Kind::Flag, "no socket buffer tuning here"),
+    nop("nolease", Kind::Flag, "no leases are requested"),
+    imp("hard", Kind::FlagNo),
+    imp("soft", Kind::FlagNo),
+    nop(
+        "perm",
+        Kind::FlagNo,
+        "the VFS checks no permissions on cifs inodes",
+    ),
+    nop("nodelete", Kind::Flag, NO_WRITES),
+    imp("mapposix", Kind::FlagNo),
+    imp("mapchars", Kind::Flag),
+    imp("nomapchars", Kind::Flag),
+    nop("sfu", Kind::FlagNo, "special files are not created"),
+    nop("nodfs", Kind::Flag, "DFS referrals are not followed"),
+    nop("posixpaths", Kind::FlagNo, "SMB1 only"),
+    imp("unix", Kind::FlagNo),
+    imp("linux", Kind::FlagNo),
+    imp("posix", Kind::FlagNo),
+    nop(
+        "nocase",
+        Kind::Flag,
+        "names are passed to the server as given",
+    ),
+    nop(
+        "ignorecase",
+        Kind::Flag,
+        "names are passed to the server as given",
+    ),
+    nop("brl", Kind::FlagNo, NO_LOCKS),
+    nop("handlecache", Kind::FlagNo, NO_DATA_CACHE),
+    nop("forcemandatorylock", Kind::Flag, NO_LOCKS),
+    nop("forcemand", Kind::Flag, NO_LOCKS),
+    nop("setuidfromacl", Kind::Flag, NO_ACL),
+    nop("idsfromsid", Kind::Flag, NO_ACL),
+    nop("setuids", Kind::FlagNo, NO_WRITES),
+    nop("dynperm", Kind::FlagNo, NO_ACL),
+    nop("intr", Kind::FlagNo, "no signals here"),
+    nop("strictsync", Kind::FlagNo, NO_WRITES),
+    imp("serverino", Kind::FlagNo),
+    nop("rwpidforward", Kind::Flag, "no processes here"),
+    nop("cifsacl", Kind::Flag, NO_ACL),
+    nop("acl", Kind::FlagNo, NO_ACL),
+    nop("locallease", Kind::Flag, NO_LOCKS),
+    imp("sign", Kind::Flag),
+    nop(
+        "ignore_signature",
+        Kind::Flag,
+        "signed replies are always verified",
+    ),
+    nop(
+        "signloosely",
+        Kind::Flag,
+        "signed replies are always verified",
+    ),
+    imp("seal", Kind::Flag),
+    imp("noac", Kind::Flag),
+    nop("fsc", Kind::Flag, NO_DATA_CACHE),
+    nop(
+        "mfsymlinks",
+        Kind::Flag,
+        "symlinks are not followed on cifs here",
+    ),
+    nop("multiuser", Kind::Flag, "one session per mount"),
+    imp("sloppy", Kind::Flag),
+    nop("nosharesock", Kind::Flag, ONE_CONN),
+    nop("persistenthandles", Kind::FlagNo, NO_DATA_CACHE),
+    nop("resilienthandles", Kind::FlagNo, NO_DATA_CACHE),
+    nop(
+        "tcpnodelay",
+        Kind::FlagNo,
+        "the transport sets TCP_NODELAY always",
+    ),
+    nop("nosparse", Kind::Flag, NO_WRITES),
+    nop("domainauto", Kind::Flag, NTLM_ONLY),
+    nop("rdma", Kind::Flag, "TCP only"),
+    nop("modesid", Kind::Flag, NO_ACL),
+    nop("modefromsid", Kind::Flag, NO_ACL),
+    nop("rootfs", Kind::Flag, "not a root filesystem"),
+    nop("compress", Kind::Flag, "no compression is negotiated"),
+    nop("witness", Kind::Flag, "no witness (cluster) service"),
+    nop(
+        "nativesocket",
+        Kind::FlagNo,
+        "special files are not created",
+    ),
+    nop(
+        "nbsessinit",
+        Kind::FlagNo,
+        "direct TCP (port 445 style), no NetBIOS session setup",
+    ),
+    nop("unicode", Kind::FlagNo, "SMB1 only"),
+    // Numbers.
+    nop("backupuid", Kind::Num, "no backup intent is claimed"),
+    nop("backupgid", Kind::Num, "no backup intent is claimed"),
+    imp("uid", Kind::Num),
+    nop("cruid", Kind::Num, NTLM_ONLY),
+    imp("gid", Kind::Num),
+    imp("file_mode", Kind::Num),
+    imp("dirmode", Kind::Num),
+    imp("dir_mode", Kind::Num),
+    nop("port", Kind::Num, CALLER_NET),
+    nop("min_enc_offload", Kind::Num, "decryption is done inline"),
+    nop("retrans", Kind::Num, "retries are set by soft/hard"),
+    nop("esize", Kind::Num, "decryption is done inline"),
+    nop("bsize", Kind::Num, "st_blksize is not reported"),
+    nop("rasize", Kind::Num, "no readahead"),
+    imp("rsize", Kind::Num),
+    imp("wsize", Kind::Num),
+    imp("actimeo", Kind::Num),
+    imp("acdirmax", Kind::Num),
+    imp("acregmax", Kind::Num),
+    nop("closetimeo", Kind::Num, NO_DATA_CACHE),
+    nop(
+        "echo_interval",
+        Kind::Num,
+        "no ECHO keepalives; a dead link shows as a timeout",
+    ),
+    nop(
+        "max_credits",
+        Kind::Num,
+        "the client asks for credits per request",
+    ),
+    nop(
+        "max_cached_dirs",
+        Kind::Num,
+        "directory listings are cached per inode for acdirmax",
+    ),
+    nop("handletimeout", Kind::Num, NO_DATA_CACHE),
+    nop(
+        "snapshot",
+        Kind::Num,
+        "no previous versions (timewarp) access",
+    ),
+    nop("max_channels", Kind::Num, ONE_CONN),
+    // Strings.
+    nop(
+        "source",
+        Kind::Str,
+        "the source is the mount's first argument",
+    ),
+    imp("user", Kind::Str),
+    imp("username", Kind::Str),
+    imp("pass", Kind::Str),
+    imp("password", Kind::Str),
+    nop("ip", Kind::Str, CALLER_NET),
+    nop("addr", Kind::Str, CALLER_NET),
+    imp("domain", Kind::Str),
+    imp("dom", Kind::Str),
+    nop("srcaddr", Kind::Str, CALLER_NET),
+    imp("iocharset", Kind::Str),
+    nop("netbiosname", Kind::Str, "no NetBIOS session setup"),
+    nop("servern", Kind::Str, "no NetBIOS session setup"),
+    imp("ver", Kind::Str),
+    imp("vers", Kind::Str),
+    imp("sec", Kind::Str),
+    imp("cache", Kind::Str),
+    nop("upcall_target", Kind::Str, "no key upcalls (no Kerberos)"),
+    nop("reparse", Kind::Str, "special files are not created"),
+    nop("symlink", Kind::Str, "symlinks are not created"),
+    nop(
+        "symlinkroot",
+        Kind::Str,
+        "symlinks are not followed on cifs here",
+    ),
+    // Ignored by Linux itself.
+    nop(
+        "guest",
+        Kind::Flag,
+        "ignored by Linux too (mount.cifs's word)",
+    ),
+    nop("noatime", Kind::Flag, VFS_FLAGS),
+    nop("relatime", Kind::Flag, VFS_FLAGS),
+    nop("_netdev", Kind::Flag, VFS_FLAGS),
+    nop("suid", Kind::FlagNo, VFS_FLAGS),
+    nop("exec", Kind::FlagNo, VFS_FLAGS),
+    nop("dev", Kind::FlagNo, VFS_FLAGS),
+    nop("mand", Kind::FlagNo, VFS_FLAGS),
+    nop("auto", Kind::FlagNo, VFS_FLAGS),
+    imp("cred", Kind::Str),
+    imp("credentials", Kind::Str),
+    nop("unc", Kind::Str, "the source is the mount's first argument"),
+    nop(
+        "prefixpath",
+        Kind::Str,
+        "the source is the mount's first argument",
+    ),
+    // This project's own.
+    imp("wslea", Kind::Str),
+    imp("wslea_k", Kind::Num),
+];
+
+/// The spec of option `k`, with `negated` set when it is the `no` form of
+/// a [`Kind::FlagNo`].
+fn lookup(k: &str) -> Option<(&'static OptSpec, bool)> {
+    if let Some(s) = OPTIONS.iter().find(|s| s.name == k) {
+        return Some((s, false));
+    }
+    let base = k.strip_prefix("no")?;
+    OPTIONS
+        .iter()
+        .find(|s| s.name == base && s.kind == Kind::FlagNo)
+        .map(|s| (s, true))
+}
+
+/// Splits `s` on commas, keeping Linux's `,,` escape inside a password
+/// (`pass=a,,b` is the password `a,b`).
+fn split_options(s: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        let (tok, after) = rest.split_once(',').unwrap_or((rest, ""));
+        let mut tok = tok.to_string();
+        rest = after;
+        if tok.starts_with("pass=") || tok.starts_with("password=") {
+            while let Some(r) = rest.strip_prefix(',') {
+                let (more, after) = r.split_once(',').unwrap_or((r, ""));
+                tok.push(',');
+                tok.push_str(more);
+                rest = after;
+            }
+        }
+        out.push(tok);
+    }
+    out
+}
+
+/// Reads a credentials file (host only; `Err` with a reason in the guest).
+pub type ReadFile<'a> = &'a dyn Fn(&str) -> Result<String, String>;
+
+/// The std reader: `std::fs::read_to_string`.
+#[cfg(feature = "std")]
+fn read_host_file(path: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "std"))]
+fn read_host_file(_path: &str) -> Result<String, String> {
+    Err("no host filesystem here (give username= and password=)".into())
+}
 
 impl Default for CifsOpts {
     fn default() -> Self {
@@ -80,6 +429,12 @@ impl Default for CifsOpts {
             sign: false,
             rsize: DEFAULT_IOSIZE,
             wsize: DEFAULT_IOSIZE,
+            seal: false,
+            cache: CachePolicy::Strict,
+            unix: false,
+            remap: Remap::Sfm,
+            null_session: false,
+            ignored: Vec::new(),
         }
     }
 }
@@ -127,59 +482,185 @@ fn num(k: &str, v: &str, radix: u32) -> Result<u64, OptError> {
 }
 
 impl CifsOpts {
-    /// Parse `a=b,c,...` (Linux names; times in seconds, modes in octal).
+    /// Parse `a=b,c,...` (Linux names; times in seconds, modes in octal);
+    /// `credentials=` reads the host file (refused in the guest).
     pub fn parse(s: &str) -> Result<CifsOpts, OptError> {
+        Self::parse_with(s, &read_host_file)
+    }
+
+    /// [`CifsOpts::parse`] with the credentials file read by `read`.
+    pub fn parse_with(s: &str, read: ReadFile<'_>) -> Result<CifsOpts, OptError> {
         let mut o = CifsOpts::default();
-        for w in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        let mut unknown: Vec<String> = Vec::new();
+        let mut sloppy = false;
+        let mut cred_file: Option<String> = None;
+        let (mut user_set, mut pass_set, mut dom_set) = (false, false, false);
+        for w in split_options(s) {
+            let w = w.trim();
+            if w.is_empty() {
+                continue;
+            }
             let (k, v) = match w.split_once('=') {
                 Some((k, v)) => (k, Some(v)),
                 None => (w, None),
             };
-            let need = || v.ok_or_else(|| OptError(format!("cifs: {k} needs a value")));
-            match k {
-                "vers" => o.vers = parse_vers(need()?)?,
-                "username" | "user" => o.username = need()?.to_string(),
-                "password" | "pass" => o.password = need()?.to_string(),
-                "domain" => o.domain = need()?.to_string(),
-                "uid" => o.uid = num(k, need()?, 10)? as u32,
-                "gid" => o.gid = num(k, need()?, 10)? as u32,
-                "forceuid" => o.forceuid = true,
-                "forcegid" => o.forcegid = true,
+            let Some((spec, negated)) = lookup(k) else {
+                unknown.push(k.to_string());
+                continue;
+            };
+            match (spec.kind, v) {
+                (Kind::Flag | Kind::FlagNo, Some(_)) => {
+                    return Err(OptError(format!("cifs: Unexpected value for '{k}'")))
+                }
+                (Kind::Num | Kind::Str, None) => {
+                    return Err(OptError(format!("cifs: {k} needs a value")))
+                }
+                _ => {}
+            }
+            let val = v.unwrap_or("");
+            if spec.kind == Kind::Num {
+                num(k, val, 10).or_else(|e| num(k, val, 8).map_err(|_| e))?;
+            }
+            match spec.name {
+                "vers" | "ver" => o.vers = parse_vers(val)?,
+                "username" | "user" => {
+                    // Linux (mount.cifs) takes `user=name%password`.
+                    match val.split_once('%') {
+                        Some((u, p)) => {
+                            o.username = u.to_string();
+                            o.password = p.to_string();
+                            pass_set = true;
+                        }
+                        None => o.username = val.to_string(),
+                    }
+                    user_set = true;
+                }
+                "password" | "pass" => {
+                    o.password = val.to_string();
+                    pass_set = true;
+                }
+                "domain" | "dom" => {
+                    o.domain = val.to_string();
+                    dom_set = true;
+                }
+                "credentials" | "cred" => cred_file = Some(val.to_string()),
+                "uid" => o.uid = num(k, val, 10)? as u32,
+                "gid" => o.gid = num(k, val, 10)? as u32,
+                "forceuid" => o.forceuid = !negated,
+                "forcegid" => o.forcegid = !negated,
                 "file_mode" => {
-                    o.file_mode = num(k, need()?, 8)? as u32 & 0o7777;
+                    o.file_mode = num(k, val, 8)? as u32 & 0o7777;
                     o.file_mode_set = true;
                 }
-                "dir_mode" => {
-                    o.dir_mode = num(k, need()?, 8)? as u32 & 0o7777;
+                "dir_mode" | "dirmode" => {
+                    o.dir_mode = num(k, val, 8)? as u32 & 0o7777;
                     o.dir_mode_set = true;
                 }
-                "acregmax" => o.acregmax_ms = num(k, need()?, 10)? * 1000,
-                "acdirmax" => o.acdirmax_ms = num(k, need()?, 10)? * 1000,
+                "acregmax" => o.acregmax_ms = num(k, val, 10)? * 1000,
+                "acdirmax" => o.acdirmax_ms = num(k, val, 10)? * 1000,
                 "actimeo" => {
-                    o.acregmax_ms = num(k, need()?, 10)? * 1000;
+                    o.acregmax_ms = num(k, val, 10)? * 1000;
                     o.acdirmax_ms = o.acregmax_ms;
                 }
-                "soft" => o.soft = true,
-                "hard" => o.soft = false,
-                "noserverino" => o.noserverino = true,
+                // Linux: "noac is deprecated, use actimeo=0".
+                "noac" => {
+                    o.acregmax_ms = 0;
+                    o.acdirmax_ms = 0;
+                }
+                "soft" => o.soft = !negated,
+                "hard" => o.soft = negated,
+                "serverino" => o.noserverino = negated,
                 "sign" => o.sign = true,
-                "rsize" => o.rsize = iosize(k, need()?)?,
-                "wsize" => o.wsize = iosize(k, need()?)?,
+                "seal" => o.seal = true,
+                "sec" => match val {
+                    "ntlmssp" | "ntlmv2" | "nontlm" => {}
+                    "ntlmsspi" | "ntlmv2i" => o.sign = true,
+                    "none" => o.null_session = true,
+                    "krb5" | "krb5i" | "krb5p" => {
+                        return Err(OptError(format!(
+                            "cifs: sec={val} is not supported here (no Kerberos; sec=ntlmssp)"
+                        )))
+                    }
+                    _ => return Err(OptError(format!("cifs: bad security option: {val}"))),
+                },
+                "cache" => {
+                    o.cache = match val {
+                        "strict" => CachePolicy::Strict,
+                        "loose" | "ro" | "singleclient" => CachePolicy::Loose,
+                        "none" => CachePolicy::None,
+                        _ => return Err(OptError(format!("cifs: bad cache= option: {val}"))),
+                    }
+                }
+                "unix" | "linux" | "posix" => o.unix = !negated,
+                "mapposix" => o.remap = if negated { Remap::None } else { Remap::Sfm },
+                "mapchars" => o.remap = Remap::Sfu,
+                "nomapchars" => o.remap = Remap::None,
+                "iocharset" => {
+                    if !val.eq_ignore_ascii_case("utf8") && !val.eq_ignore_ascii_case("utf-8") {
+                        return Err(OptError(format!(
+                            "cifs: iocharset={val}: names are UTF-8 here (iocharset=utf8)"
+                        )));
+                    }
+                }
+                "rsize" => o.rsize = iosize(k, val)?,
+                "wsize" => o.wsize = iosize(k, val)?,
+                "sloppy" => sloppy = true,
                 "wslea" => {
-                    let v = need()?;
-                    o.wslea = wslea::by_name(v).ok_or_else(|| {
+                    o.wslea = wslea::by_name(val).ok_or_else(|| {
                         OptError(format!(
-                            "cifs: unknown wslea={v} (probe|negcache|easize|off)"
+                            "cifs: unknown wslea={val} (probe|negcache|easize|off)"
                         ))
                     })?;
                 }
-                "wslea_k" => o.wslea_k = num(k, need()?, 10)?.clamp(1, 1 << 20) as u32,
-                _ => {
-                    return Err(OptError(format!(
-                        "cifs: unknown mount option {k:?}; valid: {OPTION_NAMES}"
-                    )))
+                "wslea_k" => o.wslea_k = num(k, val, 10)?.clamp(1, 1 << 20) as u32,
+                _ => debug_assert!(spec.no_effect.is_some(), "{} unhandled", spec.name),
+            }
+        }
+        if !unknown.is_empty() {
+            if !sloppy {
+                let names: Vec<String> = unknown.iter().map(|u| format!("'{u}'")).collect();
+                let word = if unknown.len() == 1 {
+                    "parameter"
+                } else {
+                    "parameters"
+                };
+                return Err(OptError(format!(
+                    "cifs: Unknown {word} {} (sloppy accepts them)",
+                    names.join(", ")
+                )));
+            }
+            o.ignored = unknown;
+        }
+        if let Some(path) = cred_file {
+            let text =
+                read(&path).map_err(|e| OptError(format!("cifs: credentials={path}: {e}")))?;
+            // Options given on the line win over the file, as mount.cifs.
+            for line in text.lines() {
+                let line = line.trim();
+                let Some((k, v)) = line.split_once('=') else {
+                    continue;
+                };
+                match k.trim() {
+                    "username" | "user" if !user_set => match v.split_once('%') {
+                        Some((u, p)) if !pass_set => {
+                            o.username = u.into();
+                            o.password = p.into();
+                        }
+                        _ => o.username = v.into(),
+                    },
+                    "password" | "pass" if !pass_set => o.password = v.into(),
+                    "domain" | "dom" if !dom_set => o.domain = v.into(),
+                    _ => {}
                 }
             }
+        }
+        if o.null_session {
+            o.username.clear();
+            o.password.clear();
+        }
+        if o.cache == CachePolicy::None {
+            o.acregmax_ms = 0;
+            o.acdirmax_ms = 0;
         }
         Ok(o)
     }
@@ -210,5 +691,153 @@ mod tests {
         assert_eq!(CifsOpts::default().rsize, 4 << 20);
         assert_eq!(CifsOpts::parse("rsize=99999999").unwrap().rsize, 8 << 20);
         assert!(CifsOpts::parse("wsize=100").is_err());
+    }
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::*;
+    use alloc::vec;
+
+    /// The seed's mount line (a Linux 6.12 `/proc/mounts` line) pasted as
+    /// is, with credentials: every option is accepted, the implemented
+    /// ones take effect.
+    pub const SEED: &str = "vers=3.1.1,cache=strict,upcall_target=app,uid=5000,forceuid,gid=5000,\
+forcegid,file_mode=0664,dir_mode=0775,iocharset=utf8,soft,nounix,mapposix,\
+reparse=nfs,nativesocket,symlink=native,rsize=4194304,wsize=4194304,\
+acdirmax=300,acregmax=30";
+
+    #[test]
+    fn the_seed_line_parses() {
+        let o = CifsOpts::parse(&format!("{SEED},username=root,password=pw")).unwrap();
+        assert_eq!(o.vers, vec![0x0311]);
+        assert_eq!(
+            (o.uid, o.gid, o.forceuid, o.forcegid),
+            (5000, 5000, true, true)
+        );
+        assert_eq!((o.file_mode, o.dir_mode), (0o664, 0o775));
+        assert_eq!((o.acregmax_ms, o.acdirmax_ms), (30_000, 300_000));
+        assert_eq!((o.rsize, o.wsize), (4 << 20, 4 << 20));
+        assert!(o.soft && !o.unix && o.remap == Remap::Sfm);
+        assert_eq!(o.cache, CachePolicy::Strict);
+        assert!(o.all_forced());
+    }
+
+    #[test]
+    fn unknown_options_are_all_named_and_sloppy_accepts_them() {
+        let e = CifsOpts::parse("soft,bogus=1,vers=3.0,frob").unwrap_err();
+        assert_eq!(
+            e.0,
+            "cifs: Unknown parameters 'bogus', 'frob' (sloppy accepts them)"
+        );
+        let e = CifsOpts::parse("bogus").unwrap_err();
+        assert_eq!(e.0, "cifs: Unknown parameter 'bogus' (sloppy accepts them)");
+        let o = CifsOpts::parse("bogus=1,sloppy,frob,vers=3.0").unwrap();
+        assert_eq!(o.ignored, vec!["bogus".to_string(), "frob".to_string()]);
+        assert_eq!(o.vers, vec![0x0300]);
+    }
+
+    #[test]
+    fn every_linux_option_is_accepted() {
+        for spec in OPTIONS {
+            let s = match spec.kind {
+                Kind::Flag | Kind::FlagNo => spec.name.to_string(),
+                Kind::Num if spec.name.ends_with("mode") => format!("{}=0644", spec.name),
+                Kind::Num => format!("{}=4096", spec.name),
+                Kind::Str => match spec.name {
+                    "vers" | "ver" => "vers=3.0".into(),
+                    "sec" => "sec=ntlmssp".into(),
+                    "cache" => "cache=loose".into(),
+                    "iocharset" => "iocharset=utf8".into(),
+                    "wslea" => "wslea=probe".into(),
+                    "credentials" | "cred" => continue,
+                    n => format!("{n}=x"),
+                },
+            };
+            CifsOpts::parse(&s).unwrap_or_else(|e| panic!("{s}: {e}"));
+            if spec.kind == Kind::FlagNo {
+                CifsOpts::parse(&format!("no{}", spec.name)).unwrap();
+            }
+        }
+        assert!(CifsOpts::parse("soft=1")
+            .unwrap_err()
+            .0
+            .contains("Unexpected value"));
+        assert!(CifsOpts::parse("uid")
+            .unwrap_err()
+            .0
+            .contains("needs a value"));
+    }
+
+    #[test]
+    fn user_percent_pass_escaped_commas_and_credentials_file() {
+        let o = CifsOpts::parse("username=root%pw,vers=3.0").unwrap();
+        assert_eq!((o.username.as_str(), o.password.as_str()), ("root", "pw"));
+        let o = CifsOpts::parse("password=p,,w,,,,x,soft").unwrap();
+        assert_eq!(o.password, "p,w,,x");
+        assert!(o.soft);
+        let read = |p: &str| -> Result<String, String> {
+            assert_eq!(p, "/etc/cred");
+            Ok("username=alice\npassword=s3,cret\ndomain=WG\n".into())
+        };
+        let o = CifsOpts::parse_with("credentials=/etc/cred,vers=3.0", &read).unwrap();
+        assert_eq!(
+            (o.username.as_str(), o.password.as_str(), o.domain.as_str()),
+            ("alice", "s3,cret", "WG")
+        );
+        // The command line wins over the file.
+        let o = CifsOpts::parse_with("user=bob,credentials=/etc/cred", &read).unwrap();
+        assert_eq!(
+            (o.username.as_str(), o.password.as_str()),
+            ("bob", "s3,cret")
+        );
+        let nofile = |_: &str| -> Result<String, String> { Err("No such file".into()) };
+        let e = CifsOpts::parse_with("credentials=/etc/cred", &nofile).unwrap_err();
+        assert_eq!(e.0, "cifs: credentials=/etc/cred: No such file");
+    }
+
+    /// The README's "accepted, no effect here" list names every option of
+    /// the table that has no effect, so the two cannot drift apart.
+    #[test]
+    fn readme_lists_every_option_without_effect() {
+        let readme = include_str!("../../../README.md");
+        let at = readme
+            .find("Accepted, no effect here")
+            .expect("README section");
+        let section = &readme[at..];
+        for spec in OPTIONS.iter().filter(|s| s.no_effect.is_some()) {
+            let shown = match spec.kind {
+                Kind::Num | Kind::Str => format!("`{}=`", spec.name),
+                Kind::FlagNo => format!("`{} / no{}`", spec.name, spec.name),
+                Kind::Flag => format!("`{}`", spec.name),
+            };
+            assert!(section.contains(&shown), "README misses {shown}");
+            assert!(section.contains(spec.no_effect.unwrap()), "{shown}");
+        }
+    }
+
+    #[test]
+    fn cache_sec_vers_and_iocharset() {
+        let o = CifsOpts::parse("cache=none,acregmax=30").unwrap();
+        assert_eq!((o.acregmax_ms, o.acdirmax_ms), (0, 0));
+        assert_eq!(CifsOpts::parse("noac").unwrap().acregmax_ms, 0);
+        assert!(CifsOpts::parse("sec=ntlmsspi").unwrap().sign);
+        assert!(CifsOpts::parse("sec=krb5").is_err());
+        assert!(CifsOpts::parse("iocharset=iso8859-1").is_err());
+        assert_eq!(CifsOpts::parse("vers=2.0").unwrap().vers, vec![0x0202]);
+        assert_eq!(
+            CifsOpts::parse("vers=3").unwrap().vers,
+            vec![0x0311, 0x0302, 0x0300]
+        );
+        assert_eq!(
+            CifsOpts::default().vers,
+            vec![0x0311, 0x0302, 0x0300, 0x0210]
+        );
+        assert!(CifsOpts::parse("vers=4.0")
+            .unwrap_err()
+            .0
+            .contains("Unknown vers="));
+        let o = CifsOpts::parse("noserverino,serverino,nomapposix,hard,noforceuid").unwrap();
+        assert!(!o.noserverino && o.remap == Remap::None && !o.soft && !o.forceuid);
     }
 }

@@ -246,6 +246,14 @@ pub fn dcache() -> &'static Dcache {
     })
 }
 
+impl Dcache {
+    /// The spinlock kind of the dcache's own locks (LRU, in-lookup and hash
+    /// buckets), fixed when it was created (see `sync::rawlock`).
+    pub fn lock_kind(&self) -> crate::sync::rawlock::LockKind {
+        self.lru.kind()
+    }
+}
+
 /// Set the unused-dentry limit (the shrinker keeps the LRU at or below it).
 pub fn set_max_unused(n: usize) {
     dcache().max_unused.store(n, Ordering::Relaxed);

@@ -18,8 +18,10 @@
 
 pub mod conn;
 pub mod crypto;
+pub mod errmap;
 pub mod ntlm;
 pub mod ops;
+pub mod remap;
 pub mod stats;
 pub mod transport;
 pub mod wire;
@@ -37,7 +39,6 @@ pub use wire::WireError;
 
 use crate::errno::Errno;
 use core::fmt;
-use wire::status;
 
 /// What an SMB operation can fail with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +69,13 @@ pub enum SmbError {
     /// The server refused a session or share that was not encrypted
     /// (ACCESS_DENIED where encryption was not offered or not on).
     EncryptionRequired,
+    /// NEGOTIATE found no common dialect (STATUS_NOT_SUPPORTED).
+    /// `offered`: bit i set for [`DIALECTS`]`[i]` offered; `server`: what
+    /// the server picks from all of them (0 if unknown), for the hint.
+    NoCommonDialect { offered: u8, server: u16 },
+    /// TREE_CONNECT failed with this status (BAD_NETWORK_NAME is ENODEV at
+    /// mount, as the issue's `No such device` says).
+    Share(u32),
     /// Not enough credits granted to send a request.
     NoCredits,
     /// The caller passed something unusable (e.g. a path too long).
@@ -96,34 +104,36 @@ impl fmt::Display for SmbError {
             SmbError::EncryptionRequired => {
                 f.write_str("encryption required by the server (mount with seal)")
             }
+            SmbError::NoCommonDialect { offered, server } => {
+                f.write_str("server supports none of the offered dialects (offered ")?;
+                let mut first = true;
+                for (i, d) in DIALECTS.iter().enumerate().rev() {
+                    if offered & (1 << i) != 0 {
+                        if !first {
+                            f.write_str(", ")?;
+                        }
+                        first = false;
+                        f.write_str(wire::negotiate::dialect::name(*d))?;
+                    }
+                }
+                match *server {
+                    0 => f.write_str(")"),
+                    d => write!(f, "; try vers={})", wire::negotiate::dialect::name(d)),
+                }
+            }
+            SmbError::Share(s) => write!(f, "tree connect failed: status 0x{s:08x}"),
             SmbError::NoCredits => f.write_str("no credits"),
             SmbError::Invalid(s) => write!(f, "invalid argument: {s}"),
         }
     }
 }
 
-/// Linux errno for an NT status (as the cifs client maps the common ones).
-pub fn status_errno(s: u32) -> Errno {
-    match s {
-        status::NO_SUCH_FILE | status::OBJECT_NAME_NOT_FOUND | status::OBJECT_PATH_NOT_FOUND => {
-            Errno::ENOENT
-        }
-        status::BAD_NETWORK_NAME => Errno::ENOENT,
-        status::ACCESS_DENIED | status::LOGON_FAILURE => Errno::EACCES,
-        status::NO_EAS_ON_FILE => Errno::ENODATA,
-        status::NOT_A_DIRECTORY => Errno::ENOTDIR,
-        status::FILE_IS_A_DIRECTORY => Errno::EISDIR,
-        status::OBJECT_NAME_COLLISION => Errno::EEXIST,
-        status::OBJECT_NAME_INVALID => Errno::ENOENT,
-        status::NOT_SUPPORTED | status::INVALID_INFO_CLASS => Errno::EOPNOTSUPP,
-        status::INVALID_PARAMETER => Errno::EINVAL,
-        status::INSUFFICIENT_RESOURCES => Errno::ENOMEM,
-        status::NETWORK_NAME_DELETED
-        | status::USER_SESSION_DELETED
-        | status::NETWORK_SESSION_EXPIRED => Errno::ECONNRESET,
-        _ => Errno::EIO,
-    }
-}
+/// The dialects this client speaks, in order (bit i of
+/// [`SmbError::NoCommonDialect`]'s `offered` is `DIALECTS[i]`).
+pub const DIALECTS: [u16; 5] = [0x0202, 0x0210, 0x0300, 0x0302, 0x0311];
+
+/// Linux errno for an NT status (Linux's `map_smb2_to_linux_error`).
+pub use errmap::{status_errno, status_name};
 
 impl SmbError {
     /// The errno the VFS reports. Timeouts and dropped connections are EIO
@@ -131,6 +141,9 @@ impl SmbError {
     pub fn errno(&self) -> Errno {
         match self {
             SmbError::Status(s) => status_errno(*s),
+            SmbError::Share(wire::status::BAD_NETWORK_NAME) => Errno::ENODEV,
+            SmbError::Share(s) => status_errno(*s),
+            SmbError::NoCommonDialect { .. } => Errno::EOPNOTSUPP,
             SmbError::Auth(_) | SmbError::EncryptionRequired => Errno::EACCES,
             SmbError::EncryptionUnavailable(_) => Errno::EOPNOTSUPP,
             SmbError::Invalid(_) => Errno::EINVAL,
@@ -139,10 +152,26 @@ impl SmbError {
         }
     }
 
+    /// What a Linux user reads after `cifs: mount failed: `: the errno's
+    /// words with the status name (`Permission denied
+    /// (STATUS_LOGON_FAILURE)`), or the reason with its hint where Linux
+    /// would log one.
+    pub fn linux_message(&self) -> alloc::string::String {
+        use alloc::format;
+        match self {
+            SmbError::Status(s) | SmbError::Share(s) => match status_name(*s) {
+                Some(name) => format!("{} ({name})", self.errno().strerror()),
+                None => format!("{} (status 0x{s:08x})", self.errno().strerror()),
+            },
+            SmbError::NoCommonDialect { .. } | SmbError::EncryptionRequired => format!("{self}"),
+            _ => format!("{} ({self})", self.errno().strerror()),
+        }
+    }
+
     /// The NT status, if the server sent one.
     pub fn status(&self) -> Option<u32> {
         match self {
-            SmbError::Status(s) => Some(*s),
+            SmbError::Status(s) | SmbError::Share(s) => Some(*s),
             _ => None,
         }
     }

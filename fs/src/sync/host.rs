@@ -7,7 +7,8 @@
 //! RCU (epoch-based reclamation, a close cousin of Linux's QSBR):
 //! - A global epoch counter `E`. A reader entering its outermost section
 //!   publishes `(E << 1) | 1` in its own slot (a store to a line only it
-//!   writes) and issues a full fence; leaving, it stores 0.
+//!   writes) and, unless the writer side can fence for it (below), issues a
+//!   full fence; leaving, it stores 0.
 //! - The epoch may advance from `e` to `e + 1` only when every slot is either
 //!   idle or was entered in epoch `e`.
 //! - An object unlinked while the epoch read `r` may be freed once the epoch
@@ -33,7 +34,25 @@
 //!   flight", read together under the pending lock. Other live threads'
 //!   queues are theirs (they hand them over at 128 entries or on exit).
 //!
-//! Touches: its own slot table and thread-locals; std's thread_local only.
+//! Fence-free readers (liburcu's `urcu-memb` flavour): the reader's fence
+//! orders its slot store before its loads of RCU-protected pointers, and
+//! pairs with the advancer's fence before it scans the slots. A full fence
+//! costs a reader more than the rest of a noalloc lookup's RCU entry, and
+//! readers are many while advances are rare, so when the kernel lets us we
+//! move the cost to the advancer: `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`
+//! runs a full barrier on every CPU currently running one of our threads
+//! before it returns, which is a fence on the reader's side, issued only
+//! when an advancer needs one. The reader keeps a compiler barrier, so its
+//! loads stay after its store in program order. The process registers once
+//! (`MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`) when the platform is
+//! created; where the syscall is missing or refused (old kernels, seccomp),
+//! or `FS_RCU_READER=fence` is set, readers fence as before. In the
+//! fence-free mode `rcu_quiescent_state` no longer advances the epoch (that
+//! would be a syscall every few operations): the reclaimer thread and
+//! `synchronize_rcu` do.
+//!
+//! Touches: its own slot table and thread-locals; std's thread_local only;
+//! the `membarrier` syscall.
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -41,7 +60,7 @@ use core::cell::{Cell, RefCell};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::Instant;
 
-use super::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use super::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use super::rcu::Retired;
 use crate::platform::{Platform, MAX_CPUS};
 
@@ -105,10 +124,65 @@ std::thread_local! {
     static LOCAL: Local = Local::claim();
 }
 
+/// Readers skip their fence: the advancer's `membarrier` stands in for it.
+/// Set once, while the platform is created, before any reader runs.
+static FENCE_FREE: AtomicBool = AtomicBool::new(false);
+
+// From <linux/membarrier.h>.
+const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+fn membarrier(cmd: libc::c_int) -> libc::c_long {
+    // SAFETY: membarrier(2) takes two integers and touches no memory of
+    // ours; an unknown command fails with EINVAL.
+    unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            cmd,
+            0 as libc::c_uint,
+            0 as libc::c_int,
+        )
+    }
+}
+
+/// Decide the reader mode (once): fence-free when `FS_RCU_READER` is not
+/// `fence` and the kernel offers and accepts the private expedited
+/// membarrier. Returns why, for [`HostPlatform::rcu_reader_mode`].
+fn choose_reader_mode() -> &'static str {
+    if std::env::var_os("FS_RCU_READER").is_some_and(|v| v == "fence") {
+        return "fence (FS_RCU_READER=fence)";
+    }
+    let offered = membarrier(MEMBARRIER_CMD_QUERY);
+    if offered < 0 || offered & libc::c_long::from(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 {
+        return "fence (membarrier private expedited not offered)";
+    }
+    if membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0 {
+        return "fence (membarrier registration refused)";
+    }
+    FENCE_FREE.store(true, Ordering::SeqCst);
+    "membarrier"
+}
+
+/// The advancer's half of the reader/advancer pairing: a fence of ours, or,
+/// for fence-free readers, a barrier on every CPU running our threads.
+fn heavy_fence() {
+    if FENCE_FREE.load(Ordering::Relaxed) {
+        if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 {
+            // Registered, so this cannot fail; if it did, readers that
+            // skip their fence would be unprotected: stop.
+            std::process::abort();
+        }
+    } else {
+        fence(Ordering::SeqCst);
+    }
+}
+
 /// Try to move the global epoch forward by one. Returns the epoch after.
 fn try_advance() -> u64 {
     let e = EPOCH.load(Ordering::Relaxed);
-    fence(Ordering::SeqCst);
+    // Pairs with the reader's fence (or stands in for it).
+    heavy_fence();
     let hw = HIGH_WATER.load(Ordering::Relaxed);
     for s in &SLOTS[..hw] {
         let st = s.state.load(Ordering::Relaxed);
@@ -219,6 +293,7 @@ fn reclaimer() {
 /// The host implementation of [`Platform`].
 pub struct HostPlatform {
     start: Instant,
+    reader_mode: &'static str,
 }
 
 impl HostPlatform {
@@ -227,7 +302,14 @@ impl HostPlatform {
         static P: OnceLock<HostPlatform> = OnceLock::new();
         P.get_or_init(|| HostPlatform {
             start: Instant::now(),
+            reader_mode: choose_reader_mode(),
         })
+    }
+
+    /// How readers order their slot store before their loads: `membarrier`
+    /// (fence-free readers) or `fence (why)`.
+    pub fn rcu_reader_mode(&self) -> &'static str {
+        self.reader_mode
     }
 
     /// Current global epoch (tests and diagnostics).
@@ -260,7 +342,13 @@ impl Platform for HostPlatform {
                 SLOTS[l.slot].state.store((e << 1) | 1, Ordering::Relaxed);
                 // Pairs with the fences in try_advance: either the advancer
                 // sees us, or we see every unlink that preceded its advance.
-                fence(Ordering::SeqCst);
+                // Fence-free, the advancer's membarrier is our fence; the
+                // compiler must still keep our loads after the store.
+                if FENCE_FREE.load(Ordering::Relaxed) {
+                    compiler_fence(Ordering::SeqCst);
+                } else {
+                    fence(Ordering::SeqCst);
+                }
             }
         })
     }
@@ -325,7 +413,9 @@ impl Platform for HostPlatform {
 
     fn rcu_quiescent_state(&self) {
         // Epoch-based RCU needs no quiescent-state reports; use the call to
-        // push reclamation along.
-        let _ = try_advance();
+        // push reclamation along, where that costs no syscall.
+        if !FENCE_FREE.load(Ordering::Relaxed) {
+            let _ = try_advance();
+        }
     }
 }

@@ -5,19 +5,20 @@
 //! lock-increment-unlock. We do the same:
 //!
 //! ```text
-//!   63     49 48      40 39   33   32  31                        0
-//!  +---------+----------+-------+----+----------------------------+
-//!  | unused  |  writer  |unused |LOCK|        count (i32)         |
-//!  +---------+----------+-------+----+----------------------------+
+//!   63                               32  31                               0
+//!  +-----------------------------------+----------------------------------+
+//!  |  spinlock value (any LockKind)    |          count (i32)             |
+//!  +-----------------------------------+----------------------------------+
 //! ```
 //!
-//! `writer` is the last writer's tag (`cpu_id + 1`, see
-//! [`crate::stats::writer_tag`]): every cmpxchg that takes the lock or
-//! changes the count writes it in the same instruction, and a cmpxchg that
-//! replaces another CPU's tag is one `transfers` event.
-//!
-//! Fast paths (`get`, `get_not_dead`, `put_return`) loop on `cmpxchg` while
-//! the lock bit is clear; if it is set they fall back to taking the lock.
+//! The upper half is a spinlock of the lockref's [`LockKind`] (Linux's
+//! queued spinlock by default, see [`super::rawlock`]). Fast paths (`get`,
+//! `get_not_dead`, `put_return`) loop on `cmpxchg` while that half reads
+//! unlocked with nobody waiting; otherwise they fall back to taking the
+//! lock. Waiters of the queued and ticket locks write the upper half while
+//! the lock is held, so the holder changes the count with a cmpxchg on the
+//! lower half only (Linux, with the count in its own 32-bit field, uses a
+//! plain store; see [`super::rawlock`] on mixed-size atomics).
 //! The lock also protects a `T` (the dentry's lock-protected fields), so the
 //! guard hands out `&mut T` and lets its holder change the count.
 //!
@@ -25,17 +26,18 @@
 //! reference may be taken ([`LockRef::get_not_dead`] fails).
 //!
 //! Every successful atomic RMW is one `shared_stores` event in
-//! [`crate::stats`], each lock acquisition one `locks` event.
+//! [`crate::stats`], each lock acquisition one `locks` event. The last
+//! writer's tag (for `transfers`) sits in a [`LastWriter`] beside the word,
+//! on the same line: the queued and ticket locks use the whole upper half,
+//! so the word has no room for it.
 
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 
-use super::atomic::{spin_loop, AtomicU64, Ordering};
-use crate::stats::{self, writer_bits, Event};
+use super::atomic::{AtomicU64, Ordering};
+use super::rawlock::{default_kind, HighHalf, LockKind};
+use crate::stats::{self, Event, LastWriter};
 
-const LOCK_BIT: u64 = 1 << 32;
-/// Where the last writer's tag sits in the word.
-const WRITER_SHIFT: u32 = 40;
 const COUNT_MASK: u64 = 0xffff_ffff;
 /// The count of a dead lockref (Linux uses -128 too).
 pub const DEAD: i32 = -128;
@@ -53,22 +55,37 @@ fn with_count(w: u64, c: i32) -> u64 {
 /// A spinlock + count word guarding a `T`.
 pub struct LockRef<T> {
     word: AtomicU64,
+    kind: LockKind,
+    /// Who changed the word last (for `transfers`).
+    writer: LastWriter,
     data: UnsafeCell<T>,
 }
 
-// SAFETY: `data` is only reached through a guard that holds the lock bit, so
+// SAFETY: `data` is only reached through a guard that holds the lock, so
 // it is accessed by one thread at a time.
 unsafe impl<T: Send> Sync for LockRef<T> {}
 // SAFETY: moving the lockref moves the `T`.
 unsafe impl<T: Send> Send for LockRef<T> {}
 
 impl<T> LockRef<T> {
-    /// Unlocked, with the given count.
+    /// Unlocked, with the given count, of the default lock kind.
     pub fn new(count: i32, data: T) -> Self {
+        Self::with_kind(default_kind(), count, data)
+    }
+
+    /// Unlocked, with the given count and lock kind.
+    pub fn with_kind(kind: LockKind, count: i32, data: T) -> Self {
         LockRef {
             word: AtomicU64::new(with_count(0, count)),
+            kind,
+            writer: LastWriter::new(),
             data: UnsafeCell::new(data),
         }
+    }
+
+    /// The lock's algorithm.
+    pub fn kind(&self) -> LockKind {
+        self.kind
     }
 
     /// Current count (a racy snapshot).
@@ -88,10 +105,9 @@ impl<T> LockRef<T> {
     /// the lock is held, so the caller takes the slow path.
     #[inline]
     fn cmpxchg_loop(&self, f: impl Fn(i32) -> Option<i32>) -> Result<Option<i32>, ()> {
-        let me = stats::writer_tag();
         let mut old = self.word.load(Ordering::Relaxed);
         loop {
-            if old & LOCK_BIT != 0 {
+            if !self.kind.value_unlocked((old >> 32) as u32) {
                 return Err(());
             }
             let Some(c) = f(count_of(old)) else {
@@ -99,13 +115,13 @@ impl<T> LockRef<T> {
             };
             match self.word.compare_exchange_weak(
                 old,
-                writer_bits::set(with_count(old, c), WRITER_SHIFT, me),
+                with_count(old, c),
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
                     stats::inc(Event::SharedStore);
-                    self.count_store(old, me);
+                    self.writer.note(self.line());
                     return Ok(Some(c));
                 }
                 Err(w) => old = w,
@@ -149,40 +165,22 @@ impl<T> LockRef<T> {
         )
     }
 
-    /// Count a successful store by `me` over the word `old`: a transfer if
-    /// another CPU wrote it last; booked in the line census.
-    #[inline]
-    fn count_store(&self, old: u64, me: u16) {
-        stats::count_transfer(writer_bits::get(old, WRITER_SHIFT), me);
-        stats::census_line_store(&self.word as *const _ as usize);
-    }
-
     /// Take the spinlock.
     pub fn lock(&self) -> LockRefGuard<'_, T> {
         stats::inc(Event::Lock);
         stats::inc(Event::SharedStore);
-        let me = stats::writer_tag();
-        loop {
-            let old = self.word.load(Ordering::Relaxed);
-            if old & LOCK_BIT == 0
-                && self
-                    .word
-                    .compare_exchange_weak(
-                        old,
-                        writer_bits::set(old | LOCK_BIT, WRITER_SHIFT, me),
-                        Ordering::Acquire,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
-            {
-                self.count_store(old, me);
-                return LockRefGuard {
-                    lr: self,
-                    t0: stats::hold_start(),
-                };
-            }
-            spin_loop();
+        self.kind.lock(&HighHalf(&self.word));
+        self.writer.note(self.line());
+        LockRefGuard {
+            lr: self,
+            t0: stats::hold_start(),
         }
+    }
+
+    /// The word's address (its cache line, for the census).
+    #[inline]
+    fn line(&self) -> usize {
+        &self.word as *const _ as usize
     }
 
     /// Exclusive access without locking.
@@ -204,10 +202,23 @@ impl<T> LockRefGuard<'_, T> {
         count_of(self.lr.word.load(Ordering::Relaxed))
     }
 
-    /// Set the count. The lock bit stays set; fast paths keep off.
+    /// Set the count. The lock stays held; fast paths keep off.
     pub fn set_count(&mut self, c: i32) {
-        let w = self.lr.word.load(Ordering::Relaxed);
-        self.lr.word.store(with_count(w, c), Ordering::Relaxed);
+        let word = &self.lr.word;
+        let w = word.load(Ordering::Relaxed);
+        if self.lr.kind == LockKind::Ttas {
+            // Nobody else writes a word whose TTAS lock is held.
+            word.store(with_count(w, c), Ordering::Relaxed);
+            return;
+        }
+        // Waiters may be setting pending, the tail or the next ticket in
+        // the upper half: replace the lower half only.
+        let mut w = w;
+        while let Err(now) =
+            word.compare_exchange_weak(w, with_count(w, c), Ordering::Relaxed, Ordering::Relaxed)
+        {
+            w = now;
+        }
     }
 
     /// count += 1
@@ -232,14 +243,14 @@ impl<T> LockRefGuard<'_, T> {
 impl<T> Deref for LockRefGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: we hold the lock bit, so no other guard exists.
+        // SAFETY: we hold the lock, so no other guard exists.
         unsafe { &*self.lr.data.get() }
     }
 }
 
 impl<T> DerefMut for LockRefGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: we hold the lock bit and `&mut self` is unique.
+        // SAFETY: we hold the lock and `&mut self` is unique.
         unsafe { &mut *self.lr.data.get() }
     }
 }
@@ -247,9 +258,8 @@ impl<T> DerefMut for LockRefGuard<'_, T> {
 impl<T> Drop for LockRefGuard<'_, T> {
     fn drop(&mut self) {
         stats::inc(Event::SharedStore);
-        stats::hold_end(&self.lr.word as *const _ as usize, self.t0);
-        // The tag stays ours: the holder wrote the word last.
-        self.lr.word.fetch_and(!LOCK_BIT, Ordering::Release);
+        stats::hold_end(self.lr.line(), self.t0);
+        self.lr.kind.unlock(&HighHalf(&self.lr.word));
     }
 }
 
@@ -288,27 +298,14 @@ mod tests {
     }
 
     #[test]
-    fn the_writer_tag_rides_in_the_word_and_leaves_the_count_alone() {
-        let lr = LockRef::new(1, ());
-        let me = stats::writer_tag();
-        lr.get();
-        let w = lr.word.load(Ordering::Relaxed);
-        assert_eq!(writer_bits::get(w, WRITER_SHIFT), me);
-        assert_eq!(lr.count(), 2);
-        {
-            let mut g = lr.lock();
-            g.dec();
-            let w = lr.word.load(Ordering::Relaxed);
-            assert_eq!(writer_bits::get(w, WRITER_SHIFT), me);
-            assert_ne!(w & LOCK_BIT, 0);
+    fn concurrent_get_put_balance() {
+        for kind in LockKind::ALL {
+            concurrent_get_put_balance_of(kind);
         }
-        assert_eq!(lr.count(), 1);
-        assert!(!lr.is_dead());
     }
 
-    #[test]
-    fn concurrent_get_put_balance() {
-        let lr = std::sync::Arc::new(LockRef::new(1, 0u64));
+    fn concurrent_get_put_balance_of(kind: LockKind) {
+        let lr = std::sync::Arc::new(LockRef::with_kind(kind, 1, 0u64));
         let hs: Vec<_> = (0..4)
             .map(|i| {
                 let lr = lr.clone();

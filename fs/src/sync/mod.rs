@@ -5,6 +5,11 @@
 //!   its writers' lock (`rename_lock`, `mount_lock`).
 //! - [`lockref`]: a spinlock and a reference count in one atomic word, with a
 //!   lock-free cmpxchg fast path for get/put (Linux `lib/lockref.c`).
+//! - [`rawlock`]: the three spinlock algorithms ([`rawlock::LockKind`]:
+//!   queued, ticket, test-and-test-and-set) on a 32-bit lock word.
+//! - [`qspinlock`]: Linux's queued spinlock (MCS queue, pending bit, locked
+//!   byte), the default kind.
+//! - [`spinlock`]: a spinlock owning its data (of any kind), and `RwSem`.
 //! - [`rcu`]: read-side guards, RCU-protected pointers, retired objects.
 //! - [`rculist`]: hash chains that readers walk without locks while writers
 //!   hold a per-bucket lock.
@@ -34,6 +39,8 @@ pub mod ilist;
 pub mod lockref;
 #[cfg(loom)]
 pub mod model;
+pub mod qspinlock;
+pub mod rawlock;
 pub mod rcu;
 pub mod rculist;
 pub mod seqcount;

@@ -27,6 +27,7 @@ use alloc::vec::Vec;
 use core::ptr;
 
 use super::atomic::{AtomicBool, AtomicPtr, Ordering};
+use super::rawlock::{default_kind, LockKind};
 use super::rcu::{defer_drop, RcuGuard, RcuRef};
 use super::spinlock::{SpinGuard, SpinLock};
 
@@ -103,12 +104,17 @@ impl<T: RcuNode> Default for RcuList<T> {
 }
 
 impl<T: RcuNode> RcuList<T> {
+    /// An empty chain whose bucket lock is of the default kind.
+    pub fn new() -> Self {
+        Self::with_kind(default_kind())
+    }
+
     const_unless_loom! {
-        /// An empty chain.
-        pub fn new() -> Self {
+        /// An empty chain whose bucket lock is of kind `kind`.
+        pub fn with_kind(kind: LockKind) -> Self {
             RcuList {
                 head: AtomicPtr::new(ptr::null_mut()),
-                lock: SpinLock::new(()),
+                lock: SpinLock::with_kind(kind, ()),
             }
         }
     }

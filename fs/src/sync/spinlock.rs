@@ -1,22 +1,27 @@
-//! A test-and-test-and-set spinlock that owns its data, and a spinning
+//! A spinlock that owns its data, of any [`LockKind`] (Linux's queued
+//! spinlock unless the benchmark asked for another), and a spinning
 //! reader-writer semaphore.
 //!
 //! Both count what they cost in [`crate::stats`]: each acquisition is one
 //! `locks` event and each atomic read-modify-write or release store one
 //! `shared_stores` event, because those are the cache-line transfers that
-//! stop a lookup path from scaling. Each carries a [`LastWriter`] beside its
-//! word for the `transfers` counter. Neither sleeps (the kernel has no
-//! scheduler to sleep on); both are fair enough for short sections.
+//! stop a lookup path from scaling (the same counts for every lock kind:
+//! one store to take it, one to release it). Each carries a [`LastWriter`]
+//! beside its word for the `transfers` counter. Neither sleeps (the kernel
+//! has no scheduler to sleep on).
 
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 
-use super::atomic::{spin_loop, AtomicBool, AtomicU32, Ordering};
+use super::atomic::{spin_loop, AtomicU32, Ordering};
+use super::rawlock::{default_kind, LockKind};
 use crate::stats::{self, Event, LastWriter};
 
 /// A spinlock protecting a `T`.
 pub struct SpinLock<T> {
-    locked: AtomicBool,
+    /// The lock value; its meaning depends on `kind` (see [`super::rawlock`]).
+    word: AtomicU32,
+    kind: LockKind,
     /// Who took the lock last (for `transfers`).
     writer: LastWriter,
     data: UnsafeCell<T>,
@@ -29,15 +34,26 @@ unsafe impl<T: Send> Sync for SpinLock<T> {}
 unsafe impl<T: Send> Send for SpinLock<T> {}
 
 impl<T> SpinLock<T> {
+    /// An unlocked lock of the default kind ([`default_kind`]) holding `v`.
+    pub fn new(v: T) -> Self {
+        Self::with_kind(default_kind(), v)
+    }
+
     const_unless_loom! {
-        /// An unlocked lock holding `v`.
-        pub fn new(v: T) -> Self {
+        /// An unlocked lock of kind `kind` holding `v`.
+        pub fn with_kind(kind: LockKind, v: T) -> Self {
             SpinLock {
-                locked: AtomicBool::new(false),
+                word: AtomicU32::new(0),
+                kind,
                 writer: LastWriter::new(),
                 data: UnsafeCell::new(v),
             }
         }
+    }
+
+    /// The algorithm this lock runs.
+    pub fn kind(&self) -> LockKind {
+        self.kind
     }
 
     /// Spin until the lock is ours.
@@ -45,17 +61,7 @@ impl<T> SpinLock<T> {
     pub fn lock(&self) -> SpinGuard<'_, T> {
         stats::inc(Event::Lock);
         stats::inc(Event::SharedStore);
-        while self
-            .locked
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            // Test before test-and-set: spin on a shared (read-only) copy
-            // of the line instead of bouncing it with failed RMWs.
-            while self.locked.load(Ordering::Relaxed) {
-                spin_loop();
-            }
-        }
+        self.kind.lock(&self.word);
         self.acquired()
     }
 
@@ -73,16 +79,12 @@ impl<T> SpinLock<T> {
     /// The lock word's address (its cache line, for the census).
     #[inline]
     fn line(&self) -> usize {
-        &self.locked as *const _ as usize
+        &self.word as *const _ as usize
     }
 
     /// Take the lock if it is free.
     pub fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
-        if self
-            .locked
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
+        if self.kind.try_lock(&self.word) {
             stats::inc(Event::Lock);
             stats::inc(Event::SharedStore);
             Some(self.acquired())
@@ -125,7 +127,7 @@ impl<T> Drop for SpinGuard<'_, T> {
     fn drop(&mut self) {
         stats::inc(Event::SharedStore);
         stats::hold_end(self.lock.line(), self.t0);
-        self.lock.locked.store(false, Ordering::Release);
+        self.lock.kind.unlock(&self.lock.word);
     }
 }
 

@@ -38,7 +38,7 @@ mod config;
 mod status;
 
 pub use accel::{default_cache_dir, probe_elf, resolve_accel, Accel, AccelChoice};
-pub use config::{cmdline_too_long, GuestFwd, MemSize, QemuConfig, MAX_CMDLINE};
+pub use config::{cmdline_too_long, GuestFwd, MemSize, QemuConfig, KVM_DEFAULT_CPU, MAX_CMDLINE};
 pub use status::{announced_status, GuestStatus};
 
 use std::fmt;

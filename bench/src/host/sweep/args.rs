@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::Source;
-use crate::params::{Bench, Design};
+use crate::params::{Bench, Design, LockKind};
 
 fn parse_bench(s: &str) -> Result<Bench, String> {
     Bench::from_name(s).ok_or_else(|| {
@@ -60,6 +60,10 @@ fn parse_repeat(s: &str) -> Result<u32, String> {
     }
 }
 
+pub(super) fn parse_lock(s: &str) -> Result<LockKind, String> {
+    LockKind::from_name(s).ok_or_else(|| format!("bad lock '{s}' (qspinlock, ticket or ttas)"))
+}
+
 pub(super) fn parse_accel(s: &str) -> Result<String, String> {
     match s {
         "auto" | "tcg" | "kvm" => Ok(s.to_string()),
@@ -76,6 +80,12 @@ pub struct SweepArgs {
     /// ENOENT designs (comma-separated).
     #[arg(long, value_delimiter = ',', value_parser = parse_design, default_value = "transient,negative,noalloc")]
     pub designs: Vec<Design>,
+    /// Spinlock kinds (comma-separated): qspinlock, ticket, ttas. Each
+    /// guest and host point runs once per kind (`lock=K`); rows of a kind
+    /// other than the default qspinlock carry it in their design, as
+    /// `transient+ticket`.
+    #[arg(long, value_delimiter = ',', value_parser = parse_lock, default_value = "qspinlock")]
+    pub locks: Vec<LockKind>,
     /// CPU (task, vCPU) counts (comma-separated).
     #[arg(long, value_delimiter = ',', value_parser = parse_cpus, default_value = "1,2")]
     pub cpus: Vec<usize>,

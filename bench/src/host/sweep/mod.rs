@@ -39,6 +39,7 @@ use plan::{job_label, plan, run_order, Job};
 use sources::{run_guest, run_host, run_linux_guest, run_linux_host};
 
 pub use args::{default_kernel, default_runner, target_dir, SweepArgs, MAX_REPEAT};
+pub use plan::design_label;
 pub use sources::runner_accel;
 
 /// A source of figures.
@@ -189,26 +190,49 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
 
 /// Write report.md and scaling.svg (raw.csv is written by the caller).
 pub fn write_outputs(dir: &Path, rows: &[Row]) -> Result<(), String> {
-    std::fs::write(dir.join("report.md"), report::render(rows))
+    write_outputs_with(dir, rows, &[])
+}
+
+/// [`write_outputs`] with `bench predict` models: the report's predicted
+/// section and dashed curves, and their predict.csv kept beside raw.csv.
+pub fn write_outputs_with(
+    dir: &Path,
+    rows: &[Row],
+    models: &[super::predict::Model],
+) -> Result<(), String> {
+    std::fs::write(dir.join("report.md"), report::render_with(rows, models))
         .map_err(|e| format!("writing report.md: {e}"))?;
-    let svg = plot::render(rows)?;
-    std::fs::write(dir.join("scaling.svg"), svg).map_err(|e| format!("writing scaling.svg: {e}"))
+    let svg = plot::render_with(rows, models)?;
+    std::fs::write(dir.join("scaling.svg"), svg)
+        .map_err(|e| format!("writing scaling.svg: {e}"))?;
+    if !models.is_empty() {
+        std::fs::write(dir.join("predict.csv"), super::predict::to_csv(models))
+            .map_err(|e| format!("writing predict.csv: {e}"))?;
+    }
+    Ok(())
 }
 
 /// `bench report DIR…`: merge the raw.csv of each directory into one
 /// report in `out` (raw.csv, report.md, scaling.svg).
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
     let mut all = Vec::new();
+    let mut models = Vec::new();
     for d in dirs {
         let p = if d.is_file() {
             d.clone()
         } else {
-            d.join("raw.csv")
+            // A `bench predict --out` directory may hold predictions only.
+            models.extend(super::predict::read_dir(d)?);
+            let raw = d.join("raw.csv");
+            if !raw.exists() && d.join("predict.csv").exists() {
+                continue;
+            }
+            raw
         };
         all.extend(rows::read(&p)?);
     }
     std::fs::create_dir_all(out).map_err(|e| format!("creating {}: {e}", out.display()))?;
     rows::write(&out.join("raw.csv"), &all)?;
-    write_outputs(out, &all)?;
+    write_outputs_with(out, &all, &models)?;
     Ok(all.len())
 }

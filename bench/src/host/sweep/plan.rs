@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::{Source, SweepArgs};
-use crate::params::{Bench, Params};
+use crate::params::{Bench, LockKind, Params};
 
 /// One planned run.
 #[derive(Clone, Debug)]
@@ -25,19 +25,24 @@ pub(super) fn plan(a: &SweepArgs) -> Vec<Job> {
             for &src in &sources {
                 match src {
                     Source::Guest | Source::Host => {
+                        let mut locks = a.locks.clone();
+                        locks.dedup();
                         for &design in &a.designs {
-                            let p = Params {
-                                bench,
-                                tasks: cpus,
-                                design,
-                                warmup: a.warmup,
-                                secs: a.secs,
-                            };
-                            jobs.push(if src == Source::Guest {
-                                Job::Guest(p)
-                            } else {
-                                Job::Host(p)
-                            });
+                            for &lock in &locks {
+                                let p = Params {
+                                    bench,
+                                    tasks: cpus,
+                                    design,
+                                    warmup: a.warmup,
+                                    secs: a.secs,
+                                    lock,
+                                };
+                                jobs.push(if src == Source::Guest {
+                                    Job::Guest(p)
+                                } else {
+                                    Job::Host(p)
+                                });
+                            }
                         }
                     }
                     // The Linux references measure statneg only.
@@ -75,10 +80,22 @@ pub(super) fn run_order(jobs: &[Job], repeat: u32) -> Vec<(u32, &Job)> {
         .collect()
 }
 
+/// The `design` column of a guest or host row: the design, and the lock
+/// kind after a `+` unless it is the default (`transient`,
+/// `transient+ticket`), so rows of older sweeps and of the default lock
+/// read alike.
+pub fn design_label(p: &Params) -> String {
+    if p.lock == LockKind::Qspinlock {
+        p.design.name().to_string()
+    } else {
+        format!("{}+{}", p.design, p.lock)
+    }
+}
+
 pub(super) fn job_label(j: &Job) -> String {
     match j {
-        Job::Guest(p) => format!("guest {} {} cpus={}", p.bench, p.design, p.tasks),
-        Job::Host(p) => format!("host {} {} cpus={}", p.bench, p.design, p.tasks),
+        Job::Guest(p) => format!("guest {} {} cpus={}", p.bench, design_label(p), p.tasks),
+        Job::Host(p) => format!("host {} {} cpus={}", p.bench, design_label(p), p.tasks),
         Job::LinuxHost { dir, cpus } => format!("linux-host {} cpus={cpus}", dir.display()),
         Job::LinuxGuest { cpus } => format!("linux-guest cpus={cpus}"),
     }
@@ -113,6 +130,39 @@ mod tests {
         assert!(Cli::try_parse_from(["x", "--cpus", "0"]).is_err());
         assert!(Cli::try_parse_from(["x", "--accel", "foo"]).is_err());
         assert!(Cli::try_parse_from(["x", "--sources", "guest,nowhere"]).is_err());
+    }
+
+    #[test]
+    fn locks_are_a_dimension_of_guest_and_host_points() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: SweepArgs,
+        }
+        let one = Cli::try_parse_from(["x", "--sources", "host"]).unwrap();
+        let jobs = plan(&one.a);
+        assert_eq!(jobs.len(), 6, "3 designs x 2 CPU counts, default lock only");
+        let three = Cli::try_parse_from([
+            "x",
+            "--sources",
+            "host,guest",
+            "--designs",
+            "transient",
+            "--locks",
+            "qspinlock,ticket,ttas",
+        ])
+        .unwrap();
+        let labels: Vec<String> = plan(&three.a).iter().map(job_label).collect();
+        assert_eq!(labels.len(), 12);
+        for l in [
+            "host statneg transient cpus=2",
+            "host statneg transient+ticket cpus=2",
+            "guest statneg transient+ttas cpus=1",
+        ] {
+            assert!(labels.iter().any(|x| x == l), "{l} missing from {labels:?}");
+        }
+        assert!(Cli::try_parse_from(["x", "--locks", "mcs"]).is_err());
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::super::linux;
 use super::super::points::Key;
 use super::super::proc::{last_line, run_with_timeout};
 use super::super::rows::Row;
+use super::plan::design_label;
 use super::Source;
 use crate::output;
 use crate::params::Params;
@@ -51,7 +52,7 @@ pub(super) fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) 
                 accel: "native".into(),
                 host: host.into(),
                 testcase: p.bench.name().into(),
-                design: p.design.name().into(),
+                design: design_label(p),
                 cpus: p.tasks,
             },
             &note,
@@ -67,7 +68,7 @@ pub(super) fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) 
         Err(e) => fail(e),
         Ok(f) => {
             save(
-                &format!("host-{}-{}-{}", p.bench, p.design, p.tasks),
+                &format!("host-{}-{}-{}", p.bench, design_label(p), p.tasks),
                 &f.stdout,
                 &f.stderr,
             );
@@ -86,7 +87,7 @@ pub(super) fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) 
                     accel: "native".into(),
                     host: host.into(),
                     testcase: p.bench.name().into(),
-                    design: p.design.name().into(),
+                    design: design_label(p),
                     cpus: p.tasks,
                 },
                 failure,
@@ -116,7 +117,7 @@ pub(super) fn run_guest(
                 accel: accel.into(),
                 host: host.into(),
                 testcase: p.bench.name().into(),
-                design: p.design.name().into(),
+                design: design_label(p),
                 cpus: p.tasks,
             },
             &note,
@@ -150,7 +151,7 @@ pub(super) fn run_guest(
         Err(e) => skip(e),
         Ok(f) => {
             save(
-                &format!("guest-{}-{}-{}", p.bench, p.design, p.tasks),
+                &format!("guest-{}-{}-{}", p.bench, design_label(p), p.tasks),
                 &f.stdout,
                 &f.stderr,
             );
@@ -170,7 +171,7 @@ pub(super) fn run_guest(
                     accel: used,
                     host: host.into(),
                     testcase: p.bench.name().into(),
-                    design: p.design.name().into(),
+                    design: design_label(p),
                     cpus: p.tasks,
                 },
                 failure,

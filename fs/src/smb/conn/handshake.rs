@@ -74,6 +74,14 @@ impl Connection {
             false,
         )?;
         let request_msg = self.link_mut()?.last_sent.clone();
+        if reply.hdr.status == status::NOT_SUPPORTED {
+            let offered = crate::smb::DIALECTS
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| dialects.contains(d))
+                .fold(0u8, |m, (i, _)| m | 1 << i);
+            return Err(SmbError::NoCommonDialect { offered, server: 0 });
+        }
         let response = self.body(&reply, NegotiateResponse::parse)?;
         if !dialects.contains(&response.dialect) {
             return Err(SmbError::Protocol("server chose a dialect not offered"));
@@ -257,6 +265,9 @@ impl Connection {
         let link = self.link_mut()?;
         if reply.hdr.status == status::ACCESS_DENIED && !link.encrypt && link.sealer.is_none() {
             return Err(SmbError::EncryptionRequired);
+        }
+        if status::is_error(reply.hdr.status) {
+            return Err(SmbError::Share(reply.hdr.status));
         }
         let response = self.body(&reply, TreeConnectResponse::parse)?;
         let link = self.link_mut()?;

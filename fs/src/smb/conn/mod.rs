@@ -266,6 +266,35 @@ impl Connection {
         if self.link.is_some() {
             return Ok(());
         }
+        match self.bring_up(|c| c.handshake()) {
+            Ok(()) => {
+                self.stats.connects += 1;
+                self.generation += 1;
+                Ok(())
+            }
+            Err(SmbError::NoCommonDialect { offered, .. }) => {
+                // Ask the server once more, offering every dialect, so the
+                // error can say which `vers=` would work.
+                let mine =
+                    core::mem::replace(&mut self.cfg.dialects, crate::smb::DIALECTS.to_vec());
+                let server = self
+                    .bring_up(|c| c.negotiate().map(|_| ()))
+                    .ok()
+                    .and_then(|_| self.dialect());
+                self.link = None;
+                self.cfg.dialects = mine;
+                Err(SmbError::NoCommonDialect {
+                    offered,
+                    server: server.unwrap_or(0),
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A fresh link from the connector, then `step` on it; on failure the
+    /// link is dropped again.
+    fn bring_up(&mut self, step: impl FnOnce(&mut Self) -> SmbResult<()>) -> SmbResult<()> {
         let t = self
             .connector
             .connect()
@@ -287,17 +316,11 @@ impl Connection {
             credits: 1,
             last_sent: Vec::new(),
         });
-        match self.handshake() {
-            Ok(()) => {
-                self.stats.connects += 1;
-                self.generation += 1;
-                Ok(())
-            }
-            Err(e) => {
-                self.link = None;
-                Err(e)
-            }
+        let r = step(self);
+        if r.is_err() {
+            self.link = None;
         }
+        r
     }
 
     /// How many times the link has been brought up (1 after the first

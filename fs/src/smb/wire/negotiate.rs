@@ -2,6 +2,7 @@
 //! 3.1.1 negotiate contexts the client uses — preauth integrity (SHA-512)
 //! and signing capabilities.
 
+use super::header::HEADER_LEN;
 use super::{put_u16, put_u32, region, slice, u16_at, u32_at, Result, WireError};
 use alloc::vec::Vec;
 
@@ -60,6 +61,24 @@ pub mod sign_alg {
     pub const AES_GMAC: u16 = 2;
 }
 
+/// Field offsets of the NEGOTIATE response body (after the header).
+mod field {
+    pub const STRUCTURE_SIZE: usize = 0;
+    pub const SECURITY_MODE: usize = 2;
+    pub const DIALECT: usize = 4;
+    pub const CONTEXT_COUNT: usize = 6;
+    pub const SERVER_GUID: usize = 8;
+    pub const CAPABILITIES: usize = 24;
+    pub const MAX_TRANSACT: usize = 28;
+    pub const MAX_READ: usize = 32;
+    pub const MAX_WRITE: usize = 36;
+    pub const SECURITY_BUFFER_OFFSET: usize = 56;
+    pub const SECURITY_BUFFER_LENGTH: usize = 58;
+    pub const CONTEXT_OFFSET: usize = 60;
+    /// Length of the fixed part.
+    pub const LEN: usize = 64;
+}
+
 /// A NEGOTIATE request body.
 #[derive(Clone, Debug)]
 pub struct NegotiateRequest<'a> {
@@ -77,9 +96,9 @@ pub struct NegotiateRequest<'a> {
 }
 
 impl NegotiateRequest<'_> {
-    /// Appends the body after a 64-byte header already in `out`.
+    /// Appends the body after a [`HEADER_LEN`]-byte header already in `out`.
     pub fn emit(&self, out: &mut Vec<u8>) {
-        let base = out.len() - 64;
+        let base = out.len() - HEADER_LEN;
         let with_ctx = self.dialects.contains(&dialect::SMB3_1_1);
         put_u16(out, 36);
         put_u16(out, self.dialects.len() as u16);
@@ -164,22 +183,22 @@ pub struct NegotiateResponse {
 impl NegotiateResponse {
     /// Parses a whole response message (header included).
     pub fn parse(msg: &[u8]) -> Result<Self> {
-        let b = slice(msg, 64, 64)?;
-        if u16_at(b, 0)? != 65 {
+        let b = slice(msg, HEADER_LEN, field::LEN)?;
+        if u16_at(b, field::STRUCTURE_SIZE)? != 65 {
             return Err(WireError::new("negotiate structure size"));
         }
-        let security_mode = u16_at(b, 2)?;
-        let dialect = u16_at(b, 4)?;
-        let ctx_count = u16_at(b, 6)? as usize;
+        let security_mode = u16_at(b, field::SECURITY_MODE)?;
+        let dialect = u16_at(b, field::DIALECT)?;
+        let ctx_count = u16_at(b, field::CONTEXT_COUNT)? as usize;
         let mut server_guid = [0u8; 16];
-        server_guid.copy_from_slice(slice(b, 8, 16)?);
-        let capabilities = u32_at(b, 24)?;
-        let max_transact = u32_at(b, 28)?;
-        let max_read = u32_at(b, 32)?;
-        let max_write = u32_at(b, 36)?;
-        let sec_off = u16_at(b, 56)? as usize;
-        let sec_len = u16_at(b, 58)? as usize;
-        let ctx_off = u32_at(b, 60)? as usize;
+        server_guid.copy_from_slice(slice(b, field::SERVER_GUID, 16)?);
+        let capabilities = u32_at(b, field::CAPABILITIES)?;
+        let max_transact = u32_at(b, field::MAX_TRANSACT)?;
+        let max_read = u32_at(b, field::MAX_READ)?;
+        let max_write = u32_at(b, field::MAX_WRITE)?;
+        let sec_off = u16_at(b, field::SECURITY_BUFFER_OFFSET)? as usize;
+        let sec_len = u16_at(b, field::SECURITY_BUFFER_LENGTH)? as usize;
+        let ctx_off = u32_at(b, field::CONTEXT_OFFSET)? as usize;
         let security_buffer = region(msg, sec_off, sec_len)?.to_vec();
         let mut r = NegotiateResponse {
             security_mode,

@@ -1,0 +1,84 @@
+//! The report's predicted section and the plot's dashed curves.
+
+use bench::host::predict::Model;
+use bench::host::rows::Row;
+use bench::host::{plot, report};
+use bench::predict::{Inputs, LockKind};
+
+fn host_row(design: &str, cpus: usize, avg: u64) -> Row {
+    Row {
+        source: "host".into(),
+        accel: "native".into(),
+        host: "h1".into(),
+        testcase: "statneg".into(),
+        design: design.into(),
+        cpus,
+        average: avg,
+        min: avg,
+        max: avg,
+        task_min: avg / cpus as u64,
+        task_max: avg / cpus as u64,
+        status: "ok".into(),
+        rep: 1,
+        ..Row::default()
+    }
+}
+
+fn model(design: &str, lock: LockKind, ns: f64, hot: f64) -> Model {
+    Model {
+        testcase: "statneg".into(),
+        design: design.into(),
+        lock,
+        inputs: Inputs {
+            ns_per_op: ns,
+            hot_stores: hot,
+            hot_holds: hot / 2.0,
+            hold_ns: 50.0 * hot,
+            other_stores: 0.0,
+        },
+        transfer_ns: 100.0,
+        lock_measured: true,
+    }
+}
+
+#[test]
+fn predictions_sit_beside_measurements() {
+    let rows = vec![
+        host_row("noalloc", 1, 5_000_000),
+        host_row("noalloc", 2, 9_000_000),
+        host_row("transient lock=ttas", 2, 700_000),
+    ];
+    let models = vec![
+        model("noalloc", LockKind::Qspinlock, 200.0, 0.0),
+        model("transient", LockKind::Ttas, 2000.0, 4.0),
+    ];
+    let md = report::render_with(&rows, &models);
+    assert!(
+        md.contains("## Predicted scaling (`bench predict`)"),
+        "{md}"
+    );
+    assert!(md.contains("**predicted curves are dashed**"), "{md}");
+    // noalloc: linear, 5 M/CPU; measured beside at 1 and 2 CPUs.
+    assert!(
+        md.contains("| statneg | noalloc | qspinlock | 5.00 M (measured 5.00 M) | 10.00 M (measured 9.00 M) | 20.00 M |"),
+        "{md}"
+    );
+    assert!(md.contains("none (linear)"), "{md}");
+    assert!(md.contains("(measured 700.0 k)"), "{md}");
+    // Without models the section is absent (old reports unchanged).
+    assert!(!report::render(&rows).contains("Predicted scaling"));
+
+    let svg = plot::render_with(&rows, &models).unwrap();
+    assert!(
+        svg.contains("predicted:transient lock=ttas"),
+        "legend names the dashed curve"
+    );
+    assert!(svg.contains("host:noalloc"), "measured series stay");
+    // The dashed curve is drawn as many short segments: far more polylines
+    // than the plain plot has.
+    let plain = plot::render(&rows).unwrap();
+    assert!(
+        svg.matches("<polyline").count() > plain.matches("<polyline").count() + 10,
+        "dashes"
+    );
+}

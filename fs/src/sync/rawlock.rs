@@ -1,0 +1,392 @@
+//! The three spinlock algorithms the lookup path can run on, and the lock
+//! word they share.
+//!
+//! Which lock a spinlock is decides how a contended design collapses, so it
+//! is a design dimension ([`LockKind`], the benchmark word `lock=`):
+//!
+//! - [`LockKind::Qspinlock`] (the default): Linux's queued spinlock
+//!   (`kernel/locking/qspinlock.c`), see [`super::qspinlock`]. One waiter
+//!   spins on the lock word (the *pending* bit); every further waiter joins
+//!   an MCS queue and spins on its own per-CPU node, so a release moves one
+//!   cache line to one CPU, however many wait.
+//! - [`LockKind::Ticket`]: a ticket lock (Linux's x86 spinlock before 4.2):
+//!   take a number (`fetch_add` on `next`), wait until `owner` shows it.
+//!   FIFO, but every waiter spins on the lock word, so each release sends
+//!   the line to all of them: the collapse that Boyd-Wickizer et al. ("Non-
+//!   scalable locks are dangerous", 2012) measured.
+//! - [`LockKind::Ttas`]: test-and-test-and-set, this crate's first lock:
+//!   unfair, every waiter spins on the word and races for it on release.
+//!
+//! # The lock word
+//! Each algorithm keeps its state in one 32-bit value, reached through
+//! [`LockWord`]: a whole `AtomicU32` (a [`super::spinlock::SpinLock`]) or
+//! the upper half of the lockref's 64-bit word ([`HighHalf`]), where the
+//! reference count sits in the lower half as in Linux's `lib/lockref.c`.
+//! Linux reaches the halves and bytes of these words with smaller stores
+//! (`smp_store_release(&lock->locked, 0)`); Rust's memory model has no
+//! mixed-size atomics, so our releases are read-modify-writes of the whole
+//! value (on x86 a `lock` instruction instead of a `mov`).
+//!
+//! ```text
+//!   qspinlock   31          18 17 16 15     9  8  7        0
+//!              +--------------+-----+--------+---+----------+
+//!              | tail cpu + 1 | idx | (zero) | P |  locked  |
+//!              +--------------+-----+--------+---+----------+
+//!   ticket      31                16 15                     0
+//!              +--------------------+------------------------+
+//!              |        next        |         owner          |
+//!              +--------------------+------------------------+
+//!   ttas       bit 0: locked
+//! ```
+//!
+//! Counting ([`crate::stats`]) is the callers' business, the same for every
+//! kind: one `locks` and one `shared_stores` event per acquisition, one
+//! `shared_stores` event per release.
+//!
+//! Touches: only the lock words it is handed (and, for the queued lock, this
+//! CPU's MCS nodes). Never sleeps, never allocates.
+
+use core::fmt;
+use core::str::FromStr;
+use core::sync::atomic::AtomicU8 as ConfigU8;
+
+use super::atomic::{spin_loop, AtomicU32, AtomicU64, Ordering};
+use super::qspinlock;
+
+/// A spinlock algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum LockKind {
+    /// Linux's queued spinlock (MCS queue, pending bit, locked byte).
+    Qspinlock = 0,
+    /// A FIFO ticket lock.
+    Ticket = 1,
+    /// Test-and-test-and-set.
+    Ttas = 2,
+}
+
+impl LockKind {
+    /// Every kind, the default first.
+    pub const ALL: [LockKind; 3] = [LockKind::Qspinlock, LockKind::Ticket, LockKind::Ttas];
+
+    /// The name used in `lock=` and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockKind::Qspinlock => "qspinlock",
+            LockKind::Ticket => "ticket",
+            LockKind::Ttas => "ttas",
+        }
+    }
+
+    /// The kind named `s` (`qspinlock`, `ticket` or `ttas`).
+    pub fn from_name(s: &str) -> Option<LockKind> {
+        LockKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// Is `v` (a lock word's 32-bit value) free, with nobody waiting? The
+    /// lockref's cmpxchg fast path runs only then, as Linux's
+    /// `arch_spin_value_unlocked`.
+    #[inline]
+    pub fn value_unlocked(self, v: u32) -> bool {
+        match self {
+            // Pending or queued waiters also keep the fast path off.
+            LockKind::Qspinlock | LockKind::Ttas => v == 0,
+            LockKind::Ticket => v & 0xffff == v >> 16,
+        }
+    }
+
+    /// Spin until `w` is ours.
+    #[inline]
+    pub(crate) fn lock(self, w: &impl LockWord) {
+        match self {
+            LockKind::Qspinlock => qspinlock::lock(w),
+            LockKind::Ticket => ticket_lock(w),
+            LockKind::Ttas => ttas_lock(w),
+        }
+    }
+
+    /// Take `w` if that needs no waiting.
+    #[inline]
+    pub(crate) fn try_lock(self, w: &impl LockWord) -> bool {
+        match self {
+            LockKind::Qspinlock => qspinlock::try_lock(w),
+            LockKind::Ticket => {
+                let v = w.load(Ordering::Relaxed);
+                v & 0xffff == v >> 16
+                    && w.cas(v, v.wrapping_add(TICKET_NEXT), Ordering::Acquire)
+                        .is_ok()
+            }
+            LockKind::Ttas => w.cas(0, 1, Ordering::Acquire).is_ok(),
+        }
+    }
+
+    /// Release `w`, which the caller holds.
+    #[inline]
+    pub(crate) fn unlock(self, w: &impl LockWord) {
+        match self {
+            LockKind::Qspinlock => qspinlock::unlock(w),
+            LockKind::Ticket => {
+                // Only the holder moves `owner`, so its value is ours to
+                // know; adding 1 must not carry into `next` when it wraps.
+                let owner = w.load(Ordering::Relaxed) & 0xffff;
+                let step = if owner == 0xffff {
+                    1u32.wrapping_sub(TICKET_NEXT)
+                } else {
+                    1
+                };
+                w.fetch_add(step, Ordering::Release);
+            }
+            // Nobody else writes a held TTAS word: a plain store will do.
+            LockKind::Ttas => w.release_zero(),
+        }
+    }
+}
+
+impl fmt::Display for LockKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for LockKind {
+    type Err = &'static str;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        LockKind::from_name(s).ok_or("expected qspinlock, ticket or ttas")
+    }
+}
+
+/// The kind new locks get (configuration, not synchronisation: a plain
+/// atomic even under loom).
+static DEFAULT_KIND: ConfigU8 = ConfigU8::new(LockKind::Qspinlock as u8);
+
+/// The kind every lock created from now on uses. A lock keeps the kind it
+/// was created with (its word's meaning depends on it), so set this before
+/// the fs is first used: benchmarks do it first thing, from `lock=`.
+pub fn set_default_kind(kind: LockKind) {
+    DEFAULT_KIND.store(kind as u8, core::sync::atomic::Ordering::Relaxed);
+}
+
+/// The kind new locks get ([`LockKind::Qspinlock`] unless set otherwise).
+#[inline]
+pub fn default_kind() -> LockKind {
+    match DEFAULT_KIND.load(core::sync::atomic::Ordering::Relaxed) {
+        1 => LockKind::Ticket,
+        2 => LockKind::Ttas,
+        _ => LockKind::Qspinlock,
+    }
+}
+
+/// The increment of the ticket lock's `next` field.
+const TICKET_NEXT: u32 = 1 << 16;
+
+fn ticket_lock(w: &impl LockWord) {
+    let t = w.fetch_add(TICKET_NEXT, Ordering::Acquire);
+    let mine = t >> 16;
+    if t & 0xffff == mine {
+        return;
+    }
+    // Everyone waits on the same word: each release is seen by all.
+    while w.load(Ordering::Acquire) & 0xffff != mine {
+        spin_loop();
+    }
+}
+
+fn ttas_lock(w: &impl LockWord) {
+    while w.cas(0, 1, Ordering::Acquire).is_err() {
+        // Test before test-and-set: spin on a shared (read-only) copy of
+        // the line instead of bouncing it with failed RMWs.
+        while w.load(Ordering::Relaxed) != 0 {
+            spin_loop();
+        }
+    }
+}
+
+/// A 32-bit lock value inside some atomic. Every operation acts on those 32
+/// bits only: arithmetic wraps inside them and never carries out.
+pub trait LockWord {
+    /// The value.
+    fn load(&self, order: Ordering) -> u32;
+    /// Replace `old` with `new` if the value is `old` (strong: fails only
+    /// when the value differs). `order` applies on success; a failure is
+    /// relaxed. Returns the value seen.
+    fn cas(&self, old: u32, new: u32, order: Ordering) -> Result<u32, u32>;
+    /// Wrapping add; returns the previous value.
+    fn fetch_add(&self, v: u32, order: Ordering) -> u32;
+    /// Bitwise or; returns the previous value.
+    fn fetch_or(&self, v: u32, order: Ordering) -> u32;
+    /// Bitwise and; returns the previous value.
+    fn fetch_and(&self, v: u32, order: Ordering) -> u32;
+    /// Set the value to 0 with release ordering, where nobody else writes it
+    /// meanwhile.
+    fn release_zero(&self);
+}
+
+impl LockWord for AtomicU32 {
+    #[inline]
+    fn load(&self, order: Ordering) -> u32 {
+        AtomicU32::load(self, order)
+    }
+    #[inline]
+    fn cas(&self, old: u32, new: u32, order: Ordering) -> Result<u32, u32> {
+        self.compare_exchange(old, new, order, Ordering::Relaxed)
+    }
+    #[inline]
+    fn fetch_add(&self, v: u32, order: Ordering) -> u32 {
+        AtomicU32::fetch_add(self, v, order)
+    }
+    #[inline]
+    fn fetch_or(&self, v: u32, order: Ordering) -> u32 {
+        AtomicU32::fetch_or(self, v, order)
+    }
+    #[inline]
+    fn fetch_and(&self, v: u32, order: Ordering) -> u32 {
+        AtomicU32::fetch_and(self, v, order)
+    }
+    #[inline]
+    fn release_zero(&self) {
+        self.store(0, Ordering::Release);
+    }
+}
+
+/// The upper 32 bits of a 64-bit word whose lower half belongs to someone
+/// else (the lockref's count, changed by its cmpxchg fast path).
+pub struct HighHalf<'a>(pub &'a AtomicU64);
+
+const LOW: u64 = 0xffff_ffff;
+
+#[inline]
+fn high(w: u64) -> u32 {
+    (w >> 32) as u32
+}
+
+impl LockWord for HighHalf<'_> {
+    #[inline]
+    fn load(&self, order: Ordering) -> u32 {
+        high(self.0.load(order))
+    }
+    #[inline]
+    fn cas(&self, old: u32, new: u32, order: Ordering) -> Result<u32, u32> {
+        let mut w = self.0.load(Ordering::Relaxed);
+        loop {
+            if high(w) != old {
+                return Err(high(w));
+            }
+            let n = (w & LOW) | (u64::from(new) << 32);
+            match self.0.compare_exchange(w, n, order, Ordering::Relaxed) {
+                Ok(_) => return Ok(old),
+                // Only the count moved: try again with it.
+                Err(now) => w = now,
+            }
+        }
+    }
+    #[inline]
+    fn fetch_add(&self, v: u32, order: Ordering) -> u32 {
+        // A carry out of bit 63 is lost, as one out of bit 31 would be.
+        high(self.0.fetch_add(u64::from(v) << 32, order))
+    }
+    #[inline]
+    fn fetch_or(&self, v: u32, order: Ordering) -> u32 {
+        high(self.0.fetch_or(u64::from(v) << 32, order))
+    }
+    #[inline]
+    fn fetch_and(&self, v: u32, order: Ordering) -> u32 {
+        high(self.0.fetch_and((u64::from(v) << 32) | LOW, order))
+    }
+    #[inline]
+    fn release_zero(&self) {
+        // The count half may change under us (fast paths refuse while the
+        // lock is held, but a failed cmpxchg is no write): clear our half.
+        self.0.fetch_and(LOW, Ordering::Release);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for k in LockKind::ALL {
+            assert_eq!(k.name().parse::<LockKind>(), Ok(k));
+        }
+        assert!("mcs".parse::<LockKind>().is_err());
+        assert_eq!(LockKind::ALL[0], LockKind::Qspinlock);
+    }
+
+    #[test]
+    fn high_half_never_touches_the_count() {
+        let a = AtomicU64::new(0xdead_beef);
+        let h = HighHalf(&a);
+        assert_eq!(h.cas(0, 0xffff_ffff, Ordering::Relaxed), Ok(0));
+        assert_eq!(h.fetch_add(1, Ordering::Relaxed), 0xffff_ffff);
+        assert_eq!(a.load(Ordering::Relaxed), 0xdead_beef);
+        h.fetch_or(0x8000_0001, Ordering::Relaxed);
+        h.fetch_and(0x1, Ordering::Relaxed);
+        assert_eq!(a.load(Ordering::Relaxed), (1 << 32) | 0xdead_beef);
+        assert_eq!(h.cas(0, 5, Ordering::Relaxed), Err(1));
+        h.release_zero();
+        assert_eq!(a.load(Ordering::Relaxed), 0xdead_beef);
+    }
+
+    #[test]
+    fn each_kind_excludes_and_releases_on_both_words() {
+        for k in LockKind::ALL {
+            let a = AtomicU32::new(0);
+            let b = AtomicU64::new(7);
+            let hb = HighHalf(&b);
+            for _ in 0..3 {
+                k.lock(&a);
+                assert!(!k.try_lock(&a), "{k}: try_lock on a held lock");
+                assert!(!k.value_unlocked(a.load(Ordering::Relaxed)));
+                k.unlock(&a);
+                assert!(k.value_unlocked(a.load(Ordering::Relaxed)));
+                assert!(k.try_lock(&hb));
+                assert!(!k.value_unlocked(hb.load(Ordering::Relaxed)));
+                k.unlock(&hb);
+                assert!(k.value_unlocked(hb.load(Ordering::Relaxed)));
+            }
+            assert_eq!(b.load(Ordering::Relaxed) & LOW, 7);
+        }
+    }
+
+    #[test]
+    fn ticket_owner_wraps_without_touching_next() {
+        let a = AtomicU32::new(0xffff_ffff); // next = owner = 0xffff
+        assert!(LockKind::Ticket.value_unlocked(a.load(Ordering::Relaxed)));
+        LockKind::Ticket.lock(&a);
+        assert_eq!(a.load(Ordering::Relaxed), 0x0000_ffff);
+        LockKind::Ticket.unlock(&a);
+        assert_eq!(a.load(Ordering::Relaxed), 0);
+        assert!(LockKind::Ticket.value_unlocked(0));
+    }
+
+    #[test]
+    fn contended_counting_stays_exact() {
+        use std::sync::Arc;
+        for k in LockKind::ALL {
+            struct S(AtomicU32, core::cell::UnsafeCell<u64>);
+            // SAFETY: the cell is only touched under the lock being tested.
+            unsafe impl Sync for S {}
+            let s = Arc::new(S(AtomicU32::new(0), core::cell::UnsafeCell::new(0)));
+            let hs: Vec<_> = (0..4)
+                .map(|_| {
+                    let s = s.clone();
+                    std::thread::spawn(move || {
+                        for _ in 0..20_000 {
+                            k.lock(&s.0);
+                            // SAFETY: we hold the lock.
+                            unsafe { *s.1.get() += 1 };
+                            k.unlock(&s.0);
+                        }
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            // SAFETY: every thread has been joined.
+            assert_eq!(unsafe { *s.1.get() }, 80_000, "{k}");
+            assert!(k.value_unlocked(s.0.load(Ordering::Relaxed)), "{k}");
+        }
+    }
+}
