@@ -5,10 +5,11 @@
 //! Linux's mount hash does: a chain of an RCU hash table keyed by the pair
 //! (parent mount, mountpoint dentry), so a crossing costs one short chain
 //! walk however many mounts exist, and a new mount links one node instead
-//! of copying a table. Writers take `mutex` and publish inside a
-//! `mount_seq` write section; a walk crosses mounts without locks or
-//! stores (RCU-walk reads the chain, as it reads the dcache's) and proves
-//! afterwards, by re-checking `mount_seq`, that nothing was mounted
+//! of copying a table. Writers take `mount_lock` (a seqlock, as Linux's)
+//! and publish inside its write section; a walk crosses mounts without
+//! locks or stores (RCU-walk reads the chain, as it reads the dcache's) and
+//! proves afterwards, by re-checking `mount_lock`'s count (`mount_seq` in
+//! the trace), that nothing was mounted
 //! meanwhile. Mounts are never freed while their namespace lives (there is
 //! no umount yet), so a walk may borrow them for its whole duration.
 //!
@@ -26,7 +27,7 @@ use crate::errno::Errno;
 use crate::inode::SuperBlock;
 use crate::sync::rcu::{RcuCell, RcuGuard};
 use crate::sync::rculist::{RcuHashTable, RcuLink, RcuNode};
-use crate::sync::seqcount::SeqCount;
+use crate::sync::seqcount::SeqLock;
 use crate::sync::spinlock::SpinLock;
 
 /// Most mounts in one namespace, the root included: Linux's default
@@ -117,9 +118,9 @@ pub struct MountTable {
     count: AtomicUsize,
     /// The limit on `count` (`fs.mount-max`).
     max: AtomicUsize,
-    /// `mount_lock`: readers re-check it to prove no mount changed.
-    pub seq: SeqCount,
-    mutex: SpinLock<()>,
+    /// Linux `mount_lock`: writers (attach) hold it; readers re-check its
+    /// count to prove no mount changed.
+    pub mount_lock: SeqLock,
 }
 
 impl MountTable {
@@ -131,8 +132,7 @@ impl MountTable {
             entries: SpinLock::new(Vec::new()),
             count: AtomicUsize::new(1),
             max: AtomicUsize::new(MOUNT_MAX),
-            seq: SeqCount::new(),
-            mutex: SpinLock::new(()),
+            mount_lock: SeqLock::new(),
         }
     }
 
@@ -203,7 +203,7 @@ impl MountTable {
     /// Attach `m` (its parent and mountpoint are set). ENOSPC when the
     /// namespace already holds `max` mounts.
     pub fn attach(&self, m: Arc<Mount>) -> Result<(), Errno> {
-        let _g = self.mutex.lock();
+        let lock = self.mount_lock.lock();
         if self.count() >= self.max() {
             return Err(Errno::ENOSPC);
         }
@@ -232,7 +232,7 @@ impl MountTable {
         });
         let chain = self.hash.bucket(place_hash(parent, mp));
         mp.set_flag(D_MOUNTED);
-        self.seq.write(|| {
+        lock.write(|| {
             chain.lock().push_front(entry.clone());
             if let Some(b) = bottom {
                 entries[b].top.replace(Some(entry.clone()));

@@ -143,7 +143,7 @@ pub struct Nd<'g> {
     d: Pos<'g>,
     /// `d_seq` of `d`, sampled when we stepped on it (RCU-walk).
     seq: u32,
-    /// `mount_seq` at the start.
+    /// `mount_lock`'s count at the start (`mount_seq` in the trace).
     m_seq: u32,
     /// Symlinks followed so far.
     nlinks: u32,
@@ -158,7 +158,7 @@ impl<'g> Nd<'g> {
     /// absolute; a relative one is taken relative to the root too).
     fn path_init(g: &'g RcuGuard, vfs: &'g Vfs, rcu: bool) -> Self {
         let mnt = vfs.root_mount();
-        let m_seq = vfs.mounts.seq.raw_begin();
+        let m_seq = vfs.mounts.mount_lock.raw_begin();
         let (d, seq) = if rcu {
             let r = RcuRef::from_arc(mnt.root_arc());
             (Pos::Rcu(r), r.d_seq.raw_begin())
@@ -213,17 +213,18 @@ impl<'g> Nd<'g> {
         step!("try_to_unlazy", b"", true, dentry: &*self.d, reason: why,
             what: "leave RCU-walk: take a reference on where we stand");
         // Nothing was mounted or unmounted since we started.
-        if self.vfs.mounts.seq.read_retry(self.m_seq) {
+        if self.vfs.mounts.mount_lock.read_retry(self.m_seq) {
             trace!("  unlazy failed: mount_seq changed -> restart in ref-walk");
             step!("try_to_unlazy", b"", true, dentry: &*self.d,
-                seq: SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.seq.peek()),
+                seq: SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.mount_lock.peek()),
                 what: "failed: something was mounted meanwhile; restart in ref-walk");
             return Err(WalkErr::Restart);
         }
         let Pos::Rcu(r) = self.d else { return Ok(()) };
         let Some(held) = dcache::dget_not_dead(r) else {
+            stats::fallback(FallbackReason::Dead);
             trace!("  unlazy failed: dentry is dead -> restart in ref-walk");
-            step!("try_to_unlazy", b"", true, dentry: r.get(),
+            step!("try_to_unlazy", b"", true, dentry: r.get(), reason: FallbackReason::Dead,
                 what: "failed: the dentry died; restart in ref-walk");
             return Err(WalkErr::Restart);
         };
@@ -300,7 +301,7 @@ impl<'g> Nd<'g> {
             // must still be alive (its child's reference is released only
             // through call_rcu).
             if !d_canary_ok(&parent) {
-                return Err(self.restart(FallbackReason::Other));
+                return Err(self.restart(FallbackReason::Poisoned));
             }
             let pseq = parent.d_seq.raw_begin();
             // The child still had this parent when we read it.
@@ -333,12 +334,12 @@ impl<'g> Nd<'g> {
         // Sample before searching: if the directory's children or any
         // chain change meanwhile, a miss proves nothing.
         let dseq = parent.dir_seq.raw_begin();
-        let rseq = dcache::dcache().rename_seq.raw_begin();
+        let rseq = dcache::dcache().rename_lock.raw_begin();
         let found = match d_lookup_rcu(&parent, name, hash, self.g) {
             Ok(found) => found,
             // The chain led onto a freed dentry (counted): nothing this walk
             // read there can be believed; start over with references.
-            Err(Poisoned) => return Err(self.restart(FallbackReason::Other)),
+            Err(Poisoned) => return Err(self.restart(FallbackReason::Poisoned)),
         };
         if let Some((child, cseq)) = found {
             step!("lookup_fast", name, true, dentry: child.get(),
@@ -362,7 +363,7 @@ impl<'g> Nd<'g> {
             what: "not in the dcache");
         let sb = &parent.sb;
         if sb.design().rcu_miss_is_enoent(sb) {
-            let (d_now, r_now) = (parent.dir_seq.peek(), dcache::dcache().rename_seq.peek());
+            let (d_now, r_now) = (parent.dir_seq.peek(), dcache::dcache().rename_lock.peek());
             step!("lookup_fast", name, true, dentry: parent.get(),
                 seq: SeqNote::check("dir_seq", dseq, d_now),
                 what: if d_now == dseq { "dir_seq unchanged: no name was added or removed here" }
@@ -389,7 +390,7 @@ impl<'g> Nd<'g> {
             // another hash chain while we may be walking it, so the search
             // can miss a name that was there all along (why Linux's
             // `d_lookup` retries under `rename_lock`).
-            if dcache::dcache().rename_seq.read_retry(rseq) {
+            if dcache::dcache().rename_lock.read_retry(rseq) {
                 trace!(
                     "  lookup_fast \"{}\": miss, but rename_seq {} -> {}",
                     name_str(name),
@@ -569,10 +570,10 @@ impl<'g> Nd<'g> {
             // walk began (a mount we did not see, or one being taken down).
             if self.rcu {
                 step!("step_into", name, true, dentry: &*child,
-                    seq: SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.seq.peek()),
-                    what: if self.vfs.mounts.seq.peek() == self.m_seq { "a mount sits here; mount_seq unchanged since the walk began" }
+                    seq: SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.mount_lock.peek()),
+                    what: if self.vfs.mounts.mount_lock.peek() == self.m_seq { "a mount sits here; mount_seq unchanged since the walk began" }
                         else { "a mount sits here, but mount_seq moved: something was mounted meanwhile" });
-                if self.vfs.mounts.seq.read_retry(self.m_seq) {
+                if self.vfs.mounts.mount_lock.read_retry(self.m_seq) {
                     return Err(self.restart(FallbackReason::GlobalSeq));
                 }
             }
@@ -609,7 +610,7 @@ impl<'g> Nd<'g> {
         // The inode was reached without a reference: it must still be alive
         // (the dentry's reference on it is released only through call_rcu).
         if self.rcu && !inode.canary_ok() {
-            return Err(self.restart(FallbackReason::Other));
+            return Err(self.restart(FallbackReason::Poisoned));
         }
         if inode.is_symlink() && follow {
             self.nlinks += 1;
@@ -773,9 +774,9 @@ impl<'g> Nd<'g> {
                 return Err(self.restart(FallbackReason::DentrySeq));
             }
             step!("complete_walk", b"", true, dentry: &*self.d,
-                seq: SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.seq.peek()),
+                seq: SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.mount_lock.peek()),
                 what: "and nothing was mounted or unmounted");
-            if self.vfs.mounts.seq.read_retry(self.m_seq) {
+            if self.vfs.mounts.mount_lock.read_retry(self.m_seq) {
                 return Err(self.restart(FallbackReason::GlobalSeq));
             }
         }

@@ -37,15 +37,25 @@ pub enum FallbackReason {
     DirSeq = 2,
     /// `mount_lock` or `rename_lock` changed during the walk.
     GlobalSeq = 3,
-    /// A dentry died before we could take a reference.
+    /// `try_to_unlazy` found the dentry dead (killed after the walk
+    /// stepped on it) when it came to take the reference: the handover
+    /// failed and the walk restarts. Counted besides the reason the
+    /// handover was asked for, so one such walk counts two fallbacks.
     Dead = 4,
-    /// A symlink body had to be read with references.
-    Symlink = 5,
     /// The filesystem asked for revalidation (network filesystems).
-    Revalidate = 6,
-    /// Anything else: creation, `..` at a mount root, ...
-    Other = 7,
+    Revalidate = 5,
+    /// The walk needs a counted reference for its caller (`take_ref`: the
+    /// parent of the last component for create, mkdir, unlink, rename …).
+    Other = 6,
+    /// A dentry or inode the RCU-walk stood on had its canary not live: it
+    /// was freed memory (see `crate::poison`, counted also in
+    /// `poison_seen`). Nothing read there is believed; the walk restarts.
+    Poisoned = 7,
 }
+
+// No `symlink` reason: a symlink's body lives in its inode, immutable from
+// creation, so RCU-walk reads it without leaving (Linux's `i_link` fast
+// path); nothing here needs references to read one.
 
 /// Number of [`FallbackReason`] variants.
 pub const NR_FALLBACK_REASONS: usize = 8;
@@ -58,9 +68,9 @@ impl FallbackReason {
         FallbackReason::DirSeq,
         FallbackReason::GlobalSeq,
         FallbackReason::Dead,
-        FallbackReason::Symlink,
         FallbackReason::Revalidate,
         FallbackReason::Other,
+        FallbackReason::Poisoned,
     ];
 
     /// Short name for reports and traces.
@@ -71,9 +81,9 @@ impl FallbackReason {
             FallbackReason::DirSeq => "dir_seq",
             FallbackReason::GlobalSeq => "global_seq",
             FallbackReason::Dead => "dead",
-            FallbackReason::Symlink => "symlink",
             FallbackReason::Revalidate => "revalidate",
             FallbackReason::Other => "other",
+            FallbackReason::Poisoned => "poisoned",
         }
     }
 }

@@ -73,7 +73,8 @@ macro_rules! trace {
 /// which passes when nothing was written since (`now == sampled`).
 #[derive(Clone, Copy, Debug)]
 pub struct SeqNote {
-    /// `d_seq`, `dir_seq`, `rename_seq` or `mount_seq`.
+    /// `d_seq`, `dir_seq`, `rename_seq` or `mount_seq` (the counts of
+    /// `rename_lock` and `mount_lock`).
     pub which: &'static str,
     pub sampled: u32,
     pub now: Option<u32>,

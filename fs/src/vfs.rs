@@ -565,7 +565,7 @@ impl Vfs {
             return Err(Errno::EROFS);
         }
         let dc = dcache::dcache();
-        let _rm = dc.rename_mutex.lock();
+        let rename_lock = dc.rename_lock.lock();
         let odir = po.dir.inode_arc().ok_or(Errno::ENOENT)?;
         let ndir = pn.dir.inode_arc().ok_or(Errno::ENOENT)?;
         let _locks = lock_two(po.dir.arc(), &odir, pn.dir.arc(), &ndir);
@@ -659,7 +659,13 @@ impl Vfs {
         // The target only loses its name (dropped inside d_move): a walk
         // already holding it still sees the inode it had, as the name
         // existed at every instant.
-        dcache::d_move(old_d.arc(), pn.dir.arc(), &pn.last, new_d.as_deref());
+        dcache::d_move(
+            &rename_lock,
+            old_d.arc(),
+            pn.dir.arc(),
+            &pn.last,
+            new_d.as_deref(),
+        );
         if let (Some(nd), Some(_), false) = (new_d.as_ref(), new_inode.as_ref(), remote) {
             dcache::dput(nd.arc().clone()); // its pin
         }

@@ -202,6 +202,49 @@ fn each_race_forces_its_fallback_and_keeps_the_answer() {
     }
 }
 
+/// A dentry killed between the RCU-walk stepping on it and the handover:
+/// `try_to_unlazy` cannot take its reference, counts `dead` besides the
+/// handover's own `cache_miss`, and the ref-walk answers what it would
+/// have answered had the rmdir run first.
+#[test]
+fn a_dentry_killed_before_the_handover_counts_dead() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let setup = |sh: &mut Shell| {
+        for l in ["mkdir /a", "mkdir /a/b"] {
+            assert_eq!(sh.exec(l), ["ok"]);
+        }
+    };
+    let mut truth = Shell::new("enoent=transient");
+    setup(&mut truth);
+    assert_eq!(truth.exec("rmdir /a/b"), ["ok"]);
+    let want = result(&truth.exec(&format!("stat {PATH}")));
+
+    let mut sh = Shell::new("enoent=transient");
+    setup(&mut sh);
+    assert_eq!(sh.exec("race try_to_unlazy rmdir /a/b"), ["ok"]);
+    assert_eq!(sh.exec("trace json"), ["ok"]);
+    let before = stats(&mut sh);
+    let out = sh.exec(&format!("stat {PATH}"));
+    let d = delta(&before, &stats(&mut sh));
+    assert_eq!(result(&out), want, "{out:?}");
+    assert!(
+        out.contains(&"# race: at \"try_to_unlazy\" ran `rmdir /a/b`: ok".to_string()),
+        "{out:?}"
+    );
+    assert_eq!(d["fallbacks_dead"], 1, "{d:?}");
+    assert_eq!(d["fallbacks_cache_miss"], 1, "{d:?}");
+    assert_eq!(d["fallbacks_poisoned"], 0, "{d:?}");
+    let st = steps(&out);
+    let race_at = st.iter().position(|s| s["step"] == "race").unwrap();
+    assert!(
+        st[race_at..]
+            .iter()
+            .any(|s| s["function"] == "try_to_unlazy" && s["reason"] == "dead"),
+        "no try_to_unlazy step names the reason dead: {st:?}"
+    );
+    assert_eq!(st.last().unwrap()["mode"], "ref");
+}
+
 #[test]
 fn race_parsing_and_a_step_never_reached() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

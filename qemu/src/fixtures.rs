@@ -13,19 +13,17 @@
 //!   binary exits it prints `SKIPPED: N tests of this binary did not run
 //!   (missing fixtures; REQUIRE_FIXTURES=1 makes that a failure)`.
 //!
-//! Touches: the process environment (read), stderr, and one `atexit`
-//! registration per process for the closing count.
+//! Touches: the process environment (read), stderr, and one function run by
+//! the process's exit for the closing count (`ctor`'s `#[dtor]`).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Once;
 
 /// The environment variable that turns a missing fixture into a failure.
 pub const REQUIRE_FIXTURES: &str = "REQUIRE_FIXTURES";
 
 /// Tests of this process that skipped.
 static SKIPPED: AtomicUsize = AtomicUsize::new(0);
-static AT_EXIT: Once = Once::new();
 
 /// True when `REQUIRE_FIXTURES=1`: a missing fixture is then a failure.
 pub fn required() -> bool {
@@ -51,7 +49,6 @@ pub fn skip(file: &str, fixture: &str, why: impl std::fmt::Display) {
         );
     }
     SKIPPED.fetch_add(1, Ordering::Relaxed);
-    AT_EXIT.call_once(print_count_at_exit);
     // Straight to the stderr handle, not `eprintln!`: the test harness
     // captures the macros' output of passing tests, and a skip must be seen.
     let _ = writeln!(std::io::stderr(), "SKIP {test}: needs {fixture}: {why}");
@@ -66,25 +63,25 @@ fn test_name(file: &str) -> String {
 }
 
 /// The closing count, printed by the process's exit (after the harness's
-/// `test result:` line).
-extern "C" fn print_skipped() {
+/// `test result:` line), only when a test of this binary skipped.
+///
+/// The test harness has no end-of-run hook and `std` runs nothing at exit,
+/// so `ctor`'s `#[dtor]` registers this with the C library's `atexit` when
+/// the binary starts (the crate holds the raw registration). Code run
+/// from `exit` finds parts of `std` shut down: this one reads an atomic
+/// and writes to the unbuffered stderr handle, ignoring errors, and never
+/// panics or unwinds. (`ctor` 1.x wants the function marked as unchecked
+/// code, which the fence keeps to its three places; 0.6 takes a safe one.)
+#[ctor::dtor]
+fn print_skipped() {
     let n = skipped();
+    if n == 0 {
+        return;
+    }
     let _ = writeln!(
         std::io::stderr(),
         "SKIPPED: {n} test{} of this binary did not run (missing fixtures; \
          {REQUIRE_FIXTURES}=1 makes that a failure)",
         if n == 1 { "" } else { "s" }
     );
-}
-
-/// The test harness has no end-of-run hook, and `std` runs nothing at
-/// exit, so the C library's `atexit` is the one way to speak last.
-#[allow(unsafe_code)]
-fn print_count_at_exit() {
-    // SAFETY: `atexit` only stores the function pointer; `print_skipped`
-    // takes nothing, captures nothing and does not unwind (its writes
-    // ignore errors), so calling it from `exit` is sound.
-    unsafe {
-        let _ = libc::atexit(print_skipped);
-    }
 }

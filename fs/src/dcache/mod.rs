@@ -9,11 +9,11 @@
 //! | `dir_seq` (seqcount)      | "the set of children changed": bumped by create/unlink/rename in the directory (noalloc) |
 //! | hash bucket spinlock      | one chain of the global hash table (writers only)             |
 //! | in-lookup bucket spinlock | dentries whose filesystem lookup is in progress               |
-//! | `rename_lock` (seqcount + mutex) | moves between chains and parents (readers retry)       |
+//! | `rename_lock` (seqlock: count + spinlock) | moves between chains and parents (readers retry) |
 //! | LRU spinlock              | the unused-dentry list and the shrinker                        |
 //! | inode `i_rwsem`           | a directory's entries: shared for lookups that ask the fs, exclusive for changes |
 //!
-//! Lock order: `rename mutex` → `i_rwsem` (ancestor first) → parent `d_lock`
+//! Lock order: `rename_lock` → `i_rwsem` (ancestor first) → parent `d_lock`
 //! → child `d_lock` → hash / in-lookup bucket → LRU.
 //!
 //! The invariant every RCU reader relies on: a dentry found in a chain
@@ -46,7 +46,7 @@ use crate::sync::ilist::{ChildList, LruList, Node};
 use crate::sync::lockref::LockRef;
 use crate::sync::rcu::{RcuCell, RcuGuard, RcuRef};
 use crate::sync::rculist::{RcuHashTable, RcuLink, RcuNode};
-use crate::sync::seqcount::SeqCount;
+use crate::sync::seqcount::{SeqCount, SeqLock, SeqLockGuard};
 use crate::sync::spinlock::SpinLock;
 
 /// A dentry: the value plus its intrusive list links.
@@ -212,10 +212,11 @@ pub struct Dcache {
     table: RcuHashTable<Dentry>,
     hasher: ahash::RandomState,
     in_lookup: Vec<SpinLock<Vec<Arc<Dentry>>>>,
-    /// Readers: did a rename move any dentry between chains meanwhile?
-    pub rename_seq: SeqCount,
-    /// Serialises renames (Linux `s_vfs_rename_mutex` + `rename_lock`).
-    pub rename_mutex: SpinLock<()>,
+    /// Linux `rename_lock`: held by a rename from its lookups to `d_move`
+    /// (so it also stands for Linux's `s_vfs_rename_mutex`); readers
+    /// re-check its count (`rename_seq` in the trace) to learn whether a
+    /// rename moved any dentry between chains meanwhile.
+    pub rename_lock: SeqLock,
     lru: SpinLock<LruList<DentryInner>>,
     max_unused: AtomicUsize,
 }
@@ -238,8 +239,7 @@ pub fn dcache() -> &'static Dcache {
                 0x082e_fa98_ec4e_6c89,
             ),
             in_lookup: (0..256).map(|_| SpinLock::new(Vec::new())).collect(),
-            rename_seq: SeqCount::new(),
-            rename_mutex: SpinLock::new(()),
+            rename_lock: SeqLock::new(),
             lru: SpinLock::new(LruList::new()),
             max_unused: AtomicUsize::new(DEFAULT_MAX_UNUSED),
         }
@@ -432,7 +432,7 @@ pub fn d_canary_ok(d: &Dentry) -> bool {
 /// `__d_lookup_rcu`): no stores. Returns the dentry and the `d_seq` sampled
 /// *before* its parent and name were compared, so that a later
 /// `read_retry` proves the match was real. A miss is not authoritative on
-/// its own (see `rculist` on renames); callers check `rename_seq`.
+/// its own (see `rculist` on renames); callers check `rename_lock`.
 /// `Err(Poisoned)`: the chain led onto a freed dentry (an RCU bug, counted);
 /// the walk stops there, since none of that dentry's fields, its chain link
 /// included, can be believed.
@@ -471,7 +471,7 @@ pub fn d_lookup_rcu<'g>(
 /// same freed memory.
 pub fn d_lookup(parent: &Dentry, name: &[u8], hash: u64) -> Option<DRef> {
     loop {
-        let rs = dcache().rename_seq.read_begin();
+        let rs = dcache().rename_lock.read_begin();
         let g = RcuGuard::new();
         match d_lookup_rcu(parent, name, hash, &g) {
             Ok(Some((d, seq))) => {
@@ -487,7 +487,7 @@ pub fn d_lookup(parent: &Dentry, name: &[u8], hash: u64) -> Option<DRef> {
             Ok(None) => {}
             Err(Poisoned) => return None,
         }
-        if !dcache().rename_seq.read_retry(rs) {
+        if !dcache().rename_lock.read_retry(rs) {
             return None;
         }
     }
@@ -832,21 +832,27 @@ pub fn d_lookup_done(d: &Dentry) {
 }
 
 /// Move `d` to `new_parent` under `new_name` (Linux `d_move`), dropping
-/// `target` (the dentry that had that name) from the hash. Caller holds the
-/// rename mutex and both parents' `i_rwsem` exclusively.
-pub fn d_move(d: &Arc<Dentry>, new_parent: &Arc<Dentry>, new_name: &[u8], target: Option<&Dentry>) {
-    let dc = dcache();
+/// `target` (the dentry that had that name) from the hash. Caller holds
+/// `rename_lock` (the guard proves it) and both parents' `i_rwsem`
+/// exclusively.
+pub fn d_move(
+    rename_lock: &SeqLockGuard<'_>,
+    d: &Arc<Dentry>,
+    new_parent: &Arc<Dentry>,
+    new_name: &[u8],
+    target: Option<&Dentry>,
+) {
     let old_parent = d.parent.get_arc().expect("d_move of a root");
     let new_hash = d_hash(new_parent, new_name);
-    dc.rename_seq.write_begin();
-    // The target leaves the hash inside the same rename_seq section as the
+    rename_lock.write_begin();
+    // The target leaves the hash inside the same rename_lock section as the
     // move brings `d` in: a `d_lookup` that misses the name in between
     // retries (Linux drops the target inside `__d_move` too).
     if let Some(t) = target {
         d_drop(t);
     }
-    // Parents' locks in address order (both are stable under the rename
-    // mutex), then the dentry's.
+    // Parents' locks in address order (both are stable under
+    // `rename_lock`), then the dentry's.
     let same = Arc::ptr_eq(&old_parent, new_parent);
     let (mut g1, mut g2) = if same {
         (old_parent.lockref.lock(), None)
@@ -880,7 +886,7 @@ pub fn d_move(d: &Arc<Dentry>, new_parent: &Arc<Dentry>, new_name: &[u8], target
     drop(dg);
     drop(g2);
     drop(g1);
-    dc.rename_seq.write_end();
+    rename_lock.write_end();
 }
 
 /// Owned references to the positive children of `dir` (readdir).
@@ -1002,7 +1008,7 @@ fn genocide_one(d: &Arc<Dentry>) -> bool {
 }
 
 /// Is `a` an ancestor of (or equal to) `b`, within one filesystem? Stable
-/// under the rename mutex.
+/// under `rename_lock`.
 pub fn is_ancestor(a: &Dentry, b: &Arc<Dentry>) -> bool {
     let mut cur = Some(b.clone());
     while let Some(c) = cur {

@@ -1,7 +1,8 @@
 //! Synchronisation primitives of the lookup path, and the only unsafe code of
 //! the fs crate.
 //!
-//! - [`seqcount`]: sequence counters (`d_seq`, `rename_lock`, `mount_lock`).
+//! - [`seqcount`]: sequence counters (`d_seq`) and seqlocks, a count with
+//!   its writers' lock (`rename_lock`, `mount_lock`).
 //! - [`lockref`]: a spinlock and a reference count in one atomic word, with a
 //!   lock-free cmpxchg fast path for get/put (Linux `lib/lockref.c`).
 //! - [`rawlock`]: the three spinlock algorithms ([`rawlock::LockKind`]:

@@ -12,10 +12,13 @@
 //! fence(Release); stores…; count+1 (Release)`, reader `count (Acquire);
 //! loads…; fence(Acquire); count`.
 //!
-//! Used for `d_seq` (a dentry's name/parent/inode), a directory's child
-//! sequence (the noalloc design), `rename_lock` and `mount_lock`.
+//! Used for `d_seq` (a dentry's name/parent/inode) and a directory's child
+//! sequence (the noalloc design), whose writers are serialised by locks they
+//! hold anyway. [`SeqLock`] (Linux `seqlock_t`) pairs a count with its own
+//! writers' lock: `rename_lock` and `mount_lock`.
 
 use super::atomic::{fence, spin_loop, AtomicU32, Ordering};
+use super::spinlock::{SpinGuard, SpinLock};
 
 /// A sequence counter. Writers must be serialised by the caller.
 pub struct SeqCount {
@@ -92,5 +95,122 @@ impl SeqCount {
         let r = f();
         self.write_end();
         r
+    }
+}
+
+/// Linux `seqlock_t`: a sequence count and the spinlock that serialises its
+/// writers, in one. Readers use the count alone (no store, no lock);
+/// writers take [`SeqLock::lock`] and open write sections through the
+/// guard, so a write section without the lock does not compile.
+///
+/// The guard may be held longer than one section (a rename holds
+/// `rename_lock` from its lookups to `d_move`, as Linux holds
+/// `s_vfs_rename_mutex` there and `rename_lock` inside `d_move`: one lock
+/// here does both).
+pub struct SeqLock {
+    count: SeqCount,
+    lock: SpinLock<()>,
+}
+
+impl Default for SeqLock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SeqLock {
+    /// Unlocked, count at 0.
+    pub fn new() -> Self {
+        SeqLock {
+            count: SeqCount::new(),
+            lock: SpinLock::new(()),
+        }
+    }
+
+    /// Linux `read_seqbegin`: wait out a writer, return the (even) count.
+    #[inline]
+    pub fn read_begin(&self) -> u32 {
+        self.count.read_begin()
+    }
+
+    /// Linux `raw_seqcount_begin` on the lock's count: sample without
+    /// waiting (see [`SeqCount::raw_begin`]).
+    #[inline]
+    pub fn raw_begin(&self) -> u32 {
+        self.count.raw_begin()
+    }
+
+    /// Linux `read_seqretry`: did a writer run since `start`?
+    #[inline]
+    pub fn read_retry(&self, start: u32) -> bool {
+        self.count.read_retry(start)
+    }
+
+    /// The raw count (tracing).
+    #[inline]
+    pub fn peek(&self) -> u32 {
+        self.count.peek()
+    }
+
+    /// Take the writers' lock (Linux `spin_lock(&sl->lock)`); write
+    /// sections are opened through the guard.
+    #[inline]
+    pub fn lock(&self) -> SeqLockGuard<'_> {
+        SeqLockGuard {
+            count: &self.count,
+            _lock: self.lock.lock(),
+        }
+    }
+}
+
+/// A [`SeqLock`]'s writers' lock, held: the only way to open its write
+/// sections.
+pub struct SeqLockGuard<'a> {
+    count: &'a SeqCount,
+    _lock: SpinGuard<'a, ()>,
+}
+
+impl SeqLockGuard<'_> {
+    /// Open a write section (the count becomes odd): Linux `write_seqlock`
+    /// past its lock.
+    #[inline]
+    pub fn write_begin(&self) {
+        self.count.write_begin()
+    }
+
+    /// Close it (even again).
+    #[inline]
+    pub fn write_end(&self) {
+        self.count.write_end()
+    }
+
+    /// Run `f` as one write section.
+    pub fn write<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.count.write(f)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::SeqLock;
+
+    #[test]
+    fn seqlock_write_section_fails_readers_and_holding_the_lock_alone_does_not() {
+        let l = SeqLock::new();
+        let s = l.read_begin();
+        let g = l.lock();
+        // Holding the writers' lock without a section changes nothing a
+        // reader checks (a rename's lookups before `d_move`).
+        assert!(!l.read_retry(s));
+        g.write_begin();
+        assert_eq!(l.raw_begin(), s, "raw_begin masks the odd count");
+        assert!(l.read_retry(s));
+        g.write_end();
+        drop(g);
+        assert!(l.read_retry(s));
+        let s2 = l.read_begin();
+        assert_eq!(s2, s + 2);
+        assert_eq!(l.lock().write(|| 7), 7);
+        assert!(l.read_retry(s2));
     }
 }
