@@ -203,7 +203,7 @@ impl fmt::Display for Params {
             self.bench, self.tasks, self.design, self.warmup, self.secs
         )?;
         // The default lock stays unsaid: the line reads as it always did.
-        if self.lock != LockKind::Qspinlock {
+        if self.lock != LockKind::DEFAULT {
             write!(f, " lock={}", self.lock)?;
         }
         Ok(())
@@ -296,7 +296,7 @@ impl ParamsBuilder {
             design: self.design.unwrap_or(Design::Transient),
             warmup: self.warmup.unwrap_or(2),
             secs: self.secs.unwrap_or(5),
-            lock: self.lock.unwrap_or(LockKind::Qspinlock),
+            lock: self.lock.unwrap_or(LockKind::DEFAULT),
         })
     }
 }
@@ -390,7 +390,7 @@ mod tests {
     fn display_round_trips() {
         let p = Params::parse_line("bench=churn tasks=3 design=negative warmup=0 secs=7").unwrap();
         assert_eq!(Params::parse_line(&alloc::format!("{p}")).unwrap(), p);
-        assert_eq!(p.lock, LockKind::Qspinlock);
+        assert_eq!(p.lock, LockKind::DEFAULT);
         assert!(!alloc::format!("{p}").contains("lock="));
         for k in LockKind::ALL {
             let p = Params::parse_line(&alloc::format!("bench=statneg lock={k}")).unwrap();

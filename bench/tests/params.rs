@@ -15,7 +15,7 @@ fn full_line_parses() {
             design: Design::Noalloc,
             warmup: 1,
             secs: 3,
-            lock: LockKind::Qspinlock,
+            lock: LockKind::DEFAULT,
         }
     );
 }

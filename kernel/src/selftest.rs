@@ -484,4 +484,3 @@ fn rcu_call_rcu_nearly_full_heap() -> TestResult {
     );
     Ok(())
 }
-

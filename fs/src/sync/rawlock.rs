@@ -4,7 +4,7 @@
 //! Which lock a spinlock is decides how a contended design collapses, so it
 //! is a design dimension ([`LockKind`], the benchmark word `lock=`):
 //!
-//! - [`LockKind::Qspinlock`] (the default): Linux's queued spinlock
+//! - [`LockKind::Qspinlock`]: Linux's queued spinlock
 //!   (`kernel/locking/qspinlock.c`), see [`super::qspinlock`]. One waiter
 //!   spins on the lock word (the *pending* bit); every further waiter joins
 //!   an MCS queue and spins on its own per-CPU node, so a release moves one
@@ -14,8 +14,17 @@
 //!   FIFO, but every waiter spins on the lock word, so each release sends
 //!   the line to all of them: the collapse that Boyd-Wickizer et al. ("Non-
 //!   scalable locks are dangerous", 2012) measured.
-//! - [`LockKind::Ttas`]: test-and-test-and-set, this crate's first lock:
-//!   unfair, every waiter spins on the word and races for it on release.
+//! - [`LockKind::Ttas`] (the default, [`LockKind::DEFAULT`]):
+//!   test-and-test-and-set, this crate's first lock: unfair, every waiter
+//!   spins on the word and races for it on release.
+//!
+//! Why TTAS is still the default: with the queued lock as default, the host
+//! test `fs/tests/enomem.rs::negative_lru_never_exceeds_its_limit_while_threads_miss`
+//! hung in 4 runs of 4 on a loaded 2-core machine, every thread spinning in
+//! `qspinlock::queue` waiting for a handoff on the LRU lock that never
+//! came (and in 0 of 3 with TTAS). The loom model of the queued lock runs
+//! with a preemption bound of 1 and did not find it. Until that lost
+//! handoff is found, `lock=qspinlock` is for experiments only.
 //!
 //! # The lock word
 //! Each algorithm keeps its state in one 32-bit value, reached through
@@ -68,6 +77,9 @@ pub enum LockKind {
 impl LockKind {
     /// Every kind, the default first.
     pub const ALL: [LockKind; 3] = [LockKind::Qspinlock, LockKind::Ticket, LockKind::Ttas];
+    /// The kind every lock gets unless `lock=` says otherwise (see the
+    /// module doc for why it is not the queued lock yet).
+    pub const DEFAULT: LockKind = LockKind::Ttas;
 
     /// The name used in `lock=` and in reports.
     pub fn name(self) -> &'static str {
@@ -157,7 +169,7 @@ impl FromStr for LockKind {
 
 /// The kind new locks get (configuration, not synchronisation: a plain
 /// atomic even under loom).
-static DEFAULT_KIND: ConfigU8 = ConfigU8::new(LockKind::Qspinlock as u8);
+static DEFAULT_KIND: ConfigU8 = ConfigU8::new(LockKind::DEFAULT as u8);
 
 /// The kind every lock created from now on uses. A lock keeps the kind it
 /// was created with (its word's meaning depends on it), so set this before
@@ -166,13 +178,13 @@ pub fn set_default_kind(kind: LockKind) {
     DEFAULT_KIND.store(kind as u8, core::sync::atomic::Ordering::Relaxed);
 }
 
-/// The kind new locks get ([`LockKind::Qspinlock`] unless set otherwise).
+/// The kind new locks get ([`LockKind::DEFAULT`] unless set otherwise).
 #[inline]
 pub fn default_kind() -> LockKind {
     match DEFAULT_KIND.load(core::sync::atomic::Ordering::Relaxed) {
+        0 => LockKind::Qspinlock,
         1 => LockKind::Ticket,
-        2 => LockKind::Ttas,
-        _ => LockKind::Qspinlock,
+        _ => LockKind::Ttas,
     }
 }
 

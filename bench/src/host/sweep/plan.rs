@@ -85,7 +85,7 @@ pub(super) fn run_order(jobs: &[Job], repeat: u32) -> Vec<(u32, &Job)> {
 /// `transient+ticket`), so rows of older sweeps and of the default lock
 /// read alike.
 pub fn design_label(p: &Params) -> String {
-    if p.lock == LockKind::Qspinlock {
+    if p.lock == LockKind::DEFAULT {
         p.design.name().to_string()
     } else {
         format!("{}+{}", p.design, p.lock)
@@ -158,7 +158,7 @@ mod tests {
         for l in [
             "host statneg transient cpus=2",
             "host statneg transient+ticket cpus=2",
-            "guest statneg transient+ttas cpus=1",
+            "guest statneg transient+qspinlock cpus=1",
         ] {
             assert!(labels.iter().any(|x| x == l), "{l} missing from {labels:?}");
         }
