@@ -79,7 +79,7 @@ boot: build-qemu-run build-kernel
 # REQUIRE_FIXTURES=1: a test whose fixture (root, Samba, QEMU, the kernel
 # image) is missing fails with the reason instead of skipping (qemu::fixtures).
 test-host:
-	REQUIRE_FIXTURES=1 $(CARGO) test --release
+	REQUIRE_FIXTURES=1 $(CARGO) test --release --no-fail-fast
 
 # The loom models of fs/src/sync and of the noalloc race. `--cfg loom`
 # rebuilds the dependencies, so it gets its own target directory.
