@@ -24,6 +24,7 @@ use std::path::PathBuf;
 
 mod build;
 mod guest;
+mod modules;
 mod parse;
 
 pub use build::{
