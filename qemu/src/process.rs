@@ -1,0 +1,134 @@
+//! A server process that a fixture starts and owns: [`ServerProcess::spawn`]
+//! runs it with its output going to a log file, [`ServerProcess::wait_for_port`]
+//! waits until it accepts TCP connections on a loopback port (or says why
+//! it did not: it exited, or the time ran out), and [`ServerProcess::stop`]
+//! (also done on drop) sends SIGTERM, waits up to 5 s, then SIGKILLs; the
+//! process is always reaped. Shared by [`crate::samba`] (smbd) and
+//! [`crate::impacket`] (smbserver.py), which keep their own error words.
+//!
+//! The child's stdin is a pipe held here: should the test process die
+//! without dropping the guard, a server that reads its stdin (smbd in the
+//! foreground, Python's smbserver.py) sees EOF and exits.
+//!
+//! Touches only: the process it spawns, the log file it is given, TCP
+//! connects to the address it is given, and `kill` (to send SIGTERM).
+
+use std::fs::File;
+use std::io;
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How [`ServerProcess::wait_for_port`] decides that the server is up.
+#[derive(Clone, Copy, Debug)]
+pub struct Readiness {
+    /// Sleep between two connection attempts.
+    pub poll: Duration,
+    /// After a connection is accepted, wait this long and check that the
+    /// child still runs (a server that lost the port to another process
+    /// exits at once, while the other one accepts). `None`: the first
+    /// accepted connection is enough.
+    pub settle: Option<Duration>,
+}
+
+/// Why [`ServerProcess::wait_for_port`] gave up.
+#[derive(Debug)]
+pub enum NotReady {
+    /// The process exited before it accepted (it is reaped).
+    Exited(ExitStatus),
+    /// It still ran but did not accept within the timeout.
+    TimedOut,
+    /// Asking for the child's status failed.
+    Io(io::Error),
+}
+
+/// The guard of one server process (or of none: `default()`, or after
+/// [`ServerProcess::stop`]).
+#[derive(Debug, Default)]
+pub struct ServerProcess {
+    child: Option<Child>,
+}
+
+impl ServerProcess {
+    /// Spawn `cmd` with stdin a pipe held by the guard and stdout and stderr
+    /// into `log`.
+    pub fn spawn(cmd: &mut Command, log: File) -> io::Result<ServerProcess> {
+        let child = cmd
+            .stdin(Stdio::piped())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        Ok(ServerProcess { child: Some(child) })
+    }
+
+    /// The process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// Poll until `addr` accepts a TCP connection (see [`Readiness`]), the
+    /// process exits, or `timeout` passes.
+    pub fn wait_for_port(
+        &mut self,
+        addr: SocketAddr,
+        timeout: Duration,
+        ready: Readiness,
+    ) -> Result<(), NotReady> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Some(status) = child.try_wait().map_err(NotReady::Io)? {
+                    self.child = None;
+                    return Err(NotReady::Exited(status));
+                }
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                let Some(settle) = ready.settle else {
+                    return Ok(());
+                };
+                // Someone accepts on the port; make sure it is our child.
+                std::thread::sleep(settle);
+                if let Some(child) = self.child.as_mut() {
+                    if child.try_wait().map_err(NotReady::Io)?.is_none() {
+                        return Ok(());
+                    }
+                }
+                continue;
+            }
+            if Instant::now() >= deadline {
+                return Err(NotReady::TimedOut);
+            }
+            std::thread::sleep(ready.poll);
+        }
+    }
+
+    /// SIGTERM, wait up to 5 s, then SIGKILL; always reaped. Idempotent.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-s", "TERM", &child.id().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
