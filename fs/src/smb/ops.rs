@@ -348,70 +348,15 @@ impl Connection {
     pub fn read_file(&mut self, path: &str) -> SmbResult<Vec<u8>> {
         let p = smb_path(path)?;
         self.run(|c| {
-            let sign = c.sign_requests();
-            let chunk_for = |c: &Connection| -> (u32, u16) {
-                let units = (c.max_read() / 65_536).clamp(1, c.max_charge() as u32);
-                let len = (units * 65_536).min(c.max_read()).min(1 << 20);
-                (len, len.div_ceil(65_536).max(1) as u16)
+            let spec = OpenSpec {
+                desired_access: access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES,
+                kind: OpenKind::File,
+                disposition: FILE_OPEN,
+                options: 0,
             };
-            let (len, charge) = chunk_for(c);
-            let rd = ReadRequest {
-                length: len,
-                offset: 0,
-                file_id: FileId::RELATED,
-                minimum: 0,
-            };
-            let reqs = vec![
-                create_req(
-                    &p,
-                    access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES,
-                    OpenKind::File,
-                ),
-                Req::new(cmd::READ, true, charge, |o| rd.emit(o)),
-            ];
-            let r = c.exchange(reqs, sign)?;
-            if r.len() != 2 {
-                return Err(SmbError::Protocol("compound reply count"));
-            }
-            let fid = c.body(&r[0], CreateResponse::parse)?.file_id;
-            let mut data = Vec::new();
-            let mut reply = r[1].clone();
-            let res: SmbResult<()> = loop {
-                if reply.hdr.status == status::END_OF_FILE {
-                    break Ok(());
-                }
-                let rr = match c.body(&reply, ReadResponse::parse) {
-                    Ok(rr) => rr,
-                    Err(e) => break Err(e),
-                };
-                let got = rr.data.len();
-                data.extend_from_slice(rr.data);
-                c.note_bytes_read(got as u64);
-                if got == 0 {
-                    break Ok(());
-                }
-                let (len, charge) = chunk_for(c);
-                let rd = ReadRequest {
-                    length: len,
-                    offset: data.len() as u64,
-                    file_id: fid,
-                    minimum: 0,
-                };
-                match c.exchange(
-                    vec![Req::new(cmd::READ, false, charge, |o| rd.emit(o))],
-                    sign,
-                ) {
-                    Ok(mut v) => reply = v.remove(0),
-                    Err(e) => break Err(e),
-                }
-            };
-            if c.is_connected() {
-                let closed = c.close(fid);
-                res?;
-                closed?;
-            } else {
-                res?;
-            }
+            let first = whole_file_chunk(c);
+            let (data, _) =
+                read_chunks(c, &p, spec, 0, first, |c, _, _| Some(whole_file_chunk(c)))?;
             Ok(data)
         })
     }
@@ -497,65 +442,28 @@ impl Connection {
             let (first, charge) = chunk(c, rsize, c.max_read(), 2);
             let first = first.min(len.try_into().unwrap_or(u32::MAX));
             let charge = charge.min(charge_for(first as usize));
-            let rd = ReadRequest {
-                length: first,
-                offset: off,
-                file_id: FileId::RELATED,
-                minimum: 0,
-            };
-            let read = Req::new(cmd::READ, true, charge, |o| rd.emit(o));
             if first as usize >= len {
                 // One chunk: CREATE + READ + CLOSE, one round trip.
+                let rd = ReadRequest {
+                    length: first,
+                    offset: off,
+                    file_id: FileId::RELATED,
+                    minimum: 0,
+                };
+                let read = Req::new(cmd::READ, true, charge, |o| rd.emit(o));
                 let b = open_do_close(c, &p, spec, vec![read])?;
                 let data = read_reply(c, &b.middle[0])?;
                 let size = b.closed.map_or(b.create.end_of_file, |a| a.end_of_file);
                 return Ok((data, size));
             }
-            let sign = c.sign_requests();
-            let reqs = vec![create_req_spec(&p, spec), read];
-            let r = c.exchange(reqs, sign)?;
-            if r.len() != 2 {
-                return Err(SmbError::Protocol("compound reply count"));
-            }
-            let cr = c.body(&r[0], CreateResponse::parse)?;
-            let fid = cr.file_id;
-            let mut data = Vec::new();
-            let mut reply = r[1].clone();
-            let res: SmbResult<()> = loop {
-                let got = match read_reply(c, &reply) {
-                    Ok(v) => v,
-                    Err(e) => break Err(e),
-                };
-                let n = got.len();
-                data.extend_from_slice(&got);
-                let pos = off + data.len() as u64;
-                if n == 0 || data.len() >= len || pos >= cr.end_of_file {
-                    break Ok(());
+            let (data, cr) = read_chunks(c, &p, spec, off, (first, charge), |c, cr, got| {
+                if got >= len || off + got as u64 >= cr.end_of_file {
+                    return None;
                 }
                 let (want, charge) = chunk(c, rsize, c.max_read(), 0);
-                let want = want.min((len - data.len()).try_into().unwrap_or(u32::MAX));
-                let rd = ReadRequest {
-                    length: want,
-                    offset: pos,
-                    file_id: fid,
-                    minimum: 0,
-                };
-                let charge = charge.min(charge_for(want as usize));
-                match c.exchange(
-                    vec![Req::new(cmd::READ, false, charge, |o| rd.emit(o))],
-                    sign,
-                ) {
-                    Ok(mut v) => reply = v.remove(0),
-                    Err(e) => break Err(e),
-                }
-            };
-            if c.is_connected() {
-                let closed = c.close(fid);
-                res?;
-                closed?;
-            } else {
-                res?;
-            }
+                let want = want.min((len - got).try_into().unwrap_or(u32::MAX));
+                Some((want, charge.min(charge_for(want as usize))))
+            })?;
             Ok((data, cr.end_of_file))
         })
     }
@@ -773,6 +681,92 @@ fn set_info_req(class: u8, buffer: &[u8]) -> Req {
         buffer,
     };
     Req::new(cmd::SET_INFO, true, 1, |o| s.emit(o))
+}
+
+/// A READ chunk of [`Connection::read_file`]: as many whole 64 KiB credits
+/// as MaxReadSize and the credits allow, at most 1 MiB. Returns (bytes,
+/// credit charge).
+fn whole_file_chunk(c: &Connection) -> (u32, u16) {
+    let units = (c.max_read() / 65_536).clamp(1, c.max_charge() as u32);
+    let len = (units * 65_536).min(c.max_read()).min(1 << 20);
+    (len, len.div_ceil(65_536).max(1) as u16)
+}
+
+/// The READ loop of [`Connection::read_file`] and of a multi-chunk
+/// [`Connection::read_at`]: CREATE + READ (`first`: bytes, credit charge,
+/// at `off`) in one compound, then one READ after another at the end of
+/// what came back, then CLOSE. After each reply, `next` gets the CREATE's
+/// answer and the number of bytes so far, and returns the next chunk, or
+/// `None` when the caller has what it asked for. The loop also ends when a
+/// READ returns no data (0 bytes, or END_OF_FILE: short reads end only
+/// there). A failed READ is the error, after the handle is closed if the
+/// connection still stands. Returns the bytes and the CREATE's answer.
+fn read_chunks(
+    c: &mut Connection,
+    path: &str,
+    spec: OpenSpec,
+    off: u64,
+    first: (u32, u16),
+    mut next: impl FnMut(&Connection, &CreateResponse, usize) -> Option<(u32, u16)>,
+) -> SmbResult<(Vec<u8>, CreateResponse)> {
+    let sign = c.sign_requests();
+    let rd = ReadRequest {
+        length: first.0,
+        offset: off,
+        file_id: FileId::RELATED,
+        minimum: 0,
+    };
+    let reqs = vec![
+        create_req_spec(path, spec),
+        Req::new(cmd::READ, true, first.1, |o| rd.emit(o)),
+    ];
+    let r = c.exchange(reqs, sign)?;
+    if r.len() != 2 {
+        return Err(SmbError::Protocol("compound reply count"));
+    }
+    let cr = c.body(&r[0], CreateResponse::parse)?;
+    let fid = cr.file_id;
+    let mut data = Vec::new();
+    let mut reply = r[1].clone();
+    let res: SmbResult<()> = loop {
+        if reply.hdr.status == status::END_OF_FILE {
+            break Ok(());
+        }
+        let got = match c.body(&reply, ReadResponse::parse) {
+            Ok(rr) => rr.data,
+            Err(e) => break Err(e),
+        };
+        let n = got.len();
+        data.extend_from_slice(got);
+        c.note_bytes_read(n as u64);
+        if n == 0 {
+            break Ok(());
+        }
+        let Some((len, charge)) = next(c, &cr, data.len()) else {
+            break Ok(());
+        };
+        let rd = ReadRequest {
+            length: len,
+            offset: off + data.len() as u64,
+            file_id: fid,
+            minimum: 0,
+        };
+        match c.exchange(
+            vec![Req::new(cmd::READ, false, charge, |o| rd.emit(o))],
+            sign,
+        ) {
+            Ok(mut v) => reply = v.remove(0),
+            Err(e) => break Err(e),
+        }
+    };
+    if c.is_connected() {
+        let closed = c.close(fid);
+        res?;
+        closed?;
+    } else {
+        res?;
+    }
+    Ok((data, cr))
 }
 
 /// The data of one READ reply; END_OF_FILE is no data.
