@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::process::{NotReady, Readiness, ServerProcess};
+use crate::process::{Readiness, ServerProcess};
 use crate::samba::{free_port, make_temp_dir};
 
 /// Where `make setup` puts the virtual environment (relative to the
@@ -134,22 +134,13 @@ impl Server {
             poll: Duration::from_millis(20),
             settle: None,
         };
-        match self.server.wait_for_port(self.addr(), timeout, ready) {
-            Ok(()) => Ok(()),
-            Err(NotReady::Io(e)) => Err(e),
-            Err(NotReady::Exited(st)) => Err(io::Error::other(format!(
-                "smbserver.py exited at start ({st}): {}",
-                self.log_tail(2000)
-            ))),
-            Err(NotReady::TimedOut) => Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "smbserver.py did not accept on port {} within {timeout:?}: {}",
-                    self.port,
+        self.server
+            .wait_for_port(self.addr(), timeout, ready)
+            .map_err(|e| {
+                e.into_io("smbserver.py", self.port, timeout, ": ", || {
                     self.log_tail(2000)
-                ),
-            )),
-        }
+                })
+            })
     }
 
     /// SIGTERM, up to 5 s, then SIGKILL; always reaped. Idempotent.

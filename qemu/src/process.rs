@@ -42,6 +42,35 @@ pub enum NotReady {
     Io(io::Error),
 }
 
+impl NotReady {
+    /// The error a fixture returns: `NAME exited at start (STATUS)SEP TAIL`
+    /// or `NAME did not accept on port PORT within TIMEOUTSEP TAIL`, where
+    /// `tail` is the end of the server's log (an [`NotReady::Io`] stays
+    /// itself).
+    pub fn into_io(
+        self,
+        name: &str,
+        port: u16,
+        timeout: Duration,
+        sep: &str,
+        tail: impl FnOnce() -> String,
+    ) -> io::Error {
+        match self {
+            NotReady::Io(e) => e,
+            NotReady::Exited(status) => {
+                io::Error::other(format!("{name} exited at start ({status}){sep}{}", tail()))
+            }
+            NotReady::TimedOut => io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "{name} did not accept on port {port} within {timeout:?}{sep}{}",
+                    tail()
+                ),
+            ),
+        }
+    }
+}
+
 /// The guard of one server process (or of none: `default()`, or after
 /// [`ServerProcess::stop`]).
 #[derive(Debug, Default)]
@@ -130,5 +159,86 @@ impl ServerProcess {
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, TcpListener};
+
+    fn log() -> File {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .unwrap()
+    }
+
+    fn free_addr() -> SocketAddr {
+        let port = crate::samba::free_port().unwrap();
+        SocketAddr::from((Ipv4Addr::LOCALHOST, port))
+    }
+
+    const QUICK: Readiness = Readiness {
+        poll: Duration::from_millis(10),
+        settle: None,
+    };
+
+    #[test]
+    fn exit_before_accepting_is_reported_and_reaped() {
+        let mut p = ServerProcess::spawn(Command::new("sh").args(["-c", "exit 3"]), log()).unwrap();
+        match p.wait_for_port(free_addr(), Duration::from_secs(10), QUICK) {
+            Err(NotReady::Exited(st)) => assert_eq!(st.code(), Some(3)),
+            other => panic!("want Exited(3), got {other:?}"),
+        }
+        assert_eq!(p.pid(), None, "an exited child is forgotten");
+    }
+
+    #[test]
+    fn silent_server_times_out_and_stop_reaps_it() {
+        let mut p = ServerProcess::spawn(Command::new("sleep").arg("30"), log()).unwrap();
+        let pid = p.pid().unwrap();
+        let t0 = Instant::now();
+        let r = p.wait_for_port(free_addr(), Duration::from_millis(300), QUICK);
+        assert!(matches!(r, Err(NotReady::TimedOut)), "got {r:?}");
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        let e = r
+            .unwrap_err()
+            .into_io("sleep", 1, Duration::from_millis(300), ": ", || {
+                "tail".into()
+            });
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(
+            e.to_string(),
+            "sleep did not accept on port 1 within 300ms: tail"
+        );
+        drop(p);
+        // Reaped: no zombie left under our pid.
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
+
+    #[test]
+    fn settle_tells_another_listener_from_our_child() {
+        // Someone else accepts on the port while our child exits: with a
+        // settle time that is not "ready", it is the child's exit.
+        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let addr = l.local_addr().unwrap();
+        let ready = Readiness {
+            poll: Duration::from_millis(10),
+            settle: Some(Duration::from_secs(2)),
+        };
+        let mut p = ServerProcess::spawn(Command::new("sleep").arg("0.3"), log()).unwrap();
+        let r = p.wait_for_port(addr, Duration::from_secs(10), ready);
+        assert!(matches!(r, Err(NotReady::Exited(_))), "got {r:?}");
+        // And a live child with the port answering is ready.
+        let mut p = ServerProcess::spawn(Command::new("sleep").arg("30"), log()).unwrap();
+        let quick_settle = Readiness {
+            settle: Some(Duration::from_millis(50)),
+            ..ready
+        };
+        p.wait_for_port(addr, Duration::from_secs(10), quick_settle)
+            .unwrap();
+        p.stop();
+        assert_eq!(p.pid(), None);
     }
 }

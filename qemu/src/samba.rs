@@ -24,7 +24,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::process::{NotReady, Readiness, ServerProcess};
+use crate::process::{Readiness, ServerProcess};
 
 /// Where `smbd` is looked for first (Debian's package puts it there).
 pub const SMBD: &str = "/usr/sbin/smbd";
@@ -415,22 +415,13 @@ impl Fixture {
             poll: Duration::from_millis(10),
             settle: Some(Duration::from_millis(30)),
         };
-        match self.server.wait_for_port(self.addr(), timeout, ready) {
-            Ok(()) => Ok(()),
-            Err(NotReady::Io(e)) => Err(e),
-            Err(NotReady::Exited(status)) => Err(io::Error::other(format!(
-                "smbd exited at start ({status}); log tail:\n{}",
-                self.log_tail(2000)
-            ))),
-            Err(NotReady::TimedOut) => Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "smbd did not accept on port {} within {timeout:?}; log tail:\n{}",
-                    self.port,
+        self.server
+            .wait_for_port(self.addr(), timeout, ready)
+            .map_err(|e| {
+                e.into_io("smbd", self.port, timeout, "; log tail:\n", || {
                     self.log_tail(2000)
-                ),
-            )),
-        }
+                })
+            })
     }
 
     /// Stop smbd: SIGTERM, wait up to 5 s, then SIGKILL; always reaped.
