@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::process::{Readiness, ServerProcess};
+use crate::process::{ServerProcess, Startup};
 use crate::samba::{free_port, make_temp_dir};
 
 /// Where `make setup` puts the virtual environment (relative to the
@@ -31,6 +31,14 @@ use crate::samba::{free_port, make_temp_dir};
 pub const VENV: &str = "build/impacket-venv";
 /// The impacket release the fixture is known to work with.
 pub const VERSION: &str = "0.13.1";
+
+/// smbserver.py is up when its port accepts.
+const STARTUP: Startup = Startup {
+    name: "smbserver.py",
+    poll: Duration::from_millis(20),
+    settle: None,
+    tail_sep: ": ",
+};
 
 /// A running smbserver.py.
 pub struct Server {
@@ -113,8 +121,7 @@ impl Server {
 
     /// The last `max` bytes of the server's output.
     pub fn log_tail(&self, max: usize) -> String {
-        let s = std::fs::read(&self.log).unwrap_or_default();
-        String::from_utf8_lossy(&s[s.len().saturating_sub(max)..]).into_owned()
+        log_tail(&self.log, max)
     }
 
     fn spawn_and_wait(&mut self, timeout: Duration) -> io::Result<()> {
@@ -130,23 +137,21 @@ impl Server {
                 .arg(&self.share_dir),
             log,
         )?;
-        let ready = Readiness {
-            poll: Duration::from_millis(20),
-            settle: None,
-        };
+        let log = &self.log;
         self.server
-            .wait_for_port(self.addr(), timeout, ready)
-            .map_err(|e| {
-                e.into_io("smbserver.py", self.port, timeout, ": ", || {
-                    self.log_tail(2000)
-                })
-            })
+            .wait_for_port(self.addr(), timeout, &STARTUP, || log_tail(log, 2000))
     }
 
     /// SIGTERM, up to 5 s, then SIGKILL; always reaped. Idempotent.
     pub fn stop(&mut self) {
         self.server.stop();
     }
+}
+
+/// The last `max` bytes of a log file.
+fn log_tail(log: &Path, max: usize) -> String {
+    let s = std::fs::read(log).unwrap_or_default();
+    String::from_utf8_lossy(&s[s.len().saturating_sub(max)..]).into_owned()
 }
 
 impl Drop for Server {

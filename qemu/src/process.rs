@@ -1,10 +1,11 @@
 //! A server process that a fixture starts and owns: [`ServerProcess::spawn`]
 //! runs it with its output going to a log file, [`ServerProcess::wait_for_port`]
 //! waits until it accepts TCP connections on a loopback port (or says why
-//! it did not: it exited, or the time ran out), and [`ServerProcess::stop`]
+//! it did not, in the words of the fixture's [`Startup`]: it exited, or the
+//! time ran out), and [`ServerProcess::stop`]
 //! (also done on drop) sends SIGTERM, waits up to 5 s, then SIGKILLs; the
 //! process is always reaped. Shared by [`crate::samba`] (smbd) and
-//! [`crate::impacket`] (smbserver.py), which keep their own error words.
+//! [`crate::impacket`] (smbserver.py).
 //!
 //! The child's stdin is a pipe held here: should the test process die
 //! without dropping the guard, a server that reads its stdin (smbd in the
@@ -19,9 +20,12 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-/// How [`ServerProcess::wait_for_port`] decides that the server is up.
+/// How a server shows that it is up, and how its start failures are
+/// worded: one constant per fixture.
 #[derive(Clone, Copy, Debug)]
-pub struct Readiness {
+pub struct Startup {
+    /// The program's name in errors (`smbd`, `smbserver.py`).
+    pub name: &'static str,
     /// Sleep between two connection attempts.
     pub poll: Duration,
     /// After a connection is accepted, wait this long and check that the
@@ -29,11 +33,14 @@ pub struct Readiness {
     /// exits at once, while the other one accepts). `None`: the first
     /// accepted connection is enough.
     pub settle: Option<Duration>,
+    /// Between an error and the log tail that follows it (`": "`,
+    /// `"; log tail:\n"`).
+    pub tail_sep: &'static str,
 }
 
-/// Why [`ServerProcess::wait_for_port`] gave up.
+/// Why [`ServerProcess::wait`] gave up.
 #[derive(Debug)]
-pub enum NotReady {
+enum NotReady {
     /// The process exited before it accepted (it is reaped).
     Exited(ExitStatus),
     /// It still ran but did not accept within the timeout.
@@ -47,14 +54,14 @@ impl NotReady {
     /// or `NAME did not accept on port PORT within TIMEOUTSEP TAIL`, where
     /// `tail` is the end of the server's log (an [`NotReady::Io`] stays
     /// itself).
-    pub fn into_io(
+    fn into_io(
         self,
-        name: &str,
-        port: u16,
+        s: &Startup,
+        addr: SocketAddr,
         timeout: Duration,
-        sep: &str,
         tail: impl FnOnce() -> String,
     ) -> io::Error {
+        let (name, sep) = (s.name, s.tail_sep);
         match self {
             NotReady::Io(e) => e,
             NotReady::Exited(status) => {
@@ -63,7 +70,8 @@ impl NotReady {
             NotReady::TimedOut => io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!(
-                    "{name} did not accept on port {port} within {timeout:?}{sep}{}",
+                    "{name} did not accept on port {} within {timeout:?}{sep}{}",
+                    addr.port(),
                     tail()
                 ),
             ),
@@ -95,14 +103,21 @@ impl ServerProcess {
         self.child.as_ref().map(|c| c.id())
     }
 
-    /// Poll until `addr` accepts a TCP connection (see [`Readiness`]), the
-    /// process exits, or `timeout` passes.
+    /// Poll until `addr` accepts a TCP connection (see [`Startup`]), the
+    /// process exits, or `timeout` passes; the error says which, in the
+    /// fixture's words, followed by `tail()` (the end of its log).
     pub fn wait_for_port(
         &mut self,
         addr: SocketAddr,
         timeout: Duration,
-        ready: Readiness,
-    ) -> Result<(), NotReady> {
+        startup: &Startup,
+        tail: impl FnOnce() -> String,
+    ) -> io::Result<()> {
+        self.wait(addr, timeout, startup)
+            .map_err(|e| e.into_io(startup, addr, timeout, tail))
+    }
+
+    fn wait(&mut self, addr: SocketAddr, timeout: Duration, s: &Startup) -> Result<(), NotReady> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(child) = self.child.as_mut() {
@@ -112,7 +127,7 @@ impl ServerProcess {
                 }
             }
             if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                let Some(settle) = ready.settle else {
+                let Some(settle) = s.settle else {
                     return Ok(());
                 };
                 // Someone accepts on the port; make sure it is our child.
@@ -127,7 +142,7 @@ impl ServerProcess {
             if Instant::now() >= deadline {
                 return Err(NotReady::TimedOut);
             }
-            std::thread::sleep(ready.poll);
+            std::thread::sleep(s.poll);
         }
     }
 
@@ -179,38 +194,47 @@ mod tests {
         SocketAddr::from((Ipv4Addr::LOCALHOST, port))
     }
 
-    const QUICK: Readiness = Readiness {
+    const QUICK: Startup = Startup {
+        name: "srv",
         poll: Duration::from_millis(10),
         settle: None,
+        tail_sep: ": ",
     };
 
     #[test]
     fn exit_before_accepting_is_reported_and_reaped() {
         let mut p = ServerProcess::spawn(Command::new("sh").args(["-c", "exit 3"]), log()).unwrap();
-        match p.wait_for_port(free_addr(), Duration::from_secs(10), QUICK) {
+        match p.wait(free_addr(), Duration::from_secs(10), &QUICK) {
             Err(NotReady::Exited(st)) => assert_eq!(st.code(), Some(3)),
             other => panic!("want Exited(3), got {other:?}"),
         }
         assert_eq!(p.pid(), None, "an exited child is forgotten");
+        let mut p = ServerProcess::spawn(Command::new("sh").args(["-c", "exit 3"]), log()).unwrap();
+        let e = p
+            .wait_for_port(free_addr(), Duration::from_secs(10), &QUICK, || {
+                "tail".into()
+            })
+            .unwrap_err();
+        assert_eq!(e.to_string(), "srv exited at start (exit status: 3): tail");
     }
 
     #[test]
     fn silent_server_times_out_and_stop_reaps_it() {
         let mut p = ServerProcess::spawn(Command::new("sleep").arg("30"), log()).unwrap();
         let pid = p.pid().unwrap();
+        let addr = free_addr();
         let t0 = Instant::now();
-        let r = p.wait_for_port(free_addr(), Duration::from_millis(300), QUICK);
-        assert!(matches!(r, Err(NotReady::TimedOut)), "got {r:?}");
+        let e = p
+            .wait_for_port(addr, Duration::from_millis(300), &QUICK, || "tail".into())
+            .unwrap_err();
         assert!(t0.elapsed() < Duration::from_secs(10));
-        let e = r
-            .unwrap_err()
-            .into_io("sleep", 1, Duration::from_millis(300), ": ", || {
-                "tail".into()
-            });
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);
         assert_eq!(
             e.to_string(),
-            "sleep did not accept on port 1 within 300ms: tail"
+            format!(
+                "srv did not accept on port {} within 300ms: tail",
+                addr.port()
+            )
         );
         drop(p);
         // Reaped: no zombie left under our pid.
@@ -223,20 +247,20 @@ mod tests {
         // settle time that is not "ready", it is the child's exit.
         let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let addr = l.local_addr().unwrap();
-        let ready = Readiness {
-            poll: Duration::from_millis(10),
+        let settle = Startup {
             settle: Some(Duration::from_secs(2)),
+            ..QUICK
         };
         let mut p = ServerProcess::spawn(Command::new("sleep").arg("0.3"), log()).unwrap();
-        let r = p.wait_for_port(addr, Duration::from_secs(10), ready);
+        let r = p.wait(addr, Duration::from_secs(10), &settle);
         assert!(matches!(r, Err(NotReady::Exited(_))), "got {r:?}");
         // And a live child with the port answering is ready.
-        let mut p = ServerProcess::spawn(Command::new("sleep").arg("30"), log()).unwrap();
-        let quick_settle = Readiness {
+        let quick_settle = Startup {
             settle: Some(Duration::from_millis(50)),
-            ..ready
+            ..QUICK
         };
-        p.wait_for_port(addr, Duration::from_secs(10), quick_settle)
+        let mut p = ServerProcess::spawn(Command::new("sleep").arg("30"), log()).unwrap();
+        p.wait(addr, Duration::from_secs(10), &quick_settle)
             .unwrap();
         p.stop();
         assert_eq!(p.pid(), None);

@@ -24,10 +24,20 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::process::{Readiness, ServerProcess};
+use crate::process::{ServerProcess, Startup};
 
 /// Where `smbd` is looked for first (Debian's package puts it there).
 pub const SMBD: &str = "/usr/sbin/smbd";
+
+/// smbd is up when its port accepts and it still runs 30 ms later (one
+/// that lost the port to another process exits at once: the settle check
+/// tells it from the other process accepting).
+const STARTUP: Startup = Startup {
+    name: "smbd",
+    poll: Duration::from_millis(10),
+    settle: Some(Duration::from_millis(30)),
+    tail_sep: "; log tail:\n",
+};
 
 /// The WSL EA values put on one share entry (`user.$LXUID` …).
 ///
@@ -273,12 +283,7 @@ impl Fixture {
 
     /// The tail of smbd's log (for error messages).
     pub fn log_tail(&self, max: usize) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let start = text.len().saturating_sub(max);
-        let start = (start..=text.len())
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(text.len());
-        text[start..].to_string()
+        log_tail(&self.log, max)
     }
 
     fn populate_share(&self, opts: &FixtureOpts) -> io::Result<()> {
@@ -409,19 +414,9 @@ impl Fixture {
                 .arg(format!("--configfile={}", self.conf.display())),
             log,
         )?;
-        // One that lost the port to another process exits at once: the
-        // settle check tells it from the other process accepting.
-        let ready = Readiness {
-            poll: Duration::from_millis(10),
-            settle: Some(Duration::from_millis(30)),
-        };
+        let log = &self.log;
         self.server
-            .wait_for_port(self.addr(), timeout, ready)
-            .map_err(|e| {
-                e.into_io("smbd", self.port, timeout, "; log tail:\n", || {
-                    self.log_tail(2000)
-                })
-            })
+            .wait_for_port(self.addr(), timeout, &STARTUP, || log_tail(log, 2000))
     }
 
     /// Stop smbd: SIGTERM, wait up to 5 s, then SIGKILL; always reaped.
@@ -549,6 +544,16 @@ pub fn get_xattr(path: &Path, name: &str) -> io::Result<Vec<u8>> {
         )));
     }
     Ok(out.stdout)
+}
+
+/// The last `max` bytes of a log file (from a character boundary).
+fn log_tail(log: &Path, max: usize) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let start = text.len().saturating_sub(max);
+    let start = (start..=text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    text[start..].to_string()
 }
 
 /// A free TCP port on 127.0.0.1 (bind to port 0, read it back, release it).
