@@ -609,19 +609,9 @@ impl Connection {
         let p = smb_path(path)?;
         let info = setinfo::disposition_info(true);
         self.run(|c| {
-            let spec = OpenSpec {
-                desired_access: access::DELETE | access::FILE_READ_ATTRIBUTES,
-                kind,
-                disposition: FILE_OPEN,
-                options: 0,
-            };
-            let b = open_do_close(
-                c,
-                &p,
-                spec,
-                vec![set_info_req(setinfo::class::DISPOSITION, &info)],
-            )?;
-            c.body(&b.middle[0], setinfo::parse_set_info)
+            let desired = access::DELETE | access::FILE_READ_ATTRIBUTES;
+            set_info_compound(c, &p, desired, kind, setinfo::class::DISPOSITION, &info)?;
+            Ok(())
         })
     }
 
@@ -632,19 +622,16 @@ impl Connection {
         let pn = smb_path(new)?;
         let info = setinfo::rename_info(&pn, true);
         self.run(|c| {
-            let spec = OpenSpec {
-                desired_access: access::DELETE | access::FILE_READ_ATTRIBUTES,
-                kind: OpenKind::Any,
-                disposition: FILE_OPEN,
-                options: 0,
-            };
-            let b = open_do_close(
+            let desired = access::DELETE | access::FILE_READ_ATTRIBUTES;
+            set_info_compound(
                 c,
                 &po,
-                spec,
-                vec![set_info_req(setinfo::class::RENAME, &info)],
+                desired,
+                OpenKind::Any,
+                setinfo::class::RENAME,
+                &info,
             )?;
-            c.body(&b.middle[0], setinfo::parse_set_info)
+            Ok(())
         })
     }
 
@@ -655,22 +642,34 @@ impl Connection {
         let p = smb_path(path)?;
         let info = setinfo::end_of_file_info(size);
         self.run(|c| {
-            let spec = OpenSpec {
-                desired_access: access::FILE_WRITE_DATA | access::FILE_READ_ATTRIBUTES,
-                kind: OpenKind::File,
-                disposition: FILE_OPEN,
-                options: 0,
-            };
-            let b = open_do_close(
-                c,
-                &p,
-                spec,
-                vec![set_info_req(setinfo::class::END_OF_FILE, &info)],
-            )?;
-            c.body(&b.middle[0], setinfo::parse_set_info)?;
-            Ok(b.closed)
+            let desired = access::FILE_WRITE_DATA | access::FILE_READ_ATTRIBUTES;
+            let class = setinfo::class::END_OF_FILE;
+            set_info_compound(c, &p, desired, OpenKind::File, class, &info)
         })
     }
+}
+
+/// CREATE (`desired` access, an existing `kind`) + SET_INFO(`class`,
+/// `info`) + CLOSE(POSTQUERY) on `path`, the compound behind delete,
+/// rename and set_size. The SET_INFO's status is the answer; returns the
+/// attributes after the CLOSE.
+fn set_info_compound(
+    c: &mut Connection,
+    path: &str,
+    desired: u32,
+    kind: OpenKind,
+    class: u8,
+    info: &[u8],
+) -> SmbResult<Option<CloseAttrs>> {
+    let spec = OpenSpec {
+        desired_access: desired,
+        kind,
+        disposition: FILE_OPEN,
+        options: 0,
+    };
+    let b = open_do_close(c, path, spec, vec![set_info_req(class, info)])?;
+    c.body(&b.middle[0], setinfo::parse_set_info)?;
+    Ok(b.closed)
 }
 
 fn set_info_req(class: u8, buffer: &[u8]) -> Req {
