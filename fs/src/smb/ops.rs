@@ -72,6 +72,18 @@ pub struct OpenSpec {
     pub options: u32,
 }
 
+impl OpenSpec {
+    /// Open the existing file (not a directory) for `desired_access`.
+    pub fn existing_file(desired_access: u32) -> OpenSpec {
+        OpenSpec {
+            desired_access,
+            kind: OpenKind::File,
+            disposition: FILE_OPEN,
+            options: 0,
+        }
+    }
+}
+
 /// What a created or opened object looks like afterwards.
 #[derive(Clone, Copy, Debug)]
 pub struct Created {
@@ -348,12 +360,8 @@ impl Connection {
     pub fn read_file(&mut self, path: &str) -> SmbResult<Vec<u8>> {
         let p = smb_path(path)?;
         self.run(|c| {
-            let spec = OpenSpec {
-                desired_access: access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES,
-                kind: OpenKind::File,
-                disposition: FILE_OPEN,
-                options: 0,
-            };
+            let spec =
+                OpenSpec::existing_file(access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES);
             let first = whole_file_chunk(c);
             let (data, _) =
                 read_chunks(c, &p, spec, 0, first, |c, _, _| Some(whole_file_chunk(c)))?;
@@ -433,12 +441,8 @@ impl Connection {
     ) -> SmbResult<(Vec<u8>, u64)> {
         let p = smb_path(path)?;
         self.run(|c| {
-            let spec = OpenSpec {
-                desired_access: access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES,
-                kind: OpenKind::File,
-                disposition: FILE_OPEN,
-                options: 0,
-            };
+            let spec =
+                OpenSpec::existing_file(access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES);
             let (first, charge) = chunk(c, rsize, c.max_read(), 2);
             let first = first.min(len.try_into().unwrap_or(u32::MAX));
             let charge = charge.min(charge_for(first as usize));
@@ -480,12 +484,8 @@ impl Connection {
     ) -> SmbResult<Written> {
         let p = smb_path(path)?;
         self.run(|c| {
-            let spec = OpenSpec {
-                desired_access: access::FILE_WRITE_DATA | access::FILE_READ_ATTRIBUTES,
-                kind: OpenKind::File,
-                disposition: FILE_OPEN,
-                options: 0,
-            };
+            let spec =
+                OpenSpec::existing_file(access::FILE_WRITE_DATA | access::FILE_READ_ATTRIBUTES);
             let (max, _) = chunk(c, wsize, c.max_write(), 2);
             if data.len() <= max as usize {
                 let w = WriteRequest {
