@@ -248,7 +248,7 @@ mod tests {
         let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let addr = l.local_addr().unwrap();
         let settle = Startup {
-            settle: Some(Duration::from_secs(2)),
+            settle: Some(Duration::from_secs(1)),
             ..QUICK
         };
         let mut p = ServerProcess::spawn(Command::new("sleep").arg("0.3"), log()).unwrap();
