@@ -186,6 +186,11 @@ fn main() -> ExitCode {
                 fs::sync::host::HostPlatform::global().rcu_reader_mode()
             );
             let result = bench::run_params(&params, &exec, &mut StdoutWriter::new());
+            if let Some(ms) = bench::host::proc::self_cpu_ms() {
+                // For `bench rcu-reader`: CPU time per op shrugs off the
+                // preemption of a loaded machine that wall time counts.
+                eprintln!("bench: cpu time: {ms} ms (user+sys, all threads)");
+            }
             if !no_pin && !exec.pinned() {
                 eprintln!("bench: note: tasks not pinned (taskset failed or missing)");
             }

@@ -1,6 +1,7 @@
 //! `bench rcu-reader` end to end, briefly (1 s runs): every line it prints
 //! parses, the rounds alternate which mode goes first, both modes measured
-//! something, and the median line's figures are medians of the rounds'.
+//! something (wall and CPU ns/op), the gains follow from the figures, and
+//! the median line's figures are medians of the rounds'.
 //! With `--perf` (needs `perf`, `make setup` installs linux-perf), the two
 //! perf lines parse and the fenced reader's `rcu_read_lock` holds a share
 //! of the samples. Timing itself is not checked (the figures are for
@@ -50,8 +51,8 @@ fn rcu_reader_ab_prints_rounds_and_medians() {
         .iter()
         .map(|l| parse_line(l).unwrap_or_else(|| panic!("does not parse: {l}")))
         .collect();
-    let mut fence = Vec::new();
-    let mut memb = Vec::new();
+    let (mut fence, mut memb) = (Vec::new(), Vec::new());
+    let (mut fence_cpu, mut memb_cpu) = (Vec::new(), Vec::new());
     for (i, r) in rounds.iter().enumerate() {
         assert_eq!(field(r, "round"), (i + 1).to_string());
         let first = if i % 2 == 0 { "fence" } else { "membarrier" };
@@ -63,8 +64,17 @@ fn rcu_reader_ab_prints_rounds_and_medians() {
             (gain - (f - m) / f * 100.0).abs() < 0.2,
             "gain {gain} from {f} and {m}"
         );
+        let (fc, mc) = (num(r, "fence_cpu_ns"), num(r, "membarrier_cpu_ns"));
+        assert!(fc > 0.0 && mc > 0.0, "{}", lines[i]);
+        let cpu_gain = num(r, "cpu_gain");
+        assert!(
+            (cpu_gain - (fc - mc) / fc * 100.0).abs() < 0.2,
+            "cpu_gain {cpu_gain} from {fc} and {mc}"
+        );
         fence.push(f);
         memb.push(m);
+        fence_cpu.push(fc);
+        memb_cpu.push(mc);
     }
     let m = parse_line(lines[3]).unwrap_or_else(|| panic!("does not parse: {}", lines[3]));
     assert_eq!(m[0].0, "median", "{}", lines[3]);
@@ -74,8 +84,19 @@ fn rcu_reader_ab_prints_rounds_and_medians() {
     memb.sort_by(f64::total_cmp);
     assert_eq!(num(&m, "fence_ns"), fence[1], "{stdout}");
     assert_eq!(num(&m, "membarrier_ns"), memb[1], "{stdout}");
-    let _ = num(&m, "gain");
-    let _ = num(&m, "round_gain_median");
+    for v in [&mut fence_cpu, &mut memb_cpu] {
+        v.sort_by(f64::total_cmp);
+    }
+    assert_eq!(num(&m, "fence_cpu_ns"), fence_cpu[1], "{stdout}");
+    assert_eq!(num(&m, "membarrier_cpu_ns"), memb_cpu[1], "{stdout}");
+    for k in [
+        "gain",
+        "round_gain_median",
+        "cpu_gain",
+        "round_cpu_gain_median",
+    ] {
+        let _ = num(&m, k);
+    }
 }
 
 #[test]

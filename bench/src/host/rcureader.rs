@@ -9,14 +9,19 @@
 //! cost the fence weighs most in, no allocation, no lock, no shared store —
 //! alternately in the two modes, `--rounds` times, and swaps which mode goes
 //! first every round, so that a slow stretch of a loaded machine falls on
-//! both. Each child's figure is ns per op of its measured seconds
-//! (`1e9 / average`, one task). Output, one line per round and a median
-//! line (the median of each mode's figures; `gain` is the share of the
-//! fenced reader's ns/op that the fence-free one saves):
+//! both. Each child gives two figures: wall-clock ns per op of its fastest
+//! measured second (`_ns`), and CPU ns per op (`_cpu_ns`: its user + system
+//! time, which `bench host` prints on stderr, over every operation it
+//! counted). On a loaded machine the second is the one to trust: time the
+//! task spent preempted is in the wall clock, not in its CPU time. Output,
+//! one line per round and a median line (the median of each mode's
+//! figures; a gain is the share of the fenced reader's ns/op that the
+//! fence-free one saves; `round_*gain_median` the median of the rounds'
+//! own gains):
 //!
 //! ```text
-//! rcu-reader: round=1 first=fence fence_ns=131.9 membarrier_ns=110.2 gain=16.5%
-//! rcu-reader: median rounds=5 secs=2 fence_ns=131.4 membarrier_ns=110.9 gain=15.6% round_gain_median=15.9%
+//! rcu-reader: round=1 first=fence fence_ns=102.7 membarrier_ns=82.9 gain=19.2% fence_cpu_ns=98.0 membarrier_cpu_ns=83.1 cpu_gain=15.2%
+//! rcu-reader: median rounds=9 secs=3 fence_ns=… membarrier_ns=… gain=…% round_gain_median=…% fence_cpu_ns=… membarrier_cpu_ns=… cpu_gain=…% round_cpu_gain_median=…%
 //! ```
 //!
 //! With `--perf`, one more run per mode goes under `perf record -e
@@ -70,13 +75,25 @@ pub struct Config {
     pub no_pin: bool,
 }
 
+/// One run's figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Figures {
+    /// Wall-clock ns per op of the run's fastest measured second
+    /// (preemption only ever slows a second down).
+    pub ns: f64,
+    /// CPU ns per op: the child's user + system time over every operation
+    /// it counted (warm-up included). A loaded machine's preemption does
+    /// not enter it, so on a shared machine this is the figure to trust.
+    pub cpu_ns: f64,
+}
+
 /// One round: both modes once.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Round {
     pub n: u32,
     pub first: Mode,
-    pub fence_ns: f64,
-    pub membarrier_ns: f64,
+    pub fence: Figures,
+    pub membarrier: Figures,
 }
 
 /// `(fence − membarrier) / fence` in percent.
@@ -90,7 +107,10 @@ pub fn gain_pct(fence_ns: f64, membarrier_ns: f64) -> f64 {
 
 impl Round {
     pub fn gain_pct(&self) -> f64 {
-        gain_pct(self.fence_ns, self.membarrier_ns)
+        gain_pct(self.fence.ns, self.membarrier.ns)
+    }
+    pub fn cpu_gain_pct(&self) -> f64 {
+        gain_pct(self.fence.cpu_ns, self.membarrier.cpu_ns)
     }
 }
 
@@ -98,12 +118,15 @@ impl fmt::Display for Round {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "rcu-reader: round={} first={} fence_ns={:.1} membarrier_ns={:.1} gain={:.1}%",
+            "rcu-reader: round={} first={} fence_ns={:.1} membarrier_ns={:.1} gain={:.1}% fence_cpu_ns={:.1} membarrier_cpu_ns={:.1} cpu_gain={:.1}%",
             self.n,
             self.first.name(),
-            self.fence_ns,
-            self.membarrier_ns,
-            self.gain_pct()
+            self.fence.ns,
+            self.membarrier.ns,
+            self.gain_pct(),
+            self.fence.cpu_ns,
+            self.membarrier.cpu_ns,
+            self.cpu_gain_pct()
         )
     }
 }
@@ -113,16 +136,20 @@ impl fmt::Display for Round {
 pub struct Summary {
     pub rounds: u32,
     pub secs: u32,
-    pub fence_ns: f64,
-    pub membarrier_ns: f64,
-    /// Median of the per-round gains (each round's two runs are neighbours
-    /// in time, so this one shrugs off drift best).
+    pub fence: Figures,
+    pub membarrier: Figures,
+    /// Medians of the per-round gains (each round's two runs are
+    /// neighbours in time, so these shrug off drift best).
     pub round_gain_median: f64,
+    pub round_cpu_gain_median: f64,
 }
 
 impl Summary {
     pub fn gain_pct(&self) -> f64 {
-        gain_pct(self.fence_ns, self.membarrier_ns)
+        gain_pct(self.fence.ns, self.membarrier.ns)
+    }
+    pub fn cpu_gain_pct(&self) -> f64 {
+        gain_pct(self.fence.cpu_ns, self.membarrier.cpu_ns)
     }
 }
 
@@ -130,13 +157,17 @@ impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "rcu-reader: median rounds={} secs={} fence_ns={:.1} membarrier_ns={:.1} gain={:.1}% round_gain_median={:.1}%",
+            "rcu-reader: median rounds={} secs={} fence_ns={:.1} membarrier_ns={:.1} gain={:.1}% round_gain_median={:.1}% fence_cpu_ns={:.1} membarrier_cpu_ns={:.1} cpu_gain={:.1}% round_cpu_gain_median={:.1}%",
             self.rounds,
             self.secs,
-            self.fence_ns,
-            self.membarrier_ns,
+            self.fence.ns,
+            self.membarrier.ns,
             self.gain_pct(),
-            self.round_gain_median
+            self.round_gain_median,
+            self.fence.cpu_ns,
+            self.membarrier.cpu_ns,
+            self.cpu_gain_pct(),
+            self.round_cpu_gain_median
         )
     }
 }
@@ -152,12 +183,20 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Medians of `rounds`.
 pub fn summarize(rounds: &[Round], secs: u32) -> Summary {
+    let m = |pick: &dyn Fn(&Round) -> f64| median(rounds.iter().map(pick).collect());
     Summary {
         rounds: rounds.len() as u32,
         secs,
-        fence_ns: median(rounds.iter().map(|r| r.fence_ns).collect()),
-        membarrier_ns: median(rounds.iter().map(|r| r.membarrier_ns).collect()),
-        round_gain_median: median(rounds.iter().map(Round::gain_pct).collect()),
+        fence: Figures {
+            ns: m(&|r| r.fence.ns),
+            cpu_ns: m(&|r| r.fence.cpu_ns),
+        },
+        membarrier: Figures {
+            ns: m(&|r| r.membarrier.ns),
+            cpu_ns: m(&|r| r.membarrier.cpu_ns),
+        },
+        round_gain_median: m(&Round::gain_pct),
+        round_cpu_gain_median: m(&Round::cpu_gain_pct),
     }
 }
 
@@ -194,8 +233,8 @@ fn child_cmd(mode: Mode, cfg: &Config, perf_out: Option<&Path>) -> Result<Comman
     Ok(cmd)
 }
 
-/// One child run in `mode` (under perf with `perf_out`): its ns per op.
-fn run_child(mode: Mode, cfg: &Config, perf_out: Option<&Path>) -> Result<f64, String> {
+/// One child run in `mode` (under perf with `perf_out`): its figures.
+fn run_child(mode: Mode, cfg: &Config, perf_out: Option<&Path>) -> Result<Figures, String> {
     let cmd = child_cmd(mode, cfg, perf_out)?;
     let limit = Duration::from_secs(u64::from(cfg.warmup) + u64::from(cfg.secs) + 60);
     let f = run_with_timeout(cmd, limit)?;
@@ -222,10 +261,26 @@ fn run_child(mode: Mode, cfg: &Config, perf_out: Option<&Path>) -> Result<f64, S
         ));
     }
     let out = output::parse(&f.stdout).map_err(|e| format!("{what}: output: {e}"))?;
-    if out.average == 0 {
+    if out.max_total() == 0 {
         return Err(format!("{what}: no operations measured"));
     }
-    Ok(1e9 / out.average as f64)
+    let cpu_ms: f64 = f
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("bench: cpu time: "))
+        .and_then(|r| r.split(' ').next())
+        .and_then(|ms| ms.parse().ok())
+        .ok_or_else(|| format!("{what}: no 'bench: cpu time:' line on stderr"))?;
+    let ops: u64 = out
+        .warmup
+        .iter()
+        .chain(&out.measurement)
+        .map(|s| s.total)
+        .sum();
+    Ok(Figures {
+        ns: 1e9 / out.max_total() as f64,
+        cpu_ns: cpu_ms * 1e6 / ops as f64,
+    })
 }
 
 /// Run the A/B; `line` gets each round's line as it finishes.
@@ -237,19 +292,19 @@ pub fn run(cfg: &Config, line: &mut dyn FnMut(&str)) -> Result<Summary, String> 
         } else {
             [Mode::Membarrier, Mode::Fence]
         };
-        let (mut fence_ns, mut membarrier_ns) = (0.0, 0.0);
+        let (mut fence, mut membarrier) = (Figures::default(), Figures::default());
         for mode in order {
-            let ns = run_child(mode, cfg, None)?;
+            let fig = run_child(mode, cfg, None)?;
             match mode {
-                Mode::Fence => fence_ns = ns,
-                Mode::Membarrier => membarrier_ns = ns,
+                Mode::Fence => fence = fig,
+                Mode::Membarrier => membarrier = fig,
             }
         }
         let r = Round {
             n,
             first: order[0],
-            fence_ns,
-            membarrier_ns,
+            fence,
+            membarrier,
         };
         line(&r.to_string());
         rounds.push(r);
@@ -269,7 +324,8 @@ pub struct PerfShare {
     pub share_pct: f64,
     pub samples: u64,
     pub total_samples: u64,
-    /// The run's own ns/op (perf's sampling slows it a little).
+    /// The run's own wall-clock ns/op (fastest second; perf's sampling
+    /// slows it a little).
     pub ns: f64,
 }
 
@@ -323,7 +379,7 @@ pub fn perf_shares(cfg: &Config) -> Result<Vec<PerfShare>, String> {
             mode.name()
         ));
         let ns = run_child(mode, cfg, Some(&data));
-        let report = ns.and_then(|ns| {
+        let report = ns.and_then(|fig| {
             let mut rep = Command::new("perf");
             rep.args([
                 "report",
@@ -347,7 +403,7 @@ pub fn perf_shares(cfg: &Config) -> Result<Vec<PerfShare>, String> {
                 share_pct,
                 samples,
                 total_samples,
-                ns,
+                ns: fig.ns,
             })
         });
         let _ = std::fs::remove_file(&data);
@@ -376,41 +432,58 @@ pub fn parse_line(l: &str) -> Option<Vec<(String, String)>> {
 mod tests {
     use super::*;
 
+    fn round(n: u32, f: (f64, f64), m: (f64, f64)) -> Round {
+        Round {
+            n,
+            first: if n % 2 == 1 {
+                Mode::Fence
+            } else {
+                Mode::Membarrier
+            },
+            fence: Figures {
+                ns: f.0,
+                cpu_ns: f.1,
+            },
+            membarrier: Figures {
+                ns: m.0,
+                cpu_ns: m.1,
+            },
+        }
+    }
+
     #[test]
     fn medians_and_gain() {
         let rounds = [
-            Round {
-                n: 1,
-                first: Mode::Fence,
-                fence_ns: 120.0,
-                membarrier_ns: 100.0,
-            },
-            Round {
-                n: 2,
-                first: Mode::Membarrier,
-                fence_ns: 200.0,
-                membarrier_ns: 180.0,
-            },
-            Round {
-                n: 3,
-                first: Mode::Fence,
-                fence_ns: 100.0,
-                membarrier_ns: 90.0,
-            },
+            round(1, (120.0, 110.0), (100.0, 99.0)),
+            round(2, (200.0, 100.0), (180.0, 90.0)),
+            round(3, (100.0, 120.0), (90.0, 96.0)),
         ];
         let s = summarize(&rounds, 2);
-        assert_eq!(s.fence_ns, 120.0);
-        assert_eq!(s.membarrier_ns, 100.0);
+        assert_eq!(
+            s.fence,
+            Figures {
+                ns: 120.0,
+                cpu_ns: 110.0
+            }
+        );
+        assert_eq!(
+            s.membarrier,
+            Figures {
+                ns: 100.0,
+                cpu_ns: 96.0
+            }
+        );
         assert!((s.gain_pct() - 16.666).abs() < 0.01);
-        // round gains 16.7, 10.0, 10.0 -> 10.0
+        // round gains 16.7, 10.0, 10.0 -> 10.0; cpu 10.0, 10.0, 20.0 -> 10.0
         assert!((s.round_gain_median - 10.0).abs() < 1e-9);
+        assert!((s.round_cpu_gain_median - 10.0).abs() < 1e-9);
         assert_eq!(
             s.to_string(),
-            "rcu-reader: median rounds=3 secs=2 fence_ns=120.0 membarrier_ns=100.0 gain=16.7% round_gain_median=10.0%"
+            "rcu-reader: median rounds=3 secs=2 fence_ns=120.0 membarrier_ns=100.0 gain=16.7% round_gain_median=10.0% fence_cpu_ns=110.0 membarrier_cpu_ns=96.0 cpu_gain=12.7% round_cpu_gain_median=10.0%"
         );
         assert_eq!(
             rounds[1].to_string(),
-            "rcu-reader: round=2 first=membarrier fence_ns=200.0 membarrier_ns=180.0 gain=10.0%"
+            "rcu-reader: round=2 first=membarrier fence_ns=200.0 membarrier_ns=180.0 gain=10.0% fence_cpu_ns=100.0 membarrier_cpu_ns=90.0 cpu_gain=10.0%"
         );
     }
 
@@ -422,9 +495,9 @@ mod tests {
         .unwrap();
         assert_eq!(f[0], ("round".into(), "2".into()));
         assert_eq!(f[4], ("gain".into(), "10.0".into()));
-        let f = parse_line("rcu-reader: median rounds=3 secs=2 fence_ns=120.0 membarrier_ns=100.0 gain=16.7% round_gain_median=10.0%").unwrap();
+        let f = parse_line("rcu-reader: median rounds=3 secs=2 fence_ns=120.0 membarrier_ns=100.0 gain=16.7% round_gain_median=10.0% fence_cpu_ns=110.0 membarrier_cpu_ns=96.0 cpu_gain=12.7% round_cpu_gain_median=10.0%").unwrap();
         assert_eq!(f[0].0, "median");
-        assert_eq!(f.len(), 7);
+        assert_eq!(f.len(), 11);
         let f = parse_line(
             "rcu-reader: perf mode=fence rcu_read_lock=17.4% samples=387 of=2227 ns=130.2",
         )
