@@ -26,7 +26,7 @@ use super::processor::cpuid;
 
 /// Loop iterations per millisecond below which guest code is taken to be
 /// emulated. Measured 2026-12-01 on a loaded 2-core test machine: the
-/// emulating KVM 23, TCG 68 000–99 000; a processor running the loop
+/// emulating KVM 23–220, TCG 68 000–99 000; a processor running the loop
 /// itself does one iteration in a few cycles (hundreds of thousands).
 pub const EMULATED_BELOW_PER_MS: u64 = 2_000;
 
@@ -65,8 +65,8 @@ pub fn is_kvm() -> bool {
 
 /// How fast this CPU runs a simple dependent loop: iterations per
 /// millisecond of the reference clock, the best of three short rounds (a
-/// round the host preempted only lowers its own figure). About 0.25 s in
-/// all under the emulator (23 iterations/ms), tens of microseconds
+/// round the host preempted only lowers its own figure). 30–260 ms in
+/// all under the emulator (23–220 iterations/ms), tens of microseconds
 /// elsewhere.
 pub fn loop_rate_per_ms() -> u64 {
     const N: u64 = 2_000;
