@@ -230,3 +230,167 @@ pub fn parse_close(msg: &[u8]) -> Result<()> {
     }
     slice(msg, 64, 60).map(|_| ())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    /// A CREATE request for `a` (MS-SMB2 2.2.13), written out by hand.
+    #[test]
+    fn create_request_bytes() {
+        let mut out = vec![0u8; 64];
+        CreateRequest {
+            desired_access: access::FILE_READ_DATA
+                | access::FILE_READ_ATTRIBUTES
+                | access::SYNCHRONIZE,
+            file_attributes: 0x80,
+            share_access: share::ALL,
+            disposition: FILE_OPEN_IF,
+            options: options::NON_DIRECTORY_FILE,
+            path: "a",
+        }
+        .emit(&mut out);
+        #[rustfmt::skip]
+        let want: [u8; 58] = [
+            57, 0,                   // StructureSize
+            0,                       // SecurityFlags
+            0,                       // RequestedOplockLevel
+            2, 0, 0, 0,              // ImpersonationLevel: Impersonation
+            0, 0, 0, 0, 0, 0, 0, 0,  // SmbCreateFlags
+            0, 0, 0, 0, 0, 0, 0, 0,  // Reserved
+            0x81, 0, 0x10, 0,        // DesiredAccess
+            0x80, 0, 0, 0,           // FileAttributes
+            7, 0, 0, 0,              // ShareAccess
+            3, 0, 0, 0,              // CreateDisposition
+            0x40, 0, 0, 0,           // CreateOptions
+            120, 0,                  // NameOffset: 64 + 56
+            2, 0,                    // NameLength
+            0, 0, 0, 0,              // CreateContextsOffset
+            0, 0, 0, 0,              // CreateContextsLength
+            b'a', 0,                 // Buffer: the name, UTF-16LE
+        ];
+        assert_eq!(&out[64..], &want[..]);
+
+        // The share root: an empty name, and 8 zero bytes of Buffer.
+        let mut root = vec![0u8; 64];
+        CreateRequest {
+            desired_access: 0,
+            file_attributes: 0,
+            share_access: 0,
+            disposition: FILE_OPEN,
+            options: 0,
+            path: "",
+        }
+        .emit(&mut root);
+        assert_eq!(root.len(), 64 + 56 + 8);
+        assert_eq!(&root[64 + 44..64 + 48], &[120, 0, 0, 0]);
+        assert!(root[64 + 56..].iter().all(|&b| b == 0));
+    }
+
+    /// A CREATE response (MS-SMB2 2.2.14), written out by hand.
+    #[test]
+    fn create_response_bytes() {
+        let mut msg = vec![0u8; 64];
+        #[rustfmt::skip]
+        msg.extend_from_slice(&[
+            89, 0,                   // StructureSize
+            1,                       // OplockLevel
+            0,                       // Flags
+            2, 0, 0, 0,              // CreateAction: created
+            1, 0, 0, 0, 0, 0, 0, 0,  // CreationTime
+            2, 0, 0, 0, 0, 0, 0, 0,  // LastAccessTime
+            3, 0, 0, 0, 0, 0, 0, 0,  // LastWriteTime
+            4, 0, 0, 0, 0, 0, 0, 0,  // ChangeTime
+            0, 0x10, 0, 0, 0, 0, 0, 0, // AllocationSize
+            5, 0, 0, 0, 0, 0, 0, 0,  // EndofFile
+            0x20, 0, 0, 0,           // FileAttributes
+            0, 0, 0, 0,              // Reserved2
+            0x11, 0, 0, 0, 0, 0, 0, 0, // FileId.Persistent
+            0x22, 0, 0, 0, 0, 0, 0, 0, // FileId.Volatile
+            0, 0, 0, 0,              // CreateContextsOffset
+            0, 0, 0, 0,              // CreateContextsLength
+        ]);
+        let r = CreateResponse::parse(&msg).unwrap();
+        assert_eq!(
+            r,
+            CreateResponse {
+                oplock: 1,
+                create_action: action::CREATED,
+                times: FileTimes {
+                    creation: 1,
+                    last_access: 2,
+                    last_write: 3,
+                    change: 4,
+                },
+                allocation_size: 0x1000,
+                end_of_file: 5,
+                attributes: 0x20,
+                file_id: FileId {
+                    persistent: 0x11,
+                    volatile: 0x22,
+                },
+            }
+        );
+        assert!(CreateResponse::parse(&msg[..64 + 87]).is_err());
+        msg[64] = 88;
+        assert!(CreateResponse::parse(&msg).is_err());
+    }
+
+    /// CLOSE request and response (MS-SMB2 2.2.15, 2.2.16), by hand.
+    #[test]
+    fn close_bytes() {
+        let fid = FileId {
+            persistent: 0x0102,
+            volatile: 0x0304,
+        };
+        let mut out = vec![0u8; 64];
+        CloseRequest { file_id: fid }.emit_flags(&mut out, CLOSE_POSTQUERY_ATTRIB);
+        #[rustfmt::skip]
+        let want: [u8; 24] = [
+            24, 0,                   // StructureSize
+            1, 0,                    // Flags: POSTQUERY_ATTRIB
+            0, 0, 0, 0,              // Reserved
+            2, 1, 0, 0, 0, 0, 0, 0,  // FileId.Persistent
+            4, 3, 0, 0, 0, 0, 0, 0,  // FileId.Volatile
+        ];
+        assert_eq!(&out[64..], &want[..]);
+        let mut plain = vec![0u8; 64];
+        CloseRequest { file_id: fid }.emit(&mut plain);
+        assert_eq!(plain[66], 0);
+
+        let mut msg = vec![0u8; 64];
+        #[rustfmt::skip]
+        msg.extend_from_slice(&[
+            60, 0,                   // StructureSize
+            1, 0,                    // Flags: POSTQUERY_ATTRIB
+            0, 0, 0, 0,              // Reserved
+            1, 0, 0, 0, 0, 0, 0, 0,  // CreationTime
+            2, 0, 0, 0, 0, 0, 0, 0,  // LastAccessTime
+            3, 0, 0, 0, 0, 0, 0, 0,  // LastWriteTime
+            4, 0, 0, 0, 0, 0, 0, 0,  // ChangeTime
+            0, 2, 0, 0, 0, 0, 0, 0,  // AllocationSize
+            9, 0, 0, 0, 0, 0, 0, 0,  // EndofFile
+            0x10, 0, 0, 0,           // FileAttributes
+        ]);
+        assert_eq!(
+            parse_close_attrs(&msg).unwrap(),
+            Some(CloseAttrs {
+                times: FileTimes {
+                    creation: 1,
+                    last_access: 2,
+                    last_write: 3,
+                    change: 4,
+                },
+                allocation_size: 0x200,
+                end_of_file: 9,
+                attributes: 0x10,
+            })
+        );
+        msg[66] = 0;
+        assert_eq!(parse_close_attrs(&msg).unwrap(), None);
+        assert!(parse_close(&msg[..64 + 59]).is_err());
+        msg[64] = 24;
+        assert!(parse_close(&msg).is_err());
+    }
+}

@@ -122,3 +122,100 @@ pub fn parse(class: u8, buf: &[u8]) -> Result<Vec<DirInfo>> {
         off += next;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    /// The part every class shares (MS-FSCC FILE_FULL_DIR_INFORMATION,
+    /// FILE_ID_BOTH_DIR_INFORMATION, FILE_ID_EXTD_DIR_INFORMATION): from
+    /// NextEntryOffset through EaSize.
+    #[rustfmt::skip]
+    fn common(next: u32, attributes: u32, name_len: u32, ea: u32) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&next.to_le_bytes()); // NextEntryOffset
+        b.extend_from_slice(&[0, 0, 0, 0]);       // FileIndex
+        b.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0]); // CreationTime
+        b.extend_from_slice(&[2, 0, 0, 0, 0, 0, 0, 0]); // LastAccessTime
+        b.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0]); // LastWriteTime
+        b.extend_from_slice(&[4, 0, 0, 0, 0, 0, 0, 0]); // ChangeTime
+        b.extend_from_slice(&[5, 0, 0, 0, 0, 0, 0, 0]); // EndOfFile
+        b.extend_from_slice(&[0, 0x10, 0, 0, 0, 0, 0, 0]); // AllocationSize
+        b.extend_from_slice(&attributes.to_le_bytes()); // FileAttributes
+        b.extend_from_slice(&name_len.to_le_bytes());   // FileNameLength
+        b.extend_from_slice(&ea.to_le_bytes());         // EaSize / tag
+        b
+    }
+
+    const TIMES: FileTimes = FileTimes {
+        creation: 1,
+        last_access: 2,
+        last_write: 3,
+        change: 4,
+    };
+
+    #[test]
+    fn full_directory_bytes() {
+        // Two records, the first padded to 8 bytes: 68 + 2 -> 72.
+        let mut b = common(72, attr::ARCHIVE, 2, 6);
+        b.extend_from_slice(b"f\0"); // FileName
+        b.extend_from_slice(&[0, 0]);
+        b.extend_from_slice(&common(0, attr::REPARSE_POINT, 2, 0xa000_001d));
+        b.extend_from_slice(b"l\0");
+        let l = parse(class::FULL_DIRECTORY, &b).unwrap();
+        assert_eq!(
+            l[0],
+            DirInfo {
+                name: "f".into(),
+                attributes: attr::ARCHIVE,
+                end_of_file: 5,
+                allocation_size: 0x1000,
+                times: TIMES,
+                ea_size: Some(6),
+                reparse_tag: None,
+                file_id: None,
+            }
+        );
+        assert_eq!(l[1].ea_size, None);
+        assert_eq!(l[1].reparse_tag, Some(0xa000_001d));
+        // A NextEntryOffset inside the fixed part is refused.
+        b[0] = 8;
+        assert!(parse(class::FULL_DIRECTORY, &b).is_err());
+    }
+
+    #[test]
+    fn id_both_directory_bytes() {
+        let mut b = common(0, attr::DIRECTORY, 4, 0);
+        b.push(0); // ShortNameLength
+        b.push(0); // Reserved1
+        b.extend_from_slice(&[0; 24]); // ShortName
+        b.extend_from_slice(&[0, 0]); // Reserved2
+        b.extend_from_slice(&0x77u64.to_le_bytes()); // FileId
+        b.extend_from_slice(b"d\0e\0"); // FileName
+        assert_eq!(b.len(), 104 + 4);
+        let l = parse(class::ID_BOTH_DIRECTORY, &b).unwrap();
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].name, "de");
+        assert!(l[0].is_dir());
+        assert_eq!(l[0].file_id, Some(0x77));
+        assert_eq!(l[0].ea_size, Some(0));
+        assert!(parse(class::ID_BOTH_DIRECTORY, &b[..107]).is_err());
+    }
+
+    #[test]
+    fn id_extd_directory_bytes() {
+        let mut b = common(0, attr::REPARSE_POINT, 2, 9);
+        b.extend_from_slice(&0xa000_000cu32.to_le_bytes()); // ReparsePointTag
+        b.extend_from_slice(&0x55u64.to_le_bytes()); // FileId, low half
+        b.extend_from_slice(&[0; 8]); // FileId, high half
+        b.extend_from_slice(b"s\0"); // FileName
+        assert_eq!(b.len(), 88 + 2);
+        let l = parse(class::ID_EXTD_DIRECTORY, &b).unwrap();
+        assert_eq!(l[0].ea_size, Some(9));
+        assert_eq!(l[0].reparse_tag, Some(0xa000_000c));
+        assert_eq!(l[0].file_id, Some(0x55));
+        assert_eq!(fixed_len(1), None);
+        assert!(parse(1, &b).is_err());
+    }
+}

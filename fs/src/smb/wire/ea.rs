@@ -136,6 +136,60 @@ mod tests {
         assert_eq!(u32_at(&l, 36).unwrap(), 0);
     }
 
+    /// FILE_GET_EA_INFORMATION and FILE_FULL_EA_INFORMATION lists
+    /// (MS-FSCC), written out by hand.
+    #[test]
+    fn ea_list_bytes() {
+        #[rustfmt::skip]
+        let want: [u8; 17] = [
+            12, 0, 0, 0,             // NextEntryOffset
+            5,                       // EaNameLength
+            b'a', b'b', b'c', b'd', b'e', 0, // EaName, NUL
+            0,                       // padding to 4
+            0, 0, 0, 0,              // NextEntryOffset: last
+            1,                       // EaNameLength
+        ];
+        let got = emit_get_ea_list(&["abcde", "x"]);
+        assert_eq!(&got[..17], &want[..]);
+        assert_eq!(&got[17..], b"x\0");
+
+        #[rustfmt::skip]
+        let full: [u8; 29] = [
+            16, 0, 0, 0,             // NextEntryOffset
+            0x80,                    // Flags: FILE_NEED_EA
+            2,                       // EaNameLength
+            3, 0,                    // EaValueLength
+            b'n', b'1', 0,           // EaName, NUL
+            7, 8, 9,                 // EaValue
+            0, 0,                    // padding
+            0, 0, 0, 0,              // NextEntryOffset: last
+            0,                       // Flags
+            1,                       // EaNameLength
+            4, 0,                    // EaValueLength
+            b'm', 0,                 // EaName, NUL
+            1, 0, 0,                 // EaValue (one byte short)
+        ];
+        assert!(parse_full_ea_list(&full).is_err());
+        let mut full = full.to_vec();
+        full.push(0);
+        let eas = parse_full_ea_list(&full).unwrap();
+        assert_eq!(
+            eas,
+            alloc::vec![
+                FullEa {
+                    flags: 0x80,
+                    name: "n1".into(),
+                    value: alloc::vec![7, 8, 9],
+                },
+                FullEa {
+                    flags: 0,
+                    name: "m".into(),
+                    value: alloc::vec![1, 0, 0, 0],
+                },
+            ]
+        );
+    }
+
     #[test]
     fn decode_wsl() {
         let mk = |n: &str, v: &[u8]| FullEa {

@@ -56,3 +56,78 @@ pub fn parse_all(b: &[u8]) -> Result<FileStat> {
     st.ea_size = Some(u32_at(b, 72)?);
     Ok(st)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    /// FileAllInformation (MS-FSCC FILE_ALL_INFORMATION), written out by
+    /// hand: Basic, Standard, Internal, EA, Access, Position, Mode,
+    /// Alignment, then the name.
+    #[test]
+    fn all_information_bytes() {
+        let mut b = Vec::new();
+        #[rustfmt::skip]
+        b.extend_from_slice(&[
+            // FileBasicInformation
+            1, 0, 0, 0, 0, 0, 0, 0,  // CreationTime
+            2, 0, 0, 0, 0, 0, 0, 0,  // LastAccessTime
+            3, 0, 0, 0, 0, 0, 0, 0,  // LastWriteTime
+            4, 0, 0, 0, 0, 0, 0, 0,  // ChangeTime
+            0x10, 0, 0, 0,           // FileAttributes
+            0, 0, 0, 0,              // Reserved
+            // FileStandardInformation
+            0, 0x10, 0, 0, 0, 0, 0, 0, // AllocationSize
+            0x99, 0, 0, 0, 0, 0, 0, 0, // EndOfFile
+            3, 0, 0, 0,              // NumberOfLinks
+            1,                       // DeletePending
+            1,                       // Directory
+            0, 0,                    // Reserved
+            // FileInternalInformation
+            0x78, 0x56, 0x34, 0x12, 0, 0, 0, 0, // IndexNumber
+            // FileEaInformation
+            40, 0, 0, 0,             // EaSize
+            // FileAccessInformation
+            0xff, 0x01, 0x1f, 0,     // AccessFlags
+            // FilePositionInformation
+            0, 0, 0, 0, 0, 0, 0, 0,  // CurrentByteOffset
+            // FileModeInformation
+            0, 0, 0, 0,              // Mode
+            // FileAlignmentInformation
+            0, 0, 0, 0,              // AlignmentRequirement
+            // FileNameInformation
+            2, 0, 0, 0,              // FileNameLength
+            b'd', 0,                 // FileName
+        ]);
+        let st = parse_all(&b).unwrap();
+        assert_eq!(
+            st,
+            FileStat {
+                times: FileTimes {
+                    creation: 1,
+                    last_access: 2,
+                    last_write: 3,
+                    change: 4,
+                },
+                attributes: 0x10,
+                allocation_size: 0x1000,
+                end_of_file: 0x99,
+                nlink: 3,
+                delete_pending: true,
+                directory: true,
+                file_id: Some(0x1234_5678),
+                ea_size: Some(40),
+            }
+        );
+        // FileBasicInformation and FileStandardInformation alone.
+        let mut one = FileStat::default();
+        parse_basic(&b[..40], &mut one).unwrap();
+        parse_standard(&b[40..64], &mut one).unwrap();
+        assert_eq!(one.attributes, 0x10);
+        assert_eq!(one.nlink, 3);
+        assert!(parse_basic(&b[..35], &mut one).is_err());
+        assert!(parse_standard(&b[40..61], &mut one).is_err());
+        assert!(parse_all(&b[..75]).is_err());
+    }
+}

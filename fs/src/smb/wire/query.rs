@@ -104,3 +104,131 @@ impl<'a> OutputResponse<'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    /// A QUERY_DIRECTORY request (MS-SMB2 2.2.33), written out by hand.
+    #[test]
+    fn query_directory_request_bytes() {
+        let mut out = vec![0u8; 64];
+        QueryDirectoryRequest {
+            class: 37,
+            flags: qd_flags::RESTART_SCANS,
+            file_id: FileId::RELATED,
+            pattern: "*",
+            output_len: 0x1_0000,
+        }
+        .emit(&mut out);
+        #[rustfmt::skip]
+        let want: [u8; 34] = [
+            33, 0,                   // StructureSize
+            37,                      // FileInformationClass
+            1,                       // Flags: RESTART_SCANS
+            0, 0, 0, 0,              // FileIndex
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // FileId.Persistent
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // FileId.Volatile
+            96, 0,                   // FileNameOffset: 64 + 32
+            2, 0,                    // FileNameLength
+            0, 0, 1, 0,              // OutputBufferLength
+            b'*', 0,                 // Buffer: the pattern, UTF-16LE
+        ];
+        assert_eq!(&out[64..], &want[..]);
+        // No pattern: a zero byte of Buffer.
+        let mut none = vec![0u8; 64];
+        QueryDirectoryRequest {
+            class: 2,
+            flags: 0,
+            file_id: FileId::default(),
+            pattern: "",
+            output_len: 0,
+        }
+        .emit(&mut none);
+        assert_eq!(none.len(), 64 + 33);
+        assert_eq!(&none[64 + 26..64 + 28], &[0, 0]);
+    }
+
+    /// QUERY_INFO requests with and without an input buffer (MS-SMB2
+    /// 2.2.37), written out by hand.
+    #[test]
+    fn query_info_request_bytes() {
+        let mut out = vec![0u8; 64];
+        QueryInfoRequest {
+            info_type: info_type::FILE,
+            class: 15,
+            output_len: 0x800,
+            input: b"EA",
+            additional_info: 0,
+            flags: 0,
+            file_id: FileId {
+                persistent: 1,
+                volatile: 2,
+            },
+        }
+        .emit(&mut out);
+        #[rustfmt::skip]
+        let want: [u8; 42] = [
+            41, 0,                   // StructureSize
+            1,                       // InfoType: file
+            15,                      // FileInfoClass
+            0, 8, 0, 0,              // OutputBufferLength
+            104, 0,                  // InputBufferOffset: 64 + 40
+            0, 0,                    // Reserved
+            2, 0, 0, 0,              // InputBufferLength
+            0, 0, 0, 0,              // AdditionalInformation
+            0, 0, 0, 0,              // Flags
+            1, 0, 0, 0, 0, 0, 0, 0,  // FileId.Persistent
+            2, 0, 0, 0, 0, 0, 0, 0,  // FileId.Volatile
+            b'E', b'A',              // Buffer: the input
+        ];
+        assert_eq!(&out[64..], &want[..]);
+
+        let mut out = vec![0u8; 64];
+        QueryInfoRequest {
+            info_type: info_type::FILESYSTEM,
+            class: 7,
+            output_len: 0x18,
+            input: b"",
+            additional_info: 0x11,
+            flags: 0x22,
+            file_id: FileId::RELATED,
+        }
+        .emit(&mut out);
+        #[rustfmt::skip]
+        let want: [u8; 41] = [
+            41, 0,                   // StructureSize
+            2,                       // InfoType: filesystem
+            7,                       // FileInfoClass
+            0x18, 0, 0, 0,           // OutputBufferLength
+            0, 0,                    // InputBufferOffset: none
+            0, 0,                    // Reserved
+            0, 0, 0, 0,              // InputBufferLength
+            0x11, 0, 0, 0,           // AdditionalInformation
+            0x22, 0, 0, 0,           // Flags
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // FileId.Persistent
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // FileId.Volatile
+            0,                       // Buffer
+        ];
+        assert_eq!(&out[64..], &want[..]);
+    }
+
+    /// A QUERY_INFO / QUERY_DIRECTORY response (MS-SMB2 2.2.38, 2.2.34),
+    /// written out by hand.
+    #[test]
+    fn output_response_bytes() {
+        let mut msg = vec![0u8; 64];
+        #[rustfmt::skip]
+        msg.extend_from_slice(&[
+            9, 0,                    // StructureSize
+            72, 0,                   // OutputBufferOffset: 64 + 8
+            4, 0, 0, 0,              // OutputBufferLength
+            1, 2, 3, 4,              // Buffer
+        ]);
+        assert_eq!(OutputResponse::parse(&msg).unwrap().data, &[1, 2, 3, 4]);
+        assert!(OutputResponse::parse(&msg[..msg.len() - 1]).is_err());
+        msg[64] = 8;
+        assert!(OutputResponse::parse(&msg).is_err());
+    }
+}

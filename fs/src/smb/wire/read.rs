@@ -53,3 +53,69 @@ impl<'a> ReadResponse<'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    /// A READ request (MS-SMB2 2.2.19), written out by hand.
+    #[test]
+    fn read_request_bytes() {
+        let mut out = vec![0u8; 64];
+        ReadRequest {
+            length: 0x1_0000,
+            offset: 0x0203,
+            file_id: FileId {
+                persistent: 5,
+                volatile: 6,
+            },
+            minimum: 1,
+        }
+        .emit(&mut out);
+        #[rustfmt::skip]
+        let want: [u8; 49] = [
+            49, 0,                   // StructureSize
+            0x50,                    // Padding
+            0,                       // Flags
+            0, 0, 1, 0,              // Length
+            3, 2, 0, 0, 0, 0, 0, 0,  // Offset
+            5, 0, 0, 0, 0, 0, 0, 0,  // FileId.Persistent
+            6, 0, 0, 0, 0, 0, 0, 0,  // FileId.Volatile
+            1, 0, 0, 0,              // MinimumCount
+            0, 0, 0, 0,              // Channel
+            0, 0, 0, 0,              // RemainingBytes
+            0, 0,                    // ReadChannelInfoOffset
+            0, 0,                    // ReadChannelInfoLength
+            0,                       // Buffer
+        ];
+        assert_eq!(&out[64..], &want[..]);
+    }
+
+    /// A READ response (MS-SMB2 2.2.20), written out by hand.
+    #[test]
+    fn read_response_bytes() {
+        let mut msg = vec![0u8; 64];
+        #[rustfmt::skip]
+        msg.extend_from_slice(&[
+            17, 0,                   // StructureSize
+            80,                      // DataOffset: 64 + 16
+            0,                       // Reserved
+            3, 0, 0, 0,              // DataLength
+            7, 0, 0, 0,              // DataRemaining
+            0, 0, 0, 0,              // Reserved2
+            b'x', b'y', b'z',        // Buffer
+        ]);
+        let r = ReadResponse::parse(&msg).unwrap();
+        assert_eq!(
+            r,
+            ReadResponse {
+                data: b"xyz",
+                remaining: 7,
+            }
+        );
+        assert!(ReadResponse::parse(&msg[..msg.len() - 1]).is_err());
+        msg[64] = 16;
+        assert!(ReadResponse::parse(&msg).is_err());
+    }
+}

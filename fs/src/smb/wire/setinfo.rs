@@ -106,4 +106,48 @@ mod tests {
         assert_eq!(parse_set_info(&reply), Ok(()));
         assert!(parse_set_info(&reply[..65]).is_err());
     }
+
+    /// A SET_INFO request carrying FileEndOfFileInformation (MS-SMB2
+    /// 2.2.39; MS-FSCC FILE_END_OF_FILE_INFORMATION) and a rename buffer
+    /// (MS-FSCC FILE_RENAME_INFORMATION_TYPE_2), by hand.
+    #[test]
+    fn set_info_bytes() {
+        let eof = end_of_file_info(0x0102_0304);
+        let mut out = alloc::vec![0u8; 64];
+        SetInfoRequest {
+            info_type: 1,
+            class: class::END_OF_FILE,
+            file_id: FileId {
+                persistent: 3,
+                volatile: 4,
+            },
+            buffer: &eof,
+        }
+        .emit(&mut out);
+        #[rustfmt::skip]
+        let want: [u8; 40] = [
+            33, 0,                   // StructureSize
+            1,                       // InfoType: file
+            20,                      // FileInfoClass: FileEndOfFileInformation
+            8, 0, 0, 0,              // BufferLength
+            96, 0,                   // BufferOffset: 64 + 32
+            0, 0,                    // Reserved
+            0, 0, 0, 0,              // AdditionalInformation
+            3, 0, 0, 0, 0, 0, 0, 0,  // FileId.Persistent
+            4, 0, 0, 0, 0, 0, 0, 0,  // FileId.Volatile
+            4, 3, 2, 1, 0, 0, 0, 0,  // Buffer: EndOfFile
+        ];
+        assert_eq!(&out[64..], &want[..]);
+
+        #[rustfmt::skip]
+        let rename: [u8; 22] = [
+            0,                       // ReplaceIfExists
+            0, 0, 0, 0, 0, 0, 0,     // Reserved
+            0, 0, 0, 0, 0, 0, 0, 0,  // RootDirectory
+            2, 0, 0, 0,              // FileNameLength
+            b'z', 0,                 // FileName
+        ];
+        assert_eq!(rename_info("z", false), rename);
+        assert_eq!(disposition_info(false), [0]);
+    }
 }

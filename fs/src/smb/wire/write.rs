@@ -71,4 +71,57 @@ mod tests {
         assert!(parse_write(&reply).is_err());
         assert!(parse_write(&reply[..70]).is_err());
     }
+
+    /// A WRITE request and response (MS-SMB2 2.2.21, 2.2.22), by hand.
+    #[test]
+    fn write_bytes() {
+        let mut out = alloc::vec![0u8; 64];
+        WriteRequest {
+            offset: 0x0a0b,
+            file_id: FileId {
+                persistent: 7,
+                volatile: 8,
+            },
+            data: b"hi",
+        }
+        .emit(&mut out);
+        #[rustfmt::skip]
+        let want: [u8; 50] = [
+            49, 0,                   // StructureSize
+            112, 0,                  // DataOffset: 64 + 48
+            2, 0, 0, 0,              // Length
+            0x0b, 0x0a, 0, 0, 0, 0, 0, 0, // Offset
+            7, 0, 0, 0, 0, 0, 0, 0,  // FileId.Persistent
+            8, 0, 0, 0, 0, 0, 0, 0,  // FileId.Volatile
+            0, 0, 0, 0,              // Channel
+            0, 0, 0, 0,              // RemainingBytes
+            0, 0,                    // WriteChannelInfoOffset
+            0, 0,                    // WriteChannelInfoLength
+            0, 0, 0, 0,              // Flags
+            b'h', b'i',              // Buffer
+        ];
+        assert_eq!(&out[64..], &want[..]);
+        // No data: one zero byte of Buffer, Length 0.
+        let mut empty = alloc::vec![0u8; 64];
+        WriteRequest {
+            offset: 0,
+            file_id: FileId::default(),
+            data: b"",
+        }
+        .emit(&mut empty);
+        assert_eq!(empty.len(), 64 + 49);
+        assert_eq!(&empty[68..72], &[0, 0, 0, 0]);
+
+        let mut reply = alloc::vec![0u8; 64];
+        #[rustfmt::skip]
+        reply.extend_from_slice(&[
+            17, 0,                   // StructureSize
+            0, 0,                    // Reserved
+            0x34, 0x12, 0, 0,        // Count
+            0, 0, 0, 0,              // Remaining
+            0, 0,                    // WriteChannelInfoOffset
+            0, 0,                    // WriteChannelInfoLength
+        ]);
+        assert_eq!(parse_write(&reply), Ok(0x1234));
+    }
 }
