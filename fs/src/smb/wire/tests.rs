@@ -326,7 +326,10 @@ fn captured_requests_re_emit_byte_for_byte() {
                 let m = &frame[r];
                 let h = HeaderRepr::parse(m).unwrap();
                 let b = &m[64..];
-                let mut out = m[..64].to_vec();
+                // The header too: what the client sent, emitted again.
+                let mut out = Vec::new();
+                h.emit(&mut out);
+                assert_eq!(&out[..], &m[..64], "header of command {}", h.command);
                 match h.command {
                     cmd::NEGOTIATE => {
                         let n = u16_at(b, 2).unwrap() as usize;
