@@ -125,12 +125,6 @@ impl FileId {
         volatile: u64::MAX,
     };
 
-    /// Appends the 16 bytes.
-    pub fn emit(&self, out: &mut Vec<u8>) {
-        let b = put_fixed(out, field::file_id::LEN);
-        self.write(b, 0);
-    }
-
     /// Writes the 16 bytes at `off` of a buffer an emitter sized itself.
     pub fn write(&self, b: &mut [u8], off: usize) {
         set_u64(b, off + field::file_id::PERSISTENT, self.persistent);
