@@ -106,6 +106,10 @@ const CLOSE_REQUEST_SIZE: u16 = 24;
 /// StructureSize of the CLOSE response (MS-SMB2 2.2.16).
 const CLOSE_RESPONSE_SIZE: u16 = 60;
 
+/// Zero bytes of Buffer sent for an empty name (the share root); they end
+/// the message on an 8-byte boundary (64 + 56 + 8 = 128).
+const EMPTY_NAME_PAD: usize = 8;
+
 /// ImpersonationLevel Impersonation (MS-SMB2 2.2.13): the server may act
 /// as the client on its own system.
 const IMPERSONATION: u32 = 2;
@@ -219,8 +223,9 @@ impl CreateRequest<'_> {
         set_u32(b, f::CREATE_CONTEXTS_OFFSET, 0);
         set_u32(b, f::CREATE_CONTEXTS_LENGTH, 0);
         if name.is_empty() {
-            // The variable part may not be empty.
-            out.extend_from_slice(&[0u8; 8]);
+            // The variable part may not be empty: the share root sends
+            // EMPTY_NAME_PAD zero bytes with NameLength 0.
+            out.extend_from_slice(&[0u8; EMPTY_NAME_PAD]);
         } else {
             out.extend_from_slice(&name);
         }

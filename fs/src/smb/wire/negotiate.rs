@@ -186,6 +186,7 @@ impl NegotiateRequest<'_> {
         use field::request as f;
         let base = out.len() - HEADER_LEN;
         let with_ctx = self.dialects.contains(&dialect::SMB3_1_1);
+        // Preauth integrity and signing always; encryption when offered.
         let ctx_count = 2 + u16::from(!self.ciphers.is_empty());
         let body = out.len();
         let b = put_fixed(out, f::LEN);
