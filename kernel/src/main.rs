@@ -22,6 +22,7 @@ extern crate alloc;
 #[allow(unsafe_code)]
 mod arch;
 mod benchrun;
+mod cmdline_test;
 mod console;
 mod demo;
 mod drivers;
