@@ -386,7 +386,7 @@ pub fn parse(line: &str) -> Result<Option<Cmd>, ParseError> {
         },
         "stats" => want(0, "stats").map(|_| Cmd::Stats)?,
         "trace" => {
-            want(1, "trace on|off")?;
+            want(1, "trace on|off|json")?;
             match args[0] {
                 "on" => Cmd::Trace(true),
                 "json" => Cmd::TraceJson,
