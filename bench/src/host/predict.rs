@@ -456,7 +456,7 @@ fn run_per_lock_kind(
     let mut csv = String::from(PREDICT_HEADER);
     csv.push('\n');
     let mut raw: Vec<Row> = Vec::new();
-    let mut validation = String::new();
+    let mut checks: Vec<Check> = Vec::new();
     for &lock in locks {
         let mut cmd = std::process::Command::new(&exe);
         cmd.env(CHILD_ENV, "1").arg("predict");
@@ -493,8 +493,8 @@ fn run_per_lock_kind(
             if d.join("raw.csv").exists() {
                 raw.extend(rows::read(&d.join("raw.csv"))?);
             }
-            if let Ok(v) = std::fs::read_to_string(d.join("validation.md")) {
-                let _ = writeln!(validation, "lock={lock}:\n\n{v}");
+            if let Ok(v) = std::fs::read_to_string(d.join(CHECKS_CSV)) {
+                checks.extend(checks_from_csv(&v)?);
             }
             let _ = std::fs::remove_dir_all(d);
         }
@@ -507,15 +507,86 @@ fn run_per_lock_kind(
             rows::write(&dir.join("raw.csv"), &raw)?;
         }
         if a.validate {
-            std::fs::write(dir.join("validation.md"), validation)
-                .map_err(|e| format!("{}: {e}", dir.display()))?;
+            write_checks(dir, &checks)?;
         }
         println!(
             "wrote {} (all lock kinds)",
             dir.join("predict.csv").display()
         );
     }
+    if a.validate {
+        print!("{}", validation_table(&checks));
+    }
     Ok(())
+}
+
+/// The children's checks, merged by the parent into one table.
+const CHECKS_CSV: &str = "checks.csv";
+const CHECKS_HEADER: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
+measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
+allocs_measured";
+
+/// `checks` as CSV text (header [`CHECKS_HEADER`]).
+pub fn checks_to_csv(checks: &[Check]) -> String {
+    let mut s = format!("{CHECKS_HEADER}\n");
+    for c in checks {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},{}",
+            c.design,
+            c.lock,
+            c.predicted,
+            c.measured,
+            c.predicted_per_cpu_s,
+            c.measured_per_cpu_s,
+            c.effective_cpus,
+            c.transfers_predicted,
+            c.transfers_measured,
+            c.allocs_predicted,
+            c.allocs_measured
+        );
+    }
+    s
+}
+
+/// Parse [`checks_to_csv`]'s text.
+pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
+    let mut lines = text.lines();
+    if lines.next().map(str::trim_end) != Some(CHECKS_HEADER) {
+        return Err(format!("{CHECKS_CSV}: missing or different header"));
+    }
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let bad = || format!("{CHECKS_CSV}: bad line '{l}'");
+            if f.len() != 11 {
+                return Err(bad());
+            }
+            let n = |i: usize| f[i].parse::<f64>().map_err(|_| bad());
+            Ok(Check {
+                design: f[0].to_string(),
+                lock: LockKind::from_name(f[1]).ok_or_else(bad)?,
+                predicted: n(2)?,
+                measured: n(3)?,
+                predicted_per_cpu_s: n(4)?,
+                measured_per_cpu_s: n(5)?,
+                effective_cpus: n(6)?,
+                transfers_predicted: n(7)?,
+                transfers_measured: n(8)?,
+                allocs_predicted: n(9)?,
+                allocs_measured: n(10)?,
+            })
+        })
+        .collect()
+}
+
+/// Write `checks.csv` and `validation.md` (its table) into `dir`.
+fn write_checks(dir: &Path, checks: &[Check]) -> Result<(), String> {
+    std::fs::write(dir.join(CHECKS_CSV), checks_to_csv(checks))
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::write(dir.join("validation.md"), validation_table(checks))
+        .map_err(|e| format!("{}: {e}", dir.display()))
 }
 
 /// `bench predict`.
@@ -547,6 +618,7 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
         );
     }
     let host = super::hostname();
+    let cpu_model = super::host_cpu_model();
     let mut models: Vec<Model> = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     let mut checks: Vec<Check> = Vec::new();
@@ -582,6 +654,7 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                         };
                         let mut r = Row::from_output(key, o, note);
                         r.rep = round;
+                        r.cpu_model = cpu_model.clone();
                         rows.push(r);
                     }
                     two = Some((o2, spent2));
@@ -621,8 +694,7 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
             rows::write(&dir.join("raw.csv"), &rows)?;
         }
         if a.validate {
-            std::fs::write(dir.join("validation.md"), validation_table(&checks))
-                .map_err(|e| format!("{}: {e}", dir.display()))?;
+            write_checks(dir, &checks)?;
         }
         println!("wrote {}", dir.join("predict.csv").display());
     }
@@ -910,6 +982,9 @@ mod tests {
             allocs_measured: 0.0,
         };
         assert_eq!(c.wall_ratio(), 2.0);
+        let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
+        assert_eq!(back, vec![c.clone()]);
+        assert!(checks_from_csv("design\n").is_err());
         let t = validation_table(&[c]);
         assert!(t.contains("| noalloc | qspinlock | 1 |"), "{t}");
         assert!(t.contains("| 1.11 [1.11–1.11] |"), "{t}");
