@@ -99,6 +99,10 @@ pub struct Prediction {
     pub transfers: f64,
     /// Dentry allocations per operation (what `allocs=` should read).
     pub allocs: f64,
+    /// Total ops/s without the sharing term (every op allocates): the
+    /// lower end where sharing is overestimated (beyond 2 CPUs, see
+    /// docs/designs.md).
+    pub ops_no_sharing: f64,
 }
 
 /// The time a sharing operation takes (the 1-CPU op if none was measured).
@@ -157,22 +161,29 @@ fn ops_with_allocating(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usi
 
 /// The sharing fixed point at `cpus` CPUs running concurrently: the
 /// fraction `a` of operations that allocate. An operation shares when its
-/// RCU-walk finds another CPU's dentry for the name hashed. Each
-/// allocating operation keeps its dentry hashed for `v` =
-/// [`Inputs::hashed_ns`] (measured on one CPU); one name has at most one
-/// hashed dentry at a time, so the windows do not overlap and the name is
-/// hashed by *another* CPU a share `H = a·X(a)·v·(N-1)/N` of the time
-/// (`X(a)` the total ops/s at that `a`). Lookups sample it at random
-/// instants: `a = 1 - min(1, H)`. Found by bisection (`H` grows with `a`).
+/// RCU-walk finds another CPU's dentry for the name hashed. An allocating
+/// operation keeps its dentry hashed for a share `f = v/t1` of its time
+/// (`v` = [`Inputs::hashed_ns`], measured on one CPU; the window is most
+/// of the slow part, so it stretches with the operation when transfers and
+/// queueing slow it down). A CPU spends a share `s_A(a)` of its time in
+/// allocating operations (the rest in sharing ones, [`Inputs::hit_ns`]
+/// each), so its dentry is hashed a share `f·s_A(a)` of the time. A name
+/// has at most one hashed dentry at a time: the others' windows do not
+/// overlap, and a lookup at a random instant finds one with probability
+/// `H = min(1, (N-1)·f·s_A(a))`. So `a = 1 - H`, found by bisection (`H`
+/// grows with `a`).
 pub fn allocating_fraction(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize) -> f64 {
     if cpus <= 1 || inp.hashed_ns <= 0.0 || inp.ns_per_op <= 0.0 {
         return 1.0;
     }
-    let v = inp.hashed_ns.min(inp.ns_per_op) * 1e-9;
-    let others = remote_fraction(cpus);
+    let f = (inp.hashed_ns / inp.ns_per_op).clamp(0.0, 1.0);
+    let n = cpus as f64;
+    let hit_s = hit_ns(inp) * 1e-9;
     let gap = |a: f64| {
         let x = ops_with_allocating(inp, lock, transfer_ns, cpus, a);
-        let hashed = (a * x * v * others).min(1.0);
+        // Per CPU: (1-a)·x/N sharing ops a second, each hit_s long.
+        let s_alloc = (1.0 - (1.0 - a) * x / n * hit_s).clamp(0.0, 1.0);
+        let hashed = ((n - 1.0) * f * s_alloc).min(1.0);
         1.0 - hashed - a
     };
     let (mut lo, mut hi) = (1e-9, 1.0);
@@ -198,6 +209,7 @@ pub fn predict(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize) -> P
         allocating: a,
         transfers: a * transfers_per_op(inp, cpus),
         allocs: a * inp.allocs,
+        ops_no_sharing: ops_with_allocating(inp, lock, transfer_ns, cpus, 1.0),
     }
 }
 
@@ -349,9 +361,10 @@ mod tests {
 
     #[test]
     fn sharing_by_hand_without_a_hot_line() {
-        // No serialised line: X(a) = 2e9 / (1000a + 100(1-a)) at 2 CPUs,
-        // H = a·X·500e-9·(1/2) = 500a / (900a + 100), and a = 1 - H gives
-        // 900a² - 300a - 100 = 0: a = (300 + √450000) / 1800.
+        // No serialised line: X(a) = 2e9 / (1000a + 100(1-a)) at 2 CPUs; a
+        // CPU spends s_A = 1000a / (900a + 100) of its time allocating, its
+        // dentry hashed f = 1/2 of that: H = 500a / (900a + 100), and
+        // a = 1 - H gives 900a² - 300a - 100 = 0: a = (300 + √450000) / 1800.
         let i = Inputs {
             ns_per_op: 1000.0,
             hashed_ns: 500.0,
@@ -374,9 +387,12 @@ mod tests {
                 let without = predict(&transient(), lock, 80.0, n);
                 assert!(with.allocating > 0.0 && with.allocating < 1.0, "{with:?}");
                 assert!(with.ops > without.ops, "{lock} {n}: {with:?} {without:?}");
+                assert!(close(with.ops_no_sharing, without.ops));
                 assert!(with.transfers < without.transfers);
-                // The fixed point holds: a = 1 - min(1, H).
-                let h = with.allocating * with.ops * 1200e-9 * remote_fraction(n);
+                // The fixed point holds: a = 1 - min(1, (N-1)·f·s_A).
+                let a = with.allocating;
+                let s_alloc = 1.0 - (1.0 - a) * with.ops / n as f64 * 150e-9;
+                let h = (n - 1) as f64 * 0.6 * s_alloc;
                 assert!(
                     (with.allocating - (1.0 - h.min(1.0))).abs() < 1e-6,
                     "{lock} {n}"

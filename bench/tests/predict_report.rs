@@ -74,7 +74,7 @@ fn predictions_sit_beside_measurements() {
         "{md}"
     );
     assert!(
-        md.contains("| noalloc lock=qspinlock | 50.00 M | 10.0 | ext4"),
+        md.contains("| noalloc lock=qspinlock | 50.00 M | 10.0 | same | ext4"),
         "{md}"
     );
     assert!(md.contains("| 0.77 |"), "{md}");

@@ -338,7 +338,9 @@ pub fn inputs_from_census(
 /// part carries the census' booking; the hashed window lies inside it and
 /// is scaled by the slow part's plain ÷ census speed. An op that never
 /// misses has `hit = plain_ns`; one that never unhashes its dentry again
-/// (negative's cached dentry) has no window.
+/// (negative's cached dentry) has no window. Windows rarer than
+/// [`SHARED_PER_OP`] per op are not the operation's own (the run's first
+/// miss, the teardown of its tmpfs) and count as none.
 pub fn sharing_from_windows(
     w: &fs::stats::CensusWindows,
     ops: u64,
@@ -347,12 +349,16 @@ pub fn sharing_from_windows(
     clock_ns: f64,
 ) -> (f64, f64) {
     let ops_f = ops.max(1) as f64;
-    if w.slow == 0 {
+    if (w.slow as f64) < SHARED_PER_OP * ops_f {
         return (0.0, plain_ns);
     }
     let slow = (w.slow_ns as f64 - w.slow as f64 * clock_ns).max(0.0) / ops_f;
     let hit = (census_ns - slow - clock_ns).clamp(0.0, plain_ns);
-    let hashed = (w.hashed_ns as f64 - w.hashed as f64 * clock_ns).max(0.0) / ops_f;
+    let hashed = if (w.hashed as f64) < SHARED_PER_OP * ops_f {
+        0.0
+    } else {
+        (w.hashed_ns as f64 - w.hashed as f64 * clock_ns).max(0.0) / ops_f
+    };
     let scale = if slow > 0.0 {
         ((plain_ns - hit) / slow).clamp(0.0, 1.0)
     } else {
@@ -920,6 +926,18 @@ mod tests {
         let none = fs::stats::CensusWindows::default();
         assert_eq!(
             sharing_from_windows(&none, 1000, 300.0, 200.0, 10.0),
+            (0.0, 200.0)
+        );
+        // negative: one miss and one long window in the whole run (its
+        // first lookup; the teardown unhashes): not per-op windows.
+        let once = fs::stats::CensusWindows {
+            hashed: 1,
+            hashed_ns: 300_000,
+            slow: 1,
+            slow_ns: 2_000,
+        };
+        assert_eq!(
+            sharing_from_windows(&once, 1000, 300.0, 200.0, 10.0),
             (0.0, 200.0)
         );
     }
