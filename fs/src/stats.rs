@@ -126,6 +126,10 @@ pub struct Counters {
     /// Allocations refused (each one an `ENOMEM` answer): memory below the
     /// platform's reserve even after reclaim, or fault injection.
     pub enomem: u64,
+    /// Lock waiters that gave their CPU away after a long spin
+    /// ([`crate::sync::spinwait`]): more spinning threads than CPUs. 0 in
+    /// the guest, and in a host benchmark with a core per thread.
+    pub spin_yields: u64,
 }
 
 impl Counters {
@@ -148,6 +152,7 @@ impl Counters {
             locks: self.locks.saturating_sub(earlier.locks),
             shared_stores: self.shared_stores.saturating_sub(earlier.shared_stores),
             transfers: self.transfers.saturating_sub(earlier.transfers),
+            spin_yields: self.spin_yields.saturating_sub(earlier.spin_yields),
             shrunk: self.shrunk.saturating_sub(earlier.shrunk),
             poison_seen: self.poison_seen.saturating_sub(earlier.poison_seen),
             enomem: self.enomem.saturating_sub(earlier.enomem),
@@ -177,9 +182,10 @@ pub enum Event {
     PoisonSeen,
     Enomem,
     Transfer,
+    SpinYield,
 }
 /// Keep in step with the last variant of [`Event`].
-const NR_EVENTS: usize = Event::Transfer as usize + 1;
+const NR_EVENTS: usize = Event::SpinYield as usize + 1;
 const SLOTS: usize = NR_EVENTS + NR_FALLBACK_REASONS;
 
 #[repr(align(128))]
@@ -231,6 +237,21 @@ pub fn snapshot() -> Counters {
             sum[i] = sum[i].wrapping_add(c.load(Ordering::Relaxed));
         }
     }
+    counters(sum)
+}
+
+/// The calling CPU's counters alone (a test's own thread, undisturbed by
+/// what other threads count meanwhile).
+pub fn snapshot_this_cpu() -> Counters {
+    let cpu = platform::get().cpu_id() % MAX_CPUS;
+    let mut v = [0u64; SLOTS];
+    for (i, c) in PER_CPU[cpu].c.iter().enumerate() {
+        v[i] = c.load(Ordering::Relaxed);
+    }
+    counters(v)
+}
+
+fn counters(sum: [u64; SLOTS]) -> Counters {
     let mut by_reason = [0; NR_FALLBACK_REASONS];
     by_reason.copy_from_slice(&sum[NR_EVENTS..]);
     Counters {
@@ -249,6 +270,7 @@ pub fn snapshot() -> Counters {
         shrunk: sum[Event::Shrunk as usize],
         poison_seen: sum[Event::PoisonSeen as usize],
         enomem: sum[Event::Enomem as usize],
+        spin_yields: sum[Event::SpinYield as usize],
     }
 }
 

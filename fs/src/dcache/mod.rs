@@ -809,9 +809,12 @@ pub fn d_alloc_parallel(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> KResult
         match other {
             Some(o) => {
                 drop(b);
-                // Wait for the other lookup to finish, then look again.
+                // Wait for the other lookup to finish, then look again
+                // (Linux sleeps in `d_wait_lookup`; we spin, giving the CPU
+                // away if it takes long: see `sync::spinwait`).
+                let mut wait = crate::sync::spinwait::SpinWait::new();
                 while o.flags() & D_PAR_LOOKUP != 0 {
-                    crate::sync::atomic::spin_loop();
+                    wait.turn();
                 }
             }
             None => {

@@ -305,7 +305,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "qspinlock: a lost MCS handoff can hang this (docs/designs.md, \"Why the default is still ttas\"); run with --ignored to reproduce"]
     fn concurrent_get_put_balance_qspinlock() {
         concurrent_get_put_balance_of(LockKind::Qspinlock);
     }

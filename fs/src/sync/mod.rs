@@ -10,6 +10,8 @@
 //! - [`qspinlock`]: Linux's queued spinlock (MCS queue, pending bit, locked
 //!   byte), the default kind.
 //! - [`spinlock`]: a spinlock owning its data (of any kind), and `RwSem`.
+//! - [`spinwait`]: how every waiter spins, and why after a long wait a
+//!   host thread gives its CPU away (the paravirt spinlock's idea).
 //! - [`rcu`]: read-side guards, RCU-protected pointers, retired objects.
 //! - [`rculist`]: hash chains that readers walk without locks while writers
 //!   hold a per-bucket lock.
@@ -45,3 +47,4 @@ pub mod rcu;
 pub mod rculist;
 pub mod seqcount;
 pub mod spinlock;
+pub mod spinwait;

@@ -4,27 +4,26 @@
 //! Which lock a spinlock is decides how a contended design collapses, so it
 //! is a design dimension ([`LockKind`], the benchmark word `lock=`):
 //!
-//! - [`LockKind::Qspinlock`]: Linux's queued spinlock
-//!   (`kernel/locking/qspinlock.c`), see [`super::qspinlock`]. One waiter
-//!   spins on the lock word (the *pending* bit); every further waiter joins
-//!   an MCS queue and spins on its own per-CPU node, so a release moves one
-//!   cache line to one CPU, however many wait.
+//! - [`LockKind::Qspinlock`] (the default, [`LockKind::DEFAULT`]):
+//!   Linux's queued spinlock (`kernel/locking/qspinlock.c`), see
+//!   [`super::qspinlock`]. One waiter spins on the lock word (the *pending*
+//!   bit); every further waiter joins an MCS queue and spins on its own
+//!   per-CPU node, so a release moves one cache line to one CPU, however
+//!   many wait.
 //! - [`LockKind::Ticket`]: a ticket lock (Linux's x86 spinlock before 4.2):
 //!   take a number (`fetch_add` on `next`), wait until `owner` shows it.
 //!   FIFO, but every waiter spins on the lock word, so each release sends
 //!   the line to all of them: the collapse that Boyd-Wickizer et al. ("Non-
 //!   scalable locks are dangerous", 2012) measured.
-//! - [`LockKind::Ttas`] (the default, [`LockKind::DEFAULT`]):
-//!   test-and-test-and-set, this crate's first lock: unfair, every waiter
-//!   spins on the word and races for it on release.
+//! - [`LockKind::Ttas`]: test-and-test-and-set, this crate's first lock
+//!   (the default until the queued lock's host convoy was understood):
+//!   unfair, every waiter spins on the word and races for it on release.
 //!
-//! Why TTAS is still the default: with the queued lock as default, the host
-//! test `fs/tests/enomem.rs::negative_lru_never_exceeds_its_limit_while_threads_miss`
-//! hung in 4 runs of 4 on a loaded 2-core machine, every thread spinning in
-//! `qspinlock::queue` waiting for a handoff on the LRU lock that never
-//! came (and in 0 of 3 with TTAS). The loom model of the queued lock runs
-//! with a preemption bound of 1 and did not find it. Until that lost
-//! handoff is found, `lock=qspinlock` is for experiments only.
+//! Every kind waits through [`super::spinwait::SpinWait`], which on host
+//! threads gives the CPU away after a long wait: without that, a fair lock
+//! (queued or ticket) handing over to a descheduled thread stalls every
+//! other waiter for a scheduler tick, which on a 2-core machine with three
+//! spinning threads looked like a lost hand-over (see that module).
 //!
 //! # The lock word
 //! Each algorithm keeps its state in one 32-bit value, reached through
@@ -59,8 +58,9 @@ use core::fmt;
 use core::str::FromStr;
 use core::sync::atomic::AtomicU8 as ConfigU8;
 
-use super::atomic::{spin_loop, AtomicU32, AtomicU64, Ordering};
+use super::atomic::{AtomicU32, AtomicU64, Ordering};
 use super::qspinlock;
+use super::spinwait::SpinWait;
 
 /// A spinlock algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -77,9 +77,8 @@ pub enum LockKind {
 impl LockKind {
     /// Every kind, the default first.
     pub const ALL: [LockKind; 3] = [LockKind::Qspinlock, LockKind::Ticket, LockKind::Ttas];
-    /// The kind every lock gets unless `lock=` says otherwise (see the
-    /// module doc for why it is not the queued lock yet).
-    pub const DEFAULT: LockKind = LockKind::Ttas;
+    /// The kind every lock gets unless `lock=` says otherwise: Linux's.
+    pub const DEFAULT: LockKind = LockKind::Qspinlock;
 
     /// The name used in `lock=` and in reports.
     pub fn name(self) -> &'static str {
@@ -198,17 +197,19 @@ fn ticket_lock(w: &impl LockWord) {
         return;
     }
     // Everyone waits on the same word: each release is seen by all.
+    let mut wait = SpinWait::new();
     while w.load(Ordering::Acquire) & 0xffff != mine {
-        spin_loop();
+        wait.turn();
     }
 }
 
 fn ttas_lock(w: &impl LockWord) {
+    let mut wait = SpinWait::new();
     while w.cas(0, 1, Ordering::Acquire).is_err() {
         // Test before test-and-set: spin on a shared (read-only) copy of
         // the line instead of bouncing it with failed RMWs.
         while w.load(Ordering::Relaxed) != 0 {
-            spin_loop();
+            wait.turn();
         }
     }
 }
@@ -375,9 +376,7 @@ mod tests {
     #[test]
     fn contended_counting_stays_exact() {
         use std::sync::Arc;
-        // Not the queued lock: its contended tests are #[ignore]d in
-        // qspinlock.rs until its lost handoff is found.
-        for k in [LockKind::Ticket, LockKind::Ttas] {
+        for k in LockKind::ALL {
             struct S(AtomicU32, core::cell::UnsafeCell<u64>);
             // SAFETY: the cell is only touched under the lock being tested.
             unsafe impl Sync for S {}

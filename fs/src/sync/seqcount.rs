@@ -17,8 +17,9 @@
 //! hold anyway. [`SeqLock`] (Linux `seqlock_t`) pairs a count with its own
 //! writers' lock: `rename_lock` and `mount_lock`.
 
-use super::atomic::{fence, spin_loop, AtomicU32, Ordering};
+use super::atomic::{fence, AtomicU32, Ordering};
 use super::spinlock::{SpinGuard, SpinLock};
+use super::spinwait::SpinWait;
 
 /// A sequence counter. Writers must be serialised by the caller.
 pub struct SeqCount {
@@ -44,12 +45,13 @@ impl SeqCount {
     /// Wait until no writer is active and return the (even) count.
     #[inline]
     pub fn read_begin(&self) -> u32 {
+        let mut wait = SpinWait::new();
         loop {
             let s = self.seq.load(Ordering::Acquire);
             if s & 1 == 0 {
                 return s;
             }
-            spin_loop();
+            wait.turn();
         }
     }
 

@@ -13,8 +13,9 @@
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 
-use super::atomic::{spin_loop, AtomicU32, Ordering};
+use super::atomic::{AtomicU32, Ordering};
 use super::rawlock::{default_kind, LockKind};
+use super::spinwait::SpinWait;
 use crate::stats::{self, Event, LastWriter};
 
 /// A spinlock protecting a `T`.
@@ -164,6 +165,7 @@ impl RwSem {
     pub fn read(&self) -> RwReadGuard<'_> {
         stats::inc(Event::Lock);
         stats::inc(Event::SharedStore);
+        let mut wait = SpinWait::new();
         loop {
             let s = self.state.load(Ordering::Relaxed);
             if s & WRITER == 0
@@ -175,7 +177,7 @@ impl RwSem {
                 self.writer.note(self.line());
                 return RwReadGuard { sem: self };
             }
-            spin_loop();
+            wait.turn();
         }
     }
 
@@ -183,6 +185,7 @@ impl RwSem {
     pub fn write(&self) -> RwWriteGuard<'_> {
         stats::inc(Event::Lock);
         stats::inc(Event::SharedStore);
+        let mut wait = SpinWait::new();
         loop {
             if self
                 .state
@@ -192,7 +195,7 @@ impl RwSem {
                 self.writer.note(self.line());
                 return RwWriteGuard { sem: self };
             }
-            spin_loop();
+            wait.turn();
         }
     }
 

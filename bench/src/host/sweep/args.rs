@@ -82,9 +82,9 @@ pub struct SweepArgs {
     pub designs: Vec<Design>,
     /// Spinlock kinds (comma-separated): qspinlock, ticket, ttas. Each
     /// guest and host point runs once per kind (`lock=K`); rows of a kind
-    /// other than the default (ttas) carry it in their design, as
-    /// `transient+ticket`.
-    #[arg(long, value_delimiter = ',', value_parser = parse_lock, default_value = "ttas")]
+    /// other than the default (qspinlock, Linux's) carry it in their
+    /// design, as `transient+ticket`.
+    #[arg(long, value_delimiter = ',', value_parser = parse_lock, default_value = "qspinlock")]
     pub locks: Vec<LockKind>,
     /// CPU (task, vCPU) counts (comma-separated).
     #[arg(long, value_delimiter = ',', value_parser = parse_cpus, default_value = "1,2")]

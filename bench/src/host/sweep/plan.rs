@@ -158,7 +158,7 @@ mod tests {
         for l in [
             "host statneg transient cpus=2",
             "host statneg transient+ticket cpus=2",
-            "guest statneg transient+qspinlock cpus=1",
+            "guest statneg transient+ttas cpus=1",
         ] {
             assert!(labels.iter().any(|x| x == l), "{l} missing from {labels:?}");
         }
