@@ -28,6 +28,14 @@
 //! `1/S` and stays there; with ticket/TTAS locks S_k grows with the queue,
 //! so past the knee throughput *falls* as CPUs are added.
 //!
+//! The *sharing term* ([`allocating_fraction`]): concurrent misses of one
+//! name find each other's hashed transient dentry and answer from it
+//! without allocating. From the share `f` of a 1-CPU operation during which
+//! its dentry is hashed and the cost of an operation that finds it hashed,
+//! a fixed point gives the fraction `a` of operations that still allocate;
+//! those visit the line, the others only add think time. With no window
+//! (`f = 0`) or one CPU, `a = 1` and the model is the chain alone.
+//!
 //! Touches nothing (arithmetic only).
 
 /// The spinlock kinds a design can run with: fs's own type (`lock=`).

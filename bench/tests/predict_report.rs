@@ -66,6 +66,25 @@ fn predictions_sit_beside_measurements() {
     );
     assert!(md.contains("none (linear)"), "{md}");
     assert!(md.contains("(measured 700.0 k)"), "{md}");
+    // A sweep's rows: `transient+ticket` for a kind, plain `transient` for
+    // the default (qspinlock) only.
+    let swept = vec![
+        host_row("transient", 2, 800_000),
+        host_row("transient+ticket", 2, 600_000),
+    ];
+    let both = vec![
+        model("transient", LockKind::Qspinlock, 2000.0, 4.0),
+        model("transient", LockKind::Ticket, 2000.0, 4.0),
+        model("transient", LockKind::Ttas, 2000.0, 4.0),
+    ];
+    let md2 = report::render_with(&swept, &both);
+    assert!(md2.contains("(measured 800.0 k)"), "{md2}");
+    assert!(md2.contains("(measured 600.0 k)"), "{md2}");
+    let ttas = md2
+        .lines()
+        .find(|l| l.starts_with("| statneg | transient | ttas | 500.0 k |"))
+        .expect("ttas prediction line");
+    assert!(!ttas.contains("measured"), "ttas has no row: {ttas}");
     // The seed comparison at 10 CPUs: noalloc linear, 10 × 5 M = 50 M
     // beside ext4's 64.7 M (0.77 of it); transient only with ttas here,
     // still set beside tmpfs.

@@ -9,7 +9,10 @@
 //! stores, lock holds and hold time per op, and the stores to other lines
 //! every op shares (lines stored to at least once per two ops; lines of
 //! per-op dentries fall below that). Hold times are corrected for the
-//! clock read the census adds to each hold.
+//! clock read the census adds to each hold. The census' windows
+//! ([`fs::stats::census_windows`]) give the sharing term's inputs: how
+//! long each op's dentry stays hashed, and what an op costs that finds
+//! the name hashed ([`sharing_from_windows`]).
 //!
 //! With `--out DIR` it writes `DIR/predict.csv` (the model's inputs and
 //! predictions, [`PREDICT_HEADER`]) and, under `--validate`, `DIR/raw.csv`

@@ -206,20 +206,26 @@ pub fn render_full(rows: &[Row], models: &[Model], validation: &str) -> String {
     s
 }
 
-/// The host-mode measurement of a model's point at `cpus`, if any: a row
-/// of `design` itself, or of `design lock=KIND` (what `bench predict
-/// --validate` writes).
-fn measured_for(pts: &[Point], m: &Model, cpus: usize) -> Option<f64> {
+/// The host-mode run of a model's point at `cpus`, if any: a row of
+/// `design lock=KIND` (what `bench predict --validate` writes), of
+/// `design+KIND` (a sweep's `--locks` row), or of `design` itself when the
+/// model's kind is the default lock (a sweep's plain row).
+fn measured_row<'a>(pts: &[Point<'a>], m: &Model, cpus: usize) -> Option<&'a Row> {
     let with_lock = format!("{} lock={}", m.design, m.lock);
-    pts.iter()
-        .map(|p| p.median())
-        .find(|r| {
-            r.source == "host"
-                && r.testcase == m.testcase
-                && r.cpus == cpus
-                && (r.design == with_lock || r.design == m.design)
-        })
-        .map(|r| r.average as f64)
+    let swept = format!("{}+{}", m.design, m.lock);
+    let plain_ok = m.lock == crate::predict::LockKind::DEFAULT;
+    let matches = |r: &Row| {
+        r.source == "host"
+            && r.testcase == m.testcase
+            && r.cpus == cpus
+            && (r.design == with_lock || r.design == swept || (plain_ok && r.design == m.design))
+    };
+    pts.iter().map(|p| p.median()).find(|r| matches(r))
+}
+
+/// The host-mode ops/s of a model's point at `cpus`, if measured.
+fn measured_for(pts: &[Point], m: &Model, cpus: usize) -> Option<f64> {
+    measured_row(pts, m, cpus).map(|r| r.average as f64)
 }
 
 /// "Predicted scaling": one table of inputs, one of predictions with the
@@ -315,16 +321,7 @@ fn write_predictions(s: &mut String, pts: &[Point], models: &[Model], validation
 
 /// The host-mode allocs/op of a model's point at `cpus`, if measured.
 fn measured_allocs_for(pts: &[Point], m: &Model, cpus: usize) -> Option<f64> {
-    let with_lock = format!("{} lock={}", m.design, m.lock);
-    pts.iter()
-        .map(|p| p.median())
-        .find(|r| {
-            r.source == "host"
-                && r.testcase == m.testcase
-                && r.cpus == cpus
-                && (r.design == with_lock || r.design == m.design)
-        })
-        .and_then(|r| r.allocs)
+    measured_row(pts, m, cpus).and_then(|r| r.allocs)
 }
 
 /// Predicted allocs/op per CPU count (the sharing term), for the models
