@@ -2,7 +2,11 @@
 # boot-tests.sh: the QEMU boot tests of `make test`. Boots the kernel with
 # `selftest` once per vCPU count through qemu-run and checks that the guest
 # exits 0, reports `smp: N CPUs online in X ms` for the requested N and ends
-# its suite with `K passed, 0 failed`. Serial logs go to build/boot-tests/.
+# its suite with `K passed, 0 failed`. A self-test the kernel skipped
+# (`test NAME ... skipped: REASON`, verdict `K passed, 0 failed, S skipped`:
+# what an instruction-emulating KVM cannot run) fails the boot unless the
+# options say `--accel kvm`: under TCG every test runs. Serial logs go to
+# build/boot-tests/.
 # Prints one line per boot and, last, `P passed, F failed`; exits non-zero
 # when any boot failed.
 #
@@ -17,6 +21,14 @@ qemu_run=$1
 kernel=$2
 smps=$3
 shift 3
+accel_kvm=0
+prev=""
+for a in "$@"; do
+    if [[ $a == --accel=kvm || ($prev == --accel && $a == kvm) ]]; then
+        accel_kvm=1
+    fi
+    prev=$a
+done
 
 logdir=build/boot-tests
 mkdir -p "$logdir"
@@ -35,6 +47,7 @@ for n in $smps; do
     clean=$(tr -d '\r' <"$log" 2>/dev/null || true)
     online=$(grep -E "^smp: $n CPUs online in [0-9.]+ ms" <<<"$clean" | tail -n1)
     result=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$clean" | tail -n1)
+    skips=$(grep -E '^test [^ ]+ \.\.\. skipped: ' <<<"$clean" | sed -E 's/^test ([^ ]+) .*/\1/' | tr '\n' ' ')
     why=""
     if ((rc != 0)); then
         why="exit status $rc"
@@ -42,6 +55,8 @@ for n in $smps; do
         why="no 'smp: $n CPUs online in X ms' line"
     elif ! grep -qE '^[0-9]+ passed, 0 failed' <<<"$result"; then
         why="no 'K passed, 0 failed' line (got '${result:-nothing}')"
+    elif [[ -n $skips ]] && ((accel_kvm == 0)); then
+        why="self-tests skipped without --accel kvm: ${skips% }"
     fi
     if [[ -z $why ]]; then
         passed=$((passed + 1))

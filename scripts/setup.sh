@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 # fixture, busybox-static/e2fsprogs/cpio/gcc/libc6-dev (static libc for
 # statneg) for the Linux reference guest, python3-venv for the impacket
 # fixture's virtual environment, chromium for the step-through page's
-# browser test (fs/tests/explore_page.rs) and `make explore`'s screenshot.
-PACKAGES=(qemu-system-x86 samba smbclient attr busybox-static e2fsprogs cpio gcc libc6-dev python3-venv chromium)
+# browser test (fs/tests/explore_page.rs) and `make explore`'s screenshot,
+# linux-perf for `bench rcu-reader --perf` (bench/tests/rcu_reader.rs).
+PACKAGES=(qemu-system-x86 samba smbclient attr busybox-static e2fsprogs cpio gcc libc6-dev python3-venv chromium linux-perf)
 RUST_TARGET=x86_64-unknown-none
 
 missing=()

@@ -7,6 +7,7 @@
 //! bench report results/A results/B --out results/merged
 //! bench smb-sweep --designs probe,negcache,easize,off --rtts 0,76
 //! bench pingpong --batches 200
+//! bench rcu-reader --rounds 5 --secs 2
 //! bench predict --validate --repeat 5 --out results/predict
 //! ```
 //!
@@ -128,6 +129,27 @@ enum Cmd {
         #[arg(long)]
         no_pin: bool,
     },
+    /// The host RCU reader's fence as an A/B: noalloc statneg on 1 task,
+    /// alternately with FS_RCU_READER=fence and fence-free (membarrier);
+    /// ns/op per round and the medians.
+    RcuReader {
+        /// Rounds (each runs both modes once, the first mode alternating).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        rounds: u32,
+        /// Measured seconds of each run.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=3600))]
+        secs: u32,
+        /// Warm-up seconds of each run.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=3600))]
+        warmup: u32,
+        /// Do not pin the task to a CPU.
+        #[arg(long)]
+        no_pin: bool,
+        /// Also run each mode once under `perf record` and print
+        /// rcu_read_lock's share of the samples.
+        #[arg(long)]
+        perf: bool,
+    },
     /// Predict ops/s at 1..64 CPUs per design and lock kind from 1-CPU runs
     /// and the transfer latency (docs/designs.md, "Predicting scaling").
     Predict(bench::host::predict::PredictArgs),
@@ -164,6 +186,11 @@ fn main() -> ExitCode {
                 fs::sync::host::HostPlatform::global().rcu_reader_mode()
             );
             let result = bench::run_params(&params, &exec, &mut StdoutWriter::new());
+            if let Some(ms) = bench::host::proc::self_cpu_ms() {
+                // For `bench rcu-reader`: CPU time per op shrugs off the
+                // preemption of a loaded machine that wall time counts.
+                eprintln!("bench: cpu time: {ms} ms (user+sys, all threads)");
+            }
             if !no_pin && !exec.pinned() {
                 eprintln!("bench: note: tasks not pinned (taskset failed or missing)");
             }
@@ -333,6 +360,38 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+        Cmd::RcuReader {
+            rounds,
+            secs,
+            warmup,
+            no_pin,
+            perf,
+        } => {
+            use bench::host::rcureader;
+            let cfg = rcureader::Config {
+                rounds,
+                warmup,
+                secs,
+                no_pin,
+            };
+            match rcureader::run(&cfg, &mut |l| println!("{l}")) {
+                Ok(s) => println!("{s}"),
+                Err(e) => {
+                    eprintln!("bench rcu-reader: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+            if perf {
+                match rcureader::perf_shares(&cfg) {
+                    Ok(shares) => shares.iter().for_each(|p| println!("{p}")),
+                    Err(e) => {
+                        eprintln!("bench rcu-reader: --perf: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            ExitCode::SUCCESS
         }
         Cmd::Report {
             dirs, text: true, ..

@@ -22,6 +22,7 @@ extern crate alloc;
 #[allow(unsafe_code)]
 mod arch;
 mod benchrun;
+mod cmdline_test;
 mod console;
 mod demo;
 mod drivers;
@@ -195,13 +196,13 @@ fn run(config: &Config) -> ! {
         smbmount::run(source, opts, config.smbread.as_ref().map(|p| p.as_str()));
     }
     if config.selftest {
-        let (passed, failed) = selftest::run();
+        let summary = selftest::run();
         log::info!(
             "selftest: done at {} ms guest time",
             time::now_ns() / 1_000_000
         );
-        kprintln!("{passed} passed, {failed} failed");
-        exit(if failed == 0 {
+        kprintln!("{summary}");
+        exit(if summary.failed == 0 {
             ExitCode::Success
         } else {
             ExitCode::TestsFailed

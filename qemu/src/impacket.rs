@@ -10,18 +10,20 @@
 //! `smbserver.py -smb2support -ip 127.0.0.1 -port PORT -username U
 //! -password P SHARE DIR` on a free loopback port and waits until it
 //! accepts; dropping the [`Server`] sends SIGTERM, reaps it and removes the
-//! temp dir.
+//! temp dir (the process guard is [`crate::process::ServerProcess`], shared
+//! with the Samba fixture).
 //!
 //! Touches only: its temp dir, one free TCP port on 127.0.0.1, and the
 //! Python process it starts (whose stdin is a pipe it holds, so it goes
 //! away with this process too).
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use crate::process::{ServerProcess, Startup};
 use crate::samba::{free_port, make_temp_dir};
 
 /// Where `make setup` puts the virtual environment (relative to the
@@ -29,6 +31,14 @@ use crate::samba::{free_port, make_temp_dir};
 pub const VENV: &str = "build/impacket-venv";
 /// The impacket release the fixture is known to work with.
 pub const VERSION: &str = "0.13.1";
+
+/// smbserver.py is up when its port accepts.
+const STARTUP: Startup = Startup {
+    name: "smbserver.py",
+    poll: Duration::from_millis(20),
+    settle: None,
+    tail_sep: ": ",
+};
 
 /// A running smbserver.py.
 pub struct Server {
@@ -40,7 +50,7 @@ pub struct Server {
     pub share_dir: PathBuf,
     pub dir: PathBuf,
     log: PathBuf,
-    child: Option<Child>,
+    server: ServerProcess,
 }
 
 /// The venv's directory: `$IMPACKET_VENV`, else `build/impacket-venv` of
@@ -81,7 +91,7 @@ impl Server {
             share_dir,
             log: dir.join("smbserver.log"),
             dir,
-            child: None,
+            server: ServerProcess::default(),
         };
         std::fs::create_dir(&s.share_dir)?;
         for (name, data) in files {
@@ -111,76 +121,37 @@ impl Server {
 
     /// The last `max` bytes of the server's output.
     pub fn log_tail(&self, max: usize) -> String {
-        let s = std::fs::read(&self.log).unwrap_or_default();
-        String::from_utf8_lossy(&s[s.len().saturating_sub(max)..]).into_owned()
+        log_tail(&self.log, max)
     }
 
     fn spawn_and_wait(&mut self, timeout: Duration) -> io::Result<()> {
         let v = venv_dir();
         let log = std::fs::File::create(&self.log)?;
-        let child = Command::new(v.join("bin/python"))
-            .arg(v.join("bin/smbserver.py"))
-            .args(["-smb2support", "-ip", "127.0.0.1", "-port"])
-            .arg(self.port.to_string())
-            .args(["-username", &self.user, "-password", &self.password])
-            .arg(&self.share)
-            .arg(&self.share_dir)
-            .stdin(Stdio::piped())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()?;
-        self.child = Some(child);
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(c) = self.child.as_mut() {
-                if let Some(st) = c.try_wait()? {
-                    self.child = None;
-                    return Err(io::Error::other(format!(
-                        "smbserver.py exited at start ({st}): {}",
-                        self.log_tail(2000)
-                    )));
-                }
-            }
-            if TcpStream::connect_timeout(&self.addr(), Duration::from_millis(200)).is_ok() {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!(
-                        "smbserver.py did not accept on port {} within {timeout:?}: {}",
-                        self.port,
-                        self.log_tail(2000)
-                    ),
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.server = ServerProcess::spawn(
+            Command::new(v.join("bin/python"))
+                .arg(v.join("bin/smbserver.py"))
+                .args(["-smb2support", "-ip", "127.0.0.1", "-port"])
+                .arg(self.port.to_string())
+                .args(["-username", &self.user, "-password", &self.password])
+                .arg(&self.share)
+                .arg(&self.share_dir),
+            log,
+        )?;
+        let log = &self.log;
+        self.server
+            .wait_for_port(self.addr(), timeout, &STARTUP, || log_tail(log, 2000))
     }
 
     /// SIGTERM, up to 5 s, then SIGKILL; always reaped. Idempotent.
     pub fn stop(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        let _ = Command::new("kill")
-            .args(["-s", "TERM", &child.id().to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+        self.server.stop();
     }
+}
+
+/// The last `max` bytes of a log file.
+fn log_tail(log: &Path, max: usize) -> String {
+    let s = std::fs::read(log).unwrap_or_default();
+    String::from_utf8_lossy(&s[s.len().saturating_sub(max)..]).into_owned()
 }
 
 impl Drop for Server {

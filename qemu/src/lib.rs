@@ -4,6 +4,8 @@
 //! - [`runner`]: builds and runs the QEMU command line for our kernel.
 //! - [`samba`]: a loopback-only Samba server started for a test or benchmark.
 //! - [`impacket`]: impacket's smbserver.py (SMB 2.0.2 only) as a second server for tests.
+//! - [`process`]: the guard both servers run under (spawn, wait for the
+//!   port, SIGTERM and reap on drop).
 //! - [`relay`]: the latency relay (one-way delay, SMB2 command counting, faults).
 //! - [`linuxref`]: the Linux reference guest (Debian kernel + busybox + statneg).
 //! - [`wis`]: will-it-scale's output format — `bench/src/output.rs`, the one
@@ -19,6 +21,7 @@ extern crate alloc;
 pub mod fixtures;
 pub mod impacket;
 pub mod linuxref;
+pub mod process;
 pub mod relay;
 pub mod runner;
 pub mod samba;

@@ -6,7 +6,8 @@
 //! subdirectories (optionally carrying WSL EAs set with `setfattr`), gives
 //! `root` an SMB password with `smbpasswd`, and runs `smbd --foreground` on a
 //! free high port bound to 127.0.0.1 only. Dropping the [`Fixture`] sends
-//! SIGTERM to smbd, reaps it and removes the temp dir.
+//! SIGTERM to smbd, reaps it and removes the temp dir (the process guard is
+//! [`crate::process::ServerProcess`], shared with the impacket fixture).
 //!
 //! It touches only: its own temp dir, a free TCP port on 127.0.0.1, and the
 //! processes it starts (`smbd`, `smbpasswd`, `setfattr`, `kill`). smbd runs in
@@ -17,14 +18,26 @@
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::process::{ServerProcess, Startup};
 
 /// Where `smbd` is looked for first (Debian's package puts it there).
 pub const SMBD: &str = "/usr/sbin/smbd";
+
+/// smbd is up when its port accepts and it still runs 30 ms later (one
+/// that lost the port to another process exits at once: the settle check
+/// tells it from the other process accepting).
+const STARTUP: Startup = Startup {
+    name: "smbd",
+    poll: Duration::from_millis(10),
+    settle: Some(Duration::from_millis(30)),
+    tail_sep: "; log tail:\n",
+};
 
 /// The WSL EA values put on one share entry (`user.$LXUID` …).
 ///
@@ -174,7 +187,7 @@ pub struct Fixture {
     pub conf: PathBuf,
     /// smbd's log file (and stdout/stderr capture).
     pub log: PathBuf,
-    child: Option<Child>,
+    server: ServerProcess,
 }
 
 impl Fixture {
@@ -224,7 +237,7 @@ impl Fixture {
             conf: dir.join("smb.conf"),
             log: dir.join("smbd.log"),
             dir,
-            child: None,
+            server: ServerProcess::default(),
         };
         // From here on, an error drops `fx`, which removes the temp dir.
         fx.populate_share(opts)?;
@@ -265,17 +278,12 @@ impl Fixture {
 
     /// smbd's pid while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.id())
+        self.server.pid()
     }
 
     /// The tail of smbd's log (for error messages).
     pub fn log_tail(&self, max: usize) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let start = text.len().saturating_sub(max);
-        let start = (start..=text.len())
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(text.len());
-        text[start..].to_string()
+        log_tail(&self.log, max)
     }
 
     fn populate_share(&self, opts: &FixtureOpts) -> io::Result<()> {
@@ -397,76 +405,24 @@ impl Fixture {
             .create(true)
             .append(true)
             .open(&self.log)?;
-        // stdin is a pipe that the `Child` keeps open: smbd in the
-        // foreground exits when its stdin reaches EOF, so if this process
-        // dies without dropping the fixture, smbd goes too.
-        let child = Command::new(smbd)
-            .args(["--foreground", "--debug-stdout", "-d", "1"])
-            .arg(format!("--configfile={}", self.conf.display()))
-            .stdin(Stdio::piped())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()?;
-        self.child = Some(child);
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(child) = self.child.as_mut() {
-                if let Some(status) = child.try_wait()? {
-                    self.child = None;
-                    return Err(io::Error::other(format!(
-                        "smbd exited at start ({status}); log tail:\n{}",
-                        self.log_tail(2000)
-                    )));
-                }
-            }
-            if TcpStream::connect_timeout(&self.addr(), Duration::from_millis(200)).is_ok() {
-                // Someone accepts on the port; make sure it is our smbd (one
-                // that lost the port to another process exits at once).
-                std::thread::sleep(Duration::from_millis(30));
-                if let Some(child) = self.child.as_mut() {
-                    if child.try_wait()?.is_none() {
-                        return Ok(());
-                    }
-                }
-                continue;
-            }
-            if Instant::now() >= deadline {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!(
-                        "smbd did not accept on port {} within {timeout:?}; log tail:\n{}",
-                        self.port,
-                        self.log_tail(2000)
-                    ),
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        // smbd in the foreground exits when its stdin (a pipe the guard
+        // holds) reaches EOF: if this process dies without dropping the
+        // fixture, smbd goes too.
+        self.server = ServerProcess::spawn(
+            Command::new(smbd)
+                .args(["--foreground", "--debug-stdout", "-d", "1"])
+                .arg(format!("--configfile={}", self.conf.display())),
+            log,
+        )?;
+        let log = &self.log;
+        self.server
+            .wait_for_port(self.addr(), timeout, &STARTUP, || log_tail(log, 2000))
     }
 
     /// Stop smbd: SIGTERM, wait up to 5 s, then SIGKILL; always reaped.
     /// Idempotent; also done by `Drop`.
     pub fn stop(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        let _ = Command::new("kill")
-            .args(["-s", "TERM", &child.id().to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+        self.server.stop();
     }
 }
 
@@ -588,6 +544,16 @@ pub fn get_xattr(path: &Path, name: &str) -> io::Result<Vec<u8>> {
         )));
     }
     Ok(out.stdout)
+}
+
+/// The last `max` bytes of a log file (from a character boundary).
+fn log_tail(log: &Path, max: usize) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let start = text.len().saturating_sub(max);
+    let start = (start..=text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    text[start..].to_string()
 }
 
 /// A free TCP port on 127.0.0.1 (bind to port 0, read it back, release it).

@@ -9,6 +9,7 @@
 //! - [`report`]: report.md from rows; [`plot`]: scaling.svg.
 //! - [`sweep`]: runs every source and writes `results/<timestamp>/`.
 //! - [`proc`]: subprocesses with a timeout.
+//! - [`rcureader`]: `bench rcu-reader`, the host RCU reader's fence as an A/B.
 //!
 //! Touches: threads, files under the chosen output directory, child
 //! processes (this binary, the QEMU runner) it starts and waits for.
@@ -19,6 +20,7 @@ pub mod plot;
 pub mod points;
 pub mod predict;
 pub mod proc;
+pub mod rcureader;
 pub mod report;
 pub mod rows;
 pub mod sweep;

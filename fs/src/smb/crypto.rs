@@ -25,7 +25,7 @@
 //!
 //! Pure computation: no state beyond the keys and a nonce counter, no I/O.
 
-use crate::smb::wire::header::{flags, Header, HEADER_LEN};
+use crate::smb::wire::header::{flags, Header, HEADER_LEN, SIGNATURE as SIG};
 use crate::smb::wire::negotiate::{cipher, sign_alg};
 use crate::smb::wire::transform::{self, TransformHeader, TRANSFORM_LEN};
 use aes::cipher::Array;
@@ -39,9 +39,6 @@ use alloc::vec::Vec;
 use cmac::Cmac;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256, Sha512};
-
-/// Signature field range in the header.
-const SIG: core::ops::Range<usize> = 48..64;
 
 /// SP800-108 counter-mode KDF with HMAC-SHA256, one block, L = 128 bits:
 /// HMAC(key, 1u32 BE || label || 0x00 || context || 128u32 BE)[..16].

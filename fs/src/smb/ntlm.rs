@@ -8,7 +8,8 @@
 //! KEY_EXCH is not negotiated. Pure functions; randomness and time are
 //! passed in.
 
-use crate::smb::wire::{put_u16, put_u32, slice, u16_at, u32_at, utf16le, Result, WireError};
+use crate::smb::wire::{put_fixed, set_u16, set_u32, slice, u16_at, u32_at, utf16le};
+use crate::smb::wire::{Result, WireError};
 use alloc::vec::Vec;
 use hmac::{Hmac, KeyInit, Mac};
 use md4::{Digest, Md4};
@@ -40,6 +41,95 @@ pub const CLIENT_FLAGS: u32 = flags::UNICODE
     | flags::TARGET_INFO
     | flags::F128
     | flags::F56;
+
+/// Field offsets of the three messages and their parts, each relative to
+/// the start of its structure, named as MS-NLMP names them. Every field of
+/// a layout is listed, including those the client leaves zero or skips.
+#[allow(dead_code)]
+mod field {
+    use core::ops::Range;
+    /// Signature, then MessageType: the start of every message.
+    pub const SIGNATURE: Range<usize> = 0..8;
+    pub const MESSAGE_TYPE: usize = 8;
+
+    /// NEGOTIATE_MESSAGE (MS-NLMP 2.2.1.1), without Version.
+    pub mod negotiate {
+        pub const NEGOTIATE_FLAGS: usize = 12;
+        pub const DOMAIN_NAME_FIELDS: usize = 16;
+        pub const WORKSTATION_FIELDS: usize = 24;
+        /// Length of the message as the client sends it.
+        pub const LEN: usize = 32;
+    }
+
+    /// CHALLENGE_MESSAGE (MS-NLMP 2.2.1.2).
+    pub mod challenge {
+        pub const TARGET_NAME_FIELDS: usize = 12;
+        pub const NEGOTIATE_FLAGS: usize = 20;
+        pub const SERVER_CHALLENGE: usize = 24;
+        pub const RESERVED: usize = 32;
+        pub const TARGET_INFO_FIELDS: usize = 40;
+        pub const VERSION: usize = 48;
+    }
+
+    /// AUTHENTICATE_MESSAGE (MS-NLMP 2.2.1.3), without Version and MIC:
+    /// six *Fields from LmChallengeResponseFields on, then NegotiateFlags.
+    pub mod authenticate {
+        pub const LM_CHALLENGE_RESPONSE_FIELDS: usize = 12;
+        pub const NT_CHALLENGE_RESPONSE_FIELDS: usize = 20;
+        pub const DOMAIN_NAME_FIELDS: usize = 28;
+        pub const USER_NAME_FIELDS: usize = 36;
+        pub const WORKSTATION_FIELDS: usize = 44;
+        pub const ENCRYPTED_RANDOM_SESSION_KEY_FIELDS: usize = 52;
+        pub const NEGOTIATE_FLAGS: usize = 60;
+        /// Where the payload starts.
+        pub const PAYLOAD: usize = 64;
+    }
+
+    /// The Len / MaxLen / BufferOffset triple of every *Fields.
+    pub mod fields {
+        pub const LEN: usize = 0;
+        pub const MAX_LEN: usize = 2;
+        pub const BUFFER_OFFSET: usize = 4;
+        /// Length of the triple.
+        pub const SIZE: usize = 8;
+    }
+
+    /// AV_PAIR (MS-NLMP 2.2.2.1).
+    pub mod av_pair {
+        pub const AV_ID: usize = 0;
+        pub const AV_LEN: usize = 2;
+        pub const VALUE: usize = 4;
+    }
+
+    /// NTLMv2_CLIENT_CHALLENGE (MS-NLMP 2.2.2.7), the blob after
+    /// NTProofStr.
+    pub mod client_challenge {
+        pub const RESP_TYPE: usize = 0;
+        pub const HI_RESP_TYPE: usize = 1;
+        pub const RESERVED1: usize = 2;
+        pub const RESERVED2: usize = 4;
+        pub const TIMESTAMP: usize = 8;
+        pub const CHALLENGE_FROM_CLIENT: usize = 16;
+        pub const RESERVED3: usize = 24;
+        /// The server's AV pairs, then four zero bytes (MS-NLMP 3.3.2).
+        pub const AV_PAIRS: usize = 28;
+    }
+}
+
+/// MessageType values (MS-NLMP 2.2.1).
+mod message_type {
+    pub const NEGOTIATE: u32 = 1;
+    pub const CHALLENGE: u32 = 2;
+    pub const AUTHENTICATE: u32 = 3;
+}
+
+/// RespType and HiRespType of NTLMv2_CLIENT_CHALLENGE: both 1.
+const CLIENT_CHALLENGE_VERSION: u8 = 1;
+/// The zero bytes after the AV pairs in the NTLMv2 blob (MS-NLMP 3.3.2:
+/// `ServerName || Z(4)`).
+const BLOB_TRAILER: usize = 4;
+/// Length of an LMv2 response (zeros when the server sent a timestamp).
+const LM_RESPONSE_LEN: usize = 24;
 
 /// AV pair id MsvAvTimestamp.
 const AV_TIMESTAMP: u16 = 7;
@@ -90,11 +180,13 @@ pub fn session_base_key(ntowfv2: &[u8; 16], nt_proof: &[u8]) -> [u8; 16] {
 
 /// The NEGOTIATE message (no domain or workstation supplied).
 pub fn negotiate_message() -> Vec<u8> {
-    let mut v = Vec::with_capacity(32);
-    v.extend_from_slice(SIGNATURE);
-    put_u32(&mut v, 1);
-    put_u32(&mut v, CLIENT_FLAGS);
-    v.extend_from_slice(&[0u8; 16]); // empty domain and workstation fields
+    use field::negotiate as f;
+    let mut v = Vec::with_capacity(f::LEN);
+    let b = put_fixed(&mut v, f::LEN);
+    b[field::SIGNATURE].copy_from_slice(SIGNATURE);
+    set_u32(b, field::MESSAGE_TYPE, message_type::NEGOTIATE);
+    set_u32(b, f::NEGOTIATE_FLAGS, CLIENT_FLAGS);
+    // DomainNameFields and WorkstationFields stay zero: empty.
     v
 }
 
@@ -107,9 +199,10 @@ pub struct Challenge<'a> {
     pub target_info: &'a [u8],
 }
 
-fn field(msg: &[u8], at: usize) -> Result<&[u8]> {
-    let len = u16_at(msg, at)? as usize;
-    let off = u32_at(msg, at + 4)? as usize;
+/// The payload a *Fields triple at `at` points to, bounds checked.
+fn payload_field(msg: &[u8], at: usize) -> Result<&[u8]> {
+    let len = u16_at(msg, at + field::fields::LEN)? as usize;
+    let off = u32_at(msg, at + field::fields::BUFFER_OFFSET)? as usize;
     if len == 0 {
         return Ok(&[]);
     }
@@ -120,18 +213,20 @@ impl<'a> Challenge<'a> {
     /// Parses a CHALLENGE message; every field is bounds checked and the AV
     /// pair list must be well formed up to its EOL.
     pub fn parse(msg: &'a [u8]) -> Result<Self> {
-        if slice(msg, 0, 8)? != SIGNATURE {
+        use field::challenge as f;
+        if slice(msg, field::SIGNATURE.start, field::SIGNATURE.len())? != SIGNATURE {
             return Err(WireError::new("not NTLMSSP"));
         }
-        if u32_at(msg, 8)? != 2 {
+        if u32_at(msg, field::MESSAGE_TYPE)? != message_type::CHALLENGE {
             return Err(WireError::new("not an NTLM CHALLENGE"));
         }
-        let target_name = field(msg, 12)?;
-        let flags = u32_at(msg, 20)?;
+        let target_name = payload_field(msg, f::TARGET_NAME_FIELDS)?;
+        let flags = u32_at(msg, f::NEGOTIATE_FLAGS)?;
         let mut server_challenge = [0u8; 8];
-        server_challenge.copy_from_slice(slice(msg, 24, 8)?);
+        let sc = slice(msg, f::SERVER_CHALLENGE, server_challenge.len())?;
+        server_challenge.copy_from_slice(sc);
         let target_info = if flags & flags::TARGET_INFO != 0 {
-            field(msg, 40)?
+            payload_field(msg, f::TARGET_INFO_FIELDS)?
         } else {
             &[]
         };
@@ -147,18 +242,19 @@ impl<'a> Challenge<'a> {
 
     /// The AV pairs of the target info as (id, value), up to MsvAvEOL.
     pub fn av_pairs(&self) -> Result<Vec<(u16, &'a [u8])>> {
+        use field::av_pair as f;
         let ti = self.target_info;
         let mut out = Vec::new();
         let mut off = 0usize;
         while off < ti.len() {
-            let id = u16_at(ti, off)?;
-            let len = u16_at(ti, off + 2)? as usize;
-            let val = slice(ti, off + 4, len)?;
+            let id = u16_at(ti, off + f::AV_ID)?;
+            let len = u16_at(ti, off + f::AV_LEN)? as usize;
+            let val = slice(ti, off + f::VALUE, len)?;
             if id == AV_EOL {
                 return Ok(out);
             }
             out.push((id, val));
-            off += 4 + len;
+            off += f::VALUE + len;
         }
         if ti.is_empty() {
             Ok(out)
@@ -196,19 +292,21 @@ pub fn ntlmv2(
     time: u64,
     lm_zero: bool,
 ) -> NtlmV2 {
+    use field::client_challenge as f;
     let key = ntowfv2(&creds.password, &creds.user, &creds.domain);
-    let mut blob = Vec::with_capacity(28 + target_info.len() + 4);
-    blob.extend_from_slice(&[1, 1, 0, 0, 0, 0, 0, 0]);
-    blob.extend_from_slice(&time.to_le_bytes());
-    blob.extend_from_slice(client_challenge);
-    blob.extend_from_slice(&[0u8; 4]);
+    let mut blob = Vec::with_capacity(f::AV_PAIRS + target_info.len() + BLOB_TRAILER);
+    let b = put_fixed(&mut blob, f::AV_PAIRS);
+    b[f::RESP_TYPE] = CLIENT_CHALLENGE_VERSION;
+    b[f::HI_RESP_TYPE] = CLIENT_CHALLENGE_VERSION;
+    b[f::TIMESTAMP..f::CHALLENGE_FROM_CLIENT].copy_from_slice(&time.to_le_bytes());
+    b[f::CHALLENGE_FROM_CLIENT..f::RESERVED3].copy_from_slice(client_challenge);
     blob.extend_from_slice(target_info);
-    blob.extend_from_slice(&[0u8; 4]);
+    blob.extend_from_slice(&[0u8; BLOB_TRAILER]);
     let proof = hmac_md5(&key, &[server_challenge, &blob]);
     let mut nt_response = proof.to_vec();
     nt_response.extend_from_slice(&blob);
     let lm_response = if lm_zero {
-        alloc::vec![0u8; 24]
+        alloc::vec![0u8; LM_RESPONSE_LEN]
     } else {
         let mut v = hmac_md5(&key, &[server_challenge, client_challenge]).to_vec();
         v.extend_from_slice(client_challenge);
@@ -249,20 +347,29 @@ pub fn authenticate_message(
     let domain = enc(&creds.domain);
     let user = enc(&creds.user);
     let ws = enc(&creds.workstation);
+    use field::authenticate as a;
+    use field::fields as t;
+    // In the order of their *Fields, from LmChallengeResponseFields on;
+    // the last is the (empty) EncryptedRandomSessionKey.
     let fields: [&[u8]; 6] = [&r.lm_response, &r.nt_response, &domain, &user, &ws, &[]];
-    const HDR: usize = 64;
-    let mut v = Vec::with_capacity(HDR + fields.iter().map(|f| f.len()).sum::<usize>());
-    v.extend_from_slice(SIGNATURE);
-    put_u32(&mut v, 3);
-    let mut off = HDR;
-    for f in fields {
-        put_u16(&mut v, f.len() as u16);
-        put_u16(&mut v, f.len() as u16);
-        put_u32(&mut v, off as u32);
+    let mut v = Vec::with_capacity(a::PAYLOAD + fields.iter().map(|f| f.len()).sum::<usize>());
+    let b = put_fixed(&mut v, a::PAYLOAD);
+    b[field::SIGNATURE].copy_from_slice(SIGNATURE);
+    set_u32(b, field::MESSAGE_TYPE, message_type::AUTHENTICATE);
+    let mut off = a::PAYLOAD;
+    for (i, f) in fields.iter().enumerate() {
+        let at = a::LM_CHALLENGE_RESPONSE_FIELDS + i * t::SIZE;
+        set_u16(b, at + t::LEN, f.len() as u16);
+        set_u16(b, at + t::MAX_LEN, f.len() as u16);
+        set_u32(b, at + t::BUFFER_OFFSET, off as u32);
         off += f.len();
     }
+    debug_assert_eq!(
+        a::LM_CHALLENGE_RESPONSE_FIELDS + fields.len() * t::SIZE,
+        a::NEGOTIATE_FLAGS
+    );
     let fl = (CLIENT_FLAGS & ch.flags) | if unicode { flags::UNICODE } else { 0 };
-    put_u32(&mut v, fl & !flags::KEY_EXCH);
+    set_u32(b, a::NEGOTIATE_FLAGS, fl & !flags::KEY_EXCH);
     for f in fields {
         v.extend_from_slice(f);
     }
@@ -272,6 +379,7 @@ pub fn authenticate_message(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::smb::wire::put_u32;
 
     fn hex(s: &str) -> Vec<u8> {
         (0..s.len())

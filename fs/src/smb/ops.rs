@@ -72,6 +72,18 @@ pub struct OpenSpec {
     pub options: u32,
 }
 
+impl OpenSpec {
+    /// Open the existing file (not a directory) for `desired_access`.
+    pub fn existing_file(desired_access: u32) -> OpenSpec {
+        OpenSpec {
+            desired_access,
+            kind: OpenKind::File,
+            disposition: FILE_OPEN,
+            options: 0,
+        }
+    }
+}
+
 /// What a created or opened object looks like afterwards.
 #[derive(Clone, Copy, Debug)]
 pub struct Created {
@@ -348,70 +360,11 @@ impl Connection {
     pub fn read_file(&mut self, path: &str) -> SmbResult<Vec<u8>> {
         let p = smb_path(path)?;
         self.run(|c| {
-            let sign = c.sign_requests();
-            let chunk_for = |c: &Connection| -> (u32, u16) {
-                let units = (c.max_read() / 65_536).clamp(1, c.max_charge() as u32);
-                let len = (units * 65_536).min(c.max_read()).min(1 << 20);
-                (len, len.div_ceil(65_536).max(1) as u16)
-            };
-            let (len, charge) = chunk_for(c);
-            let rd = ReadRequest {
-                length: len,
-                offset: 0,
-                file_id: FileId::RELATED,
-                minimum: 0,
-            };
-            let reqs = vec![
-                create_req(
-                    &p,
-                    access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES,
-                    OpenKind::File,
-                ),
-                Req::new(cmd::READ, true, charge, |o| rd.emit(o)),
-            ];
-            let r = c.exchange(reqs, sign)?;
-            if r.len() != 2 {
-                return Err(SmbError::Protocol("compound reply count"));
-            }
-            let fid = c.body(&r[0], CreateResponse::parse)?.file_id;
-            let mut data = Vec::new();
-            let mut reply = r[1].clone();
-            let res: SmbResult<()> = loop {
-                if reply.hdr.status == status::END_OF_FILE {
-                    break Ok(());
-                }
-                let rr = match c.body(&reply, ReadResponse::parse) {
-                    Ok(rr) => rr,
-                    Err(e) => break Err(e),
-                };
-                let got = rr.data.len();
-                data.extend_from_slice(rr.data);
-                c.note_bytes_read(got as u64);
-                if got == 0 {
-                    break Ok(());
-                }
-                let (len, charge) = chunk_for(c);
-                let rd = ReadRequest {
-                    length: len,
-                    offset: data.len() as u64,
-                    file_id: fid,
-                    minimum: 0,
-                };
-                match c.exchange(
-                    vec![Req::new(cmd::READ, false, charge, |o| rd.emit(o))],
-                    sign,
-                ) {
-                    Ok(mut v) => reply = v.remove(0),
-                    Err(e) => break Err(e),
-                }
-            };
-            if c.is_connected() {
-                let closed = c.close(fid);
-                res?;
-                closed?;
-            } else {
-                res?;
-            }
+            let spec =
+                OpenSpec::existing_file(access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES);
+            let first = whole_file_chunk(c);
+            let (data, _) =
+                read_chunks(c, &p, spec, 0, first, |c, _, _| Some(whole_file_chunk(c)))?;
             Ok(data)
         })
     }
@@ -488,74 +441,33 @@ impl Connection {
     ) -> SmbResult<(Vec<u8>, u64)> {
         let p = smb_path(path)?;
         self.run(|c| {
-            let spec = OpenSpec {
-                desired_access: access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES,
-                kind: OpenKind::File,
-                disposition: FILE_OPEN,
-                options: 0,
-            };
+            let spec =
+                OpenSpec::existing_file(access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES);
             let (first, charge) = chunk(c, rsize, c.max_read(), 2);
             let first = first.min(len.try_into().unwrap_or(u32::MAX));
             let charge = charge.min(charge_for(first as usize));
-            let rd = ReadRequest {
-                length: first,
-                offset: off,
-                file_id: FileId::RELATED,
-                minimum: 0,
-            };
-            let read = Req::new(cmd::READ, true, charge, |o| rd.emit(o));
             if first as usize >= len {
                 // One chunk: CREATE + READ + CLOSE, one round trip.
+                let rd = ReadRequest {
+                    length: first,
+                    offset: off,
+                    file_id: FileId::RELATED,
+                    minimum: 0,
+                };
+                let read = Req::new(cmd::READ, true, charge, |o| rd.emit(o));
                 let b = open_do_close(c, &p, spec, vec![read])?;
                 let data = read_reply(c, &b.middle[0])?;
                 let size = b.closed.map_or(b.create.end_of_file, |a| a.end_of_file);
                 return Ok((data, size));
             }
-            let sign = c.sign_requests();
-            let reqs = vec![create_req_spec(&p, spec), read];
-            let r = c.exchange(reqs, sign)?;
-            if r.len() != 2 {
-                return Err(SmbError::Protocol("compound reply count"));
-            }
-            let cr = c.body(&r[0], CreateResponse::parse)?;
-            let fid = cr.file_id;
-            let mut data = Vec::new();
-            let mut reply = r[1].clone();
-            let res: SmbResult<()> = loop {
-                let got = match read_reply(c, &reply) {
-                    Ok(v) => v,
-                    Err(e) => break Err(e),
-                };
-                let n = got.len();
-                data.extend_from_slice(&got);
-                let pos = off + data.len() as u64;
-                if n == 0 || data.len() >= len || pos >= cr.end_of_file {
-                    break Ok(());
+            let (data, cr) = read_chunks(c, &p, spec, off, (first, charge), |c, cr, got| {
+                if got >= len || off + got as u64 >= cr.end_of_file {
+                    return None;
                 }
                 let (want, charge) = chunk(c, rsize, c.max_read(), 0);
-                let want = want.min((len - data.len()).try_into().unwrap_or(u32::MAX));
-                let rd = ReadRequest {
-                    length: want,
-                    offset: pos,
-                    file_id: fid,
-                    minimum: 0,
-                };
-                let charge = charge.min(charge_for(want as usize));
-                match c.exchange(
-                    vec![Req::new(cmd::READ, false, charge, |o| rd.emit(o))],
-                    sign,
-                ) {
-                    Ok(mut v) => reply = v.remove(0),
-                    Err(e) => break Err(e),
-                }
-            };
-            if c.is_connected() {
-                let closed = c.close(fid);
-                res?;
-                closed?;
-            } else {
-                res?;
-            }
+                let want = want.min((len - got).try_into().unwrap_or(u32::MAX));
+                Some((want, charge.min(charge_for(want as usize))))
+            })?;
             Ok((data, cr.end_of_file))
         })
     }
@@ -572,12 +484,8 @@ impl Connection {
     ) -> SmbResult<Written> {
         let p = smb_path(path)?;
         self.run(|c| {
-            let spec = OpenSpec {
-                desired_access: access::FILE_WRITE_DATA | access::FILE_READ_ATTRIBUTES,
-                kind: OpenKind::File,
-                disposition: FILE_OPEN,
-                options: 0,
-            };
+            let spec =
+                OpenSpec::existing_file(access::FILE_WRITE_DATA | access::FILE_READ_ATTRIBUTES);
             let (max, _) = chunk(c, wsize, c.max_write(), 2);
             if data.len() <= max as usize {
                 let w = WriteRequest {
@@ -701,19 +609,9 @@ impl Connection {
         let p = smb_path(path)?;
         let info = setinfo::disposition_info(true);
         self.run(|c| {
-            let spec = OpenSpec {
-                desired_access: access::DELETE | access::FILE_READ_ATTRIBUTES,
-                kind,
-                disposition: FILE_OPEN,
-                options: 0,
-            };
-            let b = open_do_close(
-                c,
-                &p,
-                spec,
-                vec![set_info_req(setinfo::class::DISPOSITION, &info)],
-            )?;
-            c.body(&b.middle[0], setinfo::parse_set_info)
+            let desired = access::DELETE | access::FILE_READ_ATTRIBUTES;
+            set_info_compound(c, &p, desired, kind, setinfo::class::DISPOSITION, &info)?;
+            Ok(())
         })
     }
 
@@ -724,19 +622,16 @@ impl Connection {
         let pn = smb_path(new)?;
         let info = setinfo::rename_info(&pn, true);
         self.run(|c| {
-            let spec = OpenSpec {
-                desired_access: access::DELETE | access::FILE_READ_ATTRIBUTES,
-                kind: OpenKind::Any,
-                disposition: FILE_OPEN,
-                options: 0,
-            };
-            let b = open_do_close(
+            let desired = access::DELETE | access::FILE_READ_ATTRIBUTES;
+            set_info_compound(
                 c,
                 &po,
-                spec,
-                vec![set_info_req(setinfo::class::RENAME, &info)],
+                desired,
+                OpenKind::Any,
+                setinfo::class::RENAME,
+                &info,
             )?;
-            c.body(&b.middle[0], setinfo::parse_set_info)
+            Ok(())
         })
     }
 
@@ -747,22 +642,34 @@ impl Connection {
         let p = smb_path(path)?;
         let info = setinfo::end_of_file_info(size);
         self.run(|c| {
-            let spec = OpenSpec {
-                desired_access: access::FILE_WRITE_DATA | access::FILE_READ_ATTRIBUTES,
-                kind: OpenKind::File,
-                disposition: FILE_OPEN,
-                options: 0,
-            };
-            let b = open_do_close(
-                c,
-                &p,
-                spec,
-                vec![set_info_req(setinfo::class::END_OF_FILE, &info)],
-            )?;
-            c.body(&b.middle[0], setinfo::parse_set_info)?;
-            Ok(b.closed)
+            let desired = access::FILE_WRITE_DATA | access::FILE_READ_ATTRIBUTES;
+            let class = setinfo::class::END_OF_FILE;
+            set_info_compound(c, &p, desired, OpenKind::File, class, &info)
         })
     }
+}
+
+/// CREATE (`desired` access, an existing `kind`) + SET_INFO(`class`,
+/// `info`) + CLOSE(POSTQUERY) on `path`, the compound behind delete,
+/// rename and set_size. The SET_INFO's status is the answer; returns the
+/// attributes after the CLOSE.
+fn set_info_compound(
+    c: &mut Connection,
+    path: &str,
+    desired: u32,
+    kind: OpenKind,
+    class: u8,
+    info: &[u8],
+) -> SmbResult<Option<CloseAttrs>> {
+    let spec = OpenSpec {
+        desired_access: desired,
+        kind,
+        disposition: FILE_OPEN,
+        options: 0,
+    };
+    let b = open_do_close(c, path, spec, vec![set_info_req(class, info)])?;
+    c.body(&b.middle[0], setinfo::parse_set_info)?;
+    Ok(b.closed)
 }
 
 fn set_info_req(class: u8, buffer: &[u8]) -> Req {
@@ -773,6 +680,92 @@ fn set_info_req(class: u8, buffer: &[u8]) -> Req {
         buffer,
     };
     Req::new(cmd::SET_INFO, true, 1, |o| s.emit(o))
+}
+
+/// A READ chunk of [`Connection::read_file`]: as many whole 64 KiB credits
+/// as MaxReadSize and the credits allow, at most 1 MiB. Returns (bytes,
+/// credit charge).
+fn whole_file_chunk(c: &Connection) -> (u32, u16) {
+    let units = (c.max_read() / 65_536).clamp(1, c.max_charge() as u32);
+    let len = (units * 65_536).min(c.max_read()).min(1 << 20);
+    (len, len.div_ceil(65_536).max(1) as u16)
+}
+
+/// The READ loop of [`Connection::read_file`] and of a multi-chunk
+/// [`Connection::read_at`]: CREATE + READ (`first`: bytes, credit charge,
+/// at `off`) in one compound, then one READ after another at the end of
+/// what came back, then CLOSE. After each reply, `next` gets the CREATE's
+/// answer and the number of bytes so far, and returns the next chunk, or
+/// `None` when the caller has what it asked for. The loop also ends when a
+/// READ returns no data (0 bytes, or END_OF_FILE: short reads end only
+/// there). A failed READ is the error, after the handle is closed if the
+/// connection still stands. Returns the bytes and the CREATE's answer.
+fn read_chunks(
+    c: &mut Connection,
+    path: &str,
+    spec: OpenSpec,
+    off: u64,
+    first: (u32, u16),
+    mut next: impl FnMut(&Connection, &CreateResponse, usize) -> Option<(u32, u16)>,
+) -> SmbResult<(Vec<u8>, CreateResponse)> {
+    let sign = c.sign_requests();
+    let rd = ReadRequest {
+        length: first.0,
+        offset: off,
+        file_id: FileId::RELATED,
+        minimum: 0,
+    };
+    let reqs = vec![
+        create_req_spec(path, spec),
+        Req::new(cmd::READ, true, first.1, |o| rd.emit(o)),
+    ];
+    let r = c.exchange(reqs, sign)?;
+    if r.len() != 2 {
+        return Err(SmbError::Protocol("compound reply count"));
+    }
+    let cr = c.body(&r[0], CreateResponse::parse)?;
+    let fid = cr.file_id;
+    let mut data = Vec::new();
+    let mut reply = r[1].clone();
+    let res: SmbResult<()> = loop {
+        if reply.hdr.status == status::END_OF_FILE {
+            break Ok(());
+        }
+        let got = match c.body(&reply, ReadResponse::parse) {
+            Ok(rr) => rr.data,
+            Err(e) => break Err(e),
+        };
+        let n = got.len();
+        data.extend_from_slice(got);
+        c.note_bytes_read(n as u64);
+        if n == 0 {
+            break Ok(());
+        }
+        let Some((len, charge)) = next(c, &cr, data.len()) else {
+            break Ok(());
+        };
+        let rd = ReadRequest {
+            length: len,
+            offset: off + data.len() as u64,
+            file_id: fid,
+            minimum: 0,
+        };
+        match c.exchange(
+            vec![Req::new(cmd::READ, false, charge, |o| rd.emit(o))],
+            sign,
+        ) {
+            Ok(mut v) => reply = v.remove(0),
+            Err(e) => break Err(e),
+        }
+    };
+    if c.is_connected() {
+        let closed = c.close(fid);
+        res?;
+        closed?;
+    } else {
+        res?;
+    }
+    Ok((data, cr))
 }
 
 /// The data of one READ reply; END_OF_FILE is no data.

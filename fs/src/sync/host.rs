@@ -49,7 +49,8 @@
 //! or `FS_RCU_READER=fence` is set, readers fence as before. In the
 //! fence-free mode `rcu_quiescent_state` no longer advances the epoch (that
 //! would be a syscall every few operations): the reclaimer thread and
-//! `synchronize_rcu` do.
+//! `synchronize_rcu` do. `bench rcu-reader` measures the two modes against
+//! each other (figures in `docs/designs.md`, "Host mode's RCU readers").
 //!
 //! Touches: its own slot table and thread-locals; std's thread_local only;
 //! the `membarrier` syscall.

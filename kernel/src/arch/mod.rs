@@ -24,8 +24,9 @@ pub use self::x86_64::start::pvh::{read as read_boot_info, MemRegion, MEMMAP_RAM
 pub use self::x86_64::{backtrace, core_local, cpu_id, exit, interrupts, processor, serial};
 
 // The clocks behind `crate::time`, cross-CPU calls, PCI configuration
-// space, the hardware random source, fault probes, page tables.
-pub use self::x86_64::kernel::{clock, pci, probe, rand, smp};
+// space, the hardware random source, fault probes, page tables, and what
+// the hypervisor (if any) can run.
+pub use self::x86_64::kernel::{clock, hypervisor, pci, probe, rand, smp};
 pub use self::x86_64::mm::paging;
 
 // Self-test bodies that check x86 identities (listed in `crate::selftest`).

@@ -15,7 +15,8 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::rcu;
-use crate::selftest::{ensure, ncpus, DropFlag, TestResult};
+use super::rcu_test::DropFlag;
+use crate::selftest::{ensure, ncpus, TestResult};
 use crate::smp::{self, CpuSet};
 
 pub(crate) fn fs_platform() -> TestResult {

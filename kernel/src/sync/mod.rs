@@ -3,3 +3,4 @@
 
 pub mod fs_test;
 pub mod rcu;
+pub mod rcu_test;

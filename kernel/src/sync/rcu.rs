@@ -212,7 +212,12 @@ struct RcuCpu {
     online: AtomicBool,
     /// Callbacks waiting for their grace period, in segments.
     callbacks: spin::Mutex<Queue>,
-    /// Callbacks run on this CPU.
+    /// Callbacks run on this CPU, counted as each batch starts: whoever
+    /// sees a callback's effect (an acquire load of what it wrote) sees it
+    /// counted. Counting after the batch left a window in which a callback
+    /// had run but was not counted yet; on a slow CPU (an instruction-
+    /// emulating KVM) `rcu_async_callbacks` fell into it ("cpu 1 did not
+    /// run its own callbacks").
     reclaimed: AtomicU64,
     /// Highest grace period this CPU's callbacks wait for.
     requested: AtomicU64,
@@ -346,10 +351,13 @@ pub fn run_callbacks() -> usize {
         // callbacks (a dentry dropping its parent and name) queue more,
         // and under memory pressure this segment may be the only one.
         let mut batch: [Option<Retired>; SEG_CAP] = [const { None }; SEG_CAP];
+        let mut n = 0;
         for slot in batch.iter_mut() {
             *slot = seg.items.pop_front();
+            n += u64::from(slot.is_some());
         }
         crate::arch::interrupts::without(|| me.callbacks.lock().recycle(seg.items));
+        me.reclaimed.fetch_add(n, Ordering::Relaxed);
         for obj in batch.into_iter().flatten() {
             obj.reclaim();
             ran += 1;
@@ -363,9 +371,6 @@ pub fn run_callbacks() -> usize {
                 q.fill_spares(SPARES);
             }
         });
-    }
-    if ran > 0 {
-        me.reclaimed.fetch_add(ran as u64, Ordering::Relaxed);
     }
     me.in_callbacks.store(false, Ordering::Relaxed);
     ran

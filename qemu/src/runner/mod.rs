@@ -31,14 +31,18 @@
 //! - `config.rs`: the command line ([`QemuConfig`], [`MemSize`], [`GuestFwd`]).
 //! - `status.rs`: [`GuestStatus`], QEMU's exit mapped back to the guest's value.
 //! - `accel.rs`: [`Accel`], [`AccelChoice`] and the `auto` probe.
+//! - `selftest.rs`: [`SelftestReport`], our kernel's `selftest` output read
+//!   back (passed, failed, skipped with the reason).
 //! - here: [`Runner`] (spawn, stream, timeout) and the paths tests boot from.
 
 mod accel;
 mod config;
+mod selftest;
 mod status;
 
 pub use accel::{default_cache_dir, probe_elf, resolve_accel, Accel, AccelChoice};
 pub use config::{cmdline_too_long, GuestFwd, MemSize, QemuConfig, KVM_DEFAULT_CPU, MAX_CMDLINE};
+pub use selftest::{SelftestReport, Verdict};
 pub use status::{announced_status, GuestStatus};
 
 use std::fmt;

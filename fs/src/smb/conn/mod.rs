@@ -152,7 +152,7 @@ impl Config {
 }
 
 /// One request of an exchange: its command and the whole message with a
-/// 64-byte header placeholder in front of the body.
+/// [`HEADER_LEN`]-byte header placeholder in front of the body.
 pub struct Req {
     pub cmd: u16,
     pub related: bool,

@@ -10,6 +10,9 @@ use core::ops::Range;
 
 /// Most messages accepted in one received chain.
 pub const MAX_CHAIN: usize = 32;
+/// Every member but the last is padded so the next header starts 8-aligned
+/// (MS-SMB2 3.2.4.1.4).
+const MEMBER_ALIGN: usize = 8;
 
 /// Joins whole messages (each starting with its header) into one chain:
 /// pads every member but the last to 8 bytes and sets its NextCommand.
@@ -23,7 +26,7 @@ pub fn chain(msgs: &[Vec<u8>]) -> (Vec<u8>, Vec<Range<usize>>) {
         out.extend_from_slice(m);
         let last = i + 1 == msgs.len();
         if !last {
-            pad_to(&mut out, 8);
+            pad_to(&mut out, MEMBER_ALIGN);
             let next = (out.len() - start) as u32;
             Header::new_unchecked(&mut out[start..]).set_next_command(next);
         } else {
@@ -48,7 +51,7 @@ pub fn split(frame: &[u8]) -> Result<Vec<Range<usize>>> {
             out.push(off..frame.len());
             return Ok(out);
         }
-        if !next.is_multiple_of(8) || next < HEADER_LEN || next >= rest.len() {
+        if !next.is_multiple_of(MEMBER_ALIGN) || next < HEADER_LEN || next >= rest.len() {
             return Err(WireError::new("bad NextCommand"));
         }
         out.push(off..off + next);

@@ -8,9 +8,50 @@
 //! FILE_FULL_EA_INFORMATION list (Samba returns all EAs of the file and
 //! ignores the list), or STATUS_NO_EAS_ON_FILE.
 
-use super::{pad_to, put_u32, slice, u16_at, u32_at, u8_at, Result, WireError};
+use super::{pad_to, put_fixed, set_u32, slice, u16_at, u32_at, u8_at, Result, WireError};
 use alloc::string::String;
 use alloc::vec::Vec;
+
+/// Field offsets, each relative to the start of its entry, named as
+/// MS-FSCC names them.
+mod field {
+    /// FILE_GET_EA_INFORMATION (MS-FSCC 2.4.15.1).
+    pub mod get_ea {
+        pub const NEXT_ENTRY_OFFSET: usize = 0;
+        pub const EA_NAME_LENGTH: usize = 4;
+        /// EaName, NUL-terminated, right after the fixed part.
+        pub const EA_NAME: usize = 5;
+        /// Length of the fixed part.
+        pub const LEN: usize = EA_NAME;
+    }
+
+    /// FILE_FULL_EA_INFORMATION (MS-FSCC 2.4.15).
+    pub mod full_ea {
+        pub const NEXT_ENTRY_OFFSET: usize = 0;
+        pub const FLAGS: usize = 4;
+        pub const EA_NAME_LENGTH: usize = 5;
+        pub const EA_VALUE_LENGTH: usize = 6;
+        /// EaName, NUL-terminated, then EaValue.
+        pub const EA_NAME: usize = 8;
+        /// Length of the fixed part.
+        pub const LEN: usize = EA_NAME;
+    }
+
+    /// The value of `$LXDEV`: two little-endian u32.
+    pub mod lxdev {
+        pub const MAJOR: usize = 0;
+        pub const MINOR: usize = 4;
+        /// Length of the value.
+        pub const LEN: usize = 8;
+    }
+}
+
+/// EaName ends with a NUL that EaNameLength does not count.
+const NAME_NUL: usize = 1;
+/// Entries of a FILE_GET_EA_INFORMATION list start 4-aligned.
+const GET_EA_ALIGN: usize = 4;
+/// Length of the `$LXUID`, `$LXGID` and `$LXMOD` values (one u32).
+const WSL_U32_LEN: usize = 4;
 
 /// The four WSL EA names, in the order the client asks for them.
 pub const WSL_EA_NAMES: [&str; 4] = ["$LXUID", "$LXGID", "$LXMOD", "$LXDEV"];
@@ -20,17 +61,19 @@ pub const FILE_FULL_EA_INFORMATION: u8 = 15;
 
 /// A FILE_GET_EA_INFORMATION list naming `names` (each entry 4-aligned).
 pub fn emit_get_ea_list(names: &[&str]) -> Vec<u8> {
+    use field::get_ea as f;
     let mut out = Vec::new();
     for (i, n) in names.iter().enumerate() {
         let start = out.len();
-        put_u32(&mut out, 0);
-        out.push(n.len() as u8);
+        let b = put_fixed(&mut out, f::LEN);
+        set_u32(b, f::NEXT_ENTRY_OFFSET, 0); // last, unless patched below
+        b[f::EA_NAME_LENGTH] = n.len() as u8;
         out.extend_from_slice(n.as_bytes());
-        out.push(0);
+        out.push(0); // the NUL after EaName
         if i + 1 < names.len() {
-            pad_to(&mut out, 4);
+            pad_to(&mut out, GET_EA_ALIGN);
             let next = (out.len() - start) as u32;
-            out[start..start + 4].copy_from_slice(&next.to_le_bytes());
+            set_u32(&mut out[start..], f::NEXT_ENTRY_OFFSET, next);
         }
     }
     out
@@ -50,15 +93,16 @@ pub fn parse_full_ea_list(buf: &[u8]) -> Result<Vec<FullEa>> {
     if buf.is_empty() {
         return Ok(out);
     }
+    use field::full_ea as f;
     let mut off = 0usize;
     loop {
         let rec = buf.get(off..).ok_or(WireError::new("ea offset"))?;
-        let next = u32_at(rec, 0)? as usize;
-        let flags = u8_at(rec, 4)?;
-        let name_len = u8_at(rec, 5)? as usize;
-        let value_len = u16_at(rec, 6)? as usize;
-        let name = slice(rec, 8, name_len)?;
-        let value = slice(rec, 8 + name_len + 1, value_len)?;
+        let next = u32_at(rec, f::NEXT_ENTRY_OFFSET)? as usize;
+        let flags = u8_at(rec, f::FLAGS)?;
+        let name_len = u8_at(rec, f::EA_NAME_LENGTH)? as usize;
+        let value_len = u16_at(rec, f::EA_VALUE_LENGTH)? as usize;
+        let name = slice(rec, f::EA_NAME, name_len)?;
+        let value = slice(rec, f::EA_NAME + name_len + NAME_NUL, value_len)?;
         let name = core::str::from_utf8(name).map_err(|_| WireError::new("ea name not UTF-8"))?;
         out.push(FullEa {
             flags,
@@ -68,7 +112,7 @@ pub fn parse_full_ea_list(buf: &[u8]) -> Result<Vec<FullEa>> {
         if next == 0 {
             return Ok(out);
         }
-        if next < 8 || next >= rec.len() {
+        if next < f::LEN || next >= rec.len() {
             return Err(WireError::new("bad ea NextEntryOffset"));
         }
         off += next;
@@ -99,7 +143,7 @@ impl WslEas {
         let mut w = WslEas::default();
         for ea in eas {
             let u32v = |v: &[u8]| -> Result<u32> {
-                if v.len() != 4 {
+                if v.len() != WSL_U32_LEN {
                     return Err(WireError::new("WSL EA value length"));
                 }
                 u32_at(v, 0)
@@ -112,10 +156,14 @@ impl WslEas {
             } else if n.eq_ignore_ascii_case("$LXMOD") {
                 w.mode = Some(u32v(&ea.value)?);
             } else if n.eq_ignore_ascii_case("$LXDEV") {
-                if ea.value.len() != 8 {
+                use field::lxdev;
+                if ea.value.len() != lxdev::LEN {
                     return Err(WireError::new("WSL $LXDEV length"));
                 }
-                w.dev = Some((u32_at(&ea.value, 0)?, u32_at(&ea.value, 4)?));
+                w.dev = Some((
+                    u32_at(&ea.value, lxdev::MAJOR)?,
+                    u32_at(&ea.value, lxdev::MINOR)?,
+                ));
             }
         }
         Ok(w)
@@ -134,6 +182,60 @@ mod tests {
         assert_eq!(u32_at(&l, 0).unwrap(), 12);
         assert_eq!(&l[5..11], b"$LXUID");
         assert_eq!(u32_at(&l, 36).unwrap(), 0);
+    }
+
+    /// FILE_GET_EA_INFORMATION and FILE_FULL_EA_INFORMATION lists
+    /// (MS-FSCC), written out by hand.
+    #[test]
+    fn ea_list_bytes() {
+        #[rustfmt::skip]
+        let want: [u8; 17] = [
+            12, 0, 0, 0,             // NextEntryOffset
+            5,                       // EaNameLength
+            b'a', b'b', b'c', b'd', b'e', 0, // EaName, NUL
+            0,                       // padding to 4
+            0, 0, 0, 0,              // NextEntryOffset: last
+            1,                       // EaNameLength
+        ];
+        let got = emit_get_ea_list(&["abcde", "x"]);
+        assert_eq!(&got[..17], &want[..]);
+        assert_eq!(&got[17..], b"x\0");
+
+        #[rustfmt::skip]
+        let full: [u8; 29] = [
+            16, 0, 0, 0,             // NextEntryOffset
+            0x80,                    // Flags: FILE_NEED_EA
+            2,                       // EaNameLength
+            3, 0,                    // EaValueLength
+            b'n', b'1', 0,           // EaName, NUL
+            7, 8, 9,                 // EaValue
+            0, 0,                    // padding
+            0, 0, 0, 0,              // NextEntryOffset: last
+            0,                       // Flags
+            1,                       // EaNameLength
+            4, 0,                    // EaValueLength
+            b'm', 0,                 // EaName, NUL
+            1, 0, 0,                 // EaValue (one byte short)
+        ];
+        assert!(parse_full_ea_list(&full).is_err());
+        let mut full = full.to_vec();
+        full.push(0);
+        let eas = parse_full_ea_list(&full).unwrap();
+        assert_eq!(
+            eas,
+            alloc::vec![
+                FullEa {
+                    flags: 0x80,
+                    name: "n1".into(),
+                    value: alloc::vec![7, 8, 9],
+                },
+                FullEa {
+                    flags: 0,
+                    name: "m".into(),
+                    value: alloc::vec![1, 0, 0, 0],
+                },
+            ]
+        );
     }
 
     #[test]

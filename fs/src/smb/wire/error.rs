@@ -4,13 +4,17 @@
 use super::header::HEADER_LEN;
 use super::{slice, u16_at, u32_at, u8_at, Result, WireError};
 
-/// Field offsets of the ERROR body (after the header).
+/// Field offsets of SMB2 ERROR Response (MS-SMB2 2.2.2), after the header.
 mod field {
     pub const STRUCTURE_SIZE: usize = 0;
     pub const CONTEXT_COUNT: usize = 2;
     pub const BYTE_COUNT: usize = 4;
     pub const ERROR_DATA: usize = 8;
 }
+
+/// StructureSize of the ERROR response (MS-SMB2 2.2.2): the 8-byte fixed
+/// part plus one byte of ErrorData.
+const STRUCTURE_SIZE: u16 = 9;
 
 /// A parsed ERROR response body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,7 +28,7 @@ impl<'a> ErrorResponse<'a> {
     /// Windows send StructureSize 9 with ByteCount 0 and one pad byte;
     /// some servers omit the pad byte, which is accepted.
     pub fn parse(msg: &'a [u8]) -> Result<Self> {
-        if u16_at(msg, HEADER_LEN + field::STRUCTURE_SIZE)? != 9 {
+        if u16_at(msg, HEADER_LEN + field::STRUCTURE_SIZE)? != STRUCTURE_SIZE {
             return Err(WireError::new("error structure size"));
         }
         let context_count = u8_at(msg, HEADER_LEN + field::CONTEXT_COUNT)?;
@@ -38,5 +42,35 @@ impl<'a> ErrorResponse<'a> {
             context_count,
             data,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ERROR responses (MS-SMB2 2.2.2), written out by hand.
+    #[test]
+    fn error_response_bytes() {
+        let mut msg = alloc::vec![0u8; 64];
+        #[rustfmt::skip]
+        msg.extend_from_slice(&[
+            9, 0,                    // StructureSize
+            0,                       // ErrorContextCount
+            0,                       // Reserved
+            0, 0, 0, 0,              // ByteCount
+            0,                       // ErrorData: the pad byte
+        ]);
+        let e = ErrorResponse::parse(&msg).unwrap();
+        assert_eq!((e.context_count, e.data), (0, &[][..]));
+        // Without the pad byte: accepted.
+        assert!(ErrorResponse::parse(&msg[..72]).is_ok());
+        // ByteCount 2 with two bytes of ErrorData.
+        msg[68] = 2;
+        msg.push(7);
+        assert_eq!(ErrorResponse::parse(&msg).unwrap().data, &[0, 7]);
+        assert!(ErrorResponse::parse(&msg[..73]).is_err());
+        msg[64] = 8;
+        assert!(ErrorResponse::parse(&msg).is_err());
     }
 }

@@ -5,13 +5,20 @@
 //! size, after which the accessors cannot panic. [`HeaderRepr`] is the parsed
 //! form used by the state machine and by `emit`.
 
-use super::{put_u16, put_u32, put_u64, Result, WireError};
+use super::{put_fixed, set_u16, set_u32, set_u64, Result, WireError};
 use alloc::vec::Vec;
+use core::ops::Range;
 
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 64;
 /// The protocol id `\xfeSMB`.
 pub const PROTOCOL_ID: [u8; 4] = [0xfe, b'S', b'M', b'B'];
+/// StructureSize of the header (MS-SMB2 2.2.1): its length.
+const STRUCTURE_SIZE: u16 = HEADER_LEN as u16;
+/// ProcessId of the sync form: reserved; the value Windows clients send.
+const PROCESS_ID: u32 = 0xfeff;
+/// Where the signature lies in a header (what signing leaves out).
+pub const SIGNATURE: Range<usize> = field::SIGNATURE;
 
 /// Header flag bits.
 pub mod flags {
@@ -25,6 +32,8 @@ pub mod flags {
     pub const SIGNED: u32 = 0x8;
 }
 
+/// Field offsets of SMB2 Packet Header - SYNC and ASYNC (MS-SMB2 2.2.1.1,
+/// 2.2.1.2); the two differ only at 32..40.
 mod field {
     use core::ops::Range;
     pub const PROTOCOL: Range<usize> = 0..4;
@@ -36,7 +45,10 @@ mod field {
     pub const FLAGS: usize = 16;
     pub const NEXT_COMMAND: usize = 20;
     pub const MESSAGE_ID: usize = 24;
+    /// AsyncId (async form): 8 bytes.
     pub const ASYNC_ID: usize = 32;
+    /// ProcessId (sync form: Reserved), then TreeId.
+    pub const PROCESS_ID: usize = 32;
     pub const TREE_ID: usize = 36;
     pub const SESSION_ID: usize = 40;
     pub const SIGNATURE: Range<usize> = 48..64;
@@ -76,7 +88,7 @@ impl<T: AsRef<[u8]>> Header<T> {
         if b[field::PROTOCOL] != PROTOCOL_ID {
             return Err(WireError::new("not an SMB2 header"));
         }
-        if le16(b, field::STRUCTURE_SIZE) != 64 {
+        if le16(b, field::STRUCTURE_SIZE) != STRUCTURE_SIZE {
             return Err(WireError::new("bad header structure size"));
         }
         Ok(Header { buffer })
@@ -131,12 +143,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
     }
     /// Overwrites the flags field.
     pub fn set_flags(&mut self, v: u32) {
-        self.buffer.as_mut()[field::FLAGS..field::FLAGS + 4].copy_from_slice(&v.to_le_bytes());
+        set_u32(self.buffer.as_mut(), field::FLAGS, v);
     }
     /// Overwrites NextCommand.
     pub fn set_next_command(&mut self, v: u32) {
-        self.buffer.as_mut()[field::NEXT_COMMAND..field::NEXT_COMMAND + 4]
-            .copy_from_slice(&v.to_le_bytes());
+        set_u32(self.buffer.as_mut(), field::NEXT_COMMAND, v);
     }
 }
 
@@ -179,30 +190,31 @@ impl HeaderRepr {
         })
     }
 
-    /// Appends the 64 header bytes.
+    /// Appends the [`HEADER_LEN`] header bytes.
     pub fn emit(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&PROTOCOL_ID);
-        put_u16(out, 64);
-        put_u16(out, self.credit_charge);
-        put_u32(out, self.status);
-        put_u16(out, self.command);
-        put_u16(out, self.credits);
+        let b = put_fixed(out, HEADER_LEN);
+        b[field::PROTOCOL].copy_from_slice(&PROTOCOL_ID);
+        set_u16(b, field::STRUCTURE_SIZE, STRUCTURE_SIZE);
+        set_u16(b, field::CREDIT_CHARGE, self.credit_charge);
+        set_u32(b, field::STATUS, self.status);
+        set_u16(b, field::COMMAND, self.command);
+        set_u16(b, field::CREDITS, self.credits);
         let mut fl = self.flags & !flags::ASYNC;
         if self.async_id.is_some() {
             fl |= flags::ASYNC;
         }
-        put_u32(out, fl);
-        put_u32(out, self.next_command);
-        put_u64(out, self.message_id);
+        set_u32(b, field::FLAGS, fl);
+        set_u32(b, field::NEXT_COMMAND, self.next_command);
+        set_u64(b, field::MESSAGE_ID, self.message_id);
         match self.async_id {
-            Some(a) => put_u64(out, a),
+            Some(a) => set_u64(b, field::ASYNC_ID, a),
             None => {
-                put_u32(out, 0xfeff); // ProcessId (reserved)
-                put_u32(out, self.tree_id);
+                set_u32(b, field::PROCESS_ID, PROCESS_ID);
+                set_u32(b, field::TREE_ID, self.tree_id);
             }
         }
-        put_u64(out, self.session_id);
-        out.extend_from_slice(&self.signature);
+        set_u64(b, field::SESSION_ID, self.session_id);
+        b[field::SIGNATURE].copy_from_slice(&self.signature);
     }
 
     /// True for a response.
@@ -241,6 +253,55 @@ mod tests {
             }
             assert_eq!(p, want);
         }
+    }
+
+    /// A sync header (MS-SMB2 2.2.1.2), written out by hand.
+    #[test]
+    fn sync_header_bytes() {
+        let r = HeaderRepr {
+            credit_charge: 1,
+            status: 0,
+            command: 5,
+            credits: 64,
+            flags: flags::SIGNED,
+            next_command: 0x80,
+            message_id: 0x0102,
+            async_id: None,
+            tree_id: 0x0a0b,
+            session_id: 0x1122_3344,
+            signature: [0xee; 16],
+        };
+        let mut v = Vec::new();
+        r.emit(&mut v);
+        #[rustfmt::skip]
+        let want: [u8; 64] = [
+            0xfe, b'S', b'M', b'B',  // ProtocolId
+            64, 0,                   // StructureSize
+            1, 0,                    // CreditCharge
+            0, 0, 0, 0,              // ChannelSequence/Reserved
+            5, 0,                    // Command: CREATE
+            64, 0,                   // CreditRequest
+            8, 0, 0, 0,              // Flags: SIGNED
+            0x80, 0, 0, 0,           // NextCommand
+            2, 1, 0, 0, 0, 0, 0, 0,  // MessageId
+            0xff, 0xfe, 0, 0,        // Reserved (ProcessId)
+            0x0b, 0x0a, 0, 0,        // TreeId
+            0x44, 0x33, 0x22, 0x11, 0, 0, 0, 0, // SessionId
+            0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, // Signature
+            0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee,
+        ];
+        assert_eq!(v, want);
+        // The async form (2.2.1.1): AsyncId where ProcessId and TreeId were.
+        let mut a = Vec::new();
+        HeaderRepr {
+            async_id: Some(0x0807_0605_0403_0201),
+            ..r
+        }
+        .emit(&mut a);
+        assert_eq!(&a[16..20], &[0xa, 0, 0, 0]);
+        assert_eq!(&a[32..40], &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(&a[..16], &want[..16]);
+        assert_eq!(&a[40..], &want[40..]);
     }
 
     #[test]

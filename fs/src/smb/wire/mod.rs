@@ -120,6 +120,32 @@ pub fn put_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
+/// Appends `len` zero bytes and returns them, for an emitter to fill in
+/// field by field with [`set_u16`] and friends at its `field` offsets
+/// (fields it leaves alone, the Reserved ones, stay zero).
+pub fn put_fixed(out: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    let start = out.len();
+    out.resize(start + len, 0);
+    &mut out[start..]
+}
+
+/// Writes a little-endian u16 at `off` of a buffer the emitter sized
+/// itself ([`put_fixed`]); an offset outside it is a bug in the emitter,
+/// never bad input, and panics.
+pub fn set_u16(buf: &mut [u8], off: usize, v: u16) {
+    buf[off..off + 2].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Writes a little-endian u32 at `off` (see [`set_u16`]).
+pub fn set_u32(buf: &mut [u8], off: usize, v: u32) {
+    buf[off..off + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Writes a little-endian u64 at `off` (see [`set_u16`]).
+pub fn set_u64(buf: &mut [u8], off: usize, v: u64) {
+    buf[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+
 /// Pads `out` with zeros to a multiple of `align` bytes.
 pub fn pad_to(out: &mut Vec<u8>, align: usize) {
     while !out.len().is_multiple_of(align) {

@@ -5,6 +5,11 @@
 
 use super::{Result, WireError};
 
+/// Frame type of a session message (RFC 1002 SESSION MESSAGE).
+const SESSION_MESSAGE: u8 = 0x00;
+/// Frame type of a NetBIOS keep-alive (RFC 1002 SESSION KEEP ALIVE).
+const SESSION_KEEP_ALIVE: u8 = 0x85;
+
 /// Largest length the 24-bit field can carry.
 pub const MAX_FRAME: usize = 0x00ff_ffff;
 
@@ -22,15 +27,20 @@ pub fn emit_header(len: usize) -> Result<[u8; 4]> {
     if len > MAX_FRAME {
         return Err(WireError::new("frame too long"));
     }
-    Ok([0, (len >> 16) as u8, (len >> 8) as u8, len as u8])
+    Ok([
+        SESSION_MESSAGE,
+        (len >> 16) as u8,
+        (len >> 8) as u8,
+        len as u8,
+    ])
 }
 
 /// Parses a frame header.
 pub fn parse_header(h: [u8; 4]) -> Result<FrameHeader> {
     let len = ((h[1] as usize) << 16) | ((h[2] as usize) << 8) | h[3] as usize;
     match h[0] {
-        0x00 => Ok(FrameHeader::Message(len)),
-        0x85 => Ok(FrameHeader::Keepalive(len)),
+        SESSION_MESSAGE => Ok(FrameHeader::Message(len)),
+        SESSION_KEEP_ALIVE => Ok(FrameHeader::Keepalive(len)),
         _ => Err(WireError::new("bad frame type")),
     }
 }
@@ -45,5 +55,6 @@ mod tests {
         assert_eq!(parse_header(h).unwrap(), FrameHeader::Message(0x01_2345));
         assert!(emit_header(MAX_FRAME + 1).is_err());
         assert!(parse_header([0x81, 0, 0, 0]).is_err());
+        assert_eq!(parse_header([0x85, 0, 0, 0]), Ok(FrameHeader::Keepalive(0)));
     }
 }

@@ -4,8 +4,56 @@
 //! FileEndOfFileInformation (20, truncate/extend).
 
 use super::create::FileId;
-use super::{put_u16, put_u32, put_u64, slice, u16_at, utf16le, Result, WireError};
+use super::header::HEADER_LEN;
+use super::{put_fixed, set_u16, set_u32, set_u64, slice, u16_at, utf16le, Result, WireError};
 use alloc::vec::Vec;
+
+/// Field offsets, each relative to the start of its structure (after the
+/// header for a body), named as MS-SMB2 and MS-FSCC name them. Every field
+/// of a layout is listed, including those the client leaves zero.
+#[allow(dead_code)]
+mod field {
+    /// SMB2 SET_INFO Request (MS-SMB2 2.2.39).
+    pub mod request {
+        pub const STRUCTURE_SIZE: usize = 0;
+        pub const INFO_TYPE: usize = 2;
+        pub const FILE_INFO_CLASS: usize = 3;
+        pub const BUFFER_LENGTH: usize = 4;
+        pub const BUFFER_OFFSET: usize = 8;
+        pub const RESERVED: usize = 10;
+        pub const ADDITIONAL_INFORMATION: usize = 12;
+        pub const FILE_ID: usize = 16;
+        /// The variable part (the information), after the fixed part.
+        pub const BUFFER: usize = 32;
+        /// Length of the fixed part.
+        pub const LEN: usize = BUFFER;
+    }
+
+    /// SMB2 SET_INFO Response (MS-SMB2 2.2.40).
+    pub mod response {
+        pub const STRUCTURE_SIZE: usize = 0;
+        /// Length of the structure.
+        pub const LEN: usize = 2;
+    }
+
+    /// FILE_RENAME_INFORMATION_TYPE_2 (MS-FSCC FileRenameInformation, the
+    /// form SMB2 uses: RootDirectory is 8 bytes).
+    pub mod rename {
+        pub const REPLACE_IF_EXISTS: usize = 0;
+        pub const RESERVED: usize = 1;
+        pub const ROOT_DIRECTORY: usize = 8;
+        pub const FILE_NAME_LENGTH: usize = 16;
+        pub const FILE_NAME: usize = 20;
+        /// Length of the fixed part.
+        pub const LEN: usize = FILE_NAME;
+    }
+}
+
+/// StructureSize of the SET_INFO request (MS-SMB2 2.2.39): the 32-byte
+/// fixed part plus one byte of Buffer.
+const REQUEST_SIZE: u16 = 33;
+/// StructureSize of the SET_INFO response (MS-SMB2 2.2.40).
+const RESPONSE_SIZE: u16 = 2;
 
 /// Info classes set with SET_INFO (info type 1, file).
 pub mod class {
@@ -24,16 +72,17 @@ pub struct SetInfoRequest<'a> {
 }
 
 impl SetInfoRequest<'_> {
-    /// Appends the body after a 64-byte header already in `out`.
+    /// Appends the body after a [`HEADER_LEN`]-byte header already in `out`.
     pub fn emit(&self, out: &mut Vec<u8>) {
-        put_u16(out, 33);
-        out.push(self.info_type);
-        out.push(self.class);
-        put_u32(out, self.buffer.len() as u32);
-        put_u16(out, 64 + 32); // BufferOffset
-        put_u16(out, 0); // Reserved
-        put_u32(out, 0); // AdditionalInformation
-        self.file_id.emit(out);
+        use field::request as f;
+        let b = put_fixed(out, f::LEN);
+        set_u16(b, f::STRUCTURE_SIZE, REQUEST_SIZE);
+        b[f::INFO_TYPE] = self.info_type;
+        b[f::FILE_INFO_CLASS] = self.class;
+        set_u32(b, f::BUFFER_LENGTH, self.buffer.len() as u32);
+        set_u16(b, f::BUFFER_OFFSET, (HEADER_LEN + f::BUFFER) as u16);
+        set_u32(b, f::ADDITIONAL_INFORMATION, 0);
+        self.file_id.write(b, f::FILE_ID);
         if self.buffer.is_empty() {
             out.push(0);
         } else {
@@ -45,30 +94,34 @@ impl SetInfoRequest<'_> {
 /// FileRenameInformation for SMB2: the new share-relative name (backslash
 /// separators), replacing an existing target when `replace` is set.
 pub fn rename_info(new_path: &str, replace: bool) -> Vec<u8> {
+    use field::rename as f;
     let name = utf16le(new_path);
-    let mut b = Vec::with_capacity(20 + name.len());
-    b.push(replace as u8);
-    b.extend_from_slice(&[0u8; 7]);
-    put_u64(&mut b, 0); // RootDirectory
-    put_u32(&mut b, name.len() as u32);
-    b.extend_from_slice(&name);
-    b
+    let mut out = Vec::with_capacity(f::LEN + name.len());
+    let b = put_fixed(&mut out, f::LEN);
+    b[f::REPLACE_IF_EXISTS] = replace as u8;
+    set_u64(b, f::ROOT_DIRECTORY, 0);
+    set_u32(b, f::FILE_NAME_LENGTH, name.len() as u32);
+    out.extend_from_slice(&name);
+    out
 }
 
-/// FileDispositionInformation: delete the file when the last handle closes.
+/// FileDispositionInformation (one byte, DeletePending): delete the file
+/// when the last handle closes.
 pub fn disposition_info(delete: bool) -> Vec<u8> {
     alloc::vec![delete as u8]
 }
 
-/// FileEndOfFileInformation: the new size.
+/// FileEndOfFileInformation (one little-endian u64, EndOfFile): the new
+/// size.
 pub fn end_of_file_info(size: u64) -> Vec<u8> {
     size.to_le_bytes().to_vec()
 }
 
 /// Checks a SET_INFO response body (StructureSize 2).
 pub fn parse_set_info(msg: &[u8]) -> Result<()> {
-    let b = slice(msg, 64, 2)?;
-    if u16_at(b, 0)? != 2 {
+    use field::response as f;
+    let b = slice(msg, HEADER_LEN, f::LEN)?;
+    if u16_at(b, f::STRUCTURE_SIZE)? != RESPONSE_SIZE {
         return Err(WireError::new("set_info structure size"));
     }
     Ok(())
@@ -105,5 +158,49 @@ mod tests {
         reply.extend_from_slice(&[2, 0]);
         assert_eq!(parse_set_info(&reply), Ok(()));
         assert!(parse_set_info(&reply[..65]).is_err());
+    }
+
+    /// A SET_INFO request carrying FileEndOfFileInformation (MS-SMB2
+    /// 2.2.39; MS-FSCC FILE_END_OF_FILE_INFORMATION) and a rename buffer
+    /// (MS-FSCC FILE_RENAME_INFORMATION_TYPE_2), by hand.
+    #[test]
+    fn set_info_bytes() {
+        let eof = end_of_file_info(0x0102_0304);
+        let mut out = alloc::vec![0u8; 64];
+        SetInfoRequest {
+            info_type: 1,
+            class: class::END_OF_FILE,
+            file_id: FileId {
+                persistent: 3,
+                volatile: 4,
+            },
+            buffer: &eof,
+        }
+        .emit(&mut out);
+        #[rustfmt::skip]
+        let want: [u8; 40] = [
+            33, 0,                   // StructureSize
+            1,                       // InfoType: file
+            20,                      // FileInfoClass: FileEndOfFileInformation
+            8, 0, 0, 0,              // BufferLength
+            96, 0,                   // BufferOffset: 64 + 32
+            0, 0,                    // Reserved
+            0, 0, 0, 0,              // AdditionalInformation
+            3, 0, 0, 0, 0, 0, 0, 0,  // FileId.Persistent
+            4, 0, 0, 0, 0, 0, 0, 0,  // FileId.Volatile
+            4, 3, 2, 1, 0, 0, 0, 0,  // Buffer: EndOfFile
+        ];
+        assert_eq!(&out[64..], &want[..]);
+
+        #[rustfmt::skip]
+        let rename: [u8; 22] = [
+            0,                       // ReplaceIfExists
+            0, 0, 0, 0, 0, 0, 0,     // Reserved
+            0, 0, 0, 0, 0, 0, 0, 0,  // RootDirectory
+            2, 0, 0, 0,              // FileNameLength
+            b'z', 0,                 // FileName
+        ];
+        assert_eq!(rename_info("z", false), rename);
+        assert_eq!(disposition_info(false), [0]);
     }
 }

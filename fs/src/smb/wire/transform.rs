@@ -5,7 +5,9 @@
 //! changed without the tag failing. Layout only: the ciphers are in
 //! [`crate::smb::crypto`].
 
-use super::{put_u16, put_u32, put_u64, slice, u16_at, u32_at, u64_at, Result, WireError};
+use super::{
+    put_fixed, set_u16, set_u32, set_u64, slice, u16_at, u32_at, u64_at, Result, WireError,
+};
 use alloc::vec::Vec;
 
 /// Transform header length in bytes.
@@ -16,6 +18,7 @@ pub const PROTOCOL_ID: [u8; 4] = [0xfd, b'S', b'M', b'B'];
 /// with the value 1 (3.0.x names it SMB2_ENCRYPTION_AES128_CCM).
 pub const FLAG_ENCRYPTED: u16 = 0x0001;
 
+/// Field offsets of SMB2 TRANSFORM_HEADER (MS-SMB2 2.2.41).
 mod field {
     use core::ops::Range;
     pub const PROTOCOL: Range<usize> = 0..4;
@@ -63,9 +66,13 @@ impl TransformHeader {
             return Err(WireError::new("not a transform header"));
         }
         let mut signature = [0u8; 16];
-        signature.copy_from_slice(slice(frame, field::SIGNATURE.start, 16)?);
+        signature.copy_from_slice(slice(
+            frame,
+            field::SIGNATURE.start,
+            field::SIGNATURE.len(),
+        )?);
         let mut nonce = [0u8; 16];
-        nonce.copy_from_slice(slice(frame, field::NONCE.start, 16)?);
+        nonce.copy_from_slice(slice(frame, field::NONCE.start, field::NONCE.len())?);
         let h = TransformHeader {
             signature,
             nonce,
@@ -82,24 +89,49 @@ impl TransformHeader {
         Ok(h)
     }
 
-    /// Appends the 52 header bytes (the caller appends the ciphertext).
+    /// Appends the [`TRANSFORM_LEN`] header bytes (the caller appends the
+    /// ciphertext).
     pub fn emit(&self, out: &mut Vec<u8>) {
-        let base = out.len();
-        out.extend_from_slice(&PROTOCOL_ID);
-        out.extend_from_slice(&self.signature);
-        out.extend_from_slice(&self.nonce);
-        put_u32(out, self.original_size);
-        put_u16(out, 0); // Reserved
-        put_u16(out, self.flags);
-        put_u64(out, self.session_id);
-        debug_assert_eq!(out.len() - base, TRANSFORM_LEN);
-        debug_assert_eq!(field::RESERVED + 2, field::FLAGS);
+        let b = put_fixed(out, TRANSFORM_LEN);
+        b[field::PROTOCOL].copy_from_slice(&PROTOCOL_ID);
+        b[field::SIGNATURE].copy_from_slice(&self.signature);
+        b[field::NONCE].copy_from_slice(&self.nonce);
+        set_u32(b, field::ORIGINAL_SIZE, self.original_size);
+        set_u16(b, field::RESERVED, 0);
+        set_u16(b, field::FLAGS, self.flags);
+        set_u64(b, field::SESSION_ID, self.session_id);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A transform header (MS-SMB2 2.2.41), written out by hand.
+    #[test]
+    fn transform_header_bytes() {
+        let mut v = Vec::new();
+        TransformHeader {
+            signature: [0xaa; 16],
+            nonce: [0xbb; 16],
+            original_size: 0x0102,
+            flags: FLAG_ENCRYPTED,
+            session_id: 0x0304,
+        }
+        .emit(&mut v);
+        let mut want = Vec::new();
+        want.extend_from_slice(&[0xfd, b'S', b'M', b'B']); // ProtocolId
+        want.extend_from_slice(&[0xaa; 16]); // Signature
+        want.extend_from_slice(&[0xbb; 16]); // Nonce
+        #[rustfmt::skip]
+        want.extend_from_slice(&[
+            2, 1, 0, 0,              // OriginalMessageSize
+            0, 0,                    // Reserved
+            1, 0,                    // Flags: encrypted
+            4, 3, 0, 0, 0, 0, 0, 0,  // SessionId
+        ]);
+        assert_eq!(v, want);
+    }
 
     #[test]
     fn round_trip_and_checks() {

@@ -2,22 +2,44 @@
 //! [`super::session::emit_small`].
 
 use super::header::HEADER_LEN;
-use super::{put_u16, slice, u16_at, u32_at, u8_at, utf16le, Result, WireError};
+use super::{put_fixed, set_u16, slice, u16_at, u32_at, u8_at, utf16le, Result, WireError};
 use alloc::vec::Vec;
 
-/// TREE_CONNECT request: fixed part before the path.
-const REQUEST_FIXED: usize = 8;
-
-/// Field offsets of the TREE_CONNECT response body (after the header).
+/// Field offsets, each relative to the start of its body (after the
+/// header), named as MS-SMB2 names them.
+#[allow(dead_code)]
 mod field {
-    pub const STRUCTURE_SIZE: usize = 0;
-    pub const SHARE_TYPE: usize = 2;
-    pub const SHARE_FLAGS: usize = 4;
-    pub const CAPABILITIES: usize = 8;
-    pub const MAXIMAL_ACCESS: usize = 12;
-    /// Length of the body.
-    pub const LEN: usize = 16;
+    /// SMB2 TREE_CONNECT Request (MS-SMB2 2.2.9).
+    pub mod request {
+        pub const STRUCTURE_SIZE: usize = 0;
+        /// Flags (3.1.1), Reserved before.
+        pub const FLAGS: usize = 2;
+        pub const PATH_OFFSET: usize = 4;
+        pub const PATH_LENGTH: usize = 6;
+        /// The variable part (the UNC path), after the fixed part.
+        pub const BUFFER: usize = 8;
+        /// Length of the fixed part.
+        pub const LEN: usize = BUFFER;
+    }
+
+    /// SMB2 TREE_CONNECT Response (MS-SMB2 2.2.10).
+    pub mod response {
+        pub const STRUCTURE_SIZE: usize = 0;
+        pub const SHARE_TYPE: usize = 2;
+        pub const RESERVED: usize = 3;
+        pub const SHARE_FLAGS: usize = 4;
+        pub const CAPABILITIES: usize = 8;
+        pub const MAXIMAL_ACCESS: usize = 12;
+        /// Length of the body.
+        pub const LEN: usize = 16;
+    }
 }
+
+/// StructureSize of the TREE_CONNECT request (MS-SMB2 2.2.9): the 8-byte
+/// fixed part plus one byte of Buffer.
+const REQUEST_SIZE: u16 = 9;
+/// StructureSize of the TREE_CONNECT response (MS-SMB2 2.2.10).
+const RESPONSE_SIZE: u16 = 16;
 
 /// A TREE_CONNECT request body for the UNC path `\\server\share`.
 #[derive(Clone, Debug)]
@@ -28,11 +50,13 @@ pub struct TreeConnectRequest<'a> {
 impl TreeConnectRequest<'_> {
     /// Appends the body after a [`HEADER_LEN`]-byte header already in `out`.
     pub fn emit(&self, out: &mut Vec<u8>) {
+        use field::request as f;
         let path = utf16le(self.unc);
-        put_u16(out, 9);
-        put_u16(out, 0);
-        put_u16(out, (HEADER_LEN + REQUEST_FIXED) as u16);
-        put_u16(out, path.len() as u16);
+        let b = put_fixed(out, f::LEN);
+        set_u16(b, f::STRUCTURE_SIZE, REQUEST_SIZE);
+        set_u16(b, f::FLAGS, 0);
+        set_u16(b, f::PATH_OFFSET, (HEADER_LEN + f::BUFFER) as u16);
+        set_u16(b, f::PATH_LENGTH, path.len() as u16);
         out.extend_from_slice(&path);
     }
 }
@@ -49,15 +73,37 @@ pub struct TreeConnectResponse {
 impl TreeConnectResponse {
     /// Parses a whole response message (header included).
     pub fn parse(msg: &[u8]) -> Result<Self> {
-        let b = slice(msg, HEADER_LEN, field::LEN)?;
-        if u16_at(b, field::STRUCTURE_SIZE)? != 16 {
+        use field::response as f;
+        let b = slice(msg, HEADER_LEN, f::LEN)?;
+        if u16_at(b, f::STRUCTURE_SIZE)? != RESPONSE_SIZE {
             return Err(WireError::new("tree connect structure size"));
         }
         Ok(TreeConnectResponse {
-            share_type: u8_at(b, field::SHARE_TYPE)?,
-            share_flags: u32_at(b, field::SHARE_FLAGS)?,
-            capabilities: u32_at(b, field::CAPABILITIES)?,
-            maximal_access: u32_at(b, field::MAXIMAL_ACCESS)?,
+            share_type: u8_at(b, f::SHARE_TYPE)?,
+            share_flags: u32_at(b, f::SHARE_FLAGS)?,
+            capabilities: u32_at(b, f::CAPABILITIES)?,
+            maximal_access: u32_at(b, f::MAXIMAL_ACCESS)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A TREE_CONNECT request (MS-SMB2 2.2.9), written out by hand.
+    #[test]
+    fn tree_connect_request_bytes() {
+        let mut out = alloc::vec![0u8; 64];
+        TreeConnectRequest { unc: "\\\\h\\s" }.emit(&mut out);
+        #[rustfmt::skip]
+        let want: [u8; 18] = [
+            9, 0,                    // StructureSize
+            0, 0,                    // Flags
+            72, 0,                   // PathOffset: 64 + 8
+            10, 0,                   // PathLength
+            b'\\', 0, b'\\', 0, b'h', 0, b'\\', 0, b's', 0, // Buffer
+        ];
+        assert_eq!(&out[64..], &want[..]);
     }
 }

@@ -13,6 +13,7 @@ pub mod core_local;
 pub mod exit;
 pub mod gdt;
 pub mod hpet;
+pub mod hypervisor;
 pub mod interrupts;
 pub mod pci;
 pub mod percpu_test;

@@ -1,0 +1,268 @@
+//! A server process that a fixture starts and owns: [`ServerProcess::spawn`]
+//! runs it with its output going to a log file, [`ServerProcess::wait_for_port`]
+//! waits until it accepts TCP connections on a loopback port (or says why
+//! it did not, in the words of the fixture's [`Startup`]: it exited, or the
+//! time ran out), and [`ServerProcess::stop`]
+//! (also done on drop) sends SIGTERM, waits up to 5 s, then SIGKILLs; the
+//! process is always reaped. Shared by [`crate::samba`] (smbd) and
+//! [`crate::impacket`] (smbserver.py).
+//!
+//! The child's stdin is a pipe held here: should the test process die
+//! without dropping the guard, a server that reads its stdin (smbd in the
+//! foreground, Python's smbserver.py) sees EOF and exits.
+//!
+//! Touches only: the process it spawns, the log file it is given, TCP
+//! connects to the address it is given, and `kill` (to send SIGTERM).
+
+use std::fs::File;
+use std::io;
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How a server shows that it is up, and how its start failures are
+/// worded: one constant per fixture.
+#[derive(Clone, Copy, Debug)]
+pub struct Startup {
+    /// The program's name in errors (`smbd`, `smbserver.py`).
+    pub name: &'static str,
+    /// Sleep between two connection attempts.
+    pub poll: Duration,
+    /// After a connection is accepted, wait this long and check that the
+    /// child still runs (a server that lost the port to another process
+    /// exits at once, while the other one accepts). `None`: the first
+    /// accepted connection is enough.
+    pub settle: Option<Duration>,
+    /// Between an error and the log tail that follows it (`": "`,
+    /// `"; log tail:\n"`).
+    pub tail_sep: &'static str,
+}
+
+/// Why [`ServerProcess::wait`] gave up.
+#[derive(Debug)]
+enum NotReady {
+    /// The process exited before it accepted (it is reaped).
+    Exited(ExitStatus),
+    /// It still ran but did not accept within the timeout.
+    TimedOut,
+    /// Asking for the child's status failed.
+    Io(io::Error),
+}
+
+impl NotReady {
+    /// The error a fixture returns: `NAME exited at start (STATUS)SEP TAIL`
+    /// or `NAME did not accept on port PORT within TIMEOUTSEP TAIL`, where
+    /// `tail` is the end of the server's log (an [`NotReady::Io`] stays
+    /// itself).
+    fn into_io(
+        self,
+        s: &Startup,
+        addr: SocketAddr,
+        timeout: Duration,
+        tail: impl FnOnce() -> String,
+    ) -> io::Error {
+        let (name, sep) = (s.name, s.tail_sep);
+        match self {
+            NotReady::Io(e) => e,
+            NotReady::Exited(status) => {
+                io::Error::other(format!("{name} exited at start ({status}){sep}{}", tail()))
+            }
+            NotReady::TimedOut => io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "{name} did not accept on port {} within {timeout:?}{sep}{}",
+                    addr.port(),
+                    tail()
+                ),
+            ),
+        }
+    }
+}
+
+/// The guard of one server process (or of none: `default()`, or after
+/// [`ServerProcess::stop`]).
+#[derive(Debug, Default)]
+pub struct ServerProcess {
+    child: Option<Child>,
+}
+
+impl ServerProcess {
+    /// Spawn `cmd` with stdin a pipe held by the guard and stdout and stderr
+    /// into `log`.
+    pub fn spawn(cmd: &mut Command, log: File) -> io::Result<ServerProcess> {
+        let child = cmd
+            .stdin(Stdio::piped())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        Ok(ServerProcess { child: Some(child) })
+    }
+
+    /// The process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// Poll until `addr` accepts a TCP connection (see [`Startup`]), the
+    /// process exits, or `timeout` passes; the error says which, in the
+    /// fixture's words, followed by `tail()` (the end of its log).
+    pub fn wait_for_port(
+        &mut self,
+        addr: SocketAddr,
+        timeout: Duration,
+        startup: &Startup,
+        tail: impl FnOnce() -> String,
+    ) -> io::Result<()> {
+        self.wait(addr, timeout, startup)
+            .map_err(|e| e.into_io(startup, addr, timeout, tail))
+    }
+
+    fn wait(&mut self, addr: SocketAddr, timeout: Duration, s: &Startup) -> Result<(), NotReady> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Some(status) = child.try_wait().map_err(NotReady::Io)? {
+                    self.child = None;
+                    return Err(NotReady::Exited(status));
+                }
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                let Some(settle) = s.settle else {
+                    return Ok(());
+                };
+                // Someone accepts on the port; make sure it is our child.
+                std::thread::sleep(settle);
+                if let Some(child) = self.child.as_mut() {
+                    if child.try_wait().map_err(NotReady::Io)?.is_none() {
+                        return Ok(());
+                    }
+                }
+                continue;
+            }
+            if Instant::now() >= deadline {
+                return Err(NotReady::TimedOut);
+            }
+            std::thread::sleep(s.poll);
+        }
+    }
+
+    /// SIGTERM, wait up to 5 s, then SIGKILL; always reaped. Idempotent.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-s", "TERM", &child.id().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, TcpListener};
+
+    fn log() -> File {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .unwrap()
+    }
+
+    fn free_addr() -> SocketAddr {
+        let port = crate::samba::free_port().unwrap();
+        SocketAddr::from((Ipv4Addr::LOCALHOST, port))
+    }
+
+    const QUICK: Startup = Startup {
+        name: "srv",
+        poll: Duration::from_millis(10),
+        settle: None,
+        tail_sep: ": ",
+    };
+
+    #[test]
+    fn exit_before_accepting_is_reported_and_reaped() {
+        let mut p = ServerProcess::spawn(Command::new("sh").args(["-c", "exit 3"]), log()).unwrap();
+        match p.wait(free_addr(), Duration::from_secs(10), &QUICK) {
+            Err(NotReady::Exited(st)) => assert_eq!(st.code(), Some(3)),
+            other => panic!("want Exited(3), got {other:?}"),
+        }
+        assert_eq!(p.pid(), None, "an exited child is forgotten");
+        let mut p = ServerProcess::spawn(Command::new("sh").args(["-c", "exit 3"]), log()).unwrap();
+        let e = p
+            .wait_for_port(free_addr(), Duration::from_secs(10), &QUICK, || {
+                "tail".into()
+            })
+            .unwrap_err();
+        assert_eq!(e.to_string(), "srv exited at start (exit status: 3): tail");
+    }
+
+    #[test]
+    fn silent_server_times_out_and_stop_reaps_it() {
+        let mut p = ServerProcess::spawn(Command::new("sleep").arg("30"), log()).unwrap();
+        let pid = p.pid().unwrap();
+        let addr = free_addr();
+        let t0 = Instant::now();
+        let e = p
+            .wait_for_port(addr, Duration::from_millis(300), &QUICK, || "tail".into())
+            .unwrap_err();
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "srv did not accept on port {} within 300ms: tail",
+                addr.port()
+            )
+        );
+        drop(p);
+        // Reaped: no zombie left under our pid.
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
+
+    #[test]
+    fn settle_tells_another_listener_from_our_child() {
+        // Someone else accepts on the port while our child exits: with a
+        // settle time that is not "ready", it is the child's exit.
+        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let addr = l.local_addr().unwrap();
+        let settle = Startup {
+            settle: Some(Duration::from_secs(1)),
+            ..QUICK
+        };
+        let mut p = ServerProcess::spawn(Command::new("sleep").arg("0.3"), log()).unwrap();
+        let r = p.wait(addr, Duration::from_secs(10), &settle);
+        assert!(matches!(r, Err(NotReady::Exited(_))), "got {r:?}");
+        // And a live child with the port answering is ready.
+        let quick_settle = Startup {
+            settle: Some(Duration::from_millis(50)),
+            ..QUICK
+        };
+        let mut p = ServerProcess::spawn(Command::new("sleep").arg("30"), log()).unwrap();
+        p.wait(addr, Duration::from_secs(10), &quick_settle)
+            .unwrap();
+        p.stop();
+        assert_eq!(p.pid(), None);
+    }
+}
