@@ -81,7 +81,17 @@ fn predict_writes_its_table_and_csv() {
         .find(|m| m.design == "transient" && m.lock.name() == "ttas")
         .unwrap();
     assert!(tr.inputs.hot_stores >= 1.0, "{tr:?}");
-    assert!(tr.at(64) < tr.at(8), "TTAS collapses: {tr:?}");
+    // The lock model: without sharing, TTAS collapses.
+    assert!(
+        tr.predict(64).ops_no_sharing < tr.predict(8).ops_no_sharing,
+        "TTAS collapses: {tr:?}"
+    );
+    // The sharing term's inputs were measured: transient's dentry is hashed
+    // for part of each op, and sharing ops are cheaper than the op.
+    assert!(tr.inputs.hashed_ns > 0.0, "{tr:?}");
+    assert!(tr.inputs.hit_ns > 0.0 && tr.inputs.hit_ns < tr.inputs.ns_per_op);
+    assert_eq!(tr.inputs.allocs, 1.0);
+    assert!(tr.predict(2).allocs < 1.0);
     for bad in [
         &["predict", "--locks", "mcs"][..],
         &["predict", "--transfer-ns", "-1"],

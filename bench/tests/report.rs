@@ -44,6 +44,7 @@ fn row(
         note: String::new(),
         rep: 1,
         transfers: per_op.map(|p| if cpus > 1 { p[1] / 2.0 } else { 0.0 }),
+        cpu_model: String::new(),
     }
 }
 

@@ -847,6 +847,7 @@ pub fn filename_lookup<T>(
         rcu = false;
         r = path_lookupat(vfs, path, flags, &mut rcu, finish);
     }
+    stats::census_walk_done();
     if rcu {
         stats::inc(Event::RcuWalk);
     }

@@ -17,7 +17,9 @@
 //! aid for `bench predict`: while it is on, every counted store and every
 //! lock hold is also booked against its line's address, so a 1-CPU run can
 //! name its hottest line and the time spent inside each lock. Off, it costs
-//! one relaxed load of a read-mostly flag per counted store.
+//! one relaxed load of a read-mostly flag per counted store. It also times
+//! two windows of each operation ([`census_windows`]): how long a dentry
+//! stays hashed, and how long a walk runs after an RCU-walk miss.
 //!
 //! Touches: the platform's `cpu_id` and `now_ns`, nothing else.
 
@@ -221,7 +223,10 @@ pub fn add(e: Event, n: u64) {
 /// Count a fallback from RCU-walk.
 #[inline]
 pub fn fallback(r: FallbackReason) {
-    bump(NR_EVENTS + r as usize, 1)
+    bump(NR_EVENTS + r as usize, 1);
+    if r == FallbackReason::CacheMiss {
+        census_slow_begin();
+    }
 }
 
 /// Sum of all CPUs' counters.
@@ -443,6 +448,102 @@ fn hold_end_slow(line: usize, t0: u64) {
     }
 }
 
+// ---- the census' two windows per operation --------------------------------
+//
+// Besides lines, the census times two spans of each operation (on one CPU,
+// so one global slot each is exact): how long a dentry stays *hashed*
+// (from its hash insert to its unhash: the window in which another CPU's
+// RCU-walk of the same name would find it instead of missing), and how long
+// the *slow part* of a walk lasts (from an RCU-walk miss handing over to
+// ref-walk, to the end of the walk). `bench predict` turns them into the
+// sharing term of its model.
+
+static HASHED_ADDR: AtomicUsize = AtomicUsize::new(0);
+static HASHED_SINCE: AtomicU64 = AtomicU64::new(0);
+static HASHED_NS: AtomicU64 = AtomicU64::new(0);
+static HASHED_N: AtomicU64 = AtomicU64::new(0);
+static SLOW_SINCE: AtomicU64 = AtomicU64::new(0);
+static SLOW_NS: AtomicU64 = AtomicU64::new(0);
+static SLOW_N: AtomicU64 = AtomicU64::new(0);
+
+/// The census' timed windows, summed over the operations it saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CensusWindows {
+    /// Dentries hashed and unhashed again while the census ran, and the
+    /// nanoseconds they spent hashed.
+    pub hashed: u64,
+    pub hashed_ns: u64,
+    /// Walks that missed in RCU-walk (handed over to ref-walk with
+    /// [`FallbackReason::CacheMiss`]), and the nanoseconds from that miss
+    /// to the end of the walk.
+    pub slow: u64,
+    pub slow_ns: u64,
+}
+
+/// The dentry at `addr` was just inserted into the hash table.
+#[inline]
+pub fn census_hashed(addr: usize) {
+    if CENSUS_ON.load(Ordering::Relaxed) {
+        HASHED_ADDR.store(addr, Ordering::Relaxed);
+        HASHED_SINCE.store(platform::get().now_ns().max(1), Ordering::Relaxed);
+    }
+}
+
+/// The dentry at `addr` was just taken out of the hash table.
+#[inline]
+pub fn census_unhashed(addr: usize) {
+    if CENSUS_ON.load(Ordering::Relaxed) {
+        census_unhashed_slow(addr);
+    }
+}
+
+#[cold]
+fn census_unhashed_slow(addr: usize) {
+    let t0 = HASHED_SINCE.load(Ordering::Relaxed);
+    if t0 != 0 && HASHED_ADDR.load(Ordering::Relaxed) == addr {
+        let dt = platform::get().now_ns().saturating_sub(t0);
+        HASHED_NS.fetch_add(dt, Ordering::Relaxed);
+        HASHED_N.fetch_add(1, Ordering::Relaxed);
+        HASHED_SINCE.store(0, Ordering::Relaxed);
+    }
+}
+
+/// An RCU-walk missed and hands over to ref-walk (its slow part begins).
+#[inline]
+fn census_slow_begin() {
+    if CENSUS_ON.load(Ordering::Relaxed) {
+        SLOW_SINCE.store(platform::get().now_ns().max(1), Ordering::Relaxed);
+    }
+}
+
+/// A walk is over (called at the end of every path lookup).
+#[inline]
+pub fn census_walk_done() {
+    if CENSUS_ON.load(Ordering::Relaxed) {
+        census_walk_done_slow();
+    }
+}
+
+#[cold]
+fn census_walk_done_slow() {
+    let t0 = SLOW_SINCE.swap(0, Ordering::Relaxed);
+    if t0 != 0 {
+        let dt = platform::get().now_ns().saturating_sub(t0);
+        SLOW_NS.fetch_add(dt, Ordering::Relaxed);
+        SLOW_N.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The windows timed since [`census_begin`].
+pub fn census_windows() -> CensusWindows {
+    CensusWindows {
+        hashed: HASHED_N.load(Ordering::Relaxed),
+        hashed_ns: HASHED_NS.load(Ordering::Relaxed),
+        slow: SLOW_N.load(Ordering::Relaxed),
+        slow_ns: SLOW_NS.load(Ordering::Relaxed),
+    }
+}
+
 /// Clear the census table and start booking. Meant for a run on one CPU
 /// (a concurrent run gets correct counts per line, but holds then include
 /// waiting for other CPUs' stores).
@@ -455,6 +556,17 @@ pub fn census_begin() {
         e.hold_ns.store(0, Ordering::Relaxed);
     }
     CENSUS_OVERFLOW.store(0, Ordering::Relaxed);
+    for a in [
+        &HASHED_SINCE,
+        &HASHED_NS,
+        &HASHED_N,
+        &SLOW_SINCE,
+        &SLOW_NS,
+        &SLOW_N,
+    ] {
+        a.store(0, Ordering::Relaxed);
+    }
+    HASHED_ADDR.store(0, Ordering::Relaxed);
     CENSUS_ON.store(true, Ordering::SeqCst);
 }
 

@@ -141,6 +141,11 @@ fn the_census_names_the_hottest_line() {
                 assert_eq!(v.stat(b"/nonexistent"), Err(Errno::ENOENT));
             }
             let (lines, _overflow) = stats::census_end();
+            // Every miss handed over to ref-walk and hashed its transient
+            // dentry until its kill: both windows were timed once per op.
+            let w = stats::census_windows();
+            assert_eq!((w.slow, w.hashed), (n, n), "{w:?}");
+            assert!(w.hashed_ns > 0 && w.hashed_ns < w.slow_ns, "{w:?}");
             assert!(!lines.is_empty());
             assert!(lines[0].stores >= n, "{:?}", &lines[..3.min(lines.len())]);
             assert!(lines.windows(2).all(|w| w[0].stores >= w[1].stores));

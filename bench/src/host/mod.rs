@@ -65,6 +65,31 @@ pub fn hostname() -> String {
         .unwrap_or_else(|| "localhost".to_string())
 }
 
+/// The first `model name` of a `/proc/cpuinfo` text.
+pub fn cpu_model_from_cpuinfo(text: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "model name")
+            .then(|| v.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|v| !v.is_empty())
+    })
+}
+
+/// This machine's CPU model (`/proc/cpuinfo`'s `model name`; empty when it
+/// cannot be read), for the `cpu_model` column of host rows.
+pub fn host_cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| cpu_model_from_cpuinfo(&t))
+        .unwrap_or_default()
+}
+
+/// The `cpu_model` of a guest row: the accelerator and QEMU's `-cpu`
+/// model, e.g. `TCG qemu64`, `KVM host,-arch-capabilities`.
+pub fn guest_cpu_model(accel: &str, qemu_cpu: &str) -> String {
+    format!("{} {qemu_cpu}", accel.to_uppercase())
+}
+
 /// UTC time as `YYYYMMDDTHHMMSSZ` (for result directory names).
 pub fn utc_stamp(unix_secs: u64) -> String {
     let days = (unix_secs / 86_400) as i64;
@@ -98,6 +123,21 @@ pub fn now_stamp() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cpu_models() {
+        let info = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R)  CPU @ 2.20GHz\n\
+                    processor\t: 1\nmodel name\t: Intel(R) Xeon(R)  CPU @ 2.20GHz\n";
+        assert_eq!(
+            super::cpu_model_from_cpuinfo(info).as_deref(),
+            Some("Intel(R) Xeon(R) CPU @ 2.20GHz")
+        );
+        assert_eq!(super::cpu_model_from_cpuinfo("processor : 0\n"), None);
+        assert_eq!(super::guest_cpu_model("tcg", "qemu64"), "TCG qemu64");
+        assert_eq!(super::guest_cpu_model("kvm", "host"), "KVM host");
+        // This machine has one (Linux).
+        assert!(!super::host_cpu_model().is_empty());
+    }
+
     #[test]
     fn utc_stamp_known_dates() {
         assert_eq!(super::utc_stamp(0), "19700101T000000Z");

@@ -91,12 +91,25 @@ pub fn render_with(rows: &[Row], models: &[Model]) -> Result<String, String> {
             let curves: Vec<(String, Vec<(f64, f64)>)> = models
                 .iter()
                 .filter(|m| &m.testcase == testcase)
-                .map(|m| {
+                .flat_map(|m| {
                     let pts = crate::predict::CPUS
                         .iter()
                         .map(|&n| (n as f64, m.at(n).max(1.0)))
                         .collect();
-                    (format!("predicted:{} lock={}", m.design, m.lock), pts)
+                    let mut v = vec![(format!("predicted:{} lock={}", m.design, m.lock), pts)];
+                    // With a sharing term, its lower bound too (every op
+                    // allocating): the term is checked at 2 CPUs only.
+                    if m.inputs.hashed_ns > 0.0 && m.inputs.allocs > 0.0 {
+                        let low = crate::predict::CPUS
+                            .iter()
+                            .map(|&n| (n as f64, m.predict(n).ops_no_sharing.max(1.0)))
+                            .collect();
+                        v.push((
+                            format!("predicted:{} lock={} no sharing", m.design, m.lock),
+                            low,
+                        ));
+                    }
+                    v
                 })
                 .collect();
             let pred_y = || curves.iter().flat_map(|c| c.1.iter().map(|p| p.1));

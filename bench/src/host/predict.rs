@@ -9,7 +9,10 @@
 //! stores, lock holds and hold time per op, and the stores to other lines
 //! every op shares (lines stored to at least once per two ops; lines of
 //! per-op dentries fall below that). Hold times are corrected for the
-//! clock read the census adds to each hold.
+//! clock read the census adds to each hold. The census' windows
+//! ([`fs::stats::census_windows`]) give the sharing term's inputs: how
+//! long each op's dentry stays hashed, and what an op costs that finds
+//! the name hashed ([`sharing_from_windows`]).
 //!
 //! With `--out DIR` it writes `DIR/predict.csv` (the model's inputs and
 //! predictions, [`PREDICT_HEADER`]) and, under `--validate`, `DIR/raw.csv`
@@ -73,6 +76,11 @@ pub struct PredictArgs {
 
 /// predict.csv's header.
 pub const PREDICT_HEADER: &str = "testcase,design,lock,cpus,predicted,transfers_predicted,\
+transfer_ns,ns_per_op,hot_stores,hot_holds,hold_ns,other_stores,lock_measured,\
+hashed_ns,hit_ns,allocs,allocs_predicted";
+
+/// predict.csv's header before the sharing term (still read).
+const PREDICT_HEADER_V1: &str = "testcase,design,lock,cpus,predicted,transfers_predicted,\
 transfer_ns,ns_per_op,hot_stores,hot_holds,hold_ns,other_stores,lock_measured";
 
 /// One design × lock kind: its inputs and whether they were measured with
@@ -91,7 +99,11 @@ pub struct Model {
 impl Model {
     /// Predicted ops/s at `cpus`.
     pub fn at(&self, cpus: usize) -> f64 {
-        predict::ops_per_sec(&self.inputs, self.lock, self.transfer_ns, cpus)
+        self.predict(cpus).ops
+    }
+    /// Everything predicted at `cpus`.
+    pub fn predict(&self, cpus: usize) -> predict::Prediction {
+        predict::predict(&self.inputs, self.lock, self.transfer_ns, cpus)
     }
 }
 
@@ -102,21 +114,26 @@ pub fn to_csv(models: &[Model]) -> String {
     for m in models {
         for n in predict::CPUS {
             let i = &m.inputs;
+            let pr = m.predict(n);
             let _ = writeln!(
                 s,
-                "{},{},{},{n},{:.0},{:.3},{:.2},{:.2},{:.3},{:.3},{:.2},{:.3},{}",
+                "{},{},{},{n},{:.0},{:.3},{:.2},{:.2},{:.3},{:.3},{:.2},{:.3},{},{:.2},{:.2},{:.3},{:.3}",
                 m.testcase,
                 m.design,
                 m.lock,
-                m.at(n),
-                predict::transfers_per_op(i, n),
+                pr.ops,
+                pr.transfers,
                 m.transfer_ns,
                 i.ns_per_op,
                 i.hot_stores,
                 i.hot_holds,
                 i.hold_ns,
                 i.other_stores,
-                m.lock_measured
+                m.lock_measured,
+                i.hashed_ns,
+                i.hit_ns,
+                i.allocs,
+                pr.allocs
             );
         }
     }
@@ -126,14 +143,16 @@ pub fn to_csv(models: &[Model]) -> String {
 /// Parse predict.csv back into models (one per testcase, design, lock).
 pub fn parse_csv(text: &str) -> Result<Vec<Model>, String> {
     let mut lines = text.lines();
-    if lines.next().map(str::trim_end) != Some(PREDICT_HEADER) {
-        return Err("missing or different predict.csv header".into());
-    }
+    let fields = match lines.next().map(str::trim_end) {
+        Some(PREDICT_HEADER) => 17,
+        Some(PREDICT_HEADER_V1) => 13,
+        _ => return Err("missing or different predict.csv header".into()),
+    };
     let mut out: Vec<Model> = Vec::new();
     for (i, l) in lines.enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let f: Vec<&str> = l.split(',').collect();
         let bad = |what: &str| format!("predict.csv line {}: bad {what}", i + 2);
-        if f.len() != 13 {
+        if f.len() != fields {
             return Err(bad("field count"));
         }
         let num = |j: usize, what: &str| -> Result<f64, String> {
@@ -154,6 +173,13 @@ pub fn parse_csv(text: &str) -> Result<Vec<Model>, String> {
                 hot_holds: num(9, "hot_holds")?,
                 hold_ns: num(10, "hold_ns")?,
                 other_stores: num(11, "other_stores")?,
+                hashed_ns: if fields > 13 {
+                    num(13, "hashed_ns")?
+                } else {
+                    0.0
+                },
+                hit_ns: if fields > 13 { num(14, "hit_ns")? } else { 0.0 },
+                allocs: if fields > 13 { num(15, "allocs")? } else { 0.0 },
             },
             lock_measured: f[12] == "true",
         };
@@ -303,7 +329,45 @@ pub fn inputs_from_census(
         hot_holds: hot.holds as f64 / ops_f,
         hold_ns: hold,
         other_stores: shared[1..].iter().map(|l| l.stores as f64).sum::<f64>() / ops_f,
+        ..Inputs::default()
     }
+}
+
+/// The sharing inputs from the census' windows over `ops` operations:
+/// `(hashed_ns, hit_ns)` per op at the plain run's speed (`plain_ns` per
+/// op; the census run took `census_ns` per op). The part of an op before
+/// its RCU-walk miss stores to no counted line, so the census leaves it at
+/// plain speed: `hit = census_ns - slow` (one clock read less). The slow
+/// part carries the census' booking; the hashed window lies inside it and
+/// is scaled by the slow part's plain ÷ census speed. An op that never
+/// misses has `hit = plain_ns`; one that never unhashes its dentry again
+/// (negative's cached dentry) has no window. Windows rarer than
+/// [`SHARED_PER_OP`] per op are not the operation's own (the run's first
+/// miss, the teardown of its tmpfs) and count as none.
+pub fn sharing_from_windows(
+    w: &fs::stats::CensusWindows,
+    ops: u64,
+    census_ns: f64,
+    plain_ns: f64,
+    clock_ns: f64,
+) -> (f64, f64) {
+    let ops_f = ops.max(1) as f64;
+    if (w.slow as f64) < SHARED_PER_OP * ops_f {
+        return (0.0, plain_ns);
+    }
+    let slow = (w.slow_ns as f64 - w.slow as f64 * clock_ns).max(0.0) / ops_f;
+    let hit = (census_ns - slow - clock_ns).clamp(0.0, plain_ns);
+    let hashed = if (w.hashed as f64) < SHARED_PER_OP * ops_f {
+        0.0
+    } else {
+        (w.hashed_ns as f64 - w.hashed as f64 * clock_ns).max(0.0) / ops_f
+    };
+    let scale = if slow > 0.0 {
+        ((plain_ns - hit) / slow).clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
+    ((hashed * scale).min(plain_ns), hit)
 }
 
 /// A design's 1-CPU measurement: the model inputs on the wall clock and
@@ -337,6 +401,7 @@ fn measure_inputs(
     fs::stats::census_begin();
     let r = run_once(&p, exec);
     let (lines, _overflow) = fs::stats::census_end();
+    let windows = fs::stats::census_windows();
     let census_wall = t0.elapsed().as_secs_f64();
     r?;
     let ops = fs::stats::snapshot().delta(&before).lookups;
@@ -345,9 +410,15 @@ fn measure_inputs(
     let plain_whole_ns = spent.wall_s * 1e9 / spent.ops as f64;
     wall.hold_ns *= (plain_whole_ns / census_ns_per_op).min(1.0);
     wall.ns_per_op = ns_per_op;
+    (wall.hashed_ns, wall.hit_ns) =
+        sharing_from_windows(&windows, ops, census_ns_per_op, ns_per_op, clock_ns);
+    wall.allocs = plain.per_op.map(|p| p.allocs).unwrap_or(0.0);
     let mut cpu = wall;
     cpu.ns_per_op = 1e9 / spent.ops_per_cpu_s();
-    cpu.hold_ns = wall.hold_ns * (cpu.ns_per_op / ns_per_op).min(1.0);
+    let to_cpu = (cpu.ns_per_op / ns_per_op).min(1.0);
+    cpu.hold_ns = wall.hold_ns * to_cpu;
+    cpu.hashed_ns = wall.hashed_ns * to_cpu;
+    cpu.hit_ns = wall.hit_ns * to_cpu;
     Ok(Measured { wall, cpu, plain })
 }
 
@@ -394,7 +465,7 @@ fn run_per_lock_kind(
     let mut csv = String::from(PREDICT_HEADER);
     csv.push('\n');
     let mut raw: Vec<Row> = Vec::new();
-    let mut validation = String::new();
+    let mut checks: Vec<Check> = Vec::new();
     for &lock in locks {
         let mut cmd = std::process::Command::new(&exe);
         cmd.env(CHILD_ENV, "1").arg("predict");
@@ -431,8 +502,8 @@ fn run_per_lock_kind(
             if d.join("raw.csv").exists() {
                 raw.extend(rows::read(&d.join("raw.csv"))?);
             }
-            if let Ok(v) = std::fs::read_to_string(d.join("validation.md")) {
-                let _ = writeln!(validation, "lock={lock}:\n\n{v}");
+            if let Ok(v) = std::fs::read_to_string(d.join(CHECKS_CSV)) {
+                checks.extend(checks_from_csv(&v)?);
             }
             let _ = std::fs::remove_dir_all(d);
         }
@@ -445,15 +516,110 @@ fn run_per_lock_kind(
             rows::write(&dir.join("raw.csv"), &raw)?;
         }
         if a.validate {
-            std::fs::write(dir.join("validation.md"), validation)
-                .map_err(|e| format!("{}: {e}", dir.display()))?;
+            write_checks(dir, &checks)?;
         }
         println!(
             "wrote {} (all lock kinds)",
             dir.join("predict.csv").display()
         );
     }
+    if a.validate {
+        print!("{}", validation_table(&checks));
+    }
     Ok(())
+}
+
+/// One model per (testcase, design, lock) from the rounds' models: the
+/// round whose 1-CPU ns/op is the median (the lower one for an even
+/// count), so one slow round on a loaded machine does not set the inputs.
+/// First-seen order is kept.
+pub fn median_models(all: Vec<Model>) -> Vec<Model> {
+    let mut keys: Vec<(String, String, LockKind)> = Vec::new();
+    for m in &all {
+        let k = (m.testcase.clone(), m.design.clone(), m.lock);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.into_iter()
+        .map(|(t, d, l)| {
+            let mut mine: Vec<&Model> = all
+                .iter()
+                .filter(|m| m.testcase == t && m.design == d && m.lock == l)
+                .collect();
+            mine.sort_by(|a, b| a.inputs.ns_per_op.total_cmp(&b.inputs.ns_per_op));
+            mine[(mine.len() - 1) / 2].clone()
+        })
+        .collect()
+}
+
+/// The children's checks, merged by the parent into one table.
+const CHECKS_CSV: &str = "checks.csv";
+const CHECKS_HEADER: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
+measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
+allocs_measured";
+
+/// `checks` as CSV text (header [`CHECKS_HEADER`]).
+pub fn checks_to_csv(checks: &[Check]) -> String {
+    let mut s = format!("{CHECKS_HEADER}\n");
+    for c in checks {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},{}",
+            c.design,
+            c.lock,
+            c.predicted,
+            c.measured,
+            c.predicted_per_cpu_s,
+            c.measured_per_cpu_s,
+            c.effective_cpus,
+            c.transfers_predicted,
+            c.transfers_measured,
+            c.allocs_predicted,
+            c.allocs_measured
+        );
+    }
+    s
+}
+
+/// Parse [`checks_to_csv`]'s text.
+pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
+    let mut lines = text.lines();
+    if lines.next().map(str::trim_end) != Some(CHECKS_HEADER) {
+        return Err(format!("{CHECKS_CSV}: missing or different header"));
+    }
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let bad = || format!("{CHECKS_CSV}: bad line '{l}'");
+            if f.len() != 11 {
+                return Err(bad());
+            }
+            let n = |i: usize| f[i].parse::<f64>().map_err(|_| bad());
+            Ok(Check {
+                design: f[0].to_string(),
+                lock: LockKind::from_name(f[1]).ok_or_else(bad)?,
+                predicted: n(2)?,
+                measured: n(3)?,
+                predicted_per_cpu_s: n(4)?,
+                measured_per_cpu_s: n(5)?,
+                effective_cpus: n(6)?,
+                transfers_predicted: n(7)?,
+                transfers_measured: n(8)?,
+                allocs_predicted: n(9)?,
+                allocs_measured: n(10)?,
+            })
+        })
+        .collect()
+}
+
+/// Write `checks.csv` and `validation.md` (its table) into `dir`.
+fn write_checks(dir: &Path, checks: &[Check]) -> Result<(), String> {
+    std::fs::write(dir.join(CHECKS_CSV), checks_to_csv(checks))
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::write(dir.join("validation.md"), validation_table(checks))
+        .map_err(|e| format!("{}: {e}", dir.display()))
 }
 
 /// `bench predict`.
@@ -485,6 +651,7 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
         );
     }
     let host = super::hostname();
+    let cpu_model = super::host_cpu_model();
     let mut models: Vec<Model> = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     let mut checks: Vec<Check> = Vec::new();
@@ -520,6 +687,7 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                         };
                         let mut r = Row::from_output(key, o, note);
                         r.rep = round;
+                        r.cpu_model = cpu_model.clone();
                         rows.push(r);
                     }
                     two = Some((o2, spent2));
@@ -538,29 +706,14 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                         lock_measured: lk.is_some(),
                     };
                     if let Some((o2, spent2)) = &two {
-                        let cpu_model = Model {
-                            inputs: m1.cpu,
-                            ..m.clone()
-                        };
-                        checks.push(Check {
-                            design: design.clone(),
-                            lock,
-                            predicted: m.at(2),
-                            measured: o2.average as f64,
-                            predicted_per_cpu_s: cpu_model.at(2) / 2.0,
-                            measured_per_cpu_s: spent2.ops_per_cpu_s(),
-                            effective_cpus: spent2.effective_cpus(),
-                            transfers_predicted: predict::transfers_per_op(&m.inputs, 2),
-                            transfers_measured: o2.per_op.and_then(|p| p.transfers).unwrap_or(0.0),
-                        });
+                        checks.push(Check::new(&m, &m1.cpu, o2, spent2));
                     }
-                    if round == a.repeat {
-                        models.push(m);
-                    }
+                    models.push(m);
                 }
             }
         }
     }
+    let models = median_models(models);
     print!("{}", table(&models));
     if a.validate {
         print!("{}", validation_table(&checks));
@@ -573,8 +726,7 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
             rows::write(&dir.join("raw.csv"), &rows)?;
         }
         if a.validate {
-            std::fs::write(dir.join("validation.md"), validation_table(&checks))
-                .map_err(|e| format!("{}: {e}", dir.display()))?;
+            write_checks(dir, &checks)?;
         }
         println!("wrote {}", dir.join("predict.csv").display());
     }
@@ -597,9 +749,31 @@ pub struct Check {
     pub effective_cpus: f64,
     pub transfers_predicted: f64,
     pub transfers_measured: f64,
+    pub allocs_predicted: f64,
+    pub allocs_measured: f64,
 }
 
 impl Check {
+    /// The check of `m` (wall-clock inputs) against a 2-task run `o2` that
+    /// spent `spent`, with `cpu` the same inputs on CPU time.
+    pub fn new(m: &Model, cpu: &Inputs, o2: &output::RunOutput, spent: &Spent) -> Check {
+        let wall = m.predict(2);
+        let on_cpu = predict::predict(cpu, m.lock, m.transfer_ns, 2);
+        Check {
+            design: m.design.clone(),
+            lock: m.lock,
+            predicted: wall.ops,
+            measured: o2.average as f64,
+            predicted_per_cpu_s: on_cpu.ops / 2.0,
+            measured_per_cpu_s: spent.ops_per_cpu_s(),
+            effective_cpus: spent.effective_cpus(),
+            transfers_predicted: wall.transfers,
+            transfers_measured: o2.per_op.and_then(|p| p.transfers).unwrap_or(0.0),
+            allocs_predicted: wall.allocs,
+            allocs_measured: o2.per_op.map(|p| p.allocs).unwrap_or(0.0),
+        }
+    }
+
     /// Predicted ÷ measured on the wall clock.
     pub fn wall_ratio(&self) -> f64 {
         self.predicted / self.measured.max(1.0)
@@ -620,9 +794,13 @@ pub fn validation_table(checks: &[Check]) -> String {
     let mut s = String::from(
         "\n2-CPU check (host mode, this machine): predicted ÷ measured, median round, with the \
          spread over rounds in brackets. *per CPU-s* compares operations per CPU-second (load-\
-         independent; the verdict); *wall* compares ops/s (meaningful when effective CPUs ≈ 2).\n\n\
-         | design | lock | rounds | predicted ops/CPU-s | measured ops/CPU-s | ratio per CPU-s | wall ops/s predicted | measured | ratio wall | effective CPUs | transfers/op predicted | measured | verdict (±25 %) |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+         independent; the verdict); *wall* compares ops/s (meaningful when effective CPUs ≈ 2). \
+         The model is for 2 CPUs running at once: where *effective CPUs* (the 2-task run's CPU-s \
+         ÷ wall-s) is well below 2 the tasks took turns on a CPU, and a task frozen with its \
+         transient dentry hashed lets the other share it for a whole time slice, so transient's \
+         measured allocs/op fall below the prediction and its ops/CPU-s rise above it.\n\n\
+         | design | lock | rounds | predicted ops/CPU-s | measured ops/CPU-s | ratio per CPU-s | wall ops/s predicted | measured | ratio wall | effective CPUs | allocs/op predicted | measured | transfers/op predicted | measured | verdict (±25 %) |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     let mut keys: Vec<(String, LockKind)> = Vec::new();
     for c in checks {
@@ -645,7 +823,7 @@ pub fn validation_table(checks: &[Check]) -> String {
         let ok = (0.75..=1.25).contains(&med.cpu_ratio());
         let _ = writeln!(
             s,
-            "| {design} | {lock} | {} | {} | {} | {:.2} {} | {} | {} | {:.2} {} | {:.2} | {:.2} | {:.2} | {} |",
+            "| {design} | {lock} | {} | {} | {} | {:.2} {} | {} | {} | {:.2} {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} |",
             mine.len(),
             super::report::human(med.predicted_per_cpu_s),
             super::report::human(med.measured_per_cpu_s),
@@ -656,6 +834,8 @@ pub fn validation_table(checks: &[Check]) -> String {
             med.wall_ratio(),
             span(&Check::wall_ratio),
             med.effective_cpus,
+            med.allocs_predicted,
+            med.allocs_measured,
             med.transfers_predicted,
             med.transfers_measured,
             if ok { "met" } else { "NOT met" }
@@ -669,12 +849,15 @@ pub fn table(models: &[Model]) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        "\n| design | lock | 1-CPU ns/op | hot-line stores/op | holds/op | hold ns/op | other shared stores/op | t_x ns |"
+        "\n| design | lock | 1-CPU ns/op | hot-line stores/op | holds/op | hold ns/op | other shared stores/op | hashed ns/op | hit ns/op | allocs/op | t_x ns |"
     );
     for n in predict::CPUS {
         let _ = write!(s, " {n} CPU{} |", if n == 1 { "" } else { "s" });
     }
-    let _ = write!(s, "\n|---|---|---:|---:|---:|---:|---:|---:|");
+    let _ = write!(
+        s,
+        "\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for _ in predict::CPUS {
         s.push_str("---:|");
     }
@@ -683,7 +866,7 @@ pub fn table(models: &[Model]) -> String {
         let i = &m.inputs;
         let _ = write!(
             s,
-            "| {} | {}{} | {:.0} | {:.2} | {:.2} | {:.1} | {:.2} | {:.1} |",
+            "| {} | {}{} | {:.0} | {:.2} | {:.2} | {:.1} | {:.2} | {:.0} | {:.0} | {:.2} | {:.1} |",
             m.design,
             m.lock,
             if m.lock_measured { "" } else { "*" },
@@ -692,10 +875,18 @@ pub fn table(models: &[Model]) -> String {
             i.hot_holds,
             i.hold_ns,
             i.other_stores,
+            i.hashed_ns,
+            i.hit_ns,
+            i.allocs,
             m.transfer_ns
         );
         for n in predict::CPUS {
-            let _ = write!(s, " {} |", super::report::human(m.at(n)));
+            let p = m.predict(n);
+            let _ = write!(s, " {}", super::report::human(p.ops));
+            if i.allocs > 0.0 {
+                let _ = write!(s, " ({:.2} allocs/op)", p.allocs);
+            }
+            s.push_str(" |");
         }
         s.push('\n');
     }
@@ -742,6 +933,42 @@ mod tests {
     }
 
     #[test]
+    fn windows_to_sharing_inputs() {
+        // 1000 ops, census 3000 ns/op, plain 2000 ns/op, clock 10 ns: the
+        // slow part 2410 ns/op in the census (2400 after its clock read),
+        // so hit = 3000 - 2400 - 10 = 590; the plain slow part is
+        // 2000 - 590 = 1410, so the hashed window (1210 - 10 = 1200 in the
+        // census) scales by 1410/2400.
+        let w = fs::stats::CensusWindows {
+            hashed: 1000,
+            hashed_ns: 1_210_000,
+            slow: 1000,
+            slow_ns: 2_410_000,
+        };
+        let (hashed, hit) = sharing_from_windows(&w, 1000, 3000.0, 2000.0, 10.0);
+        assert!((hit - 590.0).abs() < 1e-9, "{hit}");
+        assert!((hashed - 1200.0 * 1410.0 / 2400.0).abs() < 1e-9, "{hashed}");
+        // No miss (noalloc, negative's cached hit): nothing to share.
+        let none = fs::stats::CensusWindows::default();
+        assert_eq!(
+            sharing_from_windows(&none, 1000, 300.0, 200.0, 10.0),
+            (0.0, 200.0)
+        );
+        // negative: one miss and one long window in the whole run (its
+        // first lookup; the teardown unhashes): not per-op windows.
+        let once = fs::stats::CensusWindows {
+            hashed: 1,
+            hashed_ns: 300_000,
+            slow: 1,
+            slow_ns: 2_000,
+        };
+        assert_eq!(
+            sharing_from_windows(&once, 1000, 300.0, 200.0, 10.0),
+            (0.0, 200.0)
+        );
+    }
+
+    #[test]
     fn predict_csv_round_trips() {
         let m = Model {
             testcase: "statneg".into(),
@@ -753,6 +980,9 @@ mod tests {
                 hot_holds: 2.0,
                 hold_ns: 100.0,
                 other_stores: 6.0,
+                hashed_ns: 400.0,
+                hit_ns: 150.0,
+                allocs: 1.0,
             },
             transfer_ns: 80.0,
             lock_measured: false,
@@ -763,7 +993,18 @@ mod tests {
             text.contains("statneg,transient,ticket,1,500000,0.000,"),
             "{text}"
         );
-        assert_eq!(parse_csv(&text).unwrap(), vec![m]);
+        assert_eq!(parse_csv(&text).unwrap(), vec![m.clone()]);
+        // A file from before the sharing term still reads, without it.
+        let v1: String = std::iter::once(PREDICT_HEADER_V1.to_string())
+            .chain(text.lines().skip(1).map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                f[..13].join(",")
+            }))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let old = parse_csv(&v1).unwrap();
+        assert_eq!(old[0].inputs.hashed_ns, 0.0);
+        assert_eq!(old[0].inputs.ns_per_op, m.inputs.ns_per_op);
         assert!(parse_csv("design,lock\n").is_err());
         let bad = text.replace(",ticket,", ",mcs,");
         assert!(parse_csv(&bad).unwrap_err().contains("bad lock"));
@@ -781,12 +1022,48 @@ mod tests {
             effective_cpus: 1.0,
             transfers_predicted: 0.0,
             transfers_measured: 0.0,
+            allocs_predicted: 0.0,
+            allocs_measured: 0.0,
         };
         assert_eq!(c.wall_ratio(), 2.0);
+        let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
+        assert_eq!(back, vec![c.clone()]);
+        assert!(checks_from_csv("design\n").is_err());
         let t = validation_table(&[c]);
         assert!(t.contains("| noalloc | qspinlock | 1 |"), "{t}");
         assert!(t.contains("| 1.11 [1.11–1.11] |"), "{t}");
         assert!(t.contains("| met |"), "{t}");
+    }
+
+    #[test]
+    fn the_median_round_sets_the_inputs() {
+        let m = |ns: f64, lock: LockKind| Model {
+            testcase: "statneg".into(),
+            design: "noalloc".into(),
+            lock,
+            inputs: Inputs {
+                ns_per_op: ns,
+                ..Inputs::default()
+            },
+            transfer_ns: 80.0,
+            lock_measured: true,
+        };
+        let all = vec![
+            m(100.0, LockKind::Ticket),
+            m(900.0, LockKind::Ticket),
+            m(110.0, LockKind::Ttas),
+            m(120.0, LockKind::Ticket),
+        ];
+        let med = median_models(all);
+        assert_eq!(med.len(), 2);
+        assert_eq!(
+            (med[0].lock, med[0].inputs.ns_per_op),
+            (LockKind::Ticket, 120.0)
+        );
+        assert_eq!(
+            (med[1].lock, med[1].inputs.ns_per_op),
+            (LockKind::Ttas, 110.0)
+        );
     }
 
     #[test]

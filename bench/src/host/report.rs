@@ -158,6 +158,12 @@ pub fn render(rows: &[Row]) -> String {
 
 /// [`render`] with a "Predicted scaling" section for `models`.
 pub fn render_with(rows: &[Row], models: &[Model]) -> String {
+    render_full(rows, models, "")
+}
+
+/// [`render_with`] plus `bench predict --validate`'s 2-CPU check tables
+/// (`validation`: the text of its validation.md files) in that section.
+pub fn render_full(rows: &[Row], models: &[Model], validation: &str) -> String {
     let mut s = String::new();
     let ok = rows.iter().filter(|r| r.is_ok()).count();
     let _ = writeln!(s, "# Lookup benchmark report\n");
@@ -195,30 +201,36 @@ pub fn render_with(rows: &[Row], models: &[Model]) -> String {
     write_design_ratios(&mut s, &pts, &groups);
     write_linux_ratios(&mut s, &pts, &groups);
     write_goals(&mut s, &pts);
-    write_predictions(&mut s, &pts, models);
+    write_predictions(&mut s, &pts, models, validation);
     write_not_run(&mut s, rows);
     s
 }
 
-/// The host-mode measurement of a model's point at `cpus`, if any: a row
-/// of `design` itself, or of `design lock=KIND` (what `bench predict
-/// --validate` writes).
-fn measured_for(pts: &[Point], m: &Model, cpus: usize) -> Option<f64> {
+/// The host-mode run of a model's point at `cpus`, if any: a row of
+/// `design lock=KIND` (what `bench predict --validate` writes), of
+/// `design+KIND` (a sweep's `--locks` row), or of `design` itself when the
+/// model's kind is the default lock (a sweep's plain row).
+fn measured_row<'a>(pts: &[Point<'a>], m: &Model, cpus: usize) -> Option<&'a Row> {
     let with_lock = format!("{} lock={}", m.design, m.lock);
-    pts.iter()
-        .map(|p| p.median())
-        .find(|r| {
-            r.source == "host"
-                && r.testcase == m.testcase
-                && r.cpus == cpus
-                && (r.design == with_lock || r.design == m.design)
-        })
-        .map(|r| r.average as f64)
+    let swept = format!("{}+{}", m.design, m.lock);
+    let plain_ok = m.lock == crate::predict::LockKind::DEFAULT;
+    let matches = |r: &Row| {
+        r.source == "host"
+            && r.testcase == m.testcase
+            && r.cpus == cpus
+            && (r.design == with_lock || r.design == swept || (plain_ok && r.design == m.design))
+    };
+    pts.iter().map(|p| p.median()).find(|r| matches(r))
+}
+
+/// The host-mode ops/s of a model's point at `cpus`, if measured.
+fn measured_for(pts: &[Point], m: &Model, cpus: usize) -> Option<f64> {
+    measured_row(pts, m, cpus).map(|r| r.average as f64)
 }
 
 /// "Predicted scaling": one table of inputs, one of predictions with the
 /// measurements beside them.
-fn write_predictions(s: &mut String, pts: &[Point], models: &[Model]) {
+fn write_predictions(s: &mut String, pts: &[Point], models: &[Model], validation: &str) {
     if models.is_empty() {
         return;
     }
@@ -239,15 +251,18 @@ fn write_predictions(s: &mut String, pts: &[Point], models: &[Model]) {
     );
     let _ = writeln!(
         s,
-        "| testcase | design | lock | t_x ns | 1-CPU ns/op | hot-line stores/op | holds/op | hold ns/op | other shared stores/op | queued bound |"
+        "| testcase | design | lock | t_x ns | 1-CPU ns/op | hot-line stores/op | holds/op | hold ns/op | other shared stores/op | hashed ns/op | hit ns/op | queued bound |"
     );
-    let _ = writeln!(s, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        s,
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for m in models {
         let i = &m.inputs;
         let bound = crate::predict::queued_bound(i, m.transfer_ns);
         let _ = writeln!(
             s,
-            "| {} | {} | {}{} | {:.1} | {:.0} | {:.2} | {:.2} | {:.1} | {:.2} | {} |",
+            "| {} | {} | {}{} | {:.1} | {:.0} | {:.2} | {:.2} | {:.1} | {:.2} | {:.0} | {:.0} | {} |",
             m.testcase,
             m.design,
             m.lock,
@@ -258,6 +273,8 @@ fn write_predictions(s: &mut String, pts: &[Point], models: &[Model]) {
             i.hot_holds,
             i.hold_ns,
             i.other_stores,
+            i.hashed_ns,
+            i.hit_ns,
             if bound.is_finite() {
                 human(bound)
             } else {
@@ -289,6 +306,156 @@ fn write_predictions(s: &mut String, pts: &[Point], models: &[Model]) {
             }
         }
         s.push('\n');
+    }
+    s.push('\n');
+    write_predicted_allocs(s, pts, models);
+    write_seed_comparison(s, models);
+    if !validation.trim().is_empty() {
+        let _ = writeln!(
+            s,
+            "### 2-CPU check (`bench predict --validate`)\n\n{}\n",
+            validation.trim()
+        );
+    }
+}
+
+/// The host-mode allocs/op of a model's point at `cpus`, if measured.
+fn measured_allocs_for(pts: &[Point], m: &Model, cpus: usize) -> Option<f64> {
+    measured_row(pts, m, cpus).and_then(|r| r.allocs)
+}
+
+/// Predicted allocs/op per CPU count (the sharing term), for the models
+/// that allocate, with host mode's figure beside where it was measured.
+fn write_predicted_allocs(s: &mut String, pts: &[Point], models: &[Model]) {
+    let alloc: Vec<&Model> = models.iter().filter(|m| m.inputs.allocs > 0.0).collect();
+    if alloc.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Predicted allocs/op (concurrent misses of one name share each other's hashed dentry; \
+         docs/designs.md, \"The sharing term\"):\n"
+    );
+    let _ = write!(s, "| testcase | design | lock |");
+    for n in crate::predict::CPUS {
+        let _ = write!(s, " {n} CPU{} |", if n == 1 { "" } else { "s" });
+    }
+    let _ = write!(s, "\n|---|---|---|");
+    for _ in crate::predict::CPUS {
+        s.push_str("---:|");
+    }
+    s.push('\n');
+    for &m in &alloc {
+        let _ = write!(s, "| {} | {} | {} |", m.testcase, m.design, m.lock);
+        for n in crate::predict::CPUS {
+            let p = m.predict(n).allocs;
+            match measured_allocs_for(pts, m, n) {
+                Some(v) => {
+                    let _ = write!(s, " {p:.2} (measured {v:.2}) |");
+                }
+                None => {
+                    let _ = write!(s, " {p:.2} |");
+                }
+            }
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+    let _ = writeln!(
+        s,
+        "The sharing term is checked at 2 CPUs only. Beyond that it assumes the CPUs' lookups \
+         fall at independent instants, but every miss at a window's end sends all free CPUs to \
+         allocate together, which leaves fewer of them free to share the next window: it \
+         overestimates sharing there. The same designs' ops/s with every operation allocating \
+         (no sharing) bound the prediction from below:\n"
+    );
+    let _ = write!(s, "| testcase | design | lock |");
+    for n in crate::predict::CPUS {
+        let _ = write!(s, " {n} CPU{} |", if n == 1 { "" } else { "s" });
+    }
+    let _ = write!(s, "\n|---|---|---|");
+    for _ in crate::predict::CPUS {
+        s.push_str("---:|");
+    }
+    s.push('\n');
+    for m in alloc {
+        let _ = write!(
+            s,
+            "| {} | {} (no sharing) | {} |",
+            m.testcase, m.design, m.lock
+        );
+        for n in crate::predict::CPUS {
+            let _ = write!(s, " {} |", human(m.predict(n).ops_no_sharing));
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+}
+
+/// The seed's figures (Linux, will-it-scale `statneg_processes -t 10`):
+/// tmpfs ~3.0–3.3 M ops/s total with 10 tasks, flat; ext4 ~64.7 M, linear.
+const SEED_TASKS: usize = 10;
+
+/// The transient (Linux's lock) and noalloc predictions at 10 CPUs beside
+/// the seed's tmpfs and ext4 figures: orders of magnitude, not a fit (other
+/// machine, other kernel, real syscalls).
+fn write_seed_comparison(s: &mut String, models: &[Model]) {
+    let pick = |design: &str| {
+        models
+            .iter()
+            .filter(|m| m.testcase == "statneg" && m.design == design)
+            .min_by_key(|m| m.lock != crate::predict::LockKind::Qspinlock)
+    };
+    let lines: Vec<(&Model, &str, f64, &str)> = [
+        (
+            pick("transient"),
+            "tmpfs (transient dentries, Linux 6.x qspinlock)",
+            3.15e6,
+            "~3.0–3.3 M, flat: the 10 tasks contend on the parent's and the bucket's spinlocks",
+        ),
+        (
+            pick("noalloc"),
+            "ext4 (negative dentries cached)",
+            64.7e6,
+            "~64.7 M, linear: nothing shared",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(m, what, v, how)| m.map(|m| (m, what, v, how)))
+    .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "### Beside the seed's measurements ({SEED_TASKS} CPUs)\n\n\
+         The seed measured Linux with will-it-scale `statneg_processes -t {SEED_TASKS}` on its own \
+         machine. Set beside this machine's prediction at {SEED_TASKS} CPUs as orders of magnitude \
+         and shapes, not as a fit (other CPU, real system calls, Linux's own code).\n\n\
+         | prediction | predicted at {SEED_TASKS} CPUs | × its 1-CPU figure | without sharing | the seed's Linux | seed, {SEED_TASKS} tasks | predicted ÷ seed |\n\
+         |---|---:|---:|---:|---|---|---:|"
+    );
+    for (m, what, seed, how) in lines {
+        let p = m.predict(SEED_TASKS);
+        let at = p.ops;
+        let lower = if m.inputs.allocs > 0.0 && m.inputs.hashed_ns > 0.0 {
+            format!(
+                "{} ({:.2} ÷ seed)",
+                human(p.ops_no_sharing),
+                p.ops_no_sharing / seed
+            )
+        } else {
+            "same".into()
+        };
+        let _ = writeln!(
+            s,
+            "| {} lock={} | {} | {:.1} | {lower} | {what} | {how} | {:.2} |",
+            m.design,
+            m.lock,
+            human(at),
+            at / m.at(1).max(1.0),
+            at / seed
+        );
     }
     s.push('\n');
 }
@@ -347,6 +514,30 @@ fn run_counts(mine: &[&Point]) -> String {
     }
 }
 
+/// "CPU model: …" for a group's points: every model its runs recorded
+/// (raw.csv's `cpu_model`), and how many runs recorded none.
+fn cpu_models_line(pts: &[&Point]) -> String {
+    let runs = pts.iter().flat_map(|p| p.runs().iter());
+    let mut models: Vec<&str> = Vec::new();
+    let mut unknown = 0;
+    for r in runs {
+        if r.cpu_model.is_empty() {
+            unknown += 1;
+        } else if !models.contains(&r.cpu_model.as_str()) {
+            models.push(&r.cpu_model);
+        }
+    }
+    let mut line = match models.len() {
+        0 => "CPU model: not recorded".to_string(),
+        1 => format!("CPU model: {}", models[0]),
+        _ => format!("CPU models: {}", models.join("; ")),
+    };
+    if unknown > 0 && !models.is_empty() {
+        let _ = write!(line, " (not recorded for {unknown} runs)");
+    }
+    line
+}
+
 fn write_group(s: &mut String, pts: &[Point], g: &Group) {
     let _ = writeln!(
         s,
@@ -357,6 +548,7 @@ fn write_group(s: &mut String, pts: &[Point], g: &Group) {
         g.2
     );
     let mut mine: Vec<&Point> = pts.iter().filter(|p| in_group(p.median(), g)).collect();
+    let _ = writeln!(s, "{}\n", cpu_models_line(&mine));
     mine.sort_by(|a, b| {
         let (a, b) = (a.median(), b.median());
         a.testcase

@@ -10,11 +10,16 @@
 //! source has none), `status` (`ok`, `skipped`, `failed`), `note` and
 //! `rep` (which repetition of its point the run was, 1 to N under
 //! `bench sweep --repeat N`) and `transfers` (cache-line transfers per op,
-//! the per-op line's last counter; empty where the source has none).
+//! the per-op line's last counter; empty where the source has none) and
+//! `cpu_model` (the CPU the run ran on: host rows the host's `/proc/cpuinfo`
+//! model name, guest rows the accelerator and QEMU's `-cpu` model, e.g.
+//! `TCG qemu64` or `KVM host,-arch-capabilities`; empty where unknown).
 //!
-//! `rep` and `transfers` came later, each appended: files written before
-//! them ([`HEADER_V1`], 17 columns; [`HEADER_V2`], 18) are still read, rows
-//! without `rep` as repetition 1, rows without `transfers` with none.
+//! `rep`, `transfers` and `cpu_model` came later, each appended: files
+//! written before them ([`HEADER_V1`], 17 columns; [`HEADER_V2`], 18;
+//! [`HEADER_V3`], 19) are still read, rows without `rep` as repetition 1,
+//! rows without `transfers` with none, rows without `cpu_model` with an
+//! empty one.
 //! Writing always uses the current [`HEADER`].
 //!
 //! Touches: the files it is asked to read or write.
@@ -28,6 +33,11 @@ use crate::output::RunOutput;
 /// The header line of raw.csv.
 pub const HEADER: &str =
     "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
+allocs,shared_stores,fallbacks,locks,status,note,rep,transfers,cpu_model";
+
+/// The header of raw.csv files written before the `cpu_model` column.
+pub const HEADER_V3: &str =
+    "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
 allocs,shared_stores,fallbacks,locks,status,note,rep,transfers";
 
 /// The header of raw.csv files written before the `transfers` column.
@@ -40,10 +50,12 @@ pub const HEADER_V1: &str =
     "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
 allocs,shared_stores,fallbacks,locks,status,note";
 
-/// Fields per line under [`HEADER_V1`], [`HEADER_V2`] and [`HEADER`].
+/// Fields per line under [`HEADER_V1`], [`HEADER_V2`], [`HEADER_V3`] and
+/// [`HEADER`].
 const FIELDS_V1: usize = 17;
 const FIELDS_V2: usize = 18;
-const FIELDS: usize = 19;
+const FIELDS_V3: usize = 19;
+const FIELDS: usize = 20;
 
 /// One run.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -70,6 +82,9 @@ pub struct Row {
     pub rep: u32,
     /// Cache-line transfers per op (`None`: no counters, or an old row).
     pub transfers: Option<f64>,
+    /// The CPU the run ran on (see the module doc; empty: unknown, or an
+    /// old row).
+    pub cpu_model: String,
 }
 
 impl Row {
@@ -96,6 +111,7 @@ impl Row {
             note: note.into(),
             rep: 1,
             transfers: p.and_then(|p| p.transfers),
+            cpu_model: String::new(),
         }
     }
 
@@ -151,7 +167,8 @@ impl Row {
         s.push_str(&quote(&self.status));
         s.push(',');
         s.push_str(&quote(&self.note));
-        let _ = write!(s, ",{},{}", self.rep, opt(self.transfers));
+        let _ = write!(s, ",{},{},", self.rep, opt(self.transfers));
+        s.push_str(&quote(&self.cpu_model));
         s
     }
 
@@ -210,6 +227,7 @@ impl Row {
             } else {
                 None
             },
+            cpu_model: f.get(19).cloned().unwrap_or_default(),
         })
     }
 }
@@ -264,6 +282,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
     let mut lines = text.lines().enumerate();
     let fields = match lines.next().map(|(_, h)| h.trim_end()) {
         Some(h) if h == HEADER => FIELDS,
+        Some(h) if h == HEADER_V3 => FIELDS_V3,
         Some(h) if h == HEADER_V2 => FIELDS_V2,
         Some(h) if h == HEADER_V1 => FIELDS_V1,
         _ => return Err("missing or different raw.csv header".into()),
@@ -309,7 +328,7 @@ mod tests {
         // Written back, it gains the column.
         let again = to_csv(&rows);
         assert!(again.starts_with(&format!("{HEADER}\n")));
-        assert!(again.contains("not pinned\",1,\n"), "{again}");
+        assert!(again.contains("not pinned\",1,,\n"), "{again}");
         assert_eq!(parse_csv(&again).unwrap(), rows);
     }
 
@@ -318,7 +337,10 @@ mod tests {
         let mut r = Row::from_csv_fields(OLD_LINE, FIELDS_V1).unwrap();
         r.rep = 3;
         let text = to_csv(std::slice::from_ref(&r));
-        assert!(text.ends_with(",3,\n"), "rep, then transfers: {text}");
+        assert!(
+            text.ends_with(",3,,\n"),
+            "rep, transfers, cpu_model: {text}"
+        );
         let back = parse_csv(&text).unwrap();
         assert_eq!(back, vec![r]);
         assert_eq!(back[0].rep, 3);
@@ -332,10 +354,25 @@ mod tests {
         let mut r = v2[0].clone();
         r.transfers = Some(3.5);
         let text = to_csv(std::slice::from_ref(&r));
-        assert!(text.ends_with(",2,3.500\n"), "{text}");
+        assert!(text.ends_with(",2,3.500,\n"), "{text}");
         assert_eq!(parse_csv(&text).unwrap(), vec![r]);
-        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,x\n")).unwrap_err();
+        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,x,\n")).unwrap_err();
         assert!(e.contains("bad transfers"), "{e}");
+    }
+
+    #[test]
+    fn reads_and_writes_the_cpu_model_column() {
+        // A file from before `cpu_model` (19 fields): empty.
+        let v3 = parse_csv(&format!("{HEADER_V3}\n{OLD_LINE},2,1.0\n")).unwrap();
+        assert_eq!(v3[0].cpu_model, "");
+        let mut r = v3[0].clone();
+        r.cpu_model = "Intel(R) Xeon(R) CPU @ 2.20GHz, 8 cores".into();
+        let text = to_csv(std::slice::from_ref(&r));
+        assert!(
+            text.ends_with(",2,1.000,\"Intel(R) Xeon(R) CPU @ 2.20GHz, 8 cores\"\n"),
+            "{text}"
+        );
+        assert_eq!(parse_csv(&text).unwrap(), vec![r]);
     }
 
     #[test]
@@ -343,10 +380,11 @@ mod tests {
         // An old line under the new header, and a new line under the old.
         assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE}\n")).is_err());
         assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE},1\n")).is_err());
+        assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE},1,1.0\n")).is_err());
         assert!(parse_csv(&format!("{HEADER_V1}\n{OLD_LINE},2\n")).is_err());
         assert!(parse_csv(&format!("{HEADER_V2}\n{OLD_LINE},2,1.0\n")).is_err());
         for bad in ["0", "x", "-1", ""] {
-            let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},{bad},\n")).unwrap_err();
+            let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},{bad},,\n")).unwrap_err();
             assert!(e.contains("bad rep"), "{bad}: {e}");
         }
         assert!(parse_csv("source,accel\n").is_err());

@@ -495,6 +495,7 @@ pub fn d_lookup(parent: &Dentry, name: &[u8], hash: u64) -> Option<DRef> {
 
 fn hash_insert(d: &Arc<Dentry>) {
     dcache().table.bucket(d.hash()).lock().push_front(d.clone());
+    stats::census_hashed(Arc::as_ptr(d) as usize);
 }
 
 /// Take `d` out of the hash table (caller holds its `d_lock`). A hashed
@@ -506,6 +507,7 @@ fn unhash(d: &Dentry) {
         if dcache().table.bucket(d.hash()).lock().remove(d) && negative {
             stats::inc(Event::NegativeDestroyed);
         }
+        stats::census_unhashed(d as *const Dentry as usize);
     }
 }
 

@@ -190,7 +190,7 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
 
 /// Write report.md and scaling.svg (raw.csv is written by the caller).
 pub fn write_outputs(dir: &Path, rows: &[Row]) -> Result<(), String> {
-    write_outputs_with(dir, rows, &[])
+    write_outputs_with(dir, rows, &[], "")
 }
 
 /// [`write_outputs`] with `bench predict` models: the report's predicted
@@ -199,15 +199,23 @@ pub fn write_outputs_with(
     dir: &Path,
     rows: &[Row],
     models: &[super::predict::Model],
+    validation: &str,
 ) -> Result<(), String> {
-    std::fs::write(dir.join("report.md"), report::render_with(rows, models))
-        .map_err(|e| format!("writing report.md: {e}"))?;
+    std::fs::write(
+        dir.join("report.md"),
+        report::render_full(rows, models, validation),
+    )
+    .map_err(|e| format!("writing report.md: {e}"))?;
     let svg = plot::render_with(rows, models)?;
     std::fs::write(dir.join("scaling.svg"), svg)
         .map_err(|e| format!("writing scaling.svg: {e}"))?;
     if !models.is_empty() {
         std::fs::write(dir.join("predict.csv"), super::predict::to_csv(models))
             .map_err(|e| format!("writing predict.csv: {e}"))?;
+    }
+    if !validation.is_empty() {
+        std::fs::write(dir.join("validation.md"), validation)
+            .map_err(|e| format!("writing validation.md: {e}"))?;
     }
     Ok(())
 }
@@ -217,12 +225,17 @@ pub fn write_outputs_with(
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
     let mut all = Vec::new();
     let mut models = Vec::new();
+    let mut validation = String::new();
     for d in dirs {
         let p = if d.is_file() {
             d.clone()
         } else {
             // A `bench predict --out` directory may hold predictions only.
             models.extend(super::predict::read_dir(d)?);
+            if let Ok(v) = std::fs::read_to_string(d.join("validation.md")) {
+                validation.push_str(&v);
+                validation.push('\n');
+            }
             let raw = d.join("raw.csv");
             if !raw.exists() && d.join("predict.csv").exists() {
                 continue;
@@ -233,6 +246,6 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
     }
     std::fs::create_dir_all(out).map_err(|e| format!("creating {}: {e}", out.display()))?;
     rows::write(&out.join("raw.csv"), &all)?;
-    write_outputs_with(out, &all, &models)?;
+    write_outputs_with(out, &all, &models, &validation)?;
     Ok(all.len())
 }

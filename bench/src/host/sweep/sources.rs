@@ -95,6 +95,7 @@ pub(super) fn run_host(p: &Params, host: &str, save: &dyn Fn(&str, &str, &str)) 
             if row.is_ok() && f.stderr.contains("not pinned") {
                 row.note = "threads not pinned".into();
             }
+            row.cpu_model = super::super::host_cpu_model();
             row
         }
     }
@@ -156,6 +157,9 @@ pub(super) fn run_guest(
                 &f.stderr,
             );
             let used = runner_accel(&f.stderr).unwrap_or_else(|| accel.to_string());
+            let cpu_model = runner_cpu(&f.stderr)
+                .map(|c| super::super::guest_cpu_model(&used, &c))
+                .unwrap_or_default();
             let failure = (f.code != Some(0)).then(|| {
                 format!(
                     "qemu-run exit {:?}: {}; guest: {}",
@@ -164,7 +168,7 @@ pub(super) fn run_guest(
                     guest_complaint(&f.stdout)
                 )
             });
-            row_from_text(
+            let mut row = row_from_text(
                 &f.stdout,
                 Key {
                     source: Source::Guest.name().into(),
@@ -175,7 +179,9 @@ pub(super) fn run_guest(
                     cpus: p.tasks,
                 },
                 failure,
-            )
+            );
+            row.cpu_model = cpu_model;
+            row
         }
     }
 }
@@ -252,6 +258,12 @@ pub(super) fn run_linux_guest(
                     },
                     None,
                 );
+                row.cpu_model = super::super::guest_cpu_model(
+                    resolved.name(),
+                    qemu::runner::QemuConfig::new(&paths.kernel)
+                        .accel(resolved)
+                        .cpu_model(),
+                );
                 let kernel = format!("{}{rwsem}", paths.describe());
                 row.note = if row.note.is_empty() {
                     kernel
@@ -275,6 +287,17 @@ fn guest_complaint(stdout: &str) -> &str {
             words.iter().any(|w| low.contains(w))
         })
         .unwrap_or_else(|| last_line(stdout))
+}
+
+/// The CPU model `qemu-run` reports on stderr (`... cpu=qemu64 ...`).
+pub fn runner_cpu(stderr: &str) -> Option<String> {
+    stderr.lines().find_map(|l| {
+        let rest = l.strip_prefix("qemu-run:")?;
+        let v = rest
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("cpu="))?;
+        Some(v.to_string())
+    })
 }
 
 /// The accelerator `qemu-run` reports on stderr (`... accel=tcg (...)`).
@@ -348,6 +371,7 @@ pub(super) fn run_linux_host(
             if row.is_ok() {
                 row.note = dir.display().to_string();
             }
+            row.cpu_model = super::super::host_cpu_model();
             row
         }
     }
@@ -362,5 +386,9 @@ mod tests {
         let e = "qemu-run: smp=2 mem=512M accel=tcg (auto: cached) timeout=60s cmdline=\"x\"\n";
         assert_eq!(runner_accel(e).as_deref(), Some("tcg"));
         assert_eq!(runner_accel("nothing here"), None);
+        let e =
+            "qemu-run: smp=2 mem=512M accel=kvm (asked) cpu=host,-arch-capabilities timeout=60s\n";
+        assert_eq!(runner_cpu(e).as_deref(), Some("host,-arch-capabilities"));
+        assert_eq!(runner_cpu("qemu-run: smp=2 accel=tcg\n"), None);
     }
 }
