@@ -538,6 +538,27 @@ fn cpu_models_line(pts: &[&Point]) -> String {
     line
 }
 
+/// "Kernel: …" for a group of Linux rows: every `Linux <release>` its
+/// successful runs' notes name (linux-guest: the package's release;
+/// linux-host: the host's `osrelease`); `None` for other groups.
+fn linux_releases_line(pts: &[&Point], source: &str) -> Option<String> {
+    if !source.starts_with("linux") {
+        return None;
+    }
+    let mut releases: Vec<&str> = Vec::new();
+    for r in pts.iter().flat_map(|p| p.runs().iter()) {
+        for part in r.note.split("; ") {
+            if part.starts_with("Linux ") && !releases.contains(&part) {
+                releases.push(part);
+            }
+        }
+    }
+    Some(match releases.len() {
+        0 => "Kernel: not recorded".to_string(),
+        _ => format!("Kernel: {}", releases.join("; ")),
+    })
+}
+
 fn write_group(s: &mut String, pts: &[Point], g: &Group) {
     let _ = writeln!(
         s,
@@ -549,6 +570,9 @@ fn write_group(s: &mut String, pts: &[Point], g: &Group) {
     );
     let mut mine: Vec<&Point> = pts.iter().filter(|p| in_group(p.median(), g)).collect();
     let _ = writeln!(s, "{}\n", cpu_models_line(&mine));
+    if let Some(k) = linux_releases_line(&mine, &g.0) {
+        let _ = writeln!(s, "{k}\n");
+    }
     mine.sort_by(|a, b| {
         let (a, b) = (a.median(), b.median());
         a.testcase
@@ -744,8 +768,13 @@ enum Check {
         fn(f64) -> bool,
     ),
     /// The per-op counters (allocs, shared_stores) of every statneg run of
-    /// `design`, host or guest, and the test on them.
-    PerOp(&'static str, fn(f64, f64) -> bool),
+    /// `design` at `cpus` CPUs (every count when `None`), host or guest,
+    /// and the test on them.
+    PerOp(&'static str, Option<usize>, fn(f64, f64) -> bool),
+    /// The 2-task ÷ 1-task scaling of `design` in host mode over the same
+    /// scaling of Linux's `linux_design` on the same host (`linux-host`):
+    /// the baseline claim "this design behaves like that Linux".
+    LikeLinux(&'static str, &'static str, fn(f64) -> bool),
 }
 
 /// One design goal: the line the report prints, why the design should
@@ -765,9 +794,9 @@ const GOALS: &[Goal] = &[
         check: Check::Ratio(("noalloc", 2), ("noalloc", 1), |r| r >= 1.9),
     },
     Goal {
-        text: "transient statneg 2 tasks ≤ 1.3 × 1 task",
-        why: "a transient miss allocates and frees a dentry under shared locks, so a second task should gain little",
-        check: Check::Ratio(("transient", 2), ("transient", 1), |r| r <= 1.3),
+        text: "transient's 2-task scaling within 25 % of Linux tmpfs's",
+        why: "transient is the model of Linux 6.12's tmpfs, so a second task must gain what it gains on Linux on the same host (an earlier goal, \"≤ 1.3 × 1 task\", assumed the collapse the seed saw at 10 tasks would show at 2; measured here, Linux's own tmpfs gains 1.9× at 2 tasks, with 0.52–0.63 allocations per miss in the 6.12 guest)",
+        check: Check::LikeLinux("transient", "linux-tmpfs", |r| (0.75..=1.25).contains(&r)),
     },
     Goal {
         text: "noalloc ÷ transient at 2 tasks ≥ 5×",
@@ -775,16 +804,35 @@ const GOALS: &[Goal] = &[
         check: Check::Ratio(("noalloc", 2), ("transient", 2), |r| r >= 5.0),
     },
     Goal {
-        text: "transient per op: allocs ≥ 1, shared_stores ≥ 4",
-        why: "the transient design pays for every miss: a dentry allocated and the locks and counts around it",
-        check: Check::PerOp("transient", |a, ss| a >= 1.0 && ss >= 4.0),
+        text: "transient per op at 1 CPU: allocs ≥ 1, shared_stores ≥ 4",
+        why: "alone, the transient design pays for every miss: a dentry allocated and the locks and counts around it (with more CPUs, concurrent misses of one name share the dentry, as on Linux: docs/designs.md)",
+        check: Check::PerOp("transient", Some(1), |a, ss| a >= 1.0 && ss >= 4.0),
     },
     Goal {
         text: "noalloc per op: allocs = 0, shared_stores = 0",
         why: "the noalloc design answers a miss without allocating or writing anything shared",
-        check: Check::PerOp("noalloc", |a, ss| a == 0.0 && ss == 0.0),
+        check: Check::PerOp("noalloc", None, |a, ss| a == 0.0 && ss == 0.0),
     },
 ];
+
+/// `a`'s ops/s over `b`'s: with repeated runs round by round (the steadier
+/// estimate on a noisy machine), else the medians' ratio; and how it was
+/// taken, for the report.
+fn scaling(a: &Point, b: &Point) -> (f64, String) {
+    match points::paired_ratio(a, b) {
+        Some(p) => (
+            p.median,
+            format!(
+                " (median of {} rounds' ratios, {:.2}–{:.2})",
+                p.rounds, p.min, p.max
+            ),
+        ),
+        None => (
+            a.median().average as f64 / b.median().average as f64,
+            String::new(),
+        ),
+    }
+}
 
 /// The "Design goals" section: [`GOALS`] checked where the figures exist.
 fn write_goals(s: &mut String, pts: &[Point]) {
@@ -799,33 +847,37 @@ fn write_goals(s: &mut String, pts: &[Point]) {
     for (accel, host) in &hosts {
         let g = ("host".to_string(), accel.clone(), host.clone());
         let pt = |(design, cpus): (&str, usize)| point(pts, &g, "statneg", design, cpus);
+        let lg = ("linux-host".to_string(), accel.clone(), host.clone());
+        let lpt = |(design, cpus): (&str, usize)| point(pts, &lg, "statneg", design, cpus);
         for goal in GOALS {
-            let Check::Ratio(num, den, ok) = goal.check else {
-                continue;
-            };
-            let (Some(a), Some(b)) = (pt(num), pt(den)) else {
-                continue;
-            };
-            // Repeated runs: the ratio round by round (the steadier
-            // estimate on a noisy machine); else the medians' ratio.
-            let (r, how) = match points::paired_ratio(a, b) {
-                Some(p) => (
-                    p.median,
-                    format!(
-                        " (median of {} rounds' ratios, {:.2}–{:.2})",
-                        p.rounds, p.min, p.max
-                    ),
-                ),
-                None => (
-                    a.median().average as f64 / b.median().average as f64,
-                    String::new(),
-                ),
-            };
-            lines.push(format!(
-                "| host `{host}` | {} | {r:.2}×{how} | {} |",
-                goal.text,
-                mark(ok(r))
-            ));
+            match goal.check {
+                Check::Ratio(num, den, ok) => {
+                    let (Some(a), Some(b)) = (pt(num), pt(den)) else {
+                        continue;
+                    };
+                    let (r, how) = scaling(a, b);
+                    lines.push(format!(
+                        "| host `{host}` | {} | {r:.2}×{how} | {} |",
+                        goal.text,
+                        mark(ok(r))
+                    ));
+                }
+                Check::LikeLinux(design, linux, ok) => {
+                    let (Some(a2), Some(a1), Some(l2), Some(l1)) =
+                        (pt((design, 2)), pt((design, 1)), lpt((linux, 2)), lpt((linux, 1)))
+                    else {
+                        continue;
+                    };
+                    let ((ours, _), (theirs, _)) = (scaling(a2, a1), scaling(l2, l1));
+                    let r = ours / theirs;
+                    lines.push(format!(
+                        "| host `{host}` | {} | {design} {ours:.2}× ÷ {linux} {theirs:.2}× = {r:.2} | {} |",
+                        goal.text,
+                        mark(ok(r))
+                    ));
+                }
+                Check::PerOp(..) => {}
+            }
         }
     }
     // The counters checked are the median run's, as in the tables.
@@ -839,10 +891,10 @@ fn write_goals(s: &mut String, pts: &[Point]) {
         };
         let who = format!("{} `{}` {} CPUs", r.source, r.host, r.cpus);
         for goal in GOALS {
-            let Check::PerOp(design, ok) = goal.check else {
+            let Check::PerOp(design, at, ok) = goal.check else {
                 continue;
             };
-            if design == r.design {
+            if design == r.design && at.is_none_or(|c| c == r.cpus) {
                 lines.push(format!(
                     "| {who} | {} | allocs={a:.3} shared_stores={ss:.3} | {} |",
                     goal.text,

@@ -369,7 +369,12 @@ pub(super) fn run_linux_host(
                 failure,
             );
             if row.is_ok() {
-                row.note = dir.display().to_string();
+                // The directory, and the host kernel that answered (the
+                // report names every Linux row's release).
+                row.note = match std::fs::read_to_string("/proc/sys/kernel/osrelease") {
+                    Ok(r) => format!("{}; Linux {}", dir.display(), r.trim()),
+                    Err(_) => dir.display().to_string(),
+                };
             }
             row.cpu_model = super::super::host_cpu_model();
             row
