@@ -254,10 +254,7 @@ fn report_from_synthetic_csv() {
         goals.contains("| host `h1` 1 CPUs | transient per op at 1 CPU: allocs ≥ 1"),
         "{goals}"
     );
-    assert!(
-        !goals.contains("2 CPUs | transient per op"),
-        "{goals}"
-    );
+    assert!(!goals.contains("2 CPUs | transient per op"), "{goals}");
     assert!(
         goals.contains("noalloc ÷ transient at 2 tasks ≥ 5× | 17.27× | met"),
         "{goals}"

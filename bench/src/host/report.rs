@@ -863,9 +863,12 @@ fn write_goals(s: &mut String, pts: &[Point]) {
                     ));
                 }
                 Check::LikeLinux(design, linux, ok) => {
-                    let (Some(a2), Some(a1), Some(l2), Some(l1)) =
-                        (pt((design, 2)), pt((design, 1)), lpt((linux, 2)), lpt((linux, 1)))
-                    else {
+                    let (Some(a2), Some(a1), Some(l2), Some(l1)) = (
+                        pt((design, 2)),
+                        pt((design, 1)),
+                        lpt((linux, 2)),
+                        lpt((linux, 1)),
+                    ) else {
                         continue;
                     };
                     let ((ours, _), (theirs, _)) = (scaling(a2, a1), scaling(l2, l1));
