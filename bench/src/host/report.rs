@@ -283,15 +283,7 @@ fn write_predictions(s: &mut String, pts: &[Point], models: &[Model], validation
         );
     }
     s.push('\n');
-    let _ = write!(s, "| testcase | design | lock |");
-    for n in crate::predict::CPUS {
-        let _ = write!(s, " {n} CPU{} |", if n == 1 { "" } else { "s" });
-    }
-    let _ = write!(s, "\n|---|---|---|");
-    for _ in crate::predict::CPUS {
-        s.push_str("---:|");
-    }
-    s.push('\n');
+    predicted_cpus_header(s);
     for m in models {
         let _ = write!(s, "| {} | {} | {} |", m.testcase, m.design, m.lock);
         for n in crate::predict::CPUS {
@@ -336,15 +328,7 @@ fn write_predicted_allocs(s: &mut String, pts: &[Point], models: &[Model]) {
         "Predicted allocs/op (concurrent misses of one name share each other's hashed dentry; \
          docs/designs.md, \"The sharing term\"):\n"
     );
-    let _ = write!(s, "| testcase | design | lock |");
-    for n in crate::predict::CPUS {
-        let _ = write!(s, " {n} CPU{} |", if n == 1 { "" } else { "s" });
-    }
-    let _ = write!(s, "\n|---|---|---|");
-    for _ in crate::predict::CPUS {
-        s.push_str("---:|");
-    }
-    s.push('\n');
+    predicted_cpus_header(s);
     for &m in &alloc {
         let _ = write!(s, "| {} | {} | {} |", m.testcase, m.design, m.lock);
         for n in crate::predict::CPUS {
@@ -369,15 +353,7 @@ fn write_predicted_allocs(s: &mut String, pts: &[Point], models: &[Model]) {
          overestimates sharing there. The same designs' ops/s with every operation allocating \
          (no sharing) bound the prediction from below:\n"
     );
-    let _ = write!(s, "| testcase | design | lock |");
-    for n in crate::predict::CPUS {
-        let _ = write!(s, " {n} CPU{} |", if n == 1 { "" } else { "s" });
-    }
-    let _ = write!(s, "\n|---|---|---|");
-    for _ in crate::predict::CPUS {
-        s.push_str("---:|");
-    }
-    s.push('\n');
+    predicted_cpus_header(s);
     for m in alloc {
         let _ = write!(
             s,
@@ -512,6 +488,20 @@ fn run_counts(mine: &[&Point]) -> String {
     } else {
         format!("{lo}–{hi}")
     }
+}
+
+/// The header of a predicted table: testcase, design, lock, then one
+/// column per CPU count of [`crate::predict::CPUS`].
+fn predicted_cpus_header(s: &mut String) {
+    let _ = write!(s, "| testcase | design | lock |");
+    for n in crate::predict::CPUS {
+        let _ = write!(s, " {n} CPU{} |", if n == 1 { "" } else { "s" });
+    }
+    let _ = write!(s, "\n|---|---|---|");
+    for _ in crate::predict::CPUS {
+        s.push_str("---:|");
+    }
+    s.push('\n');
 }
 
 /// "CPU model: …" for a group's points: every model its runs recorded
