@@ -1,0 +1,177 @@
+//! Unit tests of `bench predict`: the census and window inputs, the
+//! predict.csv format and the tables.
+use super::*;
+use fs::stats::LineCensus;
+
+fn line(addr: usize, stores: u64, holds: u64, hold_ns: u64) -> LineCensus {
+    LineCensus {
+        addr,
+        stores,
+        holds,
+        hold_ns,
+    }
+}
+
+#[test]
+fn census_to_inputs() {
+    // 1000 ops: the hottest line 5 stores/op and 2 holds of 60 ns each
+    // (clock 10 ns each: 50 ns real); one more shared line at 1/op; a
+    // per-op dentry's line below the shared threshold.
+    let lines = [
+        line(0x1000, 5000, 2000, 120_000),
+        line(0x2000, 1000, 1000, 30_000),
+        line(0x3000, 3, 1, 40),
+    ];
+    let i = inputs_from_census(&lines, 1000, 2000.0, 10.0);
+    assert_eq!(i.ns_per_op, 2000.0);
+    assert_eq!((i.hot_stores, i.hot_holds), (5.0, 2.0));
+    assert!((i.hold_ns - 100.0).abs() < 1e-9, "{i:?}");
+    assert_eq!(i.other_stores, 1.0);
+    // No shared line at all: nothing serialised.
+    let i = inputs_from_census(&lines[2..], 1000, 200.0, 10.0);
+    assert_eq!((i.hot_stores, i.other_stores, i.hold_ns), (0.0, 0.0, 0.0));
+}
+
+#[test]
+fn windows_to_sharing_inputs() {
+    // 1000 ops, census 3000 ns/op, plain 2000 ns/op, clock 10 ns: the
+    // slow part 2410 ns/op in the census (2400 after its clock read),
+    // so hit = 3000 - 2400 - 10 = 590; the plain slow part is
+    // 2000 - 590 = 1410, so the hashed window (1210 - 10 = 1200 in the
+    // census) scales by 1410/2400.
+    let w = fs::stats::CensusWindows {
+        hashed: 1000,
+        hashed_ns: 1_210_000,
+        slow: 1000,
+        slow_ns: 2_410_000,
+    };
+    let (hashed, hit) = sharing_from_windows(&w, 1000, 3000.0, 2000.0, 10.0);
+    assert!((hit - 590.0).abs() < 1e-9, "{hit}");
+    assert!((hashed - 1200.0 * 1410.0 / 2400.0).abs() < 1e-9, "{hashed}");
+    // No miss (noalloc, negative's cached hit): nothing to share.
+    let none = fs::stats::CensusWindows::default();
+    assert_eq!(
+        sharing_from_windows(&none, 1000, 300.0, 200.0, 10.0),
+        (0.0, 200.0)
+    );
+    // negative: one miss and one long window in the whole run (its
+    // first lookup; the teardown unhashes): not per-op windows.
+    let once = fs::stats::CensusWindows {
+        hashed: 1,
+        hashed_ns: 300_000,
+        slow: 1,
+        slow_ns: 2_000,
+    };
+    assert_eq!(
+        sharing_from_windows(&once, 1000, 300.0, 200.0, 10.0),
+        (0.0, 200.0)
+    );
+}
+
+#[test]
+fn predict_csv_round_trips() {
+    let m = Model {
+        testcase: "statneg".into(),
+        design: "transient".into(),
+        lock: LockKind::Ticket,
+        inputs: Inputs {
+            ns_per_op: 2000.0,
+            hot_stores: 5.0,
+            hot_holds: 2.0,
+            hold_ns: 100.0,
+            other_stores: 6.0,
+            hashed_ns: 400.0,
+            hit_ns: 150.0,
+            allocs: 1.0,
+        },
+        transfer_ns: 80.0,
+        lock_measured: false,
+    };
+    let text = to_csv(std::slice::from_ref(&m));
+    assert_eq!(text.lines().count(), 1 + predict::CPUS.len());
+    assert!(
+        text.contains("statneg,transient,ticket,1,500000,0.000,"),
+        "{text}"
+    );
+    assert_eq!(parse_csv(&text).unwrap(), vec![m.clone()]);
+    // A file from before the sharing term still reads, without it.
+    let v1: String = std::iter::once(PREDICT_HEADER_V1.to_string())
+        .chain(text.lines().skip(1).map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            f[..13].join(",")
+        }))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let old = parse_csv(&v1).unwrap();
+    assert_eq!(old[0].inputs.hashed_ns, 0.0);
+    assert_eq!(old[0].inputs.ns_per_op, m.inputs.ns_per_op);
+    assert!(parse_csv("design,lock\n").is_err());
+    let bad = text.replace(",ticket,", ",mcs,");
+    assert!(parse_csv(&bad).unwrap_err().contains("bad lock"));
+}
+
+#[test]
+fn the_check_uses_cpu_time() {
+    let c = Check {
+        design: "noalloc".into(),
+        lock: LockKind::Qspinlock,
+        predicted: 10e6,
+        measured: 5e6,
+        predicted_per_cpu_s: 5e6,
+        measured_per_cpu_s: 4.5e6,
+        effective_cpus: 1.0,
+        transfers_predicted: 0.0,
+        transfers_measured: 0.0,
+        allocs_predicted: 0.0,
+        allocs_measured: 0.0,
+    };
+    assert_eq!(c.wall_ratio(), 2.0);
+    let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
+    assert_eq!(back, vec![c.clone()]);
+    assert!(checks_from_csv("design\n").is_err());
+    let t = validation_table(&[c]);
+    assert!(t.contains("| noalloc | qspinlock | 1 |"), "{t}");
+    assert!(t.contains("| 1.11 [1.11–1.11] |"), "{t}");
+    assert!(t.contains("| met |"), "{t}");
+}
+
+#[test]
+fn the_median_round_sets_the_inputs() {
+    let m = |ns: f64, lock: LockKind| Model {
+        testcase: "statneg".into(),
+        design: "noalloc".into(),
+        lock,
+        inputs: Inputs {
+            ns_per_op: ns,
+            ..Inputs::default()
+        },
+        transfer_ns: 80.0,
+        lock_measured: true,
+    };
+    let all = vec![
+        m(100.0, LockKind::Ticket),
+        m(900.0, LockKind::Ticket),
+        m(110.0, LockKind::Ttas),
+        m(120.0, LockKind::Ticket),
+    ];
+    let med = median_models(all);
+    assert_eq!(med.len(), 2);
+    assert_eq!(
+        (med[0].lock, med[0].inputs.ns_per_op),
+        (LockKind::Ticket, 120.0)
+    );
+    assert_eq!(
+        (med[1].lock, med[1].inputs.ns_per_op),
+        (LockKind::Ttas, 110.0)
+    );
+}
+
+#[test]
+fn cpu_seconds_reads_proc() {
+    let a = cpu_seconds().expect("/proc/self/stat");
+    let t = std::time::Instant::now();
+    while t.elapsed().as_millis() < 50 {
+        std::hint::black_box(0);
+    }
+    assert!(cpu_seconds().unwrap() >= a);
+}
