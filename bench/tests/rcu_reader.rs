@@ -32,27 +32,27 @@ fn rounding(f: f64, m: f64) -> f64 {
     100.0 * (0.05 / f + m * 0.05 / (f * f)) + 0.05 + 1e-9
 }
 
-#[test]
-fn rcu_reader_ab_prints_rounds_and_medians() {
+/// `bench rcu-reader` with 1 s runs, no warm-up and `extra`; must succeed.
+/// Its stdout.
+fn run_ok(extra: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args([
-            "rcu-reader",
-            "--rounds",
-            "3",
-            "--secs",
-            "1",
-            "--warmup",
-            "0",
-        ])
+        .args(["rcu-reader", "--secs", "1", "--warmup", "0"])
+        .args(extra)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
         "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
         out.status
     );
+    stdout
+}
+
+#[test]
+fn rcu_reader_ab_prints_rounds_and_medians() {
+    let stdout = run_ok(&["--rounds", "3"]);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 4, "3 rounds and a median line:\n{stdout}");
     let rounds: Vec<_> = lines[..3]
@@ -123,26 +123,7 @@ fn rcu_reader_perf_lines_parse() {
         qemu::fixtures::skip("rcu_reader", "perf", format!("perf --version: {e}"));
         return;
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args([
-            "rcu-reader",
-            "--rounds",
-            "1",
-            "--secs",
-            "1",
-            "--warmup",
-            "0",
-            "--perf",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
+    let stdout = run_ok(&["--rounds", "1", "--perf"]);
     let perf: Vec<_> = stdout
         .lines()
         .filter(|l| l.starts_with("rcu-reader: perf "))
