@@ -21,7 +21,8 @@ use crate::dcache::design::{self, EnoentDesign};
 use crate::errno::{Errno, KResult};
 use crate::mem;
 use crate::poison::{self, Canary, INODE_LIVE};
-use crate::stats::{self, Event};
+use crate::stats::{self, Event, LastWriter};
+use crate::sync::seqcount::SeqCount;
 use crate::sync::spinlock::{RwSem, SpinLock};
 use crate::vfs::{FileType, Stat};
 
@@ -51,6 +52,14 @@ pub struct Inode {
     /// The directory lock (`i_rwsem`): shared by lookups that ask the
     /// filesystem, exclusive for changes of the directory's entries.
     pub i_rwsem: RwSem,
+    /// Linux `i_dir_seq`: bumped (as its own lock, see
+    /// [`SeqCount::write_lock`]) each time a lookup holding `i_rwsem`
+    /// shared hashes the answer of its in-lookup dentry here, so that
+    /// another lookup whose dcache miss came before that answer knows to
+    /// look again (see `dcache::d_alloc_parallel`).
+    pub i_dir_seq: SeqCount,
+    /// The last CPU to write `i_dir_seq` (for `transfers`).
+    pub(crate) i_dir_seq_writer: LastWriter,
     /// File contents (regular files).
     data: SpinLock<Vec<u8>>,
     /// Symlink target (immutable after creation).
@@ -78,6 +87,8 @@ impl Inode {
             mtime_ns: AtomicU64::new(0),
             dead: AtomicBool::new(false),
             i_rwsem: RwSem::new(),
+            i_dir_seq: SeqCount::new(),
+            i_dir_seq_writer: LastWriter::new(),
             data: SpinLock::new(Vec::new()),
             link: link.into(),
             private: None,

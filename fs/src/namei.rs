@@ -463,43 +463,45 @@ impl<'g> Nd<'g> {
             // As Linux's `__lookup_slow`: allocate first, then look (inside
             // d_alloc_parallel), so a lookup that loses a race still paid
             // for its dentry. A refused allocation ends the walk with ENOMEM.
-            SlowMiss::AllocAndAsk => match dcache::d_alloc_parallel(parent.arc(), name, hash)? {
-                dcache::Parallel::Found(d) => {
-                    step!("d_alloc_parallel", name, false, dentry: &d,
+            SlowMiss::AllocAndAsk => {
+                match dcache::d_alloc_parallel(parent.arc(), &dir, name, hash)? {
+                    dcache::Parallel::Found(d) => {
+                        step!("d_alloc_parallel", name, false, dentry: &d,
                         what: "someone else's dentry was there: use it");
-                    trace!(
-                        "  lookup_slow \"{}\": d_alloc_parallel found it",
-                        name_str(name)
-                    );
-                    Ok(d)
-                }
-                dcache::Parallel::InLookup(d) => {
-                    step!("d_alloc_parallel", name, false, dentry: &d, alloc: true,
+                        trace!(
+                            "  lookup_slow \"{}\": d_alloc_parallel found it",
+                            name_str(name)
+                        );
+                        Ok(d)
+                    }
+                    dcache::Parallel::InLookup(d) => {
+                        step!("d_alloc_parallel", name, false, dentry: &d, alloc: true,
                         lock: "in-lookup hash bucket",
                         what: "allocated a dentry, in-lookup until the filesystem answers");
-                    let r = check_name(name).and_then(|()| sb.ops.lookup(&sb, &dir, name));
-                    let res = match r {
-                        Ok(inode) => {
-                            d.d_time
-                                .store(now_ms(), core::sync::atomic::Ordering::Relaxed);
-                            trace!(
+                        let r = check_name(name).and_then(|()| sb.ops.lookup(&sb, &dir, name));
+                        let res = match r {
+                            Ok(inode) => {
+                                d.d_time
+                                    .store(now_ms(), core::sync::atomic::Ordering::Relaxed);
+                                trace!(
                                 "  lookup_slow \"{}\": d_alloc_parallel -> in-lookup; {} lookup -> {}; d_add",
                                 name_str(name),
                                 sb.ops.fs_type(),
                                 if inode.is_some() { "positive" } else { "negative" }
                             );
-                            dcache::d_add(d.arc(), inode);
-                            step!("d_add", name, false, dentry: &d, lock: "d_lock",
+                                dcache::d_add_in_lookup(d.arc(), &dir, inode);
+                                step!("d_add", name, false, dentry: &d, lock: "d_lock",
                                 what: "the filesystem answered: the dentry is hashed");
-                            Ok(())
-                        }
-                        Err(e) => Err(e),
-                    };
-                    dcache::d_lookup_done(&d);
-                    res?;
-                    Ok(d)
+                                Ok(())
+                            }
+                            Err(e) => Err(e),
+                        };
+                        dcache::d_lookup_done(&d);
+                        res?;
+                        Ok(d)
+                    }
                 }
-            },
+            }
         }
     }
 

@@ -923,3 +923,105 @@ fn noalloc_unlink_then_create() {
         assert_eq!(rcu_lookup(&d, 0, 2, ALL_CHECKS), Answer::Found(1));
     });
 }
+
+// ---------------------------------------------------------------- d_alloc_parallel
+
+/// The shared state of two lookups of one missing name under the directory
+/// lock held shared (Linux `d_alloc_parallel`, ours in `dcache`): the
+/// directory inode's `i_dir_seq`, the name's hash chain and the in-lookup
+/// table (a spinlocked list of the ids whose filesystem lookup is running).
+struct Par {
+    i_dir_seq: SeqCount,
+    chain: RcuList<Node>,
+    in_lookup: SpinLock<Vec<usize>>,
+    freed: Arc<Freed>,
+}
+
+const NAME_X: u32 = 7;
+
+/// One lookup of `NAME_X` in the order of `dcache::d_alloc_parallel`,
+/// `namei::lookup_slow` and `dcache::d_add_in_lookup` / `d_lookup_done`:
+/// sample `i_dir_seq`, search the chain, lock the in-lookup table, check
+/// the sample (`check_seq`), then wait for a lookup already in flight or
+/// join the table, ask the filesystem (it has nothing: negative), hash the
+/// answer inside an `i_dir_seq` section and leave the table. Returns the id
+/// of the dentry the lookup ends on.
+fn parallel_lookup(p: &Par, id: usize, check_seq: bool) -> usize {
+    let new = node(id, NAME_X, &p.freed);
+    loop {
+        let seq = p.i_dir_seq.read_begin();
+        {
+            let g = RcuGuard::new();
+            for n in p.chain.iter(&g) {
+                if n.name.load(Ordering::Relaxed) == NAME_X && n.link.is_linked() {
+                    return n.id;
+                }
+            }
+        }
+        let mut table = p.in_lookup.lock();
+        if check_seq && p.i_dir_seq.read_retry(seq) {
+            drop(table);
+            continue;
+        }
+        if !table.is_empty() {
+            // Another lookup of the name is asking the filesystem: wait
+            // until it leaves the table, then look again.
+            drop(table);
+            while !p.in_lookup.lock().is_empty() {
+                thread::yield_now();
+            }
+            continue;
+        }
+        table.push(id);
+        drop(table);
+        let start = p.i_dir_seq.write_lock();
+        p.chain.lock().push_front(new);
+        p.i_dir_seq.write_unlock(start);
+        p.in_lookup.lock().retain(|&i| i != id);
+        return id;
+    }
+}
+
+/// Two lookups of one missing name race (the negative design's
+/// `lookup_slow`): however they interleave, they end on the same dentry
+/// and the chain holds exactly one dentry for the name. A second hashed
+/// dentry would outlive a later create of the name and answer ENOENT for
+/// a name that exists (what the churn stress test caught).
+fn parallel_lookups(check_seq: bool) {
+    model(Some(3), move || {
+        let p = Arc::new(Par {
+            i_dir_seq: SeqCount::new(),
+            chain: RcuList::new(),
+            in_lookup: SpinLock::new(Vec::new()),
+            freed: Freed::new(2),
+        });
+        let other = {
+            let p = p.clone();
+            thread::spawn(move || parallel_lookup(&p, 1, check_seq))
+        };
+        let mine = parallel_lookup(&p, 0, check_seq);
+        let theirs = other.join().unwrap();
+        let g = RcuGuard::new();
+        let hashed = p
+            .chain
+            .iter(&g)
+            .filter(|n| n.name.load(Ordering::Relaxed) == NAME_X)
+            .count();
+        assert_eq!(hashed, 1, "two dentries hashed for one name");
+        assert_eq!(mine, theirs, "the lookups ended on different dentries");
+    });
+}
+
+#[test]
+fn d_alloc_parallel_hashes_one_dentry_per_name() {
+    parallel_lookups(true);
+}
+
+/// Without the `i_dir_seq` check loom must find the lookup that missed in
+/// the chain before the other hashed its answer and searched the table
+/// after the other left it.
+#[test]
+#[should_panic(expected = "two dentries hashed")]
+fn d_alloc_parallel_without_i_dir_seq_fails() {
+    parallel_lookups(false);
+}

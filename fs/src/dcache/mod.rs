@@ -9,6 +9,7 @@
 //! | `dir_seq` (seqcount)      | "the set of children changed": bumped by create/unlink/rename in the directory (noalloc) |
 //! | hash bucket spinlock      | one chain of the global hash table (writers only)             |
 //! | in-lookup bucket spinlock | dentries whose filesystem lookup is in progress               |
+//! | inode `i_dir_seq` (seqcount, its own lock) | "a lookup hashed an in-lookup answer here": `d_alloc_parallel` retries |
 //! | `rename_lock` (seqlock: count + spinlock) | moves between chains and parents (readers retry) |
 //! | LRU spinlock              | the unused-dentry list and the shrinker                        |
 //! | inode `i_rwsem`           | a directory's entries: shared for lookups that ask the fs, exclusive for changes |
@@ -512,7 +513,35 @@ fn unhash(d: &Dentry) {
 }
 
 /// Give `d` its inode (or none: negative) and hash it (Linux `d_add`).
+/// Caller holds the parent's `i_rwsem` exclusively; the answer of an
+/// in-lookup dentry goes through [`d_add_in_lookup`] instead.
 pub fn d_add(d: &Arc<Dentry>, inode: Option<Arc<Inode>>) {
+    debug_assert!(
+        d.flags() & D_PAR_LOOKUP == 0,
+        "an in-lookup dentry is hashed by d_add_in_lookup"
+    );
+    d_add_locked(d, inode);
+}
+
+/// Hash the filesystem's answer for the in-lookup dentry `d` under `dir`
+/// (whose `i_rwsem` the caller holds shared), inside a write section of
+/// `dir`'s `i_dir_seq` (Linux `__d_add` with `start_dir_add`): another
+/// lookup of the same name that missed in the dcache before this and
+/// searches the in-lookup table after [`d_lookup_done`] sees the count
+/// move and looks again, instead of hashing a second dentry for the name.
+/// Then call [`d_lookup_done`].
+pub fn d_add_in_lookup(d: &Arc<Dentry>, dir: &Inode, inode: Option<Arc<Inode>>) {
+    let line = &dir.i_dir_seq as *const SeqCount as usize;
+    let start = dir.i_dir_seq.write_lock();
+    stats::inc(Event::SharedStore);
+    dir.i_dir_seq_writer.note(line);
+    d_add_locked(d, inode);
+    dir.i_dir_seq.write_unlock(start);
+    stats::inc(Event::SharedStore);
+    stats::census_line_store(line);
+}
+
+fn d_add_locked(d: &Arc<Dentry>, inode: Option<Arc<Inode>>) {
     let g = d.lockref.lock();
     let negative = inode.is_none();
     d.d_seq.write(|| {
@@ -784,16 +813,39 @@ fn in_lookup_bucket(hash: u64) -> &'static SpinLock<Vec<Arc<Dentry>>> {
 
 /// Allocate a dentry for a lookup that must ask the filesystem, making sure
 /// only one such lookup per (parent, name) is in flight (Linux
-/// `d_alloc_parallel`). Caller holds the parent's `i_rwsem` shared.
-/// Like Linux it allocates first, so a refused allocation is `ENOMEM` even
-/// when another lookup has just added the name.
-pub fn d_alloc_parallel(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> KResult<Parallel> {
+/// `d_alloc_parallel`). Caller holds the `i_rwsem` of `dir` (the parent's
+/// inode) shared. Like Linux it allocates first, so a refused allocation
+/// is `ENOMEM` even when another lookup has just added the name.
+///
+/// The name is looked for in two places: the dcache, then the in-lookup
+/// table. Between the two, another lookup may finish: hash its answer and
+/// leave the in-lookup table. Both searches would then miss it, and this
+/// lookup would hash a second dentry for the same name (with the negative
+/// design a negative one that outlives a later create of the name: the
+/// stress test's false ENOENT). `dir`'s `i_dir_seq`, sampled before the
+/// dcache search and checked under the in-lookup bucket lock, catches
+/// exactly that window: [`d_add_in_lookup`] bumps it before the other
+/// lookup's [`d_lookup_done`] takes the same lock.
+pub fn d_alloc_parallel(
+    parent: &Arc<Dentry>,
+    dir: &Inode,
+    name: &[u8],
+    hash: u64,
+) -> KResult<Parallel> {
     let new = d_alloc(parent, name, hash)?;
     loop {
+        let seq = dir.i_dir_seq.read_begin();
         if let Some(d) = d_lookup(parent, name, hash) {
             return Ok(Parallel::Found(d));
         }
         let mut b = in_lookup_bucket(hash).lock();
+        // Did another lookup hash an answer in this directory since our
+        // dcache search began? Its dentry may have left the in-lookup
+        // table already: search the dcache again.
+        if dir.i_dir_seq.read_retry(seq) {
+            drop(b);
+            continue;
+        }
         let g = RcuGuard::new();
         let other = b
             .iter()
