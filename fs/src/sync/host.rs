@@ -211,10 +211,28 @@ fn pending() -> std::sync::MutexGuard<'static, Vec<(u64, Retired)>> {
     PENDING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Move a batch to the pending list and make sure the reclaimer runs.
+/// Pending entries past which a hand-over wakes the reclaimer at once
+/// rather than leaving the batch to its next millisecond tick.
+const WAKE_AT: usize = 1 << 16;
+
+/// Move a batch to the pending list and make sure the reclaimer will run
+/// it. Like Linux's `call_rcu`, which queues and leaves grace periods to
+/// the RCU kthreads' own pace, a hand-over wakes the reclaimer only when it
+/// may be in its long idle sleep (the list was empty) or the list has grown
+/// past [`WAKE_AT`]; otherwise the reclaimer's 1 ms tick takes it. Waking
+/// it on every hand-over made a 2-task transient run wake it about 3 400
+/// times a second, each wake a `membarrier` (an interrupt on every CPU
+/// running a benchmark thread) and a preemption of one benchmark thread:
+/// the other then waited for it behind the fair lock.
 fn hand_over(batch: impl IntoIterator<Item = (u64, Retired)>) {
-    pending().extend(batch);
-    WAKE.notify_one();
+    let mut p = pending();
+    let was_empty = p.is_empty();
+    p.extend(batch);
+    let wake = was_empty || p.len() >= WAKE_AT;
+    drop(p);
+    if wake {
+        WAKE.notify_one();
+    }
     start_reclaimer();
 }
 
