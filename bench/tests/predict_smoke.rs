@@ -100,3 +100,48 @@ fn predict_writes_its_table_and_csv() {
         assert!(!o.status.success(), "{bad:?}");
     }
 }
+
+/// Under `--validate` with a measured transfer latency, each round's
+/// 2-task run is predicted with the latency measured around it (this VM's
+/// vCPUs move between cores that share a cache and cores that do not); a
+/// latency given with `--transfer-ns` is used as given.
+#[test]
+fn validate_measures_the_transfer_latency_around_each_two_task_run() {
+    let args = [
+        "predict",
+        "--designs",
+        "noalloc",
+        "--locks",
+        "qspinlock",
+        "--validate",
+        "--repeat",
+        "2",
+        "--secs",
+        "1",
+        "--warmup",
+        "0",
+    ];
+    let out = run(&args);
+    for round in 1..=2 {
+        let line = out
+            .lines()
+            .find(|l| {
+                l.starts_with(&format!(
+                    "round {round} noalloc lock=qspinlock: transfer latency "
+                ))
+            })
+            .unwrap_or_else(|| panic!("no latency line for round {round}:\n{out}"));
+        let used: f64 = line
+            .rsplit_once("predicted with ")
+            .and_then(|(_, t)| t.strip_suffix(" ns"))
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"));
+        assert!(used > 1.0 && used < 1e7, "{line}");
+    }
+    let given = run(&[&args[..], &["--transfer-ns", "100"]].concat());
+    assert!(
+        !given.contains("transfer latency measured around"),
+        "{given}"
+    );
+    assert!(!given.lines().any(|l| l.starts_with("round ")), "{given}");
+}

@@ -428,6 +428,26 @@ fn measure_inputs(
 
 /// Set in the child processes of [`run_per_lock_kind`].
 const CHILD_ENV: &str = "BENCH_PREDICT_CHILD";
+/// Set in those children when the parent measured the transfer latency
+/// (rather than being given it): they measure it again around each 2-task
+/// run, as a single process does.
+const ROUND_TX_ENV: &str = "BENCH_PREDICT_ROUND_TX";
+
+/// Round trips (in batches of 1000) of the short pingpong run before and
+/// after each 2-task run of `--validate`.
+const ROUND_TX_BATCHES: usize = 50;
+
+/// The transfer latency around one 2-task run: the mean of a short
+/// pingpong just before and just after it. This VM's two vCPUs move
+/// between cores that share a cache (23–27 ns) and cores that do not
+/// (199–225 ns) from one minute to the next, so a 2-task run is predicted
+/// with the latency of its own moment, not of the run's start.
+fn round_transfer_ns(exec: &HostExecutor, before: f64) -> Result<(f64, f64), String> {
+    let after = pingpong::run(exec, ROUND_TX_BATCHES)
+        .map_err(|e| e.to_string())?
+        .transfer_ns;
+    Ok(((before + after) / 2.0, after))
+}
 
 /// The transfer latency: `--transfer-ns`, else measured by pingpong.
 fn transfer_latency(a: &PredictArgs, exec: &HostExecutor) -> Result<f64, String> {
@@ -473,6 +493,9 @@ fn run_per_lock_kind(
     for &lock in locks {
         let mut cmd = std::process::Command::new(&exe);
         cmd.env(CHILD_ENV, "1").arg("predict");
+        if a.transfer_ns.is_none() {
+            cmd.env(ROUND_TX_ENV, "1");
+        }
         cmd.arg("--designs").arg(a.designs.join(","));
         cmd.arg("--locks").arg(lock.to_string());
         cmd.arg("--testcase").arg(&a.testcase);
@@ -646,6 +669,17 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
         return run_per_lock_kind(a, &locks, exec);
     }
     let transfer_ns = transfer_latency(a, exec)?;
+    // Under --validate, each 2-task run is predicted with the latency
+    // measured around it, unless the user gave one (a target machine's).
+    let per_round_tx = a.validate
+        && (a.transfer_ns.is_none() || std::env::var_os(ROUND_TX_ENV).is_some())
+        && exec.cpus().len() >= 2;
+    if per_round_tx {
+        println!(
+            "under --validate each 2-task run is predicted with the transfer latency measured \
+             around it ({ROUND_TX_BATCHES} batches before and after)"
+        );
+    }
     let clock_ns = clock_cost_ns();
     println!("clock read: {clock_ns:.1} ns (subtracted from each census hold)");
     if !with_lock {
@@ -670,9 +704,28 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
             for lk in kinds {
                 let m1 = measure_inputs(&a.testcase, design, lk, a, exec, clock_ns)?;
                 let mut two = None;
+                let mut check_tx = transfer_ns;
                 if a.validate {
                     let p2 = params(&a.testcase, design, lk, 2, a)?;
+                    let before = if per_round_tx {
+                        Some(
+                            pingpong::run(exec, ROUND_TX_BATCHES)
+                                .map_err(|e| e.to_string())?
+                                .transfer_ns,
+                        )
+                    } else {
+                        None
+                    };
                     let (o2, spent2) = run_spent(&p2, exec)?;
+                    if let Some(before) = before {
+                        let (mean, after) = round_transfer_ns(exec, before)?;
+                        println!(
+                            "round {round} {design}{}: transfer latency {before:.1} ns before \
+                             the 2-task run, {after:.1} ns after: predicted with {mean:.1} ns",
+                            lk.map(|l| format!(" lock={l}")).unwrap_or_default()
+                        );
+                        check_tx = mean;
+                    }
                     let d = match lk {
                         Some(l) => format!("{design} lock={l}"),
                         None => design.clone(),
@@ -710,7 +763,11 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                         lock_measured: lk.is_some(),
                     };
                     if let Some((o2, spent2)) = &two {
-                        checks.push(Check::new(&m, &m1.cpu, o2, spent2));
+                        let at_its_moment = Model {
+                            transfer_ns: check_tx,
+                            ..m.clone()
+                        };
+                        checks.push(Check::new(&at_its_moment, &m1.cpu, o2, spent2));
                     }
                     models.push(m);
                 }

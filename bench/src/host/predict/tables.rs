@@ -76,7 +76,11 @@ pub fn validation_table(checks: &[Check]) -> String {
          The model is for 2 CPUs running at once: where *effective CPUs* (the 2-task run's CPU-s \
          ÷ wall-s) is well below 2 the tasks took turns on a CPU, and a task frozen with its \
          transient dentry hashed lets the other share it for a whole time slice, so transient's \
-         measured allocs/op fall below the prediction and its ops/CPU-s rise above it.\n\n\
+         measured allocs/op fall below the prediction and its ops/CPU-s rise above it. Unless \
+         `--transfer-ns` was given, each round's 2-task run is predicted with the cache-line \
+         transfer latency measured just before and after it (bench predict prints it per \
+         round): on a VM whose vCPUs move between cores that share a cache and cores that do \
+         not, the latency of the run's start is not that of every round.\n\n\
          | design | lock | rounds | predicted ops/CPU-s | measured ops/CPU-s | ratio per CPU-s | wall ops/s predicted | measured | ratio wall | effective CPUs | allocs/op predicted | measured | transfers/op predicted | measured | verdict (±25 %) |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
