@@ -437,16 +437,15 @@ const ROUND_TX_ENV: &str = "BENCH_PREDICT_ROUND_TX";
 /// after each 2-task run of `--validate`.
 const ROUND_TX_BATCHES: usize = 50;
 
-/// The transfer latency around one 2-task run: the mean of a short
-/// pingpong just before and just after it. This VM's two vCPUs move
-/// between cores that share a cache (23–27 ns) and cores that do not
-/// (199–225 ns) from one minute to the next, so a 2-task run is predicted
-/// with the latency of its own moment, not of the run's start.
-fn round_transfer_ns(exec: &HostExecutor, before: f64) -> Result<(f64, f64), String> {
-    let after = pingpong::run(exec, ROUND_TX_BATCHES)
-        .map_err(|e| e.to_string())?
-        .transfer_ns;
-    Ok(((before + after) / 2.0, after))
+/// One side of the transfer latency around a 2-task run: a short
+/// pingpong just before or just after it. This VM's two vCPUs move between
+/// cores that share a cache (23–27 ns) and cores that do not (199–225 ns)
+/// from one minute to the next, so a 2-task run is predicted with the mean
+/// of the two sides, the latency of its own moment, not of the run's start.
+fn round_transfer_ns(exec: &HostExecutor) -> Result<f64, String> {
+    pingpong::run(exec, ROUND_TX_BATCHES)
+        .map(|pp| pp.transfer_ns)
+        .map_err(|e| e.to_string())
 }
 
 /// The transfer latency: `--transfer-ns`, else measured by pingpong.
@@ -708,17 +707,14 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                 if a.validate {
                     let p2 = params(&a.testcase, design, lk, 2, a)?;
                     let before = if per_round_tx {
-                        Some(
-                            pingpong::run(exec, ROUND_TX_BATCHES)
-                                .map_err(|e| e.to_string())?
-                                .transfer_ns,
-                        )
+                        Some(round_transfer_ns(exec)?)
                     } else {
                         None
                     };
                     let (o2, spent2) = run_spent(&p2, exec)?;
                     if let Some(before) = before {
-                        let (mean, after) = round_transfer_ns(exec, before)?;
+                        let after = round_transfer_ns(exec)?;
+                        let mean = (before + after) / 2.0;
                         println!(
                             "round {round} {design}{}: transfer latency {before:.1} ns before \
                              the 2-task run, {after:.1} ns after: predicted with {mean:.1} ns",
