@@ -99,6 +99,13 @@ where
         }
         Bench::Statpos => run_workload(workloads::statpos::Statpos::default(), &vfs, p, exec, out),
         Bench::Churn => run_workload(workloads::churn::Churn::default(), &vfs, p, exec, out),
+        Bench::StatnegOwndir => run_workload(
+            workloads::statneg_owndir::StatnegOwndir::default(),
+            &vfs,
+            p,
+            exec,
+            out,
+        ),
     }
 }
 

@@ -36,7 +36,7 @@ pub struct KeyInfo {
 pub const KEYS: &[KeyInfo] = &[
     KeyInfo {
         key: "bench",
-        values: "statneg|statneg-distinct|statneg-deep|statpos|churn",
+        values: "statneg|statneg-distinct|statneg-deep|statpos|churn|statneg-owndir",
         help: "workload to run (required)",
     },
     KeyInfo {
@@ -84,16 +84,19 @@ pub enum Bench {
     Statpos,
     /// Half the tasks create and unlink in one directory, the rest statneg in it.
     Churn,
+    /// Each task stats a missing name in a directory of its own.
+    StatnegOwndir,
 }
 
 impl Bench {
     /// All workloads, in the order sweeps run them.
-    pub const ALL: [Bench; 5] = [
+    pub const ALL: [Bench; 6] = [
         Bench::Statneg,
         Bench::StatnegDistinct,
         Bench::StatnegDeep,
         Bench::Statpos,
         Bench::Churn,
+        Bench::StatnegOwndir,
     ];
 
     /// The name used in `bench=NAME`.
@@ -104,6 +107,7 @@ impl Bench {
             Bench::StatnegDeep => "statneg-deep",
             Bench::Statpos => "statpos",
             Bench::Churn => "churn",
+            Bench::StatnegOwndir => "statneg-owndir",
         }
     }
 

@@ -45,6 +45,44 @@ fn host_mode_noalloc_two_tasks() {
     );
 }
 
+/// `statneg-owndir`: each task misses in its own directory, so two
+/// transient tasks allocate every time yet move no counted line between
+/// them; `statneg-distinct` (the same misses under one parent) does (only
+/// a few per op when other tests load the machine and the two tasks take
+/// turns on a core, but never none).
+#[test]
+fn host_mode_owndir_shares_no_counted_line() {
+    let run = |bench: &str| {
+        let out = bench_exe()
+            .args([
+                "host",
+                bench,
+                "tasks=2",
+                "design=transient",
+                "warmup=0",
+                "secs=1",
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{bench}: {stdout}");
+        let r = parse(&stdout).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+        assert!(r.measurement[0].min > 0, "a task did nothing: {stdout}");
+        (r, stdout)
+    };
+    let (own, stdout) = run("bench=statneg-owndir");
+    assert_eq!(
+        own.testcase,
+        "non-existent file stat, one directory per task (tmpfs enoent=transient)"
+    );
+    let p = own.per_op.expect("per-op line");
+    assert!((p.allocs - 1.0).abs() < 0.01, "{stdout}");
+    assert_eq!(p.transfers, Some(0.0), "{stdout}");
+    let (distinct, stdout) = run("bench=statneg-distinct");
+    let t = distinct.per_op.expect("per-op line").transfers;
+    assert!(t.is_some_and(|t| t > 0.0), "{stdout}");
+}
+
 #[test]
 fn host_mode_refuses_bad_words() {
     let out = bench_exe()

@@ -10,6 +10,8 @@
 //! - `statpos` ([`statpos::Statpos`]): an existing file.
 //! - `churn` ([`churn::Churn`]): odd tasks create and unlink in one directory, even
 //!   tasks run statneg in it (the price of the sequence retries).
+//! - `statneg-owndir` ([`statneg_owndir::StatnegOwndir`]): each task a
+//!   missing name in its own directory (nothing of the name's path shared).
 //!
 //! A workload checks every answer: a wrong one makes `run_once` return
 //! false, which the driver counts and reports. `run_once` must not allocate
@@ -26,6 +28,7 @@ pub mod churn;
 pub mod statneg;
 pub mod statneg_deep;
 pub mod statneg_distinct;
+pub mod statneg_owndir;
 pub mod statpos;
 
 /// A benchmark workload over a VFS.

@@ -74,7 +74,7 @@ pub(super) fn parse_accel(s: &str) -> Result<String, String> {
 /// `bench sweep` flags.
 #[derive(Clone, Debug, clap::Args)]
 pub struct SweepArgs {
-    /// Testcases (comma-separated): statneg, statneg-distinct, statneg-deep, statpos, churn.
+    /// Testcases (comma-separated): statneg, statneg-distinct, statneg-deep, statpos, churn, statneg-owndir.
     #[arg(long, value_delimiter = ',', value_parser = parse_bench, default_value = "statneg")]
     pub testcases: Vec<Bench>,
     /// ENOENT designs (comma-separated).
