@@ -64,7 +64,10 @@ pub trait Platform: Sync {
         self.synchronize_rcu()
     }
     /// Report that this CPU holds no RCU references right now (outside any
-    /// read-side section). Long loops call it; QSBR relies on it.
+    /// read-side section). Long loops call it; QSBR relies on it. The
+    /// caller holds no lock of the fs: the platform may run this CPU's due
+    /// callbacks here (the kernel and the host platform both do, as Linux
+    /// runs them on the CPU that queued them).
     fn rcu_quiescent_state(&self);
 
     /// May the fs allocate `bytes` (one allocation) now? `false` makes the

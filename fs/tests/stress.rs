@@ -630,6 +630,60 @@ fn rcu_barrier_waits_for_the_reclaimer() {
     assert_eq!((done, chained), (N, N));
 }
 
+/// A thread that reports quiescent states runs its own callbacks there, as
+/// Linux runs them on the CPU that queued them: what it frees is what it
+/// allocated, so the allocator stays thread-local. The reclaimer only
+/// advances the epoch for it. A thread that never reports them hands its
+/// callbacks over, and the reclaimer runs them.
+#[test]
+fn callbacks_run_on_the_thread_that_reports_quiescent_states() {
+    let _s = serial();
+    use std::thread::ThreadId;
+    static RAN_ON: Mutex<Vec<ThreadId>> = Mutex::new(Vec::new());
+    struct Note;
+    impl Drop for Note {
+        fn drop(&mut self) {
+            RAN_ON.lock().unwrap().push(std::thread::current().id());
+        }
+    }
+    const N: usize = 500;
+    let ran_on = |t: ThreadId| RAN_ON.lock().unwrap().iter().filter(|&&r| r == t).count();
+    RAN_ON.lock().unwrap().clear();
+    let p = fs::platform::get();
+    let (me, mine) = std::thread::spawn(move || {
+        let me = std::thread::current().id();
+        p.rcu_quiescent_state(); // this thread reports quiescent states
+        for _ in 0..N {
+            call_rcu(Retired::from_box(Box::new(Note)));
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while ran_on(me) < N && Instant::now() < deadline {
+            p.rcu_quiescent_state();
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        (me, ran_on(me))
+    })
+    .join()
+    .unwrap();
+    // A thread that queues and never reports: the reclaimer runs them.
+    let other = std::thread::spawn(move || {
+        for _ in 0..N {
+            call_rcu(Retired::from_box(Box::new(Note)));
+        }
+        std::thread::current().id()
+    })
+    .join()
+    .unwrap();
+    rcu_barrier();
+    let total = RAN_ON.lock().unwrap().len();
+    let by_other = ran_on(other);
+    println!("# own callbacks: {mine}/{N} run by the reporting thread; {by_other}/{N} of the other's run by itself");
+    assert_eq!(mine, N, "callbacks of a reporting thread ran elsewhere");
+    assert_eq!(ran_on(me), N);
+    assert_eq!(by_other, 0, "a thread that never reports ran callbacks");
+    assert_eq!(total, 2 * N);
+}
+
 #[test]
 fn negative_dentries_stay_under_lru_limit() {
     let _s = serial();

@@ -16,11 +16,32 @@
 //!   epoch `<= r`, and two advances prove it has left.
 //! - `call_rcu` queues on the calling thread (no lock, no allocation once the
 //!   queue has grown) and never runs a destructor itself: its caller may hold
-//!   dcache locks that a destructor (a `dput`) would take again. Past a
-//!   threshold the queue moves, in one batch, to a global pending list that a
-//!   background reclaimer thread (Linux's `rcuc`/`rcuo` kthreads) drains
-//!   once the epoch allows, holding no lock of ours. A thread that exits
-//!   hands its queue over the same way.
+//!   dcache locks that a destructor (a `dput`) would take again.
+//! - Who runs the callbacks depends on the thread, as in Linux, where they
+//!   run in softirq on the CPU that queued them unless that CPU offloads
+//!   them to `rcuo` kthreads (`rcu_nocbs`):
+//!   - A thread that reports quiescent states (`rcu_quiescent_state`, at
+//!     points where it holds no lock of ours: the benchmark loop every 64
+//!     operations) runs its own due callbacks there. The memory it frees
+//!     is memory it allocated, so the allocator stays thread-local (glibc's
+//!     tcache and the thread's own arena), as a kernel's per-CPU slab does.
+//!     Its queue waits for grace periods that the background thread drives
+//!     (below); past [`OWN_LIMIT`] entries, or when the thread exits, it is
+//!     handed over like any other.
+//!   - Any other thread's queue moves, in one batch past [`RECLAIM_AT`]
+//!     entries or when the thread exits, to a global pending list that a
+//!     background reclaimer thread (Linux's `rcuo` kthreads) drains once
+//!     the epoch allows, holding no lock of ours.
+//!
+//!   Handing every callback to the reclaimer, as all threads once did, made
+//!   a 2-task transient run free each dentry on another thread than the one
+//!   that allocated it: glibc took the arena's lock for every such free (a
+//!   futex wake when the owner held it), trimmed and refaulted its heaps
+//!   (`clear_page_erms` was the top kernel symbol), and the reclaimer took a
+//!   CPU from a benchmark thread. With each task in its own directory
+//!   (`bench=statneg-owndir`: no dentry shared) 2 tasks ran at 0.88-0.92 x
+//!   the rate of one; with callbacks run by their own thread, at 0.96-1.05 x
+//!   (docs/designs.md, "Host mode's RCU callbacks").
 //! - `synchronize_rcu` waits for two epoch advances and then runs whatever
 //!   is due itself (its caller holds no locks: it is about to wait).
 //! - `rcu_barrier` (Linux's `rcu_barrier()`) waits until every callback
@@ -81,14 +102,29 @@ static SLOTS: [Slot; MAX_CPUS] = [SLOT; MAX_CPUS];
 static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 static EPOCH: AtomicU64 = AtomicU64::new(1);
 
-/// Queue length at which `call_rcu` tries to reclaim.
+/// Queue length at which a thread that does not run its own callbacks
+/// hands them to the reclaimer.
 const RECLAIM_AT: usize = 128;
+
+/// Queue length at which a thread that runs its own callbacks hands them
+/// over all the same (it stopped reporting quiescent states, or reports
+/// them too rarely for the callbacks to keep up).
+const OWN_LIMIT: usize = 1 << 16;
 
 struct Local {
     slot: usize,
     nest: Cell<u32>,
     queue: RefCell<VecDeque<(u64, Retired)>>,
+    /// This thread reports quiescent states, so it runs its own callbacks
+    /// (set by its first `rcu_quiescent_state`).
+    runs_own: Cell<bool>,
+    /// This thread is counted in [`OWN_WAITING`].
+    waiting: Cell<bool>,
 }
+
+/// Threads whose own callback queue waits for a grace period: while any
+/// does, the reclaimer advances the epoch on its 1 ms tick.
+static OWN_WAITING: AtomicUsize = AtomicUsize::new(0);
 
 impl Local {
     fn claim() -> Local {
@@ -103,6 +139,8 @@ impl Local {
                     slot: i,
                     nest: Cell::new(0),
                     queue: RefCell::new(VecDeque::new()),
+                    runs_own: Cell::new(false),
+                    waiting: Cell::new(false),
                 };
             }
         }
@@ -113,11 +151,54 @@ impl Local {
 impl Drop for Local {
     fn drop(&mut self) {
         SLOTS[self.slot].state.store(0, Ordering::Release);
+        self.set_waiting(false);
         let q: Vec<_> = self.queue.get_mut().drain(..).collect();
         if !q.is_empty() {
             hand_over(q);
         }
         SLOTS[self.slot].in_use.store(false, Ordering::Release);
+    }
+}
+
+impl Local {
+    /// Count this thread in [`OWN_WAITING`] (or stop counting it). The
+    /// reclaimer may be in its long idle sleep when the first thread starts
+    /// waiting: wake it.
+    fn set_waiting(&self, on: bool) {
+        if self.waiting.get() == on {
+            return;
+        }
+        self.waiting.set(on);
+        if on {
+            if OWN_WAITING.fetch_add(1, Ordering::Relaxed) == 0 {
+                start_reclaimer();
+                WAKE.notify_one();
+            }
+        } else {
+            OWN_WAITING.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Run this thread's callbacks whose grace period is over, oldest
+    /// first. One at a time: a destructor may queue more (a `dput` of the
+    /// parent), which needs the queue.
+    fn run_own_due(&self) {
+        let now = EPOCH.load(Ordering::Acquire);
+        loop {
+            let due = {
+                let mut q = self.queue.borrow_mut();
+                match q.front() {
+                    Some(&(r, _)) if r + 2 <= now => q.pop_front().map(|(_, obj)| obj),
+                    _ => None,
+                }
+            };
+            match due {
+                Some(obj) => obj.reclaim(),
+                None => break,
+            }
+        }
+        let empty = self.queue.borrow().is_empty();
+        self.set_waiting(!empty);
     }
 }
 
@@ -291,13 +372,16 @@ fn start_reclaimer() {
     });
 }
 
-/// The reclaimer: run due destructors (holding none of the callers' locks);
-/// callbacks they queue come back through this thread's own queue.
+/// The reclaimer: run due destructors of handed-over queues (holding none
+/// of the callers' locks; callbacks they queue come back through this
+/// thread's own queue), and advance the epoch every millisecond while
+/// anything waits for a grace period, including the queues of threads that
+/// run their own callbacks (Linux's grace-period kthread).
 fn reclaimer() {
     loop {
         {
             let p = pending();
-            let idle = p.is_empty();
+            let idle = p.is_empty() && OWN_WAITING.load(Ordering::Relaxed) == 0;
             let _ = WAKE
                 .wait_timeout(
                     p,
@@ -393,7 +477,13 @@ impl Platform for HostPlatform {
                 if let Some(o) = obj.take() {
                     q.push_back((r, o));
                 }
-                q.len() >= RECLAIM_AT
+                if l.runs_own.get() {
+                    drop(q);
+                    l.set_waiting(true);
+                    l.queue.borrow().len() >= OWN_LIMIT
+                } else {
+                    q.len() >= RECLAIM_AT
+                }
             })
             .unwrap_or(false);
         if let Some(o) = obj {
@@ -436,5 +526,13 @@ impl Platform for HostPlatform {
         if !FENCE_FREE.load(Ordering::Relaxed) {
             let _ = try_advance();
         }
+        // The caller holds no lock of ours (the contract of the call): run
+        // this thread's due callbacks, and from now on keep them here.
+        let _ = LOCAL.try_with(|l| {
+            l.runs_own.set(true);
+            if l.nest.get() == 0 {
+                l.run_own_due();
+            }
+        });
     }
 }
