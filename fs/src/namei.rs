@@ -440,8 +440,11 @@ impl<'g> Nd<'g> {
         let _shared = dir.i_rwsem.read();
         step!("lookup_slow", name, false, dentry: parent, lock: "i_rwsem (shared)",
             what: "ask the filesystem, the directory locked shared");
-        let sb = parent.sb.clone();
-        match sb.design().slow_miss(&sb) {
+        // Borrowed, not cloned: the superblock outlives the parent we hold,
+        // and a clone would write its reference count, a line every CPU's
+        // lookups then fight over (Linux's `d_sb` is a plain pointer).
+        let sb = &parent.sb;
+        match sb.design().slow_miss(sb) {
             SlowMiss::Enoent => {
                 // Look again under the lock: a create may have finished.
                 if let Some(d) = d_lookup(parent, name, hash) {
@@ -478,7 +481,7 @@ impl<'g> Nd<'g> {
                         step!("d_alloc_parallel", name, false, dentry: &d, alloc: true,
                         lock: "in-lookup hash bucket",
                         what: "allocated a dentry, in-lookup until the filesystem answers");
-                        let r = check_name(name).and_then(|()| sb.ops.lookup(&sb, &dir, name));
+                        let r = check_name(name).and_then(|()| sb.ops.lookup(sb, &dir, name));
                         let res = match r {
                             Ok(inode) => {
                                 d.d_time
