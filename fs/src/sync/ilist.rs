@@ -8,6 +8,14 @@
 //! holds it; `remove` checks the id first. Callers keep each list behind a
 //! lock (the parent dentry's lockref, the LRU spinlock), so the ids are read
 //! and written only under the lock of the list concerned.
+//!
+//! A list takes its id on its first `push_back`, not when it is made: every
+//! dentry has a children list and most never hold a child (every transient
+//! dentry of a missed lookup), and the ids come from one global counter,
+//! whose line a `fetch_add` per allocation moved between every CPU that
+//! allocated dentries. Id 0 means "never held anything": such a list owns
+//! no node, and a node whose owner is 0 is on no list, so the two never
+//! match.
 
 use alloc::sync::Arc;
 use core::ops::Deref;
@@ -62,7 +70,7 @@ intrusive_adapter!(LruAdapter<T> = Arc<Node<T>>: Node<T> { lru => AtomicLink });
 
 /// List ids only need to be unique, not ordered with anything, so the
 /// counter is a plain core atomic even under loom (whose atomics cannot be
-/// statics).
+/// statics). Taken once per list that ever holds an element.
 static NEXT_ID: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(1);
 
 fn new_id() -> usize {
@@ -85,9 +93,9 @@ macro_rules! owned_list {
         }
 
         impl<T> $name<T> {
-            /// An empty list with a fresh id.
+            /// An empty list, without an id until it holds something.
             pub fn new() -> Self {
-                $name { id: new_id(), len: 0, list: LinkedList::new($adapter::new()) }
+                $name { id: 0, len: 0, list: LinkedList::new($adapter::new()) }
             }
 
             /// Number of elements.
@@ -106,6 +114,9 @@ macro_rules! owned_list {
                 if n.$owner.load(Ordering::Relaxed) != 0 {
                     return false;
                 }
+                if self.id == 0 {
+                    self.id = new_id();
+                }
                 n.$owner.store(self.id, Ordering::Relaxed);
                 self.list.push_back(n);
                 self.len += 1;
@@ -114,12 +125,14 @@ macro_rules! owned_list {
 
             /// Remove `n` if it is on this list.
             pub fn remove(&mut self, n: &Node<T>) -> Option<Arc<Node<T>>> {
-                if n.$owner.load(Ordering::Relaxed) != self.id {
+                // A list without an id never held anything (and a node
+                // on no list has owner 0 too: they must not match).
+                if self.id == 0 || n.$owner.load(Ordering::Relaxed) != self.id {
                     return None;
                 }
                 // SAFETY: the owner id says `n` is linked into this very
-                // list (ids are unique and only set/cleared here, under the
-                // lock that guards this list).
+                // list (ids are unique and nonzero, and only set/cleared
+                // here, under the lock that guards this list).
                 let mut c = unsafe { self.list.cursor_mut_from_ptr(n) };
                 let r = c.remove();
                 if r.is_some() {
@@ -213,5 +226,24 @@ mod tests {
         assert_eq!(l.pop_front().map(|x| **x), Some(7));
         assert!(!n.on_lru());
         assert!(n.on_sibling_list());
+    }
+
+    /// A list that never held anything has no id yet, and a node on no
+    /// list has owner 0: removing one from the other must find nothing
+    /// (not unlink a node that is not linked).
+    #[test]
+    fn a_fresh_list_owns_no_free_node() {
+        let mut fresh: ChildList<u32> = ChildList::new();
+        let free = Arc::new(Node::new(1));
+        assert!(fresh.remove(&free).is_none());
+        assert!(fresh.is_empty() && !free.on_sibling_list());
+        // Its id comes with its first element, and is its own.
+        let mut other: ChildList<u32> = ChildList::new();
+        let a = Arc::new(Node::new(2));
+        let b = Arc::new(Node::new(3));
+        assert!(fresh.push_back(a.clone()) && other.push_back(b.clone()));
+        assert!(other.remove(&a).is_none() && fresh.remove(&b).is_none());
+        assert_eq!(fresh.remove(&a).map(|x| **x), Some(2));
+        assert_eq!(other.remove(&b).map(|x| **x), Some(3));
     }
 }
