@@ -101,6 +101,58 @@ fn predict_writes_its_table_and_csv() {
     }
 }
 
+/// The census tells the lines tasks share from each task's own: in
+/// `statneg-owndir` each task's directory (its lockref, its lock) is its
+/// own, so no shared line is a lock line and the prediction at 2 CPUs is
+/// far above statneg's, whose parent directory every task shares.
+#[test]
+fn predict_prices_only_the_lines_tasks_share() {
+    let model = |testcase: &str| {
+        let dir =
+            std::env::temp_dir().join(format!("bench-predict-{testcase}-{}", std::process::id()));
+        run(&[
+            "predict",
+            "--designs",
+            "transient",
+            "--locks",
+            "qspinlock",
+            "--testcase",
+            testcase,
+            "--transfer-ns",
+            "100",
+            "--secs",
+            "1",
+            "--warmup",
+            "0",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        let mut m = predict::read_dir(&dir).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(m.len(), 1, "{m:?}");
+        m.remove(0)
+    };
+    let own = model("statneg-owndir");
+    let shared = model("statneg");
+    assert!(
+        !own.inputs.lines.is_empty(),
+        "the superblock is shared: {own:?}"
+    );
+    assert!(own.inputs.lines.iter().all(|l| l.holds == 0.0), "{own:?}");
+    assert!(
+        shared
+            .inputs
+            .lines
+            .iter()
+            .any(|l| l.holds >= 1.0 && l.fast >= 1.0),
+        "{shared:?}"
+    );
+    assert!(
+        own.predict(2).ops_no_sharing > 1.5 * shared.predict(2).ops_no_sharing,
+        "{own:?}\n{shared:?}"
+    );
+}
+
 /// Under `--validate` with a measured transfer latency, each round's
 /// 2-task run is predicted with the latency measured around it (this VM's
 /// vCPUs move between cores that share a cache and cores that do not); a

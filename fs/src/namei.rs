@@ -437,6 +437,10 @@ impl<'g> Nd<'g> {
             unreachable!("lookup_slow in RCU-walk")
         };
         let dir = parent.inode_arc().ok_or(Errno::ENOENT)?;
+        // The clone and, at the end, the drop of `dir` write its `Arc`
+        // count: a line every CPU's misses in this directory share.
+        stats::census_arc(&dir);
+        let _dir_drop = stats::CensusArcDrop(&dir);
         let _shared = dir.i_rwsem.read();
         step!("lookup_slow", name, false, dentry: parent, lock: "i_rwsem (shared)",
             what: "ask the filesystem, the directory locked shared");

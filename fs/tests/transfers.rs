@@ -154,3 +154,64 @@ fn the_census_names_the_hottest_line() {
         });
     });
 }
+
+/// What the census books per line for the scaling model: visits (runs of
+/// stores to one line), lockref fast paths among them, stores made while
+/// holding the line's own lock, the lines visited while the op's dentry
+/// is hashed, and which task stored: two tasks' ops taking turns on one
+/// thread tell the parent's line (both) from each name's own hash bucket
+/// (one each).
+#[test]
+fn the_census_books_visits_holds_windows_and_writers() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let v = Vfs::new_tmpfs("enoent=transient").unwrap();
+    let names: [&[u8]; 2] = [b"/missing-a", b"/missing-b"];
+    let n = 4_000u64;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for name in names {
+                assert_eq!(v.stat(name), Err(Errno::ENOENT));
+            }
+            stats::census_begin();
+            for _ in 0..n {
+                for (t, name) in names.iter().enumerate() {
+                    stats::census_task(Some(t));
+                    assert_eq!(v.stat(name), Err(Errno::ENOENT));
+                }
+            }
+            let (lines, _overflow) = stats::census_end();
+            stats::census_task(None);
+            let ops = 2 * n;
+            let per_op = |x: u64| x as f64 / ops as f64;
+            // The parent's lockref line: stored to by both tasks, locked
+            // twice per miss (d_alloc, the kill), its count and list head
+            // and release stored inside those holds, taken lock-free by the
+            // walk's reference and puts, and locked once more inside the
+            // hashed window (the kill unhashes under it).
+            let parent = lines
+                .iter()
+                .find(|l| l.writers() == 2 && l.holds >= ops)
+                .unwrap_or_else(|| panic!("no shared lock line: {:?}", &lines[..4]));
+            assert!((per_op(parent.holds) - 2.0).abs() < 0.01, "{parent:?}");
+            assert!(per_op(parent.in_hold) >= 4.0, "{parent:?}");
+            assert!(per_op(parent.fast) >= 2.0, "{parent:?}");
+            assert!(parent.visits > parent.fast, "{parent:?}");
+            assert!(parent.visits + parent.in_hold <= parent.stores);
+            assert!(per_op(parent.win_visits) >= 1.0, "{parent:?}");
+            // The parent's `Arc` count: shared, no transfer tag.
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.writers() == 2 && l.untagged == l.stores && per_op(l.stores) >= 4.0),
+                "no shared untagged line"
+            );
+            // Each name's hash bucket: locked twice per op of its own task
+            // only (insert, unhash), inside the window for the unhash.
+            let own: Vec<_> = lines
+                .iter()
+                .filter(|l| l.writers() == 1 && l.holds >= n && l.win_in_hold > 0)
+                .collect();
+            assert!(own.len() >= 2, "{:?}", &lines[..8.min(lines.len())]);
+        });
+    });
+}

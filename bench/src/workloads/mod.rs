@@ -44,6 +44,21 @@ pub trait Workload: Sync {
     fn expected(&self, task: usize) -> &'static str;
 }
 
+/// A fresh workload of kind `b`, boxed (the line census drives one from
+/// `bench predict`; the benchmark loop itself runs the concrete types).
+pub fn boxed(b: crate::params::Bench) -> alloc::boxed::Box<dyn Workload> {
+    use crate::params::Bench;
+    use alloc::boxed::Box;
+    match b {
+        Bench::Statneg => Box::new(statneg::Statneg),
+        Bench::StatnegDistinct => Box::new(statneg_distinct::StatnegDistinct::default()),
+        Bench::StatnegDeep => Box::new(statneg_deep::StatnegDeep),
+        Bench::Statpos => Box::new(statpos::Statpos::default()),
+        Bench::Churn => Box::new(churn::Churn::default()),
+        Bench::StatnegOwndir => Box::new(statneg_owndir::StatnegOwndir::default()),
+    }
+}
+
 /// Is this the answer of a stat of a missing name?
 pub(crate) fn is_enoent<T>(r: KResult<T>) -> bool {
     matches!(r, Err(fs::Errno::ENOENT))

@@ -169,6 +169,9 @@ impl RcuNode for Dentry {
 impl Drop for DentryInner {
     fn drop(&mut self) {
         stats::inc(Event::DentryFree);
+        // The references this dentry held on shared objects go now.
+        stats::census_arc_ptr(self.parent.ptr());
+        stats::census_arc(&self.sb);
     }
 }
 
@@ -316,6 +319,7 @@ impl Drop for DRef {
 pub fn dget(d: &Arc<Dentry>) -> DRef {
     d.lockref.get();
     stats::inc(Event::SharedStore); // the Arc strong count
+    stats::census_arc(d);
     DRef::adopt(d.clone())
 }
 
@@ -324,7 +328,9 @@ pub fn dget(d: &Arc<Dentry>) -> DRef {
 pub fn dget_not_dead(d: RcuRef<'_, Dentry>) -> Option<DRef> {
     if d.lockref.get_not_dead() {
         stats::inc(Event::SharedStore);
-        Some(DRef::adopt(d.to_arc()))
+        let a = d.to_arc();
+        stats::census_arc(&a);
+        Some(DRef::adopt(a))
     } else {
         None
     }
@@ -355,6 +361,8 @@ pub fn admit_long_name(name: &[u8]) -> KResult<()> {
 /// `ENOMEM` when memory admission refuses it (nothing is allocated then).
 pub fn d_alloc(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> KResult<DRef> {
     admit_dentry(name)?;
+    stats::census_arc(parent);
+    stats::census_arc(&parent.sb);
     let d = Arc::new(Node::new(DentryInner {
         hash_link: RcuLink::new(),
         canary: Canary::new(),
@@ -381,6 +389,7 @@ pub fn d_alloc(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> KResult<DRef> {
     let mut pg = parent.lockref.lock();
     pg.inc();
     pg.children.push_back(d.clone());
+    stats::census_untagged_store(&pg.children as *const _ as usize);
     drop(pg);
     Ok(DRef::adopt(d))
 }
@@ -605,6 +614,8 @@ pub fn dput(d: Arc<Dentry>) {
     stats::inc(Event::SharedStore); // the Arc strong count
     let mut cur = d;
     loop {
+        // Whatever happens below, this `Arc` is dropped on the way out.
+        stats::census_arc(&cur);
         if cur.lockref.put_not_last() {
             return;
         }
@@ -644,6 +655,9 @@ pub fn dput(d: Arc<Dentry>) {
 fn dentry_kill(d: Arc<Dentry>, honor_retain: bool) -> Option<Arc<Dentry>> {
     loop {
         let parent = d.parent.get_arc();
+        if let Some(p) = &parent {
+            stats::census_arc(p);
+        }
         match kill_locked(&d, parent.as_ref(), honor_retain) {
             Kill::Moved => continue,
             Kill::Kept(over) => {
@@ -698,6 +712,7 @@ fn kill_locked(d: &Arc<Dentry>, parent: Option<&Arc<Dentry>>, honor_retain: bool
     });
     if let Some(pg) = pg.as_mut() {
         drop(pg.children.remove(d));
+        stats::census_untagged_store(&pg.children as *const _ as usize);
     }
     lru_del(d);
     drop(g);
@@ -872,6 +887,7 @@ pub fn d_alloc_parallel(
             None => {
                 new.set_flag(D_PAR_LOOKUP);
                 b.push(new.arc().clone());
+                stats::census_untagged_store(b.as_ptr() as usize);
                 return Ok(Parallel::InLookup(new));
             }
         }
@@ -884,6 +900,7 @@ pub fn d_lookup_done(d: &Dentry) {
     let mut b = in_lookup_bucket(d.hash()).lock();
     if let Some(i) = b.iter().position(|o| core::ptr::eq(&***o, &**d)) {
         b.swap_remove(i);
+        stats::census_untagged_store(b.as_ptr() as usize);
     }
     d.clear_flag(D_PAR_LOOKUP);
 }

@@ -11,45 +11,129 @@ use crate::platform;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 // ---- the line census ------------------------------------------------------
+//
+// Per line the census books what the model needs to price the line when
+// several CPUs share it (docs/designs.md, "Predicting scaling"):
+//
+// - every store, and which of them carry no transfer tag (the `Arc` counts
+//   and list heads a dentry's lifetime writes: [`census_untagged_store`]);
+// - *visits*: a store to a line whose previous booked store went to another
+//   line. A run of stores to one line with nothing in between is one visit:
+//   when CPUs take turns at the line it moves once for the run, not once per
+//   store;
+// - of those, the visits of a lockref's lock-free fast path (`get`, `put`),
+//   which take the lock instead when they find it held;
+// - stores made while this CPU holds the line's own lock (a lockref's count,
+//   a list head beside the lock word, the release): free alone, but each
+//   moves the line when a waiter spins on it;
+// - lock holds and the time inside them;
+// - the visits and in-hold stores made while the operation's own dentry is
+//   hashed (the sharing window, timed below): when they move the line or
+//   wait for it, the window stretches and other CPUs find the name hashed
+//   longer;
+// - which *tasks* stored to it (a bit per task, modulo 64): `bench
+//   predict` runs two tasks' operations alternately on one thread and names
+//   the task before each ([`census_task`]); a line both store to is shared
+//   by every task, one only one of them stores to is that task's own (its
+//   directory in `statneg-owndir`, its name's hash bucket in
+//   `statneg-distinct`). Without a task named, the CPU id stands for it.
 
 /// Lines the census can tell apart (a power of two); a line that finds
 /// no free entry within [`CENSUS_PROBES`] is booked to the overflow count.
+/// Only host mode runs a census (`bench predict`); the guest keeps a token
+/// table.
+#[cfg(feature = "std")]
 const CENSUS_LINES: usize = 4096;
+#[cfg(not(feature = "std"))]
+const CENSUS_LINES: usize = 16;
 const CENSUS_PROBES: usize = 8;
 
 struct CensusEntry {
     addr: AtomicUsize,
     stores: AtomicU64,
+    untagged: AtomicU64,
+    visits: AtomicU64,
+    fast: AtomicU64,
+    in_hold: AtomicU64,
     holds: AtomicU64,
     hold_ns: AtomicU64,
+    win_visits: AtomicU64,
+    win_in_hold: AtomicU64,
+    /// A bit per CPU id (modulo 64) that stored to the line.
+    writers: AtomicU64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
+const ZERO: AtomicU64 = AtomicU64::new(0);
+#[allow(clippy::declare_interior_mutable_const)]
 const CENSUS_ENTRY: CensusEntry = CensusEntry {
     addr: AtomicUsize::new(0),
-    stores: AtomicU64::new(0),
-    holds: AtomicU64::new(0),
-    hold_ns: AtomicU64::new(0),
+    stores: ZERO,
+    untagged: ZERO,
+    visits: ZERO,
+    fast: ZERO,
+    in_hold: ZERO,
+    holds: ZERO,
+    hold_ns: ZERO,
+    win_visits: ZERO,
+    win_in_hold: ZERO,
+    writers: ZERO,
 };
 static CENSUS_ON: AtomicBool = AtomicBool::new(false);
 static CENSUS: [CensusEntry; CENSUS_LINES] = [CENSUS_ENTRY; CENSUS_LINES];
 static CENSUS_OVERFLOW: AtomicU64 = AtomicU64::new(0);
+/// The line of the previous booked store (0: none), for telling visits.
+static LAST_LINE: AtomicUsize = AtomicUsize::new(0);
+/// The task whose operation runs now ([`census_task`]; `usize::MAX`: none
+/// named, the CPU id stands for it).
+static TASK: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// Lines whose lock is held now (the census runs on one CPU: whoever
+/// holds a lock, no other task stores to its line meanwhile).
+const HELD_MAX: usize = 8;
+#[allow(clippy::declare_interior_mutable_const)]
+const NO_LINE: AtomicUsize = AtomicUsize::new(0);
+static HELD: [AtomicUsize; HELD_MAX] = [NO_LINE; HELD_MAX];
 
 /// One line's figures over a census.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LineCensus {
     /// The line's address (64-byte aligned).
     pub addr: usize,
-    /// Counted stores to it.
+    /// Booked stores to it, and those of them without a transfer tag.
     pub stores: u64,
+    pub untagged: u64,
+    /// Visits (runs of stores with no other line's store in between) made
+    /// while not holding the line's lock; of those, lockref fast paths.
+    pub visits: u64,
+    pub fast: u64,
+    /// Stores made while holding the line's own lock.
+    pub in_hold: u64,
     /// Lock holds on it, and nanoseconds spent inside them.
     pub holds: u64,
     pub hold_ns: u64,
+    /// Of the visits and in-hold stores, those made while the operation's
+    /// own dentry was hashed.
+    pub win_visits: u64,
+    pub win_in_hold: u64,
+    /// A bit per task (or CPU id, see [`census_task`]; modulo 64) that
+    /// stored to it.
+    pub writers: u64,
+}
+
+impl LineCensus {
+    /// How many tasks (modulo 64) stored to it.
+    pub fn writers(&self) -> u32 {
+        self.writers.count_ones()
+    }
+}
+
+fn line_key(line: usize) -> usize {
+    (line & !63) | 1 // never 0: 0 marks a free entry
 }
 
 /// The entry for `line`, claimed if new; `None` when the table is full.
 fn census_entry(line: usize) -> Option<&'static CensusEntry> {
-    let key = (line & !63) | 1; // never 0: 0 marks a free entry
+    let key = line_key(line);
     let start = (key >> 6).wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize) >> 20;
     for i in 0..CENSUS_PROBES {
         let e = &CENSUS[(start + i) % CENSUS_LINES];
@@ -65,44 +149,131 @@ fn census_entry(line: usize) -> Option<&'static CensusEntry> {
     None
 }
 
+fn held(key: usize) -> bool {
+    HELD.iter().any(|h| h.load(Ordering::Relaxed) == key)
+}
+
 #[inline]
 pub(super) fn census_store(line: usize) {
     if CENSUS_ON.load(Ordering::Relaxed) {
-        census_store_slow(line);
+        census_store_slow(line, true);
     }
 }
 
 #[cold]
-fn census_store_slow(line: usize) {
-    match census_entry(line) {
-        Some(e) => {
-            e.stores.fetch_add(1, Ordering::Relaxed);
+fn census_store_slow(line: usize, tagged: bool) {
+    let key = line_key(line);
+    let Some(e) = census_entry(line) else {
+        CENSUS_OVERFLOW.fetch_add(1, Ordering::Relaxed);
+        LAST_LINE.store(key, Ordering::Relaxed);
+        return;
+    };
+    e.stores.fetch_add(1, Ordering::Relaxed);
+    if !tagged {
+        e.untagged.fetch_add(1, Ordering::Relaxed);
+    }
+    let in_window = HASHED_SINCE.load(Ordering::Relaxed) != 0;
+    if held(key) {
+        e.in_hold.fetch_add(1, Ordering::Relaxed);
+        if in_window {
+            e.win_in_hold.fetch_add(1, Ordering::Relaxed);
         }
-        None => {
-            CENSUS_OVERFLOW.fetch_add(1, Ordering::Relaxed);
+    } else if LAST_LINE.load(Ordering::Relaxed) != key {
+        e.visits.fetch_add(1, Ordering::Relaxed);
+        if in_window {
+            e.win_visits.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let task = match TASK.load(Ordering::Relaxed) {
+        usize::MAX => platform::get().cpu_id(),
+        t => t,
+    };
+    e.writers.fetch_or(1 << (task % 64), Ordering::Relaxed);
+    LAST_LINE.store(key, Ordering::Relaxed);
+}
+
+/// Name the task whose operation runs next, for the lines' writer sets
+/// (`None`: the CPU id stands for the task again).
+pub fn census_task(task: Option<usize>) {
+    TASK.store(task.unwrap_or(usize::MAX), Ordering::Relaxed);
+}
+
+/// The store just booked on `line` was a lockref's lock-free fast path.
+#[inline]
+pub fn census_fast_path(line: usize) {
+    if CENSUS_ON.load(Ordering::Relaxed) {
+        if let Some(e) = census_entry(line) {
+            e.fast.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
 
 /// Book a counted store to `line` in the census (for locks whose word
-/// carries its writer itself; [`LastWriter::note`] books its own).
+/// carries its writer itself; [`super::LastWriter::note`] books its own).
 #[inline]
 pub fn census_line_store(line: usize) {
     census_store(line);
 }
 
-/// Start timing a lock hold: a timestamp while the census is on, else 0
-/// (and no clock read).
+/// Book a store the transfer counter does not see (no writer tag): an
+/// `Arc` count or a list head on a line other CPUs' lookups share.
 #[inline]
-pub fn hold_start() -> u64 {
+pub fn census_untagged_store(line: usize) {
     if CENSUS_ON.load(Ordering::Relaxed) {
-        platform::get().now_ns().max(1)
+        census_store_slow(line, false);
+    }
+}
+
+/// Book the reference-count update of `a` (an `Arc` clone or drop).
+#[inline]
+pub fn census_arc<T>(a: &alloc::sync::Arc<T>) {
+    census_arc_ptr(alloc::sync::Arc::as_ptr(a));
+}
+
+/// Book the reference-count update of the `Arc` whose value is at `value`
+/// (an address only: nothing is read). The counts sit in front of the
+/// value, rounded up to its alignment.
+#[inline]
+pub fn census_arc_ptr<T>(value: *const T) {
+    if CENSUS_ON.load(Ordering::Relaxed) && !value.is_null() {
+        let header = 2 * core::mem::size_of::<usize>();
+        let offset = header.next_multiple_of(core::mem::align_of::<T>());
+        census_store_slow((value as usize).wrapping_sub(offset), false);
+    }
+}
+
+/// Books the drop of an `Arc` when it goes out of scope: declare it right
+/// after the `Arc` it borrows, so it drops (and books) just before it.
+pub struct CensusArcDrop<'a, T>(pub &'a alloc::sync::Arc<T>);
+
+impl<T> Drop for CensusArcDrop<'_, T> {
+    fn drop(&mut self) {
+        census_arc(self.0);
+    }
+}
+
+/// Start timing a hold of the lock at `line` (just acquired): a
+/// timestamp while the census is on, else 0 (and no clock read).
+#[inline]
+pub fn hold_start(line: usize) -> u64 {
+    if CENSUS_ON.load(Ordering::Relaxed) {
+        hold_start_slow(line)
     } else {
         0
     }
 }
 
-/// End a hold begun with [`hold_start`] on the lock at `line`.
+#[cold]
+fn hold_start_slow(line: usize) -> u64 {
+    let key = line_key(line);
+    if let Some(h) = HELD.iter().find(|h| h.load(Ordering::Relaxed) == 0) {
+        h.store(key, Ordering::Relaxed);
+    }
+    platform::get().now_ns().max(1)
+}
+
+/// End a hold begun with [`hold_start`] on the lock at `line` (its release
+/// store already booked).
 #[inline]
 pub fn hold_end(line: usize, t0: u64) {
     if t0 != 0 {
@@ -113,6 +284,10 @@ pub fn hold_end(line: usize, t0: u64) {
 #[cold]
 fn hold_end_slow(line: usize, t0: u64) {
     let dt = platform::get().now_ns().saturating_sub(t0);
+    let key = line_key(line);
+    if let Some(h) = HELD.iter().find(|h| h.load(Ordering::Relaxed) == key) {
+        h.store(0, Ordering::Relaxed);
+    }
     if let Some(e) = census_entry(line) {
         e.holds.fetch_add(1, Ordering::Relaxed);
         e.hold_ns.fetch_add(dt, Ordering::Relaxed);
@@ -222,9 +397,25 @@ pub fn census_begin() {
     CENSUS_ON.store(false, Ordering::SeqCst);
     for e in CENSUS.iter() {
         e.addr.store(0, Ordering::Relaxed);
-        e.stores.store(0, Ordering::Relaxed);
-        e.holds.store(0, Ordering::Relaxed);
-        e.hold_ns.store(0, Ordering::Relaxed);
+        for a in [
+            &e.stores,
+            &e.untagged,
+            &e.visits,
+            &e.fast,
+            &e.in_hold,
+            &e.holds,
+            &e.hold_ns,
+            &e.win_visits,
+            &e.win_in_hold,
+            &e.writers,
+        ] {
+            a.store(0, Ordering::Relaxed);
+        }
+    }
+    LAST_LINE.store(0, Ordering::Relaxed);
+    TASK.store(usize::MAX, Ordering::Relaxed);
+    for h in HELD.iter() {
+        h.store(0, Ordering::Relaxed);
     }
     CENSUS_OVERFLOW.store(0, Ordering::Relaxed);
     for a in [
@@ -251,8 +442,15 @@ pub fn census_end() -> (alloc::vec::Vec<LineCensus>, u64) {
         .map(|e| LineCensus {
             addr: e.addr.load(Ordering::Relaxed) & !63,
             stores: e.stores.load(Ordering::Relaxed),
+            untagged: e.untagged.load(Ordering::Relaxed),
+            visits: e.visits.load(Ordering::Relaxed),
+            fast: e.fast.load(Ordering::Relaxed),
+            in_hold: e.in_hold.load(Ordering::Relaxed),
             holds: e.holds.load(Ordering::Relaxed),
             hold_ns: e.hold_ns.load(Ordering::Relaxed),
+            win_visits: e.win_visits.load(Ordering::Relaxed),
+            win_in_hold: e.win_in_hold.load(Ordering::Relaxed),
+            writers: e.writers.load(Ordering::Relaxed),
         })
         .collect();
     v.sort_by(|a, b| b.stores.cmp(&a.stores).then(b.hold_ns.cmp(&a.hold_ns)));

@@ -122,6 +122,7 @@ impl<T> LockRef<T> {
                 Ok(_) => {
                     stats::inc(Event::SharedStore);
                     self.writer.note(self.line());
+                    stats::census_fast_path(self.line());
                     return Ok(Some(c));
                 }
                 Err(w) => old = w,
@@ -173,7 +174,7 @@ impl<T> LockRef<T> {
         self.writer.note(self.line());
         LockRefGuard {
             lr: self,
-            t0: stats::hold_start(),
+            t0: stats::hold_start(self.line()),
         }
     }
 
@@ -204,6 +205,9 @@ impl<T> LockRefGuard<'_, T> {
 
     /// Set the count. The lock stays held; fast paths keep off.
     pub fn set_count(&mut self, c: i32) {
+        // A store to the line a waiter spins on (booked for the census;
+        // the hold's own store, not a counted shared store).
+        stats::census_line_store(self.lr.line());
         let word = &self.lr.word;
         let w = word.load(Ordering::Relaxed);
         if self.lr.kind == LockKind::Ttas {
@@ -258,6 +262,7 @@ impl<T> DerefMut for LockRefGuard<'_, T> {
 impl<T> Drop for LockRefGuard<'_, T> {
     fn drop(&mut self) {
         stats::inc(Event::SharedStore);
+        stats::census_line_store(self.lr.line());
         stats::hold_end(self.lr.line(), self.t0);
         self.lr.kind.unlock(&HighHalf(&self.lr.word));
     }

@@ -73,7 +73,7 @@ impl<T> SpinLock<T> {
         self.writer.note(self.line());
         SpinGuard {
             lock: self,
-            t0: stats::hold_start(),
+            t0: stats::hold_start(self.line()),
         }
     }
 
@@ -127,6 +127,7 @@ impl<T> DerefMut for SpinGuard<'_, T> {
 impl<T> Drop for SpinGuard<'_, T> {
     fn drop(&mut self) {
         stats::inc(Event::SharedStore);
+        stats::census_line_store(self.lock.line());
         stats::hold_end(self.lock.line(), self.t0);
         self.lock.kind.unlock(&self.lock.word);
     }

@@ -33,9 +33,10 @@ use crate::params::Params;
 use crate::pingpong;
 use crate::predict::{self, Inputs, LockKind};
 
+mod census;
 mod tables;
 
-pub use tables::{table, validation_table, Check};
+pub use tables::{lines_table, table, validation_table, Check};
 
 /// `bench predict` options.
 #[derive(Args, Debug, Clone)]
@@ -78,8 +79,14 @@ pub struct PredictArgs {
     pub no_pin: bool,
 }
 
-/// predict.csv's header.
+/// predict.csv's header. `lines` holds the shared lines ([`lines_field`]).
 pub const PREDICT_HEADER: &str = "testcase,design,lock,cpus,predicted,transfers_predicted,\
+transfer_ns,ns_per_op,hot_stores,hot_holds,hold_ns,other_stores,lock_measured,\
+hashed_ns,hit_ns,allocs,allocs_predicted,lines";
+
+/// predict.csv's header before the per-line inputs (still read: the
+/// summary columns then stand for the lines).
+const PREDICT_HEADER_V2: &str = "testcase,design,lock,cpus,predicted,transfers_predicted,\
 transfer_ns,ns_per_op,hot_stores,hot_holds,hold_ns,other_stores,lock_measured,\
 hashed_ns,hit_ns,allocs,allocs_predicted";
 
@@ -111,6 +118,58 @@ impl Model {
     }
 }
 
+/// The `lines` field of predict.csv: one
+/// `stores:tagged:visits:fast:in_hold:holds:hold_ns:win_visits:win_in_hold`
+/// entry per line, `;` between lines (no commas, so the field needs no
+/// quoting).
+pub fn lines_field(lines: &[predict::Line]) -> String {
+    lines
+        .iter()
+        .map(|l| {
+            format!(
+                "{:.4}:{:.4}:{:.4}:{:.4}:{:.4}:{:.4}:{:.2}:{:.4}:{:.4}",
+                l.stores,
+                l.tagged,
+                l.visits,
+                l.fast,
+                l.in_hold,
+                l.holds,
+                l.hold_ns,
+                l.win_visits,
+                l.win_in_hold
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// Parse [`lines_field`]'s text back.
+pub fn parse_lines_field(text: &str) -> Option<Vec<predict::Line>> {
+    if text.is_empty() {
+        return Some(Vec::new());
+    }
+    let num = |t: &str| t.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
+    text.split(';')
+        .map(|entry| {
+            let f: Vec<&str> = entry.split(':').collect();
+            if f.len() != 9 {
+                return None;
+            }
+            Some(predict::Line {
+                stores: num(f[0])?,
+                tagged: num(f[1])?,
+                visits: num(f[2])?,
+                fast: num(f[3])?,
+                in_hold: num(f[4])?,
+                holds: num(f[5])?,
+                hold_ns: num(f[6])?,
+                win_visits: num(f[7])?,
+                win_in_hold: num(f[8])?,
+            })
+        })
+        .collect()
+}
+
 /// The predict.csv text for `models` (one line per model and CPU count).
 pub fn to_csv(models: &[Model]) -> String {
     let mut s = String::from(PREDICT_HEADER);
@@ -121,7 +180,7 @@ pub fn to_csv(models: &[Model]) -> String {
             let pr = m.predict(n);
             let _ = writeln!(
                 s,
-                "{},{},{},{n},{:.0},{:.3},{:.2},{:.2},{:.3},{:.3},{:.2},{:.3},{},{:.2},{:.2},{:.3},{:.3}",
+                "{},{},{},{n},{:.0},{:.3},{:.2},{:.2},{:.3},{:.3},{:.2},{:.3},{},{:.2},{:.2},{:.3},{:.3},{}",
                 m.testcase,
                 m.design,
                 m.lock,
@@ -137,7 +196,8 @@ pub fn to_csv(models: &[Model]) -> String {
                 i.hashed_ns,
                 i.hit_ns,
                 i.allocs,
-                pr.allocs
+                pr.allocs,
+                lines_field(&i.lines)
             );
         }
     }
@@ -148,7 +208,8 @@ pub fn to_csv(models: &[Model]) -> String {
 pub fn parse_csv(text: &str) -> Result<Vec<Model>, String> {
     let mut lines = text.lines();
     let fields = match lines.next().map(str::trim_end) {
-        Some(PREDICT_HEADER) => 17,
+        Some(PREDICT_HEADER) => 18,
+        Some(PREDICT_HEADER_V2) => 17,
         Some(PREDICT_HEADER_V1) => 13,
         _ => return Err("missing or different predict.csv header".into()),
     };
@@ -184,6 +245,11 @@ pub fn parse_csv(text: &str) -> Result<Vec<Model>, String> {
                 },
                 hit_ns: if fields > 13 { num(14, "hit_ns")? } else { 0.0 },
                 allocs: if fields > 13 { num(15, "allocs")? } else { 0.0 },
+                lines: if fields > 17 {
+                    parse_lines_field(f[17]).ok_or_else(|| bad("lines"))?
+                } else {
+                    Vec::new()
+                },
             },
             lock_measured: f[12] == "true",
         };
@@ -307,18 +373,34 @@ fn clock_cost_ns() -> f64 {
 /// Lines stored to at least this often per op count as shared by every op.
 pub const SHARED_PER_OP: f64 = 0.5;
 
-/// Turn a census (lines, most-stored first) of `ops` operations into the
-/// model's line inputs, given `ns_per_op` and the clock read's cost.
+/// Turn a census (lines, most-stored first) of `ops` operations by `tasks`
+/// tasks into the model's line inputs: the lines stored to at least
+/// [`SHARED_PER_OP`] times per op, and, with more than one task, by more
+/// than one of them (a line only one task stores to is its own). Hold
+/// times are census times; the caller scales them to the plain run's speed
+/// ([`scale_times`]).
 pub fn inputs_from_census(
     lines: &[fs::stats::LineCensus],
     ops: u64,
+    tasks: usize,
     ns_per_op: f64,
-    clock_ns: f64,
 ) -> Inputs {
     let ops_f = ops.max(1) as f64;
-    let shared: Vec<&fs::stats::LineCensus> = lines
+    let shared: Vec<predict::Line> = lines
         .iter()
         .filter(|l| l.stores as f64 / ops_f >= SHARED_PER_OP)
+        .filter(|l| tasks < 2 || l.writers() >= 2)
+        .map(|l| predict::Line {
+            stores: l.stores as f64 / ops_f,
+            tagged: l.stores.saturating_sub(l.untagged) as f64 / ops_f,
+            visits: l.visits as f64 / ops_f,
+            fast: l.fast as f64 / ops_f,
+            in_hold: l.in_hold as f64 / ops_f,
+            holds: l.holds as f64 / ops_f,
+            hold_ns: l.hold_ns as f64 / ops_f,
+            win_visits: l.win_visits as f64 / ops_f,
+            win_in_hold: l.win_in_hold as f64 / ops_f,
+        })
         .collect();
     let Some(hot) = shared.first() else {
         return Inputs {
@@ -326,14 +408,24 @@ pub fn inputs_from_census(
             ..Inputs::default()
         };
     };
-    let hold = (hot.hold_ns as f64 - hot.holds as f64 * clock_ns).max(0.0) / ops_f;
     Inputs {
         ns_per_op,
-        hot_stores: hot.stores as f64 / ops_f,
-        hot_holds: hot.holds as f64 / ops_f,
-        hold_ns: hold,
-        other_stores: shared[1..].iter().map(|l| l.stores as f64).sum::<f64>() / ops_f,
+        hot_stores: hot.stores,
+        hot_holds: hot.holds,
+        hold_ns: hot.hold_ns,
+        other_stores: shared[1..].iter().map(|l| l.stores).sum(),
+        lines: shared,
         ..Inputs::default()
+    }
+}
+
+/// Scale the hold times the census measured by `factor`: the census books
+/// each store and slows the run, evenly enough that its times keep their
+/// share of the operation.
+pub fn scale_times(i: &mut Inputs, factor: f64) {
+    i.hold_ns *= factor;
+    for l in &mut i.lines {
+        l.hold_ns *= factor;
     }
 }
 
@@ -400,27 +492,27 @@ fn measure_inputs(
         return Err(format!("{p}: no operations"));
     }
     let ns_per_op = 1e9 / plain.average as f64;
-    let before = fs::stats::snapshot();
-    let t0 = std::time::Instant::now();
-    fs::stats::census_begin();
-    let r = run_once(&p, exec);
-    let (lines, _overflow) = fs::stats::census_end();
-    let windows = fs::stats::census_windows();
-    let census_wall = t0.elapsed().as_secs_f64();
-    r?;
-    let ops = fs::stats::snapshot().delta(&before).lookups;
-    let census_ns_per_op = census_wall * 1e9 / ops.max(1) as f64;
-    let mut wall = inputs_from_census(&lines, ops, census_ns_per_op, clock_ns);
+    // The census: two tasks' operations taking turns on one thread, so
+    // that a line both store to is known to be shared (census.rs).
+    let c = census::run(
+        &p,
+        if a.no_pin {
+            None
+        } else {
+            exec.cpus().first().copied()
+        },
+    )?;
+    let (lines, windows, ops, census_ns_per_op) = (c.lines, c.windows, c.ops, c.ns_per_op);
+    let mut wall = inputs_from_census(&lines, ops, census::TASKS, ns_per_op);
     let plain_whole_ns = spent.wall_s * 1e9 / spent.ops as f64;
-    wall.hold_ns *= (plain_whole_ns / census_ns_per_op).min(1.0);
-    wall.ns_per_op = ns_per_op;
+    scale_times(&mut wall, (plain_whole_ns / census_ns_per_op).min(1.0));
     (wall.hashed_ns, wall.hit_ns) =
         sharing_from_windows(&windows, ops, census_ns_per_op, ns_per_op, clock_ns);
     wall.allocs = plain.per_op.map(|p| p.allocs).unwrap_or(0.0);
-    let mut cpu = wall;
+    let mut cpu = wall.clone();
     cpu.ns_per_op = 1e9 / spent.ops_per_cpu_s();
     let to_cpu = (cpu.ns_per_op / ns_per_op).min(1.0);
-    cpu.hold_ns = wall.hold_ns * to_cpu;
+    scale_times(&mut cpu, to_cpu);
     cpu.hashed_ns = wall.hashed_ns * to_cpu;
     cpu.hit_ns = wall.hit_ns * to_cpu;
     Ok(Measured { wall, cpu, plain })
@@ -754,7 +846,7 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                         testcase: a.testcase.clone(),
                         design: design.clone(),
                         lock,
-                        inputs: m1.wall,
+                        inputs: m1.wall.clone(),
                         transfer_ns,
                         lock_measured: lk.is_some(),
                     };
@@ -772,6 +864,9 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
     }
     let models = median_models(models);
     print!("{}", table(&models));
+    if models.iter().any(|m| !m.inputs.lines.is_empty()) {
+        print!("\nShared lines (what the census saw per op, two tasks' ops taking turns on one thread):\n{}", lines_table(&models));
+    }
     if a.validate {
         print!("{}", validation_table(&checks));
     }

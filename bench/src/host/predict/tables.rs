@@ -126,6 +126,36 @@ pub fn validation_table(checks: &[Check]) -> String {
     s
 }
 
+/// The shared lines each model priced (markdown), one row per line: what
+/// the census saw per operation, two tasks' operations taking turns.
+pub fn lines_table(models: &[Model]) -> String {
+    let mut s = String::from(
+        "\n| design | lock | line | stores/op | counted by transfers= | visits | lockref fast paths | stores in its own holds | holds | hold ns | visits in the window | in-hold stores in the window |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for m in models {
+        for (k, l) in m.inputs.lines.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {:.2} | {:.2} |",
+                m.design,
+                m.lock,
+                k + 1,
+                l.stores,
+                l.tagged,
+                l.visits,
+                l.fast,
+                l.in_hold,
+                l.holds,
+                l.hold_ns,
+                l.win_visits,
+                l.win_in_hold
+            );
+        }
+    }
+    s
+}
+
 /// The prediction table (markdown), one line per design and lock kind.
 pub fn table(models: &[Model]) -> String {
     let mut s = String::new();

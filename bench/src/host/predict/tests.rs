@@ -3,33 +3,56 @@
 use super::*;
 use fs::stats::LineCensus;
 
-fn line(addr: usize, stores: u64, holds: u64, hold_ns: u64) -> LineCensus {
+fn line(addr: usize, stores: u64, holds: u64, hold_ns: u64, writers: u64) -> LineCensus {
     LineCensus {
         addr,
         stores,
+        visits: stores - holds,
+        in_hold: holds,
         holds,
         hold_ns,
+        writers,
+        ..LineCensus::default()
     }
 }
 
 #[test]
 fn census_to_inputs() {
-    // 1000 ops: the hottest line 5 stores/op and 2 holds of 60 ns each
-    // (clock 10 ns each: 50 ns real); one more shared line at 1/op; a
+    // 1000 ops of two tasks (writer bits 0b01 and 0b10): the hottest line
+    // 5 stores/op, 2 holds of 60 ns, stored to by both; a line of one task
+    // only (its own directory) at 3/op; one more shared line at 1/op; a
     // per-op dentry's line below the shared threshold.
+    let mut hot = line(0x1000, 5000, 2000, 120_000, 0b11);
+    hot.fast = 1000;
+    hot.untagged = 1000;
+    hot.win_visits = 1000;
     let lines = [
-        line(0x1000, 5000, 2000, 120_000),
-        line(0x2000, 1000, 1000, 30_000),
-        line(0x3000, 3, 1, 40),
+        hot,
+        line(0x4000, 3000, 0, 0, 0b01),
+        line(0x2000, 1000, 0, 0, 0b11),
+        line(0x3000, 3, 1, 40, 0b10),
     ];
-    let i = inputs_from_census(&lines, 1000, 2000.0, 10.0);
+    let i = inputs_from_census(&lines, 1000, 2, 2000.0);
     assert_eq!(i.ns_per_op, 2000.0);
-    assert_eq!((i.hot_stores, i.hot_holds), (5.0, 2.0));
-    assert!((i.hold_ns - 100.0).abs() < 1e-9, "{i:?}");
+    assert_eq!(i.lines.len(), 2, "{i:?}");
+    let h = &i.lines[0];
+    assert_eq!((h.stores, h.tagged, h.visits, h.fast), (5.0, 4.0, 3.0, 1.0));
+    assert_eq!(
+        (h.in_hold, h.holds, h.hold_ns, h.win_visits),
+        (2.0, 2.0, 120.0, 1.0)
+    );
+    assert_eq!((i.hot_stores, i.hot_holds, i.hold_ns), (5.0, 2.0, 120.0));
     assert_eq!(i.other_stores, 1.0);
+    // With one task, every line stored to often enough counts.
+    assert_eq!(inputs_from_census(&lines, 1000, 1, 2000.0).lines.len(), 3);
     // No shared line at all: nothing serialised.
-    let i = inputs_from_census(&lines[2..], 1000, 200.0, 10.0);
+    let i = inputs_from_census(&lines[3..], 1000, 2, 200.0);
+    assert!(i.lines.is_empty());
     assert_eq!((i.hot_stores, i.other_stores, i.hold_ns), (0.0, 0.0, 0.0));
+    // The census' slowdown comes off its hold times.
+    let mut j = inputs_from_census(&lines, 1000, 2, 2000.0);
+    scale_times(&mut j, 0.5);
+    assert_eq!((j.hold_ns, j.lines[0].hold_ns), (60.0, 60.0));
 }
 
 #[test]
@@ -80,6 +103,24 @@ fn predict_csv_round_trips() {
             hot_holds: 2.0,
             hold_ns: 100.0,
             other_stores: 6.0,
+            lines: vec![
+                predict::Line {
+                    stores: 5.0,
+                    tagged: 4.0,
+                    visits: 3.0,
+                    fast: 1.0,
+                    in_hold: 2.0,
+                    holds: 2.0,
+                    hold_ns: 100.0,
+                    win_visits: 1.0,
+                    win_in_hold: 0.5,
+                },
+                predict::Line {
+                    stores: 6.0,
+                    visits: 6.0,
+                    ..predict::Line::default()
+                },
+            ],
             hashed_ns: 400.0,
             hit_ns: 150.0,
             allocs: 1.0,
@@ -105,6 +146,24 @@ fn predict_csv_round_trips() {
     let old = parse_csv(&v1).unwrap();
     assert_eq!(old[0].inputs.hashed_ns, 0.0);
     assert_eq!(old[0].inputs.ns_per_op, m.inputs.ns_per_op);
+    // One from before the per-line inputs reads with the summary standing
+    // for the lines.
+    let v2: String = std::iter::once(PREDICT_HEADER_V2.to_string())
+        .chain(text.lines().skip(1).map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            f[..17].join(",")
+        }))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let older = parse_csv(&v2).unwrap();
+    assert!(older[0].inputs.lines.is_empty());
+    assert_eq!(older[0].inputs.hashed_ns, 400.0);
+    assert_eq!(older[0].inputs.lines_or_summary().len(), 2);
+    let torn = text.replace(":0.5000;", ":0.5x;");
+    assert!(
+        parse_csv(&torn).unwrap_err().contains("bad lines"),
+        "{torn}"
+    );
     assert!(parse_csv("design,lock\n").is_err());
     let bad = text.replace(",ticket,", ",mcs,");
     assert!(parse_csv(&bad).unwrap_err().contains("bad lock"));
