@@ -130,6 +130,10 @@ pub struct Inputs {
     /// Nanoseconds an operation takes when it finds the name hashed (the
     /// RCU-walk part of the operation, before its miss handed over).
     pub hit_ns: f64,
+    /// Nanoseconds from an RCU-walk miss to `d_alloc_parallel`'s look in
+    /// the dcache: how long a miss is exposed to another CPU hashing the
+    /// name first. 0: not measured (no found-path term).
+    pub lookup_ns: f64,
     /// Dentry allocations per operation.
     pub allocs: f64,
 }
@@ -199,6 +203,9 @@ struct Solved {
     /// How long an allocating op keeps its dentry hashed at this CPU
     /// count: the 1-CPU window plus what its lines cost inside it (ns).
     window_ns: f64,
+    /// How long an allocating op takes at this CPU count, waits included
+    /// (ns).
+    alloc_ns: f64,
 }
 
 /// The closed loop at `cpus` CPUs when a fraction `a` (0 < a <= 1) of the
@@ -226,9 +233,28 @@ fn solve(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize, a: f64) ->
             ops: n * 1e9 / (a * (think + held)).max(f64::MIN_POSITIVE),
             counted: 0.0,
             window_ns: window_1,
+            alloc_ns: inp.ns_per_op,
         };
     }
     let others = (n - 1.0) / n;
+    // How often a visit finds its line moved. A shared lock puts the CPUs
+    // in step (a convoy: the one that waited is right behind the other at
+    // every line after), and operations pair up: a visit finds the line
+    // moved when another CPU's operation beside it is an allocating one,
+    // `1 - (1-a)^(N-1)` (a sharing op touches none of these lines). Without
+    // a shared lock nothing aligns them (lines shared by objects that
+    // merely sit side by side): the line moved if another CPU's visit came
+    // last, `(N-1)/N`.
+    let convoy = lines.iter().any(|l| l.holds > 0.0);
+    let q_beside = if convoy {
+        let mut none = 1.0;
+        for _ in 1..cpus {
+            none *= 1.0 - a;
+        }
+        1.0 - none
+    } else {
+        others
+    };
     // Schweitzer's approximate MVA: x (allocating ops per ns, all CPUs)
     // and q (mean CPUs at each line), damped until they settle.
     let mut x = n / (think + held);
@@ -252,24 +278,26 @@ fn solve(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize, a: f64) ->
             let busy = match (l.holds > 0.0, lock) {
                 (false, _) => 0.0,
                 (true, LockKind::Ttas) => seen.min(1.0),
-                (true, _) => 1.0,
+                (true, _) => q_beside,
             };
             // Fast paths that find the lock held and take it.
             let fallbacks = l.fast * busy;
             let spun = (l.in_hold + 2.0 * fallbacks) * busy;
             let extra = (l.holds + fallbacks) * extra_transfers(lock, seen);
-            let demand = holds[i] + transfer_ns * (l.visits + spun + extra);
+            let moved = l.visits * q_beside;
+            let demand = holds[i] + transfer_ns * (moved + spun + extra);
             let r = demand * (1.0 + seen);
             cycle += r;
             resp.push(r);
-            out.counted += l.visits * l.tagged_share();
+            out.counted += moved * l.tagged_share();
             // Inside the window: each visit moves the line and waits for
             // the others there; each in-hold store moves it.
             if l.visits > 0.0 {
-                out.window_ns += l.win_visits * (transfer_ns + seen * demand / l.visits)
+                out.window_ns += l.win_visits * (q_beside * transfer_ns + seen * demand / l.visits)
                     + l.win_in_hold * busy * transfer_ns;
             }
         }
+        out.alloc_ns = cycle - (1.0 - a) / a * hit_ns(inp);
         let x_new = n / cycle.max(f64::MIN_POSITIVE);
         let settled = (x_new - x).abs() <= 1e-12 * x.max(1e-300);
         x = 0.5 * (x + x_new);
@@ -292,25 +320,47 @@ fn ops_with_allocating(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usi
 
 /// The sharing fixed point at `cpus` CPUs running concurrently: the
 /// fraction `a` of operations that allocate. An operation shares when its
-/// RCU-walk finds another CPU's dentry for the name hashed. Each CPU runs
-/// `a·X/N` allocating operations a second, and each keeps its dentry hashed
-/// for the window `w` — the 1-CPU window ([`Inputs::hashed_ns`]) plus what
-/// the lines it visits meanwhile cost at N CPUs (moves, and waits for the
-/// other CPUs there: the kill takes the parent's lock before it unhashes),
-/// so the window stretches with contention more than the rest of the
-/// operation. A name has at most one hashed dentry at a time: the others'
-/// windows do not overlap, and a lookup at a random instant finds one with
-/// probability `H = min(1, (N-1)·w·a·X/N)`. So `a = 1 - H`, found by
-/// bisection.
+/// RCU-walk finds another CPU's dentry for the name hashed.
+///
+/// Each CPU runs `s = a·X/N` allocating operations a second. One that
+/// hashes its dentry keeps it hashed for the window `w`: the 1-CPU window
+/// ([`Inputs::hashed_ns`]) plus what the lines it visits meanwhile cost at
+/// N CPUs (moves, and waits for the other CPUs there: the kill takes the
+/// parent's lock before it unhashes).
+///
+/// The found path: a miss looks in the dcache once more in
+/// `d_alloc_parallel`, `Δ` after it missed ([`Inputs::lookup_ns`],
+/// stretched as the slow part is at N CPUs). If another CPU hashed the name
+/// meanwhile, the miss finds that dentry, holds it, and drops it only at
+/// its own end, so that dentry stays hashed until then. With
+/// `c = (N-1)·s·Δ`:
+/// - a share `c/(1+c)` of the misses find one instead of hashing their own;
+/// - a hashed dentry is found with probability `min(1, c)`, and then stays
+///   hashed for about the finder's slow part less `Δ/2`, if that is longer
+///   than `w`.
+///
+/// A name has at most one hashed dentry at a time: the others' windows do
+/// not overlap, and a lookup at a random instant finds one with probability
+/// `H = min(1, (N-1)·(hashing ops a second)·(mean window))`. So
+/// `a = 1 - H`, found by bisection.
 pub fn allocating_fraction(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize) -> f64 {
     if cpus <= 1 || inp.hashed_ns <= 0.0 || inp.ns_per_op <= 0.0 {
         return 1.0;
     }
     let n = cpus as f64;
+    // The slow part at one CPU: from the miss to the end of the walk.
+    let slow_1 = (inp.ns_per_op - hit_ns(inp)).max(f64::MIN_POSITIVE);
     let gap = |a: f64| {
-        let s = solve(inp, lock, transfer_ns, cpus, a);
-        let hashed = (s.window_ns * 1e-9 * a * s.ops / n).clamp(0.0, 1.0);
-        1.0 - ((n - 1.0) * hashed).min(1.0) - a
+        let sv = solve(inp, lock, transfer_ns, cpus, a);
+        let rate = a * sv.ops * 1e-9 / n; // allocating ops per ns per CPU
+        let slow = (sv.alloc_ns - hit_ns(inp)).max(slow_1);
+        let delta = inp.lookup_ns.max(0.0) * slow / slow_1;
+        let c = (n - 1.0) * rate * delta;
+        let hashing = rate / (1.0 + c);
+        let found = c.min(1.0);
+        let window = (1.0 - found) * sv.window_ns + found * sv.window_ns.max(slow - delta / 2.0);
+        let h = ((n - 1.0) * hashing * window).clamp(0.0, 1.0);
+        1.0 - h - a
     };
     let (mut lo, mut hi) = (1e-9, 1.0);
     if gap(hi) >= 0.0 {
@@ -438,22 +488,41 @@ mod tests {
     }
 
     #[test]
-    fn a_line_visited_once_per_op_moves_on_every_visit() {
-        // The convoy: at 2 CPUs a store to a line the other CPU also
-        // stores to once per op costs a whole transfer, not half of one.
-        let i = Inputs {
+    fn visits_move_their_line_every_time_only_in_a_convoy() {
+        // A plain line stored to once per op, nothing locked: the CPUs are
+        // not in step, and at 2 CPUs half the visits find it moved.
+        let plain = Line {
+            stores: 1.0,
+            tagged: 1.0,
+            visits: 1.0,
+            ..Line::default()
+        };
+        let alone = Inputs {
             ns_per_op: 1000.0,
-            lines: vec![Line {
-                stores: 1.0,
-                tagged: 1.0,
-                visits: 1.0,
-                ..Line::default()
-            }],
+            lines: vec![plain.clone()],
             ..Inputs::default()
         };
         for lock in LockKind::ALL {
-            let p = predict(&i, lock, 80.0, 2);
-            assert!(close(p.ops, two_cpus_one_station(80.0, 1000.0)), "{p:?}");
+            let p = predict(&alone, lock, 80.0, 2);
+            assert!(close(p.ops, two_cpus_one_station(40.0, 1000.0)), "{p:?}");
+            assert!(close(p.transfers, 0.5));
+        }
+        // Beside a shared lock line (held, no stores in it): a convoy,
+        // and the same line moves on every visit.
+        let lock_line = Line {
+            holds: 1.0,
+            ..Line::default()
+        };
+        let convoy = Inputs {
+            lines: vec![lock_line, plain],
+            ..alone.clone()
+        };
+        for lock in LockKind::ALL {
+            let p = predict(&convoy, lock, 80.0, 2);
+            assert!(
+                close(p.ops, two_cpus_one_station(80.0, 1000.0)),
+                "{lock}: {p:?}"
+            );
             assert!(close(p.transfers, 1.0));
         }
     }
@@ -576,6 +645,7 @@ mod tests {
                 assert!(with.ops > without.ops, "{lock} {n}: {with:?} {without:?}");
                 assert!(close(with.ops_no_sharing, without.ops));
                 assert!(with.transfers < without.transfers);
+                // Without the found path (no lookup_ns):
                 // a = 1 - min(1, (N-1)·w·a·X/N), w the stretched window.
                 let a = with.allocating;
                 let s = solve(&sharing(), lock, 80.0, n, a);
@@ -615,6 +685,34 @@ mod tests {
             allocating_fraction(&i, LockKind::Qspinlock, 80.0, 2)
                 < allocating_fraction(&quiet, LockKind::Qspinlock, 80.0, 2)
         );
+    }
+
+    #[test]
+    fn the_found_path_keeps_dentries_hashed_longer() {
+        // A miss that looks again in d_alloc_parallel after another CPU
+        // hashed the name holds that dentry until its own end: more of
+        // the time the name is hashed, fewer allocating ops.
+        let plain = sharing();
+        let mut found = sharing();
+        found.lookup_ns = 500.0;
+        for n in [2, 4] {
+            let a0 = allocating_fraction(&plain, LockKind::Qspinlock, 80.0, n);
+            let a1 = allocating_fraction(&found, LockKind::Qspinlock, 80.0, n);
+            assert!(a1 < a0, "{n}: {a1} vs {a0}");
+            assert!(a1 > 0.0);
+        }
+        // At 2 CPUs by hand: with c = s·Δ·stretch, the fixed point holds.
+        let a = allocating_fraction(&found, LockKind::Qspinlock, 80.0, 2);
+        let sv = solve(&found, LockKind::Qspinlock, 80.0, 2, a);
+        let slow_1 = 2000.0 - 150.0;
+        let slow = (sv.alloc_ns - 150.0).max(slow_1);
+        let delta = 500.0 * slow / slow_1;
+        let rate = a * sv.ops * 1e-9 / 2.0;
+        let c = rate * delta;
+        let window =
+            (1.0 - c.min(1.0)) * sv.window_ns + c.min(1.0) * sv.window_ns.max(slow - delta / 2.0);
+        let h = (rate / (1.0 + c) * window).min(1.0);
+        assert!((a - (1.0 - h)).abs() < 1e-6, "{a} vs {}", 1.0 - h);
     }
 
     #[test]

@@ -180,6 +180,9 @@ fn the_census_books_visits_holds_windows_and_writers() {
                 }
             }
             let (lines, _overflow) = stats::census_end();
+            // The two tasks miss different names: no hash insert found the
+            // other task's last name the same.
+            assert_eq!(stats::census_windows().common, 0);
             stats::census_task(None);
             let ops = 2 * n;
             let per_op = |x: u64| x as f64 / ops as f64;
@@ -212,6 +215,45 @@ fn the_census_books_visits_holds_windows_and_writers() {
                 .filter(|l| l.writers() == 1 && l.holds >= n && l.win_in_hold > 0)
                 .collect();
             assert!(own.len() >= 2, "{:?}", &lines[..8.min(lines.len())]);
+        });
+    });
+}
+
+/// Two tasks missing the same name: the census sees that every hash insert
+/// is of the name the other task hashed last (the tasks can share each
+/// other's dentry), and the time from each miss to `d_alloc_parallel`'s
+/// look in the dcache.
+#[test]
+fn the_census_sees_a_common_name_and_the_parallel_lookup() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let v = Vfs::new_tmpfs("enoent=transient").unwrap();
+    let n = 4_000u64;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            assert_eq!(v.stat(b"/same"), Err(Errno::ENOENT));
+            stats::census_begin();
+            for i in 0..n {
+                for t in 0..2 {
+                    stats::census_task(Some(t));
+                    assert_eq!(v.stat(b"/same"), Err(Errno::ENOENT));
+                }
+                if i % 32 == 0 {
+                    fs::platform::get().rcu_quiescent_state();
+                }
+            }
+            let (lines, _overflow) = stats::census_end();
+            let w = stats::census_windows();
+            stats::census_task(None);
+            assert_eq!(w.hashed, 2 * n, "{w:?}");
+            assert!(w.common >= 2 * n - 1, "{w:?}");
+            assert_eq!(w.lookup, 2 * n, "{w:?}");
+            assert!(w.lookup_ns > 0 && w.lookup_ns < w.slow_ns, "{w:?}");
+            // The parent's lock line is shared by both tasks.
+            assert!(
+                lines.iter().any(|l| l.writers() == 2 && l.holds >= 2 * n),
+                "{:?}",
+                &lines[..4.min(lines.len())]
+            );
         });
     });
 }

@@ -505,7 +505,7 @@ pub fn d_lookup(parent: &Dentry, name: &[u8], hash: u64) -> Option<DRef> {
 
 fn hash_insert(d: &Arc<Dentry>) {
     dcache().table.bucket(d.hash()).lock().push_front(d.clone());
-    stats::census_hashed(Arc::as_ptr(d) as usize);
+    stats::census_hashed(Arc::as_ptr(d) as usize, d.hash());
 }
 
 /// Take `d` out of the hash table (caller holds its `d_lock`). A hashed
@@ -848,6 +848,7 @@ pub fn d_alloc_parallel(
     hash: u64,
 ) -> KResult<Parallel> {
     let new = d_alloc(parent, name, hash)?;
+    stats::census_parallel_lookup();
     loop {
         let seq = dir.i_dir_seq.read_begin();
         if let Some(d) = d_lookup(parent, name, hash) {

@@ -311,6 +311,13 @@ static HASHED_N: AtomicU64 = AtomicU64::new(0);
 static SLOW_SINCE: AtomicU64 = AtomicU64::new(0);
 static SLOW_NS: AtomicU64 = AtomicU64::new(0);
 static SLOW_N: AtomicU64 = AtomicU64::new(0);
+static LOOKUP_NS: AtomicU64 = AtomicU64::new(0);
+static LOOKUP_N: AtomicU64 = AtomicU64::new(0);
+/// The name hash each named task hashed last, and how many hash inserts
+/// found another task's last one the same.
+const NAME_SLOTS: usize = 8;
+static NAMES: [AtomicU64; NAME_SLOTS] = [ZERO; NAME_SLOTS];
+static COMMON_N: AtomicU64 = AtomicU64::new(0);
 
 /// The census' timed windows, summed over the operations it saw.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -324,14 +331,44 @@ pub struct CensusWindows {
     /// to the end of the walk.
     pub slow: u64,
     pub slow_ns: u64,
+    /// Of those walks, the ones that reached `d_alloc_parallel`'s look in
+    /// the dcache, and the nanoseconds from the miss to it: how long a
+    /// miss is exposed to another CPU hashing the same name first (it then
+    /// finds that dentry there and holds it).
+    pub lookup: u64,
+    pub lookup_ns: u64,
+    /// Hash inserts whose name another named task ([`census_task`]) had
+    /// last hashed too: the tasks miss the same name, and one can find the
+    /// other's dentry. 0 with distinct names, or with no task named.
+    pub common: u64,
 }
 
-/// The dentry at `addr` was just inserted into the hash table.
+/// The dentry at `addr`, of name hash `hash`, was just inserted into the
+/// hash table.
 #[inline]
-pub fn census_hashed(addr: usize) {
+pub fn census_hashed(addr: usize, hash: u64) {
     if CENSUS_ON.load(Ordering::Relaxed) {
-        HASHED_ADDR.store(addr, Ordering::Relaxed);
-        HASHED_SINCE.store(platform::get().now_ns().max(1), Ordering::Relaxed);
+        census_hashed_slow(addr, hash);
+    }
+}
+
+#[cold]
+fn census_hashed_slow(addr: usize, hash: u64) {
+    HASHED_ADDR.store(addr, Ordering::Relaxed);
+    HASHED_SINCE.store(platform::get().now_ns().max(1), Ordering::Relaxed);
+    // Did another task last hash the same name? (Only named tasks count:
+    // one task alone cannot tell a name it shares.)
+    let task = TASK.load(Ordering::Relaxed);
+    if task != usize::MAX {
+        let me = task % NAME_SLOTS;
+        let common = NAMES
+            .iter()
+            .enumerate()
+            .any(|(t, h)| t != me && h.load(Ordering::Relaxed) == hash);
+        if common {
+            COMMON_N.fetch_add(1, Ordering::Relaxed);
+        }
+        NAMES[me].store(hash, Ordering::Relaxed);
     }
 }
 
@@ -362,6 +399,19 @@ pub(super) fn census_slow_begin() {
     }
 }
 
+/// A miss reached `d_alloc_parallel`'s look in the dcache.
+#[inline]
+pub fn census_parallel_lookup() {
+    if CENSUS_ON.load(Ordering::Relaxed) {
+        let t0 = SLOW_SINCE.load(Ordering::Relaxed);
+        if t0 != 0 {
+            let dt = platform::get().now_ns().saturating_sub(t0);
+            LOOKUP_NS.fetch_add(dt, Ordering::Relaxed);
+            LOOKUP_N.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A walk is over (called at the end of every path lookup).
 #[inline]
 pub fn census_walk_done() {
@@ -387,6 +437,9 @@ pub fn census_windows() -> CensusWindows {
         hashed_ns: HASHED_NS.load(Ordering::Relaxed),
         slow: SLOW_N.load(Ordering::Relaxed),
         slow_ns: SLOW_NS.load(Ordering::Relaxed),
+        lookup: LOOKUP_N.load(Ordering::Relaxed),
+        lookup_ns: LOOKUP_NS.load(Ordering::Relaxed),
+        common: COMMON_N.load(Ordering::Relaxed),
     }
 }
 
@@ -425,10 +478,16 @@ pub fn census_begin() {
         &SLOW_SINCE,
         &SLOW_NS,
         &SLOW_N,
+        &LOOKUP_NS,
+        &LOOKUP_N,
+        &COMMON_N,
     ] {
         a.store(0, Ordering::Relaxed);
     }
     HASHED_ADDR.store(0, Ordering::Relaxed);
+    for h in NAMES.iter() {
+        h.store(0, Ordering::Relaxed);
+    }
     CENSUS_ON.store(true, Ordering::SeqCst);
 }
 

@@ -29,8 +29,9 @@ use core::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 mod census;
 pub use census::{
     census_arc, census_arc_ptr, census_begin, census_end, census_fast_path, census_hashed,
-    census_line_store, census_task, census_unhashed, census_untagged_store, census_walk_done,
-    census_windows, hold_end, hold_start, CensusArcDrop, CensusWindows, LineCensus,
+    census_line_store, census_parallel_lookup, census_task, census_unhashed, census_untagged_store,
+    census_walk_done, census_windows, hold_end, hold_start, CensusArcDrop, CensusWindows,
+    LineCensus,
 };
 use census::{census_slow_begin, census_store};
 

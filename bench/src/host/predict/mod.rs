@@ -82,7 +82,7 @@ pub struct PredictArgs {
 /// predict.csv's header. `lines` holds the shared lines ([`lines_field`]).
 pub const PREDICT_HEADER: &str = "testcase,design,lock,cpus,predicted,transfers_predicted,\
 transfer_ns,ns_per_op,hot_stores,hot_holds,hold_ns,other_stores,lock_measured,\
-hashed_ns,hit_ns,allocs,allocs_predicted,lines";
+hashed_ns,hit_ns,allocs,allocs_predicted,lookup_ns,lines";
 
 /// predict.csv's header before the per-line inputs (still read: the
 /// summary columns then stand for the lines).
@@ -180,7 +180,7 @@ pub fn to_csv(models: &[Model]) -> String {
             let pr = m.predict(n);
             let _ = writeln!(
                 s,
-                "{},{},{},{n},{:.0},{:.3},{:.2},{:.2},{:.3},{:.3},{:.2},{:.3},{},{:.2},{:.2},{:.3},{:.3},{}",
+                "{},{},{},{n},{:.0},{:.3},{:.2},{:.2},{:.3},{:.3},{:.2},{:.3},{},{:.2},{:.2},{:.3},{:.3},{:.2},{}",
                 m.testcase,
                 m.design,
                 m.lock,
@@ -197,6 +197,7 @@ pub fn to_csv(models: &[Model]) -> String {
                 i.hit_ns,
                 i.allocs,
                 pr.allocs,
+                i.lookup_ns,
                 lines_field(&i.lines)
             );
         }
@@ -208,7 +209,7 @@ pub fn to_csv(models: &[Model]) -> String {
 pub fn parse_csv(text: &str) -> Result<Vec<Model>, String> {
     let mut lines = text.lines();
     let fields = match lines.next().map(str::trim_end) {
-        Some(PREDICT_HEADER) => 18,
+        Some(PREDICT_HEADER) => 19,
         Some(PREDICT_HEADER_V2) => 17,
         Some(PREDICT_HEADER_V1) => 13,
         _ => return Err("missing or different predict.csv header".into()),
@@ -245,8 +246,13 @@ pub fn parse_csv(text: &str) -> Result<Vec<Model>, String> {
                 },
                 hit_ns: if fields > 13 { num(14, "hit_ns")? } else { 0.0 },
                 allocs: if fields > 13 { num(15, "allocs")? } else { 0.0 },
-                lines: if fields > 17 {
-                    parse_lines_field(f[17]).ok_or_else(|| bad("lines"))?
+                lookup_ns: if fields > 17 {
+                    num(17, "lookup_ns")?
+                } else {
+                    0.0
+                },
+                lines: if fields > 18 {
+                    parse_lines_field(f[18]).ok_or_else(|| bad("lines"))?
                 } else {
                     Vec::new()
                 },
@@ -429,41 +435,72 @@ pub fn scale_times(i: &mut Inputs, factor: f64) {
     }
 }
 
-/// The sharing inputs from the census' windows over `ops` operations:
-/// `(hashed_ns, hit_ns)` per op at the plain run's speed (`plain_ns` per
-/// op; the census run took `census_ns` per op). The part of an op before
-/// its RCU-walk miss stores to no counted line, so the census leaves it at
-/// plain speed: `hit = census_ns - slow` (one clock read less). The slow
-/// part carries the census' booking; the hashed window lies inside it and
-/// is scaled by the slow part's plain ÷ census speed. An op that never
-/// misses has `hit = plain_ns`; one that never unhashes its dentry again
-/// (negative's cached dentry) has no window. Windows rarer than
-/// [`SHARED_PER_OP`] per op are not the operation's own (the run's first
-/// miss, the teardown of its tmpfs) and count as none.
+/// The sharing inputs from the census' windows, per op, at the plain run's
+/// speed ([`sharing_from_windows`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Sharing {
+    /// How long the op's own dentry stays hashed.
+    pub hashed_ns: f64,
+    /// What an op costs that finds the name hashed.
+    pub hit_ns: f64,
+    /// From the RCU-walk miss to `d_alloc_parallel`'s look in the dcache.
+    pub lookup_ns: f64,
+}
+
+/// The sharing inputs from the census' windows over `ops` operations at
+/// the plain run's speed (`plain_ns` per op; the census run took
+/// `census_ns` per op). The part of an op before its RCU-walk miss stores
+/// to no counted line, so the census leaves it at plain speed:
+/// `hit = census_ns - slow` (one clock read less). The slow part carries
+/// the census' booking; the hashed window and the time to the parallel
+/// lookup lie inside it and are scaled by the slow part's plain ÷ census
+/// speed. An op that never misses has `hit = plain_ns`; one that never
+/// unhashes its dentry again (negative's cached dentry) has no window.
+/// Windows rarer than [`SHARED_PER_OP`] per op are not the operation's own
+/// (the run's first miss, the teardown of its tmpfs) and count as none.
+/// Nor do windows of names the census' tasks do not share (fewer than half
+/// of the hash inserts found the other task's last name the same:
+/// `statneg-distinct`, `statneg-owndir`): nobody can find those dentries.
 pub fn sharing_from_windows(
     w: &fs::stats::CensusWindows,
     ops: u64,
     census_ns: f64,
     plain_ns: f64,
     clock_ns: f64,
-) -> (f64, f64) {
+) -> Sharing {
     let ops_f = ops.max(1) as f64;
     if (w.slow as f64) < SHARED_PER_OP * ops_f {
-        return (0.0, plain_ns);
+        return Sharing {
+            hit_ns: plain_ns,
+            ..Sharing::default()
+        };
     }
-    let slow = (w.slow_ns as f64 - w.slow as f64 * clock_ns).max(0.0) / ops_f;
-    let hit = (census_ns - slow - clock_ns).clamp(0.0, plain_ns);
-    let hashed = if (w.hashed as f64) < SHARED_PER_OP * ops_f {
-        0.0
-    } else {
-        (w.hashed_ns as f64 - w.hashed as f64 * clock_ns).max(0.0) / ops_f
+    let per_op = |n: u64, ns: u64| {
+        if (n as f64) < SHARED_PER_OP * ops_f {
+            0.0
+        } else {
+            (ns as f64 - n as f64 * clock_ns).max(0.0) / ops_f
+        }
     };
+    let slow = per_op(w.slow, w.slow_ns);
+    let hit = (census_ns - slow - clock_ns).clamp(0.0, plain_ns);
+    let one_name = 2 * w.common >= w.hashed;
     let scale = if slow > 0.0 {
         ((plain_ns - hit) / slow).clamp(0.0, 1.0)
     } else {
         1.0
     };
-    ((hashed * scale).min(plain_ns), hit)
+    if !one_name {
+        return Sharing {
+            hit_ns: hit,
+            ..Sharing::default()
+        };
+    }
+    Sharing {
+        hashed_ns: (per_op(w.hashed, w.hashed_ns) * scale).min(plain_ns),
+        hit_ns: hit,
+        lookup_ns: (per_op(w.lookup, w.lookup_ns) * scale).min(plain_ns),
+    }
 }
 
 /// A design's 1-CPU measurement: the model inputs on the wall clock and
@@ -506,8 +543,8 @@ fn measure_inputs(
     let mut wall = inputs_from_census(&lines, ops, census::TASKS, ns_per_op);
     let plain_whole_ns = spent.wall_s * 1e9 / spent.ops as f64;
     scale_times(&mut wall, (plain_whole_ns / census_ns_per_op).min(1.0));
-    (wall.hashed_ns, wall.hit_ns) =
-        sharing_from_windows(&windows, ops, census_ns_per_op, ns_per_op, clock_ns);
+    let sh = sharing_from_windows(&windows, ops, census_ns_per_op, ns_per_op, clock_ns);
+    (wall.hashed_ns, wall.hit_ns, wall.lookup_ns) = (sh.hashed_ns, sh.hit_ns, sh.lookup_ns);
     wall.allocs = plain.per_op.map(|p| p.allocs).unwrap_or(0.0);
     let mut cpu = wall.clone();
     cpu.ns_per_op = 1e9 / spent.ops_per_cpu_s();
@@ -515,6 +552,7 @@ fn measure_inputs(
     scale_times(&mut cpu, to_cpu);
     cpu.hashed_ns = wall.hashed_ns * to_cpu;
     cpu.hit_ns = wall.hit_ns * to_cpu;
+    cpu.lookup_ns = wall.lookup_ns * to_cpu;
     Ok(Measured { wall, cpu, plain })
 }
 

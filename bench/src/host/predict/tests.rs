@@ -61,21 +61,40 @@ fn windows_to_sharing_inputs() {
     // slow part 2410 ns/op in the census (2400 after its clock read),
     // so hit = 3000 - 2400 - 10 = 590; the plain slow part is
     // 2000 - 590 = 1410, so the hashed window (1210 - 10 = 1200 in the
-    // census) scales by 1410/2400.
+    // census) and the time to the parallel lookup (610 - 10 = 600) scale
+    // by 1410/2400.
     let w = fs::stats::CensusWindows {
         hashed: 1000,
         hashed_ns: 1_210_000,
         slow: 1000,
         slow_ns: 2_410_000,
+        lookup: 1000,
+        lookup_ns: 610_000,
+        common: 999,
     };
-    let (hashed, hit) = sharing_from_windows(&w, 1000, 3000.0, 2000.0, 10.0);
-    assert!((hit - 590.0).abs() < 1e-9, "{hit}");
-    assert!((hashed - 1200.0 * 1410.0 / 2400.0).abs() < 1e-9, "{hashed}");
+    let sh = sharing_from_windows(&w, 1000, 3000.0, 2000.0, 10.0);
+    assert!((sh.hit_ns - 590.0).abs() < 1e-9, "{sh:?}");
+    assert!(
+        (sh.hashed_ns - 1200.0 * 1410.0 / 2400.0).abs() < 1e-9,
+        "{sh:?}"
+    );
+    assert!(
+        (sh.lookup_ns - 600.0 * 1410.0 / 2400.0).abs() < 1e-9,
+        "{sh:?}"
+    );
+    // The same misses, each task its own name: nobody finds the dentry.
+    let distinct = fs::stats::CensusWindows { common: 0, ..w };
+    let d = sharing_from_windows(&distinct, 1000, 3000.0, 2000.0, 10.0);
+    assert_eq!((d.hashed_ns, d.lookup_ns, d.hit_ns), (0.0, 0.0, sh.hit_ns));
     // No miss (noalloc, negative's cached hit): nothing to share.
+    let nothing = Sharing {
+        hit_ns: 200.0,
+        ..Sharing::default()
+    };
     let none = fs::stats::CensusWindows::default();
     assert_eq!(
         sharing_from_windows(&none, 1000, 300.0, 200.0, 10.0),
-        (0.0, 200.0)
+        nothing
     );
     // negative: one miss and one long window in the whole run (its
     // first lookup; the teardown unhashes): not per-op windows.
@@ -84,10 +103,13 @@ fn windows_to_sharing_inputs() {
         hashed_ns: 300_000,
         slow: 1,
         slow_ns: 2_000,
+        lookup: 1,
+        lookup_ns: 1_000,
+        common: 1,
     };
     assert_eq!(
         sharing_from_windows(&once, 1000, 300.0, 200.0, 10.0),
-        (0.0, 200.0)
+        nothing
     );
 }
 
@@ -123,6 +145,7 @@ fn predict_csv_round_trips() {
             ],
             hashed_ns: 400.0,
             hit_ns: 150.0,
+            lookup_ns: 250.0,
             allocs: 1.0,
         },
         transfer_ns: 80.0,
