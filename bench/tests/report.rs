@@ -165,6 +165,37 @@ fn check_svg(dir: &Path, series: &[&str]) -> String {
         svg.matches("<polyline").count() >= series.len(),
         "one line per series"
     );
+    // The legend is a column of its own right of the chart (x past the
+    // plot's 860 px), one line per series, and the picture is tall enough
+    // for all of them: none drawn over a curve, none cut off.
+    let height: u32 = between(&svg, "height=\"")[8..]
+        .split('"')
+        .next()
+        .and_then(|h| h.parse().ok())
+        .unwrap_or(0);
+    for s in series {
+        let at = svg
+            .find(&format!(">\n{s}\n</text>"))
+            .unwrap_or_else(|| panic!("no legend entry {s}"));
+        let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+        let x: f64 = between(tag, "x=\"")[3..]
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let y: f64 = between(tag, "y=\"")[3..]
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(x >= 860.0, "legend entry {s} at x={x}, inside the chart");
+        assert!(
+            y > 0.0 && y < height as f64,
+            "legend entry {s} at y={y}, off the picture"
+        );
+    }
     svg
 }
 

@@ -40,6 +40,14 @@ pub fn render(rows: &[Row]) -> Result<String, String> {
     render_with(rows, &[])
 }
 
+/// The picture's width, of which the legend column takes `LEGEND_W`.
+const WIDTH: u32 = 1200;
+const LEGEND_W: u32 = 340;
+/// A panel's least height, the legend's first line and line spacing.
+const PANEL_H: u32 = 480;
+const LEGEND_TOP: u32 = 40;
+const LEGEND_LINE: u32 = 16;
+
 /// [`render`] plus dashed predicted curves for `models`.
 pub fn render_with(rows: &[Row], models: &[Model]) -> Result<String, String> {
     // One row per point: its median run.
@@ -57,11 +65,31 @@ pub fn render_with(rows: &[Row], models: &[Model]) -> Result<String, String> {
         .into_iter()
         .collect();
     let many_hosts = ok.iter().map(|r| &r.host).collect::<BTreeSet<_>>().len() > 1;
+    // Every panel is as tall as the longest legend needs (a line per
+    // series, beside the chart, never over it).
+    let entries = testcases
+        .iter()
+        .map(|t| {
+            let measured: BTreeSet<String> = ok
+                .iter()
+                .filter(|r| &r.testcase == t)
+                .map(|r| label(r, many_hosts))
+                .collect();
+            let predicted: usize = models
+                .iter()
+                .filter(|m| &m.testcase == t)
+                .map(|m| 1 + usize::from(m.inputs.hashed_ns > 0.0 && m.inputs.allocs > 0.0))
+                .sum();
+            measured.len() + predicted
+        })
+        .max()
+        .unwrap_or(0);
+    let panel_h = (PANEL_H).max(LEGEND_TOP + LEGEND_LINE * entries as u32 + 20);
     let mut buf = String::new();
     {
         let panels = testcases.len().max(1);
         let root =
-            SVGBackend::with_string(&mut buf, (960, 480 * panels as u32)).into_drawing_area();
+            SVGBackend::with_string(&mut buf, (WIDTH, panel_h * panels as u32)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         if testcases.is_empty() {
             root.draw(&Text::new(
@@ -72,7 +100,9 @@ pub fn render_with(rows: &[Row], models: &[Model]) -> Result<String, String> {
             .map_err(|e| e.to_string())?;
         }
         let areas = root.split_evenly((panels, 1));
-        for (area, testcase) in areas.iter().zip(&testcases) {
+        for (panel, testcase) in areas.iter().zip(&testcases) {
+            let (area, legend_area) = panel.split_horizontally(WIDTH - LEGEND_W);
+            let mut legend: Vec<(String, RGBAColor, bool)> = Vec::new();
             let mine: Vec<&&Row> = ok.iter().filter(|r| &r.testcase == testcase).collect();
             // Series: label -> cpus -> (sum, count). Points whose labels
             // coincide (labels leave out what a reader need not see) are
@@ -132,7 +162,7 @@ pub fn render_with(rows: &[Row], models: &[Model]) -> Result<String, String> {
                 .chain(pred_y())
                 .fold(1.0, f64::max)
                 * 2.0;
-            let mut chart = ChartBuilder::on(area)
+            let mut chart = ChartBuilder::on(&area)
                 .caption(format!("{testcase}: ops/s vs CPUs"), ("sans-serif", 20))
                 .margin(12)
                 .x_label_area_size(40)
@@ -156,11 +186,8 @@ pub fn render_with(rows: &[Row], models: &[Model]) -> Result<String, String> {
                     .collect();
                 chart
                     .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-                    .map_err(|e| e.to_string())?
-                    .label(name.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                    });
+                    .map_err(|e| e.to_string())?;
+                legend.push((name.clone(), color, false));
                 chart
                     .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
                     .map_err(|e| e.to_string())?;
@@ -175,19 +202,33 @@ pub fn render_with(rows: &[Row], models: &[Model]) -> Result<String, String> {
                         6,
                         color.stroke_width(2),
                     ))
-                    .map_err(|e| e.to_string())?
-                    .label(name.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 8, y)], color.stroke_width(2))
-                    });
+                    .map_err(|e| e.to_string())?;
+                legend.push((name.clone(), color, true));
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperLeft)
-                .draw()
-                .map_err(|e| e.to_string())?;
+            // The legend, in its own column: solid measured, dashed
+            // predicted, as drawn.
+            for (k, (name, color, dashed)) in legend.iter().enumerate() {
+                let y = (LEGEND_TOP + LEGEND_LINE * k as u32) as i32;
+                let style = color.stroke_width(2);
+                if *dashed {
+                    for x in [8, 20] {
+                        legend_area
+                            .draw(&PathElement::new(vec![(x, y), (x + 8, y)], style))
+                            .map_err(|e| e.to_string())?;
+                    }
+                } else {
+                    legend_area
+                        .draw(&PathElement::new(vec![(8, y), (28, y)], style))
+                        .map_err(|e| e.to_string())?;
+                }
+                legend_area
+                    .draw(&Text::new(
+                        name.clone(),
+                        (36, y - 6),
+                        ("sans-serif", 12).into_font().color(&BLACK),
+                    ))
+                    .map_err(|e| e.to_string())?;
+            }
         }
         root.present().map_err(|e| e.to_string())?;
     }
