@@ -15,16 +15,19 @@
 //! a closed loop of N CPUs through its think time and the stations, solved
 //! by approximate mean-value analysis (Schweitzer's fixed point):
 //!
-//! - every visit finds its line moved and pays `t_x`: CPUs that run the
-//!   same operation fall into step (a *convoy*: the one that waited at a
-//!   line is right behind the other at the next), so between two of a
-//!   CPU's visits another CPU has been there — measured on this machine:
-//!   a line stored once per operation costs a whole transfer per operation
-//!   at 2 CPUs, not the (N-1)/N of independent arrivals;
+//! - a visit finds its line moved, and pays `t_x`, with probability `q`. A
+//!   shared lock puts the CPUs in step (a *convoy*: the one that waited at a
+//!   line is right behind the other at the next), operations pair up, and
+//!   the line moved whenever another CPU's operation beside it allocates:
+//!   `q = 1 - (1-a)^(N-1)` (a: the allocating fraction below) — measured on
+//!   this machine, a line stored once per operation costs a whole transfer
+//!   per operation at 2 CPUs, not the `(N-1)/N` of independent arrivals.
+//!   Without a shared lock line nothing aligns the CPUs: `q = (N-1)/N`;
 //! - a store made while holding the line's lock moves it when a waiter
 //!   spins on that line meanwhile (a lockref's count beside its lock, a list
-//!   head, the release), with probability `b = min(1, Q)` (Q: the other CPUs
-//!   the visit finds at the station);
+//!   head, the release), with probability `b`: `q` for a fair lock (the
+//!   convoy keeps a waiter there), the queue it finds `min(1, Q)` for an
+//!   unfair one (TTAS lets the running CPU re-take the line);
 //! - a lockref fast path (a `cmpxchg` on the lock-and-count word) finds the
 //!   lock held with the same probability `b` and takes the lock instead: two
 //!   more stores inside a hold (the count, the release);
@@ -45,11 +48,13 @@
 //!
 //! The *sharing term* ([`allocating_fraction`]): concurrent misses of one
 //! name find each other's hashed transient dentry and answer from it
-//! without allocating. From the share `f` of a 1-CPU operation during which
-//! its dentry is hashed and the cost of an operation that finds it hashed,
-//! a fixed point gives the fraction `a` of operations that still allocate;
-//! those visit the lines, the others only add think time. With no window
-//! (`f = 0`) or one CPU, `a = 1`.
+//! without allocating, or a miss finds it in `d_alloc_parallel` and holds
+//! it. From the window during which an operation's dentry is hashed (priced
+//! at N CPUs with what it visits), the time from a miss to that second look,
+//! and the cost of an operation that finds the name hashed, a fixed point
+//! gives the fraction `a` of operations that still allocate; those visit
+//! the lines, the others only add think time. With no window (names the
+//! tasks do not share, or no transient dentry) or one CPU, `a = 1`.
 //!
 //! Touches nothing (arithmetic only).
 
@@ -362,9 +367,22 @@ pub fn allocating_fraction(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus:
         let h = ((n - 1.0) * hashing * window).clamp(0.0, 1.0);
         1.0 - h - a
     };
-    let (mut lo, mut hi) = (1e-9, 1.0);
-    if gap(hi) >= 0.0 {
+    if gap(1.0) >= 0.0 {
         return 1.0;
+    }
+    // `gap` falls from `1 - a`'s side as `a` grows, but not always
+    // monotonically (a collapsing lock makes X fall with `a`): take the
+    // largest root, the least sharing — the term's known error is too much
+    // of it. Walk down from `a = 1` to the first sign change, then bisect.
+    const STEPS: usize = 64;
+    let (mut lo, mut hi) = (1e-9, 1.0);
+    for k in 1..=STEPS {
+        let a = 1.0 - k as f64 / STEPS as f64;
+        if a <= lo || gap(a) > 0.0 {
+            lo = a.max(lo);
+            break;
+        }
+        hi = a;
     }
     for _ in 0..100 {
         let mid = 0.5 * (lo + hi);

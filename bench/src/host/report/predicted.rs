@@ -48,8 +48,13 @@ pub(super) fn write_predictions(s: &mut String, pts: &[Point], models: &[Model],
     let _ = writeln!(
         s,
         "Predicted figures come from the model of docs/designs.md (\"Predicting scaling\"): each \
-         design's 1-CPU run (ns per op; stores, lock holds and hold time on its hottest line; \
-         stores to other shared lines) and one cache-line transfer latency *t_x*. In scaling.svg \
+         design's 1-CPU figures (ns per op, and for every line the tasks share, found by a census \
+         of two tasks' operations taking turns on one thread: its visits, lockref fast paths, \
+         stores inside its own holds, holds and hold time; the hottest line and the rest are \
+         summed up in the first table, every line is in the second) and one cache-line transfer \
+         latency *t_x*. Every shared line is a queueing station (approximate mean-value \
+         analysis); where the tasks share a lock they move in step, and each visit moves its \
+         line. In scaling.svg \
          **predicted curves are dashed** (`predicted:DESIGN lock=KIND`) and **measured points are \
          solid** lines with dots. A cell reads `predicted (measured M)` where host mode measured \
          that point. Lock kinds marked \\* were not measured with that lock (the build had no \
@@ -87,6 +92,9 @@ pub(super) fn write_predictions(s: &mut String, pts: &[Point], models: &[Model],
                 "none (linear)".into()
             }
         );
+    }
+    if models.iter().any(|m| !m.inputs.lines.is_empty()) {
+        s.push_str(&crate::host::predict::lines_table(models));
     }
     s.push('\n');
     predicted_cpus_header(s);
