@@ -1,0 +1,188 @@
+//! predict.csv: `bench predict`'s models as text (inputs, per-line inputs
+//! and the predictions at every CPU count), and back, reading the older
+//! formats too.
+//!
+//! Touches: the output directory's predict.csv.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::Model;
+use crate::predict::{self, Inputs, LockKind};
+
+/// predict.csv's header. `lines` holds the shared lines ([`lines_field`]).
+pub const PREDICT_HEADER: &str = "testcase,design,lock,cpus,predicted,transfers_predicted,\
+transfer_ns,ns_per_op,hot_stores,hot_holds,hold_ns,other_stores,lock_measured,\
+hashed_ns,hit_ns,allocs,allocs_predicted,lookup_ns,lines";
+
+/// predict.csv's header before the per-line inputs (still read: the
+/// summary columns then stand for the lines).
+pub(super) const PREDICT_HEADER_V2: &str =
+    "testcase,design,lock,cpus,predicted,transfers_predicted,\
+transfer_ns,ns_per_op,hot_stores,hot_holds,hold_ns,other_stores,lock_measured,\
+hashed_ns,hit_ns,allocs,allocs_predicted";
+
+/// predict.csv's header before the sharing term (still read).
+pub(super) const PREDICT_HEADER_V1: &str =
+    "testcase,design,lock,cpus,predicted,transfers_predicted,\
+transfer_ns,ns_per_op,hot_stores,hot_holds,hold_ns,other_stores,lock_measured";
+
+/// The `lines` field of predict.csv: one
+/// `stores:tagged:visits:fast:in_hold:holds:hold_ns:win_visits:win_in_hold`
+/// entry per line, `;` between lines (no commas, so the field needs no
+/// quoting).
+pub fn lines_field(lines: &[predict::Line]) -> String {
+    lines
+        .iter()
+        .map(|l| {
+            format!(
+                "{:.4}:{:.4}:{:.4}:{:.4}:{:.4}:{:.4}:{:.2}:{:.4}:{:.4}",
+                l.stores,
+                l.tagged,
+                l.visits,
+                l.fast,
+                l.in_hold,
+                l.holds,
+                l.hold_ns,
+                l.win_visits,
+                l.win_in_hold
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// Parse [`lines_field`]'s text back.
+pub fn parse_lines_field(text: &str) -> Option<Vec<predict::Line>> {
+    if text.is_empty() {
+        return Some(Vec::new());
+    }
+    let num = |t: &str| t.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
+    text.split(';')
+        .map(|entry| {
+            let f: Vec<&str> = entry.split(':').collect();
+            if f.len() != 9 {
+                return None;
+            }
+            Some(predict::Line {
+                stores: num(f[0])?,
+                tagged: num(f[1])?,
+                visits: num(f[2])?,
+                fast: num(f[3])?,
+                in_hold: num(f[4])?,
+                holds: num(f[5])?,
+                hold_ns: num(f[6])?,
+                win_visits: num(f[7])?,
+                win_in_hold: num(f[8])?,
+            })
+        })
+        .collect()
+}
+
+/// The predict.csv text for `models` (one line per model and CPU count).
+pub fn to_csv(models: &[Model]) -> String {
+    let mut s = String::from(PREDICT_HEADER);
+    s.push('\n');
+    for m in models {
+        for n in predict::CPUS {
+            let i = &m.inputs;
+            let pr = m.predict(n);
+            let _ = writeln!(
+                s,
+                "{},{},{},{n},{:.0},{:.3},{:.2},{:.2},{:.3},{:.3},{:.2},{:.3},{},{:.2},{:.2},{:.3},{:.3},{:.2},{}",
+                m.testcase,
+                m.design,
+                m.lock,
+                pr.ops,
+                pr.transfers,
+                m.transfer_ns,
+                i.ns_per_op,
+                i.hot_stores,
+                i.hot_holds,
+                i.hold_ns,
+                i.other_stores,
+                m.lock_measured,
+                i.hashed_ns,
+                i.hit_ns,
+                i.allocs,
+                pr.allocs,
+                i.lookup_ns,
+                lines_field(&i.lines)
+            );
+        }
+    }
+    s
+}
+
+/// Parse predict.csv back into models (one per testcase, design, lock).
+pub fn parse_csv(text: &str) -> Result<Vec<Model>, String> {
+    let mut lines = text.lines();
+    let fields = match lines.next().map(str::trim_end) {
+        Some(PREDICT_HEADER) => 19,
+        Some(PREDICT_HEADER_V2) => 17,
+        Some(PREDICT_HEADER_V1) => 13,
+        _ => return Err("missing or different predict.csv header".into()),
+    };
+    let mut out: Vec<Model> = Vec::new();
+    for (i, l) in lines.enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let f: Vec<&str> = l.split(',').collect();
+        let bad = |what: &str| format!("predict.csv line {}: bad {what}", i + 2);
+        if f.len() != fields {
+            return Err(bad("field count"));
+        }
+        let num = |j: usize, what: &str| -> Result<f64, String> {
+            f[j].parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| bad(what))
+        };
+        let lock = LockKind::from_name(f[2]).ok_or_else(|| bad("lock"))?;
+        let m = Model {
+            testcase: f[0].to_string(),
+            design: f[1].to_string(),
+            lock,
+            transfer_ns: num(6, "transfer_ns")?,
+            inputs: Inputs {
+                ns_per_op: num(7, "ns_per_op")?,
+                hot_stores: num(8, "hot_stores")?,
+                hot_holds: num(9, "hot_holds")?,
+                hold_ns: num(10, "hold_ns")?,
+                other_stores: num(11, "other_stores")?,
+                hashed_ns: if fields > 13 {
+                    num(13, "hashed_ns")?
+                } else {
+                    0.0
+                },
+                hit_ns: if fields > 13 { num(14, "hit_ns")? } else { 0.0 },
+                allocs: if fields > 13 { num(15, "allocs")? } else { 0.0 },
+                lookup_ns: if fields > 17 {
+                    num(17, "lookup_ns")?
+                } else {
+                    0.0
+                },
+                lines: if fields > 18 {
+                    parse_lines_field(f[18]).ok_or_else(|| bad("lines"))?
+                } else {
+                    Vec::new()
+                },
+            },
+            lock_measured: f[12] == "true",
+        };
+        if !out
+            .iter()
+            .any(|o| (&o.testcase, &o.design, o.lock) == (&m.testcase, &m.design, m.lock))
+        {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
+/// Read `DIR/predict.csv` if there is one.
+pub fn read_dir(dir: &Path) -> Result<Vec<Model>, String> {
+    let p = dir.join("predict.csv");
+    match std::fs::read_to_string(&p) {
+        Ok(t) => parse_csv(&t).map_err(|e| format!("{}: {e}", p.display())),
+        Err(_) => Ok(Vec::new()),
+    }
+}
