@@ -327,7 +327,7 @@ pub struct CensusWindows {
     pub hashed: u64,
     pub hashed_ns: u64,
     /// Walks that missed in RCU-walk (handed over to ref-walk with
-    /// [`FallbackReason::CacheMiss`]), and the nanoseconds from that miss
+    /// [`super::FallbackReason::CacheMiss`]), and the nanoseconds from that miss
     /// to the end of the walk.
     pub slow: u64,
     pub slow_ns: u64,

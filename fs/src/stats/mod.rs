@@ -13,13 +13,16 @@
 //! (a store to a line this CPU has just written, so it moves nothing). Paths
 //! without shared stores (noalloc, negative hits) pay nothing for it.
 //!
-//! The *line census* ([`census_begin`] .. [`census_end`]) is a measuring
-//! aid for `bench predict`: while it is on, every counted store and every
-//! lock hold is also booked against its line's address, so a 1-CPU run can
-//! name its hottest line and the time spent inside each lock. Off, it costs
-//! one relaxed load of a read-mostly flag per counted store. It also times
-//! two windows of each operation ([`census_windows`]): how long a dentry
-//! stays hashed, and how long a walk runs after an RCU-walk miss.
+//! The *line census* ([`census_begin`] .. [`census_end`], `census.rs`) is
+//! a measuring aid for `bench predict`: while it is on, every counted store
+//! (and the `Arc` counts and list heads that carry no tag) and every lock
+//! hold is also booked against its line's address, with the visits, the
+//! stores inside the line's own holds and the tasks that stored, so a
+//! 1-CPU run can name the lines tasks share and what each costs. Off, it
+//! costs one relaxed load of a read-mostly flag per booked store. It also
+//! times windows of each operation ([`census_windows`]): how long a dentry
+//! stays hashed, how long a walk runs after an RCU-walk miss, and how long
+//! that miss takes to look again in `d_alloc_parallel`.
 //!
 //! Touches: the platform's `cpu_id` and `now_ns`, nothing else.
 

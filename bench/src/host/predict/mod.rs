@@ -4,15 +4,17 @@
 //! `--validate`, also measure 2 CPUs and set each prediction beside it.
 //!
 //! Inputs per design (and lock kind, where this build has `lock=`):
-//! a plain 1-task run gives ns per op; a second 1-task run under the fs
-//! line census ([`fs::stats::census_begin`]) gives the hottest line's
-//! stores, lock holds and hold time per op, and the stores to other lines
-//! every op shares (lines stored to at least once per two ops; lines of
-//! per-op dentries fall below that). Hold times are corrected for the
-//! clock read the census adds to each hold. The census' windows
+//! a plain 1-task run gives ns per op; a census run (`census.rs`: two
+//! tasks' operations taking turns on one thread, under the fs line census)
+//! gives, for every line both tasks store to at least once per two ops,
+//! its stores, visits, lockref fast paths, stores inside its own holds,
+//! holds and hold time, and what of that falls inside the sharing window
+//! ([`inputs_from_census`]). Times are scaled from the census' speed to
+//! the plain run's ([`scale_times`]). The census' windows
 //! ([`fs::stats::census_windows`]) give the sharing term's inputs: how
-//! long each op's dentry stays hashed, and what an op costs that finds
-//! the name hashed ([`sharing_from_windows`]).
+//! long each op's dentry stays hashed, what an op costs that finds the
+//! name hashed, how long a miss takes to look again in `d_alloc_parallel`,
+//! and whether the tasks miss the same name ([`sharing_from_windows`]).
 //!
 //! With `--out DIR` it writes `DIR/predict.csv` (the model's inputs and
 //! predictions, [`PREDICT_HEADER`]) and, under `--validate`, `DIR/raw.csv`
