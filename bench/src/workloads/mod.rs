@@ -59,6 +59,16 @@ pub fn boxed(b: crate::params::Bench) -> alloc::boxed::Box<dyn Workload> {
     }
 }
 
+/// Setup's check that every task's name is really missing (`EEXIST` if
+/// one is not).
+pub(crate) fn all_missing(vfs: &Vfs, paths: &[alloc::vec::Vec<u8>]) -> KResult<()> {
+    if paths.iter().all(|p| is_enoent(vfs.stat(p))) {
+        Ok(())
+    } else {
+        Err(fs::Errno::EEXIST)
+    }
+}
+
 /// Is this the answer of a stat of a missing name?
 pub(crate) fn is_enoent<T>(r: KResult<T>) -> bool {
     matches!(r, Err(fs::Errno::ENOENT))

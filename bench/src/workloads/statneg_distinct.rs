@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use fs::vfs::Vfs;
 use fs::KResult;
 
-use super::{is_enoent, Workload};
+use super::{all_missing, is_enoent, Workload};
 
 #[derive(Default)]
 pub struct StatnegDistinct {
@@ -27,12 +27,7 @@ impl Workload for StatnegDistinct {
     }
     fn setup(&mut self, vfs: &Vfs, tasks: usize) -> KResult<()> {
         self.paths = (0..tasks).map(Self::path).collect();
-        for p in &self.paths {
-            if !is_enoent(vfs.stat(p)) {
-                return Err(fs::Errno::EEXIST);
-            }
-        }
-        Ok(())
+        all_missing(vfs, &self.paths)
     }
     #[inline]
     fn run_once(&self, vfs: &Vfs, task: usize) -> bool {
