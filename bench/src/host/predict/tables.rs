@@ -29,6 +29,9 @@ pub struct Check {
     pub transfers_measured: f64,
     pub allocs_predicted: f64,
     pub allocs_measured: f64,
+    /// The transfer latency the round was predicted with (ns): measured
+    /// around its 2-task run, or the one given; 0 where not recorded.
+    pub transfer_ns: f64,
 }
 
 impl Check {
@@ -49,6 +52,7 @@ impl Check {
             transfers_measured: o2.per_op.and_then(|p| p.transfers).unwrap_or(0.0),
             allocs_predicted: wall.allocs,
             allocs_measured: o2.per_op.map(|p| p.allocs).unwrap_or(0.0),
+            transfer_ns: m.transfer_ns,
         }
     }
 
@@ -80,9 +84,10 @@ pub fn validation_table(checks: &[Check]) -> String {
          `--transfer-ns` was given, each round's 2-task run is predicted with the cache-line \
          transfer latency measured just before and after it (bench predict prints it per \
          round): on a VM whose vCPUs move between cores that share a cache and cores that do \
-         not, the latency of the run's start is not that of every round.\n\n\
-         | design | lock | rounds | predicted ops/CPU-s | measured ops/CPU-s | ratio per CPU-s | wall ops/s predicted | measured | ratio wall | effective CPUs | allocs/op predicted | measured | transfers/op predicted | measured | verdict (±25 %) |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+         not, the latency of the run's start is not that of every round: the last column gives \
+         the median round's, and the range over the rounds.\n\n\
+         | design | lock | rounds | predicted ops/CPU-s | measured ops/CPU-s | ratio per CPU-s | wall ops/s predicted | measured | ratio wall | effective CPUs | allocs/op predicted | measured | transfers/op predicted | measured | verdict (±25 %) | transfer ns |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
     );
     let mut keys: Vec<(String, LockKind)> = Vec::new();
     for c in checks {
@@ -102,10 +107,22 @@ pub fn validation_table(checks: &[Check]) -> String {
             let hi = mine.iter().map(|c| f(c)).fold(0.0, f64::max);
             format!("[{lo:.2}–{hi:.2}]")
         };
+        let tx_lo = mine
+            .iter()
+            .map(|c| c.transfer_ns)
+            .fold(f64::INFINITY, f64::min);
+        let tx_hi = mine.iter().map(|c| c.transfer_ns).fold(0.0, f64::max);
+        let tx = if tx_hi <= 0.0 {
+            "–".to_string()
+        } else if tx_hi - tx_lo < 0.05 {
+            format!("{:.1}", med.transfer_ns)
+        } else {
+            format!("{:.1} [{tx_lo:.0}–{tx_hi:.0}]", med.transfer_ns)
+        };
         let ok = (0.75..=1.25).contains(&med.cpu_ratio());
         let _ = writeln!(
             s,
-            "| {design} | {lock} | {} | {} | {} | {:.2} {} | {} | {} | {:.2} {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} |",
+            "| {design} | {lock} | {} | {} | {} | {:.2} {} | {} | {} | {:.2} {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {tx} |",
             mine.len(),
             report::human(med.predicted_per_cpu_s),
             report::human(med.measured_per_cpu_s),

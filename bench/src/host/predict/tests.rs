@@ -206,15 +206,37 @@ fn the_check_uses_cpu_time() {
         transfers_measured: 0.0,
         allocs_predicted: 0.0,
         allocs_measured: 0.0,
+        transfer_ns: 36.5,
     };
     assert_eq!(c.wall_ratio(), 2.0);
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
     assert_eq!(back, vec![c.clone()]);
     assert!(checks_from_csv("design\n").is_err());
-    let t = validation_table(&[c]);
+    let t = validation_table(std::slice::from_ref(&c));
     assert!(t.contains("| noalloc | qspinlock | 1 |"), "{t}");
     assert!(t.contains("| 1.11 [1.11–1.11] |"), "{t}");
-    assert!(t.contains("| met |"), "{t}");
+    assert!(t.contains("| met | 36.5 |"), "{t}");
+    // Rounds at different latencies show the median round's and the range.
+    let far = Check {
+        transfer_ns: 234.0,
+        measured_per_cpu_s: 10e6,
+        ..c.clone()
+    };
+    let near = Check {
+        transfer_ns: 40.0,
+        measured_per_cpu_s: 5e6,
+        ..c.clone()
+    };
+    let t = validation_table(&[c.clone(), far, near]);
+    assert!(t.contains("| 40.0 [36–234] |"), "{t}");
+    // A checks.csv from before the latency column still reads, as 0.
+    let old = checks_to_csv(std::slice::from_ref(&c))
+        .lines()
+        .map(|l| l.rsplit_once(',').unwrap().0.to_string() + "\n")
+        .collect::<String>();
+    let back = checks_from_csv(&old).unwrap();
+    assert_eq!(back[0].transfer_ns, 0.0);
+    assert!(validation_table(&back).contains("| met | – |"));
 }
 
 #[test]
@@ -256,4 +278,16 @@ fn cpu_seconds_reads_proc() {
         std::hint::black_box(0);
     }
     assert!(cpu_seconds().unwrap() >= a);
+}
+
+#[test]
+fn a_round_is_settled_when_its_latency_stays_in_one_regime() {
+    // Within one regime (a day's spread here: 53-82 ns).
+    assert!(tx_settled(53.0, 82.0));
+    assert!(tx_settled(246.0, 216.0));
+    // Across the two (shared cache, none): run it again.
+    assert!(!tx_settled(36.7, 246.6));
+    assert!(!tx_settled(246.6, 36.7));
+    // No reading is no regime.
+    assert!(!tx_settled(0.0, 0.0));
 }
