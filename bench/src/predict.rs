@@ -30,7 +30,8 @@
 //!   the releasing CPU re-take the line only if it came back to the lock
 //!   within the waiter's transfer; the census's designs come back three
 //!   transfers later or more, and measured TTAS at 2 tasks runs as the fair
-//!   locks do);
+//!   locks do). The waiter takes the line back at most once per transfer,
+//!   so a hold of `h` ns loses it at most `1 + h/t_x` times;
 //! - a lockref fast path (a `cmpxchg` on the lock-and-count word) finds the
 //!   lock held with the same probability `b` and takes the lock instead: two
 //!   more stores inside a hold (the count, the release);
@@ -201,6 +202,23 @@ fn hit_ns(inp: &Inputs) -> f64 {
     }
 }
 
+/// How often the stores made inside `l`'s holds (`hold_ns` per op in
+/// all) move its line to a waiter spinning on it, when the waiter is
+/// always there and `fallbacks` fast paths per op took the lock instead.
+/// The waiter takes the line back at most once per transfer: a hold of
+/// `h` ns loses it at most `1 + h/t_x` times however many stores it makes
+/// (stores that follow each other faster than the waiter's read comes back
+/// commit together, as on the holder's own line). A fallback's hold is two
+/// stores back to back (the count, the release): one move.
+fn spun_moves(l: &Line, hold_ns: f64, transfer_ns: f64, fallbacks: f64) -> f64 {
+    if l.holds <= 0.0 {
+        return 0.0;
+    }
+    let per_hold = hold_ns.max(0.0) / l.holds;
+    let most = l.holds * (1.0 + per_hold / transfer_ns.max(f64::MIN_POSITIVE));
+    l.in_hold.min(most) + fallbacks
+}
+
 /// The closed loop solved at one CPU count and allocating fraction.
 #[derive(Clone, Copy, Debug, Default)]
 struct Solved {
@@ -291,7 +309,7 @@ fn solve(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize, a: f64) ->
             let busy = if l.holds > 0.0 { q_beside } else { 0.0 };
             // Fast paths that find the lock held and take it.
             let fallbacks = l.fast * busy;
-            let spun = (l.in_hold + 2.0 * fallbacks) * busy;
+            let spun = spun_moves(l, holds[i], transfer_ns, fallbacks) * busy;
             let extra = (l.holds + fallbacks) * extra_transfers(lock, seen);
             let moved = l.visits * q_beside;
             let demand = holds[i] + transfer_ns * (moved + spun + extra);
@@ -426,11 +444,7 @@ pub fn queued_bound(inp: &Inputs, transfer_ns: f64) -> f64 {
         .lines_or_summary()
         .iter()
         .map(|l| {
-            let spun = if l.holds > 0.0 {
-                l.in_hold + 2.0 * l.fast
-            } else {
-                0.0
-            };
+            let spun = spun_moves(l, l.hold_ns, transfer_ns, l.fast);
             l.hold_ns.max(0.0) + transfer_ns * (l.visits + spun)
         })
         .fold(0.0, f64::max);
@@ -552,13 +566,15 @@ mod tests {
     #[test]
     fn two_cpus_by_hand() {
         // qspinlock (fair): a waiter is always there, so the 3 in-hold
-        // stores and the fast path's fallback (2 stores) move the lock
-        // line too: D1 = 100 + 80·(3 + 3 + 2) = 740 ns; the Arc line
-        // D2 = 4·80 = 320 ns; Z = 1900 ns. Two stations: check the fixed
-        // point's equations rather than a closed form.
+        // stores (2 holds of 50 ns may lose the line 2·(1 + 50/80) = 3.25
+        // times: all 3 move) and the fast path's fallback (its 2 stores
+        // back to back, one move) move the lock line too:
+        // D1 = 100 + 80·(3 + 3 + 1) = 660 ns; the Arc line D2 = 4·80 =
+        // 320 ns; Z = 1900 ns. Two stations: check the fixed point's
+        // equations rather than a closed form.
         let i = transient();
         let p = predict(&i, LockKind::Qspinlock, 80.0, 2);
-        let (d1, d2, z) = (740.0, 320.0, 1900.0);
+        let (d1, d2, z) = (660.0, 320.0, 1900.0);
         let x = p.ops * 1e-9;
         // Solve the two queue equations at this X and check X = 2/cycle.
         let seen = |d: f64| {
@@ -574,6 +590,37 @@ mod tests {
         // would have to come back within a transfer to beat it).
         assert!(close(ops_per_sec(&i, LockKind::Ticket, 80.0, 2), p.ops));
         assert!(close(ops_per_sec(&i, LockKind::Ttas, 80.0, 2), p.ops));
+    }
+
+    #[test]
+    fn a_waiter_takes_the_line_back_at_most_once_per_transfer() {
+        // 10 stores inside 2 holds of 50 ns: at 10 ns a transfer the
+        // waiter can take the line back after every store; at 200 ns only
+        // 2·(1 + 50/200) = 2.5 times; a fallback's two stores once.
+        let l = Line {
+            in_hold: 10.0,
+            holds: 2.0,
+            hold_ns: 100.0,
+            ..Line::default()
+        };
+        assert!(close(spun_moves(&l, 100.0, 10.0, 0.0), 10.0));
+        assert!(close(spun_moves(&l, 100.0, 200.0, 0.0), 2.5));
+        assert!(close(spun_moves(&l, 100.0, 200.0, 1.5), 4.0));
+        // A line nobody locks has no waiter spinning on it.
+        let plain = Line {
+            visits: 4.0,
+            ..Line::default()
+        };
+        assert_eq!(spun_moves(&plain, 0.0, 80.0, 0.0), 0.0);
+        // So at long transfers the same stores cost less than in
+        // proportion: 10x the latency, well under 10x the lock line's time.
+        let i = Inputs {
+            ns_per_op: 2000.0,
+            lines: vec![l],
+            ..Inputs::default()
+        };
+        let t = |tx: f64| 2e9 / ops_per_sec(&i, LockKind::Qspinlock, tx, 2) - 2000.0;
+        assert!(t(200.0) < 0.5 * 10.0 * t(20.0), "{} {}", t(20.0), t(200.0));
     }
 
     #[test]
