@@ -74,17 +74,7 @@ where
     E: Executor + ?Sized,
     W: fmt::Write + Send,
 {
-    // Every lock created from here on is of the asked kind; the dcache's
-    // global locks exist from its first use, so check they agree.
-    fs::sync::rawlock::set_default_kind(p.lock);
-    let built = fs::dcache::dcache().lock_kind();
-    if built != p.lock {
-        return Err(RunError::LockKind {
-            asked: p.lock,
-            built,
-        });
-    }
-    let vfs = Vfs::new_tmpfs(p.design.mount_opts()).map_err(RunError::Setup)?;
+    let vfs = fresh_tmpfs(p)?;
     match p.bench {
         Bench::Statneg => run_workload(workloads::statneg::Statneg, &vfs, p, exec, out),
         Bench::StatnegDistinct => run_workload(
@@ -107,6 +97,21 @@ where
             out,
         ),
     }
+}
+
+/// A fresh tmpfs mounted with `p`'s design, every lock created from here
+/// on of `p`'s kind. The dcache's global locks exist from its first use,
+/// so a process that already used another kind gets [`RunError::LockKind`].
+pub fn fresh_tmpfs(p: &Params) -> Result<Vfs, RunError> {
+    fs::sync::rawlock::set_default_kind(p.lock);
+    let built = fs::dcache::dcache().lock_kind();
+    if built != p.lock {
+        return Err(RunError::LockKind {
+            asked: p.lock,
+            built,
+        });
+    }
+    Vfs::new_tmpfs(p.design.mount_opts()).map_err(RunError::Setup)
 }
 
 /// Set `w` up on `vfs` and run it (the generic half of [`run_params`]).

@@ -16,8 +16,6 @@
 
 use std::time::{Duration, Instant};
 
-use fs::vfs::Vfs;
-
 use crate::params::Params;
 use crate::workloads;
 
@@ -55,15 +53,7 @@ pub fn run(p: &Params, cpu: Option<usize>) -> Result<CensusRun, String> {
 }
 
 fn run_here(p: &Params) -> Result<CensusRun, String> {
-    fs::sync::rawlock::set_default_kind(p.lock);
-    let built = fs::dcache::dcache().lock_kind();
-    if built != p.lock {
-        return Err(format!(
-            "{p}: the dcache's locks were built as {built}, not {}",
-            p.lock
-        ));
-    }
-    let vfs = Vfs::new_tmpfs(p.design.mount_opts()).map_err(|e| format!("{p}: mount: {e}"))?;
+    let vfs = crate::fresh_tmpfs(p).map_err(|e| format!("{p}: {e}"))?;
     let mut w = workloads::boxed(p.bench);
     w.setup(&vfs, TASKS)
         .map_err(|e| format!("{p}: setup: {e}"))?;
