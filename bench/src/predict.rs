@@ -108,6 +108,44 @@ pub struct Line {
 }
 
 impl Line {
+    /// How many figures a line has ([`Line::values`]).
+    pub const VALUES: usize = 9;
+    /// Where `hold_ns` stands in [`Line::values`] (a time among counts).
+    pub const HOLD_NS: usize = 6;
+
+    /// Its figures in one fixed order (predict.csv's `lines` field and the
+    /// report's table of lines use it): stores, tagged, visits, fast,
+    /// in_hold, holds, hold_ns, win_visits, win_in_hold.
+    pub fn values(&self) -> [f64; Line::VALUES] {
+        [
+            self.stores,
+            self.tagged,
+            self.visits,
+            self.fast,
+            self.in_hold,
+            self.holds,
+            self.hold_ns,
+            self.win_visits,
+            self.win_in_hold,
+        ]
+    }
+
+    /// The line whose [`Line::values`] are `v`.
+    pub fn from_values(v: [f64; Line::VALUES]) -> Line {
+        let [stores, tagged, visits, fast, in_hold, holds, hold_ns, win_visits, win_in_hold] = v;
+        Line {
+            stores,
+            tagged,
+            visits,
+            fast,
+            in_hold,
+            holds,
+            hold_ns,
+            win_visits,
+            win_in_hold,
+        }
+    }
+
     /// Share of its stores that carry a writer tag.
     fn tagged_share(&self) -> f64 {
         if self.stores > 0.0 {

@@ -35,18 +35,15 @@ pub fn lines_field(lines: &[predict::Line]) -> String {
     lines
         .iter()
         .map(|l| {
-            format!(
-                "{:.4}:{:.4}:{:.4}:{:.4}:{:.4}:{:.4}:{:.2}:{:.4}:{:.4}",
-                l.stores,
-                l.tagged,
-                l.visits,
-                l.fast,
-                l.in_hold,
-                l.holds,
-                l.hold_ns,
-                l.win_visits,
-                l.win_in_hold
-            )
+            l.values()
+                .iter()
+                .enumerate()
+                .map(|(k, v)| match k {
+                    predict::Line::HOLD_NS => format!("{v:.2}"),
+                    _ => format!("{v:.4}"),
+                })
+                .collect::<Vec<_>>()
+                .join(":")
         })
         .collect::<Vec<_>>()
         .join(";")
@@ -60,21 +57,8 @@ pub fn parse_lines_field(text: &str) -> Option<Vec<predict::Line>> {
     let num = |t: &str| t.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
     text.split(';')
         .map(|entry| {
-            let f: Vec<&str> = entry.split(':').collect();
-            if f.len() != 9 {
-                return None;
-            }
-            Some(predict::Line {
-                stores: num(f[0])?,
-                tagged: num(f[1])?,
-                visits: num(f[2])?,
-                fast: num(f[3])?,
-                in_hold: num(f[4])?,
-                holds: num(f[5])?,
-                hold_ns: num(f[6])?,
-                win_visits: num(f[7])?,
-                win_in_hold: num(f[8])?,
-            })
+            let v: Vec<f64> = entry.split(':').map(num).collect::<Option<_>>()?;
+            Some(predict::Line::from_values(v.try_into().ok()?))
         })
         .collect()
 }

@@ -152,22 +152,14 @@ pub fn lines_table(models: &[Model]) -> String {
     );
     for m in models {
         for (k, l) in m.inputs.lines.iter().enumerate() {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {:.2} | {:.2} |",
-                m.design,
-                m.lock,
-                k + 1,
-                l.stores,
-                l.tagged,
-                l.visits,
-                l.fast,
-                l.in_hold,
-                l.holds,
-                l.hold_ns,
-                l.win_visits,
-                l.win_in_hold
-            );
+            let _ = write!(s, "| {} | {} | {} |", m.design, m.lock, k + 1);
+            for (j, v) in l.values().iter().enumerate() {
+                let _ = match j {
+                    predict::Line::HOLD_NS => write!(s, " {v:.1} |"),
+                    _ => write!(s, " {v:.2} |"),
+                };
+            }
+            s.push('\n');
         }
     }
     s
