@@ -207,6 +207,7 @@ fn the_check_uses_cpu_time() {
         allocs_predicted: 0.0,
         allocs_measured: 0.0,
         transfer_ns: 36.5,
+        predicted_per_cpu_s_at_sharing: 5e6,
     };
     assert_eq!(c.wall_ratio(), 2.0);
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
@@ -229,14 +230,82 @@ fn the_check_uses_cpu_time() {
     };
     let t = validation_table(&[c.clone(), far, near]);
     assert!(t.contains("| 40.0 [36–234] |"), "{t}");
-    // A checks.csv from before the latency column still reads, as 0.
-    let old = checks_to_csv(std::slice::from_ref(&c))
-        .lines()
-        .map(|l| l.rsplit_once(',').unwrap().0.to_string() + "\n")
-        .collect::<String>();
-    let back = checks_from_csv(&old).unwrap();
+    // A checks.csv from before the prediction at measured sharing, and one
+    // from before the latency column, still read, as 0.
+    let drop_fields = |k: usize| {
+        checks_to_csv(std::slice::from_ref(&c))
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                f[..f.len() - k].join(",") + "\n"
+            })
+            .collect::<String>()
+    };
+    let back = checks_from_csv(&drop_fields(1)).unwrap();
+    assert_eq!(back[0].transfer_ns, 36.5);
+    assert_eq!(back[0].predicted_per_cpu_s_at_sharing, 0.0);
+    assert_eq!(back[0].sharing_ratio(), None);
+    assert!(validation_table(&back).contains("| 1.11 | – |"));
+    let back = checks_from_csv(&drop_fields(2)).unwrap();
     assert_eq!(back[0].transfer_ns, 0.0);
-    assert!(validation_table(&back).contains("| met | – |"));
+    let t = validation_table(&back);
+    assert!(t.contains("| met | – |"));
+    // No latency recorded: no by-latency table.
+    assert!(!t.contains("By transfer latency"), "{t}");
+}
+
+#[test]
+fn rounds_group_by_their_latency() {
+    let round = |tx: f64, measured: f64, at_sharing: f64| Check {
+        design: "transient".into(),
+        lock: LockKind::Ticket,
+        predicted: 1e6,
+        measured: 1e6,
+        predicted_per_cpu_s: 1e6,
+        measured_per_cpu_s: measured,
+        effective_cpus: 2.0,
+        transfers_predicted: 5.0,
+        transfers_measured: 3.0,
+        allocs_predicted: 0.7,
+        allocs_measured: 0.5,
+        transfer_ns: tx,
+        predicted_per_cpu_s_at_sharing: at_sharing,
+    };
+    // Three near rounds (28-40 ns: within 2x of 28) and two far ones.
+    let rounds = [
+        round(240.0, 2.5e6, 1.5e6),
+        round(30.0, 1.25e6, 1.5e6),
+        round(28.0, 1.3e6, 1.6e6),
+        round(40.0, 1.2e6, 1.4e6),
+        round(225.0, 2.0e6, 1.0e6),
+    ];
+    let all: Vec<&Check> = rounds.iter().collect();
+    let g = latency_groups(&all);
+    let txs: Vec<Vec<f64>> = g
+        .iter()
+        .map(|g| g.iter().map(|c| c.transfer_ns).collect())
+        .collect();
+    assert_eq!(txs, vec![vec![28.0, 30.0, 40.0], vec![225.0, 240.0]]);
+    // 57 ns is past 2x the near group's 28: a group of its own.
+    let mid = round(57.0, 1e6, 1e6);
+    let mut more = all.clone();
+    more.push(&mid);
+    assert_eq!(latency_groups(&more).len(), 3);
+    let t = validation_table(&rounds);
+    // The whole run's median round: ratio 0.80 (1e6 / 1.25e6), met.
+    assert!(t.contains("| transient | ticket | 5 |"), "{t}");
+    // Near: ratios 0.77, 0.80, 0.83, median 0.80 (the 30 ns round), whose
+    // prediction at measured sharing is 1.5e6 / 1.25e6 = 1.20.
+    assert!(
+        t.contains("| transient | ticket | 28–40 | 3 | 0.80 | 1.20 | 0.70 | 0.50 | met |"),
+        "{t}"
+    );
+    // Far: ratios 0.40 and 0.50, the lower median 0.40 (the 240 ns round):
+    // at measured sharing 1.5e6 / 2.5e6 = 0.60.
+    assert!(
+        t.contains("| transient | ticket | 225–240 | 2 | 0.40 | 0.60 | 0.70 | 0.50 | NOT met |"),
+        "{t}"
+    );
 }
 
 #[test]
