@@ -232,7 +232,7 @@ pub struct Prediction {
 }
 
 /// The time a sharing operation takes (the 1-CPU op if none was measured).
-fn hit_ns(inp: &Inputs) -> f64 {
+pub fn hit_ns(inp: &Inputs) -> f64 {
     if inp.hit_ns > 0.0 {
         inp.hit_ns.min(inp.ns_per_op)
     } else {

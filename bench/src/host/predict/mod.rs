@@ -42,7 +42,7 @@ mod tables;
 pub use csv::{lines_field, parse_csv, parse_lines_field, read_dir, to_csv, PREDICT_HEADER};
 #[cfg(test)]
 use csv::{PREDICT_HEADER_V1, PREDICT_HEADER_V2};
-pub use tables::{latency_groups, lines_table, table, validation_table, Check};
+pub use tables::{fit_line, latency_groups, lines_table, table, validation_table, Check};
 
 /// `bench predict` options.
 #[derive(Args, Debug, Clone)]
@@ -556,8 +556,10 @@ pub fn median_models(all: Vec<Model>) -> Vec<Model> {
 const CHECKS_CSV: &str = "checks.csv";
 const CHECKS_HEADER: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
 measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
-allocs_measured,transfer_ns,predicted_per_cpu_s_at_sharing";
-/// The header before the prediction at measured sharing (read, never written).
+allocs_measured,transfer_ns,predicted_per_cpu_s_at_sharing,alloc_ns_measured,\
+alloc_ns_at_sharing";
+/// The header before the prediction at measured sharing and the cost of an
+/// allocating op (read, never written).
 const CHECKS_HEADER_V2: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
 measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
 allocs_measured,transfer_ns";
@@ -572,7 +574,7 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
     for c in checks {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             c.design,
             c.lock,
             c.predicted,
@@ -585,7 +587,9 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
             c.allocs_predicted,
             c.allocs_measured,
             c.transfer_ns,
-            c.predicted_per_cpu_s_at_sharing
+            c.predicted_per_cpu_s_at_sharing,
+            c.alloc_ns_measured,
+            c.alloc_ns_at_sharing
         );
     }
     s
@@ -595,7 +599,7 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
 pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
     let mut lines = text.lines();
     let fields = match lines.next().map(str::trim_end) {
-        Some(CHECKS_HEADER) => 13,
+        Some(CHECKS_HEADER) => 15,
         Some(CHECKS_HEADER_V2) => 12,
         Some(CHECKS_HEADER_V1) => 11,
         _ => return Err(format!("{CHECKS_CSV}: missing or different header")),
@@ -623,6 +627,8 @@ pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
                 allocs_measured: n(10)?,
                 transfer_ns: if fields > 11 { n(11)? } else { 0.0 },
                 predicted_per_cpu_s_at_sharing: if fields > 12 { n(12)? } else { 0.0 },
+                alloc_ns_measured: if fields > 13 { n(13)? } else { 0.0 },
+                alloc_ns_at_sharing: if fields > 14 { n(14)? } else { 0.0 },
             })
         })
         .collect()

@@ -36,6 +36,12 @@ pub struct Check {
     /// 2-task run measured in place of the sharing term's (what the model
     /// says an allocating op costs, alone); 0 where not recorded.
     pub predicted_per_cpu_s_at_sharing: f64,
+    /// CPU nanoseconds an allocating op took in the 2-task run (its ops'
+    /// time less the sharing ones', each at the 1-CPU hit time, over the
+    /// allocating fraction), and what the model charges one at that
+    /// fraction; 0 for a design that does not allocate, or not recorded.
+    pub alloc_ns_measured: f64,
+    pub alloc_ns_at_sharing: f64,
 }
 
 impl Check {
@@ -53,6 +59,14 @@ impl Check {
             1.0
         };
         let at_sharing = predict::ops_with_allocating(cpu, m.lock, m.transfer_ns, 2, a);
+        // Per op on one CPU's time, then per allocating op.
+        let per_alloc = |per_cpu_s: f64| {
+            if cpu.allocs > 0.0 && per_cpu_s > 0.0 {
+                (1e9 / per_cpu_s - (1.0 - a) * predict::hit_ns(cpu)) / a
+            } else {
+                0.0
+            }
+        };
         Check {
             design: m.design.clone(),
             lock: m.lock,
@@ -67,6 +81,8 @@ impl Check {
             allocs_measured,
             transfer_ns: m.transfer_ns,
             predicted_per_cpu_s_at_sharing: at_sharing / 2.0,
+            alloc_ns_measured: per_alloc(spent.ops_per_cpu_s()),
+            alloc_ns_at_sharing: per_alloc(at_sharing / 2.0),
         }
     }
 
@@ -230,10 +246,11 @@ fn by_latency_table(checks: &[Check]) -> String {
         for g in latency_groups(&mine) {
             let med = median_round(&g);
             let (lo, hi) = (g[0].transfer_ns, g[g.len() - 1].transfer_ns);
-            let tx = if hi - lo < 0.05 {
-                format!("{lo:.1}")
+            let (lo_s, hi_s) = (format!("{lo:.0}"), format!("{hi:.0}"));
+            let tx = if lo_s == hi_s {
+                format!("{:.1}", med.transfer_ns)
             } else {
-                format!("{lo:.0}–{hi:.0}")
+                format!("{lo_s}–{hi_s}")
             };
             let at = med
                 .sharing_ratio()
@@ -254,6 +271,7 @@ fn by_latency_table(checks: &[Check]) -> String {
             );
         }
     }
+    s.push_str(&alloc_cost_lines(checks));
     s
 }
 
@@ -328,6 +346,72 @@ pub fn table(models: &[Model]) -> String {
     if models.iter().any(|m| !m.lock_measured) {
         s.push_str(
             "\n\\* inputs measured with the build's own lock, not this kind (no `lock=` word).\n",
+        );
+    }
+    s
+}
+
+/// A least-squares line `y = c + m·x`; `None` for fewer than two distinct
+/// `x`.
+pub fn fit_line(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = pts.len() as f64;
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
+    if pts.len() < 2 || sxx <= 0.0 {
+        return None;
+    }
+    let m = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx;
+    Some((my - m * mx, m))
+}
+
+/// Below [`by_latency_table`], for each allocating design whose rounds sit
+/// in two latency regimes or more: what an allocating op costs at 2 CPUs
+/// against the transfer latency, measured and as the model charges it at
+/// the measured sharing, each a least-squares line over every lock kind's
+/// rounds (at 2 CPUs the kinds hand over alike). A model that prices a move
+/// right has the measured slope; what it leaves out that does not scale
+/// with the latency shows in the constant.
+fn alloc_cost_lines(checks: &[Check]) -> String {
+    let costed = |c: &&Check| c.alloc_ns_measured > 0.0 && c.alloc_ns_at_sharing > 0.0;
+    let mut designs: Vec<&str> = Vec::new();
+    for c in checks.iter().filter(costed) {
+        if !designs.contains(&c.design.as_str()) {
+            designs.push(&c.design);
+        }
+    }
+    let mut s = String::new();
+    for design in designs {
+        let mine: Vec<&Check> = checks
+            .iter()
+            .filter(costed)
+            .filter(|c| c.design == design)
+            .collect();
+        if latency_groups(&mine).len() < 2 {
+            continue;
+        }
+        let line = |f: fn(&Check) -> f64| {
+            let pts: Vec<(f64, f64)> = mine.iter().map(|c| (c.transfer_ns, f(c))).collect();
+            fit_line(&pts)
+        };
+        let (Some((mc, mm)), Some((pc, pm))) = (
+            line(|c| c.alloc_ns_measured),
+            line(|c| c.alloc_ns_at_sharing),
+        ) else {
+            continue;
+        };
+        let lo = mine
+            .iter()
+            .map(|c| c.transfer_ns)
+            .fold(f64::INFINITY, f64::min);
+        let hi = mine.iter().map(|c| c.transfer_ns).fold(0.0, f64::max);
+        let _ = writeln!(
+            s,
+            "\nAn allocating op of {design} at 2 CPUs against the transfer latency `t_x` \
+             (least squares over every lock kind's rounds: {} rounds at {lo:.0}–{hi:.0} ns, CPU \
+             time): measured {mc:.0} ns + {mm:.1}·t_x; the model at measured sharing {pc:.0} ns \
+             + {pm:.1}·t_x.",
+            mine.len()
         );
     }
     s

@@ -208,6 +208,8 @@ fn the_check_uses_cpu_time() {
         allocs_measured: 0.0,
         transfer_ns: 36.5,
         predicted_per_cpu_s_at_sharing: 5e6,
+        alloc_ns_measured: 0.0,
+        alloc_ns_at_sharing: 0.0,
     };
     assert_eq!(c.wall_ratio(), 2.0);
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
@@ -241,12 +243,12 @@ fn the_check_uses_cpu_time() {
             })
             .collect::<String>()
     };
-    let back = checks_from_csv(&drop_fields(1)).unwrap();
+    let back = checks_from_csv(&drop_fields(3)).unwrap();
     assert_eq!(back[0].transfer_ns, 36.5);
     assert_eq!(back[0].predicted_per_cpu_s_at_sharing, 0.0);
     assert_eq!(back[0].sharing_ratio(), None);
     assert!(validation_table(&back).contains("| 1.11 | – |"));
-    let back = checks_from_csv(&drop_fields(2)).unwrap();
+    let back = checks_from_csv(&drop_fields(4)).unwrap();
     assert_eq!(back[0].transfer_ns, 0.0);
     let t = validation_table(&back);
     assert!(t.contains("| met | – |"));
@@ -270,6 +272,8 @@ fn rounds_group_by_their_latency() {
         allocs_measured: 0.5,
         transfer_ns: tx,
         predicted_per_cpu_s_at_sharing: at_sharing,
+        alloc_ns_measured: 0.0,
+        alloc_ns_at_sharing: 0.0,
     };
     // Three near rounds (28-40 ns: within 2x of 28) and two far ones.
     let rounds = [
@@ -359,4 +363,119 @@ fn a_round_is_settled_when_its_latency_stays_in_one_regime() {
     assert!(!tx_settled(246.6, 36.7));
     // No reading is no regime.
     assert!(!tx_settled(0.0, 0.0));
+}
+
+#[test]
+fn an_allocating_op_s_cost_is_fitted_against_the_latency() {
+    assert_eq!(fit_line(&[(1.0, 3.0)]), None);
+    assert_eq!(fit_line(&[(2.0, 3.0), (2.0, 5.0)]), None);
+    let (c, m) = fit_line(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]).unwrap();
+    assert!((c - 1.0).abs() < 1e-9 && (m - 2.0).abs() < 1e-9, "{c} {m}");
+    // Rounds at 30 and 240 ns: measured 1000 + 10·t_x, the model 600 +
+    // 20·t_x, across two lock kinds.
+    let round = |lock: LockKind, tx: f64| Check {
+        design: "transient".into(),
+        lock,
+        predicted: 1e6,
+        measured: 1e6,
+        predicted_per_cpu_s: 1e6,
+        measured_per_cpu_s: 1e6,
+        effective_cpus: 2.0,
+        transfers_predicted: 5.0,
+        transfers_measured: 3.0,
+        allocs_predicted: 0.7,
+        allocs_measured: 0.5,
+        transfer_ns: tx,
+        predicted_per_cpu_s_at_sharing: 1e6,
+        alloc_ns_measured: 1000.0 + 10.0 * tx,
+        alloc_ns_at_sharing: 600.0 + 20.0 * tx,
+    };
+    let near = [
+        round(LockKind::Qspinlock, 30.0),
+        round(LockKind::Ticket, 30.0),
+    ];
+    let t = validation_table(&near);
+    // One regime only: no line (its slope would be noise).
+    assert!(!t.contains("An allocating op"), "{t}");
+    let both = [
+        near[0].clone(),
+        near[1].clone(),
+        round(LockKind::Ticket, 240.0),
+    ];
+    let t = validation_table(&both);
+    assert!(
+        t.contains("3 rounds at 30–240 ns, CPU time): measured 1000 ns + 10.0·t_x; the model at measured sharing 600 ns + 20.0·t_x."),
+        "{t}"
+    );
+    // Read back from checks.csv, the costs are the same.
+    assert_eq!(
+        checks_from_csv(&checks_to_csv(&both)).unwrap(),
+        both.to_vec()
+    );
+}
+
+#[test]
+fn a_check_prices_its_run_at_the_sharing_it_measured() {
+    // One shared line with holds; every 1-CPU op allocates once; a
+    // sharing op costs 200 ns.
+    let inputs = Inputs {
+        ns_per_op: 600.0,
+        lines: vec![predict::Line {
+            stores: 4.0,
+            tagged: 4.0,
+            visits: 2.0,
+            in_hold: 2.0,
+            holds: 2.0,
+            hold_ns: 100.0,
+            ..Default::default()
+        }],
+        hashed_ns: 150.0,
+        hit_ns: 200.0,
+        allocs: 1.0,
+        ..Default::default()
+    };
+    let m = Model {
+        testcase: "statneg".into(),
+        design: "transient".into(),
+        lock: LockKind::Qspinlock,
+        inputs: inputs.clone(),
+        transfer_ns: 30.0,
+        lock_measured: true,
+    };
+    // The 2-task run: half its ops allocated, 1 µs of CPU time per op.
+    let o2 = output::RunOutput {
+        testcase: "t".into(),
+        warmup: vec![],
+        measurement: vec![],
+        average: 2_000_000,
+        per_op: Some(output::PerOp {
+            allocs: 0.5,
+            shared_stores: None,
+            fallbacks: 0.5,
+            locks: 2.0,
+            rwsem: None,
+            transfers: Some(2.0),
+        }),
+    };
+    let spent = Spent {
+        ops: 2_000_000,
+        wall_s: 1.0,
+        cpu_s: 2.0,
+    };
+    let c = Check::new(&m, &inputs, &o2, &spent);
+    // (1000 ns - 0.5 · 200 ns) / 0.5.
+    assert!((c.alloc_ns_measured - 1800.0).abs() < 1e-6, "{c:?}");
+    let at = predict::ops_with_allocating(&inputs, LockKind::Qspinlock, 30.0, 2, 0.5) / 2.0;
+    assert!((c.predicted_per_cpu_s_at_sharing - at).abs() < 1e-6 * at, "{c:?}");
+    assert!((c.alloc_ns_at_sharing - (1e9 / at - 100.0) / 0.5).abs() < 1e-6, "{c:?}");
+    // The model alone, fed the fraction the run had, charges an
+    // allocating op more than its 1-CPU 600 ns (its line moves now).
+    assert!(c.alloc_ns_at_sharing > 600.0, "{c:?}");
+    // A design that does not allocate has no per-allocation cost.
+    let plain = Inputs {
+        allocs: 0.0,
+        ..inputs.clone()
+    };
+    let c = Check::new(&m, &plain, &o2, &spent);
+    assert_eq!((c.alloc_ns_measured, c.alloc_ns_at_sharing), (0.0, 0.0));
 }
