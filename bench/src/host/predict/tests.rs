@@ -466,8 +466,14 @@ fn a_check_prices_its_run_at_the_sharing_it_measured() {
     // (1000 ns - 0.5 · 200 ns) / 0.5.
     assert!((c.alloc_ns_measured - 1800.0).abs() < 1e-6, "{c:?}");
     let at = predict::ops_with_allocating(&inputs, LockKind::Qspinlock, 30.0, 2, 0.5) / 2.0;
-    assert!((c.predicted_per_cpu_s_at_sharing - at).abs() < 1e-6 * at, "{c:?}");
-    assert!((c.alloc_ns_at_sharing - (1e9 / at - 100.0) / 0.5).abs() < 1e-6, "{c:?}");
+    assert!(
+        (c.predicted_per_cpu_s_at_sharing - at).abs() < 1e-6 * at,
+        "{c:?}"
+    );
+    assert!(
+        (c.alloc_ns_at_sharing - (1e9 / at - 100.0) / 0.5).abs() < 1e-6,
+        "{c:?}"
+    );
     // The model alone, fed the fraction the run had, charges an
     // allocating op more than its 1-CPU 600 ns (its line moves now).
     assert!(c.alloc_ns_at_sharing > 600.0, "{c:?}");
