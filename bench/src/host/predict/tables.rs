@@ -123,6 +123,22 @@ pub fn latency_groups<'a>(checks: &[&'a Check]) -> Vec<Vec<&'a Check>> {
     groups
 }
 
+/// `checks` grouped by `key`, groups and their rounds in first-seen order.
+fn groups_by<'a, K: PartialEq>(
+    checks: &'a [Check],
+    key: impl Fn(&'a Check) -> K,
+) -> Vec<(K, Vec<&'a Check>)> {
+    let mut groups: Vec<(K, Vec<&Check>)> = Vec::new();
+    for c in checks {
+        let k = key(c);
+        match groups.iter_mut().find(|g| g.0 == k) {
+            Some(g) => g.1.push(c),
+            None => groups.push((k, vec![c])),
+        }
+    }
+    groups
+}
+
 /// The median round of `rounds` by the CPU-time ratio (the lower one of
 /// an even count); `rounds` must not be empty.
 fn median_round<'a>(rounds: &[&'a Check]) -> &'a Check {
@@ -159,17 +175,7 @@ pub fn validation_table(checks: &[Check]) -> String {
          | design | lock | rounds | predicted ops/CPU-s | measured ops/CPU-s | ratio per CPU-s | wall ops/s predicted | measured | ratio wall | effective CPUs | allocs/op predicted | measured | transfers/op predicted | measured | verdict (±25 %) | transfer ns |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
     );
-    let mut keys: Vec<(String, LockKind)> = Vec::new();
-    for c in checks {
-        if !keys.iter().any(|k| k.0 == c.design && k.1 == c.lock) {
-            keys.push((c.design.clone(), c.lock));
-        }
-    }
-    for (design, lock) in keys {
-        let mine: Vec<&Check> = checks
-            .iter()
-            .filter(|c| c.design == design && c.lock == lock)
-            .collect();
+    for ((design, lock), mine) in groups_by(checks, |c| (c.design.as_str(), c.lock)) {
         let med = median_round(&mine);
         let span = |f: &dyn Fn(&Check) -> f64| {
             let lo = mine.iter().map(|c| f(c)).fold(f64::INFINITY, f64::min);
@@ -218,13 +224,7 @@ pub fn validation_table(checks: &[Check]) -> String {
 /// the sharing the run measured beside the model's own. Empty when no
 /// round recorded its latency.
 fn by_latency_table(checks: &[Check]) -> String {
-    let mut keys: Vec<(&str, LockKind)> = Vec::new();
-    for c in checks {
-        if c.transfer_ns > 0.0 && !keys.iter().any(|k| k.0 == c.design && k.1 == c.lock) {
-            keys.push((&c.design, c.lock));
-        }
-    }
-    if keys.is_empty() {
+    if checks.iter().all(|c| c.transfer_ns <= 0.0) {
         return String::new();
     }
     let mut s = String::from(
@@ -238,11 +238,7 @@ fn by_latency_table(checks: &[Check]) -> String {
          | design | lock | transfer ns | rounds | ratio per CPU-s | at measured sharing | allocs/op predicted | measured | verdict (±25 %) |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---|\n",
     );
-    for (design, lock) in keys {
-        let mine: Vec<&Check> = checks
-            .iter()
-            .filter(|c| c.design == design && c.lock == lock)
-            .collect();
+    for ((design, lock), mine) in groups_by(checks, |c| (c.design.as_str(), c.lock)) {
         for g in latency_groups(&mine) {
             let med = median_round(&g);
             let (lo, hi) = (g[0].transfer_ns, g[g.len() - 1].transfer_ns);
@@ -373,20 +369,13 @@ pub fn fit_line(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
 /// right has the measured slope; what it leaves out that does not scale
 /// with the latency shows in the constant.
 fn alloc_cost_lines(checks: &[Check]) -> String {
-    let costed = |c: &&Check| c.alloc_ns_measured > 0.0 && c.alloc_ns_at_sharing > 0.0;
-    let mut designs: Vec<&str> = Vec::new();
-    for c in checks.iter().filter(costed) {
-        if !designs.contains(&c.design.as_str()) {
-            designs.push(&c.design);
-        }
-    }
+    let costed: Vec<Check> = checks
+        .iter()
+        .filter(|c| c.alloc_ns_measured > 0.0 && c.alloc_ns_at_sharing > 0.0)
+        .cloned()
+        .collect();
     let mut s = String::new();
-    for design in designs {
-        let mine: Vec<&Check> = checks
-            .iter()
-            .filter(costed)
-            .filter(|c| c.design == design)
-            .collect();
+    for (design, mine) in groups_by(&costed, |c| c.design.as_str()) {
         if latency_groups(&mine).len() < 2 {
             continue;
         }
