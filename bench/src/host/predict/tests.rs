@@ -256,24 +256,33 @@ fn the_check_uses_cpu_time() {
     assert!(!t.contains("By transfer latency"), "{t}");
 }
 
-#[test]
-fn rounds_group_by_their_latency() {
-    let round = |tx: f64, measured: f64, at_sharing: f64| Check {
+/// A transient round at `tx` ns that met (every rate 1e6 a second).
+fn transient_round(lock: LockKind, tx: f64) -> Check {
+    Check {
         design: "transient".into(),
-        lock: LockKind::Ticket,
+        lock,
         predicted: 1e6,
         measured: 1e6,
         predicted_per_cpu_s: 1e6,
-        measured_per_cpu_s: measured,
+        measured_per_cpu_s: 1e6,
         effective_cpus: 2.0,
         transfers_predicted: 5.0,
         transfers_measured: 3.0,
         allocs_predicted: 0.7,
         allocs_measured: 0.5,
         transfer_ns: tx,
-        predicted_per_cpu_s_at_sharing: at_sharing,
+        predicted_per_cpu_s_at_sharing: 1e6,
         alloc_ns_measured: 0.0,
         alloc_ns_at_sharing: 0.0,
+    }
+}
+
+#[test]
+fn rounds_group_by_their_latency() {
+    let round = |tx: f64, measured: f64, at_sharing: f64| Check {
+        measured_per_cpu_s: measured,
+        predicted_per_cpu_s_at_sharing: at_sharing,
+        ..transient_round(LockKind::Ticket, tx)
     };
     // Three near rounds (28-40 ns: within 2x of 28) and two far ones.
     let rounds = [
@@ -374,21 +383,9 @@ fn an_allocating_op_s_cost_is_fitted_against_the_latency() {
     // Rounds at 30 and 240 ns: measured 1000 + 10·t_x, the model 600 +
     // 20·t_x, across two lock kinds.
     let round = |lock: LockKind, tx: f64| Check {
-        design: "transient".into(),
-        lock,
-        predicted: 1e6,
-        measured: 1e6,
-        predicted_per_cpu_s: 1e6,
-        measured_per_cpu_s: 1e6,
-        effective_cpus: 2.0,
-        transfers_predicted: 5.0,
-        transfers_measured: 3.0,
-        allocs_predicted: 0.7,
-        allocs_measured: 0.5,
-        transfer_ns: tx,
-        predicted_per_cpu_s_at_sharing: 1e6,
         alloc_ns_measured: 1000.0 + 10.0 * tx,
         alloc_ns_at_sharing: 600.0 + 20.0 * tx,
+        ..transient_round(lock, tx)
     };
     let near = [
         round(LockKind::Qspinlock, 30.0),
