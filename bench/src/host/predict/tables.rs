@@ -125,7 +125,7 @@ pub fn latency_groups<'a>(checks: &[&'a Check]) -> Vec<Vec<&'a Check>> {
 
 /// `checks` grouped by `key`, groups and their rounds in first-seen order.
 fn groups_by<'a, K: PartialEq>(
-    checks: &'a [Check],
+    checks: impl IntoIterator<Item = &'a Check>,
     key: impl Fn(&'a Check) -> K,
 ) -> Vec<(K, Vec<&'a Check>)> {
     let mut groups: Vec<(K, Vec<&Check>)> = Vec::new();
@@ -369,13 +369,11 @@ pub fn fit_line(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
 /// right has the measured slope; what it leaves out that does not scale
 /// with the latency shows in the constant.
 fn alloc_cost_lines(checks: &[Check]) -> String {
-    let costed: Vec<Check> = checks
+    let costed = checks
         .iter()
-        .filter(|c| c.alloc_ns_measured > 0.0 && c.alloc_ns_at_sharing > 0.0)
-        .cloned()
-        .collect();
+        .filter(|c| c.alloc_ns_measured > 0.0 && c.alloc_ns_at_sharing > 0.0);
     let mut s = String::new();
-    for (design, mine) in groups_by(&costed, |c| c.design.as_str()) {
+    for (design, mine) in groups_by(costed, |c| c.design.as_str()) {
         if latency_groups(&mine).len() < 2 {
             continue;
         }
