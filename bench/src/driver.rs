@@ -89,6 +89,8 @@ pub struct RunConfig<'a> {
     pub secs: u32,
     /// Reads the fs counters (summed over CPUs); None: no `per-op` line.
     pub counters: Option<fn() -> Counters>,
+    /// Spin-wait hints each task runs after each operation (`pause=`).
+    pub pause: u32,
 }
 
 /// What a finished run measured.
@@ -300,6 +302,12 @@ where
             if !body.run_once(i) {
                 failures += 1;
                 me.failures.store(failures, Ordering::Relaxed);
+            }
+            // The gap before the next operation (`pause=`): hints only, no
+            // clock read and no store, so it adds think time and nothing
+            // else.
+            for _ in 0..cfg.pause {
+                core::hint::spin_loop();
             }
             count += 1;
             me.iterations.store(count, Ordering::Relaxed);

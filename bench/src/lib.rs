@@ -142,6 +142,7 @@ where
         warmup: p.warmup,
         secs: p.secs,
         counters: Some(fs::stats::snapshot),
+        pause: p.pause,
     };
     driver::run(exec, &cfg, &VfsBody { workload: &w, vfs }, out)
 }

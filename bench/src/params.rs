@@ -1,4 +1,5 @@
-//! The benchmark words: `bench=NAME tasks=N design=D warmup=S secs=S lock=K`.
+//! The benchmark words: `bench=NAME tasks=N design=D warmup=S secs=S lock=K
+//! pause=P`.
 //!
 //! One strict parser for both places the words appear: the guest kernel's
 //! command line and host mode (`bench host WORDS`). An unknown key, a word
@@ -23,6 +24,9 @@ pub use fs::sync::rawlock::LockKind;
 pub const MAX_TASKS: usize = fs::platform::MAX_CPUS - 1;
 /// Longest warmup or measurement, in seconds (one hour).
 pub const MAX_SECS: u32 = 3600;
+/// Most `pause=` hints between two operations (about a millisecond on the
+/// slowest `pause` known, Skylake's 140 cycles).
+pub const MAX_PAUSE: u32 = 100_000;
 
 /// One valid key: its name, the values it takes and one line of help.
 #[derive(Clone, Copy, Debug)]
@@ -63,6 +67,11 @@ pub const KEYS: &[KeyInfo] = &[
         key: "lock",
         values: "qspinlock|ticket|ttas",
         help: "spinlock of the lookup path (d_lock, hash, in-lookup, LRU; default qspinlock)",
+    },
+    KeyInfo {
+        key: "pause",
+        values: "0..100000",
+        help: "CPU spin-wait hints (x86 `pause`) each task runs between two operations (default 0)",
     },
 ];
 
@@ -178,6 +187,13 @@ pub struct Params {
     pub secs: u32,
     /// The spinlock kind every fs lock is created with.
     pub lock: LockKind,
+    /// Spin-wait hints ([`core::hint::spin_loop`]) a task runs after each
+    /// operation: a gap between operations that is the same on every CPU
+    /// count, so a 1-CPU run prices it. Tasks that run the same loop with no
+    /// gap fall into step behind a shared lock, and how they line up decides
+    /// how often one finds another's transient dentry (docs/designs.md,
+    /// "The gap between operations"); a few hints shift that.
+    pub pause: u32,
 }
 
 impl Params {
@@ -210,6 +226,10 @@ impl fmt::Display for Params {
         if self.lock != LockKind::DEFAULT {
             write!(f, " lock={}", self.lock)?;
         }
+        // So does no gap.
+        if self.pause != 0 {
+            write!(f, " pause={}", self.pause)?;
+        }
         Ok(())
     }
 }
@@ -223,6 +243,7 @@ pub struct ParamsBuilder {
     warmup: Option<u32>,
     secs: Option<u32>,
     lock: Option<LockKind>,
+    pause: Option<u32>,
 }
 
 impl ParamsBuilder {
@@ -278,6 +299,12 @@ impl ParamsBuilder {
                     LockKind::from_name(value).ok_or_else(|| bad("qspinlock, ticket or ttas"))?;
                 put(&mut self.lock, k).map_err(|_| dup())
             }
+            "pause" => {
+                let n = parse_num(value)
+                    .filter(|n| *n <= MAX_PAUSE as u64)
+                    .ok_or_else(|| bad("a whole number from 0 to 100000"))?;
+                put(&mut self.pause, n as u32).map_err(|_| dup())
+            }
             _ => Err(ParamError::UnknownKey(key)),
         }
     }
@@ -290,6 +317,7 @@ impl ParamsBuilder {
             && self.warmup.is_none()
             && self.secs.is_none()
             && self.lock.is_none()
+            && self.pause.is_none()
     }
 
     /// Check that `bench` was given and fill in defaults.
@@ -301,6 +329,7 @@ impl ParamsBuilder {
             warmup: self.warmup.unwrap_or(2),
             secs: self.secs.unwrap_or(5),
             lock: self.lock.unwrap_or(LockKind::DEFAULT),
+            pause: self.pause.unwrap_or(0),
         })
     }
 }
@@ -407,5 +436,38 @@ mod tests {
             "{e}"
         );
         assert!(Params::parse_line("bench=statneg lock=ttas lock=ttas").is_err());
+    }
+
+    #[test]
+    fn pause_is_a_gap_said_only_when_there_is_one() {
+        let p = Params::parse_line("bench=statneg").unwrap();
+        assert_eq!(p.pause, 0);
+        assert!(!alloc::format!("{p}").contains("pause="));
+        let p = Params::parse_line("bench=statneg tasks=2 pause=16").unwrap();
+        assert_eq!(p.pause, 16);
+        assert_eq!(
+            alloc::format!("{p}"),
+            "bench=statneg tasks=2 design=transient warmup=2 secs=5 pause=16"
+        );
+        assert_eq!(Params::parse_line(&alloc::format!("{p}")).unwrap(), p);
+        let most = alloc::format!("bench=statneg pause={MAX_PAUSE}");
+        assert_eq!(Params::parse_line(&most).unwrap().pause, MAX_PAUSE);
+        for bad in ["pause=100001", "pause=-1", "pause=1.5", "pause="] {
+            let line = alloc::format!("bench=statneg {bad}");
+            let e = Params::parse_line(&line).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("expected a whole number from 0 to 100000"),
+                "{line}: {e}"
+            );
+        }
+        assert_eq!(
+            Params::parse_line("bench=statneg pause=1 pause=2").unwrap_err(),
+            ParamError::Repeated("pause")
+        );
+        // A kernel command line with only `pause=` still asks for a run.
+        let mut b = ParamsBuilder::new();
+        b.set("pause", "4").unwrap();
+        assert!(!b.is_empty());
     }
 }

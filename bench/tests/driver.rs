@@ -82,6 +82,7 @@ fn check_run(inline: bool) {
         warmup: 1,
         secs: 1,
         counters: Some(counters),
+        pause: 0,
     };
     let mut out = String::new();
     let t = Instant::now();
@@ -146,6 +147,7 @@ fn wrong_answers_are_reported() {
         warmup: 0,
         secs: 1,
         counters: None,
+        pause: 0,
     };
     let mut out = String::new();
     match run(&exec, &cfg, &body, &mut out) {
@@ -185,6 +187,7 @@ fn task_count_is_checked() {
             warmup: 0,
             secs: 1,
             counters: None,
+            pause: 0,
         };
         assert_eq!(
             run(&exec, &cfg, &body, &mut String::new()),
@@ -194,4 +197,42 @@ fn task_count_is_checked() {
             })
         );
     }
+}
+
+/// `pause=` leaves its spin-wait hints between two operations: with 100
+/// times the body's own 50 hints as the gap, a run completes far fewer
+/// operations than the same run without one (a 20× margin against the
+/// ~100× expected, so a loaded machine cannot turn it round).
+#[test]
+fn the_pause_is_spent_between_operations() {
+    let total = |pause: u32| {
+        let exec = Threads {
+            start: Instant::now(),
+            inline: false,
+        };
+        let body = Spin {
+            calls: Default::default(),
+            fail_every: 0,
+        };
+        let cfg = RunConfig {
+            description: "spin test",
+            tasks: 1,
+            warmup: 0,
+            secs: 1,
+            counters: None,
+            pause,
+        };
+        let mut out = String::new();
+        let sum = run(&exec, &cfg, &body, &mut out).unwrap();
+        let calls = body.calls[0].load(Ordering::Relaxed);
+        assert!(calls >= sum.measurement[0].total, "{calls} calls");
+        sum.measurement[0].total
+    };
+    let without = total(0);
+    let with = total(5_000);
+    assert!(with > 0, "a paused run still runs");
+    assert!(
+        with.saturating_mul(20) < without,
+        "pause=5000: {with} ops; pause=0: {without} ops"
+    );
 }

@@ -16,6 +16,7 @@ fn full_line_parses() {
             warmup: 1,
             secs: 3,
             lock: LockKind::DEFAULT,
+            pause: 0,
         }
     );
 }

@@ -120,6 +120,7 @@ pub fn table_demo() -> bool {
             warmup: 0,
             secs: 1,
             lock: fs::sync::rawlock::default_kind(),
+            pause: 0,
         };
         // The will-it-scale block goes to the log only (debug level).
         let mut text = String::new();

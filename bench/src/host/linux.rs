@@ -94,6 +94,7 @@ pub fn run<E: Executor + ?Sized, W: std::fmt::Write + Send>(
         warmup,
         secs,
         counters: None,
+        pause: 0,
     };
     driver::run(exec, &cfg, &body, out).map_err(|e: RunError| e.to_string())
 }

@@ -36,6 +36,7 @@ pub(super) fn plan(a: &SweepArgs) -> Vec<Job> {
                                     warmup: a.warmup,
                                     secs: a.secs,
                                     lock,
+                                    pause: 0,
                                 };
                                 jobs.push(if src == Source::Guest {
                                     Job::Guest(p)
