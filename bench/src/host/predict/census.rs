@@ -68,6 +68,11 @@ fn run_here(p: &Params) -> Result<CensusRun, String> {
                 if !w.run_once(&vfs, t) {
                     return Err(format!("{p}: task {t}: not {}", w.expected(t)));
                 }
+                // The gap the 2-task run leaves after each operation
+                // (`pause=`), so that the census' op times carry it too.
+                for _ in 0..p.pause {
+                    core::hint::spin_loop();
+                }
                 ops += 1;
             }
             if ops.is_multiple_of(QUIESCE_EVERY) {

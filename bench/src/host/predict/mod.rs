@@ -83,6 +83,10 @@ pub struct PredictArgs {
     /// Do not pin tasks to CPUs.
     #[arg(long)]
     pub no_pin: bool,
+    /// Spin-wait hints every run leaves after each operation (`pause=`):
+    /// the 1-CPU inputs price the gap, the 2-CPU check measures with it.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub pause: u32,
 }
 
 /// One design × lock kind: its inputs and whether they were measured with
@@ -136,6 +140,9 @@ fn params(
     );
     if let Some(l) = lock {
         let _ = write!(w, " lock={l}");
+    }
+    if a.pause != 0 {
+        let _ = write!(w, " pause={}", a.pause);
     }
     Params::parse_line(&w).map_err(|e| format!("{w}: {e}"))
 }
@@ -481,6 +488,7 @@ fn run_per_lock_kind(
         if a.no_pin {
             cmd.arg("--no-pin");
         }
+        cmd.arg("--pause").arg(a.pause.to_string());
         let sub = a.out.as_ref().map(|d| d.join(format!("lock-{lock}")));
         if let Some(d) = &sub {
             cmd.arg("--out").arg(d);
@@ -515,7 +523,7 @@ fn run_per_lock_kind(
             rows::write(&dir.join("raw.csv"), &raw)?;
         }
         if a.validate {
-            write_checks(dir, &checks)?;
+            write_checks(dir, &checks, a.pause)?;
         }
         println!(
             "wrote {} (all lock kinds)",
@@ -523,7 +531,7 @@ fn run_per_lock_kind(
         );
     }
     if a.validate {
-        print!("{}", validation_table(&checks));
+        print!("{}", validation_text(&checks, a.pause));
     }
     Ok(())
 }
@@ -634,11 +642,28 @@ pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
         .collect()
 }
 
-/// Write `checks.csv` and `validation.md` (its table) into `dir`.
-fn write_checks(dir: &Path, checks: &[Check]) -> Result<(), String> {
+/// The validation tables, with the gap the runs left between operations
+/// said first where there was one (`--pause`): such checks hold for runs
+/// with that gap only.
+pub fn validation_text(checks: &[Check], pause: u32) -> String {
+    let mut s = String::new();
+    if pause != 0 {
+        let _ = write!(
+            s,
+            "\nEvery run of this check left {pause} spin-wait hints between two operations \
+             (`bench predict --pause {pause}`, the benchmark word `pause={pause}`): the 1-CPU \
+             inputs price that gap, and the figures hold for runs with it.\n"
+        );
+    }
+    s.push_str(&validation_table(checks));
+    s
+}
+
+/// Write `checks.csv` and `validation.md` (its tables) into `dir`.
+fn write_checks(dir: &Path, checks: &[Check], pause: u32) -> Result<(), String> {
     std::fs::write(dir.join(CHECKS_CSV), checks_to_csv(checks))
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    std::fs::write(dir.join("validation.md"), validation_table(checks))
+    std::fs::write(dir.join("validation.md"), validation_text(checks, pause))
         .map_err(|e| format!("{}: {e}", dir.display()))
 }
 
@@ -739,9 +764,15 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                         Some(l) => format!("{design} lock={l}"),
                         None => design.clone(),
                     };
+                    // A gap between operations makes other figures: the
+                    // rows say so (raw.csv's note).
+                    let gap = match a.pause {
+                        0 => String::new(),
+                        n => format!(" pause={n}"),
+                    };
                     for (cpus, o, note) in [
-                        (1, &m1.plain, "bench predict: input run"),
-                        (2, &o2, "bench predict --validate"),
+                        (1, &m1.plain, format!("bench predict: input run{gap}")),
+                        (2, &o2, format!("bench predict --validate{gap}")),
                     ] {
                         let key = Key {
                             source: "host".into(),
@@ -751,7 +782,7 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                             design: d.clone(),
                             cpus,
                         };
-                        let mut r = Row::from_output(key, o, note);
+                        let mut r = Row::from_output(key, o, &note);
                         r.rep = round;
                         r.cpu_model = cpu_model.clone();
                         rows.push(r);
@@ -789,7 +820,7 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
         print!("\nShared lines (what the census saw per op, two tasks' ops taking turns on one thread):\n{}", lines_table(&models));
     }
     if a.validate {
-        print!("{}", validation_table(&checks));
+        print!("{}", validation_text(&checks, a.pause));
     }
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -799,7 +830,7 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
             rows::write(&dir.join("raw.csv"), &rows)?;
         }
         if a.validate {
-            write_checks(dir, &checks)?;
+            write_checks(dir, &checks, a.pause)?;
         }
         println!("wrote {}", dir.join("predict.csv").display());
     }

@@ -482,3 +482,35 @@ fn a_check_prices_its_run_at_the_sharing_it_measured() {
     let c = Check::new(&m, &plain, &o2, &spent);
     assert_eq!((c.alloc_ns_measured, c.alloc_ns_at_sharing), (0.0, 0.0));
 }
+
+#[test]
+fn a_pause_reaches_every_run_and_the_tables_say_it() {
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: PredictArgs,
+    }
+    use clap::Parser as _;
+    let a = Cli::parse_from(["predict", "--pause", "4"]).a;
+    assert_eq!(a.pause, 4);
+    for tasks in [1, 2] {
+        let p = params("statneg", "transient", Some(LockKind::Ticket), tasks, &a).unwrap();
+        assert_eq!((p.pause, p.tasks, p.lock), (4, tasks, LockKind::Ticket));
+    }
+    let none = Cli::parse_from(["predict"]).a;
+    assert_eq!(
+        params("statneg", "noalloc", None, 1, &none).unwrap().pause,
+        0
+    );
+    assert!(Cli::try_parse_from(["predict", "--pause", "100001"]).is_err());
+
+    let c = transient_round(LockKind::Qspinlock, 30.0);
+    let plain = validation_text(std::slice::from_ref(&c), 0);
+    assert_eq!(plain, validation_table(std::slice::from_ref(&c)));
+    let gap = validation_text(std::slice::from_ref(&c), 4);
+    assert!(
+        gap.starts_with("\nEvery run of this check left 4 spin-wait hints"),
+        "{gap}"
+    );
+    assert!(gap.contains("`pause=4`") && gap.ends_with(&plain), "{gap}");
+}
