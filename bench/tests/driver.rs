@@ -67,15 +67,34 @@ fn counters() -> fs::stats::Counters {
     }
 }
 
-fn check_run(inline: bool) {
-    let exec = Threads {
+fn threads(inline: bool) -> Threads {
+    Threads {
         start: Instant::now(),
         inline,
-    };
-    let body = Spin {
+    }
+}
+
+fn spin(fail_every: u64) -> Spin {
+    Spin {
         calls: Default::default(),
-        fail_every: 0,
-    };
+        fail_every,
+    }
+}
+
+/// A 1-s run with no warmup and no counters.
+fn quick(description: &str, tasks: usize, pause: u32) -> RunConfig<'_> {
+    RunConfig {
+        description,
+        tasks,
+        warmup: 0,
+        secs: 1,
+        counters: None,
+        pause,
+    }
+}
+
+fn check_run(inline: bool) {
+    let (exec, body) = (threads(inline), spin(0));
     let cfg = RunConfig {
         description: "spin test",
         tasks: 2,
@@ -133,22 +152,7 @@ fn inline_monitor_run() {
 
 #[test]
 fn wrong_answers_are_reported() {
-    let exec = Threads {
-        start: Instant::now(),
-        inline: false,
-    };
-    let body = Spin {
-        calls: Default::default(),
-        fail_every: 1000,
-    };
-    let cfg = RunConfig {
-        description: "failing",
-        tasks: 2,
-        warmup: 0,
-        secs: 1,
-        counters: None,
-        pause: 0,
-    };
+    let (exec, body, cfg) = (threads(false), spin(1000), quick("failing", 2, 0));
     let mut out = String::new();
     match run(&exec, &cfg, &body, &mut out) {
         Err(RunError::WrongAnswers {
@@ -172,23 +176,9 @@ fn wrong_answers_are_reported() {
 
 #[test]
 fn task_count_is_checked() {
-    let exec = Threads {
-        start: Instant::now(),
-        inline: false,
-    };
-    let body = Spin {
-        calls: Default::default(),
-        fail_every: 0,
-    };
+    let (exec, body) = (threads(false), spin(0));
     for tasks in [0, 9] {
-        let cfg = RunConfig {
-            description: "x",
-            tasks,
-            warmup: 0,
-            secs: 1,
-            counters: None,
-            pause: 0,
-        };
+        let cfg = quick("x", tasks, 0);
         assert_eq!(
             run(&exec, &cfg, &body, &mut String::new()),
             Err(RunError::Tasks {
@@ -206,22 +196,7 @@ fn task_count_is_checked() {
 #[test]
 fn the_pause_is_spent_between_operations() {
     let total = |pause: u32| {
-        let exec = Threads {
-            start: Instant::now(),
-            inline: false,
-        };
-        let body = Spin {
-            calls: Default::default(),
-            fail_every: 0,
-        };
-        let cfg = RunConfig {
-            description: "spin test",
-            tasks: 1,
-            warmup: 0,
-            secs: 1,
-            counters: None,
-            pause,
-        };
+        let (exec, body, cfg) = (threads(false), spin(0), quick("spin test", 1, pause));
         let mut out = String::new();
         let sum = run(&exec, &cfg, &body, &mut out).unwrap();
         let calls = body.calls[0].load(Ordering::Relaxed);
