@@ -235,6 +235,16 @@ impl<W: fmt::Write> Monitor<'_, W> {
     }
 }
 
+/// The gap a task leaves after an operation (`pause=`): `pause` spin-wait
+/// hints, no clock read and no store, so it adds think time and nothing
+/// else.
+#[inline]
+pub fn gap(pause: u32) {
+    for _ in 0..pause {
+        core::hint::spin_loop();
+    }
+}
+
 /// Run `body` on `cfg.tasks` tasks and print will-it-scale's format to
 /// `out` as the run goes. Wrong answers end the output with an `error:`
 /// line and make the result an error.
@@ -303,12 +313,7 @@ where
                 failures += 1;
                 me.failures.store(failures, Ordering::Relaxed);
             }
-            // The gap before the next operation (`pause=`): hints only, no
-            // clock read and no store, so it adds think time and nothing
-            // else.
-            for _ in 0..cfg.pause {
-                core::hint::spin_loop();
-            }
+            gap(cfg.pause);
             count += 1;
             me.iterations.store(count, Ordering::Relaxed);
             if count.is_multiple_of(POLL_EVERY) {

@@ -70,9 +70,7 @@ fn run_here(p: &Params) -> Result<CensusRun, String> {
                 }
                 // The gap the 2-task run leaves after each operation
                 // (`pause=`), so that the census' op times carry it too.
-                for _ in 0..p.pause {
-                    core::hint::spin_loop();
-                }
+                crate::driver::gap(p.pause);
                 ops += 1;
             }
             if ops.is_multiple_of(QUIESCE_EVERY) {
