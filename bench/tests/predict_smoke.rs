@@ -132,13 +132,24 @@ fn predict_prices_only_the_lines_tasks_share() {
         assert_eq!(m.len(), 1, "{m:?}");
         m.remove(0)
     };
-    let own = model("statneg-owndir");
+    // The two tasks' names sit in one in-lookup bucket, whose lock they
+    // then share, for one hash seed in 256 (dcache.rs, `InLookupBucket`);
+    // each run has a seed of its own, so three such runs in a row would
+    // take a lock shared for every seed.
+    let owns_no_lock = |m: &predict::Model| m.inputs.lines.iter().all(|l| l.holds == 0.0);
+    let mut own = model("statneg-owndir");
+    for _ in 0..2 {
+        if owns_no_lock(&own) {
+            break;
+        }
+        own = model("statneg-owndir");
+    }
     let shared = model("statneg");
     assert!(
         !own.inputs.lines.is_empty(),
         "the superblock is shared: {own:?}"
     );
-    assert!(own.inputs.lines.iter().all(|l| l.holds == 0.0), "{own:?}");
+    assert!(owns_no_lock(&own), "{own:?}");
     assert!(
         shared
             .inputs

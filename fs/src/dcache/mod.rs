@@ -215,7 +215,7 @@ impl DentryInner {
 pub struct Dcache {
     table: RcuHashTable<Dentry>,
     hasher: ahash::RandomState,
-    in_lookup: Vec<SpinLock<Vec<Arc<Dentry>>>>,
+    in_lookup: Vec<InLookupBucket>,
     /// Linux `rename_lock`: held by a rename from its lookups to `d_move`
     /// (so it also stands for Linux's `s_vfs_rename_mutex`); readers
     /// re-check its count (`rename_seq` in the trace) to learn whether a
@@ -226,6 +226,25 @@ pub struct Dcache {
 }
 
 static DCACHE: spin::Once<Dcache> = spin::Once::new();
+
+/// Buckets of the in-lookup table (Linux has 1 << `IN_LOOKUP_SHIFT`).
+const IN_LOOKUP_BUCKETS: usize = 256;
+
+/// One bucket of the in-lookup table, alone on its pair of cache lines.
+///
+/// Linux packs its in-lookup heads eight to a line. Two lookups of
+/// unrelated names whose buckets share a line then move it between their
+/// CPUs at every lock and unlock: the bucket is theirs alone, the line is
+/// not. Which names meet so depends on the hash seed (a new one each
+/// boot), so packed buckets would make one run of `statneg-owndir` or
+/// `statneg-distinct` share a lock line and the next not: `bench
+/// predict`'s census saw it in CI, two lock holds per op on a line both
+/// tasks stored to. With our 256 buckets two to a line, two names met on
+/// a line in one seed of 128. Padded, they meet only when they share the
+/// bucket itself (one seed in 256), and then they share the lock too.
+/// 256 buckets × 128 bytes: 32 KiB.
+#[repr(align(128))]
+struct InLookupBucket(SpinLock<Vec<Arc<Dentry>>>);
 
 /// Default limit on unused (LRU) dentries before the shrinker runs.
 pub const DEFAULT_MAX_UNUSED: usize = 1 << 20;
@@ -242,7 +261,9 @@ pub fn dcache() -> &'static Dcache {
                 0xa409_3822_299f_31d0,
                 0x082e_fa98_ec4e_6c89,
             ),
-            in_lookup: (0..256).map(|_| SpinLock::new(Vec::new())).collect(),
+            in_lookup: (0..IN_LOOKUP_BUCKETS)
+                .map(|_| InLookupBucket(SpinLock::new(Vec::new())))
+                .collect(),
             rename_lock: SeqLock::new(),
             lru: SpinLock::new(LruList::new()),
             max_unused: AtomicUsize::new(DEFAULT_MAX_UNUSED),
@@ -823,7 +844,7 @@ pub enum Parallel {
 
 fn in_lookup_bucket(hash: u64) -> &'static SpinLock<Vec<Arc<Dentry>>> {
     let b = &dcache().in_lookup;
-    &b[(hash as usize ^ (hash >> 40) as usize) % b.len()]
+    &b[(hash as usize ^ (hash >> 40) as usize) % b.len()].0
 }
 
 /// Allocate a dentry for a lookup that must ask the filesystem, making sure
@@ -1093,4 +1114,28 @@ pub fn is_ancestor(a: &Dentry, b: &Arc<Dentry>) -> bool {
         cur = c.parent.get_arc();
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// No two in-lookup buckets share a cache line, and none spans two
+    /// (see [`InLookupBucket`]).
+    #[test]
+    fn in_lookup_buckets_have_a_line_each() {
+        let lines: Vec<(usize, usize)> = dcache()
+            .in_lookup
+            .iter()
+            .map(|b| {
+                let start = &b.0 as *const SpinLock<_> as usize;
+                let end = start + core::mem::size_of_val(&b.0) - 1;
+                (start / 64, end / 64)
+            })
+            .collect();
+        assert!(lines.iter().all(|(a, b)| a == b), "{lines:?}");
+        let mut firsts: Vec<usize> = lines.iter().map(|l| l.0).collect();
+        firsts.dedup();
+        assert_eq!(firsts.len(), IN_LOOKUP_BUCKETS);
+    }
 }
