@@ -132,7 +132,10 @@ pub fn mirrors(func: &str) -> (&'static str, &'static str) {
             "fs/src/namei.rs: Nd::lookup_fast_rcu; fs/src/dcache/mod.rs: d_lookup_rcu",
         ),
         "lookup_slow" => ("lookup_slow", "fs/src/namei.rs: Nd::lookup_slow"),
-        "d_alloc_parallel" => ("d_alloc_parallel", "fs/src/dcache/mod.rs: d_alloc_parallel"),
+        "d_alloc_parallel" => (
+            "d_alloc_parallel",
+            "fs/src/dcache/in_lookup.rs: d_alloc_parallel",
+        ),
         "d_add" => ("d_add", "fs/src/dcache/mod.rs: d_add"),
         "step_into" => (
             "step_into / handle_mounts",
@@ -149,7 +152,7 @@ pub fn mirrors(func: &str) -> (&'static str, &'static str) {
         ),
         "complete_walk" => ("complete_walk", "fs/src/namei.rs: Nd::complete_walk"),
         "filename_lookup" => ("filename_lookup", "fs/src/namei.rs: filename_lookup"),
-        "race" => ("(none: the race command)", "fs/src/explore.rs"),
+        "race" => ("(none: the race command)", "fs/src/explore/mod.rs"),
         _ => ("?", "fs/src/namei.rs"),
     }
 }
