@@ -393,6 +393,20 @@ pub fn ops_with_allocating(
     solve(inp, lock, transfer_ns, cpus, a).ops
 }
 
+/// Counted transfers per *allocating* operation at `cpus` CPUs when a
+/// fraction `a` of the operations allocate, the sharing term left out as
+/// in [`ops_with_allocating`]: fed the fraction a run measured, it says
+/// what that run's `transfers=` over its allocating fraction should read.
+pub fn transfers_per_allocating_op(
+    inp: &Inputs,
+    lock: LockKind,
+    transfer_ns: f64,
+    cpus: usize,
+    a: f64,
+) -> f64 {
+    solve(inp, lock, transfer_ns, cpus, a).counted
+}
+
 /// The sharing fixed point at `cpus` CPUs running concurrently: the
 /// fraction `a` of operations that allocate. An operation shares when its
 /// RCU-walk finds another CPU's dentry for the name hashed.

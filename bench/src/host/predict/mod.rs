@@ -565,6 +565,11 @@ const CHECKS_CSV: &str = "checks.csv";
 const CHECKS_HEADER: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
 measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
 allocs_measured,transfer_ns,predicted_per_cpu_s_at_sharing,alloc_ns_measured,\
+alloc_ns_at_sharing,transfers_per_alloc_measured,transfers_per_alloc_at_sharing";
+/// The header before transfers per allocating op (read, never written).
+const CHECKS_HEADER_V3: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
+measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
+allocs_measured,transfer_ns,predicted_per_cpu_s_at_sharing,alloc_ns_measured,\
 alloc_ns_at_sharing";
 /// The header before the prediction at measured sharing and the cost of an
 /// allocating op (read, never written).
@@ -582,7 +587,7 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
     for c in checks {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             c.design,
             c.lock,
             c.predicted,
@@ -597,7 +602,9 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
             c.transfer_ns,
             c.predicted_per_cpu_s_at_sharing,
             c.alloc_ns_measured,
-            c.alloc_ns_at_sharing
+            c.alloc_ns_at_sharing,
+            c.transfers_per_alloc_measured,
+            c.transfers_per_alloc_at_sharing
         );
     }
     s
@@ -607,7 +614,8 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
 pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
     let mut lines = text.lines();
     let fields = match lines.next().map(str::trim_end) {
-        Some(CHECKS_HEADER) => 15,
+        Some(CHECKS_HEADER) => 17,
+        Some(CHECKS_HEADER_V3) => 15,
         Some(CHECKS_HEADER_V2) => 12,
         Some(CHECKS_HEADER_V1) => 11,
         _ => return Err(format!("{CHECKS_CSV}: missing or different header")),
@@ -637,6 +645,8 @@ pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
                 predicted_per_cpu_s_at_sharing: if fields > 12 { n(12)? } else { 0.0 },
                 alloc_ns_measured: if fields > 13 { n(13)? } else { 0.0 },
                 alloc_ns_at_sharing: if fields > 14 { n(14)? } else { 0.0 },
+                transfers_per_alloc_measured: if fields > 15 { n(15)? } else { 0.0 },
+                transfers_per_alloc_at_sharing: if fields > 16 { n(16)? } else { 0.0 },
             })
         })
         .collect()

@@ -42,6 +42,11 @@ pub struct Check {
     /// fraction; 0 for a design that does not allocate, or not recorded.
     pub alloc_ns_measured: f64,
     pub alloc_ns_at_sharing: f64,
+    /// Counted transfers per allocating op: the 2-task run's `transfers=`
+    /// over its allocating fraction, and what the model says at that
+    /// fraction; 0 for a design that does not allocate, or not recorded.
+    pub transfers_per_alloc_measured: f64,
+    pub transfers_per_alloc_at_sharing: f64,
 }
 
 impl Check {
@@ -67,6 +72,15 @@ impl Check {
                 0.0
             }
         };
+        let transfers_measured = o2.per_op.and_then(|p| p.transfers).unwrap_or(0.0);
+        let (transfers_per_alloc_measured, transfers_per_alloc_at_sharing) = if cpu.allocs > 0.0 {
+            (
+                transfers_measured / a,
+                predict::transfers_per_allocating_op(cpu, m.lock, m.transfer_ns, 2, a),
+            )
+        } else {
+            (0.0, 0.0)
+        };
         Check {
             design: m.design.clone(),
             lock: m.lock,
@@ -76,13 +90,15 @@ impl Check {
             measured_per_cpu_s: spent.ops_per_cpu_s(),
             effective_cpus: spent.effective_cpus(),
             transfers_predicted: wall.transfers,
-            transfers_measured: o2.per_op.and_then(|p| p.transfers).unwrap_or(0.0),
+            transfers_measured,
             allocs_predicted: wall.allocs,
             allocs_measured,
             transfer_ns: m.transfer_ns,
             predicted_per_cpu_s_at_sharing: at_sharing / 2.0,
             alloc_ns_measured: per_alloc(spent.ops_per_cpu_s()),
             alloc_ns_at_sharing: per_alloc(at_sharing / 2.0),
+            transfers_per_alloc_measured,
+            transfers_per_alloc_at_sharing,
         }
     }
 
@@ -234,9 +250,12 @@ fn by_latency_table(checks: &[Check]) -> String {
          the same round with the allocating fraction its 2-task run measured in place of the \
          sharing term's: where it is near 1 and the model's own ratio is not, the sharing \
          term missed; where it is off too, so is what the model charges an allocating op at \
-         that latency.\n\n\
-         | design | lock | transfer ns | rounds | ratio per CPU-s | at measured sharing | allocs/op predicted | measured | verdict (±25 %) |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---|\n",
+         that latency. The last two columns are counted transfers per allocating op, the \
+         model's at the measured sharing and the run's (`transfers=` over the allocating \
+         fraction): where they differ, the model moves the lines more or less often than \
+         the run did.\n\n\
+         | design | lock | transfer ns | rounds | ratio per CPU-s | at measured sharing | allocs/op predicted | measured | verdict (±25 %) | transfers per allocating op at measured sharing | measured |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|\n",
     );
     for ((design, lock), mine) in groups_by(checks, |c| (c.design.as_str(), c.lock)) {
         for g in latency_groups(&mine) {
@@ -252,9 +271,16 @@ fn by_latency_table(checks: &[Check]) -> String {
                 .sharing_ratio()
                 .map(|r| format!("{r:.2}"))
                 .unwrap_or_else(|| "–".into());
+            let per_alloc = |v: f64| {
+                if v > 0.0 {
+                    format!("{v:.2}")
+                } else {
+                    "–".into()
+                }
+            };
             let _ = writeln!(
                 s,
-                "| {design} | {lock} | {tx} | {} | {:.2} | {at} | {:.2} | {:.2} | {} |",
+                "| {design} | {lock} | {tx} | {} | {:.2} | {at} | {:.2} | {:.2} | {} | {} | {} |",
                 g.len(),
                 med.cpu_ratio(),
                 med.allocs_predicted,
@@ -263,7 +289,9 @@ fn by_latency_table(checks: &[Check]) -> String {
                     "met"
                 } else {
                     "NOT met"
-                }
+                },
+                per_alloc(med.transfers_per_alloc_at_sharing),
+                per_alloc(med.transfers_per_alloc_measured),
             );
         }
     }

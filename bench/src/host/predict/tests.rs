@@ -210,6 +210,8 @@ fn the_check_uses_cpu_time() {
         predicted_per_cpu_s_at_sharing: 5e6,
         alloc_ns_measured: 0.0,
         alloc_ns_at_sharing: 0.0,
+        transfers_per_alloc_measured: 0.0,
+        transfers_per_alloc_at_sharing: 0.0,
     };
     assert_eq!(c.wall_ratio(), 2.0);
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
@@ -243,12 +245,12 @@ fn the_check_uses_cpu_time() {
             })
             .collect::<String>()
     };
-    let back = checks_from_csv(&drop_fields(3)).unwrap();
+    let back = checks_from_csv(&drop_fields(5)).unwrap();
     assert_eq!(back[0].transfer_ns, 36.5);
     assert_eq!(back[0].predicted_per_cpu_s_at_sharing, 0.0);
     assert_eq!(back[0].sharing_ratio(), None);
     assert!(validation_table(&back).contains("| 1.11 | – |"));
-    let back = checks_from_csv(&drop_fields(4)).unwrap();
+    let back = checks_from_csv(&drop_fields(6)).unwrap();
     assert_eq!(back[0].transfer_ns, 0.0);
     let t = validation_table(&back);
     assert!(t.contains("| met | – |"));
@@ -274,7 +276,37 @@ fn transient_round(lock: LockKind, tx: f64) -> Check {
         predicted_per_cpu_s_at_sharing: 1e6,
         alloc_ns_measured: 0.0,
         alloc_ns_at_sharing: 0.0,
+        transfers_per_alloc_measured: 6.0,
+        transfers_per_alloc_at_sharing: 7.5,
     }
+}
+
+/// The by-latency table ends each row with the counted transfers per
+/// allocating op, the model's at the measured sharing and the run's; a
+/// checks.csv from before them still reads, as 0, and shows a dash.
+#[test]
+fn transfers_per_allocating_op_sit_beside_the_verdict() {
+    let c = transient_round(LockKind::Qspinlock, 30.0);
+    let t = validation_table(std::slice::from_ref(&c));
+    assert!(t.contains("| met | 7.50 | 6.00 |"), "{t}");
+    let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
+    assert_eq!(back, vec![c.clone()]);
+    let older: String = checks_to_csv(std::slice::from_ref(&c))
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            f[..f.len() - 2].join(",") + "\n"
+        })
+        .collect();
+    let back = checks_from_csv(&older).unwrap();
+    assert_eq!(
+        (
+            back[0].transfers_per_alloc_measured,
+            back[0].transfers_per_alloc_at_sharing
+        ),
+        (0.0, 0.0)
+    );
+    assert!(validation_table(&back).contains("| met | – | – |"));
 }
 
 #[test]
@@ -474,6 +506,11 @@ fn a_check_prices_its_run_at_the_sharing_it_measured() {
     // The model alone, fed the fraction the run had, charges an
     // allocating op more than its 1-CPU 600 ns (its line moves now).
     assert!(c.alloc_ns_at_sharing > 600.0, "{c:?}");
+    // 2 transfers per op, half of them allocating: 4 per allocating op;
+    // the model's at that fraction moves the shared line.
+    assert!((c.transfers_per_alloc_measured - 4.0).abs() < 1e-9, "{c:?}");
+    let tr = predict::transfers_per_allocating_op(&inputs, LockKind::Qspinlock, 30.0, 2, 0.5);
+    assert!(tr > 0.0 && c.transfers_per_alloc_at_sharing == tr, "{c:?}");
     // A design that does not allocate has no per-allocation cost.
     let plain = Inputs {
         allocs: 0.0,
@@ -481,6 +518,13 @@ fn a_check_prices_its_run_at_the_sharing_it_measured() {
     };
     let c = Check::new(&m, &plain, &o2, &spent);
     assert_eq!((c.alloc_ns_measured, c.alloc_ns_at_sharing), (0.0, 0.0));
+    assert_eq!(
+        (
+            c.transfers_per_alloc_measured,
+            c.transfers_per_alloc_at_sharing
+        ),
+        (0.0, 0.0)
+    );
 }
 
 #[test]
