@@ -15,23 +15,25 @@
 //! a closed loop of N CPUs through its think time and the stations, solved
 //! by approximate mean-value analysis (Schweitzer's fixed point):
 //!
-//! - a visit finds its line moved, and pays `t_x`, with probability `q`. A
-//!   shared lock puts the CPUs in step (a *convoy*: the one that waited at a
-//!   line is right behind the other at the next), operations pair up, and
-//!   the line moved whenever another CPU's operation beside it allocates:
-//!   `q = 1 - (1-a)^(N-1)` (a: the allocating fraction below) — measured on
-//!   this machine, a line stored once per operation costs a whole transfer
-//!   per operation at 2 CPUs, not the `(N-1)/N` of independent arrivals.
-//!   Without a shared lock line nothing aligns the CPUs: `q = (N-1)/N`;
+//! - a visit finds its line moved, and pays `t_x`, when another CPU's
+//!   visit came last: `q = (N-1)/N`, as for independent arrivals. Measured
+//!   (`bench predict --validate`, transfers per allocating op): at 2 CPUs
+//!   0.48–0.77 of the census's counted visits moved their line, the same
+//!   with one op in two sharing as with almost none, so the visits of the
+//!   CPUs' operations interleave; they do not pair up op by op;
 //! - a store made while holding the line's lock moves it when a waiter
 //!   spins on that line meanwhile (a lockref's count beside its lock, a list
-//!   head, the release), with probability `b = q`: the convoy keeps a
-//!   waiter there, whatever the lock kind (an unfair TTAS lock would let
-//!   the releasing CPU re-take the line only if it came back to the lock
-//!   within the waiter's transfer; the census's designs come back three
-//!   transfers later or more, and measured TTAS at 2 tasks runs as the fair
-//!   locks do). The waiter takes the line back at most once per transfer,
-//!   so a hold of `h` ns loses it at most `1 + h/t_x` times;
+//!   head, the release), with probability `b`. A shared lock puts the CPUs
+//!   in step (a *convoy*: the one that waited at the lock is right behind
+//!   the holder the next time), and a waiter is there whenever another
+//!   CPU's operation beside it allocates: `b = 1 - (1-a)^(N-1)` (a: the
+//!   allocating fraction below), whatever the lock kind (an unfair TTAS
+//!   lock would let the releasing CPU re-take the line only if it came
+//!   back to the lock within the waiter's transfer; the census's designs
+//!   come back three transfers later or more, and measured TTAS at 2 tasks
+//!   runs as the fair locks do). The waiter takes the line back at most
+//!   once per transfer, so a hold of `h` ns loses it at most `1 + h/t_x`
+//!   times;
 //! - a lockref fast path (a `cmpxchg` on the lock-and-count word) finds the
 //!   lock held with the same probability `b` and takes the lock instead: two
 //!   more stores inside a hold (the count, the release);
@@ -301,14 +303,20 @@ fn solve(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize, a: f64) ->
         };
     }
     let others = (n - 1.0) / n;
-    // How often a visit finds its line moved. A shared lock puts the CPUs
-    // in step (a convoy: the one that waited is right behind the other at
-    // every line after), and operations pair up: a visit finds the line
-    // moved when another CPU's operation beside it is an allocating one,
-    // `1 - (1-a)^(N-1)` (a sharing op touches none of these lines). Without
-    // a shared lock nothing aligns them (lines shared by objects that
-    // merely sit side by side): the line moved if another CPU's visit came
-    // last, `(N-1)/N`.
+    // How often a visit finds its line moved: when another CPU's visit
+    // came last, `(N-1)/N`. The census counts a visit per run of stores to
+    // a line, several per operation; the other CPU's visits fall between
+    // them as often as not, whatever the sharing (measured: at 2 CPUs
+    // 0.48-0.77 of the counted visits moved, alike at 0.5 and 0.9 allocs
+    // per op; the rule before this, `1 - (1-a)^(N-1)`, moved 1.6x too many
+    // with almost every op allocating).
+    let q_visit = others;
+    // How often a waiter spins at a held lock. A shared lock puts the CPUs
+    // in step (a convoy: the one that waited is right behind the holder
+    // the next time), and a waiter is there whenever another CPU's
+    // operation beside it is an allocating one, `1 - (1-a)^(N-1)` (a
+    // sharing op takes none of these locks). Without a shared lock line
+    // there is no waiter to find.
     let convoy = lines.iter().any(|l| l.holds > 0.0);
     let q_beside = if convoy {
         let mut none = 1.0;
@@ -349,7 +357,7 @@ fn solve(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize, a: f64) ->
             let fallbacks = l.fast * busy;
             let spun = spun_moves(l, holds[i], transfer_ns, fallbacks) * busy;
             let extra = (l.holds + fallbacks) * extra_transfers(lock, seen);
-            let moved = l.visits * q_beside;
+            let moved = l.visits * q_visit;
             let demand = holds[i] + transfer_ns * (moved + spun + extra);
             let r = demand * (1.0 + seen);
             cycle += r;
@@ -358,7 +366,7 @@ fn solve(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize, a: f64) ->
             // Inside the window: each visit moves the line and waits for
             // the others there; each in-hold store moves it.
             if l.visits > 0.0 {
-                out.window_ns += l.win_visits * (q_beside * transfer_ns + seen * demand / l.visits)
+                out.window_ns += l.win_visits * (q_visit * transfer_ns + seen * demand / l.visits)
                     + l.win_in_hold * busy * transfer_ns;
             }
         }
@@ -586,9 +594,9 @@ mod tests {
     }
 
     #[test]
-    fn visits_move_their_line_every_time_only_in_a_convoy() {
-        // A plain line stored to once per op, nothing locked: the CPUs are
-        // not in step, and at 2 CPUs half the visits find it moved.
+    fn a_visit_moves_its_line_half_the_time_at_2_cpus_convoy_or_not() {
+        // A plain line stored to once per op: at 2 CPUs half the visits
+        // find it moved (the other CPU's visit came last).
         let plain = Line {
             stores: 1.0,
             tagged: 1.0,
@@ -605,9 +613,12 @@ mod tests {
             assert!(close(p.ops, two_cpus_one_station(40.0, 1000.0)), "{p:?}");
             assert!(close(p.transfers, 0.5));
         }
-        // Beside a shared lock line (held, no stores in it): a convoy,
-        // and the same line moves on every visit.
+        // Beside a shared lock line the visits move it as often; what the
+        // convoy adds is a waiter at the lock, who takes its line back at
+        // the store inside the hold (one more move per op, uncounted: the
+        // lock line carries no tag here).
         let lock_line = Line {
+            in_hold: 1.0,
             holds: 1.0,
             ..Line::default()
         };
@@ -617,26 +628,25 @@ mod tests {
         };
         for lock in LockKind::ALL {
             let p = predict(&convoy, lock, 80.0, 2);
-            assert!(
-                close(p.ops, two_cpus_one_station(80.0, 1000.0)),
-                "{lock}: {p:?}"
-            );
-            assert!(close(p.transfers, 1.0));
+            assert!(close(p.transfers, 0.5), "{lock}: {p:?}");
+            let q = predict(&alone, lock, 80.0, 2);
+            assert!(p.ops < 0.97 * q.ops, "{lock}: {p:?} {q:?}");
         }
     }
 
     #[test]
     fn two_cpus_by_hand() {
-        // qspinlock (fair): a waiter is always there, so the 3 in-hold
-        // stores (2 holds of 50 ns may lose the line 2·(1 + 50/80) = 3.25
-        // times: all 3 move) and the fast path's fallback (its 2 stores
-        // back to back, one move) move the lock line too:
-        // D1 = 100 + 80·(3 + 3 + 1) = 660 ns; the Arc line D2 = 4·80 =
-        // 320 ns; Z = 1900 ns. Two stations: check the fixed point's
-        // equations rather than a closed form.
+        // qspinlock (fair): half the 3 visits find the lock line moved
+        // (the other CPU's visit came last), and a waiter is always there
+        // (every op allocates), so the 3 in-hold stores (2 holds of 50 ns
+        // may lose the line 2·(1 + 50/80) = 3.25 times: all 3 move) and
+        // the fast path's fallback (its 2 stores back to back, one move)
+        // move it too: D1 = 100 + 80·(1.5 + 3 + 1) = 540 ns; the Arc line,
+        // half of 4 visits: D2 = 2·80 = 160 ns; Z = 1900 ns. Two stations:
+        // check the fixed point's equations rather than a closed form.
         let i = transient();
         let p = predict(&i, LockKind::Qspinlock, 80.0, 2);
-        let (d1, d2, z) = (660.0, 320.0, 1900.0);
+        let (d1, d2, z) = (540.0, 160.0, 1900.0);
         let x = p.ops * 1e-9;
         // Solve the two queue equations at this X and check X = 2/cycle.
         let seen = |d: f64| {
@@ -645,8 +655,8 @@ mod tests {
         };
         let cycle = z + d1 * (1.0 + seen(d1)) + d2 * (1.0 + seen(d2));
         assert!(close(x, 2.0 / cycle), "{x} vs {}", 2.0 / cycle);
-        // The counted transfers: every visit of the tagged line.
-        assert!(close(p.transfers, 3.0), "{p:?}");
+        // The counted transfers: the tagged line's visits that moved it.
+        assert!(close(p.transfers, 1.5), "{p:?}");
         // With one waiter every kind hands over like a queued lock: the
         // waiter gets the line at the release (an unfair lock's holder
         // would have to come back within a transfer to beat it).
@@ -709,9 +719,17 @@ mod tests {
             .map(|&n| ops_per_sec(&i, LockKind::Qspinlock, 80.0, n))
             .collect();
         // Past 2 CPUs the queued lock climbs towards the bound of its
-        // busiest line and stays there, never beyond it.
-        assert!(q[1..].windows(2).all(|w| w[1] >= w[0] * 0.999), "{q:?}");
-        assert!(q.iter().all(|&x| x <= bound * 1.0001), "{q:?} {bound}");
+        // busiest line and stays there (within the 1.6 % that a visit's
+        // `(N-1)/N` still grows from 32 CPUs to 64). The bound moves the
+        // line on every visit, N CPUs on `(N-1)/N` of them: never beyond
+        // it by more than that.
+        assert!(q[1..].windows(2).all(|w| w[1] >= w[0] * 0.99), "{q:?}");
+        assert!(
+            CPUS.iter()
+                .zip(&q)
+                .all(|(&n, &x)| n == 1 || x <= bound * n as f64 / (n as f64 - 1.0)),
+            "{q:?} {bound}"
+        );
         assert!(q[6] > 0.9 * bound, "{q:?} {bound}");
         for lock in [LockKind::Ticket, LockKind::Ttas] {
             let c: Vec<f64> = CPUS
