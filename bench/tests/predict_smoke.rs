@@ -186,6 +186,7 @@ fn validate_measures_the_transfer_latency_around_each_two_task_run() {
         "0",
     ];
     let out = run(&args);
+    let mut used_tx = Vec::new();
     for round in 1..=2 {
         // A round whose latency moved during its 2-task run runs again (up
         // to 3 tries): every try has a line, and only the last one says
@@ -212,6 +213,26 @@ fn validate_measures_the_transfer_latency_around_each_two_task_run() {
             .and_then(|t| t.parse().ok())
             .unwrap_or_else(|| panic!("{line}"));
         assert!(used > 1.0 && used < 1e7, "{line}");
+        used_tx.push(used);
+    }
+    // The predicted table is made at the rounds' (lower) median latency,
+    // and says so where that is not the reading taken when the run began.
+    let start: f64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("transfer latency: "))
+        .and_then(|l| l.split_once(" ns"))
+        .and_then(|(t, _)| t.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    let median = used_tx.iter().cloned().fold(f64::INFINITY, f64::min);
+    let said = out
+        .lines()
+        .find(|l| l.starts_with("predicted table at t_x = "));
+    match said {
+        Some(said) => {
+            assert!(said.contains(&format!("= {median:.1} ns")), "{said}");
+            assert!(said.contains(&format!("({start:.1} ns when")), "{said}");
+        }
+        None => assert_eq!(format!("{median:.1}"), format!("{start:.1}"), "{out}"),
     }
     let given = run(&[&args[..], &["--transfer-ns", "100"]].concat());
     assert!(

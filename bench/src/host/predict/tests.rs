@@ -558,3 +558,19 @@ fn a_pause_reaches_every_run_and_the_tables_say_it() {
     );
     assert!(gap.contains("`pause=4`") && gap.ends_with(&plain), "{gap}");
 }
+
+/// The predicted table is made at the rounds' lower median latency where
+/// the checks recorded one, else at the latency the run began with.
+#[test]
+fn the_table_takes_the_rounds_median_latency() {
+    let at = |tx: f64| Check {
+        transfer_ns: tx,
+        ..transient_round(LockKind::Qspinlock, tx)
+    };
+    assert_eq!(table_transfer_ns(200.0, &[]), 200.0);
+    assert_eq!(table_transfer_ns(200.0, &[at(0.0)]), 200.0);
+    let rounds = [at(230.0), at(27.0), at(0.0), at(25.0), at(30.0)];
+    // 25, 27, 30, 230: the lower median.
+    assert_eq!(table_transfer_ns(200.0, &rounds), 27.0);
+    assert_eq!(table_transfer_ns(200.0, &rounds[..2]), 27.0);
+}

@@ -52,8 +52,9 @@ pub(super) fn write_predictions(s: &mut String, pts: &[Point], models: &[Model],
          of two tasks' operations taking turns on one thread: its visits, lockref fast paths, \
          stores inside its own holds, holds and hold time; the hottest line and the rest are \
          summed up in the first table, every line is in the second) and one cache-line transfer \
-         latency *t_x* (the one `bench pingpong` measured when the run began; the 2-CPU check \
-         below prices each round at the latency measured around it). Every shared line is a \
+         latency *t_x* (under `--validate`, the median of the rounds' latencies, each measured \
+         around its 2-task run, which the 2-CPU check below prices it at; else the one `bench \
+         pingpong` measured when the run began, or the one given). Every shared line is a \
          queueing station (approximate mean-value analysis): a visit finds its line moved when \
          another CPU's visit came last, (N−1)/N of the time, and where the tasks share a lock \
          they move in step behind it, so a waiter spins at every hold and takes the line back \
