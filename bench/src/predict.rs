@@ -386,33 +386,35 @@ fn solve(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize, a: f64) ->
     out
 }
 
-/// Total ops/s at `cpus` CPUs when a fraction `a` of the operations
+/// What the model says at `cpus` CPUs when a fraction `a` of the
+/// operations allocate, the sharing term's fixed point left out
+/// ([`with_allocating`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WithAllocating {
+    /// Total ops/s.
+    pub ops: f64,
+    /// Counted transfers per *allocating* operation: what a run's
+    /// `transfers=` over its allocating fraction should read.
+    pub transfers_per_alloc: f64,
+}
+
+/// The model at `cpus` CPUs when a fraction `a` of the operations
 /// allocate, the sharing term's fixed point left out: fed the fraction a
 /// run measured, it prices that run's allocating ops alone, which splits a
 /// missed prediction into its two terms (the validation's *at measured
-/// sharing* column).
-pub fn ops_with_allocating(
+/// sharing* columns).
+pub fn with_allocating(
     inp: &Inputs,
     lock: LockKind,
     transfer_ns: f64,
     cpus: usize,
     a: f64,
-) -> f64 {
-    solve(inp, lock, transfer_ns, cpus, a).ops
-}
-
-/// Counted transfers per *allocating* operation at `cpus` CPUs when a
-/// fraction `a` of the operations allocate, the sharing term left out as
-/// in [`ops_with_allocating`]: fed the fraction a run measured, it says
-/// what that run's `transfers=` over its allocating fraction should read.
-pub fn transfers_per_allocating_op(
-    inp: &Inputs,
-    lock: LockKind,
-    transfer_ns: f64,
-    cpus: usize,
-    a: f64,
-) -> f64 {
-    solve(inp, lock, transfer_ns, cpus, a).counted
+) -> WithAllocating {
+    let s = solve(inp, lock, transfer_ns, cpus, a);
+    WithAllocating {
+        ops: s.ops,
+        transfers_per_alloc: s.counted,
+    }
 }
 
 /// The sharing fixed point at `cpus` CPUs running concurrently: the
@@ -496,7 +498,7 @@ pub fn predict(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize) -> P
         allocating: a,
         transfers: a * s.counted,
         allocs: a * inp.allocs,
-        ops_no_sharing: ops_with_allocating(inp, lock, transfer_ns, cpus, 1.0),
+        ops_no_sharing: with_allocating(inp, lock, transfer_ns, cpus, 1.0).ops,
     }
 }
 
@@ -818,7 +820,7 @@ mod tests {
         let i = sharing();
         let p = predict(&i, LockKind::Ticket, 80.0, 2);
         assert!(p.allocating < 1.0, "{p:?}");
-        let at = |a: f64| ops_with_allocating(&i, LockKind::Ticket, 80.0, 2, a);
+        let at = |a: f64| with_allocating(&i, LockKind::Ticket, 80.0, 2, a).ops;
         assert!(
             close(at(p.allocating), p.ops),
             "{} vs {}",

@@ -63,7 +63,8 @@ impl Check {
         } else {
             1.0
         };
-        let at_sharing = predict::ops_with_allocating(cpu, m.lock, m.transfer_ns, 2, a);
+        let at = predict::with_allocating(cpu, m.lock, m.transfer_ns, 2, a);
+        let at_sharing = at.ops;
         // Per op on one CPU's time, then per allocating op.
         let per_alloc = |per_cpu_s: f64| {
             if cpu.allocs > 0.0 && per_cpu_s > 0.0 {
@@ -74,10 +75,7 @@ impl Check {
         };
         let transfers_measured = o2.per_op.and_then(|p| p.transfers).unwrap_or(0.0);
         let (transfers_per_alloc_measured, transfers_per_alloc_at_sharing) = if cpu.allocs > 0.0 {
-            (
-                transfers_measured / a,
-                predict::transfers_per_allocating_op(cpu, m.lock, m.transfer_ns, 2, a),
-            )
+            (transfers_measured / a, at.transfers_per_alloc)
         } else {
             (0.0, 0.0)
         };

@@ -494,7 +494,7 @@ fn a_check_prices_its_run_at_the_sharing_it_measured() {
     let c = Check::new(&m, &inputs, &o2, &spent);
     // (1000 ns - 0.5 · 200 ns) / 0.5.
     assert!((c.alloc_ns_measured - 1800.0).abs() < 1e-6, "{c:?}");
-    let at = predict::ops_with_allocating(&inputs, LockKind::Qspinlock, 30.0, 2, 0.5) / 2.0;
+    let at = predict::with_allocating(&inputs, LockKind::Qspinlock, 30.0, 2, 0.5).ops / 2.0;
     assert!(
         (c.predicted_per_cpu_s_at_sharing - at).abs() < 1e-6 * at,
         "{c:?}"
@@ -509,7 +509,8 @@ fn a_check_prices_its_run_at_the_sharing_it_measured() {
     // 2 transfers per op, half of them allocating: 4 per allocating op;
     // the model's at that fraction moves the shared line.
     assert!((c.transfers_per_alloc_measured - 4.0).abs() < 1e-9, "{c:?}");
-    let tr = predict::transfers_per_allocating_op(&inputs, LockKind::Qspinlock, 30.0, 2, 0.5);
+    let tr =
+        predict::with_allocating(&inputs, LockKind::Qspinlock, 30.0, 2, 0.5).transfers_per_alloc;
     assert!(tr > 0.0 && c.transfers_per_alloc_at_sharing == tr, "{c:?}");
     // A design that does not allocate has no per-allocation cost.
     let plain = Inputs {
