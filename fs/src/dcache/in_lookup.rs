@@ -35,10 +35,10 @@ pub(super) const IN_LOOKUP_BUCKETS: usize = 256;
 /// boot), so packed buckets would make one run of `statneg-owndir` or
 /// `statneg-distinct` share a lock line and the next not: `bench
 /// predict`'s census saw it in CI, two lock holds per op on a line both
-/// tasks stored to. With our 256 buckets two to a line, two names met on
-/// a line in one seed of 128. Padded, they meet only when they share the
-/// bucket itself (one seed in 256), and then they share the lock too.
-/// 256 buckets × 128 bytes: 32 KiB.
+/// tasks stored to. Packed two to a line, as these 256 were before, two
+/// names met on a line in one seed of 128. Padded, they meet only when
+/// they share the bucket itself (one seed in 256), and then they share the
+/// lock too. 256 buckets × 128 bytes: 32 KiB.
 #[repr(align(128))]
 pub(super) struct InLookupBucket(pub(super) SpinLock<Vec<Arc<Dentry>>>);
 
