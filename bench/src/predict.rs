@@ -49,8 +49,8 @@
 //!
 //! A design that shares no line scales linearly (`N/t1`). With a queued
 //! lock the curve rises to the busiest station's bound and, because more
-//! CPUs move the line on every visit and keep a waiter spinning on it, can
-//! also fall: at 2 CPUs already, where the same stores cost `t_x` each.
+//! CPUs move the line on more visits (`(N-1)/N`) and keep a waiter spinning
+//! on it, can also fall: at 2 CPUs already, where the stores cost `t_x`.
 //!
 //! The *sharing term* ([`allocating_fraction`]): concurrent misses of one
 //! name find each other's hashed transient dentry and answer from it
@@ -363,8 +363,8 @@ fn solve(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize, a: f64) ->
             cycle += r;
             resp.push(r);
             out.counted += moved * l.tagged_share();
-            // Inside the window: each visit moves the line and waits for
-            // the others there; each in-hold store moves it.
+            // Inside the window: visits move the line (`q_visit`) and wait
+            // for the others there; in-hold stores move it to a waiter.
             if l.visits > 0.0 {
                 out.window_ns += l.win_visits * (q_visit * transfer_ns + seen * demand / l.visits)
                     + l.win_in_hold * busy * transfer_ns;
