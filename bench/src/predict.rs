@@ -18,7 +18,7 @@
 //! - a visit finds its line moved, and pays `t_x`, when another CPU's
 //!   visit came last: `q = (N-1)/N`, as for independent arrivals. Measured
 //!   (`bench predict --validate`, transfers per allocating op): at 2 CPUs
-//!   0.48–0.77 of the census's counted visits moved their line, the same
+//!   0.42–0.77 of the census's counted visits moved their line, the same
 //!   with one op in two sharing as with almost none, so the visits of the
 //!   CPUs' operations interleave; they do not pair up op by op;
 //! - a store made while holding the line's lock moves it when a waiter
@@ -307,7 +307,7 @@ fn solve(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize, a: f64) ->
     // came last, `(N-1)/N`. The census counts a visit per run of stores to
     // a line, several per operation; the other CPU's visits fall between
     // them as often as not, whatever the sharing (measured: at 2 CPUs
-    // 0.48-0.77 of the counted visits moved, alike at 0.5 and 0.9 allocs
+    // 0.42-0.77 of the counted visits moved, alike at 0.5 and 0.9 allocs
     // per op; the rule before this, `1 - (1-a)^(N-1)`, moved 1.6x too many
     // with almost every op allocating).
     let q_visit = others;

@@ -465,8 +465,7 @@ fn run_per_lock_kind(
 ) -> Result<(), String> {
     let transfer_ns = transfer_latency(a, exec)?;
     let exe = std::env::current_exe().map_err(|e| format!("bench predict: {e}"))?;
-    let mut csv = String::from(PREDICT_HEADER);
-    csv.push('\n');
+    let mut models: Vec<Model> = Vec::new();
     let mut raw: Vec<Row> = Vec::new();
     let mut checks: Vec<Check> = Vec::new();
     for &lock in locks {
@@ -502,10 +501,7 @@ fn run_per_lock_kind(
         if let Some(d) = &sub {
             let text = std::fs::read_to_string(d.join("predict.csv"))
                 .map_err(|e| format!("{}: {e}", d.display()))?;
-            for line in text.lines().skip(1) {
-                csv.push_str(line);
-                csv.push('\n');
-            }
+            models.extend(parse_csv(&text).map_err(|e| format!("{}: {e}", d.display()))?);
             if d.join("raw.csv").exists() {
                 raw.extend(rows::read(&d.join("raw.csv"))?);
             }
@@ -517,11 +513,10 @@ fn run_per_lock_kind(
     }
     let table_tx = table_transfer_ns(transfer_ns, &checks);
     say_table_latency(transfer_ns, table_tx);
+    for m in &mut models {
+        m.transfer_ns = table_tx;
+    }
     if let Some(dir) = &a.out {
-        let mut models = parse_csv(&csv)?;
-        for m in &mut models {
-            m.transfer_ns = table_tx;
-        }
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         std::fs::write(dir.join("predict.csv"), to_csv(&models))
             .map_err(|e| format!("{}: {e}", dir.display()))?;
