@@ -802,6 +802,8 @@ pub fn stats_lines() -> Vec<String> {
         ("shrunk", c.shrunk),
         ("enomem", c.enomem),
         ("transfers", c.transfers),
+        ("parallel_found", c.parallel_found),
+        ("in_lookup_waits", c.in_lookup_waits),
     ] {
         out.push(std::format!("# {name} {v}"));
     }

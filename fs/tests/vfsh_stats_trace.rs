@@ -12,7 +12,7 @@ use fs::shell::Shell;
 
 const DESIGN_OPTS: [&str; 3] = ["enoent=transient", "enoent=negative", "enoent=noalloc"];
 
-const COUNTERS: [&str; 21] = [
+const COUNTERS: [&str; 23] = [
     "lookups",
     "rcu_walks",
     "fallbacks",
@@ -34,6 +34,8 @@ const COUNTERS: [&str; 21] = [
     "shrunk",
     "enomem",
     "transfers",
+    "parallel_found",
+    "in_lookup_waits",
 ];
 
 /// Run `stats`; check its shape; return the counters by name.

@@ -100,6 +100,7 @@ pub fn d_alloc_parallel(
     loop {
         let seq = dir.i_dir_seq.read_begin();
         if let Some(d) = d_lookup(parent, name, hash) {
+            stats::inc(Event::ParallelFound);
             return Ok(Parallel::Found(d));
         }
         let mut b = in_lookup_bucket(hash).lock();
@@ -128,6 +129,7 @@ pub fn d_alloc_parallel(
                 // Wait for the other lookup to finish, then look again
                 // (Linux sleeps in `d_wait_lookup`; we spin, giving the CPU
                 // away if it takes long: see `sync::spinwait`).
+                stats::inc(Event::InLookupWait);
                 let mut wait = crate::sync::spinwait::SpinWait::new();
                 while o.flags() & D_PAR_LOOKUP != 0 {
                     wait.turn();

@@ -142,6 +142,15 @@ pub struct Counters {
     /// ([`crate::sync::spinwait`]): more spinning threads than CPUs. 0 in
     /// the guest, and in a host benchmark with a core per thread.
     pub spin_yields: u64,
+    /// Misses that allocated a dentry, then found the name hashed by
+    /// another lookup when `d_alloc_parallel` looked in the dcache again:
+    /// they free theirs and use that one (they count in `dentry_alloc`
+    /// too, but ask the filesystem nothing). 0 on one CPU.
+    pub parallel_found: u64,
+    /// Times `d_alloc_parallel` found another lookup of the same name in
+    /// the in-lookup table and waited for it to finish (Linux sleeps in
+    /// `d_wait_lookup`). 0 on one CPU.
+    pub in_lookup_waits: u64,
 }
 
 impl Counters {
@@ -165,6 +174,8 @@ impl Counters {
             shared_stores: self.shared_stores.saturating_sub(earlier.shared_stores),
             transfers: self.transfers.saturating_sub(earlier.transfers),
             spin_yields: self.spin_yields.saturating_sub(earlier.spin_yields),
+            parallel_found: self.parallel_found.saturating_sub(earlier.parallel_found),
+            in_lookup_waits: self.in_lookup_waits.saturating_sub(earlier.in_lookup_waits),
             shrunk: self.shrunk.saturating_sub(earlier.shrunk),
             poison_seen: self.poison_seen.saturating_sub(earlier.poison_seen),
             enomem: self.enomem.saturating_sub(earlier.enomem),
@@ -195,9 +206,11 @@ pub enum Event {
     Enomem,
     Transfer,
     SpinYield,
+    ParallelFound,
+    InLookupWait,
 }
 /// Keep in step with the last variant of [`Event`].
-const NR_EVENTS: usize = Event::SpinYield as usize + 1;
+const NR_EVENTS: usize = Event::InLookupWait as usize + 1;
 const SLOTS: usize = NR_EVENTS + NR_FALLBACK_REASONS;
 
 #[repr(align(128))]
@@ -283,6 +296,8 @@ fn counters(sum: [u64; SLOTS]) -> Counters {
         poison_seen: sum[Event::PoisonSeen as usize],
         enomem: sum[Event::Enomem as usize],
         spin_yields: sum[Event::SpinYield as usize],
+        parallel_found: sum[Event::ParallelFound as usize],
+        in_lookup_waits: sum[Event::InLookupWait as usize],
     }
 }
 

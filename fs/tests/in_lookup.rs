@@ -1,0 +1,118 @@
+//! The in-lookup counters: `parallel_found` (a miss allocated, then found
+//! the name hashed by another lookup when `d_alloc_parallel` looked again)
+//! and `in_lookup_waits` (it found another lookup of the name in progress
+//! and waited for it). Its own test binary (its own process), so that the
+//! global counters see only this file's threads.
+//!
+//! Touches: a fresh tmpfs per test, the global counters.
+
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use fs::dcache::{self, Parallel};
+use fs::namei::{resolve, LookupFlags};
+use fs::stats;
+use fs::vfs::Vfs;
+use fs::Errno;
+
+/// The tests of this file take turns: the counters are global.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const DIR: LookupFlags = LookupFlags {
+    follow: true,
+    directory: true,
+};
+
+/// A second lookup of a name whose first lookup is still asking the
+/// filesystem waits for it (one `in_lookup_waits`), then finds the first
+/// one's answer hashed and takes that dentry (one `parallel_found`), having
+/// allocated its own for nothing (two `dentry_alloc` in all). Driven step
+/// by step: the first lookup finishes only once the second is counted as
+/// waiting.
+#[test]
+fn a_second_miss_waits_for_the_first_and_takes_its_answer() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let vfs = Vfs::new_tmpfs("enoent=negative").unwrap();
+    vfs.mkdir(b"/d", 0o755).unwrap();
+    let (_mnt, dir) = resolve(&vfs, b"/d", DIR).unwrap();
+    let inode = dir.inode_arc().unwrap();
+    let name = b"missing";
+    let hash = dcache::d_hash(dir.arc(), name);
+    let before = stats::snapshot();
+    let _shared = inode.i_rwsem.read();
+    let Parallel::InLookup(first) = dcache::d_alloc_parallel(dir.arc(), &inode, name, hash).unwrap()
+    else {
+        panic!("nobody else looks this name up")
+    };
+    std::thread::scope(|s| {
+        let second = s.spawn(|| {
+            let _shared = inode.i_rwsem.read();
+            dcache::d_alloc_parallel(dir.arc(), &inode, name, hash).unwrap()
+        });
+        let t0 = Instant::now();
+        while stats::snapshot().delta(&before).in_lookup_waits == 0 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "the second lookup never waited"
+            );
+            std::thread::yield_now();
+        }
+        // The filesystem's answer: a negative dentry, hashed.
+        dcache::d_add_in_lookup(first.arc(), &inode, None);
+        dcache::d_lookup_done(&first);
+        match second.join().unwrap() {
+            Parallel::Found(d) => assert!(
+                std::sync::Arc::ptr_eq(d.arc(), first.arc()),
+                "the second lookup takes the first one's dentry"
+            ),
+            Parallel::InLookup(_) => panic!("a second in-lookup dentry for one name"),
+        }
+    });
+    let d = stats::snapshot().delta(&before);
+    assert_eq!(
+        (d.in_lookup_waits, d.parallel_found, d.dentry_alloc),
+        (1, 1, 2),
+        "{d:?}"
+    );
+}
+
+/// Threads that miss the same names at the same moment: in the negative
+/// design one lookup per name asks the filesystem and hashes its answer;
+/// every other miss that reached `d_alloc_parallel` found that answer
+/// there. So the allocations are exactly the names plus `parallel_found`,
+/// and every wait ended in a find. One thread alone finds nothing there.
+#[test]
+fn every_allocation_beyond_one_per_name_is_a_find() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    for threads in [1usize, 4] {
+        let names: u64 = 20_000;
+        let vfs = Vfs::new_tmpfs("enoent=negative").unwrap();
+        vfs.mkdir(b"/d", 0o755).unwrap();
+        let start = Barrier::new(threads);
+        let before = stats::snapshot();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    for r in 0..names {
+                        let p = format!("/d/m{r}");
+                        start.wait();
+                        assert_eq!(vfs.stat(p.as_bytes()), Err(Errno::ENOENT));
+                    }
+                });
+            }
+        });
+        let d = stats::snapshot().delta(&before);
+        println!(
+            "# {threads} threads, {names} names: dentry_alloc={} parallel_found={} \
+             in_lookup_waits={}",
+            d.dentry_alloc, d.parallel_found, d.in_lookup_waits
+        );
+        assert_eq!(d.dentry_alloc, names + d.parallel_found, "{d:?}");
+        assert!(d.in_lookup_waits <= d.parallel_found, "{d:?}");
+        if threads == 1 {
+            assert_eq!((d.parallel_found, d.in_lookup_waits), (0, 0), "{d:?}");
+        }
+        drop(vfs);
+        dcache::shrink_all();
+    }
+}
