@@ -39,7 +39,11 @@ mod census;
 mod csv;
 mod tables;
 
-pub use csv::{lines_field, parse_csv, parse_lines_field, read_dir, to_csv, PREDICT_HEADER};
+use csv::CHECKS_CSV;
+pub use csv::{
+    checks_from_csv, checks_to_csv, lines_field, parse_csv, parse_lines_field, read_dir, to_csv,
+    PREDICT_HEADER,
+};
 #[cfg(test)]
 use csv::{PREDICT_HEADER_V1, PREDICT_HEADER_V2};
 pub use tables::{fit_line, latency_groups, lines_table, table, validation_table, Check};
@@ -587,98 +591,6 @@ fn say_table_latency(start: f64, table: f64) {
              latencies ({start:.1} ns when the run began)"
         );
     }
-}
-
-/// The children's checks, merged by the parent into one table.
-const CHECKS_CSV: &str = "checks.csv";
-const CHECKS_HEADER: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
-measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
-allocs_measured,transfer_ns,predicted_per_cpu_s_at_sharing,alloc_ns_measured,\
-alloc_ns_at_sharing,transfers_per_alloc_measured,transfers_per_alloc_at_sharing";
-/// The header before transfers per allocating op (read, never written).
-const CHECKS_HEADER_V3: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
-measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
-allocs_measured,transfer_ns,predicted_per_cpu_s_at_sharing,alloc_ns_measured,\
-alloc_ns_at_sharing";
-/// The header before the prediction at measured sharing and the cost of an
-/// allocating op (read, never written).
-const CHECKS_HEADER_V2: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
-measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
-allocs_measured,transfer_ns";
-/// The header before `transfer_ns` was recorded (read, never written).
-const CHECKS_HEADER_V1: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
-measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
-allocs_measured";
-
-/// `checks` as CSV text (header [`CHECKS_HEADER`]).
-pub fn checks_to_csv(checks: &[Check]) -> String {
-    let mut s = format!("{CHECKS_HEADER}\n");
-    for c in checks {
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            c.design,
-            c.lock,
-            c.predicted,
-            c.measured,
-            c.predicted_per_cpu_s,
-            c.measured_per_cpu_s,
-            c.effective_cpus,
-            c.transfers_predicted,
-            c.transfers_measured,
-            c.allocs_predicted,
-            c.allocs_measured,
-            c.transfer_ns,
-            c.predicted_per_cpu_s_at_sharing,
-            c.alloc_ns_measured,
-            c.alloc_ns_at_sharing,
-            c.transfers_per_alloc_measured,
-            c.transfers_per_alloc_at_sharing
-        );
-    }
-    s
-}
-
-/// Parse [`checks_to_csv`]'s text.
-pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
-    let mut lines = text.lines();
-    let fields = match lines.next().map(str::trim_end) {
-        Some(CHECKS_HEADER) => 17,
-        Some(CHECKS_HEADER_V3) => 15,
-        Some(CHECKS_HEADER_V2) => 12,
-        Some(CHECKS_HEADER_V1) => 11,
-        _ => return Err(format!("{CHECKS_CSV}: missing or different header")),
-    };
-    lines
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            let bad = || format!("{CHECKS_CSV}: bad line '{l}'");
-            if f.len() != fields {
-                return Err(bad());
-            }
-            let n = |i: usize| f[i].parse::<f64>().map_err(|_| bad());
-            Ok(Check {
-                design: f[0].to_string(),
-                lock: LockKind::from_name(f[1]).ok_or_else(bad)?,
-                predicted: n(2)?,
-                measured: n(3)?,
-                predicted_per_cpu_s: n(4)?,
-                measured_per_cpu_s: n(5)?,
-                effective_cpus: n(6)?,
-                transfers_predicted: n(7)?,
-                transfers_measured: n(8)?,
-                allocs_predicted: n(9)?,
-                allocs_measured: n(10)?,
-                transfer_ns: if fields > 11 { n(11)? } else { 0.0 },
-                predicted_per_cpu_s_at_sharing: if fields > 12 { n(12)? } else { 0.0 },
-                alloc_ns_measured: if fields > 13 { n(13)? } else { 0.0 },
-                alloc_ns_at_sharing: if fields > 14 { n(14)? } else { 0.0 },
-                transfers_per_alloc_measured: if fields > 15 { n(15)? } else { 0.0 },
-                transfers_per_alloc_at_sharing: if fields > 16 { n(16)? } else { 0.0 },
-            })
-        })
-        .collect()
 }
 
 /// The validation tables, with the gap the runs left between operations
