@@ -40,7 +40,8 @@ fn a_second_miss_waits_for_the_first_and_takes_its_answer() {
     let hash = dcache::d_hash(dir.arc(), name);
     let before = stats::snapshot();
     let _shared = inode.i_rwsem.read();
-    let Parallel::InLookup(first) = dcache::d_alloc_parallel(dir.arc(), &inode, name, hash).unwrap()
+    let Parallel::InLookup(first) =
+        dcache::d_alloc_parallel(dir.arc(), &inode, name, hash).unwrap()
     else {
         panic!("nobody else looks this name up")
     };
