@@ -177,6 +177,12 @@ pub const CHECKS_CSV: &str = "checks.csv";
 const CHECKS_HEADER: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
 measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
 allocs_measured,transfer_ns,predicted_per_cpu_s_at_sharing,alloc_ns_measured,\
+alloc_ns_at_sharing,transfers_per_alloc_measured,transfers_per_alloc_at_sharing,\
+found_per_alloc_measured,waits_per_alloc_measured";
+/// The header before the `d_alloc_parallel` shares (read, never written).
+const CHECKS_HEADER_V4: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
+measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
+allocs_measured,transfer_ns,predicted_per_cpu_s_at_sharing,alloc_ns_measured,\
 alloc_ns_at_sharing,transfers_per_alloc_measured,transfers_per_alloc_at_sharing";
 /// The header before transfers per allocating op (read, never written).
 const CHECKS_HEADER_V3: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
@@ -199,7 +205,7 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
     for c in checks {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             c.design,
             c.lock,
             c.predicted,
@@ -216,7 +222,9 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
             c.alloc_ns_measured,
             c.alloc_ns_at_sharing,
             c.transfers_per_alloc_measured,
-            c.transfers_per_alloc_at_sharing
+            c.transfers_per_alloc_at_sharing,
+            c.found_per_alloc_measured,
+            c.waits_per_alloc_measured
         );
     }
     s
@@ -226,7 +234,8 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
 pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
     let mut lines = text.lines();
     let fields = match lines.next().map(str::trim_end) {
-        Some(CHECKS_HEADER) => 17,
+        Some(CHECKS_HEADER) => 19,
+        Some(CHECKS_HEADER_V4) => 17,
         Some(CHECKS_HEADER_V3) => 15,
         Some(CHECKS_HEADER_V2) => 12,
         Some(CHECKS_HEADER_V1) => 11,
@@ -259,6 +268,8 @@ pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
                 alloc_ns_at_sharing: if fields > 14 { n(14)? } else { 0.0 },
                 transfers_per_alloc_measured: if fields > 15 { n(15)? } else { 0.0 },
                 transfers_per_alloc_at_sharing: if fields > 16 { n(16)? } else { 0.0 },
+                found_per_alloc_measured: if fields > 17 { n(17)? } else { 0.0 },
+                waits_per_alloc_measured: if fields > 18 { n(18)? } else { 0.0 },
             })
         })
         .collect()

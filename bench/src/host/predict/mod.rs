@@ -178,6 +178,12 @@ pub struct Spent {
     pub ops: u64,
     pub wall_s: f64,
     pub cpu_s: f64,
+    /// Over the same span: dentries allocated, and of those the misses
+    /// that found the name hashed in `d_alloc_parallel` (`parallel_found`)
+    /// and the waits for another lookup of the name (`in_lookup_waits`).
+    pub allocs: u64,
+    pub found: u64,
+    pub waits: u64,
 }
 
 impl Spent {
@@ -199,8 +205,16 @@ fn run_spent(p: &Params, exec: &HostExecutor) -> Result<(output::RunOutput, Spen
     let (out, _) = run_once(p, exec)?;
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_s = cpu_seconds().unwrap_or(0.0) - c0;
-    let ops = fs::stats::snapshot().delta(&before).lookups;
-    Ok((out, Spent { ops, wall_s, cpu_s }))
+    let d = fs::stats::snapshot().delta(&before);
+    let spent = Spent {
+        ops: d.lookups,
+        wall_s,
+        cpu_s,
+        allocs: d.dentry_alloc,
+        found: d.parallel_found,
+        waits: d.in_lookup_waits,
+    };
+    Ok((out, spent))
 }
 
 /// Nanoseconds one clock read costs here (median of batches).

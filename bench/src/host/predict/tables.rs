@@ -47,6 +47,14 @@ pub struct Check {
     /// fraction; 0 for a design that does not allocate, or not recorded.
     pub transfers_per_alloc_measured: f64,
     pub transfers_per_alloc_at_sharing: f64,
+    /// Of the 2-task run's allocating ops, the share that found the name
+    /// hashed by the other CPU in `d_alloc_parallel` (`parallel_found` over
+    /// the allocations: they asked the filesystem nothing), and the waits
+    /// for the other CPU's lookup of the name per allocation
+    /// (`in_lookup_waits`); 0 for a design that does not allocate, or not
+    /// recorded.
+    pub found_per_alloc_measured: f64,
+    pub waits_per_alloc_measured: f64,
 }
 
 impl Check {
@@ -74,6 +82,13 @@ impl Check {
             }
         };
         let transfers_measured = o2.per_op.and_then(|p| p.transfers).unwrap_or(0.0);
+        let per_alloc_count = |n: u64| {
+            if spent.allocs > 0 {
+                n as f64 / spent.allocs as f64
+            } else {
+                0.0
+            }
+        };
         let (transfers_per_alloc_measured, transfers_per_alloc_at_sharing) = if cpu.allocs > 0.0 {
             (transfers_measured / a, at.transfers_per_alloc)
         } else {
@@ -97,6 +112,8 @@ impl Check {
             alloc_ns_at_sharing: per_alloc(at_sharing / 2.0),
             transfers_per_alloc_measured,
             transfers_per_alloc_at_sharing,
+            found_per_alloc_measured: per_alloc_count(spent.found),
+            waits_per_alloc_measured: per_alloc_count(spent.waits),
         }
     }
 
@@ -251,9 +268,13 @@ fn by_latency_table(checks: &[Check]) -> String {
          that latency. The last two columns are counted transfers per allocating op, the \
          model's at the measured sharing and the run's (`transfers=` over the allocating \
          fraction): where they differ, the model moves the lines more or less often than \
-         the run did.\n\n\
-         | design | lock | transfer ns | rounds | ratio per CPU-s | at measured sharing | allocs/op predicted | measured | verdict (±25 %) | transfers per allocating op at measured sharing | measured |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|\n",
+         the run did. *Found* is the share of the run's allocating ops that found the name \
+         hashed by the other CPU when `d_alloc_parallel` looked again (`parallel_found`: \
+         they asked the filesystem nothing, yet the model prices every allocating op as \
+         one that does), *waits* the waits for the other CPU's lookup of the name per \
+         allocating op (`in_lookup_waits`).\n\n\
+         | design | lock | transfer ns | rounds | ratio per CPU-s | at measured sharing | allocs/op predicted | measured | verdict (±25 %) | transfers per allocating op at measured sharing | measured | found | waits |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n",
     );
     for ((design, lock), mine) in groups_by(checks, |c| (c.design.as_str(), c.lock)) {
         for g in latency_groups(&mine) {
@@ -276,9 +297,18 @@ fn by_latency_table(checks: &[Check]) -> String {
                     "–".into()
                 }
             };
+            // Found and waits: 0.00 is a measurement where the run
+            // allocated; nothing to share where it did not.
+            let share = |v: f64| {
+                if med.allocs_measured > 0.0 {
+                    format!("{v:.2}")
+                } else {
+                    "–".into()
+                }
+            };
             let _ = writeln!(
                 s,
-                "| {design} | {lock} | {tx} | {} | {:.2} | {at} | {:.2} | {:.2} | {} | {} | {} |",
+                "| {design} | {lock} | {tx} | {} | {:.2} | {at} | {:.2} | {:.2} | {} | {} | {} | {} | {} |",
                 g.len(),
                 med.cpu_ratio(),
                 med.allocs_predicted,
@@ -290,6 +320,8 @@ fn by_latency_table(checks: &[Check]) -> String {
                 },
                 per_alloc(med.transfers_per_alloc_at_sharing),
                 per_alloc(med.transfers_per_alloc_measured),
+                share(med.found_per_alloc_measured),
+                share(med.waits_per_alloc_measured),
             );
         }
     }

@@ -212,6 +212,8 @@ fn the_check_uses_cpu_time() {
         alloc_ns_at_sharing: 0.0,
         transfers_per_alloc_measured: 0.0,
         transfers_per_alloc_at_sharing: 0.0,
+        found_per_alloc_measured: 0.0,
+        waits_per_alloc_measured: 0.0,
     };
     assert_eq!(c.wall_ratio(), 2.0);
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
@@ -245,12 +247,12 @@ fn the_check_uses_cpu_time() {
             })
             .collect::<String>()
     };
-    let back = checks_from_csv(&drop_fields(5)).unwrap();
+    let back = checks_from_csv(&drop_fields(7)).unwrap();
     assert_eq!(back[0].transfer_ns, 36.5);
     assert_eq!(back[0].predicted_per_cpu_s_at_sharing, 0.0);
     assert_eq!(back[0].sharing_ratio(), None);
     assert!(validation_table(&back).contains("| 1.11 | – |"));
-    let back = checks_from_csv(&drop_fields(6)).unwrap();
+    let back = checks_from_csv(&drop_fields(8)).unwrap();
     assert_eq!(back[0].transfer_ns, 0.0);
     let t = validation_table(&back);
     assert!(t.contains("| met | – |"));
@@ -278,27 +280,43 @@ fn transient_round(lock: LockKind, tx: f64) -> Check {
         alloc_ns_at_sharing: 0.0,
         transfers_per_alloc_measured: 6.0,
         transfers_per_alloc_at_sharing: 7.5,
+        found_per_alloc_measured: 0.4,
+        waits_per_alloc_measured: 0.125,
     }
 }
 
 /// The by-latency table ends each row with the counted transfers per
-/// allocating op, the model's at the measured sharing and the run's; a
-/// checks.csv from before them still reads, as 0, and shows a dash.
+/// allocating op, the model's at the measured sharing and the run's, then
+/// the shares of the allocating ops that found the name in
+/// `d_alloc_parallel` and waited there; a checks.csv from before them
+/// still reads, as 0, and shows a dash (transfers) or 0.00 (shares).
 #[test]
 fn transfers_per_allocating_op_sit_beside_the_verdict() {
     let c = transient_round(LockKind::Qspinlock, 30.0);
     let t = validation_table(std::slice::from_ref(&c));
-    assert!(t.contains("| met | 7.50 | 6.00 |"), "{t}");
+    assert!(t.contains("| met | 7.50 | 6.00 | 0.40 | 0.12 |"), "{t}");
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
     assert_eq!(back, vec![c.clone()]);
-    let older: String = checks_to_csv(std::slice::from_ref(&c))
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            f[..f.len() - 2].join(",") + "\n"
-        })
-        .collect();
-    let back = checks_from_csv(&older).unwrap();
+    let older = |k: usize| -> String {
+        checks_to_csv(std::slice::from_ref(&c))
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                f[..f.len() - k].join(",") + "\n"
+            })
+            .collect()
+    };
+    let back = checks_from_csv(&older(2)).unwrap();
+    assert_eq!(
+        (
+            back[0].found_per_alloc_measured,
+            back[0].waits_per_alloc_measured,
+            back[0].transfers_per_alloc_measured
+        ),
+        (0.0, 0.0, 6.0)
+    );
+    assert!(validation_table(&back).contains("| met | 7.50 | 6.00 | 0.00 | 0.00 |"));
+    let back = checks_from_csv(&older(4)).unwrap();
     assert_eq!(
         (
             back[0].transfers_per_alloc_measured,
@@ -306,7 +324,13 @@ fn transfers_per_allocating_op_sit_beside_the_verdict() {
         ),
         (0.0, 0.0)
     );
-    assert!(validation_table(&back).contains("| met | – | – |"));
+    assert!(validation_table(&back).contains("| met | – | – | 0.00 | 0.00 |"));
+    // A design that allocates nothing has no shares to show.
+    let none = Check {
+        allocs_measured: 0.0,
+        ..back[0].clone()
+    };
+    assert!(validation_table(&[none]).contains("| met | – | – | – | – |"));
 }
 
 #[test]
@@ -486,14 +510,23 @@ fn a_check_prices_its_run_at_the_sharing_it_measured() {
             transfers: Some(2.0),
         }),
     };
+    // Of its 1 000 000 allocations, 400 000 found the name in
+    // d_alloc_parallel, after 125 000 waits there.
     let spent = Spent {
         ops: 2_000_000,
         wall_s: 1.0,
         cpu_s: 2.0,
+        allocs: 1_000_000,
+        found: 400_000,
+        waits: 125_000,
     };
     let c = Check::new(&m, &inputs, &o2, &spent);
     // (1000 ns - 0.5 · 200 ns) / 0.5.
     assert!((c.alloc_ns_measured - 1800.0).abs() < 1e-6, "{c:?}");
+    assert_eq!(
+        (c.found_per_alloc_measured, c.waits_per_alloc_measured),
+        (0.4, 0.125)
+    );
     let at = predict::with_allocating(&inputs, LockKind::Qspinlock, 30.0, 2, 0.5).ops / 2.0;
     assert!(
         (c.predicted_per_cpu_s_at_sharing - at).abs() < 1e-6 * at,
