@@ -227,6 +227,10 @@ pub struct Prediction {
     pub transfers: f64,
     /// Dentry allocations per operation (what `allocs=` should read).
     pub allocs: f64,
+    /// Of the allocating operations, the share that find the name hashed
+    /// or in lookup in `d_alloc_parallel` (what `parallel_found` over
+    /// `dentry_alloc` should read).
+    pub found: f64,
     /// Total ops/s without the sharing term (every op allocates): the
     /// lower end where sharing is overestimated (beyond 2 CPUs, see
     /// docs/designs.md).
@@ -446,19 +450,8 @@ pub fn allocating_fraction(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus:
     if cpus <= 1 || inp.hashed_ns <= 0.0 || inp.ns_per_op <= 0.0 {
         return 1.0;
     }
-    let n = cpus as f64;
-    // The slow part at one CPU: from the miss to the end of the walk.
-    let slow_1 = (inp.ns_per_op - hit_ns(inp)).max(f64::MIN_POSITIVE);
     let gap = |a: f64| {
-        let sv = solve(inp, lock, transfer_ns, cpus, a);
-        let rate = a * sv.ops * 1e-9 / n; // allocating ops per ns per CPU
-        let slow = (sv.alloc_ns - hit_ns(inp)).max(slow_1);
-        let delta = inp.lookup_ns.max(0.0) * slow / slow_1;
-        let c = (n - 1.0) * rate * delta;
-        let hashing = rate / (1.0 + c);
-        let found = c.min(1.0);
-        let window = (1.0 - found) * sv.window_ns + found * sv.window_ns.max(slow - delta / 2.0);
-        let h = ((n - 1.0) * hashing * window).clamp(0.0, 1.0);
+        let (h, _) = hashed_and_found(inp, lock, transfer_ns, cpus, a);
         1.0 - h - a
     };
     if gap(1.0) >= 0.0 {
@@ -489,6 +482,33 @@ pub fn allocating_fraction(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus:
     0.5 * (lo + hi)
 }
 
+/// The sharing term at `cpus` CPUs when a fraction `a` of the operations
+/// allocate ([`allocating_fraction`] solves for `a`): the probability `H`
+/// that a lookup at a random instant finds the name hashed, and the share
+/// `c/(1+c)` of the misses that find it in `d_alloc_parallel` (what the
+/// run's `parallel_found` over its allocations should read).
+fn hashed_and_found(
+    inp: &Inputs,
+    lock: LockKind,
+    transfer_ns: f64,
+    cpus: usize,
+    a: f64,
+) -> (f64, f64) {
+    let n = cpus as f64;
+    // The slow part at one CPU: from the miss to the end of the walk.
+    let slow_1 = (inp.ns_per_op - hit_ns(inp)).max(f64::MIN_POSITIVE);
+    let sv = solve(inp, lock, transfer_ns, cpus, a);
+    let rate = a * sv.ops * 1e-9 / n; // allocating ops per ns per CPU
+    let slow = (sv.alloc_ns - hit_ns(inp)).max(slow_1);
+    let delta = inp.lookup_ns.max(0.0) * slow / slow_1;
+    let c = (n - 1.0) * rate * delta;
+    let hashing = rate / (1.0 + c);
+    let found = c.min(1.0);
+    let window = (1.0 - found) * sv.window_ns + found * sv.window_ns.max(slow - delta / 2.0);
+    let h = ((n - 1.0) * hashing * window).clamp(0.0, 1.0);
+    (h, c / (1.0 + c))
+}
+
 /// Everything the model predicts at `cpus` CPUs running concurrently.
 pub fn predict(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize) -> Prediction {
     let a = allocating_fraction(inp, lock, transfer_ns, cpus);
@@ -498,6 +518,11 @@ pub fn predict(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize) -> P
         allocating: a,
         transfers: a * s.counted,
         allocs: a * inp.allocs,
+        found: if cpus <= 1 || inp.hashed_ns <= 0.0 || inp.ns_per_op <= 0.0 {
+            0.0
+        } else {
+            hashed_and_found(inp, lock, transfer_ns, cpus, a).1
+        },
         ops_no_sharing: with_allocating(inp, lock, transfer_ns, cpus, 1.0).ops,
     }
 }

@@ -353,6 +353,12 @@ fn the_found_path_keeps_dentries_hashed_longer() {
         (1.0 - c.min(1.0)) * sv.window_ns + c.min(1.0) * sv.window_ns.max(slow - delta / 2.0);
     let h = (rate / (1.0 + c) * window).min(1.0);
     assert!((a - (1.0 - h)).abs() < 1e-6, "{a} vs {}", 1.0 - h);
+    // And the prediction's found share is that `c/(1+c)`: none without
+    // the found path, none on one CPU.
+    let p = predict(&found, LockKind::Qspinlock, 80.0, 2);
+    assert!((p.found - c / (1.0 + c)).abs() < 1e-9, "{p:?} vs {c}");
+    assert_eq!(predict(&plain, LockKind::Qspinlock, 80.0, 2).found, 0.0);
+    assert_eq!(predict(&found, LockKind::Qspinlock, 80.0, 1).found, 0.0);
 }
 
 #[test]

@@ -55,6 +55,10 @@ pub struct Check {
     /// recorded.
     pub found_per_alloc_measured: f64,
     pub waits_per_alloc_measured: f64,
+    /// The model's share of allocating ops that find the name in
+    /// `d_alloc_parallel` (the sharing term's found path); 0 where nothing
+    /// is shared, or not recorded.
+    pub found_predicted: f64,
 }
 
 impl Check {
@@ -112,6 +116,7 @@ impl Check {
             alloc_ns_at_sharing: per_alloc(at_sharing / 2.0),
             transfers_per_alloc_measured,
             transfers_per_alloc_at_sharing,
+            found_predicted: on_cpu.found,
             found_per_alloc_measured: per_alloc_count(spent.found),
             waits_per_alloc_measured: per_alloc_count(spent.waits),
         }
@@ -268,13 +273,14 @@ fn by_latency_table(checks: &[Check]) -> String {
          that latency. The last two columns are counted transfers per allocating op, the \
          model's at the measured sharing and the run's (`transfers=` over the allocating \
          fraction): where they differ, the model moves the lines more or less often than \
-         the run did. *Found* is the share of the run's allocating ops that found the name \
-         hashed by the other CPU when `d_alloc_parallel` looked again (`parallel_found`: \
-         they asked the filesystem nothing, yet the model prices every allocating op as \
-         one that does), *waits* the waits for the other CPU's lookup of the name per \
+         the run did. *Found* is the share of the allocating ops that found the name hashed \
+         (or in lookup) by the other CPU when `d_alloc_parallel` looked again, the sharing \
+         term's (its found path) and the run's (`parallel_found` over the allocations: they \
+         asked the filesystem nothing, yet the model prices every allocating op as one that \
+         does); *waits* are the run's waits for the other CPU's lookup of the name per \
          allocating op (`in_lookup_waits`).\n\n\
-         | design | lock | transfer ns | rounds | ratio per CPU-s | at measured sharing | allocs/op predicted | measured | verdict (±25 %) | transfers per allocating op at measured sharing | measured | found | waits |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n",
+         | design | lock | transfer ns | rounds | ratio per CPU-s | at measured sharing | allocs/op predicted | measured | verdict (±25 %) | transfers per allocating op at measured sharing | measured | found predicted | measured | waits |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n",
     );
     for ((design, lock), mine) in groups_by(checks, |c| (c.design.as_str(), c.lock)) {
         for g in latency_groups(&mine) {
@@ -308,7 +314,7 @@ fn by_latency_table(checks: &[Check]) -> String {
             };
             let _ = writeln!(
                 s,
-                "| {design} | {lock} | {tx} | {} | {:.2} | {at} | {:.2} | {:.2} | {} | {} | {} | {} | {} |",
+                "| {design} | {lock} | {tx} | {} | {:.2} | {at} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} |",
                 g.len(),
                 med.cpu_ratio(),
                 med.allocs_predicted,
@@ -320,6 +326,7 @@ fn by_latency_table(checks: &[Check]) -> String {
                 },
                 per_alloc(med.transfers_per_alloc_at_sharing),
                 per_alloc(med.transfers_per_alloc_measured),
+                share(med.found_predicted),
                 share(med.found_per_alloc_measured),
                 share(med.waits_per_alloc_measured),
             );

@@ -214,6 +214,7 @@ fn the_check_uses_cpu_time() {
         transfers_per_alloc_at_sharing: 0.0,
         found_per_alloc_measured: 0.0,
         waits_per_alloc_measured: 0.0,
+        found_predicted: 0.0,
     };
     assert_eq!(c.wall_ratio(), 2.0);
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
@@ -247,12 +248,12 @@ fn the_check_uses_cpu_time() {
             })
             .collect::<String>()
     };
-    let back = checks_from_csv(&drop_fields(7)).unwrap();
+    let back = checks_from_csv(&drop_fields(8)).unwrap();
     assert_eq!(back[0].transfer_ns, 36.5);
     assert_eq!(back[0].predicted_per_cpu_s_at_sharing, 0.0);
     assert_eq!(back[0].sharing_ratio(), None);
     assert!(validation_table(&back).contains("| 1.11 | – |"));
-    let back = checks_from_csv(&drop_fields(8)).unwrap();
+    let back = checks_from_csv(&drop_fields(9)).unwrap();
     assert_eq!(back[0].transfer_ns, 0.0);
     let t = validation_table(&back);
     assert!(t.contains("| met | – |"));
@@ -282,6 +283,7 @@ fn transient_round(lock: LockKind, tx: f64) -> Check {
         transfers_per_alloc_at_sharing: 7.5,
         found_per_alloc_measured: 0.4,
         waits_per_alloc_measured: 0.125,
+        found_predicted: 0.07,
     }
 }
 
@@ -294,7 +296,10 @@ fn transient_round(lock: LockKind, tx: f64) -> Check {
 fn transfers_per_allocating_op_sit_beside_the_verdict() {
     let c = transient_round(LockKind::Qspinlock, 30.0);
     let t = validation_table(std::slice::from_ref(&c));
-    assert!(t.contains("| met | 7.50 | 6.00 | 0.40 | 0.12 |"), "{t}");
+    assert!(
+        t.contains("| met | 7.50 | 6.00 | 0.07 | 0.40 | 0.12 |"),
+        "{t}"
+    );
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
     assert_eq!(back, vec![c.clone()]);
     let older = |k: usize| -> String {
@@ -306,17 +311,18 @@ fn transfers_per_allocating_op_sit_beside_the_verdict() {
             })
             .collect()
     };
-    let back = checks_from_csv(&older(2)).unwrap();
+    let back = checks_from_csv(&older(3)).unwrap();
     assert_eq!(
         (
+            back[0].found_predicted,
             back[0].found_per_alloc_measured,
             back[0].waits_per_alloc_measured,
             back[0].transfers_per_alloc_measured
         ),
-        (0.0, 0.0, 6.0)
+        (0.0, 0.0, 0.0, 6.0)
     );
-    assert!(validation_table(&back).contains("| met | 7.50 | 6.00 | 0.00 | 0.00 |"));
-    let back = checks_from_csv(&older(4)).unwrap();
+    assert!(validation_table(&back).contains("| met | 7.50 | 6.00 | 0.00 | 0.00 | 0.00 |"));
+    let back = checks_from_csv(&older(5)).unwrap();
     assert_eq!(
         (
             back[0].transfers_per_alloc_measured,
@@ -324,13 +330,13 @@ fn transfers_per_allocating_op_sit_beside_the_verdict() {
         ),
         (0.0, 0.0)
     );
-    assert!(validation_table(&back).contains("| met | – | – | 0.00 | 0.00 |"));
+    assert!(validation_table(&back).contains("| met | – | – | 0.00 | 0.00 | 0.00 |"));
     // A design that allocates nothing has no shares to show.
     let none = Check {
         allocs_measured: 0.0,
         ..back[0].clone()
     };
-    assert!(validation_table(&[none]).contains("| met | – | – | – | – |"));
+    assert!(validation_table(&[none]).contains("| met | – | – | – | – | – |"));
 }
 
 #[test]
@@ -527,6 +533,10 @@ fn a_check_prices_its_run_at_the_sharing_it_measured() {
         (c.found_per_alloc_measured, c.waits_per_alloc_measured),
         (0.4, 0.125)
     );
+    // The model's own found share, from the same CPU-time inputs (0 here:
+    // no time from a miss to d_alloc_parallel's look was measured).
+    let own = predict::predict(&inputs, LockKind::Qspinlock, 30.0, 2).found;
+    assert_eq!(c.found_predicted, own, "{c:?}");
     let at = predict::with_allocating(&inputs, LockKind::Qspinlock, 30.0, 2, 0.5).ops / 2.0;
     assert!(
         (c.predicted_per_cpu_s_at_sharing - at).abs() < 1e-6 * at,
