@@ -263,6 +263,31 @@ fn spun_moves(l: &Line, hold_ns: f64, transfer_ns: f64, fallbacks: f64) -> f64 {
     l.in_hold.min(most) + fallbacks
 }
 
+/// What the model charges when a visit finds its line moved:
+/// `fixed_ns + of_latency·t_x`. The model's own price is [`MovePrice::LATENCY`],
+/// one whole `t_x`; stores inside holds and lock handoffs always cost
+/// `t_x`. Another price is for experiments that re-price recorded rounds
+/// (`cargo run --release -p bench --example reprice`; docs/designs.md,
+/// "What a visit's move costs").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MovePrice {
+    pub fixed_ns: f64,
+    pub of_latency: f64,
+}
+
+impl MovePrice {
+    /// One transfer latency per move: what `bench predict` charges.
+    pub const LATENCY: MovePrice = MovePrice {
+        fixed_ns: 0.0,
+        of_latency: 1.0,
+    };
+
+    /// Nanoseconds per move at a transfer latency of `transfer_ns`.
+    pub fn ns(&self, transfer_ns: f64) -> f64 {
+        self.fixed_ns + self.of_latency * transfer_ns
+    }
+}
+
 /// The closed loop solved at one CPU count and allocating fraction.
 #[derive(Clone, Copy, Debug, Default)]
 struct Solved {
@@ -282,6 +307,19 @@ struct Solved {
 /// operations allocate and visit the lines, the rest share another CPU's
 /// dentry and cost [`Inputs::hit_ns`] without touching a shared line.
 fn solve(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize, a: f64) -> Solved {
+    solve_priced(inp, lock, transfer_ns, MovePrice::LATENCY, cpus, a)
+}
+
+/// [`solve`] with a visit's move charged at `price`.
+fn solve_priced(
+    inp: &Inputs,
+    lock: LockKind,
+    transfer_ns: f64,
+    price: MovePrice,
+    cpus: usize,
+    a: f64,
+) -> Solved {
+    let visit_ns = price.ns(transfer_ns);
     if cpus == 0 || inp.ns_per_op <= 0.0 {
         return Solved::default();
     }
@@ -362,7 +400,7 @@ fn solve(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize, a: f64) ->
             let spun = spun_moves(l, holds[i], transfer_ns, fallbacks) * busy;
             let extra = (l.holds + fallbacks) * extra_transfers(lock, seen);
             let moved = l.visits * q_visit;
-            let demand = holds[i] + transfer_ns * (moved + spun + extra);
+            let demand = holds[i] + visit_ns * moved + transfer_ns * (spun + extra);
             let r = demand * (1.0 + seen);
             cycle += r;
             resp.push(r);
@@ -370,7 +408,7 @@ fn solve(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize, a: f64) ->
             // Inside the window: visits move the line (`q_visit`) and wait
             // for the others there; in-hold stores move it to a waiter.
             if l.visits > 0.0 {
-                out.window_ns += l.win_visits * (q_visit * transfer_ns + seen * demand / l.visits)
+                out.window_ns += l.win_visits * (q_visit * visit_ns + seen * demand / l.visits)
                     + l.win_in_hold * busy * transfer_ns;
             }
         }
@@ -414,7 +452,19 @@ pub fn with_allocating(
     cpus: usize,
     a: f64,
 ) -> WithAllocating {
-    let s = solve(inp, lock, transfer_ns, cpus, a);
+    with_allocating_priced(inp, lock, transfer_ns, MovePrice::LATENCY, cpus, a)
+}
+
+/// [`with_allocating`] with a visit's move charged at `price`.
+pub fn with_allocating_priced(
+    inp: &Inputs,
+    lock: LockKind,
+    transfer_ns: f64,
+    price: MovePrice,
+    cpus: usize,
+    a: f64,
+) -> WithAllocating {
+    let s = solve_priced(inp, lock, transfer_ns, price, cpus, a);
     WithAllocating {
         ops: s.ops,
         transfers_per_alloc: s.counted,

@@ -371,3 +371,37 @@ fn lock_words_round_trip() {
     assert_eq!(extra_transfers(LockKind::Ttas, 3.0), 4.0);
     assert_eq!(extra_transfers(LockKind::Qspinlock, 9.0), 0.0);
 }
+
+#[test]
+fn a_visits_move_can_be_repriced() {
+    // The model's own price is one t_x a move: the priced loop at that
+    // price, or at the same nanoseconds written as a fixed part, is the
+    // plain one; a cheaper move gives more ops a second, a dearer fewer.
+    let i = transient();
+    let plain = with_allocating(&i, LockKind::Qspinlock, 80.0, 2, 1.0);
+    let at = |fixed_ns: f64, of_latency: f64| {
+        let price = MovePrice {
+            fixed_ns,
+            of_latency,
+        };
+        with_allocating_priced(&i, LockKind::Qspinlock, 80.0, price, 2, 1.0)
+    };
+    assert_eq!(at(0.0, 1.0), plain);
+    assert!(close(at(80.0, 0.0).ops, plain.ops));
+    assert!(at(0.0, 0.5).ops > plain.ops);
+    assert!(at(40.0, 1.0).ops < plain.ops);
+    // The price changes what a move costs, not how many there are.
+    assert!(close(
+        at(0.0, 0.5).transfers_per_alloc,
+        plain.transfers_per_alloc
+    ));
+    assert_eq!(MovePrice::LATENCY.ns(80.0), 80.0);
+    assert_eq!(
+        MovePrice {
+            fixed_ns: 30.0,
+            of_latency: 0.5
+        }
+        .ns(80.0),
+        70.0
+    );
+}
