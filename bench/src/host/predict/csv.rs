@@ -178,6 +178,13 @@ const CHECKS_HEADER: &str = "design,lock,predicted,measured,predicted_per_cpu_s,
 measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
 allocs_measured,transfer_ns,predicted_per_cpu_s_at_sharing,alloc_ns_measured,\
 alloc_ns_at_sharing,transfers_per_alloc_measured,transfers_per_alloc_at_sharing,\
+found_per_alloc_measured,waits_per_alloc_measured,found_predicted,move_ns_measured,\
+predicted_per_cpu_s_at_sharing_and_price";
+/// The header before the move price (read, never written).
+const CHECKS_HEADER_V5: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
+measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
+allocs_measured,transfer_ns,predicted_per_cpu_s_at_sharing,alloc_ns_measured,\
+alloc_ns_at_sharing,transfers_per_alloc_measured,transfers_per_alloc_at_sharing,\
 found_per_alloc_measured,waits_per_alloc_measured,found_predicted";
 /// The header before the `d_alloc_parallel` shares (read, never written).
 const CHECKS_HEADER_V4: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
@@ -205,7 +212,7 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
     for c in checks {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             c.design,
             c.lock,
             c.predicted,
@@ -225,7 +232,9 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
             c.transfers_per_alloc_at_sharing,
             c.found_per_alloc_measured,
             c.waits_per_alloc_measured,
-            c.found_predicted
+            c.found_predicted,
+            c.move_ns_measured,
+            c.predicted_per_cpu_s_at_sharing_and_price
         );
     }
     s
@@ -235,7 +244,8 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
 pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
     let mut lines = text.lines();
     let fields = match lines.next().map(str::trim_end) {
-        Some(CHECKS_HEADER) => 20,
+        Some(CHECKS_HEADER) => 22,
+        Some(CHECKS_HEADER_V5) => 20,
         Some(CHECKS_HEADER_V4) => 17,
         Some(CHECKS_HEADER_V3) => 15,
         Some(CHECKS_HEADER_V2) => 12,
@@ -272,6 +282,8 @@ pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
                 found_per_alloc_measured: if fields > 17 { n(17)? } else { 0.0 },
                 waits_per_alloc_measured: if fields > 18 { n(18)? } else { 0.0 },
                 found_predicted: if fields > 19 { n(19)? } else { 0.0 },
+                move_ns_measured: if fields > 20 { n(20)? } else { 0.0 },
+                predicted_per_cpu_s_at_sharing_and_price: if fields > 21 { n(21)? } else { 0.0 },
             })
         })
         .collect()

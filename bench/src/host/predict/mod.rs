@@ -15,6 +15,9 @@
 //! long each op's dentry stays hashed, what an op costs that finds the
 //! name hashed, how long a miss takes to look again in `d_alloc_parallel`,
 //! and whether the tasks miss the same name ([`sharing_from_windows`]).
+//! Under `--validate`, each round of a design that allocates also measures
+//! what a move of the parent's lines costs its op ([`steal`]), for a
+//! column that prices the round's moves at that in place of `t_x`.
 //!
 //! With `--out DIR` it writes `DIR/predict.csv` (the model's inputs and
 //! predictions, [`PREDICT_HEADER`]) and, under `--validate`, `DIR/raw.csv`
@@ -24,6 +27,7 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::time::Duration;
 
 use clap::Args;
 
@@ -37,6 +41,7 @@ use crate::predict::{self, Inputs, LockKind};
 
 mod census;
 mod csv;
+pub mod steal;
 mod tables;
 
 use csv::CHECKS_CSV;
@@ -434,6 +439,9 @@ fn round_transfer_ns(exec: &HostExecutor) -> Result<f64, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Pairs of the move-price probe per round ([`steal::pairs`]).
+const STEAL_PAIRS: usize = 3;
+
 /// Tries of a 2-task run whose transfer latency moved during it.
 const ROUND_TX_TRIES: usize = 3;
 
@@ -688,7 +696,23 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                 let m1 = measure_inputs(&a.testcase, design, lk, a, exec, clock_ns)?;
                 let mut two = None;
                 let mut check_tx = transfer_ns;
+                let mut move_ns = None;
                 if a.validate {
+                    // What a move of the parent's lines costs this design's
+                    // op just now, for the check's priced column.
+                    if m1.cpu.allocs > 0.0 && exec.cpus().len() >= 2 {
+                        let p1 = params(&a.testcase, design, lk, 1, a)?;
+                        let run = Duration::from_secs_f64((0.2 * a.secs as f64).clamp(0.1, 0.4));
+                        let pairs = steal::pairs(&p1, exec, steal::GAP, STEAL_PAIRS, run)?;
+                        move_ns = steal::move_ns(&pairs);
+                        println!(
+                            "round {round} {design}{}: a move of the parent's lines costs it {}",
+                            lk.map(|l| format!(" lock={l}")).unwrap_or_default(),
+                            move_ns.map_or("– (no counted transfer)".into(), |m| format!(
+                                "{m:.0} ns"
+                            ))
+                        );
+                    }
                     let p2 = params(&a.testcase, design, lk, 2, a)?;
                     // A round whose transfer latency moved during its
                     // 2-task run (the vCPUs changed cores) has no one
@@ -772,7 +796,11 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                             transfer_ns: check_tx,
                             ..m.clone()
                         };
-                        checks.push(Check::new(&at_its_moment, &m1.cpu, o2, spent2));
+                        let mut c = Check::new(&at_its_moment, &m1.cpu, o2, spent2);
+                        if let Some(ns) = move_ns {
+                            c.price_moves(&m1.cpu, ns);
+                        }
+                        checks.push(c);
                     }
                     models.push(m);
                 }

@@ -59,6 +59,12 @@ pub struct Check {
     /// `d_alloc_parallel` (the sharing term's found path); 0 where nothing
     /// is shared, or not recorded.
     pub found_predicted: f64,
+    /// What a move of the parent's lines cost this design's op in the
+    /// round ([`super::steal`], ns), and the prediction at the measured
+    /// sharing with a visit's move priced at it in place of `t_x`
+    /// (operations per CPU-second); 0 where not measured.
+    pub move_ns_measured: f64,
+    pub predicted_per_cpu_s_at_sharing_and_price: f64,
 }
 
 impl Check {
@@ -117,9 +123,36 @@ impl Check {
             transfers_per_alloc_measured,
             transfers_per_alloc_at_sharing,
             found_predicted: on_cpu.found,
+            move_ns_measured: 0.0,
+            predicted_per_cpu_s_at_sharing_and_price: 0.0,
             found_per_alloc_measured: per_alloc_count(spent.found),
             waits_per_alloc_measured: per_alloc_count(spent.waits),
         }
+    }
+
+    /// Price the round once more at its measured sharing, with a visit's
+    /// move at `move_ns` (measured in the round) instead of `t_x`; `cpu`:
+    /// the CPU-time inputs [`Check::new`] had.
+    pub fn price_moves(&mut self, cpu: &Inputs, move_ns: f64) {
+        if cpu.allocs <= 0.0 {
+            return;
+        }
+        let a = (self.allocs_measured / cpu.allocs).clamp(1e-6, 1.0);
+        let price = predict::MovePrice {
+            fixed_ns: move_ns,
+            of_latency: 0.0,
+        };
+        let at = predict::with_allocating_priced(cpu, self.lock, self.transfer_ns, price, 2, a);
+        self.move_ns_measured = move_ns;
+        self.predicted_per_cpu_s_at_sharing_and_price = at.ops / 2.0;
+    }
+
+    /// Predicted at the measured sharing, moves at the measured price, ÷
+    /// measured per CPU-second, where recorded.
+    pub fn priced_ratio(&self) -> Option<f64> {
+        (self.predicted_per_cpu_s_at_sharing_and_price > 0.0).then(|| {
+            self.predicted_per_cpu_s_at_sharing_and_price / self.measured_per_cpu_s.max(1e-9)
+        })
     }
 
     /// Predicted ÷ measured on the wall clock.
@@ -270,7 +303,7 @@ fn by_latency_table(checks: &[Check]) -> String {
          the same round with the allocating fraction its 2-task run measured in place of the \
          sharing term's: where it is near 1 and the model's own ratio is not, the sharing \
          term missed; where it is off too, so is what the model charges an allocating op at \
-         that latency. The last two columns are counted transfers per allocating op, the \
+         that latency. Then come the counted transfers per allocating op, the \
          model's at the measured sharing and the run's (`transfers=` over the allocating \
          fraction): where they differ, the model moves the lines more or less often than \
          the run did. *Found* is the share of the allocating ops that found the name hashed \
@@ -278,9 +311,12 @@ fn by_latency_table(checks: &[Check]) -> String {
          term's (its found path) and the run's (`parallel_found` over the allocations: they \
          asked the filesystem nothing, yet the model prices every allocating op as one that \
          does); *waits* are the run's waits for the other CPU's lookup of the name per \
-         allocating op (`in_lookup_waits`).\n\n\
-         | design | lock | transfer ns | rounds | ratio per CPU-s | at measured sharing | allocs/op predicted | measured | verdict (±25 %) | transfers per allocating op at measured sharing | measured | found predicted | measured | waits |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n",
+         allocating op (`in_lookup_waits`). *Move ns* is what a move of the parent's lines \
+         cost the design's op in the round (a second CPU that only takes and drops a \
+         reference on the parent), and the last column predicts the round at its measured \
+         sharing with a visit's move priced at that in place of `t_x`.\n\n\
+         | design | lock | transfer ns | rounds | ratio per CPU-s | at measured sharing | allocs/op predicted | measured | verdict (±25 %) | transfers per allocating op at measured sharing | measured | found predicted | measured | waits | move ns | at measured sharing and move price |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for ((design, lock), mine) in groups_by(checks, |c| (c.design.as_str(), c.lock)) {
         for g in latency_groups(&mine) {
@@ -314,7 +350,7 @@ fn by_latency_table(checks: &[Check]) -> String {
             };
             let _ = writeln!(
                 s,
-                "| {design} | {lock} | {tx} | {} | {:.2} | {at} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} |",
+                "| {design} | {lock} | {tx} | {} | {:.2} | {at} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 g.len(),
                 med.cpu_ratio(),
                 med.allocs_predicted,
@@ -329,6 +365,14 @@ fn by_latency_table(checks: &[Check]) -> String {
                 share(med.found_predicted),
                 share(med.found_per_alloc_measured),
                 share(med.waits_per_alloc_measured),
+                if med.move_ns_measured > 0.0 {
+                    format!("{:.0}", med.move_ns_measured)
+                } else {
+                    "–".into()
+                },
+                med.priced_ratio()
+                    .map(|r| format!("{r:.2}"))
+                    .unwrap_or_else(|| "–".into()),
             );
         }
     }

@@ -215,6 +215,8 @@ fn the_check_uses_cpu_time() {
         found_per_alloc_measured: 0.0,
         waits_per_alloc_measured: 0.0,
         found_predicted: 0.0,
+        move_ns_measured: 0.0,
+        predicted_per_cpu_s_at_sharing_and_price: 0.0,
     };
     assert_eq!(c.wall_ratio(), 2.0);
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
@@ -248,12 +250,12 @@ fn the_check_uses_cpu_time() {
             })
             .collect::<String>()
     };
-    let back = checks_from_csv(&drop_fields(8)).unwrap();
+    let back = checks_from_csv(&drop_fields(10)).unwrap();
     assert_eq!(back[0].transfer_ns, 36.5);
     assert_eq!(back[0].predicted_per_cpu_s_at_sharing, 0.0);
     assert_eq!(back[0].sharing_ratio(), None);
     assert!(validation_table(&back).contains("| 1.11 | – |"));
-    let back = checks_from_csv(&drop_fields(9)).unwrap();
+    let back = checks_from_csv(&drop_fields(11)).unwrap();
     assert_eq!(back[0].transfer_ns, 0.0);
     let t = validation_table(&back);
     assert!(t.contains("| met | – |"));
@@ -284,6 +286,8 @@ fn transient_round(lock: LockKind, tx: f64) -> Check {
         found_per_alloc_measured: 0.4,
         waits_per_alloc_measured: 0.125,
         found_predicted: 0.07,
+        move_ns_measured: 55.0,
+        predicted_per_cpu_s_at_sharing_and_price: 0.9e6,
     }
 }
 
@@ -311,7 +315,14 @@ fn transfers_per_allocating_op_sit_beside_the_verdict() {
             })
             .collect()
     };
-    let back = checks_from_csv(&older(3)).unwrap();
+    // Before the move price: no price, a dash.
+    let back = checks_from_csv(&older(2)).unwrap();
+    assert_eq!(
+        (back[0].move_ns_measured, back[0].priced_ratio()),
+        (0.0, None)
+    );
+    assert!(validation_table(&back).contains("| 0.07 | 0.40 | 0.12 | – | – |"));
+    let back = checks_from_csv(&older(5)).unwrap();
     assert_eq!(
         (
             back[0].found_predicted,
@@ -321,8 +332,8 @@ fn transfers_per_allocating_op_sit_beside_the_verdict() {
         ),
         (0.0, 0.0, 0.0, 6.0)
     );
-    assert!(validation_table(&back).contains("| met | 7.50 | 6.00 | 0.00 | 0.00 | 0.00 |"));
-    let back = checks_from_csv(&older(5)).unwrap();
+    assert!(validation_table(&back).contains("| met | 7.50 | 6.00 | 0.00 | 0.00 | 0.00 | – | – |"));
+    let back = checks_from_csv(&older(7)).unwrap();
     assert_eq!(
         (
             back[0].transfers_per_alloc_measured,
@@ -330,13 +341,13 @@ fn transfers_per_allocating_op_sit_beside_the_verdict() {
         ),
         (0.0, 0.0)
     );
-    assert!(validation_table(&back).contains("| met | – | – | 0.00 | 0.00 | 0.00 |"));
+    assert!(validation_table(&back).contains("| met | – | – | 0.00 | 0.00 | 0.00 | – | – |"));
     // A design that allocates nothing has no shares to show.
     let none = Check {
         allocs_measured: 0.0,
         ..back[0].clone()
     };
-    assert!(validation_table(&[none]).contains("| met | – | – | – | – | – |"));
+    assert!(validation_table(&[none]).contains("| met | – | – | – | – | – | – | – |"));
 }
 
 #[test]
@@ -537,6 +548,23 @@ fn a_check_prices_its_run_at_the_sharing_it_measured() {
     // no time from a miss to d_alloc_parallel's look was measured).
     let own = predict::predict(&inputs, LockKind::Qspinlock, 30.0, 2).found;
     assert_eq!(c.found_predicted, own, "{c:?}");
+    // Priced at a measured move of 30 ns (the round's t_x) it reads as
+    // at measured sharing; at 60 ns it is slower, and says so.
+    assert_eq!(c.priced_ratio(), None);
+    let mut same = c.clone();
+    same.price_moves(&inputs, 30.0);
+    assert!(
+        (same.predicted_per_cpu_s_at_sharing_and_price - c.predicted_per_cpu_s_at_sharing).abs()
+            < 1e-6 * c.predicted_per_cpu_s_at_sharing,
+        "{same:?}"
+    );
+    let mut dear = c.clone();
+    dear.price_moves(&inputs, 60.0);
+    assert_eq!(dear.move_ns_measured, 60.0);
+    assert!(
+        dear.priced_ratio().unwrap() < c.sharing_ratio().unwrap(),
+        "{dear:?}"
+    );
     let at = predict::with_allocating(&inputs, LockKind::Qspinlock, 30.0, 2, 0.5).ops / 2.0;
     assert!(
         (c.predicted_per_cpu_s_at_sharing - at).abs() < 1e-6 * at,
