@@ -190,11 +190,11 @@ pub fn pairs(
 /// no pair moved a counted line often enough (a design that shares none of
 /// the parent's lines). Never below 0 (a pair the thief did not slow).
 ///
-/// The cheapest, not the median: on 2026-12-02 the pairs fell in two
-/// modes at either latency, 89–135 ns per counted transfer and 327–517 ns
-/// in about one pair in three, with as many transfers per op and the thief
-/// taking the lock less often in the dear mode, not more. What the dear
-/// mode is has not been found, so it is left out of the price.
+/// The cheapest, not the median: on 2026-12-02 most pairs read 78–135 ns
+/// per counted transfer at either latency and about one in three
+/// 215–517 ns, with as many transfers per op and the thief taking the lock
+/// less often in the dear ones, not more. What makes a pair dear has not
+/// been found, so it is left out of the price.
 pub fn move_ns(pairs: &[Pair]) -> Option<f64> {
     let cheapest = pairs
         .iter()
