@@ -1,7 +1,8 @@
 //! Re-price the rounds of a recorded `bench predict --validate` run with
 //! another price for a visit's move, at the sharing each round measured
 //! (the validation's *at measured sharing* column), beside the model's own
-//! price of one `t_x` a move.
+//! price (`predict::MovePrice::MODEL`, half a `t_x` a move; a whole one
+//! until 2026-12-02: `reprice DIR 0 1`).
 //!
 //!     cargo run --release -p bench --example reprice DIR [FIXED_NS [OF_LATENCY]]
 //!

@@ -67,7 +67,8 @@ fn two_cpus_one_station(d: f64, z: f64) -> f64 {
 #[test]
 fn a_visit_moves_its_line_half_the_time_at_2_cpus_convoy_or_not() {
     // A plain line stored to once per op: at 2 CPUs half the visits
-    // find it moved (the other CPU's visit came last).
+    // find it moved (the other CPU's visit came last), each a
+    // read-for-ownership at half of t_x: D = 0.5 · 40 ns.
     let plain = Line {
         stores: 1.0,
         tagged: 1.0,
@@ -81,7 +82,7 @@ fn a_visit_moves_its_line_half_the_time_at_2_cpus_convoy_or_not() {
     };
     for lock in LockKind::ALL {
         let p = predict(&alone, lock, 80.0, 2);
-        assert!(close(p.ops, two_cpus_one_station(40.0, 1000.0)), "{p:?}");
+        assert!(close(p.ops, two_cpus_one_station(20.0, 1000.0)), "{p:?}");
         assert!(close(p.transfers, 0.5));
     }
     // Beside a shared lock line the visits move it as often; what the
@@ -108,16 +109,18 @@ fn a_visit_moves_its_line_half_the_time_at_2_cpus_convoy_or_not() {
 #[test]
 fn two_cpus_by_hand() {
     // qspinlock (fair): half the 3 visits find the lock line moved
-    // (the other CPU's visit came last), and a waiter is always there
-    // (every op allocates), so the 3 in-hold stores (2 holds of 50 ns
-    // may lose the line 2·(1 + 50/80) = 3.25 times: all 3 move) and
-    // the fast path's fallback (its 2 stores back to back, one move)
-    // move it too: D1 = 100 + 80·(1.5 + 3 + 1) = 540 ns; the Arc line,
-    // half of 4 visits: D2 = 2·80 = 160 ns; Z = 1900 ns. Two stations:
-    // check the fixed point's equations rather than a closed form.
+    // (the other CPU's visit came last), each at half of t_x, and a
+    // waiter is always there (every op allocates), so the 3 in-hold
+    // stores (2 holds of 50 ns may lose the line 2·(1 + 50/80) = 3.25
+    // times: all 3 move) and the fast path's fallback (its 2 stores back
+    // to back, one move) move it too, each at a whole t_x (the waiter's
+    // read, then the holder's upgrade): D1 = 100 + 40·1.5 + 80·(3 + 1) =
+    // 480 ns; the Arc line, half of 4 visits: D2 = 2·40 = 80 ns;
+    // Z = 1900 ns. Two stations: check the fixed point's equations
+    // rather than a closed form.
     let i = transient();
     let p = predict(&i, LockKind::Qspinlock, 80.0, 2);
-    let (d1, d2, z) = (540.0, 160.0, 1900.0);
+    let (d1, d2, z) = (480.0, 80.0, 1900.0);
     let x = p.ops * 1e-9;
     // Solve the two queue equations at this X and check X = 2/cycle.
     let seen = |d: f64| {
@@ -311,7 +314,9 @@ fn the_window_stretches_with_what_it_visits() {
         solve(&i, LockKind::Qspinlock, 80.0, 1, 1.0).window_ns,
         600.0
     );
-    assert!(w(80.0) > 600.0 + 80.0 * 2.0, "{}", w(80.0));
+    // More than its visit's move (half of 40 ns, half the time) and its
+    // in-hold store's (a whole 80 ns, a waiter always there): the waits.
+    assert!(w(80.0) > 600.0 + 0.5 * 40.0 + 80.0, "{}", w(80.0));
     assert!(w(200.0) > w(80.0));
     let mut quiet = i.clone();
     quiet.lines[0].win_visits = 0.0;
@@ -374,9 +379,10 @@ fn lock_words_round_trip() {
 
 #[test]
 fn a_visits_move_can_be_repriced() {
-    // The model's own price is one t_x a move: the priced loop at that
-    // price, or at the same nanoseconds written as a fixed part, is the
-    // plain one; a cheaper move gives more ops a second, a dearer fewer.
+    // The model's own price is half a t_x a move: the priced loop at
+    // that price, or at the same nanoseconds written as a fixed part, is
+    // the plain one; a cheaper move gives more ops a second, a dearer
+    // fewer (the old price, a whole t_x, among them).
     let i = transient();
     let plain = with_allocating(&i, LockKind::Qspinlock, 80.0, 2, 1.0);
     let at = |fixed_ns: f64, of_latency: f64| {
@@ -386,15 +392,17 @@ fn a_visits_move_can_be_repriced() {
         };
         with_allocating_priced(&i, LockKind::Qspinlock, 80.0, price, 2, 1.0)
     };
-    assert_eq!(at(0.0, 1.0), plain);
-    assert!(close(at(80.0, 0.0).ops, plain.ops));
-    assert!(at(0.0, 0.5).ops > plain.ops);
-    assert!(at(40.0, 1.0).ops < plain.ops);
+    assert_eq!(at(0.0, 0.5), plain);
+    assert!(close(at(40.0, 0.0).ops, plain.ops));
+    assert!(at(0.0, 0.25).ops > plain.ops);
+    assert!(at(0.0, 1.0).ops < plain.ops);
+    assert!(at(40.0, 0.5).ops < plain.ops);
     // The price changes what a move costs, not how many there are.
     assert!(close(
-        at(0.0, 0.5).transfers_per_alloc,
+        at(0.0, 1.0).transfers_per_alloc,
         plain.transfers_per_alloc
     ));
+    assert_eq!(MovePrice::MODEL.ns(80.0), 40.0);
     assert_eq!(MovePrice::LATENCY.ns(80.0), 80.0);
     assert_eq!(
         MovePrice {

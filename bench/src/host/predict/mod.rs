@@ -17,7 +17,8 @@
 //! and whether the tasks miss the same name ([`sharing_from_windows`]).
 //! Under `--validate`, each round of a design that allocates also measures
 //! what a move of the parent's lines costs its op ([`steal`]), for a
-//! column that prices the round's moves at that in place of `t_x`.
+//! column that prices the round's moves at that in place of the model's
+//! half `t_x`.
 //!
 //! With `--out DIR` it writes `DIR/predict.csv` (the model's inputs and
 //! predictions, [`PREDICT_HEADER`]) and, under `--validate`, `DIR/raw.csv`

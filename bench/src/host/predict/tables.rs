@@ -61,7 +61,8 @@ pub struct Check {
     pub found_predicted: f64,
     /// What a move of the parent's lines cost this design's op in the
     /// round ([`super::steal`], ns), and the prediction at the measured
-    /// sharing with a visit's move priced at it in place of `t_x`
+    /// sharing with a visit's move priced at it in place of the model's
+    /// half `t_x`
     /// (operations per CPU-second); 0 where not measured.
     pub move_ns_measured: f64,
     pub predicted_per_cpu_s_at_sharing_and_price: f64,
@@ -314,7 +315,7 @@ fn by_latency_table(checks: &[Check]) -> String {
          allocating op (`in_lookup_waits`). *Move ns* is what a move of the parent's lines \
          cost the design's op in the round (a second CPU that only takes and drops a \
          reference on the parent), and the last column predicts the round at its measured \
-         sharing with a visit's move priced at that in place of `t_x`.\n\n\
+         sharing with a visit's move priced at that in place of the model's half `t_x`.\n\n\
          | design | lock | transfer ns | rounds | ratio per CPU-s | at measured sharing | allocs/op predicted | measured | verdict (±25 %) | transfers per allocating op at measured sharing | measured | found predicted | measured | waits | move ns | at measured sharing and move price |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );

@@ -548,11 +548,12 @@ fn a_check_prices_its_run_at_the_sharing_it_measured() {
     // no time from a miss to d_alloc_parallel's look was measured).
     let own = predict::predict(&inputs, LockKind::Qspinlock, 30.0, 2).found;
     assert_eq!(c.found_predicted, own, "{c:?}");
-    // Priced at a measured move of 30 ns (the round's t_x) it reads as
-    // at measured sharing; at 60 ns it is slower, and says so.
+    // Priced at a measured move of 15 ns (half the round's t_x, the
+    // model's own price) it reads as at measured sharing; at 60 ns it is
+    // slower, and says so.
     assert_eq!(c.priced_ratio(), None);
     let mut same = c.clone();
-    same.price_moves(&inputs, 30.0);
+    same.price_moves(&inputs, 15.0);
     assert!(
         (same.predicted_per_cpu_s_at_sharing_and_price - c.predicted_per_cpu_s_at_sharing).abs()
             < 1e-6 * c.predicted_per_cpu_s_at_sharing,

@@ -56,7 +56,8 @@ pub(super) fn write_predictions(s: &mut String, pts: &[Point], models: &[Model],
          around its 2-task run, which the 2-CPU check below prices it at; else the one `bench \
          pingpong` measured when the run began, or the one given). Every shared line is a \
          queueing station (approximate mean-value analysis): a visit finds its line moved when \
-         another CPU's visit came last, (N−1)/N of the time, and where the tasks share a lock \
+         another CPU's visit came last, (N−1)/N of the time, at half of *t_x* \
+         (one read-for-ownership; a ping-pong transfer is a read miss and an upgrade), and where the tasks share a lock \
          they move in step behind it, so a waiter spins at every hold and takes the line back \
          from the holder's stores. In scaling.svg \
          **predicted curves are dashed** (`predicted:DESIGN lock=KIND`) and **measured points are \
