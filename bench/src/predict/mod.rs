@@ -52,7 +52,8 @@
 //! A design that shares no line scales linearly (`N/t1`). With a queued
 //! lock the curve rises to the busiest station's bound and, because more
 //! CPUs move the line on more visits (`(N-1)/N`) and keep a waiter spinning
-//! on it, can also fall: at 2 CPUs already, where the stores cost `t_x`.
+//! on it, can also fall: at 2 CPUs already, where the stores cost half a
+//! `t_x` or a whole one each.
 //!
 //! The *sharing term* ([`allocating_fraction`]): concurrent misses of one
 //! name find each other's hashed transient dentry and answer from it
