@@ -1,7 +1,7 @@
 //! Re-price the rounds of a recorded `bench predict --validate` run with
 //! another price for a visit's move, at the sharing each round measured
-//! (the validation's *at measured sharing* column), beside the model's own
-//! price (`predict::MovePrice::MODEL`, half a `t_x` a move; a whole one
+//! (the validation's *at measured sharing* column) and with the whole
+//! model (its sharing term included), beside the model's own price (`predict::MovePrice::MODEL`, half a `t_x` a move; a whole one
 //! until 2026-12-02: `reprice DIR 0 1`).
 //!
 //!     cargo run --release -p bench --example reprice DIR [FIXED_NS [OF_LATENCY]]
@@ -17,7 +17,7 @@
 //! Touches: reads the two files, nothing else.
 
 use bench::host::predict::{checks_from_csv, read_dir};
-use bench::predict::{with_allocating, with_allocating_priced, MovePrice};
+use bench::predict::{predict, predict_priced, with_allocating, with_allocating_priced, MovePrice};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -40,6 +40,7 @@ fn main() {
     let checks = checks_from_csv(&text).unwrap_or_else(|e| panic!("{e}"));
     let within = |r: f64| (0.75..=1.25).contains(&r);
     let (mut rounds, mut ok_model, mut ok_price) = (0, 0, 0);
+    let (mut own_model, mut own_price) = (0, 0);
     let (mut sq_model, mut sq_price) = (0.0, 0.0);
     for c in &checks {
         let Some(m) = models
@@ -53,11 +54,16 @@ fn main() {
         let ratio = |ops: f64| ops / 2.0 / c.measured_per_cpu_s.max(1e-9);
         let r_model = ratio(with_allocating(i, c.lock, c.transfer_ns, 2, a).ops);
         let r_price = ratio(with_allocating_priced(i, c.lock, c.transfer_ns, price, 2, a).ops);
+        let w_model = ratio(predict(i, c.lock, c.transfer_ns, 2).ops);
+        let w_price = ratio(predict_priced(i, c.lock, c.transfer_ns, price, 2).ops);
         println!(
             "reprice: design={} lock={} transfer_ns={:.1} allocating={:.2} \
-             ratio_at_sharing_model={r_model:.2} ratio_at_sharing_priced={r_price:.2}",
+             ratio_at_sharing_model={r_model:.2} ratio_at_sharing_priced={r_price:.2} \
+             ratio_model={w_model:.2} ratio_priced={w_price:.2}",
             c.design, c.lock, c.transfer_ns, a
         );
+        own_model += within(w_model) as usize;
+        own_price += within(w_price) as usize;
         rounds += 1;
         ok_model += within(r_model) as usize;
         ok_price += within(r_price) as usize;
@@ -71,7 +77,8 @@ fn main() {
     let rms = |sq: f64| (sq / rounds as f64).sqrt();
     println!(
         "reprice: rounds={rounds} within_25pct_model={ok_model} within_25pct_priced={ok_price} \
-         rms_log_ratio_model={:.3} rms_log_ratio_priced={:.3} price=\"{} ns + {}·t_x\"",
+         rms_log_ratio_model={:.3} rms_log_ratio_priced={:.3} whole_model_within_model={own_model} \
+         whole_model_within_priced={own_price} price=\"{} ns + {}·t_x\"",
         rms(sq_model),
         rms(sq_price),
         price.fixed_ns,

@@ -320,14 +320,16 @@ struct Solved {
     alloc_ns: f64,
 }
 
-/// The closed loop at `cpus` CPUs when a fraction `a` (0 < a <= 1) of the
-/// operations allocate and visit the lines, the rest share another CPU's
-/// dentry and cost [`Inputs::hit_ns`] without touching a shared line.
+/// [`solve_priced`] at the model's own price (the tests' shorthand).
+#[cfg(test)]
 fn solve(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize, a: f64) -> Solved {
     solve_priced(inp, lock, transfer_ns, MovePrice::MODEL, cpus, a)
 }
 
-/// [`solve`] with a visit's move charged at `price`.
+/// The closed loop at `cpus` CPUs when a fraction `a` (0 < a <= 1) of the
+/// operations allocate and visit the lines, the rest share another CPU's
+/// dentry and cost [`Inputs::hit_ns`] without touching a shared line; a
+/// visit's move is charged at `price`.
 fn solve_priced(
     inp: &Inputs,
     lock: LockKind,
@@ -514,11 +516,28 @@ pub fn with_allocating_priced(
 /// `H = min(1, (N-1)·(hashing ops a second)·(mean window))`. So
 /// `a = 1 - H`, found by bisection.
 pub fn allocating_fraction(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize) -> f64 {
-    if cpus <= 1 || inp.hashed_ns <= 0.0 || inp.ns_per_op <= 0.0 {
+    allocating_fraction_priced(inp, lock, transfer_ns, MovePrice::MODEL, cpus)
+}
+
+/// Whether concurrent operations can share a dentry at all: more than one
+/// CPU and a window during which the operation's dentry is hashed.
+fn can_share(inp: &Inputs, cpus: usize) -> bool {
+    cpus > 1 && inp.hashed_ns > 0.0 && inp.ns_per_op > 0.0
+}
+
+/// [`allocating_fraction`] with a visit's move charged at `price`.
+fn allocating_fraction_priced(
+    inp: &Inputs,
+    lock: LockKind,
+    transfer_ns: f64,
+    price: MovePrice,
+    cpus: usize,
+) -> f64 {
+    if !can_share(inp, cpus) {
         return 1.0;
     }
     let gap = |a: f64| {
-        let (h, _) = hashed_and_found(inp, lock, transfer_ns, cpus, a);
+        let (h, _) = hashed_and_found(inp, lock, transfer_ns, price, cpus, a);
         1.0 - h - a
     };
     if gap(1.0) >= 0.0 {
@@ -558,13 +577,14 @@ fn hashed_and_found(
     inp: &Inputs,
     lock: LockKind,
     transfer_ns: f64,
+    price: MovePrice,
     cpus: usize,
     a: f64,
 ) -> (f64, f64) {
     let n = cpus as f64;
     // The slow part at one CPU: from the miss to the end of the walk.
     let slow_1 = (inp.ns_per_op - hit_ns(inp)).max(f64::MIN_POSITIVE);
-    let sv = solve(inp, lock, transfer_ns, cpus, a);
+    let sv = solve_priced(inp, lock, transfer_ns, price, cpus, a);
     let rate = a * sv.ops * 1e-9 / n; // allocating ops per ns per CPU
     let slow = (sv.alloc_ns - hit_ns(inp)).max(slow_1);
     let delta = inp.lookup_ns.max(0.0) * slow / slow_1;
@@ -578,19 +598,31 @@ fn hashed_and_found(
 
 /// Everything the model predicts at `cpus` CPUs running concurrently.
 pub fn predict(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize) -> Prediction {
-    let a = allocating_fraction(inp, lock, transfer_ns, cpus);
-    let s = solve(inp, lock, transfer_ns, cpus, a);
+    predict_priced(inp, lock, transfer_ns, MovePrice::MODEL, cpus)
+}
+
+/// [`predict`] with a visit's move charged at `price` (`examples/reprice`
+/// sets the whole model, sharing term included, beside the runs with it).
+pub fn predict_priced(
+    inp: &Inputs,
+    lock: LockKind,
+    transfer_ns: f64,
+    price: MovePrice,
+    cpus: usize,
+) -> Prediction {
+    let a = allocating_fraction_priced(inp, lock, transfer_ns, price, cpus);
+    let s = solve_priced(inp, lock, transfer_ns, price, cpus, a);
     Prediction {
         ops: s.ops,
         allocating: a,
         transfers: a * s.counted,
         allocs: a * inp.allocs,
-        found: if cpus <= 1 || inp.hashed_ns <= 0.0 || inp.ns_per_op <= 0.0 {
-            0.0
+        found: if can_share(inp, cpus) {
+            hashed_and_found(inp, lock, transfer_ns, price, cpus, a).1
         } else {
-            hashed_and_found(inp, lock, transfer_ns, cpus, a).1
+            0.0
         },
-        ops_no_sharing: with_allocating(inp, lock, transfer_ns, cpus, 1.0).ops,
+        ops_no_sharing: with_allocating_priced(inp, lock, transfer_ns, price, cpus, 1.0).ops,
     }
 }
 

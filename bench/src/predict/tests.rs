@@ -402,6 +402,12 @@ fn a_visits_move_can_be_repriced() {
         at(0.0, 1.0).transfers_per_alloc,
         plain.transfers_per_alloc
     ));
+    // The whole model, sharing term included, takes the same price.
+    let s = sharing();
+    let own = predict(&s, LockKind::Qspinlock, 80.0, 2);
+    let priced = |p: MovePrice| predict_priced(&s, LockKind::Qspinlock, 80.0, p, 2);
+    assert_eq!(priced(MovePrice::MODEL), own);
+    assert!(priced(MovePrice::LATENCY).ops < own.ops);
     assert_eq!(MovePrice::MODEL.ns(80.0), 40.0);
     assert_eq!(MovePrice::LATENCY.ns(80.0), 80.0);
     assert_eq!(
