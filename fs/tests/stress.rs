@@ -34,7 +34,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fs::dcache;
@@ -44,27 +44,15 @@ use fs::sync::rculist::poison_hits;
 use fs::vfs::{FileType, OpenFlags, Vfs};
 use fs::Errno;
 
+mod turns;
+use turns::Turn;
+
 /// Tests in this file share global counters and the LRU limit: one at a
-/// time.
+/// time, each turn ending with its RCU callbacks run ([`turns`]).
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// A test's turn. Before the next test's starts, this test's thread runs
-/// every RCU callback it queued (`rcu_barrier` flushes the caller's queue
-/// first). A thread that never reports quiescent states keeps its queue
-/// until it holds 128 entries or exits, and the test harness lets a
-/// finished test's thread exit while the next test runs: the few dentries
-/// still queued were then freed inside the next test's count (the churn
-/// test's `leaked=-4` in CI, 2026-12-02).
-struct Turn(#[allow(dead_code)] MutexGuard<'static, ()>);
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        rcu_barrier();
-    }
-}
-
 fn serial() -> Turn {
-    Turn(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+    turns::take(&SERIAL)
 }
 
 const DIRS: usize = 4;
