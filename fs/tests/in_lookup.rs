@@ -15,7 +15,10 @@ use fs::stats;
 use fs::vfs::Vfs;
 use fs::Errno;
 
-/// The tests of this file take turns: the counters are global.
+mod turns;
+
+/// The tests of this file take turns: the counters are global. Each turn
+/// ends with its RCU callbacks run ([`turns`]).
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 const DIR: LookupFlags = LookupFlags {
@@ -31,7 +34,7 @@ const DIR: LookupFlags = LookupFlags {
 /// waiting.
 #[test]
 fn a_second_miss_waits_for_the_first_and_takes_its_answer() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = turns::take(&ONE_AT_A_TIME);
     let vfs = Vfs::new_tmpfs("enoent=negative").unwrap();
     vfs.mkdir(b"/d", 0o755).unwrap();
     let (_mnt, dir) = resolve(&vfs, b"/d", DIR).unwrap();
@@ -84,7 +87,7 @@ fn a_second_miss_waits_for_the_first_and_takes_its_answer() {
 /// and every wait ended in a find. One thread alone finds nothing there.
 #[test]
 fn every_allocation_beyond_one_per_name_is_a_find() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = turns::take(&ONE_AT_A_TIME);
     for threads in [1usize, 4] {
         let names: u64 = 20_000;
         let vfs = Vfs::new_tmpfs("enoent=negative").unwrap();

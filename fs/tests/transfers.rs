@@ -9,7 +9,10 @@ use fs::sync::rcu::rcu_barrier;
 use fs::vfs::Vfs;
 use fs::Errno;
 
-/// The tests of this file take turns: the counters are global.
+mod turns;
+
+/// The tests of this file take turns: the counters are global. Each turn
+/// ends with its RCU callbacks run ([`turns`]).
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// `threads` host threads (each its own CPU id) stat a missing name `n`
@@ -50,7 +53,7 @@ fn run(design: &str, threads: usize, n: u64) -> stats::Counters {
 
 #[test]
 fn transfers_only_where_lines_are_shared() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = turns::take(&ONE_AT_A_TIME);
     // The lock-free designs first: nothing else of this process stores to
     // shared lines while they run (the transient run's RCU callbacks would).
     for design in ["noalloc", "negative"] {
@@ -127,7 +130,7 @@ fn run_alternating(design: &str, n: u64) -> stats::Counters {
 
 #[test]
 fn the_census_names_the_hottest_line() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = turns::take(&ONE_AT_A_TIME);
     // Lines of a 1-CPU transient run, with lock hold times: the hottest is
     // stored to at least once per lookup (it is shared by every lookup of
     // the directory), and some lock was held for a measurable time.
@@ -163,7 +166,7 @@ fn the_census_names_the_hottest_line() {
 /// (one each).
 #[test]
 fn the_census_books_visits_holds_windows_and_writers() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = turns::take(&ONE_AT_A_TIME);
     let v = Vfs::new_tmpfs("enoent=transient").unwrap();
     let names: [&[u8]; 2] = [b"/missing-a", b"/missing-b"];
     let n = 4_000u64;
@@ -225,7 +228,7 @@ fn the_census_books_visits_holds_windows_and_writers() {
 /// look in the dcache.
 #[test]
 fn the_census_sees_a_common_name_and_the_parallel_lookup() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = turns::take(&ONE_AT_A_TIME);
     let v = Vfs::new_tmpfs("enoent=transient").unwrap();
     let n = 4_000u64;
     std::thread::scope(|s| {
