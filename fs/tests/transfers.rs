@@ -251,6 +251,13 @@ fn the_census_sees_a_common_name_and_the_parallel_lookup() {
             assert!(w.common >= 2 * n - 1, "{w:?}");
             assert_eq!(w.lookup, 2 * n, "{w:?}");
             assert!(w.lookup_ns > 0 && w.lookup_ns < w.slow_ns, "{w:?}");
+            // On one thread each miss hashes a dentry of its own, after its
+            // look in the dcache and before its walk ends.
+            assert_eq!(w.own_hash, 2 * n, "{w:?}");
+            assert!(
+                w.lookup_ns < w.own_hash_ns && w.own_hash_ns < w.slow_ns,
+                "{w:?}"
+            );
             // The parent's lock line is shared by both tasks.
             assert!(
                 lines.iter().any(|l| l.writers() == 2 && l.holds >= 2 * n),
@@ -259,4 +266,52 @@ fn the_census_sees_a_common_name_and_the_parallel_lookup() {
             );
         });
     });
+}
+
+/// The windows alone, timed while two threads miss the same name at once
+/// (`census_windows_begin`: no line is booked). Every miss either hashes a
+/// dentry of its own or finds the other thread's in `d_alloc_parallel`,
+/// and every dentry hashed is unhashed again and timed, also when the
+/// other thread's drop is the last (its unhash finds the hasher's slot).
+#[test]
+fn the_windows_alone_are_timed_per_cpu_at_two_cpus() {
+    let _turn = turns::take(&ONE_AT_A_TIME);
+    let v = Vfs::new_tmpfs("enoent=transient").unwrap();
+    let n = 20_000u64;
+    assert_eq!(v.stat(b"/same"), Err(Errno::ENOENT));
+    rcu_barrier();
+    let go = Barrier::new(2);
+    let before = stats::snapshot();
+    stats::census_windows_begin();
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                go.wait();
+                for i in 0..n {
+                    assert_eq!(v.stat(b"/same"), Err(Errno::ENOENT));
+                    if i % 32 == 0 {
+                        fs::platform::get().rcu_quiescent_state();
+                    }
+                }
+            });
+        }
+    });
+    let w = stats::census_windows();
+    let (lines, overflow) = stats::census_end();
+    let d = stats::snapshot().delta(&before);
+    assert!(lines.is_empty() && overflow == 0, "the line census was on");
+    // Each walk that left RCU-walk for the name opened one slow part: a
+    // miss, or a restart on the other thread's dentry being killed (which
+    // may also have failed its handover: `Dead` counts beside it).
+    let left = d.fallbacks_by_reason[0] + d.fallbacks_by_reason[1];
+    assert!(
+        w.slow <= left && w.slow >= d.fallbacks_by_reason[0],
+        "{w:?} {d:?}"
+    );
+    // Every allocation hashed its own dentry or found the other's, every
+    // dentry hashed was hashed by a slow walk and was unhashed and timed.
+    assert_eq!(w.own_hash + d.parallel_found, d.dentry_alloc, "{w:?} {d:?}");
+    assert_eq!(w.hashed, w.own_hash, "{w:?}");
+    assert!(w.slow > 0 && w.slow < 2 * n, "some walks hit: {w:?}");
+    assert!(w.hashed_ns > 0 && w.own_hash_ns < w.slow_ns, "{w:?}");
 }

@@ -2,10 +2,10 @@
 //! module's docs). While it is on, every counted store and every lock hold
 //! is booked against its line's address, so a 1-CPU run can name the lines
 //! an operation shares and the time spent inside each lock; it also times
-//! two windows of each operation. Off, it costs one relaxed load of a
-//! read-mostly flag per counted store.
+//! spans of each operation (those alone also at N CPUs). Off, it costs one
+//! relaxed load of a read-mostly flag per counted store.
 //!
-//! Touches: the platform's `now_ns`, its own tables.
+//! Touches: the platform's `now_ns` and `cpu_id`, its own tables.
 
 use crate::platform;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -172,7 +172,7 @@ fn census_store_slow(line: usize, tagged: bool) {
     if !tagged {
         e.untagged.fetch_add(1, Ordering::Relaxed);
     }
-    let in_window = HASHED_SINCE.load(Ordering::Relaxed) != 0;
+    let in_window = in_own_window();
     if held(key) {
         e.in_hold.fetch_add(1, Ordering::Relaxed);
         if in_window {
@@ -294,25 +294,77 @@ fn hold_end_slow(line: usize, t0: u64) {
     }
 }
 
-// ---- the census' two windows per operation --------------------------------
+// ---- the census' windows per operation -----------------------------------
 //
-// Besides lines, the census times two spans of each operation (on one CPU,
-// so one global slot each is exact): how long a dentry stays *hashed*
-// (from its hash insert to its unhash: the window in which another CPU's
-// RCU-walk of the same name would find it instead of missing), and how long
-// the *slow part* of a walk lasts (from an RCU-walk miss handing over to
-// ref-walk, to the end of the walk). `bench predict` turns them into the
-// sharing term of its model.
+// Besides lines, the census times spans of each operation: how long a
+// dentry stays *hashed* (from its hash insert to its unhash: the window in
+// which another CPU's RCU-walk of the same name would find it instead of
+// missing), how long the *slow part* of a walk lasts (from an RCU-walk miss
+// handing over to ref-walk, to the end of the walk), and within it the
+// time to `d_alloc_parallel`'s look in the dcache and the time to the walk
+// hashing a dentry of its own. `bench predict` turns them into the sharing
+// term of its model.
+//
+// The spans are kept per CPU (a slot per CPU id, modulo [`WIN_SLOTS`], on
+// its own cache line), so they can also be timed while several CPUs run
+// (`census_windows_begin`, without the line census, whose shared table
+// would contend): what the spans stretch to at N CPUs is what the model's
+// sharing term has to predict. A dentry's unhash may come from another CPU
+// than its hash (the last of the walks holding it drops it): the unhash
+// looks for the slot that timed the hash.
 
-static HASHED_ADDR: AtomicUsize = AtomicUsize::new(0);
-static HASHED_SINCE: AtomicU64 = AtomicU64::new(0);
-static HASHED_NS: AtomicU64 = AtomicU64::new(0);
-static HASHED_N: AtomicU64 = AtomicU64::new(0);
-static SLOW_SINCE: AtomicU64 = AtomicU64::new(0);
-static SLOW_NS: AtomicU64 = AtomicU64::new(0);
-static SLOW_N: AtomicU64 = AtomicU64::new(0);
-static LOOKUP_NS: AtomicU64 = AtomicU64::new(0);
-static LOOKUP_N: AtomicU64 = AtomicU64::new(0);
+/// CPU slots of the windows (CPU ids modulo this).
+const WIN_SLOTS: usize = 64;
+
+/// One CPU's open spans and its sums.
+#[repr(align(128))]
+struct WinSlot {
+    /// The dentry this CPU hashed and when (0: none open).
+    hashed_addr: AtomicUsize,
+    hashed_since: AtomicU64,
+    /// When this CPU's walk missed (0: no slow part open), and whether it
+    /// hashed a dentry of its own since.
+    slow_since: AtomicU64,
+    slow_hashed: AtomicBool,
+    hashed_n: AtomicU64,
+    hashed_ns: AtomicU64,
+    slow_n: AtomicU64,
+    slow_ns: AtomicU64,
+    lookup_n: AtomicU64,
+    lookup_ns: AtomicU64,
+    own_hash_n: AtomicU64,
+    own_hash_ns: AtomicU64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const WIN_SLOT: WinSlot = WinSlot {
+    hashed_addr: AtomicUsize::new(0),
+    hashed_since: ZERO,
+    slow_since: ZERO,
+    slow_hashed: AtomicBool::new(false),
+    hashed_n: ZERO,
+    hashed_ns: ZERO,
+    slow_n: ZERO,
+    slow_ns: ZERO,
+    lookup_n: ZERO,
+    lookup_ns: ZERO,
+    own_hash_n: ZERO,
+    own_hash_ns: ZERO,
+};
+
+static WIN: [WinSlot; WIN_SLOTS] = [WIN_SLOT; WIN_SLOTS];
+/// The windows are timed (with the line census, or alone).
+static WINDOWS_ON: AtomicBool = AtomicBool::new(false);
+
+fn win_slot() -> &'static WinSlot {
+    &WIN[platform::get().cpu_id() % WIN_SLOTS]
+}
+
+/// Is the dentry this CPU hashed still hashed (the line census' window)?
+fn in_own_window() -> bool {
+    win_slot().hashed_since.load(Ordering::Relaxed) != 0
+}
+
 /// The name hash each named task hashed last, and how many hash inserts
 /// found another task's last one the same.
 const NAME_SLOTS: usize = 8;
@@ -327,8 +379,9 @@ pub struct CensusWindows {
     pub hashed: u64,
     pub hashed_ns: u64,
     /// Walks that missed in RCU-walk (handed over to ref-walk with
-    /// [`super::FallbackReason::CacheMiss`]), and the nanoseconds from that miss
-    /// to the end of the walk.
+    /// [`super::FallbackReason::CacheMiss`], or restarted because the dentry
+    /// they stood on changed or died: `DentrySeq`, `Dead`), and the
+    /// nanoseconds from that miss to the end of the walk.
     pub slow: u64,
     pub slow_ns: u64,
     /// Of those walks, the ones that reached `d_alloc_parallel`'s look in
@@ -341,21 +394,34 @@ pub struct CensusWindows {
     /// last hashed too: the tasks miss the same name, and one can find the
     /// other's dentry. 0 with distinct names, or with no task named.
     pub common: u64,
+    /// Of the walks that missed, the ones that hashed a dentry of their
+    /// own, and the nanoseconds from the miss to that hash insert (when
+    /// another CPU's RCU-walk of the name starts to find it).
+    pub own_hash: u64,
+    pub own_hash_ns: u64,
 }
 
 /// The dentry at `addr`, of name hash `hash`, was just inserted into the
 /// hash table.
 #[inline]
 pub fn census_hashed(addr: usize, hash: u64) {
-    if CENSUS_ON.load(Ordering::Relaxed) {
+    if WINDOWS_ON.load(Ordering::Relaxed) {
         census_hashed_slow(addr, hash);
     }
 }
 
 #[cold]
 fn census_hashed_slow(addr: usize, hash: u64) {
-    HASHED_ADDR.store(addr, Ordering::Relaxed);
-    HASHED_SINCE.store(platform::get().now_ns().max(1), Ordering::Relaxed);
+    let now = platform::get().now_ns().max(1);
+    let w = win_slot();
+    w.hashed_addr.store(addr, Ordering::Relaxed);
+    w.hashed_since.store(now, Ordering::Relaxed);
+    let t0 = w.slow_since.load(Ordering::Relaxed);
+    if t0 != 0 && !w.slow_hashed.swap(true, Ordering::Relaxed) {
+        w.own_hash_ns
+            .fetch_add(now.saturating_sub(t0), Ordering::Relaxed);
+        w.own_hash_n.fetch_add(1, Ordering::Relaxed);
+    }
     // Did another task last hash the same name? (Only named tasks count:
     // one task alone cannot tell a name it shares.)
     let task = TASK.load(Ordering::Relaxed);
@@ -375,39 +441,52 @@ fn census_hashed_slow(addr: usize, hash: u64) {
 /// The dentry at `addr` was just taken out of the hash table.
 #[inline]
 pub fn census_unhashed(addr: usize) {
-    if CENSUS_ON.load(Ordering::Relaxed) {
+    if WINDOWS_ON.load(Ordering::Relaxed) {
         census_unhashed_slow(addr);
     }
 }
 
 #[cold]
 fn census_unhashed_slow(addr: usize) {
-    let t0 = HASHED_SINCE.load(Ordering::Relaxed);
-    if t0 != 0 && HASHED_ADDR.load(Ordering::Relaxed) == addr {
+    // Our own slot first: on one CPU, and mostly at N, the hasher unhashes.
+    let mine = win_slot();
+    let slot = core::iter::once(mine)
+        .chain(WIN.iter())
+        .find(|w| w.hashed_addr.load(Ordering::Relaxed) == addr);
+    let Some(w) = slot else { return };
+    let t0 = w.hashed_since.swap(0, Ordering::Relaxed);
+    w.hashed_addr.store(0, Ordering::Relaxed);
+    if t0 != 0 {
         let dt = platform::get().now_ns().saturating_sub(t0);
-        HASHED_NS.fetch_add(dt, Ordering::Relaxed);
-        HASHED_N.fetch_add(1, Ordering::Relaxed);
-        HASHED_SINCE.store(0, Ordering::Relaxed);
+        w.hashed_ns.fetch_add(dt, Ordering::Relaxed);
+        w.hashed_n.fetch_add(1, Ordering::Relaxed);
     }
 }
 
-/// An RCU-walk missed and hands over to ref-walk (its slow part begins).
+/// An RCU-walk missed (or the dentry it stood on changed) and hands over
+/// to ref-walk: its slow part begins, unless it already began.
 #[inline]
 pub(super) fn census_slow_begin() {
-    if CENSUS_ON.load(Ordering::Relaxed) {
-        SLOW_SINCE.store(platform::get().now_ns().max(1), Ordering::Relaxed);
+    if WINDOWS_ON.load(Ordering::Relaxed) {
+        let w = win_slot();
+        if w.slow_since.load(Ordering::Relaxed) == 0 {
+            w.slow_hashed.store(false, Ordering::Relaxed);
+            w.slow_since
+                .store(platform::get().now_ns().max(1), Ordering::Relaxed);
+        }
     }
 }
 
 /// A miss reached `d_alloc_parallel`'s look in the dcache.
 #[inline]
 pub fn census_parallel_lookup() {
-    if CENSUS_ON.load(Ordering::Relaxed) {
-        let t0 = SLOW_SINCE.load(Ordering::Relaxed);
+    if WINDOWS_ON.load(Ordering::Relaxed) {
+        let w = win_slot();
+        let t0 = w.slow_since.load(Ordering::Relaxed);
         if t0 != 0 {
             let dt = platform::get().now_ns().saturating_sub(t0);
-            LOOKUP_NS.fetch_add(dt, Ordering::Relaxed);
-            LOOKUP_N.fetch_add(1, Ordering::Relaxed);
+            w.lookup_ns.fetch_add(dt, Ordering::Relaxed);
+            w.lookup_n.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -415,39 +494,79 @@ pub fn census_parallel_lookup() {
 /// A walk is over (called at the end of every path lookup).
 #[inline]
 pub fn census_walk_done() {
-    if CENSUS_ON.load(Ordering::Relaxed) {
+    if WINDOWS_ON.load(Ordering::Relaxed) {
         census_walk_done_slow();
     }
 }
 
 #[cold]
 fn census_walk_done_slow() {
-    let t0 = SLOW_SINCE.swap(0, Ordering::Relaxed);
+    let w = win_slot();
+    let t0 = w.slow_since.swap(0, Ordering::Relaxed);
     if t0 != 0 {
         let dt = platform::get().now_ns().saturating_sub(t0);
-        SLOW_NS.fetch_add(dt, Ordering::Relaxed);
-        SLOW_N.fetch_add(1, Ordering::Relaxed);
+        w.slow_ns.fetch_add(dt, Ordering::Relaxed);
+        w.slow_n.fetch_add(1, Ordering::Relaxed);
     }
 }
 
-/// The windows timed since [`census_begin`].
+/// The windows timed since [`census_begin`] or [`census_windows_begin`],
+/// summed over the CPUs.
 pub fn census_windows() -> CensusWindows {
+    let sum = |f: fn(&WinSlot) -> &AtomicU64| -> u64 {
+        WIN.iter().map(|w| f(w).load(Ordering::Relaxed)).sum()
+    };
     CensusWindows {
-        hashed: HASHED_N.load(Ordering::Relaxed),
-        hashed_ns: HASHED_NS.load(Ordering::Relaxed),
-        slow: SLOW_N.load(Ordering::Relaxed),
-        slow_ns: SLOW_NS.load(Ordering::Relaxed),
-        lookup: LOOKUP_N.load(Ordering::Relaxed),
-        lookup_ns: LOOKUP_NS.load(Ordering::Relaxed),
+        hashed: sum(|w| &w.hashed_n),
+        hashed_ns: sum(|w| &w.hashed_ns),
+        slow: sum(|w| &w.slow_n),
+        slow_ns: sum(|w| &w.slow_ns),
+        lookup: sum(|w| &w.lookup_n),
+        lookup_ns: sum(|w| &w.lookup_ns),
         common: COMMON_N.load(Ordering::Relaxed),
+        own_hash: sum(|w| &w.own_hash_n),
+        own_hash_ns: sum(|w| &w.own_hash_ns),
     }
 }
 
-/// Clear the census table and start booking. Meant for a run on one CPU
-/// (a concurrent run gets correct counts per line, but holds then include
-/// waiting for other CPUs' stores).
-pub fn census_begin() {
+fn windows_clear() {
+    for w in WIN.iter() {
+        w.hashed_addr.store(0, Ordering::Relaxed);
+        w.slow_hashed.store(false, Ordering::Relaxed);
+        for a in [
+            &w.hashed_since,
+            &w.slow_since,
+            &w.hashed_n,
+            &w.hashed_ns,
+            &w.slow_n,
+            &w.slow_ns,
+            &w.lookup_n,
+            &w.lookup_ns,
+            &w.own_hash_n,
+            &w.own_hash_ns,
+        ] {
+            a.store(0, Ordering::Relaxed);
+        }
+    }
+    COMMON_N.store(0, Ordering::Relaxed);
+    for h in NAMES.iter() {
+        h.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Time the windows alone, without the line census: for a run on several
+/// CPUs (the line census' shared table would contend and its holds would
+/// include waiting). [`census_end`] stops it; [`census_windows`] reads it.
+pub fn census_windows_begin() {
     CENSUS_ON.store(false, Ordering::SeqCst);
+    WINDOWS_ON.store(false, Ordering::SeqCst);
+    lines_clear();
+    windows_clear();
+    WINDOWS_ON.store(true, Ordering::SeqCst);
+}
+
+/// Empty the line table (no line booked, no lock held, no task named).
+fn lines_clear() {
     for e in CENSUS.iter() {
         e.addr.store(0, Ordering::Relaxed);
         for a in [
@@ -471,23 +590,17 @@ pub fn census_begin() {
         h.store(0, Ordering::Relaxed);
     }
     CENSUS_OVERFLOW.store(0, Ordering::Relaxed);
-    for a in [
-        &HASHED_SINCE,
-        &HASHED_NS,
-        &HASHED_N,
-        &SLOW_SINCE,
-        &SLOW_NS,
-        &SLOW_N,
-        &LOOKUP_NS,
-        &LOOKUP_N,
-        &COMMON_N,
-    ] {
-        a.store(0, Ordering::Relaxed);
-    }
-    HASHED_ADDR.store(0, Ordering::Relaxed);
-    for h in NAMES.iter() {
-        h.store(0, Ordering::Relaxed);
-    }
+}
+
+/// Clear the census table and start booking. Meant for a run on one CPU
+/// (a concurrent run gets correct counts per line, but holds then include
+/// waiting for other CPUs' stores).
+pub fn census_begin() {
+    CENSUS_ON.store(false, Ordering::SeqCst);
+    lines_clear();
+    WINDOWS_ON.store(false, Ordering::SeqCst);
+    windows_clear();
+    WINDOWS_ON.store(true, Ordering::SeqCst);
     CENSUS_ON.store(true, Ordering::SeqCst);
 }
 
@@ -495,6 +608,7 @@ pub fn census_begin() {
 /// did not fit in the table.
 pub fn census_end() -> (alloc::vec::Vec<LineCensus>, u64) {
     CENSUS_ON.store(false, Ordering::SeqCst);
+    WINDOWS_ON.store(false, Ordering::SeqCst);
     let mut v: alloc::vec::Vec<LineCensus> = CENSUS
         .iter()
         .filter(|e| e.addr.load(Ordering::Relaxed) != 0)

@@ -33,8 +33,8 @@ mod census;
 pub use census::{
     census_arc, census_arc_ptr, census_begin, census_end, census_fast_path, census_hashed,
     census_line_store, census_parallel_lookup, census_task, census_unhashed, census_untagged_store,
-    census_walk_done, census_windows, hold_end, hold_start, CensusArcDrop, CensusWindows,
-    LineCensus,
+    census_walk_done, census_windows, census_windows_begin, hold_end, hold_start, CensusArcDrop,
+    CensusWindows, LineCensus,
 };
 use census::{census_slow_begin, census_store};
 
@@ -249,7 +249,13 @@ pub fn add(e: Event, n: u64) {
 #[inline]
 pub fn fallback(r: FallbackReason) {
     bump(NR_EVENTS + r as usize, 1);
-    if r == FallbackReason::CacheMiss {
+    // The walk leaves RCU-walk for the name (a miss, or a dentry that
+    // changed or died under it: at N CPUs, another CPU's transient dentry
+    // being killed): its slow part begins, if it had not already.
+    if matches!(
+        r,
+        FallbackReason::CacheMiss | FallbackReason::DentrySeq | FallbackReason::Dead
+    ) {
         census_slow_begin();
     }
 }

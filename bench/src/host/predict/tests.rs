@@ -71,6 +71,8 @@ fn windows_to_sharing_inputs() {
         lookup: 1000,
         lookup_ns: 610_000,
         common: 999,
+        own_hash: 1000,
+        own_hash_ns: 700_000,
     };
     let sh = sharing_from_windows(&w, 1000, 3000.0, 2000.0, 10.0);
     assert!((sh.hit_ns - 590.0).abs() < 1e-9, "{sh:?}");
@@ -106,6 +108,8 @@ fn windows_to_sharing_inputs() {
         lookup: 1,
         lookup_ns: 1_000,
         common: 1,
+        own_hash: 1,
+        own_hash_ns: 1_200,
     };
     assert_eq!(
         sharing_from_windows(&once, 1000, 300.0, 200.0, 10.0),
