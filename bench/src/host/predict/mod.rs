@@ -42,6 +42,7 @@ use crate::predict::{self, Inputs, LockKind};
 
 mod census;
 mod csv;
+pub mod spans;
 pub mod steal;
 mod tables;
 
