@@ -102,9 +102,9 @@ impl Drop for Mount {
     /// whose last reference was its child's. That depth depends on the
     /// order the mount-hash entries' RCU callbacks happen to run in (the top
     /// mount's entry last means the whole stack), and 100,000 stacked mounts
-    /// (`fs.mount-max`) overflowed the reclaimer thread's 2 MiB stack in CI.
-    /// Linux never recurses here either: `mntput` of the parent is deferred.
-    /// A parent someone else still holds ends the loop: it is theirs to drop.
+    /// (`fs.mount-max`) overflowed the reclaimer thread's 2 MiB stack in CI
+    /// (a guest's kernel stacks are smaller still). A parent someone else
+    /// still holds ends the loop: it is theirs to drop.
     fn drop(&mut self) {
         let mut next = self.parent.take();
         while let Some(parent) = next {
