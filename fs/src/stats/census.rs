@@ -529,11 +529,18 @@ pub fn census_windows() -> CensusWindows {
     }
 }
 
+/// Store 0 in each of `counters`.
+fn zero(counters: &[&AtomicU64]) {
+    for a in counters {
+        a.store(0, Ordering::Relaxed);
+    }
+}
+
 fn windows_clear() {
     for w in WIN.iter() {
         w.hashed_addr.store(0, Ordering::Relaxed);
         w.slow_hashed.store(false, Ordering::Relaxed);
-        for a in [
+        zero(&[
             &w.hashed_since,
             &w.slow_since,
             &w.hashed_n,
@@ -544,9 +551,7 @@ fn windows_clear() {
             &w.lookup_ns,
             &w.own_hash_n,
             &w.own_hash_ns,
-        ] {
-            a.store(0, Ordering::Relaxed);
-        }
+        ]);
     }
     COMMON_N.store(0, Ordering::Relaxed);
     for h in NAMES.iter() {
@@ -569,7 +574,7 @@ pub fn census_windows_begin() {
 fn lines_clear() {
     for e in CENSUS.iter() {
         e.addr.store(0, Ordering::Relaxed);
-        for a in [
+        zero(&[
             &e.stores,
             &e.untagged,
             &e.visits,
@@ -580,9 +585,7 @@ fn lines_clear() {
             &e.win_visits,
             &e.win_in_hold,
             &e.writers,
-        ] {
-            a.store(0, Ordering::Relaxed);
-        }
+        ]);
     }
     LAST_LINE.store(0, Ordering::Relaxed);
     TASK.store(usize::MAX, Ordering::Relaxed);
