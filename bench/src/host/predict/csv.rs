@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::spans::{self, Spans};
 use super::{Check, Model};
 use crate::predict::{self, Inputs, LockKind};
 
@@ -174,7 +175,9 @@ pub fn read_dir(dir: &Path) -> Result<Vec<Model>, String> {
 
 /// The children's checks, merged by the parent into one table.
 pub const CHECKS_CSV: &str = "checks.csv";
-const CHECKS_HEADER: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
+/// checks.csv's header before the spans (read, never written): the current
+/// header is this and the spans' columns ([`checks_header`]).
+const CHECKS_HEADER_V6: &str = "design,lock,predicted,measured,predicted_per_cpu_s,\
 measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
 allocs_measured,transfer_ns,predicted_per_cpu_s_at_sharing,alloc_ns_measured,\
 alloc_ns_at_sharing,transfers_per_alloc_measured,transfers_per_alloc_at_sharing,\
@@ -206,11 +209,23 @@ const CHECKS_HEADER_V1: &str = "design,lock,predicted,measured,predicted_per_cpu
 measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
 allocs_measured";
 
-/// `checks` as CSV text (header [`CHECKS_HEADER`]).
+/// checks.csv's header: [`CHECKS_HEADER_V6`]'s columns, then the spans'
+/// ([`spans::COLUMNS`]) of the 1-CPU run and of the 2-CPU run.
+pub fn checks_header() -> String {
+    let mut h = CHECKS_HEADER_V6.to_string();
+    for n in [1, 2] {
+        for c in spans::COLUMNS {
+            let _ = write!(h, ",spans_{n}_{c}");
+        }
+    }
+    h
+}
+
+/// `checks` as CSV text (header [`checks_header`]).
 pub fn checks_to_csv(checks: &[Check]) -> String {
-    let mut s = format!("{CHECKS_HEADER}\n");
+    let mut s = format!("{}\n", checks_header());
     for c in checks {
-        let _ = writeln!(
+        let _ = write!(
             s,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             c.design,
@@ -236,6 +251,10 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
             c.move_ns_measured,
             c.predicted_per_cpu_s_at_sharing_and_price
         );
+        for v in c.spans_1.values().iter().chain(c.spans_2.values().iter()) {
+            let _ = write!(s, ",{v}");
+        }
+        s.push('\n');
     }
     s
 }
@@ -243,8 +262,10 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
 /// Parse [`checks_to_csv`]'s text.
 pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
     let mut lines = text.lines();
+    let header = checks_header();
     let fields = match lines.next().map(str::trim_end) {
-        Some(CHECKS_HEADER) => 22,
+        Some(h) if h == header => SPANS_AT + 2 * spans::COLUMNS.len(),
+        Some(CHECKS_HEADER_V6) => 22,
         Some(CHECKS_HEADER_V5) => 20,
         Some(CHECKS_HEADER_V4) => 17,
         Some(CHECKS_HEADER_V3) => 15,
@@ -284,7 +305,29 @@ pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
                 found_predicted: if fields > 19 { n(19)? } else { 0.0 },
                 move_ns_measured: if fields > 20 { n(20)? } else { 0.0 },
                 predicted_per_cpu_s_at_sharing_and_price: if fields > 21 { n(21)? } else { 0.0 },
+                spans_1: spans_at(&f, SPANS_AT, 1).map_err(|_| bad())?,
+                spans_2: spans_at(&f, SPANS_AT + spans::COLUMNS.len(), 2).map_err(|_| bad())?,
             })
         })
         .collect()
+}
+
+/// Where the spans' columns begin in a checks.csv line.
+const SPANS_AT: usize = 22;
+
+/// The spans of a run on `tasks` CPUs from the columns at `at` of line
+/// `f`; not measured (`tasks` 0) where the line has none, or all are 0.
+fn spans_at(f: &[&str], at: usize, tasks: usize) -> Result<Spans, ()> {
+    let n = spans::COLUMNS.len();
+    if f.len() < at + n {
+        return Ok(Spans::default());
+    }
+    let mut v = [0.0; spans::COLUMNS.len()];
+    for (k, x) in v.iter_mut().enumerate() {
+        *x = f[at + k].parse::<f64>().map_err(|_| ())?;
+    }
+    if v.iter().all(|x| *x == 0.0) {
+        return Ok(Spans::default());
+    }
+    Ok(Spans::from_values(tasks, &v))
 }

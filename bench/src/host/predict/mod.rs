@@ -631,6 +631,7 @@ pub fn validation_text(checks: &[Check], pause: u32) -> String {
         );
     }
     s.push_str(&validation_table(checks));
+    s.push_str(&spans::spans_table(checks));
     s
 }
 
@@ -699,6 +700,7 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                 let mut two = None;
                 let mut check_tx = transfer_ns;
                 let mut move_ns = None;
+                let mut spans_12 = None;
                 if a.validate {
                     // What a move of the parent's lines costs this design's
                     // op just now, for the check's priced column.
@@ -778,6 +780,22 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                         r.cpu_model = cpu_model.clone();
                         rows.push(r);
                     }
+                    // The spans at 1 CPU and at 2, for designs that miss.
+                    if m1.cpu.allocs > 0.0 && exec.cpus().len() >= 2 {
+                        let p1 = params(&a.testcase, design, lk, 1, a)?;
+                        let run = Duration::from_secs_f64((0.2 * a.secs as f64).clamp(0.1, 0.4));
+                        let s = [spans::at(&p1, exec, 1, run)?, spans::at(&p2, exec, 2, run)?];
+                        println!(
+                            "round {round} {d}: spans at 1 → 2 CPUs: slow part {:.0} → {:.0} ns, \
+                             hashed {:.0} → {:.0} ns, restarts {:.3}/op",
+                            s[0].slow_ns,
+                            s[1].slow_ns,
+                            s[0].hashed_ns,
+                            s[1].hashed_ns,
+                            s[1].restarts
+                        );
+                        spans_12 = Some(s);
+                    }
                     two = Some((o2, spent2));
                 }
                 let applies: Vec<LockKind> = match lk {
@@ -801,6 +819,9 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                         let mut c = Check::new(&at_its_moment, &m1.cpu, o2, spent2);
                         if let Some(ns) = move_ns {
                             c.price_moves(&m1.cpu, ns);
+                        }
+                        if let Some([s1, s2]) = spans_12 {
+                            (c.spans_1, c.spans_2) = (s1, s2);
                         }
                         checks.push(c);
                     }

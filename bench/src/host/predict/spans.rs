@@ -18,6 +18,7 @@
 //! Touches: a fresh tmpfs, the executor's first N CPUs, the fs census
 //! (global: one at a time).
 
+use std::fmt::Write as _;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -149,4 +150,154 @@ pub fn at(p: &Params, exec: &HostExecutor, tasks: usize, run: Duration) -> Resul
         lookup_ns: mean(sp.lookup_ns, sp.lookup),
         own_hash_ns: mean(sp.own_hash_ns, sp.own_hash),
     })
+}
+
+/// The figures [`Spans::values`] gives, in order: checks.csv's column
+/// names (suffixed `_1` and `_2` there, for the 1-CPU and 2-CPU runs).
+pub const COLUMNS: [&str; 11] = [
+    "ns_per_op",
+    "slow",
+    "allocs",
+    "own_hash",
+    "found",
+    "waits",
+    "restarts",
+    "hashed_ns",
+    "slow_ns",
+    "lookup_ns",
+    "own_hash_ns",
+];
+
+impl Spans {
+    /// The figures, in [`COLUMNS`]' order.
+    pub fn values(&self) -> [f64; 11] {
+        [
+            self.ns_per_op,
+            self.slow,
+            self.allocs,
+            self.own_hash,
+            self.found,
+            self.waits,
+            self.restarts,
+            self.hashed_ns,
+            self.slow_ns,
+            self.lookup_ns,
+            self.own_hash_ns,
+        ]
+    }
+
+    /// [`Spans::values`] back, for a run on `tasks` CPUs (0: not measured).
+    pub fn from_values(tasks: usize, v: &[f64; 11]) -> Spans {
+        Spans {
+            tasks,
+            ops: 0,
+            ns_per_op: v[0],
+            slow: v[1],
+            allocs: v[2],
+            own_hash: v[3],
+            found: v[4],
+            waits: v[5],
+            restarts: v[6],
+            hashed_ns: v[7],
+            slow_ns: v[8],
+            lookup_ns: v[9],
+            own_hash_ns: v[10],
+        }
+    }
+
+    /// Share of the time the name is hashed: every CPU's hashes (its own
+    /// walks', held on by finders included) times how long each lasts.
+    /// Each CPU hashes `own_hash / ns_per_op` dentries per CPU-nanosecond.
+    pub fn time_hashed(&self) -> f64 {
+        if self.ns_per_op <= 0.0 {
+            return 0.0;
+        }
+        (self.tasks as f64 * self.own_hash / self.ns_per_op * self.hashed_ns).min(1.0)
+    }
+
+    /// Share of the lookups that found the name hashed in RCU-walk: the
+    /// hits, and the restarts (found it, then saw it killed).
+    pub fn found_hashed(&self) -> f64 {
+        1.0 - self.slow + self.restarts
+    }
+
+    /// The model's sharing term, fed these spans instead of its own (so
+    /// that only its logic is judged; `predict::allocating_fraction`'s
+    /// docs): with `r` allocating ops per CPU-nanosecond, `c = (N-1)·r·Δ`;
+    /// the share of the allocating ops that find the name in
+    /// `d_alloc_parallel` is `c/(1+c)`, and a lookup finds the name hashed
+    /// with probability `H = (N-1)·r/(1+c)·(hashed window)`.
+    pub fn term_at_these_spans(&self) -> (f64, f64) {
+        if self.ns_per_op <= 0.0 || self.tasks < 2 {
+            return (0.0, 0.0);
+        }
+        let others = self.tasks as f64 - 1.0;
+        let r = self.allocs / self.ns_per_op;
+        let c = others * r * self.lookup_ns;
+        (
+            c / (1.0 + c),
+            (others * r / (1.0 + c) * self.hashed_ns).min(1.0),
+        )
+    }
+}
+
+/// One round's spans table row: the 1-CPU spans `a` → the 2-CPU ones `b`.
+fn stretch(a: f64, b: f64) -> String {
+    if a > 0.0 {
+        format!("{a:.0} → {b:.0} ({:.1}×)", b / a)
+    } else {
+        "–".into()
+    }
+}
+
+/// `bench predict --validate`'s spans table: per design and lock kind with
+/// spans timed ([`Check::spans_2`]), the round of median CPU-time ratio,
+/// its spans at 1 CPU and at 2, and the sharing term's logic judged at the
+/// 2-CPU spans. Empty when no check has them.
+pub fn spans_table(checks: &[super::Check]) -> String {
+    let timed: Vec<&super::Check> = checks.iter().filter(|c| c.spans_2.tasks == 2).collect();
+    if timed.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\nSpans at 2 CPUs (`bench::host::predict::spans`: the round's design on 1 CPU, then on 2 \
+         at once, with only the census's windows timed; its clock reads make each op a little \
+         slower than in the check). Mean ns: the RCU-walk part of an op (all ops), the slow part \
+         (leaving RCU-walk to the walk's end), Δ (leaving RCU-walk to `d_alloc_parallel`'s look), \
+         leaving RCU-walk to the walk's own hash, and a dentry hashed. Per op at 2 CPUs: \
+         *restarts* found the other CPU's dentry hashed, saw it killed under the walk and \
+         allocated after all (a path the sharing term does not have). Then the sharing term's \
+         logic fed these 2-CPU spans: its share of allocating ops finding the name in \
+         `d_alloc_parallel` (`c/(1+c)`) beside the run's, and its `H` beside the share of \
+         lookups that found the name hashed and of the time it was. Median round by the \
+         CPU-time ratio.\n\n\
+         | design | lock | rounds | transfer ns | RCU-walk part | slow part | Δ | to own hash | hashed | restarts/op | finds, run | finds, term | found hashed, run | time hashed | H, term |\n\
+         |---|---|---:|---:|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for ((design, lock), mine) in super::tables::groups_by(timed, |c| (c.design.as_str(), c.lock)) {
+        let m = super::tables::median_round(&mine);
+        let (a, b) = (&m.spans_1, &m.spans_2);
+        let (finds_term, h_term) = b.term_at_these_spans();
+        let finds_run = if b.allocs > 0.0 {
+            b.found / b.allocs
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            s,
+            "| {design} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {:.2} | {finds_run:.2} | {finds_term:.2} | {:.2} | {:.2} | {h_term:.2} |",
+            lock,
+            mine.len(),
+            m.transfer_ns,
+            stretch(a.fast_ns(), b.fast_ns()),
+            stretch(a.slow_ns, b.slow_ns),
+            stretch(a.lookup_ns, b.lookup_ns),
+            stretch(a.own_hash_ns, b.own_hash_ns),
+            stretch(a.hashed_ns, b.hashed_ns),
+            b.restarts,
+            b.found_hashed(),
+            b.time_hashed(),
+        );
+    }
+    s
 }

@@ -66,6 +66,10 @@ pub struct Check {
     /// (operations per CPU-second); 0 where not measured.
     pub move_ns_measured: f64,
     pub predicted_per_cpu_s_at_sharing_and_price: f64,
+    /// The round's spans on 1 CPU and on 2 ([`super::spans`]), for designs
+    /// that allocate; `tasks` 0 where not measured.
+    pub spans_1: super::spans::Spans,
+    pub spans_2: super::spans::Spans,
 }
 
 impl Check {
@@ -128,6 +132,8 @@ impl Check {
             predicted_per_cpu_s_at_sharing_and_price: 0.0,
             found_per_alloc_measured: per_alloc_count(spent.found),
             waits_per_alloc_measured: per_alloc_count(spent.waits),
+            spans_1: Default::default(),
+            spans_2: Default::default(),
         }
     }
 
@@ -194,7 +200,7 @@ pub fn latency_groups<'a>(checks: &[&'a Check]) -> Vec<Vec<&'a Check>> {
 }
 
 /// `checks` grouped by `key`, groups and their rounds in first-seen order.
-fn groups_by<'a, K: PartialEq>(
+pub(super) fn groups_by<'a, K: PartialEq>(
     checks: impl IntoIterator<Item = &'a Check>,
     key: impl Fn(&'a Check) -> K,
 ) -> Vec<(K, Vec<&'a Check>)> {
@@ -211,7 +217,7 @@ fn groups_by<'a, K: PartialEq>(
 
 /// The median round of `rounds` by the CPU-time ratio (the lower one of
 /// an even count); `rounds` must not be empty.
-fn median_round<'a>(rounds: &[&'a Check]) -> &'a Check {
+pub(super) fn median_round<'a>(rounds: &[&'a Check]) -> &'a Check {
     let mut v = rounds.to_vec();
     v.sort_by(|a, b| a.cpu_ratio().total_cmp(&b.cpu_ratio()));
     v[(v.len() - 1) / 2]

@@ -221,6 +221,8 @@ fn the_check_uses_cpu_time() {
         found_predicted: 0.0,
         move_ns_measured: 0.0,
         predicted_per_cpu_s_at_sharing_and_price: 0.0,
+        spans_1: Default::default(),
+        spans_2: Default::default(),
     };
     assert_eq!(c.wall_ratio(), 2.0);
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
@@ -250,7 +252,7 @@ fn the_check_uses_cpu_time() {
             .lines()
             .map(|l| {
                 let f: Vec<&str> = l.split(',').collect();
-                f[..f.len() - k].join(",") + "\n"
+                f[..f.len() - k - SPANS_FIELDS].join(",") + "\n"
             })
             .collect::<String>()
     };
@@ -266,6 +268,9 @@ fn the_check_uses_cpu_time() {
     // No latency recorded: no by-latency table.
     assert!(!t.contains("By transfer latency"), "{t}");
 }
+
+/// The spans' columns at the end of a checks.csv line (1 and 2 CPUs).
+const SPANS_FIELDS: usize = 2 * super::spans::COLUMNS.len();
 
 /// A transient round at `tx` ns that met (every rate 1e6 a second).
 fn transient_round(lock: LockKind, tx: f64) -> Check {
@@ -292,6 +297,8 @@ fn transient_round(lock: LockKind, tx: f64) -> Check {
         found_predicted: 0.07,
         move_ns_measured: 55.0,
         predicted_per_cpu_s_at_sharing_and_price: 0.9e6,
+        spans_1: Default::default(),
+        spans_2: Default::default(),
     }
 }
 
@@ -315,7 +322,7 @@ fn transfers_per_allocating_op_sit_beside_the_verdict() {
             .lines()
             .map(|l| {
                 let f: Vec<&str> = l.split(',').collect();
-                f[..f.len() - k].join(",") + "\n"
+                f[..f.len() - k - SPANS_FIELDS].join(",") + "\n"
             })
             .collect()
     };
@@ -650,4 +657,74 @@ fn the_table_takes_the_rounds_median_latency() {
     // 25, 27, 30, 230: the lower median.
     assert_eq!(table_transfer_ns(200.0, &rounds), 27.0);
     assert_eq!(table_transfer_ns(200.0, &rounds[..2]), 27.0);
+}
+
+/// The spans table: a round's spans at 1 CPU and at 2 with their
+/// stretch, the restarts, and the sharing term's logic fed the 2-CPU spans,
+/// all computed by hand; checks.csv keeps the spans, and one from before
+/// them reads with none (and no table).
+#[test]
+fn the_spans_table_by_hand() {
+    use super::spans::Spans;
+    let one = Spans {
+        tasks: 1,
+        ns_per_op: 600.0,
+        slow: 1.0,
+        allocs: 1.0,
+        own_hash: 1.0,
+        hashed_ns: 200.0,
+        slow_ns: 500.0,
+        lookup_ns: 150.0,
+        own_hash_ns: 300.0,
+        ..Spans::default()
+    };
+    let two = Spans {
+        tasks: 2,
+        ns_per_op: 1000.0,
+        slow: 0.6,
+        allocs: 0.6,
+        own_hash: 0.4,
+        found: 0.2,
+        waits: 0.01,
+        restarts: 0.1,
+        hashed_ns: 500.0,
+        slow_ns: 1500.0,
+        lookup_ns: 400.0,
+        own_hash_ns: 800.0,
+        ..Spans::default()
+    };
+    // 2 CPUs × 0.4 hashes per 1000 ns × 500 ns; hits 0.4 plus restarts.
+    assert!((two.time_hashed() - 0.4).abs() < 1e-12);
+    assert!((two.found_hashed() - 0.5).abs() < 1e-12);
+    assert!((two.fast_ns() - 100.0).abs() < 1e-9);
+    // r = 0.6 / 1000 ns, c = r · 400 = 0.24: finds 0.24/1.24, H = r/1.24 · 500.
+    let (finds, h) = two.term_at_these_spans();
+    assert!((finds - 0.24 / 1.24).abs() < 1e-12 && (h - 0.3 / 1.24).abs() < 1e-12);
+    assert_eq!(one.term_at_these_spans(), (0.0, 0.0));
+    let mut c = transient_round(LockKind::Qspinlock, 30.0);
+    let t = super::spans::spans_table(std::slice::from_ref(&c));
+    assert!(t.is_empty(), "no spans, no table: {t}");
+    (c.spans_1, c.spans_2) = (one, two);
+    let t = super::spans::spans_table(std::slice::from_ref(&c));
+    assert!(
+        t.contains(
+            "| transient | qspinlock | 1 | 30.0 | 100 → 100 (1.0×) | 500 → 1500 (3.0×) | \
+             150 → 400 (2.7×) | 300 → 800 (2.7×) | 200 → 500 (2.5×) | 0.10 | 0.33 | 0.19 | \
+             0.50 | 0.40 | 0.24 |"
+        ),
+        "{t}"
+    );
+    assert!(validation_text(std::slice::from_ref(&c), 0).contains(&t));
+    let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
+    assert_eq!(back, vec![c.clone()]);
+    let v6: String = checks_to_csv(std::slice::from_ref(&c))
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            f[..f.len() - SPANS_FIELDS].join(",") + "\n"
+        })
+        .collect();
+    let back = checks_from_csv(&v6).unwrap();
+    assert_eq!((back[0].spans_1.tasks, back[0].spans_2.tasks), (0, 0));
+    assert!(super::spans::spans_table(&back).is_empty());
 }
