@@ -457,6 +457,13 @@ pub struct WithAllocating {
     /// Counted transfers per *allocating* operation: what a run's
     /// `transfers=` over its allocating fraction should read.
     pub transfers_per_alloc: f64,
+    /// How long an allocating op keeps its own dentry hashed (no finder
+    /// holding it on), and how long its slow part lasts (from its miss to
+    /// its end, waits included), at that fraction (ns): the spans the
+    /// sharing term is fed, beside those a run measures
+    /// (`bench::host::predict::spans`).
+    pub window_ns: f64,
+    pub slow_ns: f64,
 }
 
 /// The model at `cpus` CPUs when a fraction `a` of the operations
@@ -487,6 +494,8 @@ pub fn with_allocating_priced(
     WithAllocating {
         ops: s.ops,
         transfers_per_alloc: s.counted,
+        window_ns: s.window_ns,
+        slow_ns: (s.alloc_ns - hit_ns(inp)).max(0.0),
     }
 }
 

@@ -209,9 +209,15 @@ const CHECKS_HEADER_V1: &str = "design,lock,predicted,measured,predicted_per_cpu
 measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_predicted,\
 allocs_measured";
 
-/// checks.csv's header: [`CHECKS_HEADER_V6`]'s columns, then the spans'
-/// ([`spans::COLUMNS`]) of the 1-CPU run and of the 2-CPU run.
+/// checks.csv's header: [`CHECKS_HEADER_V6`]'s columns, the spans'
+/// ([`spans::COLUMNS`]) of the 1-CPU run and of the 2-CPU run, then the
+/// model's spans at the run's sharing.
 pub fn checks_header() -> String {
+    checks_header_v7() + ",window_ns_at_sharing,slow_ns_at_sharing"
+}
+
+/// The header before the model's spans (read, never written).
+fn checks_header_v7() -> String {
     let mut h = CHECKS_HEADER_V6.to_string();
     for n in [1, 2] {
         for c in spans::COLUMNS {
@@ -254,7 +260,7 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
         for v in c.spans_1.values().iter().chain(c.spans_2.values().iter()) {
             let _ = write!(s, ",{v}");
         }
-        s.push('\n');
+        let _ = writeln!(s, ",{},{}", c.window_ns_at_sharing, c.slow_ns_at_sharing);
     }
     s
 }
@@ -262,9 +268,10 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
 /// Parse [`checks_to_csv`]'s text.
 pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
     let mut lines = text.lines();
-    let header = checks_header();
+    let (header, v7) = (checks_header(), checks_header_v7());
     let fields = match lines.next().map(str::trim_end) {
-        Some(h) if h == header => SPANS_AT + 2 * spans::COLUMNS.len(),
+        Some(h) if h == header => MODEL_SPANS_AT + 2,
+        Some(h) if h == v7 => MODEL_SPANS_AT,
         Some(CHECKS_HEADER_V6) => 22,
         Some(CHECKS_HEADER_V5) => 20,
         Some(CHECKS_HEADER_V4) => 17,
@@ -307,13 +314,25 @@ pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
                 predicted_per_cpu_s_at_sharing_and_price: if fields > 21 { n(21)? } else { 0.0 },
                 spans_1: spans_at(&f, SPANS_AT, 1).map_err(|_| bad())?,
                 spans_2: spans_at(&f, SPANS_AT + spans::COLUMNS.len(), 2).map_err(|_| bad())?,
+                window_ns_at_sharing: if fields > MODEL_SPANS_AT {
+                    n(MODEL_SPANS_AT)?
+                } else {
+                    0.0
+                },
+                slow_ns_at_sharing: if fields > MODEL_SPANS_AT + 1 {
+                    n(MODEL_SPANS_AT + 1)?
+                } else {
+                    0.0
+                },
             })
         })
         .collect()
 }
 
-/// Where the spans' columns begin in a checks.csv line.
+/// Where the spans' columns begin in a checks.csv line, and the model's
+/// spans after them.
 const SPANS_AT: usize = 22;
+const MODEL_SPANS_AT: usize = SPANS_AT + 2 * spans::COLUMNS.len();
 
 /// The spans of a run on `tasks` CPUs from the columns at `at` of line
 /// `f`; not measured (`tasks` 0) where the line has none, or all are 0.

@@ -9,8 +9,10 @@
 //! often CPUs find each other's dentry at N; this measures what those
 //! spans, and the sharing they lead to, really are at N, so the term's
 //! errors can be told apart from the cost term's (docs/designs.md, "The
-//! spans at two CPUs"). `cargo run --release -p bench --example spans`
-//! prints them.
+//! spans at two CPUs"). `bench predict --validate` times them in each
+//! round of a design that allocates and prints the spans table
+//! ([`spans_table`]); `cargo run --release -p bench --example spans`
+//! prints them for one design and lock kind.
 //!
 //! The census reads the clock at each span's ends (a few per missing op):
 //! its ns per op are a little above a plain run's.
@@ -186,7 +188,8 @@ impl Spans {
         ]
     }
 
-    /// [`Spans::values`] back, for a run on `tasks` CPUs (0: not measured).
+    /// [`Spans::values`] back, for a run on `tasks` CPUs (0: not measured;
+    /// the operation count is not kept).
     pub fn from_values(tasks: usize, v: &[f64; 11]) -> Spans {
         Spans {
             tasks,
@@ -250,6 +253,15 @@ fn stretch(a: f64, b: f64) -> String {
     }
 }
 
+/// Nanoseconds, or a dash where not recorded.
+fn ns_or_dash(ns: f64) -> String {
+    if ns > 0.0 {
+        format!("{ns:.0}")
+    } else {
+        "–".into()
+    }
+}
+
 /// `bench predict --validate`'s spans table: per design and lock kind with
 /// spans timed ([`Check::spans_2`]), the round of median CPU-time ratio,
 /// its spans at 1 CPU and at 2, and the sharing term's logic judged at the
@@ -264,15 +276,17 @@ pub fn spans_table(checks: &[super::Check]) -> String {
          at once, with only the census's windows timed; its clock reads make each op a little \
          slower than in the check). Mean ns: the RCU-walk part of an op (all ops), the slow part \
          (leaving RCU-walk to the walk's end), Δ (leaving RCU-walk to `d_alloc_parallel`'s look), \
-         leaving RCU-walk to the walk's own hash, and a dentry hashed. Per op at 2 CPUs: \
+         leaving RCU-walk to the walk's own hash, and a dentry hashed; *model* is what the cost \
+         term gives the slow part and an op's own hashed window at the check's measured sharing \
+         (CPU time; no finder holding the dentry on). Per op at 2 CPUs: \
          *restarts* found the other CPU's dentry hashed, saw it killed under the walk and \
          allocated after all (a path the sharing term does not have). Then the sharing term's \
          logic fed these 2-CPU spans: its share of allocating ops finding the name in \
          `d_alloc_parallel` (`c/(1+c)`) beside the run's, and its `H` beside the share of \
          lookups that found the name hashed and of the time it was. Median round by the \
          CPU-time ratio.\n\n\
-         | design | lock | rounds | transfer ns | RCU-walk part | slow part | Δ | to own hash | hashed | restarts/op | finds, run | finds, term | found hashed, run | time hashed | H, term |\n\
-         |---|---|---:|---:|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n",
+         | design | lock | rounds | transfer ns | RCU-walk part | slow part | model | Δ | to own hash | hashed | model | restarts/op | finds, run | finds, term | found hashed, run | time hashed | H, term |\n\
+         |---|---|---:|---:|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for ((design, lock), mine) in super::tables::groups_by(timed, |c| (c.design.as_str(), c.lock)) {
         let m = super::tables::median_round(&mine);
@@ -285,15 +299,17 @@ pub fn spans_table(checks: &[super::Check]) -> String {
         };
         let _ = writeln!(
             s,
-            "| {design} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {:.2} | {finds_run:.2} | {finds_term:.2} | {:.2} | {:.2} | {h_term:.2} |",
+            "| {design} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {finds_run:.2} | {finds_term:.2} | {:.2} | {:.2} | {h_term:.2} |",
             lock,
             mine.len(),
             m.transfer_ns,
             stretch(a.fast_ns(), b.fast_ns()),
             stretch(a.slow_ns, b.slow_ns),
+            ns_or_dash(m.slow_ns_at_sharing),
             stretch(a.lookup_ns, b.lookup_ns),
             stretch(a.own_hash_ns, b.own_hash_ns),
             stretch(a.hashed_ns, b.hashed_ns),
+            ns_or_dash(m.window_ns_at_sharing),
             b.restarts,
             b.found_hashed(),
             b.time_hashed(),

@@ -70,6 +70,12 @@ pub struct Check {
     /// that allocate; `tasks` 0 where not measured.
     pub spans_1: super::spans::Spans,
     pub spans_2: super::spans::Spans,
+    /// The model's spans at the allocating fraction the 2-task run
+    /// measured, on CPU time (ns): its own dentry's hashed window and the
+    /// slow part of an allocating op ([`predict::WithAllocating`]); 0 for a
+    /// design that does not allocate, or not recorded.
+    pub window_ns_at_sharing: f64,
+    pub slow_ns_at_sharing: f64,
 }
 
 impl Check {
@@ -134,6 +140,8 @@ impl Check {
             waits_per_alloc_measured: per_alloc_count(spent.waits),
             spans_1: Default::default(),
             spans_2: Default::default(),
+            window_ns_at_sharing: if cpu.allocs > 0.0 { at.window_ns } else { 0.0 },
+            slow_ns_at_sharing: if cpu.allocs > 0.0 { at.slow_ns } else { 0.0 },
         }
     }
 

@@ -223,6 +223,8 @@ fn the_check_uses_cpu_time() {
         predicted_per_cpu_s_at_sharing_and_price: 0.0,
         spans_1: Default::default(),
         spans_2: Default::default(),
+        window_ns_at_sharing: 0.0,
+        slow_ns_at_sharing: 0.0,
     };
     assert_eq!(c.wall_ratio(), 2.0);
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
@@ -269,8 +271,9 @@ fn the_check_uses_cpu_time() {
     assert!(!t.contains("By transfer latency"), "{t}");
 }
 
-/// The spans' columns at the end of a checks.csv line (1 and 2 CPUs).
-const SPANS_FIELDS: usize = 2 * super::spans::COLUMNS.len();
+/// The columns after the move price in a checks.csv line: the spans (1
+/// and 2 CPUs) and the model's two spans.
+const SPANS_FIELDS: usize = 2 * super::spans::COLUMNS.len() + 2;
 
 /// A transient round at `tx` ns that met (every rate 1e6 a second).
 fn transient_round(lock: LockKind, tx: f64) -> Check {
@@ -299,6 +302,8 @@ fn transient_round(lock: LockKind, tx: f64) -> Check {
         predicted_per_cpu_s_at_sharing_and_price: 0.9e6,
         spans_1: Default::default(),
         spans_2: Default::default(),
+        window_ns_at_sharing: 0.0,
+        slow_ns_at_sharing: 0.0,
     }
 }
 
@@ -708,22 +713,38 @@ fn the_spans_table_by_hand() {
     let t = super::spans::spans_table(std::slice::from_ref(&c));
     assert!(
         t.contains(
-            "| transient | qspinlock | 1 | 30.0 | 100 → 100 (1.0×) | 500 → 1500 (3.0×) | \
-             150 → 400 (2.7×) | 300 → 800 (2.7×) | 200 → 500 (2.5×) | 0.10 | 0.33 | 0.19 | \
+            "| transient | qspinlock | 1 | 30.0 | 100 → 100 (1.0×) | 500 → 1500 (3.0×) | – | \
+             150 → 400 (2.7×) | 300 → 800 (2.7×) | 200 → 500 (2.5×) | – | 0.10 | 0.33 | 0.19 | \
              0.50 | 0.40 | 0.24 |"
         ),
+        "{t}"
+    );
+    (c.slow_ns_at_sharing, c.window_ns_at_sharing) = (900.0, 350.0);
+    let t = super::spans::spans_table(std::slice::from_ref(&c));
+    assert!(
+        t.contains("(3.0×) | 900 |") && t.contains("(2.5×) | 350 |"),
         "{t}"
     );
     assert!(validation_text(std::slice::from_ref(&c), 0).contains(&t));
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
     assert_eq!(back, vec![c.clone()]);
-    let v6: String = checks_to_csv(std::slice::from_ref(&c))
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            f[..f.len() - SPANS_FIELDS].join(",") + "\n"
-        })
-        .collect();
+    let drop_last = |k: usize| -> String {
+        checks_to_csv(std::slice::from_ref(&c))
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                f[..f.len() - k].join(",") + "\n"
+            })
+            .collect()
+    };
+    // Before the model's spans: they read as 0, the run's spans stay.
+    let back = checks_from_csv(&drop_last(2)).unwrap();
+    assert_eq!(back[0].spans_2, two);
+    assert_eq!(
+        (back[0].slow_ns_at_sharing, back[0].window_ns_at_sharing),
+        (0.0, 0.0)
+    );
+    let v6 = drop_last(2 + SPANS_FIELDS);
     let back = checks_from_csv(&v6).unwrap();
     assert_eq!((back[0].spans_1.tasks, back[0].spans_2.tasks), (0, 0));
     assert!(super::spans::spans_table(&back).is_empty());
