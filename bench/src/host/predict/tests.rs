@@ -249,15 +249,7 @@ fn the_check_uses_cpu_time() {
     assert!(t.contains("| 40.0 [36–234] |"), "{t}");
     // A checks.csv from before the prediction at measured sharing, and one
     // from before the latency column, still read, as 0.
-    let drop_fields = |k: usize| {
-        checks_to_csv(std::slice::from_ref(&c))
-            .lines()
-            .map(|l| {
-                let f: Vec<&str> = l.split(',').collect();
-                f[..f.len() - k - SPANS_FIELDS].join(",") + "\n"
-            })
-            .collect::<String>()
-    };
+    let drop_fields = |k: usize| without_last_fields(&c, k + SPANS_FIELDS);
     let back = checks_from_csv(&drop_fields(10)).unwrap();
     assert_eq!(back[0].transfer_ns, 36.5);
     assert_eq!(back[0].predicted_per_cpu_s_at_sharing, 0.0);
@@ -269,6 +261,18 @@ fn the_check_uses_cpu_time() {
     assert!(t.contains("| met | – |"));
     // No latency recorded: no by-latency table.
     assert!(!t.contains("By transfer latency"), "{t}");
+}
+
+/// `c`'s checks.csv text with the last `k` fields of every line (the
+/// header's too) left out: the file an older `bench predict` wrote.
+fn without_last_fields(c: &Check, k: usize) -> String {
+    checks_to_csv(std::slice::from_ref(c))
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            f[..f.len() - k].join(",") + "\n"
+        })
+        .collect()
 }
 
 /// The columns after the move price in a checks.csv line: the spans (1
@@ -322,15 +326,7 @@ fn transfers_per_allocating_op_sit_beside_the_verdict() {
     );
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
     assert_eq!(back, vec![c.clone()]);
-    let older = |k: usize| -> String {
-        checks_to_csv(std::slice::from_ref(&c))
-            .lines()
-            .map(|l| {
-                let f: Vec<&str> = l.split(',').collect();
-                f[..f.len() - k - SPANS_FIELDS].join(",") + "\n"
-            })
-            .collect()
-    };
+    let older = |k: usize| without_last_fields(&c, k + SPANS_FIELDS);
     // Before the move price: no price, a dash.
     let back = checks_from_csv(&older(2)).unwrap();
     assert_eq!(
@@ -728,15 +724,7 @@ fn the_spans_table_by_hand() {
     assert!(validation_text(std::slice::from_ref(&c), 0).contains(&t));
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
     assert_eq!(back, vec![c.clone()]);
-    let drop_last = |k: usize| -> String {
-        checks_to_csv(std::slice::from_ref(&c))
-            .lines()
-            .map(|l| {
-                let f: Vec<&str> = l.split(',').collect();
-                f[..f.len() - k].join(",") + "\n"
-            })
-            .collect()
-    };
+    let drop_last = |k: usize| without_last_fields(&c, k);
     // Before the model's spans: they read as 0, the run's spans stay.
     let back = checks_from_csv(&drop_last(2)).unwrap();
     assert_eq!(back[0].spans_2, two);
