@@ -241,3 +241,61 @@ fn validate_measures_the_transfer_latency_around_each_two_task_run() {
     );
     assert!(!given.lines().any(|l| l.starts_with("round ")), "{given}");
 }
+
+/// Under `--validate` a design that allocates has its spans timed at 1 CPU
+/// and at 2 in each round: a line per round, the spans table after the
+/// check (with the cost term's spans beside the run's), and checks.csv
+/// keeps them; a design that allocates nothing has none.
+#[test]
+fn validate_times_the_spans_of_an_allocating_design() {
+    let dir = std::env::temp_dir().join(format!("bench-spans-{}", std::process::id()));
+    let out = run(&[
+        "predict",
+        "--designs",
+        "transient,noalloc",
+        "--locks",
+        "qspinlock",
+        "--transfer-ns",
+        "30",
+        "--validate",
+        "--secs",
+        "1",
+        "--warmup",
+        "0",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let checks = std::fs::read_to_string(dir.join("checks.csv")).unwrap();
+    let text = std::fs::read_to_string(dir.join("validation.md")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.lines()
+            .any(|l| l
+                .starts_with("round 1 transient lock=qspinlock: spans at 1 → 2 CPUs: slow part ")),
+        "{out}"
+    );
+    assert!(
+        !out.contains("round 1 noalloc lock=qspinlock: spans"),
+        "{out}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| transient | qspinlock | 1 | 30.0 | "))
+        .unwrap_or_else(|| panic!("no spans row:\n{text}"));
+    assert_eq!(row.matches('|').count(), 18, "{row}");
+    let checks = predict::checks_from_csv(&checks).unwrap();
+    let tr = checks.iter().find(|c| c.design == "transient").unwrap();
+    assert_eq!((tr.spans_1.tasks, tr.spans_2.tasks), (1, 2), "{tr:?}");
+    assert_eq!(tr.spans_1.own_hash, 1.0, "{tr:?}");
+    assert!(
+        tr.spans_2.slow_ns > 0.0 && tr.slow_ns_at_sharing > 0.0,
+        "{tr:?}"
+    );
+    assert!(tr.window_ns_at_sharing > 0.0, "{tr:?}");
+    let na = checks.iter().find(|c| c.design == "noalloc").unwrap();
+    assert_eq!(
+        (na.spans_2.tasks, na.slow_ns_at_sharing),
+        (0, 0.0),
+        "{na:?}"
+    );
+}
