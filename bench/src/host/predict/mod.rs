@@ -702,11 +702,14 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                 let mut move_ns = None;
                 let mut spans_12 = None;
                 if a.validate {
+                    // The probes of a design that misses (the move price,
+                    // the spans): its 1-task words, and how long each runs.
+                    let probes = m1.cpu.allocs > 0.0 && exec.cpus().len() >= 2;
+                    let p1 = params(&a.testcase, design, lk, 1, a)?;
+                    let run = Duration::from_secs_f64((0.2 * a.secs as f64).clamp(0.1, 0.4));
                     // What a move of the parent's lines costs this design's
                     // op just now, for the check's priced column.
-                    if m1.cpu.allocs > 0.0 && exec.cpus().len() >= 2 {
-                        let p1 = params(&a.testcase, design, lk, 1, a)?;
-                        let run = Duration::from_secs_f64((0.2 * a.secs as f64).clamp(0.1, 0.4));
+                    if probes {
                         let pairs = steal::pairs(&p1, exec, steal::GAP, STEAL_PAIRS, run)?;
                         move_ns = steal::move_ns(&pairs);
                         println!(
@@ -781,9 +784,7 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
                         rows.push(r);
                     }
                     // The spans at 1 CPU and at 2, for designs that miss.
-                    if m1.cpu.allocs > 0.0 && exec.cpus().len() >= 2 {
-                        let p1 = params(&a.testcase, design, lk, 1, a)?;
-                        let run = Duration::from_secs_f64((0.2 * a.secs as f64).clamp(0.1, 0.4));
+                    if probes {
                         let s = [spans::at(&p1, exec, 1, run)?, spans::at(&p2, exec, 2, run)?];
                         println!(
                             "round {round} {d}: spans at 1 → 2 CPUs: slow part {:.0} → {:.0} ns, \
