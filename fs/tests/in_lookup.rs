@@ -1,8 +1,10 @@
 //! The in-lookup counters: `parallel_found` (a miss allocated, then found
 //! the name hashed by another lookup when `d_alloc_parallel` looked again)
 //! and `in_lookup_waits` (it found another lookup of the name in progress
-//! and waited for it). Its own test binary (its own process), so that the
-//! global counters see only this file's threads.
+//! and waited for it); and when a transient dentry stops being findable
+//! (its kill unhashes it before waiting for the parent's lock). Its own
+//! test binary (its own process), so that the global counters see only
+//! this file's threads.
 //!
 //! Touches: a fresh tmpfs per test, the global counters.
 
@@ -119,4 +121,64 @@ fn every_allocation_beyond_one_per_name_is_a_find() {
         drop(vfs);
         dcache::shrink_all();
     }
+}
+
+/// The last `dput` of a transient dentry unhashes it before it queues on
+/// the parent's lock (Linux 6.8+ `__dentry_kill`): with the parent's
+/// `d_lock` held by someone else, the name is already gone from the hash
+/// (no lookup finds it, its lockref is dead) while the kill still waits to
+/// take it off the parent's children. A contended parent lock therefore
+/// does not keep the name hashed for other CPUs to share. (Before
+/// 2026-12-03 the kill took the parent's lock first, as Linux until 6.7
+/// did, and this test timed out waiting for the unhash.)
+#[test]
+fn a_kill_unhashes_before_it_waits_for_the_parents_lock() {
+    let _turn = turns::take(&ONE_AT_A_TIME);
+    let vfs = Vfs::new_tmpfs("enoent=transient").unwrap();
+    vfs.mkdir(b"/d", 0o755).unwrap();
+    let (_mnt, dir) = resolve(&vfs, b"/d", DIR).unwrap();
+    let inode = dir.inode_arc().unwrap();
+    let name = b"missing";
+    let hash = dcache::d_hash(dir.arc(), name);
+    let child = {
+        let _shared = inode.i_rwsem.read();
+        let Parallel::InLookup(d) =
+            dcache::d_alloc_parallel(dir.arc(), &inode, name, hash).unwrap()
+        else {
+            panic!("nobody else looks this name up")
+        };
+        dcache::d_add_in_lookup(d.arc(), &inode, None);
+        dcache::d_lookup_done(&d);
+        d
+    };
+    let weak = std::sync::Arc::downgrade(child.arc());
+    assert!(dcache::d_lookup(dir.arc(), name, hash).is_some());
+    let held = dir.arc().lockref.lock();
+    std::thread::scope(|s| {
+        let killer = s.spawn(move || drop(child));
+        let d = weak.upgrade().expect("still linked to its parent");
+        let t0 = Instant::now();
+        while d.is_hashed() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "the kill did not unhash while the parent's lock was held"
+            );
+            std::thread::yield_now();
+        }
+        assert!(d.lockref.is_dead());
+        assert!(dcache::d_lookup(dir.arc(), name, hash).is_none());
+        // Still on the parent's list: unlinking it needs the lock we hold.
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            !killer.is_finished(),
+            "the kill did not wait for the parent"
+        );
+        assert!(d.on_sibling_list());
+        drop(held);
+        killer.join().unwrap();
+        assert!(
+            !d.on_sibling_list(),
+            "unlinked once the parent's lock was free"
+        );
+    });
 }

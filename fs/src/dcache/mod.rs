@@ -48,7 +48,7 @@ use crate::mem;
 use crate::poison::{self, Canary, DENTRY_LIVE};
 use crate::stats::{self, Event};
 use crate::sync::ilist::{ChildList, LruList, Node};
-use crate::sync::lockref::LockRef;
+use crate::sync::lockref::{LockRef, LockRefGuard};
 use crate::sync::rcu::{RcuCell, RcuGuard, RcuRef};
 use crate::sync::rculist::{RcuHashTable, RcuLink, RcuNode};
 use crate::sync::seqcount::{SeqCount, SeqLock, SeqLockGuard};
@@ -607,6 +607,8 @@ pub fn dput(d: Arc<Dentry>) {
         if cur.lockref.put_not_last() {
             return;
         }
+        // Linux `fast_dput`'s locked tail: with `d_lock` held the count
+        // can be trusted.
         let mut g = cur.lockref.lock();
         if g.count() > 1 {
             g.dec();
@@ -616,96 +618,72 @@ pub fn dput(d: Arc<Dentry>) {
             // Dead or unbalanced: nothing to do but let go of the memory.
             return;
         }
-        if retain_dentry(&cur) {
-            g.set_count(0);
-            let over = lru_add(&cur);
-            drop(g);
-            crate::trace!("  dput: last reference, kept unused on the LRU");
-            if let Some(v) = over {
-                shrink_one(v);
-            }
-            return;
-        }
-        drop(g);
-        crate::trace!("  dput: last reference, not worth caching -> dentry_kill (parent d_lock, unhash, free after grace period)");
-        match dentry_kill(cur, true) {
+        match dentry_kill(&cur, g, true) {
             Some(parent) => cur = parent,
             None => return,
         }
     }
 }
 
-/// Kill a dentry whose count we believe is our single reference. Takes the
-/// parent's lock, then the dentry's (the documented order), re-checks, and
-/// tears it down. Returns the parent, whose reference the caller must drop.
-/// `honor_retain`: if the dentry became worth caching meanwhile, park it on
-/// the LRU instead (dput); the shrinker passes `false`.
-fn dentry_kill(d: Arc<Dentry>, honor_retain: bool) -> Option<Arc<Dentry>> {
-    loop {
-        let parent = d.parent.get_arc();
-        if let Some(p) = &parent {
-            stats::census_arc(p);
-        }
-        match kill_locked(&d, parent.as_ref(), honor_retain) {
-            Kill::Moved => continue,
-            Kill::Kept(over) => {
-                if let Some(v) = over {
-                    shrink_one(v);
-                }
-                return None;
-            }
-            Kill::Killed => return parent,
-        }
-    }
-}
-
-enum Kill {
-    /// A rename moved it to another parent before we held both locks.
-    Moved,
-    /// Still referenced, or parked on the LRU (with the entry that parking
-    /// pushed over the limit, for the shrinker once no lock is held).
-    Kept(Option<Arc<Dentry>>),
-    Killed,
-}
-
-/// The body of [`dentry_kill`] with `parent` (what we read as the parent)
-/// and then `d` locked, Linux's order. A rename may have moved `d` between
-/// reading the parent pointer and locking (Linux `lock_for_kill` re-checks
-/// the same way): then nothing is done and the caller retries.
-fn kill_locked(d: &Arc<Dentry>, parent: Option<&Arc<Dentry>>, honor_retain: bool) -> Kill {
-    let mut pg = parent.map(|p| p.lockref.lock());
-    let mut g = d.lockref.lock();
-    let same = match parent {
-        Some(p) => core::ptr::eq(Arc::as_ptr(p), d.parent.ptr()),
-        None => d.parent.is_none(),
-    };
-    if !same {
-        return Kill::Moved;
-    }
-    if g.count() != 1 {
-        // Someone took a reference meanwhile: ours is not the last.
-        if g.count() > 1 {
-            g.dec();
-        }
-        return Kill::Kept(None);
-    }
+/// The last reference to `d` goes away: `g` is its `d_lock`, held since
+/// the count was seen to be 1 (ours), so nobody took another meanwhile.
+/// With `honor_retain` a dentry worth caching is parked on the LRU (dput);
+/// the shrinker passes `false`. Anything else is killed in Linux's order
+/// since 6.8 (`__dentry_kill`, which 6.12 has):
+///
+/// 1. under its own `d_lock` alone it is marked dead and unhashed: from
+///    here on no lookup finds it, and a concurrent `lockref_get_not_dead`
+///    fails;
+/// 2. only then the parent's `d_lock` (and the child's again, nested: the
+///    documented order) to take it off the children list, and in the same
+///    hold the child's pin on the parent is dropped.
+///
+/// So a transient dentry stops being visible *before* its killer queues on
+/// the parent's lock: however contended that lock is, it does not keep the
+/// name hashed (Linux until 6.7 took the parent's lock first; so did this
+/// function until 2026-12-03). Returns the parent when that pin was its
+/// last reference: the caller kills or parks it in turn.
+fn dentry_kill(
+    d: &Arc<Dentry>,
+    mut g: LockRefGuard<'_, DLocked>,
+    honor_retain: bool,
+) -> Option<Arc<Dentry>> {
     if honor_retain && retain_dentry(d) {
         g.set_count(0);
-        return Kill::Kept(lru_add(d));
+        let over = lru_add(d);
+        drop(g);
+        crate::trace!("  dput: last reference, kept unused on the LRU");
+        if let Some(v) = over {
+            shrink_one(v);
+        }
+        return None;
     }
+    crate::trace!("  dput: last reference, not worth caching -> dentry_kill (unhash under its own d_lock, then parent d_lock to unlink it, free after grace period)");
     g.mark_dead();
     d.d_seq.write(|| {
         unhash(d);
         d.inode.replace(None);
     });
-    if let Some(pg) = pg.as_mut() {
-        drop(pg.children.remove(d));
-        stats::census_untagged_store(&pg.children as *const _ as usize);
-    }
     lru_del(d);
     drop(g);
+    // Dead and unhashed, nothing can move it any more: a rename moves
+    // only dentries its caller holds a reference to, and we held the only
+    // one. So the parent pointer is stable without the parent's lock
+    // (Linux: "now that it's negative, ->d_parent is stable").
+    let parent = d.parent.get_arc()?;
+    stats::census_arc(&parent);
+    let mut pg = parent.lockref.lock();
+    let cg = d.lockref.lock();
+    drop(pg.children.remove(d));
+    stats::census_untagged_store(&pg.children as *const _ as usize);
+    drop(cg);
+    if pg.count() > 1 {
+        // Not the parent's last reference: dropped inside this hold.
+        pg.dec();
+        return None;
+    }
     drop(pg);
-    Kill::Killed
+    Some(parent)
 }
 
 /// Put an unused dentry on the LRU (caller holds its `d_lock`). If that
@@ -791,11 +769,10 @@ fn shrink_one(v: Arc<Dentry>) {
         return;
     }
     g.set_count(1);
-    drop(g);
     stats::inc(Event::Shrunk);
     // Kill it directly: the retain policy would keep it (the shrinker's
     // decision overrides it).
-    if let Some(parent) = dentry_kill(v, false) {
+    if let Some(parent) = dentry_kill(&v, g, false) {
         dput(parent);
     }
 }
