@@ -506,8 +506,9 @@ pub fn with_allocating_priced(
 /// Each CPU runs `s = a·X/N` allocating operations a second. One that
 /// hashes its dentry keeps it hashed for the window `w`: the 1-CPU window
 /// ([`Inputs::hashed_ns`]) plus what the lines it visits meanwhile cost at
-/// N CPUs (moves, and waits for the other CPUs there: the kill takes the
-/// parent's lock before it unhashes).
+/// N CPUs (moves, and waits for the other CPUs there; the kill unhashes
+/// before it takes the parent's lock, as Linux 6.12 does, so the census
+/// sees no parent-line visit inside it).
 ///
 /// The found path: a miss looks in the dcache once more in
 /// `d_alloc_parallel`, `Δ` after it missed ([`Inputs::lookup_ns`],
