@@ -32,23 +32,33 @@ pub const INODE_BYTES: usize = mem::arc_size::<Inode>();
 /// Most bytes a growing file reserves beyond what a write needs.
 pub const MAX_GROWTH_SLACK: usize = 1 << 20;
 
-/// One file, directory or symlink.
+/// An inode.
+///
+/// Laid out by who touches what, as `DentryInner` is: the first cache line
+/// holds what a walk and `stat` read (the canary, the type, the symlink
+/// body, the attributes and size), which changes only when the inode
+/// itself does.
+/// The directory's `i_rwsem` and `i_dir_seq`, which every lookup that asks
+/// the filesystem writes, start the second line with the file data's
+/// lock: sharing the first, each of those writes cost the other CPUs'
+/// walks through this directory a cache miss.
+/// `inode_layout_keeps_the_walk_off_the_lock_line` checks it.
+#[repr(C, align(64))]
 pub struct Inode {
     /// Live while the inode is; RCU readers check it before reading the
     /// inode (see [`Inode::canary_ok`] and `crate::poison`).
     canary: Canary<INODE_LIVE>,
     pub ino: u64,
-    pub kind: FileType,
     mode: AtomicU32,
     nlink: AtomicU32,
     uid: AtomicU32,
     gid: AtomicU32,
-    size: AtomicU64,
-    /// Last modification, ns since the Unix epoch (0: not kept, as tmpfs
-    /// here keeps no clock; cifs: the server's LastWriteTime).
-    mtime_ns: AtomicU64,
+    pub kind: FileType,
     /// Set when a directory is removed: nothing may be created in it.
     dead: AtomicBool,
+    /// Symlink target (immutable after creation).
+    link: Box<[u8]>,
+    size: AtomicU64,
     /// The directory lock (`i_rwsem`): shared by lookups that ask the
     /// filesystem, exclusive for changes of the directory's entries.
     pub i_rwsem: RwSem,
@@ -60,10 +70,11 @@ pub struct Inode {
     pub i_dir_seq: SeqCount,
     /// The last CPU to write `i_dir_seq` (for `transfers`).
     pub(crate) i_dir_seq_writer: LastWriter,
+    /// Last modification, ns since the Unix epoch (0: not kept, as tmpfs
+    /// here keeps no clock; cifs: the server's LastWriteTime).
+    mtime_ns: AtomicU64,
     /// File contents (regular files).
     data: SpinLock<Vec<u8>>,
-    /// Symlink target (immutable after creation).
-    link: Box<[u8]>,
     /// The filesystem's own per-inode state (SMB: path, cache times).
     private: Option<Box<dyn Any + Send + Sync>>,
 }
@@ -419,5 +430,45 @@ impl SuperBlock {
     /// A fresh inode number.
     pub fn alloc_ino(&self) -> u64 {
         self.next_ino.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+    use core::mem::{align_of, offset_of, size_of};
+
+    /// What a walk and `stat` read of an inode sits on its first cache
+    /// line; the directory locks every slow lookup writes (`i_rwsem`,
+    /// `i_dir_seq`) start the second (see [`Inode`]).
+    #[test]
+    fn inode_layout_keeps_the_walk_off_the_lock_line() {
+        assert_eq!(
+            align_of::<Inode>(),
+            64,
+            "the Arc's counts get a line of their own"
+        );
+        let end = |off: usize, len: usize| off + len;
+        for last in [
+            end(offset_of!(Inode, canary), size_of::<Canary<INODE_LIVE>>()),
+            end(offset_of!(Inode, mode), 4),
+            end(offset_of!(Inode, nlink), 4),
+            end(offset_of!(Inode, uid), 4),
+            end(offset_of!(Inode, gid), 4),
+            end(offset_of!(Inode, kind), size_of::<FileType>()),
+            end(offset_of!(Inode, dead), 1),
+            end(offset_of!(Inode, link), size_of::<Box<[u8]>>()),
+            end(offset_of!(Inode, size), 8),
+        ] {
+            assert!(last <= 64, "a field the walk reads ends at byte {last}");
+        }
+        for first in [
+            offset_of!(Inode, i_rwsem),
+            offset_of!(Inode, i_dir_seq),
+            offset_of!(Inode, i_dir_seq_writer),
+            offset_of!(Inode, data),
+        ] {
+            assert!(first >= 64, "a lock field starts at byte {first}");
+        }
     }
 }

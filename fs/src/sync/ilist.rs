@@ -26,23 +26,30 @@ use intrusive_collections::{intrusive_adapter, LinkedList};
 use super::atomic::{AtomicUsize, Ordering};
 
 /// A value with the two list links the dcache needs.
+///
+/// The value comes first and the links after it (`repr(C)`): a list
+/// operation writes the links of a node's neighbours, so for a value that
+/// starts on a cache line and fills whole lines (a dentry), the links sit
+/// on a line of their own, away from what lockless readers of the value
+/// read.
+#[repr(C)]
 pub struct Node<T> {
+    value: T,
     sibling: AtomicLink,
     lru: AtomicLink,
     sibling_owner: AtomicUsize,
     lru_owner: AtomicUsize,
-    value: T,
 }
 
 impl<T> Node<T> {
     /// Wrap a value; on no list yet.
     pub fn new(value: T) -> Self {
         Node {
+            value,
             sibling: AtomicLink::new(),
             lru: AtomicLink::new(),
             sibling_owner: AtomicUsize::new(0),
             lru_owner: AtomicUsize::new(0),
-            value,
         }
     }
 
