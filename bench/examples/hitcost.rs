@@ -8,10 +8,12 @@
 //! parent's lines cost it when the other CPU writes them, which the model
 //! does not charge (docs/designs.md, "The spans in every check").
 //!
-//!     cargo run --release -p bench --example hitcost [TRIALS]
+//!     cargo run --release -p bench --example hitcost [TRIALS [DEPTH]]
 //!
-//! (default 4). Each trial prints one line per neighbour with `bench
-//! pingpong`'s latency read before it.
+//! (default 4 trials, depth 0). With DEPTH > 0 the file and the missing
+//! name sit DEPTH directories down (`/d0/d1/file`), so the walk also reads
+//! the directories' inodes the misses lock. Each trial prints one line per
+//! neighbour with `bench pingpong`'s latency read before it.
 //!
 //! Touches: a fresh tmpfs, the first two CPUs, about 1.5 s per trial.
 
@@ -39,10 +41,13 @@ fn stats_of(v: &Vfs, name: &[u8]) -> f64 {
 }
 
 fn main() {
-    let trials: usize = std::env::args()
-        .nth(1)
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(4);
+    let arg = |i: usize, d: usize| {
+        std::env::args()
+            .nth(i)
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(d)
+    };
+    let (trials, depth) = (arg(1, 4), arg(2, 0));
     let exec = HostExecutor::new(true);
     let cpus = exec.cpus().to_vec();
     if cpus.len() < 2 {
@@ -50,7 +55,15 @@ fn main() {
         std::process::exit(1);
     }
     let v = Vfs::new_tmpfs("enoent=transient").expect("tmpfs");
-    v.write_file(b"/file", b"x").expect("/file");
+    let mut dir = String::new();
+    for i in 0..depth {
+        dir.push_str(&format!("/d{i}"));
+        v.mkdir(dir.as_bytes(), 0o755).expect("mkdir");
+    }
+    let file = format!("{dir}/file");
+    let missing = format!("{dir}/missing");
+    let (file, missing) = (file.as_bytes(), missing.as_bytes());
+    v.write_file(file, b"x").expect("the file");
     let on = |cpu: usize, f: &(dyn Fn() -> f64 + Sync)| -> f64 {
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -65,8 +78,8 @@ fn main() {
         let tx = bench::pingpong::run(&exec, 50)
             .map(|p| p.transfer_ns)
             .unwrap_or(0.0);
-        let alone = on(cpus[0], &|| stats_of(&v, b"/file"));
-        for other in [&b"/missing"[..], &b"/file"[..]] {
+        let alone = on(cpus[0], &|| stats_of(&v, file));
+        for other in [missing, file] {
             let stop = AtomicBool::new(false);
             let beside = std::thread::scope(|s| {
                 s.spawn(|| {
@@ -81,7 +94,7 @@ fn main() {
                         }
                     }
                 });
-                let ns = on(cpus[0], &|| stats_of(&v, b"/file"));
+                let ns = on(cpus[0], &|| stats_of(&v, file));
                 stop.store(true, Ordering::Relaxed);
                 ns
             });
