@@ -523,8 +523,14 @@ pub fn d_lookup(parent: &Dentry, name: &[u8], hash: u64) -> Option<DRef> {
 }
 
 fn hash_insert(d: &Arc<Dentry>) {
-    dcache().table.bucket(d.hash()).lock().push_front(d.clone());
+    let mut bucket = dcache().table.bucket(d.hash()).lock();
+    bucket.push_front(d.clone());
+    // Under the bucket's lock, here and in `unhash`: the census then sees
+    // one name's hashes and unhashes in the order the bucket does (a kill
+    // unhashes under the dentry's own lock alone, and another CPU may hash
+    // the name again as soon as the bucket lets go).
     stats::census_hashed(Arc::as_ptr(d) as usize, d.hash());
+    drop(bucket);
 }
 
 /// Take `d` out of the hash table (caller holds its `d_lock`). A hashed
@@ -533,10 +539,13 @@ fn hash_insert(d: &Arc<Dentry>) {
 fn unhash(d: &Dentry) {
     if d.is_hashed() {
         let negative = d.is_negative();
-        if dcache().table.bucket(d.hash()).lock().remove(d) && negative {
+        let mut bucket = dcache().table.bucket(d.hash()).lock();
+        let removed = bucket.remove(d);
+        stats::census_unhashed(d as *const Dentry as usize);
+        drop(bucket);
+        if removed && negative {
             stats::inc(Event::NegativeDestroyed);
         }
-        stats::census_unhashed(d as *const Dentry as usize);
     }
 }
 
