@@ -189,9 +189,14 @@ mod tests {
             .unwrap()
     }
 
+    /// A loopback address nothing listens on. Not 127.0.0.1: a free port
+    /// there is only free until someone binds it, and the tests beside
+    /// these (`settle_tells_another_listener_from_our_child`) bind
+    /// ephemeral ports there, which once handed out the same port and made
+    /// an exited child look ready. Every fixture binds 127.0.0.1 alone.
     fn free_addr() -> SocketAddr {
         let port = crate::samba::free_port().unwrap();
-        SocketAddr::from((Ipv4Addr::LOCALHOST, port))
+        SocketAddr::from((Ipv4Addr::new(127, 0, 0, 86), port))
     }
 
     const QUICK: Startup = Startup {
