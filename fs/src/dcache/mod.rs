@@ -700,8 +700,11 @@ fn dentry_kill(
     stats::census_untagged_store(&pg.children as *const _ as usize);
     drop(cg);
     if pg.count() > 1 {
-        // Not the parent's last reference: dropped inside this hold.
+        // Not the parent's last reference: dropped inside this hold (and
+        // our `Arc` of it on the way out).
         pg.dec();
+        drop(pg);
+        stats::census_arc(&parent);
         return None;
     }
     drop(pg);
