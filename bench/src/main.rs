@@ -192,7 +192,7 @@ fn main() -> ExitCode {
                 eprintln!("bench: cpu time: {ms} ms (user+sys, all threads)");
             }
             if !no_pin && !exec.pinned() {
-                eprintln!("bench: note: tasks not pinned (taskset failed or missing)");
+                eprintln!("bench: note: tasks not pinned (sched_setaffinity refused)");
             }
             match result {
                 Ok(_) => ExitCode::SUCCESS,
@@ -231,7 +231,7 @@ fn main() -> ExitCode {
                 &mut StdoutWriter::new(),
             );
             if !no_pin && !exec.pinned() {
-                eprintln!("bench: note: tasks not pinned (taskset failed or missing)");
+                eprintln!("bench: note: tasks not pinned (sched_setaffinity refused)");
             }
             match r {
                 Ok(_) => ExitCode::SUCCESS,
@@ -351,7 +351,7 @@ fn main() -> ExitCode {
                 Ok(r) => {
                     println!("{r}");
                     if !no_pin && !exec.pinned() {
-                        eprintln!("bench: note: tasks not pinned (taskset failed or missing)");
+                        eprintln!("bench: note: tasks not pinned (sched_setaffinity refused)");
                     }
                     ExitCode::SUCCESS
                 }

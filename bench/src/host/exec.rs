@@ -1,15 +1,15 @@
 //! The host executor: one std thread per task, pinned to a CPU of this
 //! process's affinity mask, with the monitor on the calling thread.
 //!
-//! Pinning in safe code only (bench/ forbids the other kind):
-//! each thread reads its kernel thread id from `/proc/thread-self` and runs
-//! `taskset -p -c CPU TID` before it reports ready. If that is not possible
-//! (no taskset, no /proc) the run goes on unpinned and [`HostExecutor::pinned`]
+//! Pinning in safe code only (bench/ forbids the other kind): each thread
+//! sets its own affinity (`sched_setaffinity` through `core_affinity`)
+//! before it reports ready, which needs no program on the machine, so the
+//! static `bench` (`make bench-static`) pins on a bare one too. If the
+//! kernel refuses, the run goes on unpinned and [`HostExecutor::pinned`]
 //! says so. The fs host platform gives each thread its CPU id by itself.
 //!
-//! Touches: threads, /proc, the `taskset` program.
+//! Touches: threads, the calling threads' CPU affinity, /proc.
 
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -96,25 +96,10 @@ impl Executor for HostExecutor {
     }
 }
 
-/// Pin the calling thread to `cpu` with `taskset`. True on success.
+/// Pin the calling thread to `cpu` (`sched_setaffinity` on this thread).
+/// True on success.
 pub fn pin_current_thread(cpu: usize) -> bool {
-    let Some(tid) = current_tid() else {
-        return false;
-    };
-    Command::new("taskset")
-        .args(["-p", "-c", &cpu.to_string(), &tid.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
-
-/// The kernel thread id of the caller, from `/proc/thread-self` -> `PID/task/TID`.
-fn current_tid() -> Option<u64> {
-    let link = std::fs::read_link("/proc/thread-self").ok()?;
-    link.file_name()?.to_str()?.parse().ok()
+    core_affinity::set_for_current(core_affinity::CoreId { id: cpu })
 }
 
 /// This process's CPU affinity list (`Cpus_allowed_list` in
@@ -173,7 +158,7 @@ mod tests {
         // Pin a fresh thread to the first allowed CPU and read its mask back.
         let cpu = allowed_cpus()[0];
         let mask = std::thread::spawn(move || {
-            assert!(pin_current_thread(cpu), "taskset pinning failed");
+            assert!(pin_current_thread(cpu), "pinning failed");
             std::fs::read_to_string("/proc/thread-self/status")
                 .unwrap()
                 .lines()
