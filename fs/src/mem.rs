@@ -45,9 +45,12 @@ pub const SHRINK_BATCH: usize = 1024;
 /// chain reference, its inode, its name, and a parent killed after it.
 pub const RCU_PER_KILL: usize = 8;
 
-/// Bytes of one `Arc<T>` allocation: the value plus the two counts.
+/// Bytes of one `Arc<T>` allocation: the value plus the two counts in
+/// front of it, padded to the value's alignment (a line-aligned dentry,
+/// inode or superblock gets its counts a line of their own).
 pub const fn arc_size<T>() -> usize {
-    core::mem::size_of::<T>() + 2 * core::mem::size_of::<usize>()
+    let counts = 2 * core::mem::size_of::<usize>();
+    core::mem::size_of::<T>() + counts.next_multiple_of(core::mem::align_of::<T>())
 }
 
 /// May the fs allocate `bytes` (one allocation) now? `Err(ENOMEM)` if
@@ -83,4 +86,25 @@ fn admit_after_reclaim(bytes: usize) -> KResult<()> {
 fn refused() -> Errno {
     stats::inc(Event::Enomem);
     Errno::ENOMEM
+}
+
+#[cfg(test)]
+mod tests {
+    use super::arc_size;
+
+    /// An `Arc`'s two counts come first and the value at its alignment
+    /// after them (`ArcInner` is `repr(C)`), so a line-aligned value
+    /// costs a whole line of counts.
+    #[test]
+    fn arc_size_counts_the_padding_before_an_aligned_value() {
+        #[repr(align(64))]
+        struct Line(#[allow(dead_code)] [u8; 64]);
+        #[repr(align(128))]
+        struct Two(#[allow(dead_code)] [u8; 128]);
+        assert_eq!(arc_size::<u64>(), 24);
+        assert_eq!(arc_size::<Line>(), 128);
+        assert_eq!(arc_size::<Two>(), 256);
+        assert_eq!(arc_size::<crate::dcache::Dentry>(), 320);
+        assert_eq!(arc_size::<crate::inode::Inode>(), 256);
+    }
 }
