@@ -32,13 +32,12 @@ pub const INODE_BYTES: usize = mem::arc_size::<Inode>();
 /// Most bytes a growing file reserves beyond what a write needs.
 pub const MAX_GROWTH_SLACK: usize = 1 << 20;
 
-/// An inode.
+/// One file, directory or symlink.
 ///
 /// Laid out by who touches what, as `DentryInner` is: the first cache line
 /// holds what a walk and `stat` read (the canary, the type, the symlink
 /// body, the attributes and size), which changes only when the inode
-/// itself does.
-/// The directory's `i_rwsem` and `i_dir_seq`, which every lookup that asks
+/// itself does. The directory's `i_rwsem` and `i_dir_seq`, which every lookup that asks
 /// the filesystem writes, start the second line with the file data's
 /// lock: sharing the first, each of those writes cost the other CPUs'
 /// walks through this directory a cache miss.

@@ -530,7 +530,6 @@ fn hash_insert(d: &Arc<Dentry>) {
     // unhashes under the dentry's own lock alone, and another CPU may hash
     // the name again as soon as the bucket lets go).
     stats::census_hashed(Arc::as_ptr(d) as usize, d.hash());
-    drop(bucket);
 }
 
 /// Take `d` out of the hash table (caller holds its `d_lock`). A hashed
