@@ -80,6 +80,11 @@ struct Args {
     /// Only build (or check the cache) and print the paths.
     #[arg(long)]
     build_only: bool,
+
+    /// Only fetch and unpack Debian 13's linux-source-6.12 (once, under
+    /// DIR/linux-src/) and print the tree's path.
+    #[arg(long)]
+    fetch_source: bool,
 }
 
 fn main() -> ExitCode {
@@ -88,6 +93,18 @@ fn main() -> ExitCode {
         .build_dir
         .clone()
         .unwrap_or_else(linuxref::default_build_dir);
+    if args.fetch_source {
+        return match linuxref::ensure_linux_source(&build_dir) {
+            Ok(tree) => {
+                println!("{}", tree.display());
+                ExitCode::SUCCESS
+            }
+            Err(skip) => {
+                eprintln!("linuxref: {skip}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let paths = match linuxref::ensure_release(&build_dir, args.linux) {
         Ok(p) => p,
         Err(skip) => {

@@ -441,7 +441,7 @@ fn pick_kernel_package(apt_cache_depends: &str) -> Option<String> {
 }
 
 /// `apt-get download PACKAGE` into `dir` (reusing a file already there).
-fn download(dir: &Path, package: &str, apt: &AptSource) -> Result<PathBuf, SkipReason> {
+pub(super) fn download(dir: &Path, package: &str, apt: &AptSource) -> Result<PathBuf, SkipReason> {
     let prefix = format!("{package}_");
     if let Some(p) = find_file(dir, |n| n.starts_with(&prefix) && n.ends_with(".deb")) {
         return Ok(p);

@@ -18,6 +18,7 @@
 //! - `build`: packages, the static statneg, initramfs, ext4 image.
 //! - `guest`: booting the guest and running statneg in it (and on the host).
 //! - `parse`: will-it-scale's format as the guest and the host print it.
+//! - `source`: trixie's other packages (the 6.12 source tree, headers, coreutils).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -26,6 +27,7 @@ mod build;
 mod guest;
 mod modules;
 mod parse;
+mod source;
 
 pub use build::{
     default_build_dir, ensure_built, ensure_release, lrtime_source, statneg_source, AptSource,
@@ -35,6 +37,9 @@ pub use guest::{
     trace_counts, CifsListing, CifsRun, GuestReport, GuestRun, DEFAULT_COUNT_ITERS, MARKER_PORT,
 };
 pub use parse::{parse_wis, PerOp, Sample, WisResult};
+pub use source::{
+    ensure_linux_source, trixie_apt, trixie_deb, LINUX_SOURCE_PACKAGE, LINUX_SOURCE_VERSION,
+};
 
 /// The metapackage whose dependency names the current cloud kernel.
 pub const KERNEL_METAPACKAGE: &str = "linux-image-cloud-amd64";
