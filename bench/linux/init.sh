@@ -1,0 +1,153 @@
+#!/bin/busybox sh
+# linuxref init: statneg on tmpfs and ext4 (timed, then counted), ls -la of
+# cifs shares; then powers off.
+/bin/busybox mkdir -p /proc /sys /dev /tmp /mnt/tmpfs /mnt/ext4 /mnt/cifs
+/bin/busybox --install -s /bin
+export PATH=/bin:/usr/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+for m in $(cat /modules/order); do
+    insmod /modules/$m || echo "linuxref: insmod $m failed"
+done
+FS=tmpfs,ext4 THREADS=1 WARMUP=1 SECS=3 COUNT=0 STACKS=0 UNC= CIFS=
+for w in $(cat /proc/cmdline); do
+    case $w in
+        lr.fs=*) FS=${w#lr.fs=} ;;
+        lr.threads=*) THREADS=${w#lr.threads=} ;;
+        lr.warmup=*) WARMUP=${w#lr.warmup=} ;;
+        lr.secs=*) SECS=${w#lr.secs=} ;;
+        lr.count=*) COUNT=${w#lr.count=} ;;
+        lr.stacks=*) STACKS=${w#lr.stacks=} ;;
+        lr.unc=*) UNC=${w#lr.unc=} ;;
+        lr.cifs=*) CIFS="$CIFS ${w#lr.cifs=}" ;;
+    esac
+done
+mount -t tmpfs -o size=64m tmpfs /mnt/tmpfs || echo "linuxref: tmpfs mount failed"
+i=0
+while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+mount -t ext4 /dev/vda /mnt/ext4 || echo "linuxref: ext4 mount failed"
+T=/sys/kernel/tracing
+[ -d $T/events ] || mount -t tracefs tracefs $T || echo "linuxref: no tracefs"
+echo "linuxref: kernel $(uname -r), $(nproc) cpus, fs=$FS threads=$THREADS warmup=$WARMUP secs=$SECS count=$COUNT"
+
+PROBES="d_alloc:d_alloc d_alloc_parallel:d_alloc_parallel __d_alloc:__d_alloc lookup_slow:__lookup_slow
+ down_read:down_read down_write:down_write spin_lock:_raw_spin_lock spin_lock_nested:_raw_spin_lock_nested
+ spin_lock_irq:_raw_spin_lock_irq spin_lock_irqsave:_raw_spin_lock_irqsave spin_lock_bh:_raw_spin_lock_bh
+ spin_trylock:_raw_spin_trylock"
+# Counted by task comm at the moment of the hit (the comm filter reads the
+# current task), not by the pid's cached name: worker threads are often not
+# in tracefs' saved_cmdlines and would print as <...>.
+HIST='hist:keys=common_pid if comm == "statneg"'
+# One counted statneg: hits of every probe by statneg's threads, then its ops.
+count_run() {
+    for e in $T/events/lr/*/; do echo "$HIST" > ${e}trigger || echo "count-failed=1"; done
+    /statneg --count "$1" $THREADS $2 || echo "count-failed=1"
+    for e in $T/events/lr/*/; do
+        echo "$(basename $e)=$(awk '/hitcount:/ { s += $NF } END { print s + 0 }' ${e}hist)"
+        echo "!$HIST" > ${e}trigger
+    done
+}
+count_fs() {
+    : > /tmp/missing
+    for p in $PROBES; do
+        echo "p:lr/${p%%:*} ${p#*:} caller=+0(\$stack):x64" >> $T/kprobe_events 2>/dev/null || echo "${p#*:}" >> /tmp/missing
+    done
+    count_run /mnt/$1/missing-name 0 > /tmp/c0
+    count_run /mnt/$1/missing-name $COUNT > /tmp/c1
+    awk -F= 'NR == FNR { b[$1] = $2; next } { d[$1] = $2 - b[$1] }
+    END {
+        ops = d["count-ops"]
+        if (ops <= 0 || ("count-failed" in d)) { print "error: the counting run did not run"; exit }
+        a = ("__d_alloc" in d) ? d["__d_alloc"] : d["d_alloc"]
+        l = d["spin_lock"] + d["spin_lock_nested"] + d["spin_lock_irq"] + d["spin_lock_irqsave"] + d["spin_lock_bh"] + d["spin_trylock"]
+        printf "per-op: allocs=%.3f locks=%.3f rwsem=%.3f fallbacks=%.3f\n", a / ops, l / ops, (d["down_read"] + d["down_write"]) / ops, d["lookup_slow"] / ops
+        s = "linuxref-count ops=" ops
+        for (k in d) if (k != "count-ops") s = s " " k "=" d[k]
+        print s
+    }' /tmp/c0 /tmp/c1
+    [ -s /tmp/missing ] && echo "linuxref-count-missing $(cat /tmp/missing | tr '\n' ' ')"
+    if [ "$STACKS" = 1 ]; then
+        # Who takes the locks: one more run, each lock probe's hits keyed by
+        # its caller (the return address on the stack at function entry).
+        for p in spin_lock spin_lock_irqsave spin_trylock down_read; do
+            e=$T/events/lr/$p/
+            [ -d $e ] && echo "hist:keys=caller.sym-offset if comm == \"statneg\"" > ${e}trigger
+        done
+        /statneg --count /mnt/$1/missing-name $THREADS $COUNT > /dev/null
+        for p in spin_lock spin_lock_irqsave spin_trylock down_read; do
+            e=$T/events/lr/$p/
+            [ -d $e ] || continue
+            echo "linuxref-callers probe=$p"
+            grep 'hitcount:' ${e}hist | sort -t: -k3 -rn | head -8
+            echo "!hist:keys=caller.sym-offset if comm == \"statneg\"" > ${e}trigger
+        done
+    fi
+    echo > $T/kprobe_events
+}
+for fs in $(echo $FS | tr , ' '); do
+    echo "linuxref-begin fs=$fs"
+    /statneg /mnt/$fs/missing-name $THREADS $WARMUP $SECS
+    rc=$?
+    [ $rc = 0 ] && [ "$COUNT" != 0 ] && count_fs $fs
+    echo "linuxref-end fs=$fs rc=$rc"
+done
+
+mark() {
+    wget -q -O /dev/null "http://10.0.2.100:4450/$1" || echo "linuxref: marker $1 failed"
+}
+if [ -n "$CIFS" ]; then
+    ip link set lo up
+    ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2 \
+        || echo "linuxref: network setup failed"
+    LS="ls -la"
+    [ -x /usr/bin/gnu-ls ] && LS="/usr/bin/gnu-ls -la"
+    echo "linuxref: ls is $LS"
+    echo 8192 > $T/buffer_size_kb
+    for v in $CIFS; do
+        name=${v%%:*}
+        echo "linuxref-cifs-begin variant=$name"
+        # An option this kernel does not know (cifs: Unknown parameter 'X')
+        # is dropped, said so, and the mount retried: the seed's 6.12.0 is a
+        # distribution kernel with later options backported.
+        o=${v#*:} ok=0 tries=0
+        while [ $tries -lt 8 ]; do
+            tries=$((tries + 1))
+            if mount -t cifs "$UNC" /mnt/cifs -o "$o"; then ok=1; break; fi
+            bad=$(dmesg | grep -o "Unknown parameter '[^']*'" | tail -1 | cut -d"'" -f2)
+            [ -n "$bad" ] && echo ",$o," | grep -q ",$bad[,=]" || break
+            echo "linuxref-dropped variant=$name option=$bad"
+            o=$(echo ",$o," | sed -E "s/,$bad(=[^,]*)?,/,/; s/^,//; s/,$//")
+        done
+        if [ $ok = 1 ]; then
+            for phase in cold warm; do
+                echo 0 > /proc/fs/cifs/Stats
+                echo 0 > $T/events/cifs/enable
+                echo > $T/trace
+                echo 1 > $T/events/cifs/enable
+                mark $name-$phase
+                t=$(/lrtime /tmp/ls.out $LS /mnt/cifs)
+                mark $name-$phase-end
+                echo 0 > $T/events/cifs/enable
+                echo "linuxref-lsla variant=$name phase=$phase $t lines=$(wc -l < /tmp/ls.out)"
+                echo "linuxref-stats variant=$name phase=$phase"
+                cat /proc/fs/cifs/Stats
+                echo "linuxref-trace variant=$name phase=$phase"
+                cat $T/trace > /tmp/trace
+                grep -o 'status=0x[0-9a-f]*' /tmp/trace | sort | uniq -c
+                grep -o 'cmd=[0-9]*' /tmp/trace | sort -t= -k2 -n | uniq -c
+                grep -o 'smb3_[a-z0-9_]*:' /tmp/trace | sort | uniq -c | sort -rn
+                echo "linuxref-trace-end"
+            done
+            umount /mnt/cifs || echo "linuxref: umount failed"
+        else
+            echo "linuxref: cifs mount of $name failed"
+            dmesg | grep -i -E 'cifs|smb' | tail -4 | while read -r l; do echo "linuxref: dmesg: $l"; done
+        fi
+        echo "linuxref-cifs-end variant=$name"
+    done
+fi
+echo "linuxref-done"
+sync
+poweroff -f
