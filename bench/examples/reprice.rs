@@ -2,7 +2,7 @@
 //! another price for a visit's move, at the sharing each round measured
 //! (the validation's *at measured sharing* column) and with the whole
 //! model (its sharing term included), beside the model's own price (`predict::MovePrice::MODEL`, half a `t_x` a move; a whole one
-//! until 2026-12-02: `reprice DIR 0 1`).
+//! before: `reprice DIR 0 1`).
 //!
 //!     cargo run --release -p bench --example reprice DIR [FIXED_NS [OF_LATENCY]]
 //!

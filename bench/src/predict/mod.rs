@@ -285,15 +285,15 @@ impl MovePrice {
     /// last, one read-for-ownership; `bench pingpong`'s transfer is a
     /// spinning read that misses and then the store's upgrade, two
     /// coherence actions. Measured where the sharing term is out of play
-    /// (`statneg-distinct`, 2026-12-02): 11 of 12 rounds within ±25 % at
+    /// (`statneg-distinct`): 11 of 12 rounds within ±25 % at
     /// half a `t_x`, 10 at a whole one, and its far rounds 0.81–1.01
     /// against 0.63–0.80 (docs/designs.md, "What a visit's move costs").
     pub const MODEL: MovePrice = MovePrice {
         fixed_ns: 0.0,
         of_latency: 0.5,
     };
-    /// A whole transfer latency per move: the model's price until
-    /// 2026-12-02, kept for re-pricing.
+    /// A whole transfer latency per move: the model's earlier price, kept
+    /// for re-pricing.
     pub const LATENCY: MovePrice = MovePrice {
         fixed_ns: 0.0,
         of_latency: 1.0,

@@ -661,8 +661,8 @@ pub fn dput(d: Arc<Dentry>) {
 ///
 /// So a transient dentry stops being visible *before* its killer queues on
 /// the parent's lock: however contended that lock is, it does not keep the
-/// name hashed (Linux until 6.7 took the parent's lock first; so did this
-/// function until 2026-12-03). Returns the parent when that pin was its
+/// name hashed (Linux until 6.7 took the parent's lock first, and so did
+/// this function once). Returns the parent when that pin was its
 /// last reference: the caller kills or parks it in turn.
 fn dentry_kill(
     d: &Arc<Dentry>,

@@ -190,7 +190,7 @@ pub fn pairs(
 /// no pair moved a counted line often enough (a design that shares none of
 /// the parent's lines). Never below 0 (a pair the thief did not slow).
 ///
-/// The cheapest, not the median: on 2026-12-02 most pairs read 78–135 ns
+/// The cheapest, not the median: in the measured runs most pairs read 78–135 ns
 /// per counted transfer at either latency and about one in three
 /// 215–517 ns, with as many transfers per op and the thief taking the lock
 /// less often in the dear ones, not more. What makes a pair dear has not

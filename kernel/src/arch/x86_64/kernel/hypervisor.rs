@@ -25,7 +25,7 @@ use alloc::string::String;
 use super::processor::cpuid;
 
 /// Loop iterations per millisecond below which guest code is taken to be
-/// emulated. Measured 2026-12-01 on a loaded 2-core test machine: the
+/// emulated. Measured on a loaded 2-core test machine: the
 /// emulating KVM 23–220, TCG 68 000–99 000; a processor running the loop
 /// itself does one iteration in a few cycles (hundreds of thousands).
 pub const EMULATED_BELOW_PER_MS: u64 = 2_000;
