@@ -12,7 +12,7 @@
 //!   `stat` inside acregmax/acdirmax costs no round trip; the listing itself
 //!   is reused inside acdirmax;
 //! - `getattr` revalidates attributes older than the window and asks for the
-//!   WSL EAs when the WSL-EA design says so ([`wslea`]); a tree connect
+//!   WSL EAs when the WSL-EA design says so ([`eacache`]); a tree connect
 //!   whose server refuses the EA query itself (STATUS_NOT_SUPPORTED,
 //!   STATUS_INVALID_INFO_CLASS: impacket, some NAS) has "no EAs": the stat
 //!   succeeds and probing stops until a reconnect (counted in
@@ -30,7 +30,7 @@
 //! serialised), the dcache entries of its own superblock.
 
 pub mod options;
-pub mod wslea;
+pub mod eacache;
 
 pub use options::{CifsOpts, OptError, OPTION_NAMES};
 
@@ -51,7 +51,7 @@ use crate::smb::wire::status;
 use crate::smb::{Clock, Config, Connection, Connector, OpenKind, SmbError};
 use crate::sync::spinlock::SpinLock;
 use crate::vfs::{FileType, Vfs};
-use wslea::ProbeCtx;
+use eacache::ProbeCtx;
 
 /// FILE_ATTRIBUTE_DIRECTORY
 const ATTR_DIRECTORY: u32 = 0x10;

@@ -19,7 +19,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::wslea::{self, WSLEA_DESIGNS};
+use super::eacache::{self as wslea, WSLEA_DESIGNS};
 
 /// Parsed mount options.
 #[derive(Clone, Debug, PartialEq, Eq)]
