@@ -38,5 +38,6 @@ pub mod sync;
 pub mod tmpfs;
 pub mod trace;
 pub mod vfs;
+pub mod xattr;
 
 pub use errno::{Errno, KResult};

@@ -29,8 +29,8 @@
 //! Touches: one connection (behind a spinlock: requests of one mount are
 //! serialised), the dcache entries of its own superblock.
 
-pub mod options;
 pub mod eacache;
+pub mod options;
 
 pub use options::{CifsOpts, OptError, OPTION_NAMES};
 
