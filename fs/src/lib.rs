@@ -18,6 +18,7 @@
 extern crate alloc;
 
 pub mod cifs;
+pub mod coreutils;
 pub mod dcache;
 pub mod errno;
 #[cfg(all(feature = "std", feature = "teaching"))]

@@ -2,8 +2,9 @@
 //! lists it: QEMU user networking (`restrict=on`) forwards the guest's
 //! 10.0.2.100:445 to the latency relay (started by QEMU per connection,
 //! 0 ms delay), which forwards to the fixture's loopback port and counts
-//! every frame. Checks that the guest listed every entry, that `easize`
-//! needed no EA probes, that `smbread=` read a 300 KB file through the
+//! every frame. Checks that the guest listed every entry (coreutils 9.7's
+//! calls, `llistxattr` included), that `eacache=easize`
+//! answered every `llistxattr` without a query, that `smbread=` read a 300 KB file through the
 //! mount with the checksum of the server's copy, that the relay counted
 //! exactly the frames the guest says it sent, and that a wrong password is
 //! a clean non-zero exit.
@@ -102,7 +103,7 @@ fn guest_mounts_and_lists_share_over_virtio_net() {
         &fx,
         &stats,
         &format!(
-            "smb=//10.0.2.100/{} smbopts=username={},password={},wslea=easize,acregmax=60,acdirmax=60 smbread={READ_NAME}",
+            "smb=//10.0.2.100/{} smbopts=username={},password={},eacache=easize,acregmax=60,acdirmax=60 smbread={READ_NAME}",
             fx.share, fx.user, fx.password
         ),
     );
@@ -153,7 +154,7 @@ fn guest_mounts_and_lists_share_over_virtio_net() {
     let warm = field(serial, lsla, "warm_frames").expect("warm_frames");
     assert!(
         (1..=6).contains(&cold),
-        "easize lists without probes: {cold}"
+        "easize lists without EA queries: {cold}"
     );
     assert_eq!(warm, 0, "warm listing is served from the caches");
     assert!(

@@ -1,199 +1,303 @@
-//! The WSL-EA designs: when does `stat` ask the server for the WSL metadata
-//! EAs (`$LXUID $LXGID $LXMOD $LXDEV`)?
+//! The EA-cache designs: when does `listxattr`/`getxattr` on a cifs inode
+//! ask the server (CREATE(FILE_READ_EA) + QUERY_INFO(FileFullEaInformation)
+//! + CLOSE), and when may the client answer from what it knows?
 //!
-//! | design | rule | round trips for `ls -la` of N entries without EAs |
+//! Linux 6.12 (`fs/smb/client/xattr.c` → `smb2_query_eas`) asks on every
+//! call and remembers nothing: STATUS_NO_EAS_ON_FILE becomes an empty list.
+//! coreutils ≥ 9.x `ls -l` calls `llistxattr` once per entry (plus the
+//! argument and `.`), so listing N entries costs N round trips, warm as
+//! cold: that is the cifs seed's slow `ls -la` (docs/designs.md).
+//!
+//! | design | rule | QUERY_INFO for coreutils 9.7 `ls -la` of N entries without EAs |
 //! |---|---|---|
-//! | `probe` | every `stat`, every time (Linux 6.12 as the seed shows it) | N cold, N warm |
-//! | `negcache` | remember the answer (NO_EAS included) per inode for the attribute window; per tree connect, after K answers of NO_EAS and no WSL EA ever, stop probing entries whose listing showed no EAs, until a positive answer, a reconnect or the window expiring | K cold, 0 warm |
-//! | `easize` (default) | the listing's EaSize says whether an entry has any EA at all: 0 → never probe; reparse points (where that field holds the tag) fall back to `negcache` | 0 cold, 0 warm |
-//! | `off` | never probe (implied when uid, gid, file_mode and dir_mode are all forced) | 0 |
+//! | `always` | every call asks (Linux 6.12, the baseline) | N+2 cold, N+2 warm |
+//! | `negcache` | an inode answered "no EAs" is believed for its attribute window; per tree connect, after K such answers and none with EAs, entries whose attributes did not show EAs are answered locally until the window passes, an entry with EAs is seen or a reconnect | K cold, 0 warm |
+//! | `easize` (default) | the EaSize the server sent with the attributes (QUERY_DIRECTORY's, or FileAllInformation's) is 0 → an empty list, answered locally within the attribute window; unknown (reparse points, where the field holds the tag) → `negcache` | 0 cold, 0 warm |
+//! | `off` | no `user.` attributes at all: EOPNOTSUPP, nothing sent (as `nouser_xattr`) | 0 |
 //!
-//! Staleness bound of `negcache`: an entry that gains WSL EAs after being
-//! answered NO_EAS shows the default owner for at most one attribute window
-//! (acregmax) per inode, and the per-tcon stop lasts at most one window too.
+//! Staleness bound: an EA added on the server to an entry answered (or
+//! listed) as having none shows once that inode's attribute window
+//! (acregmax, acdirmax for directories) has passed; the per-tcon stop of
+//! `negcache` lasts at most one window too. A change made through this
+//! client (write, rename, setxattr) forgets what it knew at once.
 //!
-//! To add a design: a unit struct implementing [`WslEaDesign`] and a line in
-//! [`WSLEA_DESIGNS`]; `wslea=NAME` then accepts it and `make smb-bench`
-//! can sweep it.
+//! To add a design: a unit struct implementing [`EaCacheDesign`] and a line
+//! in [`EACACHE_DESIGNS`]; `eacache=NAME` then accepts it, help texts and
+//! error messages name it, and `make smb-bench` can sweep it.
+
+use alloc::string::String;
 
 /// What a design may look at to decide.
-pub struct ProbeCtx {
-    /// Milliseconds since the server last answered a probe for this inode
-    /// (NO_EAS or the EAs themselves); `None`: never asked.
-    pub since_answer_ms: Option<u64>,
-    /// The directory listing's EaSize for this entry (`None`: unknown or a
+#[derive(Clone, Copy, Debug)]
+pub struct EaCtx {
+    /// Milliseconds since the server last said this inode has no EAs
+    /// (`None`: never, or the inode changed since).
+    pub since_no_eas_ms: Option<u64>,
+    /// The EaSize the server sent with this inode's attributes, if they are
+    /// still inside the attribute window (`None`: unknown, stale, or a
     /// reparse point).
-    pub listing_ea_size: Option<u32>,
+    pub ea_size: Option<u32>,
     /// NO_EAS answers on this tree connect since the last reset.
     pub tcon_no_eas: u32,
-    /// Has this tree connect ever returned a WSL EA?
+    /// Has this tree connect ever answered with EAs?
     pub tcon_positive: bool,
     /// Milliseconds since the per-tcon count reached K (`None`: it has not).
     pub since_tcon_stop_ms: Option<u64>,
-    /// The attribute-cache window (acregmax), milliseconds.
+    /// The server refused the EA query class on this tree connect
+    /// (STATUS_NOT_SUPPORTED / STATUS_INVALID_INFO_CLASS).
+    pub tcon_refused: bool,
+    /// This inode's attribute window, milliseconds.
     pub window_ms: u64,
-    /// K of `negcache`.
+    /// K of `negcache` (`eacache_k=`).
     pub k: u32,
 }
 
-/// One policy for WSL-EA probing.
-pub trait WslEaDesign: Sync {
-    /// The name in `wslea=`.
+/// A design's answer for one `listxattr`/`getxattr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EaAnswer {
+    /// Send CREATE + QUERY_INFO(FileFullEaInformation) + CLOSE.
+    Ask,
+    /// The inode has no EAs: an empty list (ENODATA for a name), locally.
+    NoEas,
+    /// No `user.` attributes here: EOPNOTSUPP, locally.
+    Unsupported,
+}
+
+/// One EA-cache policy.
+pub trait EaCacheDesign: Sync {
+    /// The name in `eacache=`.
     fn name(&self) -> &'static str;
     /// One line for help texts.
     fn help(&self) -> &'static str;
-    /// Send CREATE+QUERY_INFO(EA)+CLOSE for this `stat`?
-    fn should_probe(&self, c: &ProbeCtx) -> bool;
+    /// Ask the server, or answer locally?
+    fn decide(&self, c: &EaCtx) -> EaAnswer;
 }
 
-/// Linux 6.12: probe on every stat.
-pub struct Probe;
+/// Linux 6.12: every call asks.
+pub struct Always;
 /// Per-inode and per-tcon negative cache.
 pub struct NegCache;
-/// Trust the listing's EaSize.
+/// Trust the EaSize the attributes came with.
 pub struct EaSize;
-/// Never probe.
+/// No `user.` attributes (as `nouser_xattr`).
 pub struct Off;
 
-impl WslEaDesign for Probe {
+impl EaCacheDesign for Always {
     fn name(&self) -> &'static str {
-        "probe"
+        "always"
     }
     fn help(&self) -> &'static str {
-        "Linux 6.12: CREATE+QUERY_INFO(EA)+CLOSE on every stat, nothing remembered"
+        "Linux 6.12: every listxattr/getxattr sends CREATE+QUERY_INFO(EA)+CLOSE, nothing remembered"
     }
-    fn should_probe(&self, _: &ProbeCtx) -> bool {
-        true
+    fn decide(&self, _: &EaCtx) -> EaAnswer {
+        EaAnswer::Ask
     }
 }
 
-fn negcache_rule(c: &ProbeCtx) -> bool {
-    if c.since_answer_ms.is_some_and(|t| t < c.window_ms) {
-        return false;
+fn negcache_rule(c: &EaCtx) -> EaAnswer {
+    if c.tcon_refused {
+        return EaAnswer::Unsupported;
     }
-    let listing_says_none = c.listing_ea_size.is_none_or(|s| s == 0);
+    if c.since_no_eas_ms.is_some_and(|t| t < c.window_ms) {
+        return EaAnswer::NoEas;
+    }
+    let attrs_say_none = c.ea_size.is_none_or(|s| s == 0);
     let tcon_stopped = !c.tcon_positive
         && c.tcon_no_eas >= c.k
         && c.since_tcon_stop_ms.is_some_and(|t| t < c.window_ms);
-    !(tcon_stopped && listing_says_none)
+    if tcon_stopped && attrs_say_none {
+        EaAnswer::NoEas
+    } else {
+        EaAnswer::Ask
+    }
 }
 
-impl WslEaDesign for NegCache {
+impl EaCacheDesign for NegCache {
     fn name(&self) -> &'static str {
         "negcache"
     }
     fn help(&self) -> &'static str {
         "remember NO_EAS per inode for the attribute window; stop per tree connect after K NO_EAS answers"
     }
-    fn should_probe(&self, c: &ProbeCtx) -> bool {
+    fn decide(&self, c: &EaCtx) -> EaAnswer {
         negcache_rule(c)
     }
 }
 
-impl WslEaDesign for EaSize {
+impl EaCacheDesign for EaSize {
     fn name(&self) -> &'static str {
         "easize"
     }
     fn help(&self) -> &'static str {
-        "never probe entries whose directory listing says EaSize=0; reparse points fall back to negcache"
+        "EaSize 0 in the listing or FileAllInformation: an empty list, locally, within the attribute window; unknown: negcache"
     }
-    fn should_probe(&self, c: &ProbeCtx) -> bool {
-        match c.listing_ea_size {
-            Some(0) => false,
-            Some(_) => c.since_answer_ms.is_none_or(|t| t >= c.window_ms),
+    fn decide(&self, c: &EaCtx) -> EaAnswer {
+        match c.ea_size {
+            _ if c.tcon_refused => EaAnswer::Unsupported,
+            Some(0) => EaAnswer::NoEas,
+            Some(_) => EaAnswer::Ask,
             None => negcache_rule(c),
         }
     }
 }
 
-impl WslEaDesign for Off {
+impl EaCacheDesign for Off {
     fn name(&self) -> &'static str {
         "off"
     }
     fn help(&self) -> &'static str {
-        "never probe for WSL EAs (implied when uid, gid and both modes are forced)"
+        "no user. attributes: EOPNOTSUPP without a round trip (as nouser_xattr)"
     }
-    fn should_probe(&self, _: &ProbeCtx) -> bool {
-        false
+    fn decide(&self, _: &EaCtx) -> EaAnswer {
+        EaAnswer::Unsupported
     }
 }
 
-/// Every WSL-EA design. Add new designs here.
-pub static WSLEA_DESIGNS: &[&dyn WslEaDesign] = &[&Probe, &NegCache, &EaSize, &Off];
+/// Every EA-cache design. Add new designs here.
+pub static EACACHE_DESIGNS: &[&dyn EaCacheDesign] = &[&Always, &NegCache, &EaSize, &Off];
+
+/// The default design.
+pub const DEFAULT: &str = "easize";
 
 /// Index of the design called `name`.
 pub fn by_name(name: &str) -> Option<usize> {
-    WSLEA_DESIGNS.iter().position(|d| d.name() == name)
+    EACACHE_DESIGNS.iter().position(|d| d.name() == name)
+}
+
+/// The design names as one `a|b|c` word (for messages and help).
+pub fn names() -> String {
+    let mut s = String::new();
+    for (i, d) in EACACHE_DESIGNS.iter().enumerate() {
+        if i > 0 {
+            s.push('|');
+        }
+        s.push_str(d.name());
+    }
+    s
+}
+
+/// `wslea=NAME`, the option's old name: the design it now means. `probe`
+/// (an EA query on every `stat`) modelled no Linux client; the client
+/// that really asks every time is `always`.
+pub fn from_wslea(name: &str) -> Option<usize> {
+    match name {
+        "probe" => by_name("always"),
+        n => by_name(n),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn ctx() -> ProbeCtx {
-        ProbeCtx {
-            since_answer_ms: None,
-            listing_ea_size: Some(0),
+    fn ctx() -> EaCtx {
+        EaCtx {
+            since_no_eas_ms: None,
+            ea_size: Some(0),
             tcon_no_eas: 0,
             tcon_positive: false,
             since_tcon_stop_ms: None,
+            tcon_refused: false,
             window_ms: 1000,
             k: 8,
         }
     }
 
+    use EaAnswer::*;
+
     #[test]
-    fn rules() {
-        let c = ctx();
-        assert!(Probe.should_probe(&c));
-        assert!(!Off.should_probe(&c));
-        assert!(!EaSize.should_probe(&c), "EaSize 0: no EAs at all");
-        assert!(NegCache.should_probe(&c), "nothing known yet");
-        let c = ProbeCtx {
-            since_answer_ms: Some(10),
+    fn always_and_off() {
+        for c in [
+            ctx(),
+            EaCtx {
+                tcon_refused: true,
+                since_no_eas_ms: Some(1),
+                ..ctx()
+            },
+        ] {
+            assert_eq!(Always.decide(&c), Ask, "Linux asks every time");
+            assert_eq!(Off.decide(&c), Unsupported);
+        }
+    }
+
+    #[test]
+    fn negcache() {
+        let no_size = EaCtx {
+            ea_size: None,
             ..ctx()
         };
-        assert!(
-            !NegCache.should_probe(&c),
-            "per-inode negative within window"
+        assert_eq!(NegCache.decide(&no_size), Ask, "nothing known yet");
+        assert_eq!(
+            NegCache.decide(&ctx()),
+            Ask,
+            "negcache ignores EaSize alone"
         );
-        let c = ProbeCtx {
-            since_answer_ms: Some(2000),
-            ..ctx()
+        let c = EaCtx {
+            since_no_eas_ms: Some(10),
+            ..no_size
         };
-        assert!(NegCache.should_probe(&c), "window expired");
-        let c = ProbeCtx {
+        assert_eq!(NegCache.decide(&c), NoEas, "per-inode negative in window");
+        let c = EaCtx {
+            since_no_eas_ms: Some(1000),
+            ..no_size
+        };
+        assert_eq!(NegCache.decide(&c), Ask, "window expired");
+        let stopped = EaCtx {
             tcon_no_eas: 8,
             since_tcon_stop_ms: Some(5),
-            ..ctx()
+            ..no_size
         };
-        assert!(!NegCache.should_probe(&c), "tcon stopped");
-        let c = ProbeCtx {
-            tcon_no_eas: 8,
-            since_tcon_stop_ms: Some(5),
-            listing_ea_size: Some(19),
-            ..ctx()
+        assert_eq!(NegCache.decide(&stopped), NoEas, "tcon stopped");
+        let c = EaCtx {
+            ea_size: Some(19),
+            ..stopped
         };
-        assert!(NegCache.should_probe(&c), "listing says it has EAs");
-        let c = ProbeCtx {
-            tcon_no_eas: 8,
-            since_tcon_stop_ms: Some(5),
+        assert_eq!(NegCache.decide(&c), Ask, "attributes show EAs");
+        let c = EaCtx {
             tcon_positive: true,
+            ..stopped
+        };
+        assert_eq!(NegCache.decide(&c), Ask, "an entry with EAs re-arms");
+        let c = EaCtx {
+            since_tcon_stop_ms: Some(1000),
+            ..stopped
+        };
+        assert_eq!(NegCache.decide(&c), Ask, "the stop lasts one window");
+        let c = EaCtx {
+            tcon_refused: true,
+            ..no_size
+        };
+        assert_eq!(NegCache.decide(&c), Unsupported, "refused class");
+    }
+
+    #[test]
+    fn easize() {
+        assert_eq!(EaSize.decide(&ctx()), NoEas, "EaSize 0: no EAs at all");
+        let c = EaCtx {
+            ea_size: Some(15),
+            since_no_eas_ms: Some(1),
             ..ctx()
         };
-        assert!(
-            NegCache.should_probe(&c),
-            "a positive answer re-arms probing"
-        );
-        let c = ProbeCtx {
-            listing_ea_size: None,
+        assert_eq!(EaSize.decide(&c), Ask, "has EAs: asks");
+        let c = EaCtx {
+            ea_size: None,
             ..ctx()
         };
-        assert!(EaSize.should_probe(&c), "reparse point: negcache rule");
-        let c = ProbeCtx {
-            listing_ea_size: Some(15),
+        assert_eq!(EaSize.decide(&c), Ask, "unknown: the negcache rule");
+        let c = EaCtx {
+            ea_size: None,
+            since_no_eas_ms: Some(1),
             ..ctx()
         };
-        assert!(EaSize.should_probe(&c), "has EAs");
+        assert_eq!(EaSize.decide(&c), NoEas, "unknown: the negcache rule");
+    }
+
+    #[test]
+    fn registry_names() {
+        assert_eq!(names(), "always|negcache|easize|off");
+        assert!(by_name(DEFAULT).is_some());
+        assert_eq!(from_wslea("probe"), by_name("always"));
+        assert_eq!(from_wslea("negcache"), by_name("negcache"));
+        assert_eq!(from_wslea("bogus"), None);
     }
 }
