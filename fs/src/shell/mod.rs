@@ -43,7 +43,8 @@
 //!   target (`ok` alone for an empty value).
 //! - `mount cifs`: `ok`, or `err ENAME` (a refused option is `EINVAL`, a
 //!   server that cannot be reached `EHOSTDOWN`, a refused login `EACCES`),
-//!   with the reason on a `# ` line before it.
+//!   with the reason on a `# ` line before it; an option given by its old
+//!   name (`wslea=`) adds a `# cifs: …` note before `ok`.
 //! - `ls`: `ok` followed by the entry names, sorted by their bytes,
 //!   space-separated, without `.` and `..` (`ok a b c`; `ok` for an empty dir).
 //! - Extra lines start with `# ` and come before the result line: `stats`
@@ -727,8 +728,20 @@ impl Shell {
         );
         match r {
             Ok(sb) => {
+                // Options given by an old name say what they mean now.
+                let mut out: Vec<String> = sb
+                    .ops_as::<crate::cifs::CifsFs>()
+                    .map(|fs| {
+                        fs.opts
+                            .notes
+                            .iter()
+                            .map(|n| std::format!("# {n}"))
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 self.cifs.push(sb);
-                vec![ok_with("")]
+                out.push(ok_with(""));
+                out
             }
             Err(e) => {
                 let errno = match &e {
