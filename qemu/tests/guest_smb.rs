@@ -7,7 +7,8 @@
 //! answered every `llistxattr` without a query, that `smbread=` read a 300 KB file through the
 //! mount with the checksum of the server's copy, that the relay counted
 //! exactly the frames the guest says it sent, and that a wrong password is
-//! a clean non-zero exit.
+//! a clean non-zero exit; and that `wslea=probe` (the old name) mounts as
+//! `eacache=always`, saying so, and asks once per name cold and warm.
 //!
 //! Skips with the reason (a failure under `REQUIRE_FIXTURES=1`) unless root + smbd (the fixture), QEMU and the
 //! release kernel image (`$GUEST_KERNEL`, else
@@ -267,5 +268,49 @@ acdirmax=300,acregmax=30";
     assert!(
         serial.contains("Encrypted frames: "),
         "the Stats show the sealed frames:\n{serial}"
+    );
+}
+
+/// The old option name in the guest: `wslea=probe` mounts as
+/// `eacache=always` (and says so), and the guest's `ls -la` then asks the
+/// server once per name, cold and warm, as Linux 6.12 does under coreutils
+/// 9.7: the entries, `/mnt` and `.`.
+#[test]
+fn guest_always_asks_per_name_and_wslea_says_what_it_means_now() {
+    if let Some((fixture, why)) = skip_reason() {
+        qemu::fixtures::skip("guest_smb", fixture, why);
+        return;
+    }
+    let fx = Fixture::start(&FixtureOpts {
+        entries: ENTRIES,
+        ..FixtureOpts::default()
+    })
+    .expect("samba fixture");
+    let stats = fx.dir.join("guest-relay-stats");
+    std::fs::create_dir_all(&stats).unwrap();
+    let out = boot(
+        &fx,
+        &stats,
+        &format!(
+            "smb=//10.0.2.100/{} smbopts=username={},password={},wslea=probe,acregmax=60,acdirmax=60",
+            fx.share, fx.user, fx.password
+        ),
+    );
+    let serial = &out.serial_output;
+    assert_eq!(out.status, GuestStatus::Exited(0), "{serial}");
+    assert!(
+        serial.contains("smb: cifs: wslea=probe is now eacache=always"),
+        "{serial}"
+    );
+    assert!(serial.contains("(eacache=always)"), "{serial}");
+    let line = serial
+        .lines()
+        .find(|l| l.starts_with("lsla: cold "))
+        .unwrap_or_else(|| panic!("no lsla line:\n{serial}"));
+    let names = ENTRIES + 2;
+    assert!(
+        line.contains(&format!(" {names} QUERY_INFO; warm "))
+            && line.ends_with(&format!(" {names} QUERY_INFO")),
+        "one EA query per name, cold and warm: {line}"
     );
 }
