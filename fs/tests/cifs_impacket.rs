@@ -1,7 +1,8 @@
 //! The cifs mount against impacket's smbserver.py (SMB 2.0.2 only, no EA
 //! query, FileId 0 for every entry): mount, list, stat with unique inode
-//! numbers, read with the right bytes, and `stat` succeeding under every
-//! WSL-EA design although the EA query is refused.
+//! numbers, read with the right bytes, and `stat` and `llistxattr`
+//! (EOPNOTSUPP, or an empty list where the design never asks) under every
+//! EA-cache design although the EA query is refused.
 
 use std::collections::BTreeSet;
 

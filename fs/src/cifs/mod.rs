@@ -271,7 +271,7 @@ impl CifsFs {
 
     /// After a change: the server's attributes (from the CLOSE, or a
     /// stat when the server sent none), fresh for the attribute window, and
-    /// the WSL-EA state dropped.
+    /// what was known of its EAs dropped.
     fn changed(&self, inode: &Inode, attrs: Option<CloseAttrs>) -> KResult<()> {
         let Some(ci) = inode.private::<CifsInode>() else {
             return Ok(());
