@@ -20,8 +20,8 @@
 //! listed). `system.posix_acl_access` / `_default` read as absent and
 //! remove as a no-op, as on a tmpfs without ACLs; setting one is
 //! EOPNOTSUPP (no ACLs here, where Linux would parse the value). Names are
-//! listed in byte order (Linux 6.6–6.12 keep them in an rbtree by name;
-//! newer kernels hash them, so callers must not rely on an order).
+//! listed in byte order; Linux promises no order (the host's 6.18 tmpfs
+//! lists them in neither byte nor insertion order), so vfsh sorts.
 //!
 //! Touches: the inode's attribute map under its own lock; a stored
 //! attribute asks memory admission ([`crate::mem`]) first.
