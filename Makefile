@@ -49,7 +49,7 @@ help:
 	@echo "make test-kvm   the KVM smoke plus selftest under --accel kvm (skips listed with reasons; where /dev/kvm opens)"
 	@echo "make boot       boot once: SMP=$(SMP) MEM=$(MEM) CMDLINE='$(CMDLINE)' ACCEL=$(ACCEL) TIMEOUT=$(TIMEOUT)"
 	@echo "make bench      the design sweep (BENCH_ARGS='$(BENCH_ARGS)')"
-	@echo "make smb-bench  the SMB sweep"
+	@echo "make smb-bench  the SMB sweep (SMB_DESIGNS='$(SMB_DESIGNS)': EA-cache designs, empty = all; SMB_ARGS='$(SMB_ARGS)')"
 	@echo "make bench-static  a statically linked bench binary ($(BENCH_STATIC)) for bare machines"
 	@echo "make demo-trace boot with demo=trace (one traced stat per design)"
 	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs"
@@ -124,8 +124,12 @@ bench-static:
 	@file $(BENCH_STATIC) | grep -qE "statically linked|static-pie linked" || { echo "bench-static: $(BENCH_STATIC) is not static"; exit 1; }
 	@echo "$(BENCH_STATIC): $$(ldd $(BENCH_STATIC) 2>&1 | tr -d '\t')"
 
+# EA-cache designs for `smb-bench` (empty: every design of
+# fs/src/cifs/eacache.rs) and further `bench smb-sweep` flags.
+SMB_DESIGNS ?=
+SMB_ARGS ?=
 smb-bench: build
-	$(CARGO) run --release -p bench -- smb-sweep
+	$(CARGO) run --release -p bench -- smb-sweep $(SMB_DESIGNS) $(SMB_ARGS)
 
 demo-trace: build-qemu-run build-kernel
 	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(SMP) --cmdline "demo=trace" $(QEMU_RUN_FLAGS)

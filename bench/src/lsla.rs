@@ -1,5 +1,7 @@
-//! `lsla`: the cifs seed's experiment — `ls -la` of a share of N entries
-//! over a delayed link, per WSL-EA design, cold then warm — in host mode:
+//! `lsla`: the cifs seed's experiment — coreutils 9.7's `ls -la` of a share
+//! of N entries over a delayed link (its calls: lstat and llistxattr of
+//! every name, [`fs::coreutils::ls_la`]), per EA-cache design (`eacache=`),
+//! cold then warm — in host mode:
 //! the fs crate's SMB client on host threads, a loopback Samba started for
 //! the run, and the latency relay between them as the independent observer.
 //!
@@ -34,6 +36,10 @@ pub struct LslaConfig {
     pub entries: usize,
     /// Entries (the first ones) that carry WSL EAs.
     pub wsl_entries: usize,
+    /// Entries (the last ones) that carry the EA `user.x` = `1`, as
+    /// `setfattr -n user.x -v 1` on the server's files makes it; every
+    /// listing must show it (see [`check_eas`]).
+    pub ea_entries: usize,
     /// The `latency-relay` binary.
     pub relay_bin: PathBuf,
     /// Extra mount options (appended).
@@ -136,24 +142,59 @@ impl Drop for Relay {
     }
 }
 
-/// `ls -la`: readdir, then lstat of every entry. Returns the sorted names'
-/// (name, uid, gid, mode).
-fn ls_la(v: &Vfs) -> Result<Vec<(String, u32, u32, u32)>, String> {
-    let mut names: Vec<String> = v
-        .readdir(b"/mnt")
-        .map_err(|e| format!("readdir: {e}"))?
-        .into_iter()
-        .map(|e| String::from_utf8_lossy(&e.name).into_owned())
+/// coreutils 9.7's `ls -la /mnt`.
+fn ls_la(v: &Vfs) -> Result<fs::coreutils::LsListing, String> {
+    fs::coreutils::ls_la(v, b"/mnt").map_err(|e| format!("ls -la /mnt: {e}"))
+}
+
+/// The (name, uid, gid, mode) of a listing's entries.
+fn owners(l: &fs::coreutils::LsListing) -> Vec<(String, u32, u32, u32)> {
+    l.entries
+        .iter()
+        .map(|e| {
+            let n = String::from_utf8_lossy(&e.name).into_owned();
+            (n, e.stat.uid, e.stat.gid, e.stat.mode)
+        })
+        .collect()
+}
+
+/// The name of the share's `i`th entry that [`LslaConfig::ea_entries`]
+/// gives `user.x`.
+fn ea_entry(entries: usize, ea_entries: usize, i: usize) -> String {
+    qemu::samba::entry_name(entries - ea_entries + i)
+}
+
+/// Does the listing show what the share holds? The entries given
+/// `user.x` list it, the WSL entries their `user.$LX…` EAs, the others
+/// nothing — except where the mount has no `user.` names at all
+/// (`unsupported`: `eacache=off`, `nouser_xattr`): EOPNOTSUPP everywhere.
+pub fn check_eas(
+    l: &fs::coreutils::LsListing,
+    cfg: &LslaConfig,
+    unsupported: bool,
+) -> Result<(), String> {
+    let x: std::collections::BTreeSet<String> = (0..cfg.ea_entries.min(cfg.entries))
+        .map(|i| ea_entry(cfg.entries, cfg.ea_entries.min(cfg.entries), i))
         .collect();
-    names.sort();
-    let mut out = Vec::with_capacity(names.len());
-    for n in names {
-        let st = v
-            .lstat(format!("/mnt/{n}").as_bytes())
-            .map_err(|e| format!("lstat {n}: {e}"))?;
-        out.push((n, st.uid, st.gid, st.mode));
+    for e in &l.entries {
+        let name = String::from_utf8_lossy(&e.name).into_owned();
+        let wsl = (0..cfg.wsl_entries).any(|i| qemu::samba::entry_name(i) == name);
+        let ok = match &e.xattrs {
+            Err(fs::errno::Errno::EOPNOTSUPP) => unsupported,
+            Err(_) => false,
+            Ok(_) if unsupported => false,
+            Ok(names) => {
+                let has = |n: &[u8]| names.iter().any(|m| m == n);
+                has(b"user.x") == x.contains(&name)
+                    && has(b"user.$LXUID") == wsl
+                    && names.is_empty() == (!wsl && !x.contains(&name))
+            }
+        };
+        if !ok {
+            return Err(format!("{name}: llistxattr gave {:?}", e.xattrs));
+        }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn diff(a: &Totals, b: &Totals) -> Totals {
@@ -163,14 +204,7 @@ fn diff(a: &Totals, b: &Totals) -> Totals {
 /// Run every design × RTT; `progress` is told what runs.
 pub fn run(cfg: &LslaConfig, mut progress: impl FnMut(&str)) -> Result<Vec<LslaRow>, String> {
     Fixture::available()?;
-    let fx = Fixture::start(
-        &FixtureOpts {
-            entries: cfg.entries,
-            ..FixtureOpts::default()
-        }
-        .with_wsl_eas(cfg.wsl_entries),
-    )
-    .map_err(|e| format!("samba fixture: {e}"))?;
+    let fx = Fixture::start(&fixture_opts(cfg)).map_err(|e| format!("samba fixture: {e}"))?;
     let tmp = std::env::temp_dir().join(format!("lsla-{}", std::process::id()));
     let mut rows = Vec::new();
     for &rtt in &cfg.rtts_ms {
@@ -181,7 +215,7 @@ pub fn run(cfg: &LslaConfig, mut progress: impl FnMut(&str)) -> Result<Vec<LslaR
             let v = Vfs::new_tmpfs("").map_err(|e| e.to_string())?;
             v.mkdir(b"/mnt", 0o755).map_err(|e| e.to_string())?;
             let opts = format!(
-                "username={},password={},acregmax=30,acdirmax=300,wslea={design}{}{}",
+                "username={},password={},acregmax=30,acdirmax=300,eacache={design}{}{}",
                 fx.user,
                 fx.password,
                 if cfg.extra_opts.is_empty() { "" } else { "," },
@@ -203,13 +237,19 @@ pub fn run(cfg: &LslaConfig, mut progress: impl FnMut(&str)) -> Result<Vec<LslaR
             let fs = sb.ops_as::<CifsFs>().ok_or("not a cifs mount")?;
             let t0 = relay.totals();
             let s = Instant::now();
-            let sample = ls_la(&v)?;
+            let cold = ls_la(&v)?;
             let cold_s = s.elapsed().as_secs_f64();
             let t1 = relay.totals();
             let s = Instant::now();
-            ls_la(&v)?;
+            let warm = ls_la(&v)?;
             let warm_s = s.elapsed().as_secs_f64();
             let t2 = relay.totals();
+            let unsupported = fs.opts.effective_eacache().name() == "off";
+            for (l, when) in [(&cold, "cold"), (&warm, "warm")] {
+                check_eas(l, cfg, unsupported)
+                    .map_err(|e| format!("eacache={design} rtt_ms={rtt}, {when} listing: {e}"))?;
+            }
+            let sample = owners(&cold);
             let client_frames = fs.with_stats(|st| st.frames);
             let client_stats = fs.render_stats();
             drop(v);
@@ -242,6 +282,22 @@ pub fn run(cfg: &LslaConfig, mut progress: impl FnMut(&str)) -> Result<Vec<LslaR
     Ok(rows)
 }
 
+/// The share of `cfg`: its entries, the WSL EAs, `user.x` on the last
+/// [`LslaConfig::ea_entries`].
+fn fixture_opts(cfg: &LslaConfig) -> FixtureOpts {
+    let mut o = FixtureOpts {
+        entries: cfg.entries,
+        ..FixtureOpts::default()
+    }
+    .with_wsl_eas(cfg.wsl_entries);
+    for i in 0..cfg.ea_entries.min(cfg.entries) {
+        let name = ea_entry(cfg.entries, cfg.ea_entries.min(cfg.entries), i);
+        o.other_xattrs
+            .push((name, "user.x".to_string(), b"1".to_vec()));
+    }
+    o
+}
+
 /// The report: a table per RTT, the seed-style distributions, the lines.
 pub fn report(rows: &[LslaRow]) -> String {
     report_all(&[], rows)
@@ -251,8 +307,8 @@ pub fn report(rows: &[LslaRow]) -> String {
 /// the main table, the seed's variants in their own table beside the
 /// seed's figures, then its distributions).
 pub fn report_all(linux: &[LinuxLsla], rows: &[LslaRow]) -> String {
-    let mut s = String::from("# `ls -la` over SMB: WSL-EA designs\n\n");
-    s.push_str("Host mode: the fs crate's SMB client, a loopback Samba 511-entry share, the latency relay counting frames.");
+    let mut s = String::from("# `ls -la` over SMB: EA-cache designs\n\n");
+    s.push_str("Host mode: the fs crate's SMB client making coreutils 9.7's calls (lstat + llistxattr per name), a loopback Samba 511-entry share, the latency relay counting frames.");
     if let Some(l) = linux.first() {
         s.push_str(&format!(" The `linux-…` rows are the real client ({}) in the reference guest, same share, same relay (see below).", l.kernel));
     }
@@ -301,10 +357,10 @@ pub fn report_all(linux: &[LinuxLsla], rows: &[LslaRow]) -> String {
         .collect::<std::collections::BTreeSet<_>>()
     {
         let by = |d: &str| rows.iter().find(|r| r.rtt_ms == rtt && r.design == d);
-        if let (Some(p), Some(e)) = (by("probe"), by("easize")) {
+        if let (Some(p), Some(e)) = (by("always"), by("easize")) {
             if e.cold_s > 0.0 {
                 s.push_str(&format!(
-                    "\nRTT {rtt} ms: probe / easize cold time = {:.1}×\n",
+                    "\nRTT {rtt} ms: always / easize cold time = {:.1}×\n",
                     p.cold_s / e.cold_s
                 ));
             }

@@ -5,7 +5,7 @@
 //! bench linux-stat --dir /dev/shm --tasks 2 --warmup 2 --secs 5
 //! bench sweep --testcases statneg --designs transient,noalloc --cpus 1,2 --sources host,linux-host
 //! bench report results/A results/B --out results/merged
-//! bench smb-sweep --designs probe,negcache,easize,off --rtts 0,76
+//! bench smb-sweep always easize --rtts 0,76
 //! bench pingpong --batches 200
 //! bench rcu-reader --rounds 5 --secs 2
 //! bench predict --validate --repeat 5 --out results/predict
@@ -66,15 +66,16 @@ enum Cmd {
     },
     /// Run every design × CPU count on the chosen sources; write results/<timestamp>/.
     Sweep(sweep::SweepArgs),
-    /// The cifs seed's experiment: `ls -la` of a Samba share per WSL-EA
-    /// design and RTT, cold then warm, counted by the latency relay.
+    /// The cifs seed's experiment: coreutils 9.7's `ls -la` of a Samba
+    /// share per EA-cache design (`eacache=`) and RTT, cold then warm,
+    /// counted by the latency relay.
     SmbSweep {
-        /// WSL-EA designs.
-        #[arg(
-            long,
-            value_delimiter = ',',
-            default_value = "probe,negcache,easize,off"
-        )]
+        /// EA-cache designs to run [default: every design of
+        /// fs::cifs::eacache, in its order].
+        #[arg(value_name = "DESIGN")]
+        designs_pos: Vec<String>,
+        /// The same, comma-separated (added to DESIGN…).
+        #[arg(long, value_delimiter = ',')]
         designs: Vec<String>,
         /// Round-trip times to inject, milliseconds.
         #[arg(long, value_delimiter = ',', default_value = "0,76")]
@@ -85,6 +86,10 @@ enum Cmd {
         /// How many of them (the first ones) carry WSL EAs.
         #[arg(long, default_value_t = 0)]
         wsl: usize,
+        /// How many of them (the last ones) carry the EA `user.x` (every
+        /// listing is checked to show it).
+        #[arg(long, default_value_t = 0)]
+        eas: usize,
         /// Extra cifs mount options (comma-separated).
         #[arg(long, default_value = "")]
         opts: String,
@@ -252,10 +257,12 @@ fn main() -> ExitCode {
             }
         },
         Cmd::SmbSweep {
-            designs,
+            designs_pos,
+            mut designs,
             rtts,
             entries,
             wsl,
+            eas,
             opts,
             relay,
             out,
@@ -269,11 +276,27 @@ fn main() -> ExitCode {
                     .and_then(|p| p.parent().map(|d| d.join("latency-relay")))
                     .unwrap_or_else(|| PathBuf::from("latency-relay"))
             });
+            designs.splice(0..0, designs_pos);
+            let known = fs::cifs::eacache::EACACHE_DESIGNS;
+            if designs.is_empty() {
+                designs = known.iter().map(|d| d.name().to_string()).collect();
+            }
+            if let Some(bad) = designs
+                .iter()
+                .find(|d| fs::cifs::eacache::by_name(d).is_none())
+            {
+                eprintln!(
+                    "bench smb-sweep: no EA-cache design {bad:?} ({})",
+                    fs::cifs::eacache::names()
+                );
+                return ExitCode::from(2);
+            }
             let cfg = bench::lsla::LslaConfig {
                 designs,
                 rtts_ms: rtts,
                 entries,
                 wsl_entries: wsl,
+                ea_entries: eas,
                 relay_bin: relay,
                 extra_opts: opts,
             };

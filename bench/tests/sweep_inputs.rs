@@ -1,5 +1,5 @@
 //! `bench sweep` and `bench smb-sweep` check their inputs and outputs
-//! before running, and a sweep in which no point ran fails (issue #13 item
+//! before running (an unknown EA-cache design too), and a sweep in which no point ran fails (issue #13 item
 //! 8). Before: `--sources guest --kernel /nonexistent` measured nothing and
 //! exited 0; `smb-sweep --out <unwritable>` ran the whole experiment, then
 //! failed to write. Runs the `bench` binary; touches a scratch directory.
@@ -82,4 +82,15 @@ fn smb_sweep_checks_its_output_first() {
     assert!(err.contains("nothing was run"), "{err}");
     assert!(took < Duration::from_secs(30), "it ran first: {took:?}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn smb_sweep_refuses_an_unknown_design_naming_the_known_ones() {
+    let (code, err, took) = bench(&["smb-sweep", "easize", "probe", "--linux", "none"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("no EA-cache design \"probe\" (always|negcache|easize|off)"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(30), "it ran first: {took:?}");
 }

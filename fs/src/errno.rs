@@ -38,6 +38,7 @@ pub enum Errno {
     ESTALE = 116,
     EHOSTDOWN = 112,
     E2BIG = 7,
+    ERANGE = 34,
     EAGAIN = 11,
     EMFILE = 24,
     EPIPE = 32,
@@ -90,6 +91,7 @@ impl Errno {
             EMFILE => "EMFILE",
             EAGAIN => "EAGAIN",
             E2BIG => "E2BIG",
+            ERANGE => "ERANGE",
         }
     }
 
@@ -125,6 +127,7 @@ impl Errno {
             ESTALE => "Stale file handle",
             EHOSTDOWN => "Host is down",
             E2BIG => "Argument list too long",
+            ERANGE => "Numerical result out of range",
             EAGAIN => "Resource temporarily unavailable",
             EMFILE => "Too many open files",
             EPIPE => "Broken pipe",

@@ -76,6 +76,8 @@ pub struct Inode {
     data: SpinLock<Vec<u8>>,
     /// The filesystem's own per-inode state (SMB: path, cache times).
     private: Option<Box<dyn Any + Send + Sync>>,
+    /// Extended attributes kept in memory (tmpfs; see [`crate::xattr`]).
+    xattrs: SpinLock<crate::xattr::XattrMap>,
 }
 
 impl Inode {
@@ -102,6 +104,7 @@ impl Inode {
             data: SpinLock::new(Vec::new()),
             link: link.into(),
             private: None,
+            xattrs: SpinLock::new(crate::xattr::XattrMap::new()),
         }
     }
 
@@ -151,6 +154,11 @@ impl Inode {
     /// The filesystem-private state, if it is a `T`.
     pub fn private<T: Any>(&self) -> Option<&T> {
         self.private.as_ref()?.downcast_ref::<T>()
+    }
+
+    /// The in-memory extended attributes (tmpfs's store).
+    pub(crate) fn xattrs(&self) -> &SpinLock<crate::xattr::XattrMap> {
+        &self.xattrs
     }
 
     /// Is it a directory?
@@ -358,6 +366,30 @@ pub trait FsOps: Send + Sync {
         _mode: u32,
     ) -> KResult<Arc<Inode>> {
         Err(Errno::EOPNOTSUPP)
+    }
+
+    // Extended attributes (see `crate::xattr`: the VFS has checked the
+    // name's length and `user.`'s file types; these resolve the namespace).
+    // The defaults are tmpfs's store.
+
+    /// Every attribute name of `inode`, each followed by a NUL.
+    fn listxattr(&self, inode: &Arc<Inode>) -> KResult<Vec<u8>> {
+        crate::xattr::tmpfs_list(inode)
+    }
+    /// The value of attribute `name`; ENODATA if it has none.
+    fn getxattr(&self, inode: &Arc<Inode>, name: &[u8]) -> KResult<Vec<u8>> {
+        crate::xattr::tmpfs_get(inode, name)
+    }
+    /// Set attribute `name` (`value` `None`: remove it) with `setxattr`'s
+    /// `flags`.
+    fn setxattr(
+        &self,
+        inode: &Arc<Inode>,
+        name: &[u8],
+        value: Option<&[u8]>,
+        flags: u32,
+    ) -> KResult<()> {
+        crate::xattr::tmpfs_set(inode, name, value, flags)
     }
     /// Remote filesystems: remove `name` (whose inode is `inode`) from
     /// `dir`; a directory must be empty.

@@ -18,6 +18,7 @@
 extern crate alloc;
 
 pub mod cifs;
+pub mod coreutils;
 pub mod dcache;
 pub mod errno;
 #[cfg(all(feature = "std", feature = "teaching"))]
@@ -38,5 +39,6 @@ pub mod sync;
 pub mod tmpfs;
 pub mod trace;
 pub mod vfs;
+pub mod xattr;
 
 pub use errno::{Errno, KResult};

@@ -73,7 +73,7 @@ fn fixture(extra_global: &[&str]) -> Option<Fixture> {
 
 fn sizes_against(extra: &[&str], limit: usize) {
     let Some(fx) = fixture(extra) else { return };
-    let (v, sb) = mount(&fx, "wslea=probe");
+    let (v, sb) = mount(&fx, "eacache=always");
     let fs = sb.ops_as::<CifsFs>().unwrap();
     // QUERY_DIRECTORY and the EA query fit the server's MaxTransactSize.
     let listed = v.readdir(b"/mnt").unwrap();
@@ -82,6 +82,8 @@ fn sizes_against(extra: &[&str], limit: usize) {
         let p = format!("/mnt/{}", String::from_utf8_lossy(&e.name));
         v.lstat(p.as_bytes())
             .unwrap_or_else(|e| panic!("lstat {p}: {e}"));
+        v.llistxattr(p.as_bytes(), &mut [0; 152])
+            .unwrap_or_else(|e| panic!("llistxattr {p}: {e}"));
     }
     assert_eq!(fs.with_stats(|s| s.get(cmd::QUERY_DIRECTORY).failed), 0);
     for &n in &SIZES {

@@ -1,15 +1,18 @@
-//! A share with `ea support = no` and 600 entries: `stat` of every entry
-//! succeeds under every WSL-EA design, and when the server refuses the EA
-//! query as a class (STATUS_NOT_SUPPORTED / STATUS_INVALID_INFO_CLASS, as
-//! impacket's smbserver and some NAS do) probe and negcache stop asking
-//! after the first refusal, which is counted. Samba 4.17 itself answers
+//! A share with `ea support = no` and 600 entries: coreutils 9.7's `ls -la`
+//! (`stat` + `llistxattr` of every name) succeeds under every EA-cache
+//! design, and when the server refuses the EA query as a class
+//! (STATUS_NOT_SUPPORTED / STATUS_INVALID_INFO_CLASS, as impacket's
+//! smbserver and some NAS do) every `llistxattr` is EOPNOTSUPP: `always`
+//! (Linux) asks each time, `negcache` stops after the first refusal, which
+//! is counted, `easize` never asks (EaSize 0). Samba 4.17 itself answers
 //! NO_EAS_ON_FILE even with `ea support = no`, so the refusal is made by a
 //! transport that rewrites that status in QUERY_INFO replies (vers=3.0.2,
 //! unsigned, so the rewrite is not a forgery the client would catch).
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use fs::cifs::{self, CifsFs};
+use fs::cifs::{self, eacache, CifsFs};
+use fs::errno::Errno;
 use fs::smb::transport::{Connector, Transport, TransportError};
 use fs::smb::wire::{cmd, status};
 use fs::smb::{StdClock, TcpTransport};
@@ -61,11 +64,12 @@ impl Connector for RewriteConnector {
     }
 }
 
+/// (QUERY_INFO sent, EA queries, refusals) of one cold `ls -la`.
 fn ls_la(fx: &Fixture, design: &str, to: u32) -> (u64, u64, u64) {
     let v = Vfs::new_tmpfs("").unwrap();
     v.mkdir(b"/mnt", 0o755).unwrap();
     let o = format!(
-        "username={},password={},vers=3.0.2,acregmax=60,acdirmax=60,wslea={design},wslea_k=4",
+        "username={},password={},vers=3.0.2,acregmax=60,acdirmax=60,eacache={design},eacache_k=4",
         fx.user, fx.password
     );
     let sb = cifs::mount(
@@ -81,21 +85,27 @@ fn ls_la(fx: &Fixture, design: &str, to: u32) -> (u64, u64, u64) {
     )
     .unwrap_or_else(|e| panic!("mount {o}: {e}"));
     let fs = sb.ops_as::<CifsFs>().unwrap();
-    let names = v.readdir(b"/mnt").unwrap();
-    assert_eq!(names.len(), ENTRIES);
     let q0 = fs.with_stats(|s| s.get(cmd::QUERY_INFO).total);
-    for i in 0..ENTRIES {
-        let p = format!("/mnt/{}", entry_name(i));
-        let st = v
-            .lstat(p.as_bytes())
-            .unwrap_or_else(|e| panic!("{design}, refusal {to:#x}: lstat {p}: {e}"));
-        assert_eq!(st.kind, fs::vfs::FileType::Dir);
+    let l = fs::coreutils::ls_la(&v, b"/mnt")
+        .unwrap_or_else(|e| panic!("{design}, refusal {to:#x}: ls -la: {e}"));
+    assert_eq!(l.entries.len(), ENTRIES);
+    for (i, e) in l.entries.iter().enumerate() {
+        assert_eq!(e.name, entry_name(i).as_bytes());
+        assert_eq!(e.stat.kind, fs::vfs::FileType::Dir);
+        let want = if to != 0 && design != "easize" || design == "off" {
+            Err(Errno::EOPNOTSUPP)
+        } else {
+            Ok(Vec::new())
+        };
+        assert_eq!(e.xattrs, want, "{design}, refusal {to:#x}: {i}");
     }
     let q = fs.with_stats(|s| s.get(cmd::QUERY_INFO).total) - q0;
     let refused = fs.ea_refused.load(std::sync::atomic::Ordering::Relaxed);
-    let probes = fs.probes.load(std::sync::atomic::Ordering::Relaxed);
-    eprintln!("wslea={design} refusal={to:#x}: {q} QUERY_INFO, {probes} probes, {refused} refused");
-    (q, probes, refused)
+    let asked = fs.ea_queries.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!(
+        "eacache={design} refusal={to:#x}: {q} QUERY_INFO, {asked} EA queries, {refused} refused"
+    );
+    (q, asked, refused)
 }
 
 #[test]
@@ -110,22 +120,34 @@ fn ea_support_no_every_design() {
         ..FixtureOpts::default()
     })
     .expect("samba fixture");
-    for design in ["probe", "negcache", "easize", "off"] {
-        // Samba's own answer (NO_EAS_ON_FILE): every stat succeeds.
+    // `ls -la /mnt` asks about /mnt, `.` (the same inode) and every entry.
+    let names = ENTRIES as u64 + 2;
+    for d in eacache::EACACHE_DESIGNS {
+        let design = d.name();
+        // Samba's own answer (NO_EAS_ON_FILE): every name lists nothing.
         let (q, _, refused) = ls_la(&fx, design, 0);
         assert_eq!(refused, 0);
         match design {
-            "probe" => assert_eq!(q, ENTRIES as u64, "probe asks every entry"),
+            "always" => assert_eq!(q, names, "always asks for every name"),
             "negcache" => assert_eq!(q, 4, "negcache stops after K=4 NO_EAS"),
-            _ => assert_eq!(q, 0, "{design}: the listing says no EAs"),
+            _ => assert_eq!(q, 0, "{design}: the attributes say no EAs"),
         }
         for to in [status::NOT_SUPPORTED, status::INVALID_INFO_CLASS] {
-            let (q, probes, refused) = ls_la(&fx, design, to);
+            let (q, asked, refused) = ls_la(&fx, design, to);
             match design {
-                "probe" | "negcache" => {
-                    assert_eq!(refused, 1, "{design}: one refusal, counted");
-                    assert_eq!(probes, 1, "{design}: no probe after the refusal");
-                    assert_eq!(q, 1, "{design}: one QUERY_INFO in all");
+                "always" => {
+                    assert_eq!(
+                        (q, asked, refused),
+                        (names, names, names),
+                        "Linux asks again"
+                    );
+                }
+                "negcache" => {
+                    assert_eq!(
+                        (q, asked, refused),
+                        (1, 1, 1),
+                        "one refusal, then none asked"
+                    );
                 }
                 _ => assert_eq!((q, refused), (0, 0), "{design} never asks"),
             }

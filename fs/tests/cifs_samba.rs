@@ -1,43 +1,38 @@
-//! The `cifs` filesystem type against a real loopback Samba: `ls -la`
-//! (readdir, then lstat of every entry) under each WSL-EA design, cold and
-//! warm, counting what the client sent.
+//! The `cifs` filesystem type against a real loopback Samba: coreutils
+//! 9.7's `ls -la` (lstat + llistxattr of every name, `fs::coreutils`) under
+//! each EA-cache design, cold and warm, counting what the client sent and
+//! checking that entries with EAs list them under every design.
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use fs::cifs::{self, CifsFs};
+use fs::cifs::{self, eacache, CifsFs};
+use fs::coreutils::{ls_la, LsListing};
+use fs::errno::Errno;
 use fs::smb::wire::cmd;
 use fs::smb::{StdClock, TcpConnector};
 use fs::vfs::Vfs;
 use qemu::samba::{entry_name, Fixture, FixtureOpts};
 
 const ENTRIES: usize = 40;
+/// The first entries carry the four WSL EAs.
 const WSL: usize = 3;
+/// The last entries carry `user.x` = `1` (as `setfattr -n user.x -v 1`).
+const WITH_X: usize = 5;
 
 struct Listing {
     frames: u64,
     query_info: u64,
-    uids: Vec<(String, u32, u32, u32)>,
+    l: LsListing,
 }
 
-fn ls_la(v: &Vfs, fs: &CifsFs) -> Listing {
+fn list(v: &Vfs, fs: &CifsFs) -> Listing {
     let (f0, q0) = fs.with_stats(|s| (s.frames, s.cmds[cmd::QUERY_INFO as usize].total));
-    let mut names: Vec<String> = v
-        .readdir(b"/mnt")
-        .unwrap()
-        .into_iter()
-        .map(|e| String::from_utf8(e.name).unwrap())
-        .collect();
-    names.sort();
-    let mut uids = Vec::new();
-    for n in &names {
-        let st = v.lstat(format!("/mnt/{n}").as_bytes()).unwrap();
-        uids.push((n.clone(), st.uid, st.gid, st.mode));
-    }
+    let l = ls_la(v, b"/mnt").unwrap();
     let (f1, q1) = fs.with_stats(|s| (s.frames, s.cmds[cmd::QUERY_INFO as usize].total));
     Listing {
         frames: f1 - f0,
         query_info: q1 - q0,
-        uids,
+        l,
     }
 }
 
@@ -64,97 +59,136 @@ fn mount(fx: &Fixture, opts: &str) -> (Vfs, std::sync::Arc<fs::inode::SuperBlock
     (v, sb)
 }
 
+/// What `llistxattr` must show for entry `i` of the share.
+fn expected(i: usize) -> Vec<Vec<u8>> {
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    if i < WSL {
+        for n in ["user.$LXUID", "user.$LXGID", "user.$LXMOD", "user.$LXDEV"] {
+            names.push(n.into());
+        }
+    }
+    if i >= ENTRIES - WITH_X {
+        names.push(b"user.x".to_vec());
+    }
+    names.sort();
+    names
+}
+
+fn check_names(l: &LsListing, design: &str) {
+    assert_eq!(l.entries.len(), ENTRIES, "{design}: every entry listed");
+    for (i, e) in l.entries.iter().enumerate() {
+        assert_eq!(e.name, entry_name(i).as_bytes());
+        if design == "off" {
+            assert_eq!(e.xattrs, Err(Errno::EOPNOTSUPP), "{design}: {i}");
+            continue;
+        }
+        let mut got = e
+            .xattrs
+            .clone()
+            .unwrap_or_else(|e| panic!("{design}: {i}: {e}"));
+        got.sort();
+        assert_eq!(got, expected(i), "{design}: entry {i}");
+    }
+}
+
 #[test]
-fn ls_la_per_wslea_design() {
+fn ls_la_per_eacache_design() {
     if let Err(why) = Fixture::available() {
         qemu::fixtures::skip("cifs_samba", "Samba", why);
         return;
     }
-    let fx = Fixture::start(
-        &FixtureOpts {
-            entries: ENTRIES,
-            ..FixtureOpts::default()
-        }
-        .with_wsl_eas(WSL),
-    )
-    .expect("samba fixture");
-    for design in ["probe", "negcache", "easize", "off"] {
-        let (v, sb) = mount(&fx, &format!("wslea={design},wslea_k=4"));
+    let mut opts = FixtureOpts {
+        entries: ENTRIES,
+        ..FixtureOpts::default()
+    }
+    .with_wsl_eas(WSL);
+    for i in ENTRIES - WITH_X..ENTRIES {
+        opts.other_xattrs
+            .push((entry_name(i), "user.x".into(), b"1".to_vec()));
+    }
+    let fx = Fixture::start(&opts).expect("samba fixture");
+    let with_eas = (WSL + WITH_X) as u64;
+    // The names of `ls -la /mnt` on the share: /mnt and `.` (the mount's
+    // root, one inode) and the entries; `..` is the tmpfs above.
+    let names = ENTRIES as u64 + 2;
+    for d in eacache::EACACHE_DESIGNS {
+        let design = d.name();
+        let (v, sb) = mount(&fx, &format!("eacache={design},eacache_k=4"));
         let fs = sb.ops_as::<CifsFs>().unwrap();
-        let cold = ls_la(&v, fs);
-        let warm = ls_la(&v, fs);
+        let cold = list(&v, fs);
+        let warm = list(&v, fs);
         eprintln!(
-            "wslea={design}: cold frames={} query_info={}; warm frames={} query_info={}",
+            "eacache={design}: cold frames={} query_info={}; warm frames={} query_info={}",
             cold.frames, cold.query_info, warm.frames, warm.query_info
         );
-        assert_eq!(cold.uids.len(), ENTRIES, "{design}: every entry listed");
-        let wsl_uid = |l: &Listing, i: usize| {
-            l.uids
-                .iter()
-                .find(|u| u.0 == entry_name(i))
-                .map(|u| (u.1, u.2))
-        };
+        check_names(&cold.l, design);
+        check_names(&warm.l, design);
+        assert_eq!(
+            v.xattr_value(
+                format!("/mnt/{}", entry_name(ENTRIES - 1)).as_bytes(),
+                b"user.x",
+                false
+            ),
+            if design == "off" {
+                Err(Errno::EOPNOTSUPP)
+            } else {
+                Ok(b"1".to_vec())
+            },
+            "{design}: getxattr"
+        );
+        // WSL metadata is read for reparse points only (as Linux): these
+        // directories keep the mount's owner.
+        let d0 = &cold.l.entries[0].stat;
+        assert_eq!((d0.uid, d0.gid), (0, 0), "{design}: no WSL EAs on stat");
+        assert_eq!(fs.wsl_queries.load(std::sync::atomic::Ordering::Relaxed), 0);
         match design {
-            "probe" => {
-                assert!(
-                    cold.query_info >= ENTRIES as u64,
-                    "probe asks for every entry: {}",
-                    cold.query_info
-                );
-                assert!(
-                    warm.query_info >= ENTRIES as u64,
-                    "and again warm: {}",
-                    warm.query_info
-                );
+            "always" => {
+                assert_eq!(cold.query_info, names, "Linux: one query per name");
+                assert_eq!(warm.query_info, names, "and again warm");
             }
             "negcache" => {
-                // WSL entries come first, so the tcon saw positives and
-                // keeps probing; inodes answered NO_EAS are not re-probed.
-                assert_eq!(warm.query_info, 0, "warm: per-inode negative cache");
-                assert_eq!(warm.frames, 0, "warm: listing and attributes cached");
-                assert_eq!(wsl_uid(&cold, 0), Some((1000, 2000)));
+                // /mnt answers NO_EAS, `.` is the same inode; the WSL
+                // entries come first, so the tcon saw EAs and keeps asking.
+                assert_eq!(cold.query_info, names - 1);
+                assert_eq!(warm.query_info, with_eas, "warm: only entries with EAs");
             }
             "easize" => {
-                assert_eq!(
-                    cold.query_info, WSL as u64,
-                    "only entries whose EaSize is non-zero"
-                );
-                assert!(
-                    cold.frames <= 6 + WSL as u64,
-                    "listing + WSL probes: {}",
-                    cold.frames
-                );
-                assert_eq!(warm.frames, 0);
-                assert_eq!(wsl_uid(&cold, 1), Some((1001, 2001)));
-                assert_eq!(wsl_uid(&cold, 2), Some((1002, 2002)));
+                assert_eq!(cold.query_info, with_eas, "only EaSize != 0");
+                assert_eq!(warm.query_info, with_eas);
+                assert_eq!(warm.frames, with_eas);
             }
             "off" => {
-                assert_eq!(cold.query_info, 0);
+                assert_eq!((cold.query_info, warm.query_info, warm.frames), (0, 0, 0));
                 assert!(cold.frames <= 6, "listing only: {}", cold.frames);
-                assert_eq!(warm.frames, 0);
-                assert_eq!(wsl_uid(&cold, 0), Some((0, 0)), "defaults, EAs not read");
             }
-            _ => unreachable!(),
+            other => panic!("a new design {other}: say what it must send"),
         }
     }
-    // No WSL EAs anywhere: negcache stops after K answers.
+    // No EAs anywhere: negcache stops after K answers, easize asks nothing,
+    // nouser_xattr asks nothing whatever the design.
     drop(fx);
     let fx = Fixture::start(&FixtureOpts {
         entries: ENTRIES,
         ..FixtureOpts::default()
     })
     .expect("samba fixture");
-    let (v, sb) = mount(&fx, "wslea=negcache,wslea_k=4");
-    let fs = sb.ops_as::<CifsFs>().unwrap();
-    let cold = ls_la(&v, fs);
-    let warm = ls_la(&v, fs);
-    eprintln!(
-        "negcache, no EAs: cold frames={} qi={}, warm frames={}",
-        cold.frames, cold.query_info, warm.frames
-    );
-    assert_eq!(cold.query_info, 4, "K probes, then the tree connect stops");
-    assert!(cold.frames <= 6 + 4);
-    assert_eq!(warm.frames, 0);
+    for (opts, cold_qi) in [
+        ("eacache=negcache,eacache_k=4", 4),
+        ("eacache=easize", 0),
+        ("eacache=always,nouser_xattr", 0),
+    ] {
+        let (v, sb) = mount(&fx, opts);
+        let fs = sb.ops_as::<CifsFs>().unwrap();
+        let cold = list(&v, fs);
+        let warm = list(&v, fs);
+        eprintln!(
+            "{opts}, no EAs: cold frames={} qi={}, warm frames={}",
+            cold.frames, cold.query_info, warm.frames
+        );
+        assert_eq!(cold.query_info, cold_qi, "{opts}");
+        assert!(cold.frames <= 6 + cold_qi, "{opts}: {}", cold.frames);
+        assert_eq!((warm.frames, warm.query_info), (0, 0), "{opts}: warm");
+    }
 }
 
 #[test]
@@ -211,7 +245,7 @@ fn negative_dentries_expire_after_acdirmax() {
     })
     .expect("samba fixture");
     // Later options override the helper's 60 s windows.
-    let (v, sb) = mount(&fx, "acregmax=1,acdirmax=1,wslea=off");
+    let (v, sb) = mount(&fx, "acregmax=1,acdirmax=1,eacache=off");
     let fs = sb.ops_as::<CifsFs>().unwrap();
     let frames = || fs.with_stats(|s| s.frames);
     let f0 = frames();

@@ -198,8 +198,47 @@ fn remember(recent: &mut Vec<String>, p: &str) {
     }
 }
 
+/// An attribute name: mostly the namespaces tmpfs keeps, sometimes one it
+/// refuses (unknown prefix, bare prefix, empty, over 255 bytes) or an ACL.
+fn xattr_name(r: &mut Rng) -> String {
+    match r.below(100) {
+        0..=49 => r.pick(&["user.a", "user.b", "user.x\\x20y"]).to_string(),
+        50..=64 => r.pick(&["trusted.t", "security.s"]).to_string(),
+        65..=74 => r
+            .pick(&["foo.x", "user", "user.", "security.", "system.x", "\"\""])
+            .to_string(),
+        75..=79 => format!("user.{}", "n".repeat(if r.pct(50) { 250 } else { 251 })),
+        _ => "system.posix_acl_access".to_string(),
+    }
+}
+
+/// One xattr command (the `l` forms a third of the time).
+fn xattr_command(r: &mut Rng, p: &str) -> String {
+    let l = if r.pct(33) { "l" } else { "" };
+    match r.below(100) {
+        0..=24 => format!("{l}listxattr {p}"),
+        25..=44 => format!("{l}getxattr {p} {}", xattr_name(r)),
+        45..=84 => {
+            let name = xattr_name(r);
+            if name.starts_with("system.") {
+                // Linux parses ACL values; this tmpfs keeps no ACLs.
+                return format!("{l}getxattr {p} {name}");
+            }
+            let value = r.pick(&["1", "\"\"", "two\\x20words", "\\xffz"]);
+            let flags = r.pick(&["", " create", " replace"]);
+            format!("{l}setxattr {p} {name} {value}{flags}")
+        }
+        _ => format!("{l}removexattr {p} {}", xattr_name(r)),
+    }
+}
+
 fn command(r: &mut Rng, recent: &mut Vec<String>) -> String {
     let p = path_or_recent(r, recent);
+    if r.pct(12) {
+        let c = xattr_command(r, &p);
+        remember(recent, &p);
+        return c;
+    }
     let cmd = match r.below(1000) {
         0..=139 => format!("mkdir {p}"),
         140..=219 => format!("create {p}"),
@@ -944,6 +983,45 @@ fn mounts_exdev_and_ebusy() {
     );
 }
 
+/// Extended attributes: namespaces, flags, limits, the order of checks
+/// (arguments, path, `user.` on symlinks, namespace), a mount boundary.
+#[test]
+fn xattrs_agree_with_linux() {
+    let long = format!("user.{}", "n".repeat(250));
+    let over = format!("user.{}", "n".repeat(251));
+    fixed(
+        "xattrs_agree_with_linux",
+        vec![
+            lines(
+                "create /f\nmkdir /d\nsymlink f /l\nsymlink nx /dl\nlistxattr /f\n\
+                 setxattr /f user.a 1\nsetxattr /f user.b \"\"\nsetxattr /f trusted.t x\n\
+                 setxattr /f security.s two\\x20words\nlistxattr /f\ngetxattr /f user.a\n\
+                 getxattr /f user.b\ngetxattr /f security.s\ngetxattr /f user.zz\n\
+                 setxattr /f user.a 2 create\nsetxattr /f user.q 2 replace\nsetxattr /f user.a 3 replace\n\
+                 getxattr /f user.a\nremovexattr /f user.a\nremovexattr /f user.a\nlistxattr /f\n\
+                 setxattr /d user.d v\nlistxattr /d\nlistxattr /d/\nlistxattr /f/\nlistxattr /l\n\
+                 llistxattr /l\ngetxattr /l user.b\nlgetxattr /l user.b\nlsetxattr /l user.q x\n\
+                 lsetxattr /l user. x\nlremovexattr /l user.q\nlsetxattr /l trusted.q x\n\
+                 lsetxattr /l security.q y\nllistxattr /l\nlgetxattr /l trusted.q\n\
+                 lgetxattr /dl user.q\ngetxattr /dl user.q\nlgetxattr /dl foo.q\nlistxattr /dl\n\
+                 llistxattr /dl",
+            ),
+            lines(&format!(
+                "create /f\nsetxattr /f foo.x 1\nsetxattr /f user 1\nsetxattr /f user. 1\n\
+                 getxattr /f security.\ngetxattr /f trusted.\ngetxattr /f system.\n\
+                 setxattr /f system.foo 1\ngetxattr /f system.posix_acl_access\n\
+                 removexattr /f system.posix_acl_default\nremovexattr /f foo.x\n\
+                 getxattr /nx \"\"\ngetxattr /nx foo.x\nsetxattr /nx {over} 1\n\
+                 setxattr /f {long} 1\ngetxattr /f {long}\nsetxattr /f {over} 1\n\
+                 getxattr /f {over}\nsetxattr /f \"\" 1\nlistxattr /f\n\
+                 setxattr /f user.v \\xff\\x01z\ngetxattr /f user.v\nsetxattr /f user.w 1 bogus\n\
+                 mkdir /m\nmount enoent=noalloc /m\nsetxattr /m user.m 1\nlistxattr /m\n\
+                 listxattr /m/..\nlistxattr /"
+            )),
+        ],
+    );
+}
+
 /// The Linux side alone: a reset sandbox is empty and gives the same answers
 /// to the same sequence (so every comparison starts from the same state),
 /// and the generator reaches every errno the random test is meant to cover.
@@ -997,6 +1075,10 @@ fn linux_side_is_reproducible_and_generator_covers_errnos() {
         "ELOOP",
         "ENAMETOOLONG",
         "EXDEV",
+        "ENODATA",
+        "ERANGE",
+        "EOPNOTSUPP",
+        "EPERM",
     ] {
         assert!(
             seen.keys().any(|k| k.ends_with(e)),

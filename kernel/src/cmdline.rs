@@ -297,8 +297,8 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         name: "smbopts",
-        syntax: "username=U,password=P,wslea=D,...",
-        help: "cifs mount options for `smb=` (as mount -t cifs -o; wslea=probe|negcache|easize|off)",
+        syntax: "username=U,password=P,eacache=D,...",
+        help: "cifs mount options for `smb=` (as mount -t cifs -o; eacache=DESIGN, nouser_xattr; the designs: docs/designs.md)",
         kind: Kind::Value(|c, v| {
             c.smbopts = Some(crate::smbargs::parse_opts(v)?);
             Ok(())

@@ -5,7 +5,7 @@
 //!   ([`SmbSource`]). The server is an IPv4 address (the guest has no
 //!   resolver); under QEMU it is the `guestfwd` address, 10.0.2.100.
 //! - `smbopts=OPTS` — the cifs mount options, as `mount -t cifs -o`
-//!   takes them (`username=root,password=PW,wslea=easize`); checked by the
+//!   takes them (`username=root,password=PW,eacache=easize`); checked by the
 //!   fs crate at mount time, here only for length and characters.
 //! - `smbread=PATH` — after the listing, read the share-relative file PATH
 //!   through the mount and print its size and SHA-256 ([`parse_read_path`]).
@@ -181,8 +181,8 @@ mod tests {
 
     #[test]
     fn opts_kept_verbatim_and_bounded() {
-        let o = parse_opts("username=root,password=pw,wslea=probe").unwrap();
-        assert_eq!(o.as_str(), "username=root,password=pw,wslea=probe");
+        let o = parse_opts("username=root,password=pw,eacache=always").unwrap();
+        assert_eq!(o.as_str(), "username=root,password=pw,eacache=always");
         assert!(parse_opts(&"a".repeat(OPTS_MAX + 1)).is_err());
         // A pasted Linux mount line with credentials (issue 14: 261 chars).
         assert!(parse_opts(&"a".repeat(1024)).is_ok());

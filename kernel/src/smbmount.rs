@@ -1,7 +1,9 @@
 //! `smb=//A.B.C.D/SHARE smbopts=...`: bring the network up, mount the share
 //! at /mnt with the fs crate's `cifs` filesystem over `crate::net`, and run
-//! `lsla` — readdir of /mnt, then lstat of every entry, like `ls -la` —
-//! once cold and once warm (inside the attribute-cache window). Prints
+//! `lsla` — the calls of coreutils 9.7's `ls -la /mnt` (lstat and
+//! llistxattr of /mnt, readdir, lstat and llistxattr of `.`, `..` and every
+//! entry: [`fs::coreutils::ls_la`]) — once cold and once warm (inside the
+//! attribute-cache window). Prints
 //! every entry of the cold listing (`ls: MODE UID GID SIZE NAME`), the
 //! client's `/proc/fs/cifs/Stats` lines, and one summary line:
 //!
@@ -86,9 +88,12 @@ fn mount_and_list(source: &SmbSource, opts: &str, read: Option<&str>) -> Result<
     let fs = sb
         .ops_as::<CifsFs>()
         .ok_or_else(|| String::from("mounted superblock is not cifs"))?;
-    let design = fs.opts.effective_wslea().name();
+    let design = fs.opts.effective_eacache().name();
+    for note in &fs.opts.notes {
+        kprintln!("smb: {note}");
+    }
     kprintln!(
-        "smb: mounted {unc} on /mnt in {:.3} s (wslea={design})",
+        "smb: mounted {unc} on /mnt in {:.3} s (eacache={design})",
         secs_since(t0)
     );
     let cold = listing(&vfs, fs)?;
@@ -177,44 +182,32 @@ fn secs_since(t0: u64) -> f64 {
     crate::time::now_ns().saturating_sub(t0) as f64 / 1e9
 }
 
-/// readdir of /mnt, then lstat of every entry; counts the client's frames.
+/// coreutils 9.7's `ls -la /mnt`; counts the client's frames.
 fn listing(vfs: &Vfs, fs: &CifsFs) -> Result<Listing, String> {
     let counts = || fs.with_stats(|s| (s.frames, s.get(cmd::QUERY_INFO).total));
     let (f0, q0) = counts();
     let recv0 = crate::net::smb::RECV_NS.load(core::sync::atomic::Ordering::Relaxed);
     let t0 = crate::time::now_ns();
-    let mut names: Vec<String> = vfs
-        .readdir(MOUNT_POINT)
-        .map_err(|e| format!("readdir /mnt: {e:?}"))?
-        .into_iter()
-        .filter(|e| e.name != b"." && e.name != b"..")
-        .map(|e| String::from_utf8_lossy(&e.name).into_owned())
-        .collect();
-    names.sort();
-    let t_readdir = crate::time::now_ns();
-    let recv1 = crate::net::smb::RECV_NS.load(core::sync::atomic::Ordering::Relaxed);
-    let f_readdir = counts().0;
-    let mut entries = Vec::with_capacity(names.len());
-    for n in names {
-        let path = format!("/mnt/{n}");
-        let st = vfs
-            .lstat(path.as_bytes())
-            .map_err(|e| format!("lstat {path}: {e:?}"))?;
-        entries.push((n, st));
-    }
+    let l = fs::coreutils::ls_la(vfs, MOUNT_POINT).map_err(|e| format!("ls -la /mnt: {e:?}"))?;
     let secs = secs_since(t0);
-    let recv2 = crate::net::smb::RECV_NS.load(core::sync::atomic::Ordering::Relaxed);
+    let recv1 = crate::net::smb::RECV_NS.load(core::sync::atomic::Ordering::Relaxed);
     let (f1, q1) = counts();
+    let with_eas = l
+        .entries
+        .iter()
+        .filter(|e| e.xattrs.as_ref().is_ok_and(|x| !x.is_empty()))
+        .count();
     log::info!(
-        "lsla: readdir {:.3} s ({} frames, {:.3} s waiting for replies), lstat of {} entries {:.3} s ({} frames, {:.3} s waiting)",
-        t_readdir.saturating_sub(t0) as f64 / 1e9,
-        f_readdir.saturating_sub(f0),
-        recv1.saturating_sub(recv0) as f64 / 1e9,
-        entries.len(),
-        secs_since(t_readdir),
-        f1.saturating_sub(f_readdir),
-        recv2.saturating_sub(recv1) as f64 / 1e9
+        "lsla: {} entries ({with_eas} with EAs) in {secs:.3} s, {} frames, {:.3} s waiting for replies",
+        l.entries.len(),
+        f1.saturating_sub(f0),
+        recv1.saturating_sub(recv0) as f64 / 1e9
     );
+    let entries = l
+        .entries
+        .into_iter()
+        .map(|e| (String::from_utf8_lossy(&e.name).into_owned(), e.stat))
+        .collect();
     Ok(Listing {
         entries,
         secs,

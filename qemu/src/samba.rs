@@ -509,7 +509,9 @@ fn conf_value(s: &str) -> io::Result<&str> {
     Ok(s)
 }
 
-fn set_xattr(path: &Path, name: &str, value: &[u8]) -> io::Result<()> {
+/// Set one extended attribute with `setfattr` (on a share's file: an EA
+/// the server shows as `NAME` without `user.`).
+pub fn set_xattr(path: &Path, name: &str, value: &[u8]) -> io::Result<()> {
     let mut hex = String::from("0x");
     for b in value {
         let _ = write!(hex, "{b:02x}");

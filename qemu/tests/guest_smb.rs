@@ -2,11 +2,13 @@
 //! lists it: QEMU user networking (`restrict=on`) forwards the guest's
 //! 10.0.2.100:445 to the latency relay (started by QEMU per connection,
 //! 0 ms delay), which forwards to the fixture's loopback port and counts
-//! every frame. Checks that the guest listed every entry, that `easize`
-//! needed no EA probes, that `smbread=` read a 300 KB file through the
+//! every frame. Checks that the guest listed every entry (coreutils 9.7's
+//! calls, `llistxattr` included), that `eacache=easize`
+//! answered every `llistxattr` without a query, that `smbread=` read a 300 KB file through the
 //! mount with the checksum of the server's copy, that the relay counted
 //! exactly the frames the guest says it sent, and that a wrong password is
-//! a clean non-zero exit.
+//! a clean non-zero exit; and that `wslea=probe` (the old name) mounts as
+//! `eacache=always`, saying so, and asks once per name cold and warm.
 //!
 //! Skips with the reason (a failure under `REQUIRE_FIXTURES=1`) unless root + smbd (the fixture), QEMU and the
 //! release kernel image (`$GUEST_KERNEL`, else
@@ -102,7 +104,7 @@ fn guest_mounts_and_lists_share_over_virtio_net() {
         &fx,
         &stats,
         &format!(
-            "smb=//10.0.2.100/{} smbopts=username={},password={},wslea=easize,acregmax=60,acdirmax=60 smbread={READ_NAME}",
+            "smb=//10.0.2.100/{} smbopts=username={},password={},eacache=easize,acregmax=60,acdirmax=60 smbread={READ_NAME}",
             fx.share, fx.user, fx.password
         ),
     );
@@ -153,7 +155,7 @@ fn guest_mounts_and_lists_share_over_virtio_net() {
     let warm = field(serial, lsla, "warm_frames").expect("warm_frames");
     assert!(
         (1..=6).contains(&cold),
-        "easize lists without probes: {cold}"
+        "easize lists without EA queries: {cold}"
     );
     assert_eq!(warm, 0, "warm listing is served from the caches");
     assert!(
@@ -266,5 +268,49 @@ acdirmax=300,acregmax=30";
     assert!(
         serial.contains("Encrypted frames: "),
         "the Stats show the sealed frames:\n{serial}"
+    );
+}
+
+/// The old option name in the guest: `wslea=probe` mounts as
+/// `eacache=always` (and says so), and the guest's `ls -la` then asks the
+/// server once per name, cold and warm, as Linux 6.12 does under coreutils
+/// 9.7: the entries, `/mnt` and `.`.
+#[test]
+fn guest_always_asks_per_name_and_wslea_says_what_it_means_now() {
+    if let Some((fixture, why)) = skip_reason() {
+        qemu::fixtures::skip("guest_smb", fixture, why);
+        return;
+    }
+    let fx = Fixture::start(&FixtureOpts {
+        entries: ENTRIES,
+        ..FixtureOpts::default()
+    })
+    .expect("samba fixture");
+    let stats = fx.dir.join("guest-relay-stats");
+    std::fs::create_dir_all(&stats).unwrap();
+    let out = boot(
+        &fx,
+        &stats,
+        &format!(
+            "smb=//10.0.2.100/{} smbopts=username={},password={},wslea=probe,acregmax=60,acdirmax=60",
+            fx.share, fx.user, fx.password
+        ),
+    );
+    let serial = &out.serial_output;
+    assert_eq!(out.status, GuestStatus::Exited(0), "{serial}");
+    assert!(
+        serial.contains("smb: cifs: wslea=probe is now eacache=always"),
+        "{serial}"
+    );
+    assert!(serial.contains("(eacache=always)"), "{serial}");
+    let line = serial
+        .lines()
+        .find(|l| l.starts_with("lsla: cold "))
+        .unwrap_or_else(|| panic!("no lsla line:\n{serial}"));
+    let names = ENTRIES + 2;
+    assert!(
+        line.contains(&format!(" {names} QUERY_INFO; warm "))
+            && line.ends_with(&format!(" {names} QUERY_INFO")),
+        "one EA query per name, cold and warm: {line}"
     );
 }

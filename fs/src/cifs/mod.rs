@@ -11,17 +11,22 @@
 //!   with every entry and its attributes (Linux `cifs_prime_dcache`), so a
 //!   `stat` inside acregmax/acdirmax costs no round trip; the listing itself
 //!   is reused inside acdirmax;
-//! - `getattr` revalidates attributes older than the window and asks for the
-//!   WSL EAs when the WSL-EA design says so ([`wslea`]); a tree connect
-//!   whose server refuses the EA query itself (STATUS_NOT_SUPPORTED,
-//!   STATUS_INVALID_INFO_CLASS: impacket, some NAS) has "no EAs": the stat
-//!   succeeds and probing stops until a reconnect (counted in
-//!   [`CifsFs::ea_refused`]);
+//! - `getattr` revalidates attributes older than the window; it asks for
+//!   the WSL metadata EAs (`$LXUID` …) only for reparse points, as Linux
+//!   does, and never for other entries;
+//! - extended attributes ([`xattr`]): the server's EAs are the `user.`
+//!   namespace, as Linux's `fs/smb/client/xattr.c` maps them; whether a
+//!   `listxattr`/`getxattr` asks the server or is answered from what the
+//!   client knows is the EA-cache design's call ([`eacache`], `eacache=`);
+//!   `nouser_xattr` answers EOPNOTSUPP without a round trip. A server that
+//!   refuses the EA query class (STATUS_NOT_SUPPORTED,
+//!   STATUS_INVALID_INFO_CLASS: impacket, some NAS) is counted in
+//!   [`CifsFs::ea_refused`];
 //! - data and changes: `read`/`write` go to the server in chunks within
 //!   `rsize`/`wsize` and the negotiated MaxReadSize/MaxWriteSize; create,
 //!   mkdir, unlink, rmdir, rename and truncate are one compound each
 //!   ([`crate::smb::ops`]); size and mtime afterwards are the server's, and
-//!   a changed inode forgets its WSL-EA state (it is asked again);
+//!   a changed inode forgets what it knew of its EAs (it is asked again);
 //! - inode numbers are the server's IndexNumber unless it is 0 or already
 //!   names another path (servers that do not keep them): then a unique
 //!   local number, as Linux's `iunique`.
@@ -29,8 +34,9 @@
 //! Touches: one connection (behind a spinlock: requests of one mount are
 //! serialised), the dcache entries of its own superblock.
 
+pub mod eacache;
 pub mod options;
-pub mod wslea;
+mod xattr;
 
 pub use options::{CifsOpts, OptError, OPTION_NAMES};
 
@@ -51,7 +57,6 @@ use crate::smb::wire::status;
 use crate::smb::{Clock, Config, Connection, Connector, OpenKind, SmbError};
 use crate::sync::spinlock::SpinLock;
 use crate::vfs::{FileType, Vfs};
-use wslea::ProbeCtx;
 
 /// FILE_ATTRIBUTE_DIRECTORY
 const ATTR_DIRECTORY: u32 = 0x10;
@@ -66,10 +71,16 @@ pub struct CifsInode {
     /// The directory listing was fetched at (directories).
     list_ms: AtomicU64,
     list_valid: AtomicBool,
-    /// EaSize from the last listing; `u32::MAX`: unknown / reparse point.
-    listing_ea_size: AtomicU32,
-    /// When the server last answered a WSL-EA probe for it (0: never).
-    answered_ms: AtomicU64,
+    /// EaSize the server sent with the attributes (listing or
+    /// FileAllInformation), as old as `attr_ms`; `u32::MAX`: unknown or a
+    /// reparse point (where a listing's field holds the tag).
+    ea_size: AtomicU32,
+    /// When the server last said it has no EAs (0: not known).
+    no_eas_ms: AtomicU64,
+    /// FILE_ATTRIBUTE_REPARSE_POINT was set in its last attributes.
+    reparse: AtomicBool,
+    /// When its WSL metadata EAs were last read (reparse points; 0: never).
+    wsl_ms: AtomicU64,
 }
 
 impl CifsInode {
@@ -79,8 +90,10 @@ impl CifsInode {
             attr_ms: AtomicU64::new(now),
             list_ms: AtomicU64::new(0),
             list_valid: AtomicBool::new(false),
-            listing_ea_size: AtomicU32::new(u32::MAX),
-            answered_ms: AtomicU64::new(0),
+            ea_size: AtomicU32::new(u32::MAX),
+            no_eas_ms: AtomicU64::new(0),
+            reparse: AtomicBool::new(false),
+            wsl_ms: AtomicU64::new(0),
         }
     }
 
@@ -89,11 +102,22 @@ impl CifsInode {
         self.path.lock().clone()
     }
 
-    /// The inode changed (written, truncated, renamed): what we knew of its
-    /// WSL EAs (negcache answer, listing EaSize) no longer holds.
+    /// The inode changed (written, truncated, renamed, its EAs set): what
+    /// we knew of its EAs (a NO_EAS answer, an EaSize, the WSL EAs) no
+    /// longer holds.
     fn forget_eas(&self) {
-        self.answered_ms.store(0, Ordering::Relaxed);
-        self.listing_ea_size.store(u32::MAX, Ordering::Relaxed);
+        self.no_eas_ms.store(0, Ordering::Relaxed);
+        self.ea_size.store(u32::MAX, Ordering::Relaxed);
+        self.wsl_ms.store(0, Ordering::Relaxed);
+    }
+
+    /// What the server's attributes said of its EAs.
+    fn set_ea_info(&self, attributes: u32, ea_size: Option<u32>) {
+        let reparse = attributes & ATTR_REPARSE != 0;
+        self.reparse.store(reparse, Ordering::Relaxed);
+        let ea = if reparse { None } else { ea_size };
+        self.ea_size
+            .store(ea.unwrap_or(u32::MAX), Ordering::Relaxed);
     }
 }
 
@@ -103,17 +127,32 @@ fn filetime_to_unix_ns(ft: u64) -> u64 {
     ft.saturating_sub(EPOCH_DIFF).saturating_mul(100)
 }
 
-/// Per-tree-connect WSL-EA state (the negcache rule).
+/// Per-tree-connect EA state (the negcache rule, a refused query class),
+/// reset by a reconnect.
 #[derive(Default)]
 struct TconEa {
+    /// NO_EAS answers since the last reset.
     no_eas: u32,
+    /// Some answer had EAs.
     positive: bool,
+    /// When `no_eas` reached K.
     stop_ms: Option<u64>,
-    /// The server refused the EA query class itself: this tree connect has
-    /// no EAs, nothing is asked again until a reconnect (the connection
-    /// generation it was refused on).
-    refused: Option<u64>,
-    conn_epoch: u64,
+    /// The server refused the EA query class itself.
+    refused: bool,
+    /// The connection generation this state belongs to.
+    generation: u64,
+}
+
+impl TconEa {
+    /// Start over if the connection was re-established since.
+    fn follow(&mut self, generation: u64) {
+        if self.generation != generation {
+            *self = TconEa {
+                generation,
+                ..TconEa::default()
+            };
+        }
+    }
 }
 
 /// One mounted share.
@@ -121,12 +160,14 @@ pub struct CifsFs {
     conn: SpinLock<Connection>,
     pub opts: CifsOpts,
     tcon: SpinLock<TconEa>,
-    /// Times WSL EAs were probed (for reports).
-    pub probes: AtomicU64,
-    /// Monotonic epoch of (re)connects seen.
-    epoch: AtomicU64,
+    /// EA queries sent for `listxattr`/`getxattr`/`removexattr`.
+    pub ea_queries: AtomicU64,
+    /// Those calls the EA-cache design answered without the server.
+    pub ea_local: AtomicU64,
+    /// WSL metadata EA queries sent (reparse points' `stat`).
+    pub wsl_queries: AtomicU64,
     /// EA queries the server refused as a class (STATUS_NOT_SUPPORTED /
-    /// STATUS_INVALID_INFO_CLASS); each stops probing on its tree connect.
+    /// STATUS_INVALID_INFO_CLASS).
     pub ea_refused: AtomicU64,
     /// Server inode numbers handed out, and the path that has each: a 0 or
     /// a number seen on another path gets a unique local one instead.
@@ -230,7 +271,7 @@ impl CifsFs {
 
     /// After a change: the server's attributes (from the CLOSE, or a
     /// stat when the server sent none), fresh for the attribute window, and
-    /// the WSL-EA state dropped.
+    /// what was known of its EAs dropped.
     fn changed(&self, inode: &Inode, attrs: Option<CloseAttrs>) -> KResult<()> {
         let Some(ci) = inode.private::<CifsInode>() else {
             return Ok(());
@@ -245,6 +286,16 @@ impl CifsFs {
         }
         ci.attr_ms.store(self.now(), Ordering::Relaxed);
         Ok(())
+    }
+
+    /// How long `inode`'s attributes are believed (acdirmax for
+    /// directories, acregmax for the rest).
+    fn attr_window(&self, inode: &Inode) -> u64 {
+        if inode.is_dir() {
+            self.opts.acdirmax_ms
+        } else {
+            self.opts.acregmax_ms
+        }
     }
 
     fn inode_path(inode: &Inode) -> KResult<String> {
@@ -294,6 +345,9 @@ impl CifsFs {
     fn apply_stat(inode: &Inode, st: &FileStat) {
         inode.set_size(st.end_of_file);
         Self::apply_times(inode, &st.times);
+        if let Some(c) = inode.private::<CifsInode>() {
+            c.set_ea_info(st.attributes, st.ea_size);
+        }
     }
 
     fn apply_listing(inode: &Inode, e: &DirInfo, now: u64) {
@@ -301,13 +355,7 @@ impl CifsFs {
         inode.set_mtime_ns(filetime_to_unix_ns(e.times.last_write));
         if let Some(c) = inode.private::<CifsInode>() {
             c.attr_ms.store(now, Ordering::Relaxed);
-            let ea = if e.attributes & ATTR_REPARSE != 0 {
-                None
-            } else {
-                e.ea_size
-            };
-            c.listing_ea_size
-                .store(ea.unwrap_or(u32::MAX), Ordering::Relaxed);
+            c.set_ea_info(e.attributes, e.ea_size);
         }
     }
 }
@@ -328,7 +376,7 @@ impl FsOps for CifsFs {
             Ok(st) => {
                 let now = self.now();
                 let i = self.make_inode(sb, path, st.directory, st.end_of_file, st.file_id, now);
-                Self::apply_times(&i, &st.times);
+                Self::apply_stat(&i, &st);
                 Ok(Some(i))
             }
             Err(e) if e.errno() == Errno::ENOENT => Ok(None),
@@ -355,107 +403,36 @@ impl FsOps for CifsFs {
             return Ok(());
         };
         let now = self.now();
-        let window = if inode.is_dir() {
-            self.opts.acdirmax_ms
-        } else {
-            self.opts.acregmax_ms
-        };
-        if now.saturating_sub(ci.attr_ms.load(Ordering::Relaxed)) >= window {
+        if now.saturating_sub(ci.attr_ms.load(Ordering::Relaxed)) >= self.attr_window(inode) {
             let st = Self::map(self.conn.lock().stat(&ci.path()))?;
             Self::apply_stat(inode, &st);
             ci.attr_ms.store(now, Ordering::Relaxed);
         }
-        let design = self.opts.effective_wslea();
-        let ctx = {
-            let t = self.tcon.lock();
-            if t.refused.is_some() && t.refused == Some(self.conn.lock().generation()) {
-                // The server has no EA query at all on this tree connect.
-                return Ok(());
-            }
-            let no_eas = ci.answered_ms.load(Ordering::Relaxed);
-            let listing = ci.listing_ea_size.load(Ordering::Relaxed);
-            ProbeCtx {
-                since_answer_ms: (no_eas != 0).then(|| now.saturating_sub(no_eas)),
-                listing_ea_size: (listing != u32::MAX).then_some(listing),
-                tcon_no_eas: t.no_eas,
-                tcon_positive: t.positive,
-                since_tcon_stop_ms: t.stop_ms.map(|s| now.saturating_sub(s)),
-                window_ms: self.opts.acregmax_ms,
-                k: self.opts.wslea_k,
-            }
-        };
-        if !design.should_probe(&ctx) {
-            return Ok(());
-        }
-        self.probes.fetch_add(1, Ordering::Relaxed);
-        let r = self.conn.lock().query_wsl_eas(&ci.path());
-        let r = match r {
-            Err(SmbError::Status(status::NOT_SUPPORTED | status::INVALID_INFO_CLASS)) => {
-                // Not "this file has none" but "this server has no EA
-                // query": no EAs on this tree connect, stop asking.
-                self.ea_refused.fetch_add(1, Ordering::Relaxed);
-                let gen = self.conn.lock().generation();
-                self.tcon.lock().refused = Some(gen);
-                return Ok(());
-            }
-            r => Self::map(r)?,
-        };
-        let mut t = self.tcon.lock();
-        // A reconnect resets what the tree connect taught us.
-        let epoch = self.epoch.load(Ordering::Relaxed);
-        if t.conn_epoch != epoch {
-            *t = TconEa {
-                conn_epoch: epoch,
-                ..TconEa::default()
-            };
-        }
-        match r {
-            None => {
-                ci.answered_ms.store(now.max(1), Ordering::Relaxed);
-                t.no_eas += 1;
-                if t.no_eas == self.opts.wslea_k {
-                    t.stop_ms = Some(now);
-                }
-                if t.stop_ms
-                    .is_some_and(|s| now.saturating_sub(s) >= self.opts.acregmax_ms)
-                {
-                    // The window expired: start counting again.
-                    t.no_eas = 1;
-                    t.stop_ms = None;
-                }
-            }
-            Some(w) => {
-                t.positive = true;
-                ci.answered_ms.store(now.max(1), Ordering::Relaxed);
-                let st = inode.stat();
-                let uid = if self.opts.forceuid {
-                    st.uid
-                } else {
-                    w.uid.unwrap_or(st.uid)
-                };
-                let gid = if self.opts.forcegid {
-                    st.gid
-                } else {
-                    w.gid.unwrap_or(st.gid)
-                };
-                let forced_mode = if inode.is_dir() {
-                    self.opts.dir_mode_set
-                } else {
-                    self.opts.file_mode_set
-                };
-                let mode = if forced_mode {
-                    st.mode
-                } else {
-                    w.mode.map_or(st.mode, |m| m & 0o7777)
-                };
-                inode.set_owner(uid, gid, mode);
-            }
-        }
-        Ok(())
+        self.wsl_refresh(inode, ci, now)
     }
 
     fn remote(&self) -> bool {
         true
+    }
+
+    fn listxattr(&self, inode: &Arc<Inode>) -> KResult<alloc::vec::Vec<u8>> {
+        self.ea_list(inode)
+    }
+
+    fn getxattr(&self, inode: &Arc<Inode>, name: &[u8]) -> KResult<alloc::vec::Vec<u8>> {
+        self.ea_get(inode, name)
+    }
+
+    /// Linux's cifs passes no `XATTR_CREATE`/`XATTR_REPLACE` to the server:
+    /// the flags are ignored, as there.
+    fn setxattr(
+        &self,
+        inode: &Arc<Inode>,
+        name: &[u8],
+        value: Option<&[u8]>,
+        _flags: u32,
+    ) -> KResult<()> {
+        self.ea_set(inode, name, value)
     }
 
     fn read(&self, inode: &Arc<Inode>, off: u64, buf: &mut [u8]) -> KResult<usize> {
@@ -514,7 +491,7 @@ impl FsOps for CifsFs {
         Self::apply_times(&i, &st.times);
         if let Some(ci) = i.private::<CifsInode>() {
             // A new object has no EAs (and an empty listing).
-            ci.listing_ea_size.store(0, Ordering::Relaxed);
+            ci.ea_size.store(0, Ordering::Relaxed);
             if kind == FileType::Dir {
                 ci.list_ms.store(now, Ordering::Relaxed);
                 ci.list_valid.store(true, Ordering::Relaxed);
@@ -672,8 +649,9 @@ pub fn mount(
         conn: SpinLock::new(conn),
         opts: o,
         tcon: SpinLock::new(TconEa::default()),
-        probes: AtomicU64::new(0),
-        epoch: AtomicU64::new(0),
+        ea_queries: AtomicU64::new(0),
+        ea_local: AtomicU64::new(0),
+        wsl_queries: AtomicU64::new(0),
         ea_refused: AtomicU64::new(0),
         inos: SpinLock::new(alloc::collections::BTreeMap::new()),
         inos_made_up: AtomicU64::new(0),
@@ -683,14 +661,16 @@ pub fn mount(
     let sb = Arc::new(SuperBlock::new(design, false, Box::new(fs)));
     let root_inode = {
         let fs = sb.ops_as::<CifsFs>().expect("cifs sb");
-        fs.make_inode(
+        let root = fs.make_inode(
             &sb,
             String::new(),
             true,
             root_stat.end_of_file,
             root_stat.file_id,
             now,
-        )
+        );
+        CifsFs::apply_stat(&root, &root_stat);
+        root
     };
     let root = dcache::d_alloc_root(sb.clone(), root_inode);
     vfs.mount_root(path, root).map_err(MountError::Vfs)?;

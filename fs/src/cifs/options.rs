@@ -19,7 +19,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::wslea::{self, WSLEA_DESIGNS};
+use super::eacache::{self, EACACHE_DESIGNS};
 
 /// Parsed mount options.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,10 +41,14 @@ pub struct CifsOpts {
     pub acdirmax_ms: u64,
     pub soft: bool,
     pub noserverino: bool,
-    /// Index into [`WSLEA_DESIGNS`].
-    pub wslea: usize,
-    /// K of the negcache design.
-    pub wslea_k: u32,
+    /// Index into [`EACACHE_DESIGNS`] (`eacache=`, or its old name
+    /// `wslea=`).
+    pub eacache: usize,
+    /// K of the negcache design (`eacache_k=`, old name `wslea_k=`).
+    pub eacache_k: u32,
+    /// `user_xattr` (Linux's default); `nouser_xattr` answers every
+    /// `user.` attribute call with EOPNOTSUPP and sends nothing.
+    pub user_xattr: bool,
     /// Signing on every request (`sign`), else only where required.
     pub sign: bool,
     /// Largest READ asked for, in bytes (`rsize=`; Linux's default 4 MiB,
@@ -67,6 +71,8 @@ pub struct CifsOpts {
     pub null_session: bool,
     /// Unknown options accepted because of `sloppy` (for the log).
     pub ignored: Vec<String>,
+    /// Notes for the log about options given by an old name (`wslea=`).
+    pub notes: Vec<String>,
 }
 
 /// `cache=` as an attribute-cache policy (this client caches no file data).
@@ -99,7 +105,8 @@ impl fmt::Display for OptError {
 pub const OPTION_NAMES: &str = "vers= username=|user= password=|pass= domain=|dom= credentials= \
 uid= forceuid gid= forcegid file_mode= dir_mode= acregmax= acdirmax= actimeo= noac soft hard \
 serverino noserverino sign seal sec= cache=strict|loose|none unix nounix mapposix mapchars \
-iocharset=utf8 rsize= wsize= sloppy wslea=probe|negcache|easize|off wslea_k=";
+iocharset=utf8 rsize= wsize= sloppy user_xattr nouser_xattr eacache=DESIGN eacache_k= \
+(wslea=, wslea_k=: their old names)";
 
 /// The value an option takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,11 +158,7 @@ const VFS_FLAGS: &str = "a VFS mount flag Linux passes through; no such flags he
 /// Every option of Linux's cifs (`smb3_fs_parameters`), in its order.
 pub const OPTIONS: &[OptSpec] = &[
     // Flags.
-    nop(
-        "user_xattr",
-        Kind::FlagNo,
-        "extended attributes are read only as WSL EAs",
-    ),
+    imp("user_xattr", Kind::FlagNo),
     imp("forceuid", Kind::FlagNo),
     nop("multichannel", Kind::FlagNo, ONE_CONN),
     imp("forcegid", Kind::FlagNo),
@@ -351,7 +354,9 @@ pub const OPTIONS: &[OptSpec] = &[
         Kind::Str,
         "the source is the mount's first argument",
     ),
-    // This project's own.
+    // This project's own (`wslea=`, `wslea_k=`: the old names).
+    imp("eacache", Kind::Str),
+    imp("eacache_k", Kind::Num),
     imp("wslea", Kind::Str),
     imp("wslea_k", Kind::Num),
 ];
@@ -424,8 +429,9 @@ impl Default for CifsOpts {
             acdirmax_ms: 30_000,
             soft: true,
             noserverino: false,
-            wslea: wslea::by_name("easize").expect("easize exists"),
-            wslea_k: 8,
+            eacache: eacache::by_name(eacache::DEFAULT).expect("the default design exists"),
+            eacache_k: 8,
+            user_xattr: true,
             sign: false,
             rsize: DEFAULT_IOSIZE,
             wsize: DEFAULT_IOSIZE,
@@ -435,6 +441,7 @@ impl Default for CifsOpts {
             remap: Remap::Sfm,
             null_session: false,
             ignored: Vec::new(),
+            notes: Vec::new(),
         }
     }
 }
@@ -605,14 +612,35 @@ impl CifsOpts {
                 "rsize" => o.rsize = iosize(k, val)?,
                 "wsize" => o.wsize = iosize(k, val)?,
                 "sloppy" => sloppy = true,
-                "wslea" => {
-                    o.wslea = wslea::by_name(val).ok_or_else(|| {
+                "user_xattr" => o.user_xattr = !negated,
+                "eacache" => {
+                    o.eacache = eacache::by_name(val).ok_or_else(|| {
                         OptError(format!(
-                            "cifs: unknown wslea={val} (probe|negcache|easize|off)"
+                            "cifs: bad eacache= option: {val} ({})",
+                            eacache::names()
                         ))
                     })?;
                 }
-                "wslea_k" => o.wslea_k = num(k, val, 10)?.clamp(1, 1 << 20) as u32,
+                "wslea" => {
+                    o.eacache = eacache::from_wslea(val).ok_or_else(|| {
+                        OptError(format!(
+                            "cifs: bad wslea= option: {val} (now eacache={})",
+                            eacache::names()
+                        ))
+                    })?;
+                    let now = EACACHE_DESIGNS[o.eacache].name();
+                    o.notes.push(if val == "probe" {
+                        format!("cifs: wslea=probe is now eacache={now}: an EA query per stat models no Linux client; Linux asks on every listxattr")
+                    } else {
+                        format!("cifs: wslea={val} is now eacache={now}")
+                    });
+                }
+                "eacache_k" | "wslea_k" => {
+                    o.eacache_k = num(k, val, 10)?.clamp(1, 1 << 20) as u32;
+                    if k == "wslea_k" {
+                        o.notes.push("cifs: wslea_k= is now eacache_k=".into());
+                    }
+                }
                 _ => debug_assert!(spec.no_effect.is_some(), "{} unhandled", spec.name),
             }
         }
@@ -665,17 +693,18 @@ impl CifsOpts {
         Ok(o)
     }
 
-    /// Would every answer of a WSL-EA probe be thrown away?
+    /// Would every WSL metadata EA (read for reparse points) be thrown
+    /// away?
     pub fn all_forced(&self) -> bool {
         self.forceuid && self.forcegid && self.file_mode_set && self.dir_mode_set
     }
 
-    /// The design in force (`off` when everything is forced).
-    pub fn effective_wslea(&self) -> &'static dyn wslea::WslEaDesign {
-        if self.all_forced() {
-            &wslea::Off
+    /// The EA-cache design in force (`off` under `nouser_xattr`).
+    pub fn effective_eacache(&self) -> &'static dyn eacache::EaCacheDesign {
+        if self.user_xattr {
+            EACACHE_DESIGNS[self.eacache]
         } else {
-            WSLEA_DESIGNS[self.wslea]
+            &eacache::Off
         }
     }
 }
@@ -695,149 +724,4 @@ mod tests {
 }
 
 #[cfg(test)]
-mod parse_tests {
-    use super::*;
-    use alloc::vec;
-
-    /// The seed's mount line (a Linux 6.12 `/proc/mounts` line) pasted as
-    /// is, with credentials: every option is accepted, the implemented
-    /// ones take effect.
-    pub const SEED: &str = "vers=3.1.1,cache=strict,upcall_target=app,uid=5000,forceuid,gid=5000,\
-forcegid,file_mode=0664,dir_mode=0775,iocharset=utf8,soft,nounix,mapposix,\
-reparse=nfs,nativesocket,symlink=native,rsize=4194304,wsize=4194304,\
-acdirmax=300,acregmax=30";
-
-    #[test]
-    fn the_seed_line_parses() {
-        let o = CifsOpts::parse(&format!("{SEED},username=root,password=pw")).unwrap();
-        assert_eq!(o.vers, vec![0x0311]);
-        assert_eq!(
-            (o.uid, o.gid, o.forceuid, o.forcegid),
-            (5000, 5000, true, true)
-        );
-        assert_eq!((o.file_mode, o.dir_mode), (0o664, 0o775));
-        assert_eq!((o.acregmax_ms, o.acdirmax_ms), (30_000, 300_000));
-        assert_eq!((o.rsize, o.wsize), (4 << 20, 4 << 20));
-        assert!(o.soft && !o.unix && o.remap == Remap::Sfm);
-        assert_eq!(o.cache, CachePolicy::Strict);
-        assert!(o.all_forced());
-    }
-
-    #[test]
-    fn unknown_options_are_all_named_and_sloppy_accepts_them() {
-        let e = CifsOpts::parse("soft,bogus=1,vers=3.0,frob").unwrap_err();
-        assert_eq!(
-            e.0,
-            "cifs: Unknown parameters 'bogus', 'frob' (sloppy accepts them)"
-        );
-        let e = CifsOpts::parse("bogus").unwrap_err();
-        assert_eq!(e.0, "cifs: Unknown parameter 'bogus' (sloppy accepts them)");
-        let o = CifsOpts::parse("bogus=1,sloppy,frob,vers=3.0").unwrap();
-        assert_eq!(o.ignored, vec!["bogus".to_string(), "frob".to_string()]);
-        assert_eq!(o.vers, vec![0x0300]);
-    }
-
-    #[test]
-    fn every_linux_option_is_accepted() {
-        for spec in OPTIONS {
-            let s = match spec.kind {
-                Kind::Flag | Kind::FlagNo => spec.name.to_string(),
-                Kind::Num if spec.name.ends_with("mode") => format!("{}=0644", spec.name),
-                Kind::Num => format!("{}=4096", spec.name),
-                Kind::Str => match spec.name {
-                    "vers" | "ver" => "vers=3.0".into(),
-                    "sec" => "sec=ntlmssp".into(),
-                    "cache" => "cache=loose".into(),
-                    "iocharset" => "iocharset=utf8".into(),
-                    "wslea" => "wslea=probe".into(),
-                    "credentials" | "cred" => continue,
-                    n => format!("{n}=x"),
-                },
-            };
-            CifsOpts::parse(&s).unwrap_or_else(|e| panic!("{s}: {e}"));
-            if spec.kind == Kind::FlagNo {
-                CifsOpts::parse(&format!("no{}", spec.name)).unwrap();
-            }
-        }
-        assert!(CifsOpts::parse("soft=1")
-            .unwrap_err()
-            .0
-            .contains("Unexpected value"));
-        assert!(CifsOpts::parse("uid")
-            .unwrap_err()
-            .0
-            .contains("needs a value"));
-    }
-
-    #[test]
-    fn user_percent_pass_escaped_commas_and_credentials_file() {
-        let o = CifsOpts::parse("username=root%pw,vers=3.0").unwrap();
-        assert_eq!((o.username.as_str(), o.password.as_str()), ("root", "pw"));
-        let o = CifsOpts::parse("password=p,,w,,,,x,soft").unwrap();
-        assert_eq!(o.password, "p,w,,x");
-        assert!(o.soft);
-        let read = |p: &str| -> Result<String, String> {
-            assert_eq!(p, "/etc/cred");
-            Ok("username=alice\npassword=s3,cret\ndomain=WG\n".into())
-        };
-        let o = CifsOpts::parse_with("credentials=/etc/cred,vers=3.0", &read).unwrap();
-        assert_eq!(
-            (o.username.as_str(), o.password.as_str(), o.domain.as_str()),
-            ("alice", "s3,cret", "WG")
-        );
-        // The command line wins over the file.
-        let o = CifsOpts::parse_with("user=bob,credentials=/etc/cred", &read).unwrap();
-        assert_eq!(
-            (o.username.as_str(), o.password.as_str()),
-            ("bob", "s3,cret")
-        );
-        let nofile = |_: &str| -> Result<String, String> { Err("No such file".into()) };
-        let e = CifsOpts::parse_with("credentials=/etc/cred", &nofile).unwrap_err();
-        assert_eq!(e.0, "cifs: credentials=/etc/cred: No such file");
-    }
-
-    /// The README's "accepted, no effect here" list names every option of
-    /// the table that has no effect, so the two cannot drift apart.
-    #[test]
-    fn readme_lists_every_option_without_effect() {
-        let readme = include_str!("../../../README.md");
-        let at = readme
-            .find("Accepted, no effect here")
-            .expect("README section");
-        let section = &readme[at..];
-        for spec in OPTIONS.iter().filter(|s| s.no_effect.is_some()) {
-            let shown = match spec.kind {
-                Kind::Num | Kind::Str => format!("`{}=`", spec.name),
-                Kind::FlagNo => format!("`{} / no{}`", spec.name, spec.name),
-                Kind::Flag => format!("`{}`", spec.name),
-            };
-            assert!(section.contains(&shown), "README misses {shown}");
-            assert!(section.contains(spec.no_effect.unwrap()), "{shown}");
-        }
-    }
-
-    #[test]
-    fn cache_sec_vers_and_iocharset() {
-        let o = CifsOpts::parse("cache=none,acregmax=30").unwrap();
-        assert_eq!((o.acregmax_ms, o.acdirmax_ms), (0, 0));
-        assert_eq!(CifsOpts::parse("noac").unwrap().acregmax_ms, 0);
-        assert!(CifsOpts::parse("sec=ntlmsspi").unwrap().sign);
-        assert!(CifsOpts::parse("sec=krb5").is_err());
-        assert!(CifsOpts::parse("iocharset=iso8859-1").is_err());
-        assert_eq!(CifsOpts::parse("vers=2.0").unwrap().vers, vec![0x0202]);
-        assert_eq!(
-            CifsOpts::parse("vers=3").unwrap().vers,
-            vec![0x0311, 0x0302, 0x0300]
-        );
-        assert_eq!(
-            CifsOpts::default().vers,
-            vec![0x0311, 0x0302, 0x0300, 0x0210]
-        );
-        assert!(CifsOpts::parse("vers=4.0")
-            .unwrap_err()
-            .0
-            .contains("Unknown vers="));
-        let o = CifsOpts::parse("noserverino,serverino,nomapposix,hard,noforceuid").unwrap();
-        assert!(!o.noserverino && o.remap == Remap::None && !o.soft && !o.forceuid);
-    }
-}
+mod parse_tests;

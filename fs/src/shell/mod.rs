@@ -25,6 +25,7 @@
 //! | `mount OPTS P` | (extension) mount a fresh tmpfs with options OPTS on P |
 //! | `mount cifs //HOST[:PORT]/SHARE P OPTIONS` | mount an SMB share on P (OPTIONS as Linux's `-o`: `username=U,password=P,vers=3.1.1`; port 445 by default) |
 //! | `cksum P` | read P to its end and print its SHA-256 and size |
+//! | `listxattr P` · `getxattr P NAME` · `setxattr P NAME VALUE [create\|replace]` · `removexattr P NAME` | extended attributes, and the `l` forms (`llistxattr` …) that do not follow a final symlink: see [`xattr`] |
 //! | `stats` | print the lookup counters (and every cifs mount's `/proc/fs/cifs/Stats` lines) |
 //! | `trace on` · `trace off` | print the lookup trace of later commands |
 //! | `trace json` | (teaching) print later commands' walk steps as JSON lines (`trace off` stops) |
@@ -37,9 +38,13 @@
 //! - `stat`/`lstat`: `ok dir`, `ok symlink` or `ok file size=N`.
 //! - `read`: `ok TEXT` (just `ok` for an empty file); `readlink`: `ok TARGET`.
 //! - `cksum`: `ok SHA256HEX SIZE` (lower-case hex, size in bytes).
+//! - `listxattr`: `ok` and the names as `ls` prints entries (sorted,
+//!   escaped, space-separated); `getxattr`: `ok VALUE`, escaped as a link
+//!   target (`ok` alone for an empty value).
 //! - `mount cifs`: `ok`, or `err ENAME` (a refused option is `EINVAL`, a
 //!   server that cannot be reached `EHOSTDOWN`, a refused login `EACCES`),
-//!   with the reason on a `# ` line before it.
+//!   with the reason on a `# ` line before it; an option given by its old
+//!   name (`wslea=`) adds a `# cifs: …` note before `ok`.
 //! - `ls`: `ok` followed by the entry names, sorted by their bytes,
 //!   space-separated, without `.` and `..` (`ok a b c`; `ok` for an empty dir).
 //! - Extra lines start with `# ` and come before the result line: `stats`
@@ -128,6 +133,31 @@ pub enum Cmd {
         opts: String,
     },
     Cksum(Vec<u8>),
+    /// `listxattr P` (`follow`) / `llistxattr P`.
+    ListXattr {
+        path: Vec<u8>,
+        follow: bool,
+    },
+    /// `getxattr P NAME` / `lgetxattr P NAME`.
+    GetXattr {
+        path: Vec<u8>,
+        name: Vec<u8>,
+        follow: bool,
+    },
+    /// `setxattr P NAME VALUE [create|replace]` / `lsetxattr …`.
+    SetXattr {
+        path: Vec<u8>,
+        name: Vec<u8>,
+        value: Vec<u8>,
+        flags: u32,
+        follow: bool,
+    },
+    /// `removexattr P NAME` / `lremovexattr P NAME`.
+    RemoveXattr {
+        path: Vec<u8>,
+        name: Vec<u8>,
+        follow: bool,
+    },
     Stats,
     Trace(bool),
     /// `trace json`.
@@ -194,6 +224,10 @@ pub const USAGE: &[&str] = &[
     "mount enoent=D [P]",
     "mount cifs //HOST[:PORT]/SHARE P OPTIONS",
     "cksum P",
+    xattr::USAGE[0],
+    xattr::USAGE[1],
+    xattr::USAGE[2],
+    xattr::USAGE[3],
     "stats",
     "trace on|json|off",
     "race STEP CMD... | race off",
@@ -395,6 +429,9 @@ pub fn parse(line: &str) -> Result<Option<Cmd>, ParseError> {
             }
         }
         "race" => return parse_race(rest).map(Some),
+        other if xattr::parse(other, &args).is_some() => {
+            xattr::parse(other, &args).expect("an xattr command")?
+        }
         other => return Err(ParseError::UnknownCommand(other.to_string())),
     };
     Ok(Some(cmd))
@@ -691,8 +728,20 @@ impl Shell {
         );
         match r {
             Ok(sb) => {
+                // Options given by an old name say what they mean now.
+                let mut out: Vec<String> = sb
+                    .ops_as::<crate::cifs::CifsFs>()
+                    .map(|fs| {
+                        fs.opts
+                            .notes
+                            .iter()
+                            .map(|n| std::format!("# {n}"))
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 self.cifs.push(sb);
-                vec![ok_with("")]
+                out.push(ok_with(""));
+                out
             }
             Err(e) => {
                 let errno = match &e {
@@ -761,6 +810,7 @@ pub(crate) fn run_fs_on(v: &Vfs, cmd: &Cmd) -> String {
         Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_) | Cmd::MountCifs { .. } => {
             Ok(ok_with(""))
         }
+        cmd => xattr::run(v, cmd).unwrap_or(Err(Errno::EINVAL)),
     };
     r.unwrap_or_else(err_line)
 }
@@ -809,6 +859,8 @@ pub fn stats_lines() -> Vec<String> {
     }
     out
 }
+
+pub mod xattr;
 
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,8 @@
 //! | [`Connection::list_dir`] | CREATE+QUERY_DIRECTORY, QUERY_DIRECTORY… until NO_MORE_FILES, CLOSE |
 //! | [`Connection::stat`] | CREATE+QUERY_INFO(FileAllInformation)+CLOSE |
 //! | [`Connection::query_wsl_eas`] | CREATE+QUERY_INFO(FileFullEaInformation, 4 names)+CLOSE |
+//! | [`Connection::query_eas`] | CREATE(FILE_READ_EA)+QUERY_INFO(FileFullEaInformation)+CLOSE |
+//! | [`Connection::set_ea`] | CREATE(FILE_WRITE_EA)+SET_INFO(FileFullEaInformation)+CLOSE |
 //! | [`Connection::read_file`] | CREATE+READ, READ…, CLOSE |
 //! | [`Connection::read_at`] | CREATE+READ+CLOSE (one chunk), else CREATE+READ, READ…, CLOSE |
 //! | [`Connection::write_at`] | CREATE+WRITE+CLOSE (one chunk), else CREATE+WRITE, WRITE…, CLOSE |
@@ -352,6 +354,45 @@ impl Connection {
                 WslEas::from_eas(&ea::parse_full_ea_list(OutputResponse::parse(m)?.data)?)
             })?;
             Ok(if w.is_empty() { None } else { Some(w) })
+        })
+    }
+
+    /// Every EA of `path`, as Linux's `smb2_query_eas` asks for them:
+    /// CREATE(FILE_READ_EA) + QUERY_INFO(FileFullEaInformation, no name
+    /// list) + CLOSE in one compound. STATUS_NO_EAS_ON_FILE is an empty
+    /// list.
+    pub fn query_eas(&mut self, path: &str) -> SmbResult<Vec<ea::FullEa>> {
+        let p = smb_path(path)?;
+        self.run(|c| {
+            let q = QueryInfoRequest {
+                info_type: info_type::FILE,
+                class: ea::FILE_FULL_EA_INFORMATION,
+                output_len: out_len(c, 65_535),
+                input: &[],
+                additional_info: 0,
+                flags: 0,
+                file_id: FileId::RELATED,
+            };
+            let r = create_query_close(c, &p, access::FILE_READ_EA, q)?;
+            if r.hdr.status == status::NO_EAS_ON_FILE {
+                return Ok(Vec::new());
+            }
+            c.body(&r, |m| {
+                ea::parse_full_ea_list(OutputResponse::parse(m)?.data)
+            })
+        })
+    }
+
+    /// Sets EA `name` of `path` to `value` (empty: removes it):
+    /// CREATE(FILE_WRITE_EA) + SET_INFO(FileFullEaInformation) + CLOSE.
+    pub fn set_ea(&mut self, path: &str, name: &str, value: &[u8]) -> SmbResult<()> {
+        let p = smb_path(path)?;
+        let info = ea::emit_full_ea(name.as_bytes(), value)
+            .ok_or(SmbError::Invalid("EA name or value too long"))?;
+        self.run(|c| {
+            let desired = access::FILE_WRITE_EA | access::FILE_READ_ATTRIBUTES;
+            let class = ea::FILE_FULL_EA_INFORMATION;
+            set_info_compound(c, &p, desired, OpenKind::Any, class, &info).map(|_| ())
         })
     }
 

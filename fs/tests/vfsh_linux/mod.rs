@@ -45,6 +45,9 @@ pub fn errno_name(e: i32) -> String {
         libc::ENOTEMPTY => "ENOTEMPTY",
         libc::ELOOP => "ELOOP",
         libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ENODATA => "ENODATA",
+        libc::ERANGE => "ERANGE",
+        libc::E2BIG => "E2BIG",
         libc::ESTALE => "ESTALE",
         _ => return format!("E{e}"),
     };
@@ -136,6 +139,22 @@ impl LinuxShell {
             // The Linux side of the differential mounts no shares.
             Cmd::MountCifs { .. } => Err(libc::EOPNOTSUPP),
             Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_) => Ok(ok()),
+            Cmd::ListXattr { path, follow } => {
+                list_xattr(path, *follow).map(shell::xattr::list_line)
+            }
+            Cmd::GetXattr { path, name, follow } => {
+                get_xattr(path, name, *follow).map(|v| shell::xattr::value_line(&v))
+            }
+            Cmd::SetXattr {
+                path,
+                name,
+                value,
+                flags,
+                follow,
+            } => set_xattr(path, name, Some(value), *flags, *follow).map(|_| ok()),
+            Cmd::RemoveXattr { path, name, follow } => {
+                set_xattr(path, name, None, 0, *follow).map(|_| ok())
+            }
         };
         r.unwrap_or_else(|e| format!("err {}", errno_name(e)))
     }
@@ -191,6 +210,101 @@ fn mount_tmpfs(opts: &str, p: &[u8]) -> LResult<String> {
         )
     })
     .map(|_| ok())
+}
+
+/// `(l)listxattr`: the size-0 call, then the call with that size.
+fn list_xattr(p: &[u8], follow: bool) -> LResult<Vec<Vec<u8>>> {
+    let c = cpath(p);
+    let call = |buf: &mut [u8]| {
+        let ptr = if buf.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            buf.as_mut_ptr().cast()
+        };
+        // SAFETY: a valid NUL-terminated path; `ptr` is null with size 0
+        // or points to `buf.len()` writable bytes.
+        let r = unsafe {
+            if follow {
+                libc::listxattr(c.as_ptr(), ptr, buf.len())
+            } else {
+                libc::llistxattr(c.as_ptr(), ptr, buf.len())
+            }
+        };
+        if r < 0 {
+            Err(last_errno())
+        } else {
+            Ok(r as usize)
+        }
+    };
+    let need = call(&mut [])?;
+    let mut buf = vec![0u8; need];
+    let n = call(&mut buf)?;
+    Ok(buf[..n]
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect())
+}
+
+/// `(l)getxattr`: the size-0 call, then the call with that size.
+fn get_xattr(p: &[u8], name: &[u8], follow: bool) -> LResult<Vec<u8>> {
+    let (c, n) = (cpath(p), cpath(name));
+    let call = |buf: &mut [u8]| {
+        let ptr = if buf.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            buf.as_mut_ptr().cast()
+        };
+        // SAFETY: valid NUL-terminated strings; `ptr` as in `list_xattr`.
+        let r = unsafe {
+            if follow {
+                libc::getxattr(c.as_ptr(), n.as_ptr(), ptr, buf.len())
+            } else {
+                libc::lgetxattr(c.as_ptr(), n.as_ptr(), ptr, buf.len())
+            }
+        };
+        if r < 0 {
+            Err(last_errno())
+        } else {
+            Ok(r as usize)
+        }
+    };
+    let need = call(&mut [])?;
+    if need == 0 {
+        return Ok(Vec::new());
+    }
+    let mut buf = vec![0u8; need];
+    let got = call(&mut buf)?;
+    buf.truncate(got);
+    Ok(buf)
+}
+
+/// `(l)setxattr`, or `(l)removexattr` when `value` is `None`.
+fn set_xattr(p: &[u8], name: &[u8], value: Option<&[u8]>, flags: u32, follow: bool) -> LResult<()> {
+    let (c, n) = (cpath(p), cpath(name));
+    // SAFETY: valid NUL-terminated strings; the value pointer and length
+    // come from one slice.
+    let r = unsafe {
+        match (value, follow) {
+            (Some(v), true) => libc::setxattr(
+                c.as_ptr(),
+                n.as_ptr(),
+                v.as_ptr().cast(),
+                v.len(),
+                flags as libc::c_int,
+            ),
+            (Some(v), false) => libc::lsetxattr(
+                c.as_ptr(),
+                n.as_ptr(),
+                v.as_ptr().cast(),
+                v.len(),
+                flags as libc::c_int,
+            ),
+            (None, true) => libc::removexattr(c.as_ptr(), n.as_ptr()),
+            (None, false) => libc::lremovexattr(c.as_ptr(), n.as_ptr()),
+        }
+    };
+    check(r).map(|_| ())
 }
 
 fn mkdir(p: &[u8]) -> LResult<()> {

@@ -119,6 +119,25 @@ pub fn parse_full_ea_list(buf: &[u8]) -> Result<Vec<FullEa>> {
     }
 }
 
+/// A FILE_FULL_EA_INFORMATION list of one entry, for SET_INFO: `name`
+/// set to `value` (an empty value removes the EA, MS-FSCC 2.4.15). `None`
+/// if the name is longer than 255 bytes or the value than 65535.
+pub fn emit_full_ea(name: &[u8], value: &[u8]) -> Option<Vec<u8>> {
+    use field::full_ea as f;
+    let name_len = u8::try_from(name.len()).ok()?;
+    let value_len = u16::try_from(value.len()).ok()?;
+    let mut out = Vec::new();
+    let b = put_fixed(&mut out, f::LEN);
+    set_u32(b, f::NEXT_ENTRY_OFFSET, 0);
+    b[f::FLAGS] = 0;
+    b[f::EA_NAME_LENGTH] = name_len;
+    b[f::EA_VALUE_LENGTH..f::EA_VALUE_LENGTH + 2].copy_from_slice(&value_len.to_le_bytes());
+    out.extend_from_slice(name);
+    out.push(0); // the NUL after EaName
+    out.extend_from_slice(value);
+    Some(out)
+}
+
 /// The decoded WSL metadata of one file; a field is `None` if its EA is
 /// absent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -258,5 +277,21 @@ mod tests {
         assert_eq!(w.mode, Some(0o100644));
         assert_eq!(w.dev, Some((8, 1)));
         assert!(WslEas::from_eas(&[mk("$LXUID", b"abc")]).is_err());
+    }
+
+    #[test]
+    fn full_ea_emit_parses_back() {
+        let b = emit_full_ea(b"x", b"12").unwrap();
+        let eas = parse_full_ea_list(&b).unwrap();
+        assert_eq!(
+            eas,
+            vec![FullEa {
+                flags: 0,
+                name: "x".into(),
+                value: b"12".to_vec()
+            }]
+        );
+        assert!(emit_full_ea(&[b'n'; 256], b"").is_none());
+        assert!(emit_full_ea(b"n", &[0; 65536]).is_none());
     }
 }

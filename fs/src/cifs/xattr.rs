@@ -1,0 +1,216 @@
+//! cifs extended attributes: the server's EAs as the `user.` namespace,
+//! and the WSL metadata EAs of reparse points.
+//!
+//! As Linux's `fs/smb/client/xattr.c`: `user.NAME` is the EA `NAME`;
+//! `listxattr` lists every EA as `user.NAME`; `getxattr` fetches the whole
+//! list (FileFullEaInformation) and picks the name; `setxattr` is SET_INFO
+//! of one FILE_FULL_EA_INFORMATION entry, and `removexattr` the same with
+//! an empty value (SMB's "delete"), after a query that says whether the
+//! name exists (ENODATA). Other namespaces are EOPNOTSUPP (Linux's cifs
+//! handlers for its ACL names are not modelled); `nouser_xattr` makes
+//! `user.` EOPNOTSUPP too, without a round trip. Whether a
+//! `listxattr`/`getxattr`/`removexattr` asks the server at all is the
+//! EA-cache design's decision ([`super::eacache`]). Unlike Linux, `setxattr`
+//! does not query the list first (Linux does, to check the room left).
+//!
+//! WSL metadata (`$LXUID $LXGID $LXMOD $LXDEV`) is asked for only when a
+//! `stat` meets a reparse point, once per attribute window, as Linux 6.12
+//! reads it only for reparse points.
+//!
+//! Touches: the connection (one compound per question), the inode's
+//! [`CifsInode`] EA fields and the per-tcon [`TconEa`], each under its own
+//! lock, never two at once.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+
+use super::eacache::{EaAnswer, EaCtx};
+use super::{data_errno, CifsFs, CifsInode};
+use crate::errno::{Errno, KResult};
+use crate::inode::Inode;
+use crate::smb::wire::ea::FullEa;
+use crate::smb::wire::status;
+use crate::smb::SmbError;
+use crate::xattr::{under_prefix, USER_PREFIX};
+
+/// The EA name `user.NAME` stands for (EINVAL for `user.` alone,
+/// EOPNOTSUPP for any other namespace).
+fn ea_name(name: &[u8]) -> KResult<&str> {
+    if !under_prefix(name, &[USER_PREFIX])? {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    core::str::from_utf8(&name[USER_PREFIX.len()..]).map_err(|_| Errno::EINVAL)
+}
+
+fn cifs_inode(inode: &Inode) -> KResult<&CifsInode> {
+    inode.private::<CifsInode>().ok_or(Errno::EOPNOTSUPP)
+}
+
+impl CifsFs {
+    /// What the design may look at for `inode` now.
+    fn ea_ctx(&self, inode: &Inode, ci: &CifsInode, now: u64) -> EaCtx {
+        let generation = self.conn.lock().generation();
+        let mut t = self.tcon.lock();
+        t.follow(generation);
+        let window = self.attr_window(inode);
+        let since = |ms: u64| (ms != 0).then(|| now.saturating_sub(ms));
+        let attrs_fresh = now.saturating_sub(ci.attr_ms.load(Ordering::Relaxed)) < window;
+        let size = ci.ea_size.load(Ordering::Relaxed);
+        EaCtx {
+            since_no_eas_ms: since(ci.no_eas_ms.load(Ordering::Relaxed)),
+            ea_size: (size != u32::MAX && attrs_fresh).then_some(size),
+            tcon_no_eas: t.no_eas,
+            tcon_positive: t.positive,
+            since_tcon_stop_ms: t.stop_ms.map(|s| now.saturating_sub(s)),
+            tcon_refused: t.refused,
+            window_ms: window,
+            k: self.opts.eacache_k,
+        }
+    }
+
+    /// Every EA of `inode`: answered locally when the design says so, else
+    /// asked of the server, the answer taught to the inode and the tcon.
+    fn eas(&self, inode: &Inode) -> KResult<Vec<FullEa>> {
+        let ci = cifs_inode(inode)?;
+        let now = self.now();
+        let design = self.opts.effective_eacache();
+        match design.decide(&self.ea_ctx(inode, ci, now)) {
+            EaAnswer::Unsupported => return Err(Errno::EOPNOTSUPP),
+            EaAnswer::NoEas => {
+                self.ea_local.fetch_add(1, Ordering::Relaxed);
+                return Ok(Vec::new());
+            }
+            EaAnswer::Ask => {}
+        }
+        self.ea_queries.fetch_add(1, Ordering::Relaxed);
+        let r = self.conn.lock().query_eas(&ci.path());
+        let generation = self.conn.lock().generation();
+        let mut t = self.tcon.lock();
+        t.follow(generation);
+        match r {
+            Err(SmbError::Status(status::NOT_SUPPORTED | status::INVALID_INFO_CLASS)) => {
+                // Not "this file has none" but "this server has no EA
+                // query": Linux's EOPNOTSUPP; the designs may stop asking.
+                self.ea_refused.fetch_add(1, Ordering::Relaxed);
+                t.refused = true;
+                Err(Errno::EOPNOTSUPP)
+            }
+            Err(e) => Err(data_errno(e)),
+            Ok(eas) if eas.is_empty() => {
+                ci.no_eas_ms.store(now.max(1), Ordering::Relaxed);
+                let window = self.attr_window(inode);
+                if t.stop_ms.is_some_and(|s| now.saturating_sub(s) >= window) {
+                    // The stop's window passed: count again.
+                    t.no_eas = 0;
+                    t.stop_ms = None;
+                }
+                t.no_eas += 1;
+                if t.no_eas == self.opts.eacache_k {
+                    t.stop_ms = Some(now);
+                }
+                Ok(eas)
+            }
+            Ok(eas) => {
+                t.positive = true;
+                ci.no_eas_ms.store(0, Ordering::Relaxed);
+                Ok(eas)
+            }
+        }
+    }
+
+    /// `listxattr`: `user.NAME\0` for every EA.
+    pub(super) fn ea_list(&self, inode: &Arc<Inode>) -> KResult<Vec<u8>> {
+        let mut out = Vec::new();
+        for ea in self.eas(inode)? {
+            out.extend_from_slice(USER_PREFIX);
+            out.extend_from_slice(ea.name.as_bytes());
+            out.push(0);
+        }
+        Ok(out)
+    }
+
+    /// `getxattr`: the value of `user.NAME`.
+    pub(super) fn ea_get(&self, inode: &Arc<Inode>, name: &[u8]) -> KResult<Vec<u8>> {
+        let want = ea_name(name)?;
+        self.eas(inode)?
+            .into_iter()
+            .find(|e| e.name == want)
+            .map(|e| e.value)
+            .ok_or(Errno::ENODATA)
+    }
+
+    /// `setxattr` (`value` `None`: `removexattr`).
+    pub(super) fn ea_set(
+        &self,
+        inode: &Arc<Inode>,
+        name: &[u8],
+        value: Option<&[u8]>,
+    ) -> KResult<()> {
+        let ea = ea_name(name)?;
+        let ci = cifs_inode(inode)?;
+        let now = self.now();
+        let design = self.opts.effective_eacache();
+        if design.decide(&self.ea_ctx(inode, ci, now)) == EaAnswer::Unsupported {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        if value.is_none() && !self.eas(inode)?.iter().any(|e| e.name == ea) {
+            return Err(Errno::ENODATA);
+        }
+        let path = ci.path();
+        let r = self
+            .conn
+            .lock()
+            .set_ea(&path, ea, value.unwrap_or_default());
+        ci.forget_eas();
+        r.map_err(data_errno)
+    }
+
+    /// The WSL metadata of a reparse point, once per attribute window
+    /// (`stat`'s part; other entries are never asked).
+    pub(super) fn wsl_refresh(&self, inode: &Arc<Inode>, ci: &CifsInode, now: u64) -> KResult<()> {
+        if !ci.reparse.load(Ordering::Relaxed) || self.opts.all_forced() {
+            return Ok(());
+        }
+        let last = ci.wsl_ms.load(Ordering::Relaxed);
+        if last != 0 && now.saturating_sub(last) < self.attr_window(inode) {
+            return Ok(());
+        }
+        self.wsl_queries.fetch_add(1, Ordering::Relaxed);
+        let r = self.conn.lock().query_wsl_eas(&ci.path());
+        ci.wsl_ms.store(now.max(1), Ordering::Relaxed);
+        let w = match r {
+            Ok(Some(w)) => w,
+            Ok(None) => return Ok(()),
+            Err(SmbError::Status(status::NOT_SUPPORTED | status::INVALID_INFO_CLASS)) => {
+                self.ea_refused.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            Err(e) => return Err(data_errno(e)),
+        };
+        let st = inode.stat();
+        let o = &self.opts;
+        let uid = if o.forceuid {
+            st.uid
+        } else {
+            w.uid.unwrap_or(st.uid)
+        };
+        let gid = if o.forcegid {
+            st.gid
+        } else {
+            w.gid.unwrap_or(st.gid)
+        };
+        let forced_mode = if inode.is_dir() {
+            o.dir_mode_set
+        } else {
+            o.file_mode_set
+        };
+        let mode = if forced_mode {
+            st.mode
+        } else {
+            w.mode.map_or(st.mode, |m| m & 0o7777)
+        };
+        inode.set_owner(uid, gid, mode);
+        Ok(())
+    }
+}

@@ -1,0 +1,317 @@
+//! Extended attributes: the `*xattr(2)` calls with Linux's semantics, and
+//! tmpfs's in-memory store.
+//!
+//! The VFS half follows Linux `fs/xattr.c`, in its order:
+//! 1. the arguments, before any path is walked: flags other than
+//!    `XATTR_CREATE`/`XATTR_REPLACE` are EINVAL, an empty name or one over
+//!    [`XATTR_NAME_MAX`] is ERANGE, a value over [`XATTR_SIZE_MAX`] is E2BIG;
+//! 2. the path (the `l` forms do not follow a final symlink);
+//! 3. `xattr_permission`: in `user.`, only regular files and directories
+//!    have attributes (EPERM to change one elsewhere, ENODATA to read);
+//! 4. the filesystem's handlers ([`FsOps::listxattr`], [`FsOps::getxattr`],
+//!    [`FsOps::setxattr`]), which resolve the namespace: a prefix no handler
+//!    knows is EOPNOTSUPP, a bare prefix (`user.`) EINVAL;
+//! 5. the buffer: a size-0 call returns the size needed, a short buffer is
+//!    ERANGE (for a list at [`XATTR_LIST_MAX`] or more, E2BIG).
+//!
+//! The tmpfs half is Linux's `mm/shmem.c` handlers over `simple_xattr`:
+//! `user.`, `trusted.` and `security.` names are kept in the inode
+//! (everything runs as root here, so `trusted.` is always allowed and
+//! listed). `system.posix_acl_access` / `_default` read as absent and
+//! remove as a no-op, as on a tmpfs without ACLs; setting one is
+//! EOPNOTSUPP (no ACLs here, where Linux would parse the value). Names are
+//! listed in byte order; Linux promises no order (the host's 6.18 tmpfs
+//! lists them in neither byte nor insertion order), so vfsh sorts.
+//!
+//! Touches: the inode's attribute map under its own lock; a stored
+//! attribute asks memory admission ([`crate::mem`]) first.
+
+use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use crate::errno::{Errno, KResult};
+use crate::inode::Inode;
+use crate::mem;
+use crate::namei::{self, LookupFlags};
+use crate::vfs::{FileType, Vfs};
+
+/// Longest attribute name (`XATTR_NAME_MAX`).
+pub const XATTR_NAME_MAX: usize = 255;
+/// Largest attribute value (`XATTR_SIZE_MAX`).
+pub const XATTR_SIZE_MAX: usize = 65536;
+/// Largest name list `listxattr` returns (`XATTR_LIST_MAX`).
+pub const XATTR_LIST_MAX: usize = 65536;
+/// `setxattr` flag: fail with EEXIST if the attribute exists.
+pub const XATTR_CREATE: u32 = 1;
+/// `setxattr` flag: fail with ENODATA if the attribute does not exist.
+pub const XATTR_REPLACE: u32 = 2;
+
+/// The `user.` namespace prefix.
+pub const USER_PREFIX: &[u8] = b"user.";
+
+/// One inode's attributes (tmpfs), by name.
+pub type XattrMap = BTreeMap<Box<[u8]>, Box<[u8]>>;
+
+/// The namespaces tmpfs stores.
+const TMPFS_PREFIXES: [&[u8]; 3] = [USER_PREFIX, b"trusted.", b"security."];
+/// The POSIX ACL names (their own handlers, whole names).
+const ACL_NAMES: [&[u8]; 2] = [b"system.posix_acl_access", b"system.posix_acl_default"];
+
+/// Step 1 for a name: ERANGE if empty or too long.
+fn check_name(name: &[u8]) -> KResult<()> {
+    if name.is_empty() || name.len() > XATTR_NAME_MAX || name.contains(&0) {
+        return Err(Errno::ERANGE);
+    }
+    Ok(())
+}
+
+/// Step 3: `xattr_permission` (everything runs as root, so only the
+/// `user.` rule can refuse).
+fn permission(inode: &Inode, name: &[u8], write: bool) -> KResult<()> {
+    if name.starts_with(USER_PREFIX) && !matches!(inode.kind, FileType::File | FileType::Dir) {
+        return Err(if write { Errno::EPERM } else { Errno::ENODATA });
+    }
+    Ok(())
+}
+
+/// Step 4's resolution against a list of prefix handlers: `Ok(true)` for a
+/// name under one of `prefixes`, EINVAL for a bare prefix, `Ok(false)` for
+/// none of them.
+pub fn under_prefix(name: &[u8], prefixes: &[&[u8]]) -> KResult<bool> {
+    for p in prefixes {
+        if let Some(rest) = name.strip_prefix(*p) {
+            return if rest.is_empty() {
+                Err(Errno::EINVAL)
+            } else {
+                Ok(true)
+            };
+        }
+    }
+    Ok(false)
+}
+
+/// Step 5: copy `data` into `buf`, or say how big it is.
+fn fill(data: &[u8], buf: &mut [u8], list: bool) -> KResult<usize> {
+    if buf.is_empty() {
+        return Ok(data.len());
+    }
+    if data.len() > buf.len() {
+        let cap = if list { XATTR_LIST_MAX } else { XATTR_SIZE_MAX };
+        return Err(if list && buf.len() >= cap {
+            Errno::E2BIG
+        } else {
+            Errno::ERANGE
+        });
+    }
+    buf[..data.len()].copy_from_slice(data);
+    Ok(data.len())
+}
+
+// ---------------------------------------------------------------------------
+// tmpfs's handlers (the `FsOps` defaults)
+
+/// What a tmpfs name resolves to.
+enum TmpfsName {
+    Stored,
+    Acl,
+}
+
+fn tmpfs_resolve(inode: &Inode, name: &[u8]) -> KResult<TmpfsName> {
+    if under_prefix(name, &TMPFS_PREFIXES)? {
+        return Ok(TmpfsName::Stored);
+    }
+    if ACL_NAMES.contains(&name) {
+        // Linux's ACL handlers refuse symlinks.
+        if inode.is_symlink() {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        return Ok(TmpfsName::Acl);
+    }
+    Err(Errno::EOPNOTSUPP)
+}
+
+/// tmpfs `listxattr`: every stored name, NUL-terminated, in byte order.
+pub fn tmpfs_list(inode: &Inode) -> KResult<Vec<u8>> {
+    let map = inode.xattrs().lock();
+    let mut out = Vec::new();
+    for k in map.keys() {
+        out.extend_from_slice(k);
+        out.push(0);
+    }
+    Ok(out)
+}
+
+/// tmpfs `getxattr`.
+pub fn tmpfs_get(inode: &Inode, name: &[u8]) -> KResult<Vec<u8>> {
+    match tmpfs_resolve(inode, name)? {
+        TmpfsName::Acl => Err(Errno::ENODATA),
+        TmpfsName::Stored => inode
+            .xattrs()
+            .lock()
+            .get(name)
+            .map(|v| v.to_vec())
+            .ok_or(Errno::ENODATA),
+    }
+}
+
+/// tmpfs `setxattr` (`value` `None`: `removexattr`, which is
+/// `XATTR_REPLACE` of nothing, as Linux's `simple_xattr_set`).
+pub fn tmpfs_set(inode: &Inode, name: &[u8], value: Option<&[u8]>, flags: u32) -> KResult<()> {
+    match tmpfs_resolve(inode, name)? {
+        TmpfsName::Acl if value.is_none() => return Ok(()),
+        TmpfsName::Acl => return Err(Errno::EOPNOTSUPP),
+        TmpfsName::Stored => {}
+    }
+    let mut map = inode.xattrs().lock();
+    let exists = map.contains_key(name);
+    let Some(value) = value else {
+        return map.remove(name).map(|_| ()).ok_or(Errno::ENODATA);
+    };
+    if exists && flags & XATTR_CREATE != 0 {
+        return Err(Errno::EEXIST);
+    }
+    if !exists && flags & XATTR_REPLACE != 0 {
+        return Err(Errno::ENODATA);
+    }
+    mem::admit(name.len() + value.len())?;
+    map.insert(name.into(), value.into());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The system calls
+
+impl Vfs {
+    /// The inode `path` names (`follow`: through a final symlink).
+    fn xattr_inode(
+        &self,
+        path: &[u8],
+        follow: bool,
+    ) -> KResult<(Arc<crate::inode::SuperBlock>, Arc<Inode>)> {
+        let lf = LookupFlags {
+            follow,
+            directory: false,
+        };
+        let (_mnt, d) = namei::resolve(self, path, lf)?;
+        let inode = d.inode_arc().ok_or(Errno::ENOENT)?;
+        Ok((d.sb.clone(), inode))
+    }
+
+    fn do_listxattr(&self, path: &[u8], follow: bool, buf: &mut [u8]) -> KResult<usize> {
+        let (sb, inode) = self.xattr_inode(path, follow)?;
+        let list = sb.ops.listxattr(&inode)?;
+        let n = buf.len().min(XATTR_LIST_MAX);
+        fill(&list, &mut buf[..n], true)
+    }
+
+    fn do_getxattr(
+        &self,
+        path: &[u8],
+        name: &[u8],
+        follow: bool,
+        buf: &mut [u8],
+    ) -> KResult<usize> {
+        check_name(name)?;
+        let (sb, inode) = self.xattr_inode(path, follow)?;
+        permission(&inode, name, false)?;
+        let v = sb.ops.getxattr(&inode, name)?;
+        let n = buf.len().min(XATTR_SIZE_MAX);
+        fill(&v, &mut buf[..n], false)
+    }
+
+    fn do_setxattr(
+        &self,
+        path: &[u8],
+        name: &[u8],
+        value: Option<&[u8]>,
+        flags: u32,
+        follow: bool,
+    ) -> KResult<()> {
+        if flags & !(XATTR_CREATE | XATTR_REPLACE) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        check_name(name)?;
+        if value.is_some_and(|v| v.len() > XATTR_SIZE_MAX) {
+            return Err(Errno::E2BIG);
+        }
+        let (sb, inode) = self.xattr_inode(path, follow)?;
+        permission(&inode, name, true)?;
+        sb.ops.setxattr(&inode, name, value, flags)
+    }
+
+    /// `listxattr(2)`: the names of `path`'s attributes, each followed by a
+    /// NUL, into `buf`; with an empty `buf`, the size needed.
+    pub fn listxattr(&self, path: &[u8], buf: &mut [u8]) -> KResult<usize> {
+        self.do_listxattr(path, true, buf)
+    }
+
+    /// `llistxattr(2)`: [`Vfs::listxattr`] of a final symlink itself.
+    pub fn llistxattr(&self, path: &[u8], buf: &mut [u8]) -> KResult<usize> {
+        self.do_listxattr(path, false, buf)
+    }
+
+    /// `getxattr(2)`: the value of `name` into `buf`; with an empty `buf`,
+    /// its size.
+    pub fn getxattr(&self, path: &[u8], name: &[u8], buf: &mut [u8]) -> KResult<usize> {
+        self.do_getxattr(path, name, true, buf)
+    }
+
+    /// `lgetxattr(2)`.
+    pub fn lgetxattr(&self, path: &[u8], name: &[u8], buf: &mut [u8]) -> KResult<usize> {
+        self.do_getxattr(path, name, false, buf)
+    }
+
+    /// `setxattr(2)` with `flags` 0, [`XATTR_CREATE`] or [`XATTR_REPLACE`].
+    pub fn setxattr(&self, path: &[u8], name: &[u8], value: &[u8], flags: u32) -> KResult<()> {
+        self.do_setxattr(path, name, Some(value), flags, true)
+    }
+
+    /// `lsetxattr(2)`.
+    pub fn lsetxattr(&self, path: &[u8], name: &[u8], value: &[u8], flags: u32) -> KResult<()> {
+        self.do_setxattr(path, name, Some(value), flags, false)
+    }
+
+    /// `removexattr(2)`.
+    pub fn removexattr(&self, path: &[u8], name: &[u8]) -> KResult<()> {
+        self.do_setxattr(path, name, None, 0, true)
+    }
+
+    /// `lremovexattr(2)`.
+    pub fn lremovexattr(&self, path: &[u8], name: &[u8]) -> KResult<()> {
+        self.do_setxattr(path, name, None, 0, false)
+    }
+
+    /// The attribute names of `path` as a list (the size-0 call, then the
+    /// call with that size, as a caller of `listxattr(2)` does).
+    pub fn xattr_names(&self, path: &[u8], follow: bool) -> KResult<Vec<Vec<u8>>> {
+        let need = self.do_listxattr(path, follow, &mut [])?;
+        let mut buf = alloc::vec![0u8; need];
+        let n = self.do_listxattr(path, follow, &mut buf)?;
+        Ok(split_list(&buf[..n]))
+    }
+
+    /// The value of `name` (size-0 call, then the call with that size).
+    pub fn xattr_value(&self, path: &[u8], name: &[u8], follow: bool) -> KResult<Vec<u8>> {
+        let need = self.do_getxattr(path, name, follow, &mut [])?;
+        if need == 0 {
+            return Ok(Vec::new());
+        }
+        let mut buf = alloc::vec![0u8; need];
+        let n = self.do_getxattr(path, name, follow, &mut buf)?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+}
+
+/// The names of a `listxattr` buffer (NUL-terminated names).
+pub fn split_list(buf: &[u8]) -> Vec<Vec<u8>> {
+    buf.split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
