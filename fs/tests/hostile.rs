@@ -40,7 +40,10 @@ fn within_limit<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 's
     });
     match rx.recv_timeout(LIMIT) {
         Ok(v) => {
-            println!("hostile {what}: ended in {:.2} s", t0.elapsed().as_secs_f64());
+            println!(
+                "hostile {what}: ended in {:.2} s",
+                t0.elapsed().as_secs_f64()
+            );
             v
         }
         Err(_) => panic!("{what}: did not end within {} s", LIMIT.as_secs()),
@@ -109,7 +112,10 @@ fn endless_listing_is_eio_not_unbounded() {
     println!("hostile endless listing: {n} requests answered");
     // It ended at the listing limit (pages of 455 records), not earlier
     // on something else.
-    assert!(n * (65_536 / 144) >= fs::smb::ops::MAX_LIST_ENTRIES, "{n} requests");
+    assert!(
+        n * (65_536 / 144) >= fs::smb::ops::MAX_LIST_ENTRIES,
+        "{n} requests"
+    );
 }
 
 #[test]
@@ -117,7 +123,10 @@ fn read_longer_than_asked_is_eio() {
     let l = server(Case::ReadLonger(100));
     let out = within_limit("read longer", move || {
         let mut sh = mounted(&l, "");
-        (last(&mut sh, "cksum /mnt/hello.txt"), last(&mut sh, "read /mnt/hello.txt"))
+        (
+            last(&mut sh, "cksum /mnt/hello.txt"),
+            last(&mut sh, "read /mnt/hello.txt"),
+        )
     });
     assert_eq!(out.0, "err EIO");
     assert_eq!(out.1, "err EIO");
@@ -128,7 +137,10 @@ fn read_past_eof_is_cut_at_the_size() {
     let l = server(Case::ReadPastEof(100));
     let out = within_limit("read past eof", move || {
         let mut sh = mounted(&l, "");
-        (last(&mut sh, "read /mnt/hello.txt"), last(&mut sh, "stat /mnt/hello.txt"))
+        (
+            last(&mut sh, "read /mnt/hello.txt"),
+            last(&mut sh, "stat /mnt/hello.txt"),
+        )
     });
     assert_eq!(out.0, "ok hello, world\\n");
     assert_eq!(out.1, "ok file size=13");
@@ -221,16 +233,23 @@ fn credits_drained_reconnects() {
         ))
     });
     assert_eq!(out.last().unwrap(), "err EIO", "{out:?}");
-    assert!(out[0].contains("cifs: mount failed: Input/output error (no credits)"), "{out:?}");
+    assert!(
+        out[0].contains("cifs: mount failed: Input/output error (no credits)"),
+        "{out:?}"
+    );
 }
 
 #[test]
 fn pending_forever_and_oversized_listing_are_eio() {
     let l = server(Case::PendingForever);
-    let out = within_limit("pending forever", move || last(&mut mounted(&l, ""), "ls /mnt"));
+    let out = within_limit("pending forever", move || {
+        last(&mut mounted(&l, ""), "ls /mnt")
+    });
     assert_eq!(out, "err EIO");
     let l = server(Case::ListingOversized);
-    let out = within_limit("oversized listing", move || last(&mut mounted(&l, ""), "ls /mnt"));
+    let out = within_limit("oversized listing", move || {
+        last(&mut mounted(&l, ""), "ls /mnt")
+    });
     assert_eq!(out, "err EIO");
 }
 
@@ -276,11 +295,15 @@ fn mitm_downgrade_is_refused() {
     for opts in [",vers=3", ",vers=default", "", ",vers=3,sign", ",seal"] {
         let t0 = Instant::now();
         let out = mount_via(&fx, m.addr.port(), opts);
-        println!("mitm {opts:?}: {out:?} in {:.2} s", t0.elapsed().as_secs_f64());
+        println!(
+            "mitm {opts:?}: {out:?} in {:.2} s",
+            t0.elapsed().as_secs_f64()
+        );
         assert_eq!(out.last().unwrap(), "err EIO", "{opts}: {out:?}");
         assert!(
-            out.iter().any(|l| l.contains("cifs: mount failed: Input/output error")
-                && l.contains("validate negotiate")),
+            out.iter()
+                .any(|l| l.contains("cifs: mount failed: Input/output error")
+                    && l.contains("validate negotiate")),
             "{opts}: {out:?}"
         );
         assert!(t0.elapsed() < LIMIT);
@@ -304,10 +327,30 @@ fn plain_smb30x_server_still_mounts() {
                 continue;
             }
             let out = mount_via(&fx, fx.port, opts);
-            assert!(out.last().unwrap().starts_with("ok "), "{max} {opts}: {out:?}");
+            assert!(
+                out.last().unwrap().starts_with("ok "),
+                "{max} {opts}: {out:?}"
+            );
         }
         let m = mitm::start(format!("127.0.0.1:{}", fx.port).parse().unwrap(), 0x0311).unwrap();
         let out = mount_via(&fx, m.addr.port(), ",vers=3");
-        assert!(out.last().unwrap().starts_with("ok "), "{max} via mitm: {out:?}");
+        assert!(
+            out.last().unwrap().starts_with("ok "),
+            "{max} via mitm: {out:?}"
+        );
+        // The validation really ran and Samba answered it (no error
+        // status: not the "server does not know the FSCTL" way out).
+        let cfg = fs::smb::Config::new("127.0.0.1", &fx.share, &fx.user, &fx.password);
+        let addr = format!("127.0.0.1:{}", fx.port).parse().unwrap();
+        let mut c = fs::smb::Connection::tcp(cfg, addr);
+        c.connect().expect("connect");
+        let want = if max == "SMB3_02" { 0x0302 } else { 0x0300 };
+        assert_eq!(c.dialect(), Some(want), "{max}");
+        let io = c.stats().get(fs::smb::wire::cmd::IOCTL);
+        assert_eq!(
+            (io.total, io.failed),
+            (1, 0),
+            "{max}: one VALIDATE_NEGOTIATE_INFO, answered"
+        );
     }
 }

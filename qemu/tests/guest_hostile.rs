@@ -11,7 +11,6 @@
 
 use std::time::{Duration, Instant};
 
-
 use qemu::runner::{
     guest_boot_unavailable, guest_kernel_image as kernel_image, GuestFwd, GuestStatus, QemuConfig,
     Runner,
@@ -43,7 +42,14 @@ fn guest_endless_listing_ends_with_status_6() {
         .expect("start QEMU");
     let secs = t0.elapsed().as_secs_f64();
     let serial = &out.serial_output;
-    for l in serial.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev() {
+    for l in serial
+        .lines()
+        .rev()
+        .take(15)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+    {
         eprintln!("guest: {l}");
     }
     eprintln!("guest_hostile: exited {:?} in {secs:.1} s", out.status);

@@ -472,7 +472,10 @@ impl FsOps for CifsFs {
         // Never more than asked, never past the size the same exchange
         // reported (read_at already refused a reply longer than its READ).
         let left = size.saturating_sub(off);
-        let n = data.len().min(buf.len()).min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = data
+            .len()
+            .min(buf.len())
+            .min(usize::try_from(left).unwrap_or(usize::MAX));
         buf[..n].copy_from_slice(&data[..n]);
         // The open told us the server's size: keep stat coherent with it.
         inode.set_size(size);

@@ -197,11 +197,7 @@ fn qd_req(c: &Connection, fid: FileId, class: u8, restart: bool, related: bool) 
 /// Entries of one QUERY_DIRECTORY reply and the bytes of output they came
 /// in: `None` at the end of the listing. An output buffer longer than the
 /// one asked for is malformed (EIO).
-fn dir_page(
-    c: &mut Connection,
-    r: &Reply,
-    class: u8,
-) -> SmbResult<Option<(Vec<DirInfo>, usize)>> {
+fn dir_page(c: &mut Connection, r: &Reply, class: u8) -> SmbResult<Option<(Vec<DirInfo>, usize)>> {
     if r.hdr.status == status::NO_MORE_FILES {
         return Ok(None);
     }

@@ -27,7 +27,11 @@ struct Args {
 fn main() {
     let a = Args::parse();
     let Some(case) = Case::by_name(&a.case) else {
-        eprintln!("hostile-smb: unknown case {:?}; known: {:?}", a.case, Case::NAMES);
+        eprintln!(
+            "hostile-smb: unknown case {:?}; known: {:?}",
+            a.case,
+            Case::NAMES
+        );
         std::process::exit(2);
     };
     let server = Server::new(case, &[("hello.txt", b"hello, world\n")], &["d0", "d1"]);

@@ -129,6 +129,20 @@ struct Conn {
     listed: u64,
 }
 
+impl Conn {
+    fn new(index: u64) -> Conn {
+        Conn {
+            index,
+            requests: 0,
+            handshaken: false,
+            next_fid: 1,
+            open: BTreeMap::new(),
+            last_fid: 0,
+            listed: 0,
+        }
+    }
+}
+
 /// Reply frame(s) to one request frame; `None`: close the connection.
 type Frames = Option<Vec<Vec<u8>>>;
 
@@ -171,8 +185,13 @@ impl Server {
     }
 
     /// The same server with a per-reply hook.
-    pub fn with_tamper(case: Case, files: &[(&str, &[u8])], tamper: Tamper) -> Arc<Server> {
-        let s = Server::new(case, files, &[]);
+    pub fn with_tamper(
+        case: Case,
+        files: &[(&str, &[u8])],
+        dirs: &[&str],
+        tamper: Tamper,
+    ) -> Arc<Server> {
+        let s = Server::new(case, files, dirs);
         let mut s = Arc::try_unwrap(s).ok().expect("fresh server");
         s.tamper = Some(tamper);
         Arc::new(s)
@@ -187,15 +206,7 @@ impl Server {
     /// stop. Errors are the stream's.
     pub fn serve(&self, r: &mut impl Read, w: &mut impl Write) -> std::io::Result<()> {
         let index = self.connections.fetch_add(1, Ordering::SeqCst);
-        let mut c = Conn {
-            index,
-            requests: 0,
-            handshaken: false,
-            next_fid: 1,
-            open: BTreeMap::new(),
-            last_fid: 0,
-            listed: 0,
-        };
+        let mut c = Conn::new(index);
         loop {
             let mut h = [0u8; 4];
             if r.read_exact(&mut h).is_err() {
@@ -315,7 +326,10 @@ impl Server {
                 c.next_fid += 1;
                 c.last_fid = fid;
                 c.open.insert(fid, path);
-                (status::SUCCESS, wire::create_body(fid, node.dir, node.data.len() as u64))
+                (
+                    status::SUCCESS,
+                    wire::create_body(fid, node.dir, node.data.len() as u64),
+                )
             }
             cmd::CLOSE => {
                 let path = self.path_of(c, m, 8);
@@ -350,7 +364,9 @@ impl Server {
                 out.truncate(len);
                 match self.case {
                     Case::ReadLonger(extra) => out.resize(len + extra as usize, b'L'),
-                    Case::ReadPastEof(extra) => out.extend(std::iter::repeat_n(b'P', extra as usize)),
+                    Case::ReadPastEof(extra) => {
+                        out.extend(std::iter::repeat_n(b'P', extra as usize))
+                    }
                     _ => {}
                 }
                 if out.is_empty() {
@@ -398,9 +414,17 @@ impl Server {
             // 104 fixed bytes + 34 of name, 8-aligned: 144 per record.
             while (page.len() + 1) * 144 <= asked {
                 c.listed += 1;
-                page.push((wire::utf16(&format!("endless-{:09}", c.listed)), false, 1, c.listed + 10_000));
+                page.push((
+                    wire::utf16(&format!("endless-{:09}", c.listed)),
+                    false,
+                    1,
+                    c.listed + 10_000,
+                ));
             }
-            return (status::SUCCESS, wire::output_body(&wire::dir_records(&page)));
+            return (
+                status::SUCCESS,
+                wire::output_body(&wire::dir_records(&page)),
+            );
         }
         if !restart && c.listed > 0 {
             c.listed = 0;
@@ -408,7 +432,11 @@ impl Server {
         }
         c.listed = 1;
         let share = self.share.lock().unwrap();
-        let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
         let mut page: Vec<(Vec<u16>, bool, u64, u64)> = vec![
             (wire::utf16("."), true, 0, 1),
             (wire::utf16(".."), true, 0, 1),
@@ -430,6 +458,28 @@ impl Server {
             data.resize(asked + 4096, 0);
         }
         (status::SUCCESS, wire::output_body(&data))
+    }
+}
+
+/// One connection to a [`Server`] without a socket: frames in, frames out
+/// (fuzz harnesses and in-process tests).
+pub struct MemConn {
+    server: Arc<Server>,
+    conn: Conn,
+}
+
+impl MemConn {
+    /// A new connection (counted like an accepted one).
+    pub fn new(server: Arc<Server>) -> MemConn {
+        let index = server.connections.fetch_add(1, Ordering::SeqCst);
+        let conn = Conn::new(index);
+        MemConn { server, conn }
+    }
+
+    /// The reply frames (without the 4-byte framing) to one request frame;
+    /// `None`: the server closes the connection.
+    pub fn answer(&mut self, frame: &[u8]) -> Option<Vec<Vec<u8>>> {
+        self.server.answer(&mut self.conn, frame)
     }
 }
 
@@ -457,7 +507,9 @@ pub fn serve_tcp(server: Arc<Server>) -> std::io::Result<Listening> {
 
 fn serve_stream(s: &Server, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
-    let Ok(mut r) = stream.try_clone() else { return };
+    let Ok(mut r) = stream.try_clone() else {
+        return;
+    };
     let mut w = stream;
     let _ = s.serve(&mut r, &mut w);
 }

@@ -135,7 +135,11 @@ pub fn split(frame: &[u8]) -> Vec<&[u8]> {
 pub fn reply_header(req: &ReqHdr, st: u32, credits: u16, async_id: Option<u64>) -> Vec<u8> {
     let mut h = Vec::with_capacity(HEADER_LEN);
     h.extend_from_slice(b"\xfeSMB");
-    h.u16(64).u16(req.credit_charge).u32(st).u16(req.command).u16(credits);
+    h.u16(64)
+        .u16(req.credit_charge)
+        .u32(st)
+        .u16(req.command)
+        .u16(credits);
     let mut fl = FLAG_RESPONSE | (req.flags & FLAG_RELATED);
     if async_id.is_some() {
         fl |= FLAG_ASYNC;
@@ -198,7 +202,10 @@ pub fn negotiate_body(dialect: u16, max_io: u32) -> Vec<u8> {
 /// SESSION_SETUP response carrying `token`.
 pub fn session_body(token: &[u8]) -> Vec<u8> {
     let mut b = Vec::new();
-    b.u16(9).u16(0).u16((HEADER_LEN + 8) as u16).u16(token.len() as u16);
+    b.u16(9)
+        .u16(0)
+        .u16((HEADER_LEN + 8) as u16)
+        .u16(token.len() as u16);
     b.extend_from_slice(token);
     b
 }
@@ -250,7 +257,13 @@ pub fn close_body(postquery: bool, dir: bool, size: u64) -> Vec<u8> {
     let mut b = Vec::new();
     b.u16(60).u16(postquery as u16).u32(0);
     if postquery {
-        b.u64(T).u64(T).u64(T).u64(T).u64(size).u64(size).u32(attrs(dir));
+        b.u64(T)
+            .u64(T)
+            .u64(T)
+            .u64(T)
+            .u64(size)
+            .u64(size)
+            .u32(attrs(dir));
     } else {
         b.zeros(52);
     }
@@ -270,7 +283,13 @@ pub fn all_info(dir: bool, size: u64, ino: u64) -> Vec<u8> {
     let mut b = Vec::new();
     b.u64(T).u64(T).u64(T).u64(T).u32(attrs(dir)).u32(0);
     b.u64(size).u64(size).u32(1).u8(0).u8(dir as u8).u16(0);
-    b.u64(ino).u32(0).u32(0x001f_01ff).u64(0).u32(0).u32(0).u32(0);
+    b.u64(ino)
+        .u32(0)
+        .u32(0x001f_01ff)
+        .u64(0)
+        .u32(0)
+        .u32(0)
+        .u32(0);
     b
 }
 
@@ -282,7 +301,11 @@ pub fn dir_records(entries: &[(Vec<u16>, bool, u64, u64)]) -> Vec<u8> {
         let start = out.len();
         let mut r = Vec::new();
         r.u32(0).u32(0).u64(T).u64(T).u64(T).u64(T);
-        r.u64(*size).u64(*size).u32(attrs(*dir)).u32(name.len() as u32 * 2).u32(0);
+        r.u64(*size)
+            .u64(*size)
+            .u32(attrs(*dir))
+            .u32(name.len() as u32 * 2)
+            .u32(0);
         r.u8(0).u8(0).zeros(24).u16(0).u64(*ino);
         for c in name {
             r.u16(*c);

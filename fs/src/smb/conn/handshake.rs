@@ -311,7 +311,11 @@ impl Connection {
     /// check; a guest session has no key to sign with. A server that
     /// answers (signed) that it does not know the FSCTL is accepted, as
     /// Linux accepts it of old Windows and NetApp.
-    pub(super) fn validate_negotiate(&mut self, neg: &Negotiated, session: &Session) -> SmbResult<()> {
+    pub(super) fn validate_negotiate(
+        &mut self,
+        neg: &Negotiated,
+        session: &Session,
+    ) -> SmbResult<()> {
         if session.guest || !matches!(neg.dialect, dialect::SMB3_0 | dialect::SMB3_0_2) {
             return Ok(());
         }
@@ -336,14 +340,18 @@ impl Connection {
         ) {
             return Ok(());
         }
-        let r = self.body(&reply, ValidateNegotiateResponse::parse).map_err(|_| failed(NO_ANSWER))?;
+        let r = self
+            .body(&reply, ValidateNegotiateResponse::parse)
+            .map_err(|_| failed(NO_ANSWER))?;
         if r.dialect != neg.dialect
             || r.security_mode != neg.server_mode
             || r.capabilities != neg.server_caps
             || r.server_guid != neg.server_guid
         {
             self.link = None;
-            return Err(failed("validate negotiate: security settings mismatch (possible downgrade attack)"));
+            return Err(failed(
+                "validate negotiate: security settings mismatch (possible downgrade attack)",
+            ));
         }
         Ok(())
     }
