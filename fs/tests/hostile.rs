@@ -180,6 +180,7 @@ fn bad_listed_names_are_eio() {
         ("mapposix .", sfm_dot.clone()),
         ("mapposix ..", vec![0xf029, 0xf029]),
         ("mapposix . + .", vec![b'.' as u16, 0xf029]),
+        ("over NAME_MAX", hostile::wire::utf16(&"n".repeat(256))),
     ];
     for (what, name) in cases {
         let l = server(Case::BadNames(vec![name]));

@@ -632,9 +632,14 @@ impl FsOps for CifsFs {
 /// refuses an empty name or one with `/` (EIO from getdents); a NUL would
 /// cut the name short, and `.` or `..` made by the character mapping (the
 /// wire's own `.` and `..` were left out already) would alias the directory
-/// or its parent. Any of them fails the listing.
+/// or its parent; a name over NAME_MAX bytes could never be looked up. Any
+/// of them fails the listing before a dentry is made.
 fn valid_dirent_name(name: &str) -> bool {
-    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
+    !name.is_empty()
+        && name.len() <= crate::namei::NAME_MAX
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\0'])
 }
 
 /// Why a mount failed.
