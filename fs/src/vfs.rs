@@ -797,6 +797,10 @@ impl Vfs {
         let mut buf = alloc::vec![0u8; want.clamp(4096, 8 << 20)];
         loop {
             let n = f.read(&mut buf)?;
+            // A remote file may keep growing: its bytes are kept only while
+            // memory admission and the allocator say yes.
+            crate::mem::admit(n)?;
+            out.try_reserve(n).map_err(|_| Errno::ENOMEM)?;
             out.extend_from_slice(&buf[..n]);
             if n == 0 || (n < buf.len() && f.inode.kind == FileType::File) {
                 return Ok(out);

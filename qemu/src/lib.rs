@@ -6,6 +6,8 @@
 //! - [`impacket`]: impacket's smbserver.py (SMB 2.0.2 only) as a second server for tests.
 //! - [`process`]: the guard both servers run under (spawn, wait for the
 //!   port, SIGTERM and reap on drop).
+//! - [`hostile`]: a hostile SMB2 server scriptable per reply, and a
+//!   man in the middle that strikes dialects from NEGOTIATE.
 //! - [`relay`]: the latency relay (one-way delay, SMB2 command counting, faults).
 //! - [`linuxref`]: the Linux reference guest (Debian kernel + busybox + statneg).
 //! - [`wis`]: will-it-scale's output format — `bench/src/output.rs`, the one
@@ -19,6 +21,7 @@
 extern crate alloc;
 
 pub mod fixtures;
+pub mod hostile;
 pub mod impacket;
 pub mod linuxref;
 pub mod process;

@@ -174,6 +174,9 @@ pub struct CifsFs {
     inos: SpinLock<alloc::collections::BTreeMap<u64, String>>,
     /// Inode numbers made up because the server's were 0 or duplicated.
     pub inos_made_up: AtomicU64,
+    /// Listed names refused (`/`, NUL, empty, or `.`/`..` after the
+    /// mount's character mapping): each failed its listing with EIO.
+    pub bad_names: AtomicU64,
 }
 
 /// Local inode numbers (never a server's IndexNumber as long as servers
@@ -443,7 +446,13 @@ impl FsOps for CifsFs {
             buf.len(),
             self.rsize(),
         ))?;
-        let n = data.len().min(buf.len());
+        // Never more than asked, never past the size the same exchange
+        // reported (read_at already refused a reply longer than its READ).
+        let left = size.saturating_sub(off);
+        let n = data
+            .len()
+            .min(buf.len())
+            .min(usize::try_from(left).unwrap_or(usize::MAX));
         buf[..n].copy_from_slice(&data[..n]);
         // The open told us the server's size: keep stat coherent with it.
         inode.set_size(size);
@@ -551,13 +560,19 @@ impl FsOps for CifsFs {
             return Ok(());
         }
         let entries = Self::map(self.conn.lock().list_dir(&ci.path()))?;
-        let _excl = inode.i_rwsem.write();
-        let mut seen: alloc::collections::BTreeSet<&[u8]> = alloc::collections::BTreeSet::new();
-        // Names as the VFS shows them (the wire's mapped characters back).
+        // Names as the VFS shows them (the wire's mapped characters back),
+        // every one checked before anything reaches the dcache.
         let local: alloc::vec::Vec<String> = entries
             .iter()
             .map(|e| crate::smb::remap::from_wire(&e.name, self.opts.remap))
             .collect();
+        if let Some(bad) = local.iter().find(|n| !valid_dirent_name(n)) {
+            self.bad_names.fetch_add(1, Ordering::Relaxed);
+            crate::trace!("  cifs: listed name {bad:?} refused -> EIO");
+            return Err(Errno::EIO);
+        }
+        let _excl = inode.i_rwsem.write();
+        let mut seen: alloc::collections::BTreeSet<&[u8]> = alloc::collections::BTreeSet::new();
         for (e, name) in entries.iter().zip(&local) {
             let name = name.as_bytes();
             seen.insert(name);
@@ -588,6 +603,20 @@ impl FsOps for CifsFs {
         ci.list_valid.store(true, Ordering::Relaxed);
         Ok(())
     }
+}
+
+/// May a name from a listing become a dentry? Linux's `verify_dirent_name`
+/// refuses an empty name or one with `/` (EIO from getdents); a NUL would
+/// cut the name short, and `.` or `..` made by the character mapping (the
+/// wire's own `.` and `..` were left out already) would alias the directory
+/// or its parent; a name over NAME_MAX bytes could never be looked up. Any
+/// of them fails the listing before a dentry is made.
+fn valid_dirent_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= crate::namei::NAME_MAX
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\0'])
 }
 
 /// Why a mount failed.
@@ -655,6 +684,7 @@ pub fn mount(
         ea_refused: AtomicU64::new(0),
         inos: SpinLock::new(alloc::collections::BTreeMap::new()),
         inos_made_up: AtomicU64::new(0),
+        bad_names: AtomicU64::new(0),
     };
     // Non-complete dcache: misses ask the server; negatives are cached.
     let design = crate::dcache::design::by_name("negative").expect("negative exists");

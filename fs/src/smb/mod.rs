@@ -80,6 +80,9 @@ pub enum SmbError {
     NoCredits,
     /// The caller passed something unusable (e.g. a path too long).
     Invalid(&'static str),
+    /// What a reply asked us to keep does not fit in memory now (memory
+    /// admission or a fallible allocation said no): ENOMEM.
+    NoMemory(&'static str),
 }
 
 impl From<WireError> for SmbError {
@@ -124,6 +127,7 @@ impl fmt::Display for SmbError {
             SmbError::Share(s) => write!(f, "tree connect failed: status 0x{s:08x}"),
             SmbError::NoCredits => f.write_str("no credits"),
             SmbError::Invalid(s) => write!(f, "invalid argument: {s}"),
+            SmbError::NoMemory(s) => write!(f, "out of memory: {s}"),
         }
     }
 }
@@ -147,6 +151,7 @@ impl SmbError {
             SmbError::Auth(_) | SmbError::EncryptionRequired => Errno::EACCES,
             SmbError::EncryptionUnavailable(_) => Errno::EOPNOTSUPP,
             SmbError::Invalid(_) => Errno::EINVAL,
+            SmbError::NoMemory(_) => Errno::ENOMEM,
             SmbError::ConnectFailed => Errno::EHOSTDOWN,
             _ => Errno::EIO,
         }

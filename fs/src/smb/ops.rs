@@ -62,6 +62,14 @@ const MAX_PATH: usize = 4096;
 const DIR_BUF: u32 = 65_536;
 /// One credit pays for this many bytes of a multi-credit request.
 const CREDIT_BYTES: u32 = 65_536;
+/// Most entries one listing may hold. Linux streams a listing through
+/// getdents and keeps none of it; this client keeps the whole listing to
+/// prime the dcache, so a server that never answers STATUS_NO_MORE_FILES
+/// must not make it grow without end: past this many entries (or
+/// [`MAX_LIST_BYTES`] of wire records) the listing fails with EIO.
+pub const MAX_LIST_ENTRIES: usize = 1 << 20;
+/// Most bytes of QUERY_DIRECTORY output one listing may consume.
+pub const MAX_LIST_BYTES: usize = 256 << 20;
 
 /// How to open for a data or namespace operation.
 #[derive(Clone, Copy, Debug)]
@@ -188,13 +196,50 @@ fn qd_req(c: &Connection, fid: FileId, class: u8, restart: bool, related: bool) 
     Req::new(cmd::QUERY_DIRECTORY, related, 1, |o| q.emit(o))
 }
 
-/// Entries of one QUERY_DIRECTORY reply: `None` at the end of the listing.
-fn dir_page(c: &mut Connection, r: &Reply, class: u8) -> SmbResult<Option<Vec<DirInfo>>> {
+/// Entries of one QUERY_DIRECTORY reply and the bytes of output they came
+/// in: `None` at the end of the listing. An output buffer longer than the
+/// one asked for is malformed (EIO).
+fn dir_page(c: &mut Connection, r: &Reply, class: u8) -> SmbResult<Option<(Vec<DirInfo>, usize)>> {
     if r.hdr.status == status::NO_MORE_FILES {
         return Ok(None);
     }
-    let v = c.body(r, |m| dirinfo::parse(class, OutputResponse::parse(m)?.data))?;
+    let asked = out_len(c, DIR_BUF) as usize;
+    let v = c.body(r, |m| {
+        let data = OutputResponse::parse(m)?.data;
+        if data.len() > asked {
+            return Err(crate::smb::WireError::new(
+                "query directory output longer than asked",
+            ));
+        }
+        Ok((dirinfo::parse(class, data)?, data.len()))
+    })?;
     Ok(Some(v))
+}
+
+/// Appends one page of a listing to `all` within the listing's limits
+/// ([`MAX_LIST_ENTRIES`], [`MAX_LIST_BYTES`]: EIO past them) and memory
+/// admission (ENOMEM when the kernel heap cannot take it; the page's own
+/// entries are bounded by the frame they came in).
+fn keep_page(
+    all: &mut Vec<DirInfo>,
+    bytes: &mut usize,
+    page: Vec<DirInfo>,
+    page_bytes: usize,
+) -> SmbResult<()> {
+    *bytes = bytes.saturating_add(page_bytes);
+    if all.len().saturating_add(page.len()) > MAX_LIST_ENTRIES || *bytes > MAX_LIST_BYTES {
+        return Err(SmbError::Protocol(
+            "directory listing too long (server never ended it)",
+        ));
+    }
+    let names: usize = page.iter().map(|d| d.name.len()).sum();
+    let grow = page.len() * core::mem::size_of::<DirInfo>() + names;
+    crate::mem::admit(grow.saturating_mul(2))
+        .map_err(|_| SmbError::NoMemory("directory listing"))?;
+    all.try_reserve(page.len())
+        .map_err(|_| SmbError::NoMemory("directory listing"))?;
+    all.extend(page);
+    Ok(())
 }
 
 /// The compound CREATE + QUERY_INFO + CLOSE on one path; returns the
@@ -251,7 +296,7 @@ impl Connection {
     ) -> SmbResult<Option<Vec<DirInfo>>> {
         let sign = self.sign_requests();
         let r = self.exchange(vec![qd_req(self, fid, class, restart, false)], sign)?;
-        dir_page(self, &r[0], class)
+        Ok(dir_page(self, &r[0], class)?.map(|(v, _)| v))
     }
 
     /// Lists a directory (all pages) with info class `class`
@@ -273,15 +318,24 @@ impl Connection {
                 return Err(SmbError::Protocol("compound reply count"));
             }
             let fid = c.body(&r[0], CreateResponse::parse)?.file_id;
-            let mut all = Vec::new();
+            let mut all: Vec<DirInfo> = Vec::new();
+            let mut bytes = 0usize;
             let mut page = dir_page(c, &r[1], class);
             let res = loop {
                 match page {
-                    Ok(Some(v)) => all.extend(v),
+                    Ok(Some((v, n))) => {
+                        if let Err(e) = keep_page(&mut all, &mut bytes, v, n) {
+                            break Err(e);
+                        }
+                    }
                     Ok(None) => break Ok(()),
                     Err(e) => break Err(e),
                 }
-                page = c.query_directory(fid, class, false);
+                let sign = c.sign_requests();
+                page = match c.exchange(vec![qd_req(c, fid, class, false, false)], sign) {
+                    Ok(r) => dir_page(c, &r[0], class),
+                    Err(e) => Err(e),
+                };
             };
             match res {
                 Ok(()) => {
@@ -404,8 +458,11 @@ impl Connection {
             let spec =
                 OpenSpec::existing_file(access::FILE_READ_DATA | access::FILE_READ_ATTRIBUTES);
             let first = whole_file_chunk(c);
-            let (data, _) =
-                read_chunks(c, &p, spec, 0, first, |c, _, _| Some(whole_file_chunk(c)))?;
+            // Up to the size the CREATE reported: a server that keeps
+            // sending data cannot make this read without end.
+            let (data, _) = read_chunks(c, &p, spec, 0, first, |c, cr, got| {
+                ((got as u64) < cr.end_of_file).then(|| whole_file_chunk(c))
+            })?;
             Ok(data)
         })
     }
@@ -497,7 +554,7 @@ impl Connection {
                 };
                 let read = Req::new(cmd::READ, true, charge, |o| rd.emit(o));
                 let b = open_do_close(c, &p, spec, vec![read])?;
-                let data = read_reply(c, &b.middle[0])?;
+                let data = read_reply(c, &b.middle[0], first)?;
                 let size = b.closed.map_or(b.create.end_of_file, |a| a.end_of_file);
                 return Ok((data, size));
             }
@@ -537,6 +594,9 @@ impl Connection {
                 let req = Req::new(cmd::WRITE, true, charge_for(data.len()), |o| w.emit(o));
                 let b = open_do_close(c, &p, spec, vec![req])?;
                 let n = c.body(&b.middle[0], parse_write)? as u64;
+                if n > data.len() as u64 {
+                    return Err(WRITE_TOO_LONG);
+                }
                 c.note_bytes_written(n);
                 return Ok(Written {
                     bytes: n,
@@ -561,6 +621,7 @@ impl Connection {
                 let req = Req::new(cmd::WRITE, false, charge_for(piece.len()), |o| w.emit(o));
                 let n = match c.exchange(vec![req], sign) {
                     Ok(v) => match c.body(&v[0], parse_write) {
+                        Ok(n) if n as usize > piece.len() => break Err(WRITE_TOO_LONG),
                         Ok(n) => n as usize,
                         Err(e) => break Err(e),
                     },
@@ -768,15 +829,20 @@ fn read_chunks(
     let fid = cr.file_id;
     let mut data = Vec::new();
     let mut reply = r[1].clone();
+    let mut asked = first.0;
     let res: SmbResult<()> = loop {
         if reply.hdr.status == status::END_OF_FILE {
             break Ok(());
         }
         let got = match c.body(&reply, ReadResponse::parse) {
+            Ok(rr) if rr.data.len() > asked as usize => break Err(READ_TOO_LONG),
             Ok(rr) => rr.data,
             Err(e) => break Err(e),
         };
         let n = got.len();
+        if data.try_reserve(n).is_err() || crate::mem::admit(n).is_err() {
+            break Err(SmbError::NoMemory("read"));
+        }
         data.extend_from_slice(got);
         c.note_bytes_read(n as u64);
         if n == 0 {
@@ -785,6 +851,7 @@ fn read_chunks(
         let Some((len, charge)) = next(c, &cr, data.len()) else {
             break Ok(());
         };
+        asked = len;
         let rd = ReadRequest {
             length: len,
             offset: off + data.len() as u64,
@@ -809,12 +876,25 @@ fn read_chunks(
     Ok((data, cr))
 }
 
-/// The data of one READ reply; END_OF_FILE is no data.
-fn read_reply(c: &mut Connection, r: &Reply) -> SmbResult<Vec<u8>> {
+/// A READ reply with more data than its request's Length: Linux's
+/// `smb2_readv_callback`/`handle_read_data` refuse it (EIO), and so do we,
+/// before a byte of it is kept.
+const READ_TOO_LONG: SmbError = SmbError::Protocol("read reply longer than asked");
+/// A WRITE reply whose Count exceeds the bytes sent: believing it would
+/// move the file position past data never written (EIO, as Linux).
+const WRITE_TOO_LONG: SmbError = SmbError::Protocol("write reply counts more bytes than sent");
+
+/// The data of one READ reply of at most `asked` bytes; END_OF_FILE is no
+/// data.
+fn read_reply(c: &mut Connection, r: &Reply, asked: u32) -> SmbResult<Vec<u8>> {
     if r.hdr.status == status::END_OF_FILE {
         return Ok(Vec::new());
     }
-    let d = c.body(r, ReadResponse::parse)?.data.to_vec();
+    let d = c.body(r, ReadResponse::parse)?.data;
+    if d.len() > asked as usize {
+        return Err(READ_TOO_LONG);
+    }
+    let d = d.to_vec();
     c.note_bytes_read(d.len() as u64);
     Ok(d)
 }

@@ -5,7 +5,11 @@
 //! the SMB2 reply parsers ([`smb_wire`]), the connection state machine behind
 //! a scripted fake server ([`smb_conn`]), the NTLMSSP CHALLENGE parser and
 //! the AUTHENTICATE builder ([`ntlm`]), the path walk with short op
-//! sequences on a fresh tmpfs ([`path_walk`]); the kernel command-line
+//! sequences on a fresh tmpfs ([`path_walk`]), the SMB3 transform header
+//! and decryption with a known key ([`smb_transform`]), the cifs
+//! mount-option parser ([`cifs_opts`]), and listed names on their way into
+//! the dcache behind `qemu::hostile`'s in-memory server
+//! ([`cifs_listing`]); the kernel command-line
 //! parser has its harness in `cmdline.rs` beside this file. Errors are
 //! fine; a panic (or an abort, e.g. an
 //! allocation the input sized) is a bug. The few checks that assert are
@@ -44,7 +48,15 @@ use fs::vfs::{OpenFlags, Vfs};
 /// `fuzz/corpus/*` directories.
 /// (`cmdline` has its own harness, `cmdline.rs` here: it needs the
 /// `bench` crate, which the fs tests cannot depend on.)
-pub const TARGETS: [&str; 4] = ["smb_wire", "smb_conn", "ntlm", "path_walk"];
+pub const TARGETS: [&str; 7] = [
+    "smb_wire",
+    "smb_conn",
+    "ntlm",
+    "path_walk",
+    "smb_transform",
+    "cifs_opts",
+    "cifs_listing",
+];
 
 /// Runs harness `name` on `data`. Unknown names panic (a test bug).
 pub fn run(name: &str, data: &[u8]) {
@@ -55,6 +67,9 @@ pub fn run(name: &str, data: &[u8]) {
         }
         "ntlm" => ntlm(data),
         "path_walk" => path_walk(data),
+        "smb_transform" => smb_transform(data),
+        "cifs_opts" => cifs_opts(data),
+        "cifs_listing" => cifs_listing(data),
         _ => panic!("no harness {name}"),
     }
 }
@@ -160,6 +175,7 @@ pub fn smb_wire(data: &[u8]) {
 // ---------------------------------------------------------------- smb_conn
 
 /// One scripted reply frame.
+#[derive(Clone)]
 struct Record {
     ctl: u8,
     bytes: Vec<u8>,
@@ -240,17 +256,26 @@ fn fixup(reply: &mut [u8], req: &[u8], unsign: bool) {
 
 struct ScriptConnector {
     script: Script,
+    /// Forever mode: the whole script, replayed from its start each time
+    /// it runs out, so the server never stops answering.
+    forever: Option<Arc<VecDeque<Record>>>,
 }
 
 impl Connector for ScriptConnector {
     fn connect(&mut self) -> Result<Box<dyn Transport>, TransportError> {
-        if self.script.lock().unwrap().is_empty() {
+        if self.script.lock().unwrap().is_empty() && self.forever.is_none() {
             return Err(TransportError::Connect);
         }
         let script = self.script.clone();
+        let forever = self.forever.clone();
         Ok(Box::new(DropTransport {
             inner: FnTransport::new(move |req: &[u8]| {
                 let mut q = script.lock().unwrap();
+                if q.is_empty() {
+                    if let Some(all) = &forever {
+                        q.extend(all.iter().cloned());
+                    }
+                }
                 let mut out = Vec::new();
                 while let Some(mut r) = q.pop_front() {
                     if r.ctl & ctl::DROP != 0 {
@@ -330,6 +355,9 @@ pub mod conn_opt {
     pub const HARD: u8 = 0x08;
     /// Accept guest sessions.
     pub const GUEST: u8 = 0x10;
+    /// The server answers forever: the script starts over when it runs
+    /// out (a client loop a reply drives cannot end on an empty script).
+    pub const FOREVER: u8 = 0x20;
 }
 
 /// The connection state machine against a hostile server: `data[0]`
@@ -356,9 +384,13 @@ pub fn smb_conn(data: &[u8]) -> u32 {
     cfg.timeout_ms = 1000;
     cfg.retries = 2;
     cfg.trace_capacity = 64;
-    let script: Script = Arc::new(Mutex::new(decode_script(rest)));
+    let records = decode_script(rest);
+    let forever =
+        (opt & conn_opt::FOREVER != 0 && !records.is_empty()).then(|| Arc::new(records.clone()));
+    let script: Script = Arc::new(Mutex::new(records));
     let connector = ScriptConnector {
         script: script.clone(),
+        forever: forever.clone(),
     };
     let clock = StepClock(std::sync::atomic::AtomicU64::new(0));
     let mut c = Connection::new(cfg, Box::new(connector), Box::new(clock));
@@ -371,7 +403,13 @@ pub fn smb_conn(data: &[u8]) -> u32 {
     }
     depth += c.stat("d000").is_ok() as u32;
     depth += c.query_wsl_eas("d000").is_ok() as u32;
-    if let Ok(d) = c.read_file("f") {
+    if forever.is_some() {
+        // A server that never stops can claim any size: read a bounded
+        // range (the whole-file read keeps what it gets).
+        if let Ok((d, _)) = c.read_at("f", 0, 1 << 16, 1 << 16) {
+            assert!(d.len() <= 1 << 16, "read_at returned more than asked");
+        }
+    } else if let Ok(d) = c.read_file("f") {
         // Fact: the client never returns more than the server could send.
         assert!(d.len() <= data.len(), "read_file returned invented bytes");
     }
@@ -383,6 +421,186 @@ pub fn smb_conn(data: &[u8]) -> u32 {
     let _ = c.trace().dump();
     c.disconnect();
     depth
+}
+
+// ---------------------------------------------------------------- smb_transform
+
+/// The SMB3 transform header and decryption with a known key. `data[0]`
+/// picks the cipher (bit 0, 3.1.1 only), the dialect's key derivation (bit 2) and
+/// the mode (bit 3): raw, the rest is a received frame for the client's
+/// sealer as is; sealed, the rest is `[pos u16][xor u8]` and a plaintext
+/// the server seals with the same session's keys, then byte `pos` of the
+/// sealed frame is XORed with `xor`. Facts: an untouched sealed frame
+/// opens to its plaintext; a touched one never opens (AEAD).
+pub fn smb_transform(data: &[u8]) {
+    use fs::smb::crypto::{Cipher, Sealer};
+    use fs::smb::wire::transform::{is_transform, TransformHeader};
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
+    let cipher = [Cipher::Aes128Ccm, Cipher::Aes128Gcm][sel as usize & 1];
+    let key = [0x5au8; 16];
+    let sid = 0x1122_3344_5566_7788u64;
+    let client = if sel & 4 != 0 {
+        let mut pre = PreauthHash::default();
+        pre.update(b"negotiate");
+        Sealer::smb311(&key, cipher, &pre, sid, [1, 2, 3, 4])
+    } else {
+        Sealer::smb30(&key, sid, [1, 2, 3, 4])
+    };
+    if sel & 8 == 0 {
+        let _ = is_transform(rest);
+        let _ = TransformHeader::parse(rest);
+        if let Ok(plain) = client.open(rest) {
+            parse_bodies(&plain);
+        }
+        return;
+    }
+    if rest.len() < 3 {
+        return;
+    }
+    let pos = u16::from_le_bytes([rest[0], rest[1]]) as usize;
+    let xor = rest[2];
+    let plain = &rest[3..];
+    // The server's sealer: the client's keys the other way round.
+    let (enc, dec) = transform_keys(&key, sel & 4 != 0);
+    let mut server = Sealer::with_keys(client.cipher, &dec, &enc, sid, [9, 9, 9, 9]);
+    let mut frame = server.seal(plain);
+    let touched = xor != 0 && !frame.is_empty();
+    if touched {
+        let i = pos % frame.len();
+        frame[i] ^= xor;
+    }
+    match client.open(&frame) {
+        Ok(p) => {
+            assert!(!touched, "a tampered sealed frame opened");
+            assert_eq!(p, plain, "sealed then opened is not the plaintext");
+            parse_bodies(&p);
+        }
+        Err(_) => assert!(touched, "an untouched sealed frame did not open"),
+    }
+}
+
+/// The client's (encrypt, decrypt) keys as [`fs::smb::crypto::Sealer`]
+/// derives them (MS-SMB2 3.1.4.2), for the harness's server side.
+fn transform_keys(key: &[u8; 16], smb311: bool) -> ([u8; 16], [u8; 16]) {
+    use fs::smb::crypto::kdf;
+    if smb311 {
+        let mut pre = PreauthHash::default();
+        pre.update(b"negotiate");
+        (
+            kdf(key, b"SMBC2SCipherKey\0", &pre.0),
+            kdf(key, b"SMBS2CCipherKey\0", &pre.0),
+        )
+    } else {
+        (
+            kdf(key, b"SMB2AESCCM\0", b"ServerIn \0"),
+            kdf(key, b"SMB2AESCCM\0", b"ServerOut\0"),
+        )
+    }
+}
+
+// ---------------------------------------------------------------- cifs_opts
+
+/// A connector that never connects (the option parser runs first).
+struct NoServer;
+
+impl Connector for NoServer {
+    fn connect(&mut self) -> Result<Box<dyn Transport>, TransportError> {
+        Err(TransportError::Connect)
+    }
+}
+
+/// The cifs mount-option parser on arbitrary text, then a whole mount
+/// with those options against no server. Fact: such a mount never
+/// succeeds.
+pub fn cifs_opts(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(o) = fs::cifs::CifsOpts::parse(&text) {
+        let _ = o.effective_wslea().name();
+    }
+    let v = Vfs::new_tmpfs("").expect("tmpfs");
+    v.mkdir(b"/mnt", 0o755).expect("mkdir");
+    let clock = StepClock(std::sync::atomic::AtomicU64::new(0));
+    let r = fs::cifs::mount(
+        &v,
+        "//127.0.0.1/share",
+        b"/mnt",
+        &text,
+        Box::new(NoServer),
+        Box::new(clock),
+    );
+    assert!(r.is_err(), "mounted with no server");
+}
+
+// ---------------------------------------------------------------- cifs_listing
+
+/// Listed names on their way into the dcache: a cifs mount on
+/// `qemu::hostile`'s in-memory server whose QUERY_DIRECTORY answer is
+/// `data[1..]` (FileIdBothDirectoryInformation records) and whose next one
+/// is NO_MORE_FILES; `data[0]` picks `mapposix`, `mapchars` or neither.
+/// Fact: every name readdir returns is one a directory may hold (not
+/// empty, no `/` or NUL, not `.`/`..` beyond the two it adds); each is
+/// then `lstat`ed (the primed dentry, or a lookup on the server).
+pub fn cifs_listing(data: &[u8]) {
+    use qemu::hostile::{wire as hw, Case, MemConn, Server};
+    let Some((&sel, records)) = data.split_first() else {
+        return;
+    };
+    let records = Arc::new(records.to_vec());
+    let tamper = {
+        let records = records.clone();
+        Arc::new(move |h: &hw::ReqHdr, r: &mut Vec<u8>| {
+            let st = u32::from_le_bytes([r[8], r[9], r[10], r[11]]);
+            if h.command == hw::cmd::QUERY_DIRECTORY && st == 0 {
+                r.truncate(hw::HEADER_LEN);
+                r.extend_from_slice(&hw::output_body(&records));
+            }
+        })
+    };
+    let server = Server::with_tamper(Case::Honest, &[("f", b"x")], &["d"], tamper);
+    struct Mem(Arc<Server>);
+    impl Connector for Mem {
+        fn connect(&mut self) -> Result<Box<dyn Transport>, TransportError> {
+            let mut c = MemConn::new(self.0.clone());
+            Ok(Box::new(FnTransport::new(move |req: &[u8]| {
+                c.answer(req).unwrap_or_default()
+            })))
+        }
+    }
+    let opts = [
+        "username=u,password=p",
+        "username=u,password=p,mapchars",
+        "username=u,password=p,nomapposix",
+    ][sel as usize % 3];
+    let v = Vfs::new_tmpfs("").expect("tmpfs");
+    v.mkdir(b"/mnt", 0o755).expect("mkdir");
+    let clock = StepClock(std::sync::atomic::AtomicU64::new(0));
+    fs::cifs::mount(
+        &v,
+        "//127.0.0.1/share",
+        b"/mnt",
+        opts,
+        Box::new(Mem(server)),
+        Box::new(clock),
+    )
+    .expect("the in-memory server mounts");
+    let Ok(entries) = v.readdir(b"/mnt") else {
+        return;
+    };
+    for e in entries {
+        let n = &e.name[..];
+        if n == b"." || n == b".." {
+            continue;
+        }
+        assert!(
+            !n.is_empty() && !n.contains(&b'/') && !n.contains(&0),
+            "readdir returned the name {n:?}"
+        );
+        let mut p = b"/mnt/".to_vec();
+        p.extend_from_slice(n);
+        let _ = v.lstat(&p);
+    }
 }
 
 // ---------------------------------------------------------------- ntlm

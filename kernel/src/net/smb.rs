@@ -6,7 +6,6 @@
 //! Touches: `crate::net::tcp`, `crate::time`, `crate::arch::rand`.
 
 use alloc::boxed::Box;
-use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -70,7 +69,11 @@ impl SmbTransport {
                 .read_exact_by(&mut h, end)
                 .map_err(transport_err)?;
             let Some(n) = frame_len(h)? else { continue };
-            let mut v = vec![0u8; n];
+            // The server sizes this (up to 8 MiB): a heap that cannot take
+            // it fails the exchange (EIO), never the kernel.
+            let mut v = Vec::new();
+            v.try_reserve_exact(n).map_err(|_| TransportError::Io)?;
+            v.resize(n, 0);
             self.stream
                 .read_exact_by(&mut v, end)
                 .map_err(transport_err)?;

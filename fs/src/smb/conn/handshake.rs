@@ -8,6 +8,7 @@
 //! [`Connection::exchange`].
 
 use super::*;
+use crate::smb::wire::ioctl::{ValidateNegotiateRequest, ValidateNegotiateResponse};
 
 /// What NEGOTIATE settled, carried into SESSION_SETUP.
 pub(super) struct Negotiated {
@@ -24,6 +25,14 @@ pub(super) struct Negotiated {
     /// The 3.1.1 preauth hash so far: NEGOTIATE request and response
     /// (stays zero on other dialects).
     pub preauth: PreauthHash,
+    /// What the client sent (VALIDATE_NEGOTIATE_INFO repeats it).
+    pub client_caps: u32,
+    pub client_guid: [u8; 16],
+    pub dialects: Vec<u16>,
+    /// What the server answered (VALIDATE_NEGOTIATE_INFO must match it).
+    pub server_caps: u32,
+    pub server_guid: [u8; 16],
+    pub server_mode: u16,
 }
 
 /// What SESSION_SETUP settled, carried into TREE_CONNECT.
@@ -38,7 +47,8 @@ impl Connection {
     pub(super) fn handshake(&mut self) -> SmbResult<()> {
         let neg = self.negotiate()?;
         let session = self.session_setup(&neg)?;
-        self.tree_connect(&neg, &session)
+        self.tree_connect(&neg, &session)?;
+        self.validate_negotiate(&neg, &session)
     }
 
     /// NEGOTIATE: offers `Config::dialects` (with the 3.1.1 preauth and
@@ -60,10 +70,11 @@ impl Connection {
         // Encryption is always offered on 3.x (as Linux does), so a server
         // that requires it can have it without `seal`.
         let any_smb3 = dialects.iter().any(|&d| d >= dialect::SMB3_0);
+        let client_caps = CAP_LARGE_MTU | if any_smb3 { CAP_ENCRYPTION } else { 0 };
         let request = NegotiateRequest {
             dialects: &dialects,
             security_mode: client_mode,
-            capabilities: CAP_LARGE_MTU | if any_smb3 { CAP_ENCRYPTION } else { 0 },
+            capabilities: client_caps,
             client_guid,
             salt,
             signing_algs: &signing_algs,
@@ -140,6 +151,12 @@ impl Connection {
             cipher,
             client_mode,
             preauth,
+            client_caps,
+            client_guid,
+            dialects,
+            server_caps: response.capabilities,
+            server_guid: response.server_guid,
+            server_mode: response.security_mode,
         })
     }
 
@@ -280,6 +297,62 @@ impl Connection {
             link.encrypt = true;
         }
         link.tree_id = reply.hdr.tree_id;
+        Ok(())
+    }
+
+    /// FSCTL_VALIDATE_NEGOTIATE_INFO on a 3.0 / 3.0.2 session (Linux's
+    /// `smb3_validate_negotiate`, MS-SMB2 3.2.5.14.12): the client repeats
+    /// its NEGOTIATE (capabilities, GUID, security mode, dialects) in a
+    /// signed (or sealed) IOCTL, and the server's signed answer must repeat
+    /// what its NEGOTIATE response said. A man in the middle who struck
+    /// 3.1.1 from the offer cannot forge either signature, so the mount
+    /// fails with EIO instead of running on the weaker dialect. 3.1.1 needs
+    /// none (its preauth hash covers the NEGOTIATE); 2.x has no such
+    /// check; a guest session has no key to sign with. A server that
+    /// answers (signed) that it does not know the FSCTL is accepted, as
+    /// Linux accepts it of old Windows and NetApp.
+    pub(super) fn validate_negotiate(
+        &mut self,
+        neg: &Negotiated,
+        session: &Session,
+    ) -> SmbResult<()> {
+        if session.guest || !matches!(neg.dialect, dialect::SMB3_0 | dialect::SMB3_0_2) {
+            return Ok(());
+        }
+        let v = ValidateNegotiateRequest {
+            capabilities: neg.client_caps,
+            client_guid: neg.client_guid,
+            security_mode: neg.client_mode,
+            dialects: &neg.dialects,
+        };
+        const NO_ANSWER: &str = "validate negotiate: no valid answer (possible downgrade attack)";
+        let failed = SmbError::Protocol;
+        let reply = match self.exchange1(Req::new(cmd::IOCTL, false, 1, |o| v.emit(o)), true) {
+            Ok(r) => r,
+            Err(SmbError::BadSignature | SmbError::DecryptFailed) => {
+                return Err(failed("validate negotiate: unsigned or forged answer"))
+            }
+            Err(_) => return Err(failed(NO_ANSWER)),
+        };
+        if matches!(
+            reply.hdr.status,
+            status::NOT_SUPPORTED | status::INVALID_DEVICE_REQUEST
+        ) {
+            return Ok(());
+        }
+        let r = self
+            .body(&reply, ValidateNegotiateResponse::parse)
+            .map_err(|_| failed(NO_ANSWER))?;
+        if r.dialect != neg.dialect
+            || r.security_mode != neg.server_mode
+            || r.capabilities != neg.server_caps
+            || r.server_guid != neg.server_guid
+        {
+            self.link = None;
+            return Err(failed(
+                "validate negotiate: security settings mismatch (possible downgrade attack)",
+            ));
+        }
         Ok(())
     }
 }

@@ -11,6 +11,8 @@
 //! brings the link up if it is down (re-negotiate, re-authenticate,
 //! re-tree-connect) and, after a dropped connection or an expired session,
 //! drops the link and retries the operation up to `Config::retries` times.
+//! Credits drained to zero are handled the same way: the link can carry
+//! nothing more, so it is dropped and the operation retried on a new one.
 //! A timeout drops the link too (a late reply could desynchronise the
 //! stream); on a soft mount it is not retried and surfaces as EIO.
 //!
@@ -444,10 +446,15 @@ impl Connection {
                         | status::NETWORK_NAME_DELETED
                 )
             );
-            if session_gone {
+            // No credits left with nothing in flight: the server can never
+            // grant more on this link (Linux reconnects then too, see
+            // `smb2_add_credits`): drop it and start over on a fresh one.
+            let starved = e == SmbError::NoCredits;
+            if session_gone || starved {
                 self.link = None;
             }
             let retry = session_gone
+                || starved
                 || e == SmbError::Disconnected
                 || (e == SmbError::Timeout && !self.cfg.soft);
             if !retry || tries >= self.cfg.retries {

@@ -323,3 +323,112 @@ fn sealed_exchange_accepts_good_replies_and_counts_bad_ones() {
         }
     }
 }
+
+/// FSCTL_VALIDATE_NEGOTIATE_INFO on a 3.0.2 session against a fake
+/// server holding the session's signing key: a signed answer that repeats
+/// the NEGOTIATE passes; one naming another dialect, security mode,
+/// capability or GUID, an unsigned one, and a forged one refuse the
+/// session with EIO; a signed "not supported" is accepted (as Linux
+/// accepts it of old servers). The request went out signed, repeating
+/// what the client offered.
+#[test]
+fn validate_negotiate_checks_the_signed_answer() {
+    use super::handshake::{Negotiated, Session};
+    use crate::smb::wire::ioctl::FSCTL_VALIDATE_NEGOTIATE_INFO;
+    let key = [9u8; 16];
+    let neg = || Negotiated {
+        dialect: dialect::SMB3_0_2,
+        sign_alg: SignAlg::AesCmac,
+        cipher: None,
+        client_mode: 1,
+        preauth: PreauthHash::default(),
+        client_caps: 0x44,
+        client_guid: [3; 16],
+        dialects: vec![dialect::SMB3_1_1, dialect::SMB3_0_2],
+        server_caps: 0x7,
+        server_guid: [5; 16],
+        server_mode: 1,
+    };
+    // (what the fake server changes, sign it?, status) → accepted?
+    #[derive(Clone, Copy)]
+    enum Answer {
+        Same,
+        Dialect,
+        Mode,
+        Caps,
+        Guid,
+        NotSupported,
+    }
+    let cases = [
+        (Answer::Same, true, true),
+        (Answer::Dialect, true, false),
+        (Answer::Mode, true, false),
+        (Answer::Caps, true, false),
+        (Answer::Guid, true, false),
+        (Answer::Same, false, false),
+        (Answer::NotSupported, true, true),
+    ];
+    for (i, (answer, sign, ok)) in cases.into_iter().enumerate() {
+        let mut c = conn(1000);
+        let t = FnTransport::new(move |f: &[u8]| {
+            assert!(Signer::smb30(&key).verify(f), "the request is signed");
+            let h = requests(f)[0];
+            assert_eq!(h.command, cmd::IOCTL);
+            // The input repeats the NEGOTIATE: caps, GUID, mode, dialects.
+            let input = &f[120..];
+            assert_eq!(&input[..4], &0x44u32.to_le_bytes());
+            assert_eq!(&input[4..20], &[3; 16]);
+            assert_eq!(&input[22..28], &[2, 0, 0x11, 3, 2, 3]);
+            let st = match answer {
+                Answer::NotSupported => status::NOT_SUPPORTED,
+                _ => 0,
+            };
+            let mut r = reply(&h, st, None, 1);
+            if st == 0 {
+                r.truncate(HEADER_LEN);
+                let mut b = vec![0u8; 48];
+                b[0] = 49;
+                b[4..8].copy_from_slice(&FSCTL_VALIDATE_NEGOTIATE_INFO.to_le_bytes());
+                b[32..36].copy_from_slice(&112u32.to_le_bytes());
+                b[36..40].copy_from_slice(&24u32.to_le_bytes());
+                r.extend_from_slice(&b);
+                let mut o = vec![0u8; 24];
+                o[..4].copy_from_slice(&0x7u32.to_le_bytes());
+                o[4..20].fill(5);
+                o[20..22].copy_from_slice(&1u16.to_le_bytes());
+                o[22..24].copy_from_slice(&0x0302u16.to_le_bytes());
+                match answer {
+                    Answer::Dialect => o[22] = 0x00, // 3.0
+                    Answer::Mode => o[20] = 3,
+                    Answer::Caps => o[0] = 0x47,
+                    Answer::Guid => o[4] = 6,
+                    _ => {}
+                }
+                r.extend_from_slice(&o);
+            }
+            if sign {
+                Signer::smb30(&key).sign(&mut r);
+            }
+            vec![r]
+        });
+        c.test_link(Box::new(t), Some(Signer::smb30(&key)));
+        let r = c.validate_negotiate(&neg(), &Session { guest: false });
+        assert_eq!(r.is_ok(), ok, "case {i}: {r:?}");
+        if let Err(e) = r {
+            assert_eq!(e.errno(), crate::errno::Errno::EIO, "case {i}");
+            assert!(
+                format!("{e}").contains("validate negotiate"),
+                "case {i}: {e}"
+            );
+        }
+    }
+    // Not sent on 3.1.1 (preauth integrity covers it) nor for a guest.
+    let mut c = conn(1000);
+    let t = FnTransport::new(|_: &[u8]| panic!("nothing may be sent"));
+    c.test_link(Box::new(t), Some(Signer::smb30(&key)));
+    let mut n = neg();
+    n.dialect = dialect::SMB3_1_1;
+    c.validate_negotiate(&n, &Session { guest: false }).unwrap();
+    c.validate_negotiate(&neg(), &Session { guest: true })
+        .unwrap();
+}

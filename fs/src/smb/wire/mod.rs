@@ -21,6 +21,7 @@ pub mod ea;
 pub mod error;
 pub mod header;
 pub mod info;
+pub mod ioctl;
 pub mod negotiate;
 pub mod netbios;
 pub mod query;
@@ -211,6 +212,7 @@ pub mod status {
     pub const NO_MORE_FILES: u32 = 0x8000_0006;
     pub const INVALID_PARAMETER: u32 = 0xc000_000d;
     pub const NO_SUCH_FILE: u32 = 0xc000_000f;
+    pub const INVALID_DEVICE_REQUEST: u32 = 0xc000_0010;
     pub const END_OF_FILE: u32 = 0xc000_0011;
     pub const MORE_PROCESSING_REQUIRED: u32 = 0xc000_0016;
     pub const ACCESS_DENIED: u32 = 0xc000_0022;

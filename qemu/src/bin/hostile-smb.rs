@@ -1,0 +1,51 @@
+//! `hostile-smb --case NAME`: the hostile SMB2 server of [`qemu::hostile`]
+//! on one connection over stdin/stdout (as QEMU's `guestfwd=…-cmd:`
+//! starts it) or, with `--listen`, on a loopback port. The share holds
+//! `hello.txt` (13 bytes) and the directories `d0`, `d1`. Nothing is
+//! written to stderr in stdio mode (libslirp puts it on the guest's
+//! connection). Touches stdin/stdout or one loopback port.
+#![deny(unsafe_code)]
+
+use clap::Parser;
+use qemu::hostile::{serve_tcp, Case, Server};
+
+/// A hostile SMB2 server (loopback or stdio only).
+#[derive(Parser, Debug)]
+#[command(name = "hostile-smb")]
+struct Args {
+    /// How it misbehaves: honest, endless-listing, read-longer,
+    /// read-past-eof, write-count-more, bad-names, drain-credits,
+    /// drain-credits-always, pending-forever, listing-oversized.
+    #[arg(long, default_value = "honest")]
+    case: String,
+    /// Listen on a free loopback port (prints `listening on ADDR`) instead
+    /// of serving stdin/stdout.
+    #[arg(long)]
+    listen: bool,
+}
+
+fn main() {
+    let a = Args::parse();
+    let Some(case) = Case::by_name(&a.case) else {
+        eprintln!(
+            "hostile-smb: unknown case {:?}; known: {:?}",
+            a.case,
+            Case::NAMES
+        );
+        std::process::exit(2);
+    };
+    let server = Server::new(case, &[("hello.txt", b"hello, world\n")], &["d0", "d1"]);
+    if a.listen {
+        let l = serve_tcp(server).unwrap_or_else(|e| {
+            eprintln!("hostile-smb: listen: {e}");
+            std::process::exit(1)
+        });
+        println!("listening on {}", l.addr);
+        loop {
+            std::thread::park();
+        }
+    }
+    let mut r = std::io::stdin().lock();
+    let mut w = std::io::stdout().lock();
+    let _ = server.serve(&mut r, &mut w);
+}
