@@ -7,7 +7,9 @@
 //!
 //! The benchmark words (`bench= tasks= design= warmup= secs=`) are not in
 //! [`KEYS`]: they go to `bench::params`, host mode's parser, so both places
-//! accept exactly the same words.
+//! accept exactly the same words. Of those, `lock=` is also taken without
+//! `bench=`: it picks the spinlock kind of every fs lock in any mode
+//! ([`Config::lock`]; a benchmark's own `lock=` is the same word).
 //!
 //! Pure code that never allocates (the kernel parses before its heap
 //! exists; errors borrow the words they name): [`parse`] is a function from
@@ -77,7 +79,16 @@ pub struct Config {
     pub poison: Option<bool>,
     /// `failslab=N`: refuse every N-th fs allocation (`fs::fault`).
     pub failslab: Option<u64>,
+    /// `lock=K` as given: the kind of every fs lock (without it
+    /// [`GUEST_LOCK`]; with `bench=` also the benchmark's `lock=`).
+    pub lock: Option<bench::params::LockKind>,
+    /// `host_cores=N`: the host cores QEMU may run on (`qemu-run` passes
+    /// it), so that results can say when vCPUs outnumber them.
+    pub host_cores: Option<u32>,
 }
+
+/// The lock kind fs locks get in the guest unless `lock=` says otherwise.
+pub const GUEST_LOCK: bench::params::LockKind = bench::params::LockKind::Qspinlock;
 
 /// What `demo=` runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,6 +134,8 @@ impl Default for Config {
             smbread: None,
             poison: None,
             failslab: None,
+            lock: None,
+            host_cores: None,
         }
     }
 }
@@ -305,6 +318,15 @@ pub const KEYS: &[KeySpec] = &[
         }),
     },
     KeySpec {
+        name: "host_cores",
+        syntax: "1..4096",
+        help: "host cores the vCPUs run on (qemu-run passes it; the demo table and benchmark notes name overcommit)",
+        kind: Kind::Value(|c, v| {
+            c.host_cores = Some(value::int_in(v, 1, 4096, "a core count from 1 to 4096")? as u32);
+            Ok(())
+        }),
+    },
+    KeySpec {
         name: "smbread",
         syntax: "PATH",
         help: "with smb=: after the listing read the share-relative file PATH, print its size and SHA-256",
@@ -453,7 +475,7 @@ pub fn parse(line: &str) -> Result<Config, CmdlineError<'_>> {
         }
         if let Some(bk) = bench::params::KEYS.iter().find(|k| k.key == key) {
             bench_word(&mut cfg, &mut bench_words, bk, value)?;
-            if !matches!(bk.key, "bench" | "secs" | "design") {
+            if !matches!(bk.key, "bench" | "secs" | "design" | "lock") {
                 other_bench_key.get_or_insert(bk.key);
             }
             continue;
@@ -548,6 +570,7 @@ fn bench_word<'a>(
     match bk.key {
         "secs" => cfg.secs = v.parse().ok(),
         "design" => cfg.design = bench::params::Design::from_name(v),
+        "lock" => cfg.lock = bench::params::LockKind::from_name(v),
         _ => {}
     }
     Ok(())
@@ -766,6 +789,29 @@ mod tests {
         assert_eq!(parse("stress=oom").unwrap().stress, Some(Stress::Oom));
         let c = parse("stress=hostile secs=3").unwrap();
         assert_eq!((c.stress, c.secs), (Some(Stress::Hostile), Some(3)));
+    }
+
+    #[test]
+    fn lock_and_host_cores_in_any_mode() {
+        use bench::params::LockKind;
+        assert_eq!(parse("").unwrap().lock, None);
+        let c = parse("selftest lock=pvqspinlock host_cores=2").unwrap();
+        assert_eq!(c.lock, Some(LockKind::Pvqspinlock));
+        assert_eq!(c.host_cores, Some(2));
+        let c = parse("bench=statneg lock=ttas").unwrap();
+        assert_eq!(c.lock, Some(LockKind::Ttas));
+        assert_eq!(c.bench.unwrap().lock, LockKind::Ttas);
+        assert!(matches!(
+            parse("demo=table lock=mcs"),
+            Err(CmdlineError::BadValue { key: "lock", .. })
+        ));
+        assert!(matches!(
+            parse("selftest host_cores=0"),
+            Err(CmdlineError::BadValue {
+                key: "host_cores",
+                ..
+            })
+        ));
     }
 
     #[test]
