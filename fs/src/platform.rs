@@ -81,6 +81,12 @@ pub trait Platform: Sync {
     fn halt_while(&self, still: &dyn Fn() -> bool) {
         let _ = still;
     }
+    /// Does [`Platform::halt_while`] halt (rather than return at once)?
+    /// Waits other than the paravirt lock's only halt where it does. The
+    /// default: no.
+    fn halts(&self) -> bool {
+        false
+    }
     /// Wake `cpu` from [`Platform::halt_while`] (Linux's `pv_kick`); a CPU
     /// that is not halted must come to no harm. The default does nothing.
     fn kick(&self, cpu: usize) {

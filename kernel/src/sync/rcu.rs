@@ -546,6 +546,10 @@ impl Platform for KernelPlatform {
         crate::arch::processor::halt_while(still)
     }
 
+    fn halts(&self) -> bool {
+        true
+    }
+
     fn kick(&self, cpu: usize) {
         crate::arch::smp::pv_kick(cpu)
     }
