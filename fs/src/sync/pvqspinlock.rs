@@ -94,11 +94,20 @@ pub fn try_lock(w: &impl LockWord) -> bool {
 /// Spin, then halt, until the lock is ours.
 #[inline]
 pub fn lock(w: &impl LockWord) {
-    if w.cas(0, LOCKED, Ordering::Acquire).is_ok() {
+    if w.cas(0, LOCKED, Ordering::Acquire).is_ok() || try_steal(w) {
         return;
     }
     // No pending step: the second waiter queues too (see the module doc).
     qspinlock::queue::<true>(w, true);
+}
+
+/// Take the lock if the locked byte is free, whether or not a queue waits
+/// (Linux's hybrid unfair trylock, in its one-look form): a running CPU
+/// does not wait behind a queue head that is halted or not yet awake.
+#[inline]
+pub(super) fn try_steal(w: &impl LockWord) -> bool {
+    let v = w.load(Ordering::Relaxed);
+    v & LOCKED_MASK == 0 && w.cas(v, v | LOCKED, Ordering::Acquire).is_ok()
 }
 
 /// Release the lock; if the queue head halted on it, kick it.
@@ -187,9 +196,9 @@ pub(super) fn kick_node(succ: &Node, tail: u32) {
     }
 }
 
-/// The queue head (tail code `tail`): spin, then halt, until the locked
-/// byte is 0. Returns the lock value seen then (acquire). Only the head
-/// takes a queued lock, so the byte stays 0 until it claims it.
+/// The queue head (tail code `tail`): spin, then halt, until it has taken
+/// the locked byte with a cmpxchg (others may take a free byte too, see
+/// [`try_steal`]). Returns the lock value it set.
 pub(super) fn wait_head(w: &impl LockWord, tail: u32) -> u32 {
     let p = crate::platform::get();
     let addr = w.addr();
@@ -197,11 +206,20 @@ pub(super) fn wait_head(w: &impl LockWord, tail: u32) -> u32 {
     loop {
         let mut wait = SpinWait::new();
         for _ in 0..SPIN_TURNS {
-            let v = w.load(Ordering::Acquire);
+            let v = w.load(Ordering::Relaxed);
             if v & LOCKED_MASK == 0 {
-                return v;
+                if w.cas(v, v | LOCKED, Ordering::Acquire).is_ok() {
+                    return v | LOCKED;
+                }
+                continue;
             }
             wait.turn();
+        }
+        // The byte left SLOW (and its release step, 2) only through an
+        // unlock, which took our entry out first.
+        let b = w.load(Ordering::Relaxed) & LOCKED_MASK;
+        if hashed && b != SLOW && b != SLOW - LOCKED {
+            hashed = false;
         }
         if !hashed {
             // Enter the table before the mark: an unlocker that sees SLOW
@@ -210,10 +228,18 @@ pub(super) fn wait_head(w: &impl LockWord, tail: u32) -> u32 {
             let mut v = w.load(Ordering::Relaxed);
             loop {
                 if v & LOCKED_MASK == 0 {
-                    // Released before we marked it: nobody looks for our
-                    // entry, take it out again.
-                    let _ = unhash(addr);
-                    return w.load(Ordering::Acquire);
+                    // Released before we marked it: take it, then our
+                    // entry out (nobody looks for it: no SLOW was seen).
+                    match w.cas(v, v | LOCKED, Ordering::Acquire) {
+                        Ok(_) => {
+                            let _ = unhash(addr);
+                            return v | LOCKED;
+                        }
+                        Err(now) => {
+                            v = now;
+                            continue;
+                        }
+                    }
                 }
                 // The byte is LOCKED here: SLOW is only ever set by us.
                 match w.cas(v, (v & !LOCKED_MASK) | SLOW, Ordering::Release) {

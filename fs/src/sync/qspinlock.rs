@@ -254,8 +254,14 @@ pub(super) fn queue<const PV: bool>(w: &impl LockWord, head_waits_for_pending: b
     }
 
     // Touching our node may have taken a while (a cold line): the lock may
-    // be free by now.
-    if try_lock(w) {
+    // be free by now. (A paravirt waiter takes a free locked byte even past
+    // a queue whose head is halted: see pvqspinlock.)
+    let free = if PV {
+        super::pvqspinlock::try_steal(w)
+    } else {
+        try_lock(w)
+    };
+    if free {
         mine.count.fetch_sub(1, Ordering::Relaxed);
         return;
     }
@@ -292,8 +298,8 @@ pub(super) fn queue<const PV: bool>(w: &impl LockWord, head_waits_for_pending: b
         LOCKED_MASK
     };
     let val = if PV {
-        // Nobody sets pending on a paravirt lock word: `busy` is the
-        // locked byte (LOCKED, or the halted head's SLOW mark).
+        // Returns with the locked byte ours: running CPUs may take it
+        // while the head is halted, so the head takes it with a cmpxchg.
         super::pvqspinlock::wait_head(w, tail)
     } else {
         let mut val = w.load(Ordering::Acquire);
@@ -311,7 +317,9 @@ pub(super) fn queue<const PV: bool>(w: &impl LockWord, head_waits_for_pending: b
         mine.count.fetch_sub(1, Ordering::Relaxed);
         return;
     }
-    w.fetch_or(LOCKED, Ordering::Relaxed);
+    if !PV {
+        w.fetch_or(LOCKED, Ordering::Relaxed);
+    }
     // The tail moved, so someone is behind us; it may not have linked yet.
     let mut wait = SpinWait::new();
     while next == 0 {
