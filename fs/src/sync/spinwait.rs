@@ -147,7 +147,8 @@ static HALTERS: AtomicUsize = AtomicUsize::new(0);
 #[allow(clippy::declare_interior_mutable_const)]
 const NOT_HALTED: AtomicUsize = AtomicUsize::new(0);
 #[cfg(not(loom))]
-static HALTED_ON: [AtomicUsize; crate::platform::MAX_CPUS] = [NOT_HALTED; crate::platform::MAX_CPUS];
+static HALTED_ON: [AtomicUsize; crate::platform::MAX_CPUS] =
+    [NOT_HALTED; crate::platform::MAX_CPUS];
 
 #[cfg(not(loom))]
 #[cold]
