@@ -61,7 +61,8 @@ fn parse_repeat(s: &str) -> Result<u32, String> {
 }
 
 pub(super) fn parse_lock(s: &str) -> Result<LockKind, String> {
-    LockKind::from_name(s).ok_or_else(|| format!("bad lock '{s}' (qspinlock, ticket or ttas)"))
+    LockKind::from_name(s)
+        .ok_or_else(|| format!("bad lock '{s}' (qspinlock, ticket, ttas or pvqspinlock)"))
 }
 
 pub(super) fn parse_accel(s: &str) -> Result<String, String> {
