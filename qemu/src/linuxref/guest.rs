@@ -274,6 +274,15 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
             ));
         }
     }
+    // x86 keeps COMMAND_LINE_SIZE (2048) bytes of it; a longer one boots
+    // a guest that prints nothing.
+    let cmdline = guest_cmdline(run);
+    if cmdline.len() >= 2048 {
+        return Err(LinuxRefError::Args(format!(
+            "the guest command line is {} bytes (x86 keeps 2047): fewer cifs variants per boot",
+            cmdline.len()
+        )));
+    }
     let extra_dir = std::env::temp_dir().join(format!(
         "linuxref-initrd-{}-{:?}",
         std::process::id(),
@@ -289,7 +298,7 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
         .smp(run.cpus)
         .memory("512M".parse().expect("constant size"))
         .accel(run.accel)
-        .cmdline(guest_cmdline(run));
+        .cmdline(cmdline);
     if let Some(c) = &run.cifs {
         for d in [&c.stats_dir, &c.marks_dir] {
             std::fs::create_dir_all(d)
