@@ -19,22 +19,27 @@
 //! - `guest`: booting the guest and running statneg in it (and on the host).
 //! - `parse`: will-it-scale's format as the guest and the host print it.
 //! - `source`: trixie's other packages (the 6.12 source tree, headers, coreutils).
+//! - `cifsmod`: cifs.ko built out of tree with a patch series of `linux/patches/6.12/`.
 
 use std::fmt;
 use std::path::PathBuf;
 
 mod build;
+mod cifsmod;
 mod guest;
 mod modules;
 mod parse;
 mod source;
 
 pub use build::{
-    default_build_dir, ensure_built, ensure_release, lrtime_source, statneg_source, AptSource,
+    default_build_dir, ensure_built, ensure_release, lrtime_source, statneg_source, xattr_source,
+    AptSource,
 };
+pub use cifsmod::{ensure_cifs_module, patch_series, patch_series_dir, CifsModule};
 pub use guest::{
-    dropped_options, guest_cmdline, parse_listings, run_guest, run_host_statneg, run_statneg,
-    trace_counts, CifsListing, CifsRun, GuestReport, GuestRun, DEFAULT_COUNT_ITERS, MARKER_PORT,
+    dropped_options, guest_cmdline, parse_listings, parse_xattr_lines, run_guest, run_host_statneg,
+    run_statneg, trace_counts, CifsListing, CifsRun, EaCheck, GuestReport, GuestRun, XattrSeen,
+    DEFAULT_COUNT_ITERS, MARKER_PORT,
 };
 pub use parse::{parse_wis, PerOp, Sample, WisResult};
 pub use source::{
