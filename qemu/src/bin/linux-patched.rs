@@ -9,7 +9,9 @@
 //!
 //! With `--oracle SECS` it runs the stress oracle (`bench/linux/dcache-oracle.c`)
 //! instead, once per kernel on 2 vCPUs, printing
-//! `linuxoracle kernel=K vcpus=N secs=S stats=N exact=E wrong=W`.
+//! `linuxoracle kernel=K vcpus=N secs=S stats=N exact=E wrong=W`; it fails when
+//! a kernel answers wrongly, or when a `-broken` one (the negative control)
+//! does not.
 //!
 //! Touches build/ (kbuild/, ccache/, linuxref/), apt-get download, QEMU.
 #![deny(unsafe_code)]
@@ -118,7 +120,10 @@ fn main() -> ExitCode {
                         r.exact,
                         r.wrong
                     );
-                    failed |= r.wrong > 0 && !k.label().ends_with("-broken");
+                    // A deliberately broken kernel is the oracle's negative
+                    // control: there, finding nothing is the failure.
+                    let broken = k.label().ends_with("-broken");
+                    failed |= (r.wrong > 0) != broken;
                 }
                 Err(e) => {
                     eprintln!("linux-patched: oracle on {k}: {e}");
