@@ -38,7 +38,7 @@ BOOT_TEST_TIMEOUT ?= 300
 BENCH_ARGS ?=
 
 .PHONY: help setup build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
-        bench smb-bench demo-trace linuxref linux-patched linux-oracle lint explore bench-static test-kvm
+        bench smb-bench demo-trace linuxref linux-patched linux-patched-build linux-oracle linux-vfsh lint explore bench-static test-kvm
 
 help:
 	@echo "make setup      install missing packages (as root) and the rust target"
@@ -55,6 +55,7 @@ help:
 	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs"
 	@echo "make linux-patched  build our 6.12.117 kernels (vanilla, negative, noalloc) and count them beside Debian's"
 	@echo "make linux-oracle   the dcache stress oracle on each patched kernel (and on a broken one)"
+	@echo "make linux-vfsh     the Linux half of the vfsh scripts under Debian's kernel and each of ours"
 	@echo "make lint       rustfmt check + clippy (host crates and kernel) with -D warnings"
 	@echo "make explore    regenerate docs/explore/index.html (the step-through page) and its screenshot"
 
@@ -166,6 +167,15 @@ linux-patched: build-host
 # then on the deliberately broken noalloc (it must find some: it fails if not).
 linux-oracle: build-host
 	$(TARGET_DIR)/release/linux-patched --kernels vanilla,negative,noalloc,noalloc-broken --cpus 2 --oracle 60
+
+# The Linux half of the vfsh scripts (fs/tests/scripts) in the reference
+# guest under Debian's kernel and each of ours: the same answers as recorded.
+linux-vfsh: linux-patched-build
+	bash linux/vfsh-guest.sh build/linuxref/6.12/vmlinuz build/kbuild/vanilla/bzImage \
+		build/kbuild/negative/bzImage build/kbuild/noalloc/bzImage
+
+linux-patched-build: build-host
+	$(TARGET_DIR)/release/linux-patched --build-only
 
 lint:
 	$(CARGO) fmt --all --check
