@@ -6,7 +6,6 @@
 //! per script, the first differing lines, then `vfsh-linux scripts=N
 //! differ=D`; exits 1 when D > 0. Root only (mount namespace, chroot).
 
-#[allow(dead_code)]
 #[path = "../tests/vfsh_linux/mod.rs"]
 mod vfsh_linux;
 
