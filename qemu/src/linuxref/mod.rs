@@ -20,6 +20,8 @@
 //! - `parse`: will-it-scale's format as the guest and the host print it.
 //! - `source`: trixie's other packages (the 6.12 source tree, headers, coreutils).
 //! - `cifsmod`: cifs.ko built out of tree with a patch series of `linux/patches/6.12/`.
+//! - `kbuild`: our builds of 6.12.117 (vanilla and patched) in place of Debian's kernel.
+//! - `oracle`: the dcache stress oracle in the guest.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -27,7 +29,9 @@ use std::path::PathBuf;
 mod build;
 mod cifsmod;
 mod guest;
+mod kbuild;
 mod modules;
+mod oracle;
 mod parse;
 mod source;
 
@@ -41,6 +45,8 @@ pub use guest::{
     run_statneg, trace_counts, CifsListing, CifsRun, EaCheck, GuestReport, GuestRun, XattrSeen,
     DEFAULT_COUNT_ITERS, MARKER_PORT,
 };
+pub use kbuild::{ensure_kernel, select_kernel, Kernel, BROKEN_DIR, PATCHES_DIR};
+pub use oracle::{oracle_source, parse_oracle, run_oracle, OracleReport};
 pub use parse::{parse_wis, PerOp, Sample, WisResult};
 pub use source::{
     ensure_linux_source, trixie_apt, trixie_deb, LINUX_SOURCE_PACKAGE, LINUX_SOURCE_VERSION,
