@@ -238,7 +238,10 @@ pub fn overcommit_line(vcpus: u32, cores: usize) -> Option<String> {
 }
 
 /// `cmdline` with ` host_cores=C` appended, unless it names `host_cores=`
-/// already (our kernel's key: the demo table and notes name overcommit).
+/// already (our kernel's key: the demo table and notes name overcommit),
+/// or the word would push a line that fits past [`config::MAX_CMDLINE`]
+/// (the guest then just does not know the host's cores; a line too long
+/// by itself is left for the length check to refuse with its own size).
 pub fn with_host_cores(cmdline: &str, cores: usize) -> String {
     if cmdline
         .split_ascii_whitespace()
@@ -247,7 +250,11 @@ pub fn with_host_cores(cmdline: &str, cores: usize) -> String {
         return cmdline.to_string();
     }
     let sep = if cmdline.trim().is_empty() { "" } else { " " };
-    format!("{}{sep}host_cores={cores}", cmdline.trim_end())
+    let with = format!("{}{sep}host_cores={cores}", cmdline.trim_end());
+    if with.len() > config::MAX_CMDLINE {
+        return cmdline.to_string();
+    }
+    with
 }
 
 /// Reads `src` to its end on a thread, forwarding chunks to `tx` (an empty
@@ -341,6 +348,16 @@ mod tests {
             Some("overcommit: 4 vCPUs on 2 host cores")
         );
         assert!(host_cores() >= 1);
+    }
+
+    #[test]
+    fn host_cores_never_pushes_a_line_past_the_limit() {
+        let full = "x".repeat(config::MAX_CMDLINE - 3);
+        assert_eq!(with_host_cores(&full, 2), full);
+        let over = "x".repeat(config::MAX_CMDLINE + 1);
+        assert_eq!(with_host_cores(&over, 2), over);
+        let room = "x".repeat(config::MAX_CMDLINE - 20);
+        assert_eq!(with_host_cores(&room, 2), format!("{room} host_cores=2"));
     }
 
     #[test]
