@@ -36,6 +36,9 @@ BOOT_TEST_TIMEOUT ?= 300
 
 # `make bench`: arguments for `bench sweep` (see `cargo run -p bench -- sweep --help`).
 BENCH_ARGS ?=
+# ENOENT designs for `bench` (comma-separated; empty: every design of
+# fs::dcache::design::DESIGNS).
+DESIGNS ?=
 
 .PHONY: help setup build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
         bench smb-bench demo-trace linuxref lint explore bench-static test-kvm
@@ -48,7 +51,7 @@ help:
 	@echo "make test-loom  the loom models only (fs/tests/loom.rs)"
 	@echo "make test-kvm   the KVM smoke plus selftest under --accel kvm (skips listed with reasons; where /dev/kvm opens)"
 	@echo "make boot       boot once: SMP=$(SMP) MEM=$(MEM) CMDLINE='$(CMDLINE)' ACCEL=$(ACCEL) TIMEOUT=$(TIMEOUT)"
-	@echo "make bench      the design sweep (BENCH_ARGS='$(BENCH_ARGS)')"
+	@echo "make bench      the design sweep (DESIGNS='$(DESIGNS)': ENOENT designs, comma-separated, empty = all; BENCH_ARGS='$(BENCH_ARGS)')"
 	@echo "make smb-bench  the SMB sweep (SMB_DESIGNS='$(SMB_DESIGNS)': EA-cache designs, empty = all; SMB_ARGS='$(SMB_ARGS)')"
 	@echo "make bench-static  a statically linked bench binary ($(BENCH_STATIC)) for bare machines"
 	@echo "make demo-trace boot with demo=trace (one traced stat per design)"
@@ -109,7 +112,7 @@ test: setup
 
 # The design sweep, then the SMB section (`smb-bench`).
 bench: build
-	$(CARGO) run --release -p bench -- sweep $(BENCH_ARGS)
+	$(CARGO) run --release -p bench -- sweep $(if $(DESIGNS),--designs $(DESIGNS)) $(BENCH_ARGS)
 	$(CARGO) run --release -p bench -- smb-sweep
 
 # A `bench` that runs on a bare x86_64 Linux machine with nothing installed

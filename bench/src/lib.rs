@@ -111,7 +111,7 @@ pub fn fresh_tmpfs(p: &Params) -> Result<Vfs, RunError> {
             built,
         });
     }
-    Vfs::new_tmpfs(p.design.mount_opts()).map_err(RunError::Setup)
+    Vfs::new_tmpfs(&p.design.mount_opts()).map_err(RunError::Setup)
 }
 
 /// Set `w` up on `vfs` and run it (the generic half of [`run_params`]).

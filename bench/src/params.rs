@@ -17,6 +17,7 @@
 
 use core::fmt;
 
+use fs::dcache::design::{EnoentDesign, DESIGNS};
 pub use fs::sync::rawlock::LockKind;
 
 /// Largest task count: one task per CPU id, leaving one id for the CPU or
@@ -32,7 +33,7 @@ pub const MAX_PAUSE: u32 = 100_000;
 #[derive(Clone, Copy, Debug)]
 pub struct KeyInfo {
     pub key: &'static str,
-    pub values: &'static str,
+    pub values: Values,
     pub help: &'static str,
 }
 
@@ -40,37 +41,37 @@ pub struct KeyInfo {
 pub const KEYS: &[KeyInfo] = &[
     KeyInfo {
         key: "bench",
-        values: "statneg|statneg-distinct|statneg-deep|statpos|churn|statneg-owndir",
+        values: Values::Text("statneg|statneg-distinct|statneg-deep|statpos|churn|statneg-owndir"),
         help: "workload to run (required)",
     },
     KeyInfo {
         key: "tasks",
-        values: "1..255",
+        values: Values::Text("1..255"),
         help: "tasks, one per CPU, pinned (default 1)",
     },
     KeyInfo {
         key: "design",
-        values: "transient|negative|noalloc",
-        help: "tmpfs ENOENT design, mounted as enoent=DESIGN (default transient)",
+        values: Values::Designs,
+        help: "tmpfs ENOENT design, mounted as enoent=DESIGN (default: the first, Linux's)",
     },
     KeyInfo {
         key: "warmup",
-        values: "0..3600",
+        values: Values::Text("0..3600"),
         help: "warmup seconds (default 2)",
     },
     KeyInfo {
         key: "secs",
-        values: "1..3600",
+        values: Values::Text("1..3600"),
         help: "measured seconds (default 5)",
     },
     KeyInfo {
         key: "lock",
-        values: "qspinlock|ticket|ttas",
+        values: Values::Text("qspinlock|ticket|ttas"),
         help: "spinlock of the lookup path (d_lock, hash, in-lookup, LRU; default qspinlock)",
     },
     KeyInfo {
         key: "pause",
-        values: "0..100000",
+        values: Values::Text("0..100000"),
         help: "CPU spin-wait hints (x86 `pause`) each task runs between two operations (default 0)",
     },
 ];
@@ -132,48 +133,141 @@ impl fmt::Display for Bench {
     }
 }
 
-/// The tmpfs ENOENT designs (the fs crate's `enoent=` mount option).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Design {
-    /// Linux's behaviour: a dentry allocated for the miss, freed right after.
-    Transient,
-    /// The miss leaves a cached negative dentry.
-    Negative,
-    /// A miss in RCU-walk allocates nothing and stores to no shared line.
-    Noalloc,
-}
+/// An ENOENT design: a handle into the one registry,
+/// [`fs::dcache::design::DESIGNS`] (its index there). Every name, help
+/// line and error derives from the registry, so a design added there is
+/// valid in `design=` with no edit here.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Design(u8);
 
 impl Design {
-    /// All designs.
-    pub const ALL: [Design; 3] = [Design::Transient, Design::Negative, Design::Noalloc];
+    /// Every design of the registry, in its order.
+    pub fn all() -> impl Iterator<Item = Design> + Clone {
+        (0..DESIGNS.len()).map(|i| Design(i as u8))
+    }
+
+    /// The baseline other designs are compared with: the registry's first
+    /// entry (Linux's behaviour).
+    pub fn baseline() -> Design {
+        Design(0)
+    }
+
+    /// The design at `idx` in the registry.
+    pub fn from_index(idx: usize) -> Option<Design> {
+        (idx < DESIGNS.len()).then_some(Design(idx as u8))
+    }
+
+    /// The registry's index of this design.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The design itself.
+    pub fn imp(self) -> &'static dyn EnoentDesign {
+        DESIGNS[self.index()]
+    }
 
     /// The name used in `design=NAME` and `enoent=NAME`.
     pub fn name(self) -> &'static str {
-        match self {
-            Design::Transient => "transient",
-            Design::Negative => "negative",
-            Design::Noalloc => "noalloc",
-        }
+        self.imp().name()
     }
 
     /// Parse a `design=` value.
     pub fn from_name(s: &str) -> Option<Design> {
-        Design::ALL.iter().copied().find(|d| d.name() == s)
+        fs::dcache::design::by_name(s).and_then(Design::from_index)
+    }
+
+    /// The design called `name`; panics if the registry has none (for
+    /// callers that name a design on purpose, e.g. a stress mode's default).
+    pub fn named(name: &str) -> Design {
+        Design::from_name(name).unwrap_or_else(|| panic!("no ENOENT design '{name}'"))
     }
 
     /// The tmpfs mount options selecting this design.
-    pub fn mount_opts(self) -> &'static str {
-        match self {
-            Design::Transient => "enoent=transient",
-            Design::Negative => "enoent=negative",
-            Design::Noalloc => "enoent=noalloc",
-        }
+    pub fn mount_opts(self) -> alloc::string::String {
+        alloc::format!("enoent={}", self.name())
+    }
+}
+
+impl fmt::Debug for Design {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
 impl fmt::Display for Design {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
+    }
+}
+
+/// What a key accepts, for help texts and errors: fixed text, or the names
+/// of the design registry (rendered on demand, without allocating).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Values {
+    Text(&'static str),
+    /// `|`-separated names of [`fs::dcache::design::DESIGNS`].
+    Designs,
+}
+
+impl From<&'static str> for Values {
+    fn from(s: &'static str) -> Self {
+        Values::Text(s)
+    }
+}
+
+impl fmt::Display for Values {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Values::Text(s) => f.pad(s),
+            Values::Designs => {
+                let mut buf = StackStr::<256>::new();
+                let _ = fmt::write(&mut buf, format_args!("{}", fs::dcache::design::Names));
+                f.pad(buf.as_str())
+            }
+        }
+    }
+}
+
+/// A fixed buffer that formats without allocating (truncating when full,
+/// on a character boundary).
+pub struct StackStr<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackStr<N> {
+    pub fn new() -> Self {
+        StackStr {
+            buf: [0; N],
+            len: 0,
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Only whole UTF-8 characters are ever copied in.
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl<const N: usize> Default for StackStr<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> fmt::Write for StackStr<N> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for c in s.chars() {
+            let mut tmp = [0u8; 4];
+            let b = c.encode_utf8(&mut tmp).as_bytes();
+            if self.len + b.len() > N {
+                return Err(fmt::Error);
+            }
+            self.buf[self.len..self.len + b.len()].copy_from_slice(b);
+            self.len += b.len();
+        }
+        Ok(())
     }
 }
 
@@ -264,12 +358,16 @@ impl ParamsBuilder {
         let bad = |expected: &'static str| ParamError::BadValue {
             key,
             value,
-            expected,
+            expected: Values::Text(expected),
         };
         let dup = || ParamError::Repeated(key);
         match key {
             "bench" => {
-                let b = Bench::from_name(value).ok_or_else(|| bad(KEYS[0].values))?;
+                let b = Bench::from_name(value).ok_or(ParamError::BadValue {
+                    key,
+                    value,
+                    expected: KEYS[0].values,
+                })?;
                 put(&mut self.bench, b).map_err(|_| dup())
             }
             "tasks" => {
@@ -279,7 +377,11 @@ impl ParamsBuilder {
                 put(&mut self.tasks, n as usize).map_err(|_| dup())
             }
             "design" => {
-                let d = Design::from_name(value).ok_or_else(|| bad(KEYS[2].values))?;
+                let d = Design::from_name(value).ok_or(ParamError::BadValue {
+                    key,
+                    value,
+                    expected: Values::Designs,
+                })?;
                 put(&mut self.design, d).map_err(|_| dup())
             }
             "warmup" => {
@@ -325,7 +427,7 @@ impl ParamsBuilder {
         Ok(Params {
             bench: self.bench.ok_or(ParamError::MissingBench)?,
             tasks: self.tasks.unwrap_or(1),
-            design: self.design.unwrap_or(Design::Transient),
+            design: self.design.unwrap_or_else(Design::baseline),
             warmup: self.warmup.unwrap_or(2),
             secs: self.secs.unwrap_or(5),
             lock: self.lock.unwrap_or(LockKind::DEFAULT),
@@ -365,7 +467,7 @@ pub enum ParamError<'a> {
     BadValue {
         key: &'a str,
         value: &'a str,
-        expected: &'static str,
+        expected: Values,
     },
     /// No `bench=` word.
     MissingBench,

@@ -12,7 +12,7 @@ fn full_line_parses() {
         Params {
             bench: Bench::Statneg,
             tasks: 2,
-            design: Design::Noalloc,
+            design: Design::named("noalloc"),
             warmup: 1,
             secs: 3,
             lock: LockKind::DEFAULT,
@@ -24,13 +24,13 @@ fn full_line_parses() {
 #[test]
 fn every_workload_and_design_name() {
     for b in Bench::ALL {
-        for d in Design::ALL {
+        for d in Design::all() {
             let p = Params::parse_line(&format!("design={} bench={}", d.name(), b.name())).unwrap();
             assert_eq!((p.bench, p.design), (b, d));
         }
     }
     assert_eq!(Bench::from_name("statneg-deep"), Some(Bench::StatnegDeep));
-    assert_eq!(Design::Negative.mount_opts(), "enoent=negative");
+    assert_eq!(Design::named("negative").mount_opts(), "enoent=negative");
 }
 
 #[test]
@@ -38,7 +38,7 @@ fn defaults_and_round_trip() {
     let p = Params::parse_line("bench=churn").unwrap();
     assert_eq!(
         (p.tasks, p.design, p.warmup, p.secs),
-        (1, Design::Transient, 2, 5)
+        (1, Design::baseline(), 2, 5)
     );
     let q = Params::parse_line(&p.to_string()).unwrap();
     assert_eq!(p, q);

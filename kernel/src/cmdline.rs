@@ -359,7 +359,7 @@ pub enum CmdlineError<'a> {
         /// The value given.
         value: &'a str,
         /// What would have been accepted.
-        expected: &'static str,
+        expected: bench::params::Values,
     },
     /// A value key given as a bare word (or with an empty value).
     MissingValue(&'static str),
@@ -482,7 +482,7 @@ pub fn parse(line: &str) -> Result<Config, CmdlineError<'_>> {
                 set(&mut cfg, v).map_err(|expected| CmdlineError::BadValue {
                     key: spec.name,
                     value: v,
-                    expected,
+                    expected: expected.into(),
                 })?
             }
         }
@@ -563,7 +563,7 @@ impl fmt::Display for Help {
             let word = if k.syntax.is_empty() {
                 k.name.into()
             } else {
-                Word(k.name, k.syntax)
+                Word(k.name, k.syntax.into())
             };
             writeln!(f, "  {:<44} {}", word, k.help)?;
         }
@@ -576,25 +576,23 @@ impl fmt::Display for Help {
 
 /// `key=syntax` rendered for the help table (padding honoured).
 #[derive(Clone, Copy)]
-struct Word(&'static str, &'static str);
+struct Word(&'static str, bench::params::Values);
 
 impl From<&'static str> for Word {
     fn from(s: &'static str) -> Self {
-        Word(s, "")
+        Word(s, "".into())
     }
 }
 
 impl fmt::Display for Word {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut buf = [0u8; 96];
-        let mut n = 0;
-        for part in [self.0, if self.1.is_empty() { "" } else { "=" }, self.1] {
-            let b = part.as_bytes();
-            let m = b.len().min(buf.len() - n);
-            buf[n..n + m].copy_from_slice(&b[..m]);
-            n += m;
+        use fmt::Write;
+        let mut buf = bench::params::StackStr::<160>::new();
+        let _ = buf.write_str(self.0);
+        if self.1 != bench::params::Values::Text("") {
+            let _ = write!(buf, "={}", self.1);
         }
-        f.pad(core::str::from_utf8(&buf[..n]).unwrap_or(self.0))
+        f.pad(buf.as_str())
     }
 }
 
@@ -694,7 +692,7 @@ mod tests {
         let p = c.bench.unwrap();
         assert_eq!(
             (p.tasks, p.design, p.warmup, p.secs),
-            (2, bench::params::Design::Noalloc, 0, 1)
+            (2, bench::params::Design::named("noalloc"), 0, 1)
         );
         // defaults come from bench::params
         let d = parse("bench=churn").unwrap().bench.unwrap();
@@ -728,7 +726,7 @@ mod tests {
             (Some(Stress::Rcu), Some(10), None)
         );
         let c = parse("stress=mem design=negative").unwrap();
-        assert_eq!(c.design, Some(bench::params::Design::Negative));
+        assert_eq!(c.design, Some(bench::params::Design::named("negative")));
         assert_eq!(
             parse("stress=rcu tasks=3"),
             Err(CmdlineError::NeedsBench("tasks"))
@@ -745,7 +743,7 @@ mod tests {
             parse("poison=yes"),
             Err(CmdlineError::BadValue {
                 key: "poison",
-                expected: "0 or 1",
+                expected: bench::params::Values::Text("0 or 1"),
                 ..
             })
         ));

@@ -50,8 +50,8 @@ fn errno_or_ok<T>(r: &fs::KResult<T>) -> &'static str {
 pub fn trace_demo(keep_on: bool) -> bool {
     fs::trace::set_sink(sink);
     let mut ok = true;
-    for d in Design::ALL {
-        let vfs = match Vfs::new_tmpfs(d.mount_opts()) {
+    for d in Design::all() {
+        let vfs = match Vfs::new_tmpfs(&d.mount_opts()) {
             Ok(v) => v,
             Err(e) => {
                 kprintln!("demo: tmpfs {}: {e}", d.mount_opts());
@@ -112,7 +112,7 @@ impl fmt::Display for Ratio {
 pub fn table_demo() -> bool {
     let tasks = smp::online_count().min(4);
     let mut rows = alloc::vec::Vec::new();
-    for design in Design::ALL {
+    for design in Design::all() {
         let p = Params {
             bench: Bench::Statneg,
             tasks,

@@ -40,6 +40,26 @@ pub trait EnoentDesign: Sync {
     fn slow_miss(&self, sb: &SuperBlock) -> SlowMiss;
     /// Keep an unused negative dentry cached (on the LRU)?
     fn retain_negative(&self, sb: &SuperBlock) -> bool;
+    /// What this design promises on a tmpfs (a complete dcache), which the
+    /// kernel selftest and the host tests check against the allocation
+    /// counters. Declared by the design, so a new design brings its own.
+    fn tmpfs_misses(&self) -> TmpfsMisses;
+}
+
+/// Dentries allocated by misses in a tmpfs directory under one design.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TmpfsMisses {
+    /// By the first lookup of a missing name.
+    pub first: u64,
+    /// By a repeated lookup of the same missing name right after.
+    pub repeat: u64,
+}
+
+impl TmpfsMisses {
+    /// Does a miss allocate at all (so that refused memory is ENOMEM)?
+    pub fn allocates(self) -> bool {
+        self.first > 0
+    }
 }
 
 /// Linux 6.12 tmpfs: a transient dentry per miss.
@@ -66,6 +86,12 @@ impl EnoentDesign for Transient {
     fn retain_negative(&self, _: &SuperBlock) -> bool {
         false
     }
+    fn tmpfs_misses(&self) -> TmpfsMisses {
+        TmpfsMisses {
+            first: 1,
+            repeat: 1,
+        }
+    }
 }
 
 impl EnoentDesign for Negative {
@@ -83,6 +109,12 @@ impl EnoentDesign for Negative {
     }
     fn retain_negative(&self, _: &SuperBlock) -> bool {
         true
+    }
+    fn tmpfs_misses(&self) -> TmpfsMisses {
+        TmpfsMisses {
+            first: 1,
+            repeat: 0,
+        }
     }
 }
 
@@ -106,6 +138,12 @@ impl EnoentDesign for NoAlloc {
     fn retain_negative(&self, sb: &SuperBlock) -> bool {
         !sb.complete
     }
+    fn tmpfs_misses(&self) -> TmpfsMisses {
+        TmpfsMisses {
+            first: 0,
+            repeat: 0,
+        }
+    }
 }
 
 /// Every design, in report order. Add new designs here.
@@ -120,4 +158,20 @@ pub fn by_name(name: &str) -> Option<usize> {
 pub fn names() -> alloc::string::String {
     let v: alloc::vec::Vec<&str> = DESIGNS.iter().map(|d| d.name()).collect();
     v.join("|")
+}
+
+/// The valid names, `|`-separated, written without allocating (the kernel
+/// prints parse errors before its heap exists).
+pub struct Names;
+
+impl core::fmt::Display for Names {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for (i, d) in DESIGNS.iter().enumerate() {
+            if i > 0 {
+                f.write_str("|")?;
+            }
+            f.write_str(d.name())?;
+        }
+        Ok(())
+    }
 }

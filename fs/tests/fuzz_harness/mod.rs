@@ -517,7 +517,7 @@ impl Connector for NoServer {
 pub fn cifs_opts(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     if let Ok(o) = fs::cifs::CifsOpts::parse(&text) {
-        let _ = o.effective_wslea().name();
+        let _ = o.effective_eacache().name();
     }
     let v = Vfs::new_tmpfs("").expect("tmpfs");
     v.mkdir(b"/mnt", 0o755).expect("mkdir");
