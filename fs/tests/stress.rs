@@ -567,9 +567,15 @@ fn stress_design(design: &str) -> Report {
 fn rcu_stress_all_designs() {
     let _s = serial();
     let mut bad = Vec::new();
-    let designs =
-        std::env::var("FS_STRESS_DESIGNS").unwrap_or_else(|_| "transient,negative,noalloc".into());
-    for design in designs.split(',') {
+    // Every design of the registry unless FS_STRESS_DESIGNS picks some.
+    let designs: Vec<String> = match std::env::var("FS_STRESS_DESIGNS") {
+        Ok(v) => v.split(',').map(str::to_string).collect(),
+        Err(_) => fs::dcache::design::DESIGNS
+            .iter()
+            .map(|d| d.name().to_string())
+            .collect(),
+    };
+    for design in &designs {
         let r = stress_design(design);
         if r.violations != 0 || r.leaked != 0 {
             bad.push(format!(
@@ -578,6 +584,7 @@ fn rcu_stress_all_designs() {
             ));
         }
     }
+    fs::dcache::design::say_ran("stress::rcu_stress_all_designs", &designs);
     assert!(bad.is_empty(), "stress failed: {bad:?}");
 }
 

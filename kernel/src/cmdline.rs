@@ -687,6 +687,28 @@ mod tests {
     }
 
     #[test]
+    fn every_registered_design_is_a_guest_word() {
+        let help = std::format!("{}", Help);
+        for d in fs::dcache::design::DESIGNS {
+            let n = d.name();
+            let c = parse(&std::format!("bench=statneg design={n}")).unwrap();
+            assert_eq!(c.bench.unwrap().design.name(), n);
+            let c = parse(&std::format!("stress=mem design={n}")).unwrap();
+            assert_eq!(c.design.map(|d| d.name()), Some(n));
+            assert!(help.contains(n), "help lists {n}: {help}");
+        }
+        let e = parse("bench=statneg design=nosuch").unwrap_err();
+        let msg = std::format!("{e}");
+        for d in fs::dcache::design::DESIGNS {
+            assert!(msg.contains(d.name()), "{msg}");
+        }
+        std::eprintln!(
+            "designs ran by cmdline::every_registered_design_is_a_guest_word: {}",
+            fs::dcache::design::Names
+        );
+    }
+
+    #[test]
     fn bench_words_delegate_to_bench_params() {
         let c = parse("bench=statneg tasks=2 design=noalloc warmup=0 secs=1").unwrap();
         let p = c.bench.unwrap();

@@ -146,8 +146,46 @@ impl EnoentDesign for NoAlloc {
     }
 }
 
-/// Every design, in report order. Add new designs here.
-pub static DESIGNS: &[&dyn EnoentDesign] = &[&Transient, &Negative, &NoAlloc];
+/// A design added only by the `test-design` feature, exactly as
+/// docs/designs.md tells a user to add one (a type implementing the trait,
+/// copied from an existing design under a new name, and one entry in
+/// [`DESIGNS`]): scripts/design-check.sh proves that every surface and
+/// every per-design test takes it with no other edit.
+#[cfg(feature = "test-design")]
+pub struct Probe;
+
+#[cfg(feature = "test-design")]
+impl EnoentDesign for Probe {
+    fn name(&self) -> &'static str {
+        "probe"
+    }
+    fn help(&self) -> &'static str {
+        "test only: a copy of negative under another name"
+    }
+    fn rcu_miss_is_enoent(&self, sb: &SuperBlock) -> bool {
+        Negative.rcu_miss_is_enoent(sb)
+    }
+    fn slow_miss(&self, sb: &SuperBlock) -> SlowMiss {
+        Negative.slow_miss(sb)
+    }
+    fn retain_negative(&self, sb: &SuperBlock) -> bool {
+        Negative.retain_negative(sb)
+    }
+    fn tmpfs_misses(&self) -> TmpfsMisses {
+        Negative.tmpfs_misses()
+    }
+}
+
+/// Every design, in report order; the first is the baseline the report
+/// divides by (Linux's behaviour). Add new designs here: this is the only
+/// list (every parser, help text, report and per-design test reads it).
+pub static DESIGNS: &[&dyn EnoentDesign] = &[
+    &Transient,
+    &Negative,
+    &NoAlloc,
+    #[cfg(feature = "test-design")]
+    &Probe,
+];
 
 /// Index of the design called `name`.
 pub fn by_name(name: &str) -> Option<usize> {
@@ -173,5 +211,40 @@ impl core::fmt::Display for Names {
             f.write_str(d.name())?;
         }
         Ok(())
+    }
+}
+
+/// Every design's `enoent=` mount option, in registry order (what the
+/// per-design tests mount).
+pub fn mount_opts() -> alloc::vec::Vec<alloc::string::String> {
+    DESIGNS
+        .iter()
+        .map(|d| alloc::format!("enoent={}", d.name()))
+        .collect()
+}
+
+/// A per-design test says which designs it ran: one line
+/// `designs ran by TEST: a b c` written straight to stderr (not through
+/// `eprintln!`, so a passing `cargo test` shows it too), and appended to
+/// the file `$FS_DESIGNS_RAN_LOG` when set (scripts/design-check.sh reads
+/// it to prove that every per-design test ran an added design).
+#[cfg(feature = "std")]
+pub fn say_ran<S: AsRef<str>>(test: &str, ran: &[S]) {
+    use std::io::Write;
+    let mut line = alloc::format!("designs ran by {test}:");
+    for d in ran {
+        line.push(' ');
+        line.push_str(d.as_ref().trim_start_matches("enoent="));
+    }
+    line.push('\n');
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if let Some(path) = std::env::var_os("FS_DESIGNS_RAN_LOG") {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
     }
 }

@@ -52,6 +52,15 @@ pub(crate) fn fs_platform() -> TestResult {
     Ok(())
 }
 
+/// Say which designs a per-design self-test ran (the registry's, in order;
+/// scripts/design-check.sh looks for an added one in the serial log).
+fn say_ran(test: &str) {
+    crate::kprintln!(
+        "designs ran by selftest {test}: {}",
+        fs::dcache::design::Names
+    );
+}
+
 fn tmpfs(design: bench::params::Design) -> Result<fs::vfs::Vfs, String> {
     fs::vfs::Vfs::new_tmpfs(&design.mount_opts()).map_err(|e| format!("tmpfs {design}: {e}"))
 }
@@ -114,6 +123,7 @@ pub(crate) fn fs_mkdir_stat_enoent_per_design() -> TestResult {
         );
     }
     crate::stress::drain(1000);
+    say_ran("fs_mkdir_stat_enoent_per_design");
     Ok(())
 }
 
@@ -140,6 +150,7 @@ pub(crate) fn fs_lookups_all_cpus_per_design() -> TestResult {
         }
     }
     crate::stress::drain(1000);
+    say_ran("fs_lookups_all_cpus_per_design");
     Ok(())
 }
 
@@ -166,6 +177,7 @@ pub(crate) fn fs_rcu_grace_period_reclaims_dentries() -> TestResult {
             "{d}: {live} live dentries after grace periods, baseline {base}"
         );
     }
+    say_ran("fs_rcu_grace_period_reclaims_dentries");
     Ok(())
 }
 
@@ -224,5 +236,6 @@ pub(crate) fn fs_enomem_is_an_answer() -> TestResult {
         live == base,
         "{live} live dentries after grace periods, baseline {base}"
     );
+    say_ran("fs_enomem_is_an_answer");
     Ok(())
 }
