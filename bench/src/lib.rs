@@ -96,6 +96,20 @@ where
             exec,
             out,
         ),
+        Bench::StatnegMany => run_workload(
+            workloads::statneg_many::StatnegMany::new(p.names),
+            &vfs,
+            p,
+            exec,
+            out,
+        ),
+        Bench::Statmix => run_workload(
+            workloads::statmix::Statmix::new(p.names),
+            &vfs,
+            p,
+            exec,
+            out,
+        ),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The benchmark words: `bench=NAME tasks=N design=D warmup=S secs=S lock=K
-//! pause=P`.
+//! pause=P names=N`.
 //!
 //! One strict parser for both places the words appear: the guest kernel's
 //! command line and host mode (`bench host WORDS`). An unknown key, a word
@@ -28,6 +28,10 @@ pub const MAX_SECS: u32 = 3600;
 /// Most `pause=` hints between two operations (about a millisecond on the
 /// slowest `pause` known, Skylake's 140 cycles).
 pub const MAX_PAUSE: u32 = 100_000;
+/// Most `names=` (distinct names a task of `statneg-many`/`statmix` cycles over).
+pub const MAX_NAMES: u32 = 1_000_000;
+/// `names=` when not given.
+pub const DEFAULT_NAMES: u32 = 1000;
 
 /// One valid key: its name, the values it takes and one line of help.
 #[derive(Clone, Copy, Debug)]
@@ -41,7 +45,9 @@ pub struct KeyInfo {
 pub const KEYS: &[KeyInfo] = &[
     KeyInfo {
         key: "bench",
-        values: Values::Text("statneg|statneg-distinct|statneg-deep|statpos|churn|statneg-owndir"),
+        values: Values::Text(
+            "statneg|statneg-distinct|statneg-deep|statpos|churn|statneg-owndir|statneg-many|statmix",
+        ),
         help: "workload to run (required)",
     },
     KeyInfo {
@@ -74,6 +80,11 @@ pub const KEYS: &[KeyInfo] = &[
         values: Values::Text("0..100000"),
         help: "CPU spin-wait hints (x86 `pause`) each task runs between two operations (default 0)",
     },
+    KeyInfo {
+        key: "names",
+        values: Values::Text("1..1000000"),
+        help: "distinct names per task of statneg-many, files and misses of statmix (default 1000)",
+    },
 ];
 
 /// Is `key` one of [`KEYS`]?
@@ -96,17 +107,23 @@ pub enum Bench {
     Churn,
     /// Each task stats a missing name in a directory of its own.
     StatnegOwndir,
+    /// Each task cycles over `names=` distinct missing names in one directory.
+    StatnegMany,
+    /// Hits and misses alternating in one directory (`names=` of each).
+    Statmix,
 }
 
 impl Bench {
     /// All workloads, in the order sweeps run them.
-    pub const ALL: [Bench; 6] = [
+    pub const ALL: [Bench; 8] = [
         Bench::Statneg,
         Bench::StatnegDistinct,
         Bench::StatnegDeep,
         Bench::Statpos,
         Bench::Churn,
         Bench::StatnegOwndir,
+        Bench::StatnegMany,
+        Bench::Statmix,
     ];
 
     /// The name used in `bench=NAME`.
@@ -118,6 +135,8 @@ impl Bench {
             Bench::Statpos => "statpos",
             Bench::Churn => "churn",
             Bench::StatnegOwndir => "statneg-owndir",
+            Bench::StatnegMany => "statneg-many",
+            Bench::Statmix => "statmix",
         }
     }
 
@@ -288,6 +307,8 @@ pub struct Params {
     /// how often one finds another's transient dentry (docs/designs.md,
     /// "The gap between operations"); a few hints shift that.
     pub pause: u32,
+    /// Distinct names of `statneg-many` (per task) and `statmix`.
+    pub names: u32,
 }
 
 impl Params {
@@ -324,6 +345,10 @@ impl fmt::Display for Params {
         if self.pause != 0 {
             write!(f, " pause={}", self.pause)?;
         }
+        // And the default name count.
+        if self.names != DEFAULT_NAMES {
+            write!(f, " names={}", self.names)?;
+        }
         Ok(())
     }
 }
@@ -338,6 +363,7 @@ pub struct ParamsBuilder {
     secs: Option<u32>,
     lock: Option<LockKind>,
     pause: Option<u32>,
+    names: Option<u32>,
 }
 
 impl ParamsBuilder {
@@ -407,6 +433,12 @@ impl ParamsBuilder {
                     .ok_or_else(|| bad("a whole number from 0 to 100000"))?;
                 put(&mut self.pause, n as u32).map_err(|_| dup())
             }
+            "names" => {
+                let n = parse_num(value)
+                    .filter(|n| (1..=MAX_NAMES as u64).contains(n))
+                    .ok_or_else(|| bad("a whole number from 1 to 1000000"))?;
+                put(&mut self.names, n as u32).map_err(|_| dup())
+            }
             _ => Err(ParamError::UnknownKey(key)),
         }
     }
@@ -420,6 +452,7 @@ impl ParamsBuilder {
             && self.secs.is_none()
             && self.lock.is_none()
             && self.pause.is_none()
+            && self.names.is_none()
     }
 
     /// Check that `bench` was given and fill in defaults.
@@ -432,6 +465,7 @@ impl ParamsBuilder {
             secs: self.secs.unwrap_or(5),
             lock: self.lock.unwrap_or(LockKind::DEFAULT),
             pause: self.pause.unwrap_or(0),
+            names: self.names.unwrap_or(DEFAULT_NAMES),
         })
     }
 }

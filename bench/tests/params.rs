@@ -17,6 +17,7 @@ fn full_line_parses() {
             secs: 3,
             lock: LockKind::DEFAULT,
             pause: 0,
+            names: bench::params::DEFAULT_NAMES,
         }
     );
 }
@@ -138,4 +139,22 @@ fn kernel_style_delegation() {
     let p = b.finish().unwrap();
     assert_eq!((p.bench, p.tasks, p.secs), (Bench::Statpos, 4, 1));
     assert!(!is_key("console"));
+}
+
+#[test]
+fn names_for_the_many_name_workloads() {
+    let p = Params::parse_line("bench=statneg-many names=64 tasks=2").unwrap();
+    assert_eq!((p.bench, p.names), (Bench::StatnegMany, 64));
+    assert_eq!(Params::parse_line(&p.to_string()).unwrap(), p);
+    assert!(p.to_string().ends_with(" names=64"), "{p}");
+    let d = Params::parse_line("bench=statmix").unwrap();
+    assert_eq!(
+        (d.bench, d.names),
+        (Bench::Statmix, bench::params::DEFAULT_NAMES)
+    );
+    assert!(!d.to_string().contains("names="), "{d}");
+    for bad in ["names=0", "names=1000001", "names=x"] {
+        let line = format!("bench=statneg-many {bad}");
+        assert!(Params::parse_line(&line).is_err(), "{line}");
+    }
 }

@@ -121,6 +121,7 @@ pub fn table_demo() -> bool {
             secs: 1,
             lock: fs::sync::rawlock::default_kind(),
             pause: 0,
+            names: bench::params::DEFAULT_NAMES,
         };
         // The will-it-scale block goes to the log only (debug level).
         let mut text = String::new();

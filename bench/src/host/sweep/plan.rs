@@ -43,6 +43,7 @@ pub(super) fn plan(a: &SweepArgs) -> Vec<Job> {
                                     secs: a.secs,
                                     lock,
                                     pause: 0,
+                                    names: crate::params::DEFAULT_NAMES,
                                 };
                                 jobs.push(if src == Source::Guest {
                                     Job::Guest(p)
