@@ -708,12 +708,13 @@ fn random_sequences_agree_with_linux() {
         }
         watch_sequence(None);
         let ran: Vec<String> = ran.into_iter().collect();
-        fs::dcache::design::say_ran("differential::random_sequences_agree_with_linux", &ran);
-        (compared, commands, failed, kinds, start.elapsed())
+        (compared, commands, failed, kinds, start.elapsed(), ran)
     }) else {
         return;
     };
-    let (compared, commands, failed, kinds, took) = result;
+    let (compared, commands, failed, kinds, took, ran) = result;
+    // Out here: the sandbox is chrooted away from $FS_DESIGNS_RAN_LOG.
+    fs::dcache::design::say_ran("differential::random_sequences_agree_with_linux", &ran);
     note(&format!(
         "differential: {compared} sequences ({commands} commands) compared with Linux in {:.1} s, \
          seed {seed}, {failed} disagreed, {} kinds",
@@ -788,11 +789,11 @@ fn fixed(test: &'static str, seqs: Vec<Vec<String>>) {
             }
         }
         watch_sequence(None);
-        fs::dcache::design::say_ran(&format!("differential::{test}"), &design_opts());
         failures
     }) else {
         return;
     };
+    fs::dcache::design::say_ran(&format!("differential::{test}"), &design_opts());
     if !failures.is_empty() {
         note(&format!("{test}:\n{}", failures.join("\n")));
         panic!("{test}: {} runs disagree with Linux", failures.len());
