@@ -28,7 +28,9 @@ QEMU_RUN_FLAGS = --mem $(MEM) --accel $(ACCEL) --timeout $(TIMEOUT)
 
 # `make run`: the default demo: statneg per ENOENT design, one result table.
 DEMO_CMDLINE ?= demo=table
-DEMO_SMP ?= 4
+# vCPUs: 4, or the host's cores if fewer (more vCPUs than cores time the
+# host's scheduler; `make run DEMO_SMP=8` still works and says so).
+DEMO_SMP ?= $(shell n=$$(nproc 2>/dev/null || echo 4); echo $$(( n < 4 ? n : 4 )))
 
 # `make test`: QEMU boot tests of `selftest` at these vCPU counts.
 BOOT_TEST_SMPS ?= 1 2 8 64
@@ -41,7 +43,7 @@ BENCH_ARGS ?=
 DESIGNS ?=
 
 .PHONY: help setup build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
-        bench smb-bench demo-trace linuxref lint explore bench-static test-kvm test-designs
+        bench smb-bench demo-trace linuxref linux-patched linux-patched-build linux-oracle linux-vfsh lint explore bench-static test-kvm test-designs
 
 help:
 	@echo "make setup      install missing packages (as root) and the rust target"
@@ -56,6 +58,9 @@ help:
 	@echo "make bench-static  a statically linked bench binary ($(BENCH_STATIC)) for bare machines"
 	@echo "make demo-trace boot with demo=trace (one traced stat per design)"
 	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs"
+	@echo "make linux-patched  build our 6.12.117 kernels (vanilla, negative, noalloc) and count them beside Debian's"
+	@echo "make linux-oracle   the dcache stress oracle on each patched kernel (and on a broken one)"
+	@echo "make linux-vfsh     the Linux half of the vfsh scripts under Debian's kernel and each of ours"
 	@echo "make lint       rustfmt check + clippy (host crates and kernel) with -D warnings"
 	@echo "make explore    regenerate docs/explore/index.html (the step-through page) and its screenshot"
 
@@ -163,6 +168,29 @@ LINUX ?= 6.12
 
 linuxref: build-host
 	$(TARGET_DIR)/release/linuxref --cpus 1,2 --linux $(LINUX)
+
+# Our Linux 6.12.117 builds (linux/kbuild.sh: vanilla and each series of
+# linux/patches/6.12/, built when missing: 16-20 min the first time on 2
+# idle cores, over an hour on a loaded machine; 1-2 min after a patch
+# changed) beside Debian's, booted with the same reference guest: one
+# `linuxpatch kernel=K fs=F vcpus=N ...` line each.
+LINUX_PATCHED_ARGS ?=
+linux-patched: build-host
+	$(TARGET_DIR)/release/linux-patched $(LINUX_PATCHED_ARGS)
+
+# The dcache stress oracle, 60 s on 2 vCPUs per kernel (0 wrong answers),
+# then on the deliberately broken noalloc (it must find some: it fails if not).
+linux-oracle: build-host
+	$(TARGET_DIR)/release/linux-patched --kernels vanilla,negative,noalloc,noalloc-broken --cpus 2 --oracle 60
+
+# The Linux half of the vfsh scripts (fs/tests/scripts) in the reference
+# guest under Debian's kernel and each of ours: the same answers as recorded.
+linux-vfsh: linux-patched-build
+	bash linux/vfsh-guest.sh build/linuxref/6.12/vmlinuz build/kbuild/vanilla/bzImage \
+		build/kbuild/negative/bzImage build/kbuild/noalloc/bzImage
+
+linux-patched-build: build-host
+	$(TARGET_DIR)/release/linux-patched --build-only
 
 lint:
 	$(CARGO) fmt --all --check

@@ -8,12 +8,13 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
-for m in $(cat /modules/order); do
-    insmod /modules/$m || echo "linuxref: insmod $m failed"
-done
-FS=tmpfs,ext4 THREADS=1 WARMUP=1 SECS=3 COUNT=0 STACKS=0 UNC= CIFS=
+FS=tmpfs,ext4 THREADS=1 WARMUP=1 SECS=3 COUNT=0 STACKS=0 UNC= CIFS= CIFSKO= LSV= EASHOW= EACHECK=
 for w in $(cat /proc/cmdline); do
     case $w in
+        lr.cifsko=*) CIFSKO=${w#lr.cifsko=} ;;
+        lr.ls=*) LSV="$LSV ${w#lr.ls=}" ;;
+        lr.eashow=*) EASHOW="$EASHOW ${w#lr.eashow=}" ;;
+        lr.eacheck=*) EACHECK=${w#lr.eacheck=} ;;
         lr.fs=*) FS=${w#lr.fs=} ;;
         lr.threads=*) THREADS=${w#lr.threads=} ;;
         lr.warmup=*) WARMUP=${w#lr.warmup=} ;;
@@ -24,6 +25,18 @@ for w in $(cat /proc/cmdline); do
         lr.cifs=*) CIFS="$CIFS ${w#lr.cifs=}" ;;
     esac
 done
+# lr.cifsko=PATH: that cifs.ko (a second initramfs archive) instead of the
+# packaged one; what the kernel says about loading it is printed.
+for m in $(cat /modules/order); do
+    f=/modules/$m
+    [ "$m" = cifs.ko ] && [ -n "$CIFSKO" ] && f=$CIFSKO
+    insmod $f || echo "linuxref: insmod $f failed"
+done
+if [ -n "$CIFSKO" ]; then
+    echo "linuxref: cifs.ko from $CIFSKO, tainted=$(cat /proc/sys/kernel/tainted)"
+    dmesg | grep -E '^\[[ 0-9.]*\] cifs: ' | grep -i -E 'taint|signature|verification' \
+        | while read -r l; do echo "linuxref-dmesg: $l"; done
+fi
 mount -t tmpfs -o size=64m tmpfs /mnt/tmpfs || echo "linuxref: tmpfs mount failed"
 i=0
 while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
@@ -94,6 +107,23 @@ for fs in $(echo $FS | tr , ' '); do
     echo "linuxref-end fs=$fs rc=$rc"
 done
 
+# ea_check OPTIONS ENTRY:WAIT, after a variant's listings: an EA set
+# through a second connection (nosharesock) on ENTRY, then ENTRY's EAs seen
+# by the first mount at once and WAIT seconds later.
+ea_check() {
+    e=${2%%:*} wait=${2#*:}
+    mkdir -p /mnt/cifs2
+    echo "linuxref-xattr variant=$name when=before $(/xattr list /mnt/cifs/$e)"
+    if mount -t cifs "$UNC" /mnt/cifs2 -o "$1,nosharesock"; then
+        /xattr set /mnt/cifs2/$e user.lrcheck added || echo "linuxref: setting user.lrcheck failed"
+        umount /mnt/cifs2
+    else
+        echo "linuxref: second cifs mount failed"
+    fi
+    echo "linuxref-xattr variant=$name when=soon $(/xattr list /mnt/cifs/$e)"
+    sleep $wait
+    echo "linuxref-xattr variant=$name when=later $(/xattr list /mnt/cifs/$e)"
+}
 mark() {
     wget -q -O /dev/null "http://10.0.2.100:4450/$1" || echo "linuxref: marker $1 failed"
 }
@@ -101,12 +131,22 @@ if [ -n "$CIFS" ]; then
     ip link set lo up
     ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2 \
         || echo "linuxref: network setup failed"
-    LS="ls -la"
-    [ -x /usr/bin/gnu-ls ] && LS="/usr/bin/gnu-ls -la"
-    echo "linuxref: ls is $LS"
     echo 8192 > $T/buffer_size_kb
     for v in $CIFS; do
         name=${v%%:*}
+        # lr.ls=NAME:9.1: the host's GNU ls for that variant; by default
+        # Debian 13's (its own loader and libraries under /trixie).
+        want=9.7
+        for l in $LSV; do [ "${l%%:*}" = "$name" ] && want=${l#*:}; done
+        LS="ls"
+        if [ "$want" = 9.1 ] && [ -x /usr/bin/gnu-ls ]; then
+            LS="/usr/bin/gnu-ls"
+        elif [ "$want" != 9.1 ] && [ -x /trixie/ls ]; then
+            LS="/trixie/ld-linux-x86-64.so.2 --library-path /trixie/lib /trixie/ls"
+        fi
+        lsver=$($LS --version 2>/dev/null | head -1 | awk '{ print $NF }')
+        [ -n "$lsver" ] || lsver=busybox
+        echo "linuxref: ls of $name is $LS ($lsver)"
         echo "linuxref-cifs-begin variant=$name"
         # An option this kernel does not know (cifs: Unknown parameter 'X')
         # is dropped, said so, and the mount retried: the seed's 6.12.0 is a
@@ -127,10 +167,10 @@ if [ -n "$CIFS" ]; then
                 echo > $T/trace
                 echo 1 > $T/events/cifs/enable
                 mark $name-$phase
-                t=$(/lrtime /tmp/ls.out $LS /mnt/cifs)
+                t=$(/lrtime /tmp/ls.out $LS -la /mnt/cifs)
                 mark $name-$phase-end
                 echo 0 > $T/events/cifs/enable
-                echo "linuxref-lsla variant=$name phase=$phase $t lines=$(wc -l < /tmp/ls.out)"
+                echo "linuxref-lsla variant=$name phase=$phase $t lines=$(wc -l < /tmp/ls.out) ls=$lsver"
                 echo "linuxref-stats variant=$name phase=$phase"
                 cat /proc/fs/cifs/Stats
                 echo "linuxref-trace variant=$name phase=$phase"
@@ -139,7 +179,12 @@ if [ -n "$CIFS" ]; then
                 grep -o 'cmd=[0-9]*' /tmp/trace | sort -t= -k2 -n | uniq -c
                 grep -o 'smb3_[a-z0-9_]*:' /tmp/trace | sort | uniq -c | sort -rn
                 echo "linuxref-trace-end"
+                # lr.eashow=ENTRY: what listxattr/getxattr give for it now.
+                for e in $EASHOW; do
+                    echo "linuxref-xattr variant=$name when=$phase $(/xattr list /mnt/cifs/$e)"
+                done
             done
+            [ "${EACHECK%%:*}" = "$name" ] && ea_check "$o" "${EACHECK#*:}"
             umount /mnt/cifs || echo "linuxref: umount failed"
         else
             echo "linuxref: cifs mount of $name failed"

@@ -314,7 +314,7 @@ pub fn report_all(linux: &[LinuxLsla], rows: &[LslaRow]) -> String {
     }
     s.push_str("\n\n");
     s.push_str("| design | RTT ms | cold s | cold round trips | cold QUERY_INFO | warm s | warm round trips | warm QUERY_INFO | relay = client frames |\n|---|---|---|---|---|---|---|---|---|\n");
-    for l in linux.iter().filter(|l| !l.row.design.contains('+')) {
+    for l in linux.iter().filter(|l| !l.is_variant) {
         let r = &l.row;
         s.push_str(&format!(
             "| {} | {} | {:.3} | {} | {} | {:.3} | {} | {} | {} |\n",
@@ -384,7 +384,7 @@ pub fn report_all(linux: &[LinuxLsla], rows: &[LslaRow]) -> String {
     }
     s.push_str("\n## Lines\n\n```\n");
     for l in linux {
-        s.push_str(&l.row.line());
+        s.push_str(&l.line());
         s.push('\n');
     }
     for r in rows {
@@ -404,13 +404,22 @@ pub const SEED_OPTS: &str = "vers=3.1.1,cache=strict,upcall_target=app,uid=5000,
 gid=5000,forcegid,file_mode=0664,dir_mode=0775,iocharset=utf8,soft,nounix,mapposix,\
 reparse=nfs,nativesocket,symlink=native,rsize=4194304,wsize=4194304,acdirmax=300,acregmax=30";
 
-/// The seed's "What doesn't help" variants: (name, option changed).
+/// The seed's "What doesn't help" variants, and today's workaround
+/// (`nouser_xattr`): (name, option changed).
 pub const SEED_VARIANTS: &[(&str, &str)] = &[
     ("noserverino", "noserverino"),
     ("symlink=none", "symlink=none"),
     ("reparse=wsl", "reparse=wsl"),
     ("vers=3.0", "vers=3.0"),
+    ("nouser_xattr", "nouser_xattr"),
 ];
+
+/// Mounts per boot of the reference guest (see [`run_linux`]).
+const MOUNTS_PER_BOOT: usize = 4;
+
+/// The variant that lists with the host's coreutils (9.1 on Debian 12)
+/// instead of Debian 13's 9.7, seed options unchanged.
+pub const HOST_LS_VARIANT: &str = "ls-host";
 
 /// The seed's option string with `change` applied: a `key=value` replaces
 /// the seed's value of `key`; a bare flag is appended.
@@ -441,6 +450,10 @@ pub struct LinuxLslaConfig {
     pub build_dir: PathBuf,
     /// Also run [`SEED_VARIANTS`] at this RTT (the seed's is 76 ms).
     pub variants_rtt: Option<u64>,
+    /// A patch series of `linux/patches/6.12/` whose cifs.ko (built out of
+    /// tree) lists the share too, in its own boot per RTT
+    /// (`design=linux-6.12+SERIES` less its `cifs-` prefix).
+    pub patch: Option<String>,
 }
 
 /// One Linux listing row, with what only the real client can tell.
@@ -458,6 +471,17 @@ pub struct LinuxLsla {
     pub warm: qemu::linuxref::CifsListing,
     /// The exact kernel.
     pub kernel: String,
+    /// The `ls` that listed: its version (`9.7`, `9.1`).
+    pub ls: String,
+    /// A variant of the seed's options (or of its `ls`), not a main row.
+    pub is_variant: bool,
+}
+
+impl LinuxLsla {
+    /// [`LslaRow::line`] with the `ls` version appended (`ls=9.7`).
+    pub fn line(&self) -> String {
+        format!("{} ls={}", self.row.line(), self.ls)
+    }
 }
 
 /// Boots the reference guest once per RTT; in each boot its cifs client
@@ -473,7 +497,7 @@ pub fn run_linux(
     lcfg: &LinuxLslaConfig,
     mut progress: impl FnMut(&str),
 ) -> Result<Vec<LinuxLsla>, String> {
-    use qemu::linuxref::{self, CifsRun, GuestRun};
+    use qemu::linuxref;
     let paths =
         linuxref::ensure_release(&lcfg.build_dir, lcfg.release).map_err(|e| e.to_string())?;
     Fixture::available()?;
@@ -485,6 +509,18 @@ pub fn run_linux(
         .with_wsl_eas(cfg.wsl_entries),
     )
     .map_err(|e| format!("samba fixture: {e}"))?;
+    let module = match &lcfg.patch {
+        Some(series) => {
+            progress(&format!("building cifs.ko with {series} (out of tree)"));
+            let m =
+                linuxref::ensure_cifs_module(&lcfg.build_dir, series).map_err(|e| e.to_string())?;
+            if let Some(t) = m.build_s {
+                progress(&format!("cifs.ko with {series}: built in {t:.0} s"));
+            }
+            Some(m)
+        }
+        None => None,
+    };
     let design = paths.cifs_design();
     let tmp = std::env::temp_dir().join(format!("lsla-linux-{}", std::process::id()));
     let mut out = Vec::new();
@@ -494,17 +530,74 @@ pub fn run_linux(
             for (name, change) in SEED_VARIANTS {
                 variants.push((name.replace('=', "-"), seed_opts_with(change)));
             }
+            variants.push((HOST_LS_VARIANT.to_string(), SEED_OPTS.to_string()));
         }
         progress(&format!(
             "lsla design={design} rtt_ms={rtt} ({} mount{})",
             variants.len(),
             if variants.len() == 1 { "" } else { "s" }
         ));
-        let dir = tmp.join(format!("rtt{rtt}"));
-        let _ = std::fs::remove_dir_all(&dir);
+        // The guest's command line carries every variant's options and
+        // x86 keeps 2048 bytes of it: at most 4 of the seed's per boot.
+        for (i, chunk) in variants.chunks(MOUNTS_PER_BOOT).enumerate() {
+            let boot = Boot {
+                paths: &paths,
+                fx: &fx,
+                cfg,
+                rtt,
+                dir: tmp.join(format!("rtt{rtt}-{i}")),
+            };
+            out.extend(boot.run(chunk, None, &design)?);
+        }
+        let boot = Boot {
+            paths: &paths,
+            fx: &fx,
+            cfg,
+            rtt,
+            dir: tmp.join(format!("rtt{rtt}")),
+        };
+        if let Some(m) = &module {
+            let patched = format!(
+                "{design}+{}",
+                m.series.strip_prefix("cifs-").unwrap_or(&m.series)
+            );
+            progress(&format!("lsla design={patched} rtt_ms={rtt} (1 mount)"));
+            let boot = Boot {
+                dir: tmp.join(format!("rtt{rtt}-{}", m.series)),
+                ..boot
+            };
+            out.extend(boot.run(&variants[..1], Some(&m.ko), &patched)?);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    Ok(out)
+}
+
+/// One boot of the reference guest at one RTT (see [`run_linux`]).
+#[derive(Clone)]
+struct Boot<'a> {
+    paths: &'a qemu::linuxref::Paths,
+    fx: &'a Fixture,
+    cfg: &'a LslaConfig,
+    rtt: u64,
+    dir: PathBuf,
+}
+
+impl Boot<'_> {
+    /// Lists the share once per variant (cold, warm) with `module` (or the
+    /// packaged cifs.ko); rows are named `design` (`design+VARIANT`).
+    fn run(
+        &self,
+        variants: &[(String, String)],
+        module: Option<&Path>,
+        design: &str,
+    ) -> Result<Vec<LinuxLsla>, String> {
+        use qemu::linuxref::{self, CifsRun, GuestRun};
+        let (fx, rtt, dir) = (self.fx, self.rtt, &self.dir);
+        let _ = std::fs::remove_dir_all(dir);
         let (stats_dir, marks_dir) = (dir.join("stats"), dir.join("marks"));
         let relay = vec![
-            cfg.relay_bin.display().to_string(),
+            self.cfg.relay_bin.display().to_string(),
             "--target".into(),
             format!("127.0.0.1:{}", fx.port),
             "--delay-ms".into(),
@@ -529,16 +622,25 @@ pub fn run_linux(
                 relay,
                 stats_dir,
                 marks_dir: marks_dir.clone(),
+                ls: variants
+                    .iter()
+                    .filter(|(n, _)| n == HOST_LS_VARIANT)
+                    .map(|(n, _)| (n.clone(), "9.1".to_string()))
+                    .collect(),
+                eashow: Vec::new(),
+                eacheck: None,
             }),
+            cifs_module: module.map(Path::to_path_buf),
             ..GuestRun::statneg(1, vec![], 0, 1)
         };
-        let report = linuxref::run_guest(&paths, &run).map_err(|e| e.to_string())?;
+        let report = linuxref::run_guest(self.paths, &run).map_err(|e| e.to_string())?;
         let snap = |name: &str| -> Result<Totals, String> {
             let d = marks_dir.join(name);
             let conns = load_stats_dir(&d).map_err(|e| format!("marker {name}: {e}"))?;
             Ok(Totals::sum(&conns))
         };
-        for (name, opts) in &variants {
+        let mut out = Vec::new();
+        for (name, opts) in variants {
             let find = |phase: &str| {
                 report
                     .listings
@@ -559,7 +661,7 @@ pub fn run_linux(
             let total = Totals::sum(&load_stats_dir(&dir.join("stats")).unwrap_or_default());
             let row = LslaRow {
                 design: if name == "base" {
-                    design.clone()
+                    design.to_string()
                 } else {
                     format!("{design}+{name}")
                 },
@@ -585,14 +687,18 @@ pub fn run_linux(
                     .filter(|(v, _)| v == name)
                     .map(|(_, o)| o.clone())
                     .collect(),
+                ls: cold.ls.clone(),
                 cold,
                 warm,
-                kernel: paths.describe(),
+                kernel: match module {
+                    Some(ko) => format!("{} with {}", self.paths.describe(), ko.display()),
+                    None => self.paths.describe(),
+                },
+                is_variant: name != "base",
             });
         }
+        Ok(out)
     }
-    let _ = std::fs::remove_dir_all(&tmp);
-    Ok(out)
 }
 
 impl LinuxLsla {
@@ -612,7 +718,7 @@ pub fn report_linux(rows: &[LinuxLsla]) -> String {
     let mut s = String::new();
     if let Some(r) = rows.first() {
         s.push_str(&format!("## The real Linux client: {}\n\n", r.kernel));
-        s.push_str("The reference guest's cifs.ko, mounted with the seed's options (plus credentials and `ip=`), GNU `ls -la` of the same share through the same relay; counted by the relay between two marker requests on a separate connection.\n\n");
+        s.push_str("The reference guest's cifs.ko, mounted with the seed's options (plus credentials and `ip=`), GNU `ls -la` (Debian 13's coreutils 9.7, with its own loader and libraries, unless a row's `ls` says otherwise) of the same share through the same relay; counted by the relay between two marker requests on a separate connection.\n\n");
     }
     s.push_str("| design | RTT ms | cold s | cold round trips | cold QUERY_INFO | warm s | warm round trips | warm QUERY_INFO | relay = client Stats |\n|---|---|---|---|---|---|---|---|---|\n");
     for r in rows {
@@ -676,26 +782,31 @@ pub fn report_linux(rows: &[LinuxLsla]) -> String {
 /// at ~76 ms: 511 queries in 39 s; noserverino 271 in 21 s; no change for
 /// the others).
 pub fn variants_table(linux: &[LinuxLsla]) -> String {
-    let Some(rtt) = linux
-        .iter()
-        .find(|l| l.row.design.contains('+'))
-        .map(|l| l.row.rtt_ms)
-    else {
+    let Some(rtt) = linux.iter().find(|l| l.is_variant).map(|l| l.row.rtt_ms) else {
         return String::new();
     };
     let seed = |v: &str| match v {
         "" => "511 queries, 39 s",
-        "noserverino" => "511 → 271 queries, 39 s → 21 s",
+        "noserverino" => "511 → 271 queries, 39 s → 21 s (not reproduced against Samba)",
+        "nouser_xattr" => "not tried (today's workaround)",
+        HOST_LS_VARIANT => "the seed's ls: RHEL 10's coreutils 9.5",
         _ => "no change",
     };
     let mut s = format!("\n## What doesn't help, with the real client at {rtt} ms\n\n");
-    s.push_str("| variant | cold QUERY_INFO | cold s | warm QUERY_INFO | warm s | the seed (6.12.0, Windows) |\n|---|---|---|---|---|---|\n");
-    for l in linux.iter().filter(|l| l.row.rtt_ms == rtt) {
+    s.push_str("| variant | ls | cold QUERY_INFO | cold s | warm QUERY_INFO | warm s | the seed (6.12.0, Windows) |\n|---|---|---|---|---|---|---|\n");
+    let packaged = linux
+        .iter()
+        .find(|l| !l.is_variant)
+        .map(|l| l.row.design.clone());
+    for l in linux.iter().filter(|l| {
+        l.row.rtt_ms == rtt && (l.is_variant || Some(&l.row.design) == packaged.as_ref())
+    }) {
         let v = l.row.design.split_once('+').map_or("", |(_, v)| v);
         let r = &l.row;
         s.push_str(&format!(
-            "| {} | {} | {:.3} | {} | {:.3} | {} |\n",
+            "| {} | {} | {} | {:.3} | {} | {:.3} | {} |\n",
             if v.is_empty() { "seed options" } else { v },
+            l.ls,
             qi(&r.cold),
             r.cold_s,
             qi(&r.warm),

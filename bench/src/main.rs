@@ -105,9 +105,14 @@ enum Cmd {
         #[arg(long, default_value = "6.12", value_name = "RELEASE|none")]
         linux: String,
         /// Also run the seed's variants (noserverino, symlink=none,
-        /// reparse=wsl, vers=3.0) with the real client at this RTT.
+        /// reparse=wsl, vers=3.0), nouser_xattr and the host's `ls` with
+        /// the real client at this RTT.
         #[arg(long, value_name = "MS")]
         linux_variants: Option<u64>,
+        /// Also list with cifs.ko built out of tree with this patch series
+        /// of linux/patches/6.12/ (`design=linux-6.12+eacache`), or `none`.
+        #[arg(long, default_value = "cifs-eacache", value_name = "SERIES|none")]
+        linux_patch: String,
         /// Where the reference guest is built and cached [default: build/].
         #[arg(long)]
         build_dir: Option<PathBuf>,
@@ -269,6 +274,7 @@ fn main() -> ExitCode {
             out,
             linux,
             linux_variants,
+            linux_patch,
             build_dir,
         } => {
             let relay = relay.unwrap_or_else(|| {
@@ -327,6 +333,7 @@ fn main() -> ExitCode {
                     release,
                     build_dir: build_dir.unwrap_or_else(qemu::linuxref::default_build_dir),
                     variants_rtt: linux_variants,
+                    patch: (linux_patch != "none").then_some(linux_patch),
                 };
                 match bench::lsla::run_linux(&cfg, &lcfg, |what| eprintln!("{what}")) {
                     Ok(rows) => rows,
@@ -337,7 +344,7 @@ fn main() -> ExitCode {
                 }
             };
             for l in &linux_rows {
-                println!("{}", l.row.line());
+                println!("{}", l.line());
             }
             match bench::lsla::run(&cfg, |what| eprintln!("{what}")) {
                 Ok(rows) => {

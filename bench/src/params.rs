@@ -72,8 +72,9 @@ pub const KEYS: &[KeyInfo] = &[
     },
     KeyInfo {
         key: "lock",
-        values: Values::Text("qspinlock|ticket|ttas"),
-        help: "spinlock of the lookup path (d_lock, hash, in-lookup, LRU; default qspinlock)",
+        values: Values::Text("qspinlock|ticket|ttas|pvqspinlock"),
+        help: "spinlock of the lookup path (d_lock, hash, in-lookup, LRU; default qspinlock; \
+               pvqspinlock halts long waiters: guests on fewer host cores)",
     },
     KeyInfo {
         key: "pause",
@@ -423,8 +424,8 @@ impl ParamsBuilder {
                 put(&mut self.secs, n as u32).map_err(|_| dup())
             }
             "lock" => {
-                let k =
-                    LockKind::from_name(value).ok_or_else(|| bad("qspinlock, ticket or ttas"))?;
+                let k = LockKind::from_name(value)
+                    .ok_or_else(|| bad("qspinlock, ticket, ttas or pvqspinlock"))?;
                 put(&mut self.lock, k).map_err(|_| dup())
             }
             "pause" => {
@@ -568,7 +569,8 @@ mod tests {
         }
         let e = Params::parse_line("bench=statneg lock=mcs").unwrap_err();
         assert!(
-            e.to_string().contains("expected qspinlock, ticket or ttas"),
+            e.to_string()
+                .contains("expected qspinlock, ticket, ttas or pvqspinlock"),
             "{e}"
         );
         assert!(Params::parse_line("bench=statneg lock=ttas lock=ttas").is_err());

@@ -70,6 +70,29 @@ pub trait Platform: Sync {
     /// runs them on the CPU that queued them).
     fn rcu_quiescent_state(&self);
 
+    /// Halt this CPU until another CPU kicks it ([`Platform::kick`]) or an
+    /// interrupt arrives, if `still()` holds when looked at with nothing
+    /// able to slip in between the look and the halt: a kick sent after
+    /// `still()` turned false must end the halt, not precede it (on x86:
+    /// `cli`, the look, `sti; hlt`). May return at any time for any reason;
+    /// callers look again. The paravirt lock's `pv_wait`
+    /// (`crate::sync::pvqspinlock`). The default returns at once: the
+    /// caller keeps spinning.
+    fn halt_while(&self, still: &dyn Fn() -> bool) {
+        let _ = still;
+    }
+    /// Does [`Platform::halt_while`] halt (rather than return at once)?
+    /// Waits other than the paravirt lock's only halt where it does. The
+    /// default: no.
+    fn halts(&self) -> bool {
+        false
+    }
+    /// Wake `cpu` from [`Platform::halt_while`] (Linux's `pv_kick`); a CPU
+    /// that is not halted must come to no harm. The default does nothing.
+    fn kick(&self, cpu: usize) {
+        let _ = cpu;
+    }
+
     /// May the fs allocate `bytes` (one allocation) now? `false` makes the
     /// operation that wanted it fail with `ENOMEM` (after the fs tried to
     /// reclaim unused dentries and asked again). A platform answers from

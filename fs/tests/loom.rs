@@ -30,12 +30,12 @@ use std::sync::Arc;
 
 use fs::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use fs::sync::lockref::{LockRef, DEAD};
-use fs::sync::qspinlock;
 use fs::sync::rawlock::LockKind;
 use fs::sync::rcu::{synchronize_rcu, RcuCell, RcuGuard};
 use fs::sync::rculist::{RcuLink, RcuList, RcuNode};
 use fs::sync::seqcount::SeqCount;
 use fs::sync::spinlock::{RwSem, SpinLock};
+use fs::sync::{pvqspinlock, qspinlock};
 use loom::thread;
 
 /// Run `f` under loom with a default preemption bound, on a fresh model
@@ -311,6 +311,11 @@ fn spinlock_every_kind_excludes() {
 /// model runs longer than `make test` can afford: over 15 minutes here);
 /// the broken one needs two to show its bug, and loom stops at the first.
 fn qspinlock_three_cpus(bound: usize, lock: fn(&AtomicU32)) {
+    three_cpus(bound, lock, |w| qspinlock::unlock(w));
+}
+
+/// [`qspinlock_three_cpus`]'s model for any lock and unlock.
+fn three_cpus(bound: usize, lock: fn(&AtomicU32), unlock: fn(&AtomicU32)) {
     model_branches(Some(bound), 100_000, move || {
         struct S {
             word: AtomicU32,
@@ -332,7 +337,7 @@ fn qspinlock_three_cpus(bound: usize, lock: fn(&AtomicU32)) {
             let v = s.n.load(Ordering::Relaxed);
             s.n.store(v + 1, Ordering::Relaxed);
             s.inside.fetch_sub(1, Ordering::Relaxed);
-            qspinlock::unlock(&s.word);
+            unlock(&s.word);
         };
         let ts: Vec<_> = (0..2)
             .map(|_| {
@@ -366,6 +371,29 @@ fn qspinlock_pending_and_queue_exclude() {
 #[should_panic(expected = "mutual exclusion broken")]
 fn qspinlock_without_pending_wait_fails() {
     qspinlock_three_cpus(2, qspinlock::lock_without_pending_wait);
+}
+
+/// The paravirt queued lock on three CPUs, halting after one spin turn:
+/// the second CPU becomes the queue head (no pending bit), marks the lock
+/// SLOW and halts; the third queues behind it and halts on its node. Every
+/// halt must end in a kick (the model has no tick: a lost kick is a
+/// deadlock), nobody is ever inside with another, the count is exact, and
+/// the word ends free.
+#[test]
+fn pvqspinlock_halts_are_always_kicked() {
+    three_cpus(1, |w| pvqspinlock::lock(w), |w| pvqspinlock::unlock(w));
+}
+
+/// The queued waiter reads its node before it says it is halting: the
+/// predecessor can hand it the head in between, find it running and not
+/// kick, and the waiter then halts for good (the classic check-then-halt
+/// race). Loom must find the lost kick.
+#[test]
+#[should_panic(expected = "deadlock")]
+fn pvqspinlock_without_recheck_loses_a_kick() {
+    three_cpus(2, pvqspinlock::lock_without_recheck, |w| {
+        pvqspinlock::unlock(w)
+    });
 }
 
 /// RwSem: a writer excludes readers (and other writers); updates made

@@ -9,7 +9,9 @@
 //!   second shows what the first left behind: the negative design's cached
 //!   dentry answers it).
 //! - `demo=table` (`make run`'s default): statneg on min(4, CPUs) tasks for
-//!   1 s per design, one table of ops/s and per-op counters.
+//!   1 s per design, one table of ops/s and per-op counters, then a line
+//!   `vcpus=V host_cores=C lock=K` (C from `host_cores=`, `?` without it)
+//!   and, when V > C, `overcommit: V vCPUs on C host cores`.
 //!
 //! Touches: the console, the fs crate's trace switch and a fresh tmpfs per
 //! design; the table runs `bench` through [`crate::benchrun`]. Safe code only.
@@ -108,8 +110,9 @@ impl fmt::Display for Ratio {
     }
 }
 
-/// `demo=table`. Returns false if a run failed.
-pub fn table_demo() -> bool {
+/// `demo=table` (`host_cores`: what `host_cores=` said). Returns false if
+/// a run failed.
+pub fn table_demo(host_cores: Option<u32>) -> bool {
     let tasks = smp::online_count().min(4);
     let mut rows = alloc::vec::Vec::new();
     for design in Design::all() {
@@ -168,14 +171,25 @@ pub fn table_demo() -> bool {
             Ratio(c.fallbacks, c.ops)
         );
     }
+    let vcpus = smp::online_count();
+    let lock = fs::sync::rawlock::default_kind();
+    match host_cores {
+        Some(c) => kprintln!("vcpus={vcpus} host_cores={c} lock={lock}"),
+        None => kprintln!("vcpus={vcpus} host_cores=? lock={lock}"),
+    }
+    if let Some(c) = host_cores.filter(|&c| (c as usize) < vcpus) {
+        kprintln!(
+            "overcommit: {vcpus} vCPUs on {c} host cores (the host deschedules vCPUs: ops/s vary from run to run)"
+        );
+    }
     true
 }
 
 /// Run the demo `which` and exit.
-pub fn run(which: kernel::cmdline::Demo, trace_on: bool) -> ! {
+pub fn run(which: kernel::cmdline::Demo, trace_on: bool, host_cores: Option<u32>) -> ! {
     let ok = match which {
         kernel::cmdline::Demo::Trace => trace_demo(trace_on),
-        kernel::cmdline::Demo::Table => table_demo(),
+        kernel::cmdline::Demo::Table => table_demo(host_cores),
         kernel::cmdline::Demo::Pingpong => crate::benchrun::pingpong(),
     };
     exit(if ok {

@@ -182,11 +182,13 @@ fn run(config: &Config) -> ! {
     if config.trace_lookup {
         demo::enable_trace();
     }
+    // Before anything builds an fs lock (a benchmark sets its own `lock=`).
+    fs::sync::rawlock::set_default_kind(config.lock.unwrap_or(cmdline::GUEST_LOCK));
     if let Some(p) = &config.bench {
         benchrun::run(p);
     }
     if let Some(d) = config.demo {
-        demo::run(d, config.trace_lookup);
+        demo::run(d, config.trace_lookup, config.host_cores);
     }
     if let Some(s) = config.stress {
         stress::run(s, config.secs, config.design, config.poison != Some(false));

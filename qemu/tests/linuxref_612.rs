@@ -1,9 +1,12 @@
 //! The Linux 6.12 reference guest, short: one boot runs statneg on tmpfs
 //! for one second, a small counting run (kprobes), then its cifs client
 //! mounts a Samba share through the latency relay (0 ms) and lists it cold
-//! and warm. Checks that every line the benchmarks read parses and holds
-//! what Linux must have done. Skips where the 6.12 packages, Samba or QEMU
-//! cannot be had (a failure under `REQUIRE_FIXTURES=1`). ~25 s under TCG.
+//! and warm with Debian 13's coreutils 9.7 `ls -la`, with the seed's options
+//! and with `nouser_xattr` added. Checks that every line the benchmarks read
+//! parses and holds what Linux must have done: 9.7 asks every entry for its
+//! xattr names (one QUERY_INFO each, the seed's), `nouser_xattr` none.
+//! Skips where the 6.12 packages, Samba or QEMU cannot be had (a failure
+//! under `REQUIRE_FIXTURES=1`). ~30 s under TCG.
 
 use qemu::linuxref::{self, CifsRun, Fs, GuestRun, Release};
 use qemu::relay::{load_stats_dir, Totals};
@@ -54,7 +57,10 @@ fn linux_612_boots_counts_and_lists_a_cifs_share() {
         count: 2000,
         cifs: Some(CifsRun {
             unc: format!("//10.0.2.100/{}", fx.share),
-            variants: vec![("base".into(), opts)],
+            variants: vec![
+                ("base".into(), opts.clone()),
+                ("nox".into(), format!("{opts},nouser_xattr")),
+            ],
             relay: vec![
                 env!("CARGO_BIN_EXE_latency-relay").into(),
                 "--target".into(),
@@ -65,6 +71,9 @@ fn linux_612_boots_counts_and_lists_a_cifs_share() {
             ],
             stats_dir,
             marks_dir: marks_dir.clone(),
+            ls: vec![],
+            eashow: vec![],
+            eacheck: None,
         }),
         ..GuestRun::statneg(1, vec![Fs::Tmpfs], 0, 1)
     };
@@ -88,13 +97,15 @@ fn linux_612_boots_counts_and_lists_a_cifs_share() {
     assert!(p.locks >= 3.0, "locks/op {}", p.locks);
     assert!(rep.sections[0].1.contains("linuxref-count ops=2000 "));
 
-    // cifs: two listings of every entry, each bracketed by relay snapshots.
-    assert_eq!(rep.listings.len(), 2, "notes: {:?}", rep.notes);
+    // cifs: two listings of every entry per mount, each bracketed by relay
+    // snapshots.
+    assert_eq!(rep.listings.len(), 4, "notes: {:?}", rep.notes);
     let snap = |n: &str| Totals::sum(&load_stats_dir(&marks_dir.join(n)).expect("marker snapshot"));
     for l in &rep.listings {
         assert_eq!((l.rc, l.entries()), (0, ENTRIES), "{l:?}");
         assert!(l.wall_s > 0.0);
-        let t = snap(&format!("base-{}-end", l.phase)).since(&snap(&format!("base-{}", l.phase)));
+        let v = &l.variant;
+        let t = snap(&format!("{v}-{}-end", l.phase)).since(&snap(&format!("{v}-{}", l.phase)));
         // The listing's own round trips, counted by the relay, agree with
         // the client's /proc/fs/cifs/Stats.
         assert_eq!(
@@ -109,6 +120,21 @@ fn linux_612_boots_counts_and_lists_a_cifs_share() {
             l.stat("QueryInfos"),
             Some(t.client_to_server.command("QUERY_INFO"))
         );
+        // The seed: coreutils 9.7's llistxattr of every entry is one
+        // QUERY_INFO (FileFullEaInformation) each, cold and warm, answered
+        // STATUS_NO_EAS_ON_FILE; nouser_xattr answers it locally.
+        assert_eq!(l.ls, "9.7", "{l:?}");
+        let qi = t.client_to_server.command("QUERY_INFO");
+        if v == "base" {
+            assert!(qi >= ENTRIES as u64, "{} {}: {qi} QUERY_INFO", v, l.phase);
+            assert!(
+                t.server_to_client.status(0xc000_0052) >= ENTRIES as u64,
+                "{:?}",
+                t.server_to_client.statuses
+            );
+        } else {
+            assert_eq!(qi, 0, "{} {}: QUERY_INFO with nouser_xattr", v, l.phase);
+        }
     }
     assert!(linuxref::trace_counts(&rep.listings[0].trace, "cmd")
         .iter()

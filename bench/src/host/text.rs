@@ -144,10 +144,11 @@ pub fn render(rows: &[Row], lsla: &[String]) -> String {
         if !s.is_empty() {
             s.push('\n');
         }
-        s.push_str("ls -la of a 511-entry share (relay counts; QI = QUERY_INFO)\n\n");
+        s.push_str("ls -la of a 511-entry share (relay counts; QI = QUERY_INFO;\n");
+        s.push_str("ls = the coreutils version of a Linux row)\n\n");
         s.push_str(&format!(
-            "{:<24}{:>4}{:>8}{:>6}{:>6}{:>8}{:>6}{:>6}\n",
-            "design", "RTT", "cold s", "RTs", "QI", "warm s", "RTs", "QI"
+            "{:<24}{:>4}{:>8}{:>6}{:>6}{:>8}{:>6}{:>6}{:>4}\n",
+            "design", "RTT", "cold s", "RTs", "QI", "warm s", "RTs", "QI", "ls"
         ));
         for l in lsla {
             let kv: BTreeMap<&str, &str> = l
@@ -156,7 +157,7 @@ pub fn render(rows: &[Row], lsla: &[String]) -> String {
                 .collect();
             let g = |k: &str| kv.get(k).copied().unwrap_or("-");
             s.push_str(&format!(
-                "{:<24}{:>4}{:>8}{:>6}{:>6}{:>8}{:>6}{:>6}\n",
+                "{:<24}{:>4}{:>8}{:>6}{:>6}{:>8}{:>6}{:>6}{:>4}\n",
                 clip(g("design"), 23),
                 g("rtt_ms"),
                 g("cold_s"),
@@ -164,7 +165,8 @@ pub fn render(rows: &[Row], lsla: &[String]) -> String {
                 g("cold_query_info"),
                 g("warm_s"),
                 g("warm_round_trips"),
-                g("warm_query_info")
+                g("warm_query_info"),
+                clip(g("ls"), 3)
             ));
         }
     }
@@ -228,7 +230,7 @@ mod tests {
                 Some(0.541),
             ),
         ];
-        let lsla = vec!["lsla design=linux-6.12+noserverino rtt_ms=76 entries=511 cold_s=1.687 cold_round_trips=5 warm_s=1.763 warm_round_trips=5 cold_query_info=0 warm_query_info=0".to_string()];
+        let lsla = vec!["lsla design=linux-6.12+noserverino rtt_ms=76 entries=511 cold_s=1.687 cold_round_trips=5 warm_s=1.763 warm_round_trips=5 cold_query_info=0 warm_query_info=0 ls=9.7".to_string()];
         let t = render(&rows, &lsla);
         for l in t.lines() {
             assert!(
@@ -246,5 +248,10 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("0.40x"), "{t}");
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with("linux-6.12+noserverino") && l.ends_with(" 9.7")),
+            "{t}"
+        );
     }
 }

@@ -82,7 +82,7 @@ pub use fs::sync::rawlock::LockKind;
 pub fn extra_transfers(lock: LockKind, others: f64) -> f64 {
     let more = (others - 1.0).max(0.0);
     match lock {
-        LockKind::Qspinlock => 0.0,
+        LockKind::Qspinlock | LockKind::Pvqspinlock => 0.0,
         LockKind::Ticket => more,
         LockKind::Ttas => 2.0 * more,
     }

@@ -132,7 +132,7 @@ pub fn d_alloc_parallel(
                 stats::inc(Event::InLookupWait);
                 let mut wait = crate::sync::spinwait::SpinWait::new();
                 while o.flags() & D_PAR_LOOKUP != 0 {
-                    wait.turn();
+                    wait.turn_on(o.flags_addr(), &|| o.flags_seqcst() & D_PAR_LOOKUP != 0);
                 }
             }
             None => {
@@ -154,6 +154,8 @@ pub fn d_lookup_done(d: &Dentry) {
         stats::census_untagged_store(b.as_ptr() as usize);
     }
     d.clear_flag(D_PAR_LOOKUP);
+    // Waiters in d_alloc_parallel may have halted (`sync::spinwait`).
+    crate::sync::spinwait::wake(d.flags_addr());
 }
 
 #[cfg(test)]

@@ -203,8 +203,19 @@ impl DentryInner {
     pub(crate) fn set_flag(&self, f: u32) {
         self.flags.fetch_or(f, Ordering::AcqRel);
     }
+    /// SeqCst: ends waits that may halt (`sync::spinwait::wake`).
     pub(crate) fn clear_flag(&self, f: u32) {
-        self.flags.fetch_and(!f, Ordering::AcqRel);
+        self.flags.fetch_and(!f, Ordering::SeqCst);
+    }
+    /// The flags word's address: what halted waiters of `D_PAR_LOOKUP`
+    /// wait on.
+    pub(crate) fn flags_addr(&self) -> usize {
+        &self.flags as *const _ as usize
+    }
+    /// The flags, with a sequentially consistent load (a halting wait's
+    /// last look).
+    pub(crate) fn flags_seqcst(&self) -> u32 {
+        self.flags.load(Ordering::SeqCst)
     }
     /// The name hash.
     #[inline]

@@ -9,6 +9,8 @@
 //!   queued, ticket, test-and-test-and-set) on a 32-bit lock word.
 //! - [`qspinlock`]: Linux's queued spinlock (MCS queue, pending bit, locked
 //!   byte), the default kind.
+//! - [`pvqspinlock`]: the queued spinlock with Linux's paravirt waits: a
+//!   long wait halts the CPU until it is kicked (guests on fewer cores).
 //! - [`spinlock`]: a spinlock owning its data (of any kind), and `RwSem`.
 //! - [`spinwait`]: how every waiter spins, and why after a long wait a
 //!   host thread gives its CPU away (the paravirt spinlock's idea).
@@ -41,6 +43,7 @@ pub mod ilist;
 pub mod lockref;
 #[cfg(loom)]
 pub mod model;
+pub mod pvqspinlock;
 pub mod qspinlock;
 pub mod rawlock;
 pub mod rcu;

@@ -17,6 +17,16 @@
 //! after the unlink and cannot find the object. Reclamation happens only at
 //! an explicit `synchronize_rcu`, so a model decides where grace periods end.
 //!
+//! The paravirt lock's halt and kick ([`Platform::halt_while`],
+//! [`Platform::kick`]) are modelled as x86 runs them: each CPU has a
+//! pending-kick flag under a loom mutex. Entering the halt is `cli`: a kick
+//! that came before it was taken as an interrupt while running, so the flag
+//! is cleared; then the condition is looked at, and the CPU waits on a
+//! condvar until a kick sets the flag (`sti; hlt`: the wait releases the
+//! mutex atomically, so no kick slips in between). There is no tick, so a
+//! kick that is lost leaves the CPU halted for good and loom reports the
+//! deadlock.
+//!
 //! State lives in `loom::lazy_static`/`loom::thread_local`, i.e. per loom
 //! execution. Call [`init`] at the start of each model, before spawning, so
 //! that the lazy initialisation adds no synchronisation between the modelled
@@ -38,10 +48,22 @@ struct Readers {
     active: [AtomicBool; MODEL_CPUS],
 }
 
+/// One CPU's halt: whether a kick is pending, and the `hlt` to wait in.
+struct Halt {
+    kicked: loom::sync::Mutex<bool>,
+    wake: loom::sync::Condvar,
+}
+
 loom::lazy_static! {
     static ref READERS: Readers = Readers {
         active: core::array::from_fn(|_| AtomicBool::new(false)),
     };
+    static ref HALTS: Vec<Halt> = (0..MODEL_CPUS)
+        .map(|_| Halt {
+            kicked: loom::sync::Mutex::new(false),
+            wake: loom::sync::Condvar::new(),
+        })
+        .collect();
     /// CPU ids are handed out in thread start order; not a modelled
     /// atomic because it synchronises nothing.
     static ref NEXT_CPU: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -65,6 +87,9 @@ loom::thread_local! {
 /// on the model's main thread).
 pub fn init() {
     let _ = &READERS.active;
+    let _ = HALTS.len();
+    super::qspinlock::model_init();
+    super::pvqspinlock::model_init();
     let _ = LOCAL.with(|l| l.cpu);
 }
 
@@ -139,4 +164,25 @@ impl Platform for ModelPlatform {
     }
 
     fn rcu_quiescent_state(&self) {}
+
+    fn halt_while(&self, still: &dyn Fn() -> bool) {
+        let h = &HALTS[self.cpu_id()];
+        let mut kicked = h.kicked.lock().unwrap();
+        // `cli`: kicks before this point were taken while running.
+        *kicked = false;
+        if !still() {
+            return;
+        }
+        // `sti; hlt`
+        while !*kicked {
+            kicked = h.wake.wait(kicked).unwrap();
+        }
+        *kicked = false;
+    }
+
+    fn kick(&self, cpu: usize) {
+        let h = &HALTS[cpu];
+        *h.kicked.lock().unwrap() = true;
+        h.wake.notify_one();
+    }
 }

@@ -35,7 +35,9 @@
 //!   `set_locked`, `clear_pending_set_locked`, `xchg_tail` and the release
 //!   are read-modify-writes of the whole value.
 //! - Node links are tail codes, not pointers (no unsafe code needed).
-//! - No paravirt hooks (`pv_wait`/`pv_kick`): a waiter never sleeps.
+//! - The paravirt hooks (`pv_wait`/`pv_kick`) are a separate kind,
+//!   [`super::pvqspinlock`], which runs [`queue`] with `PV = true`; this
+//!   kind's waiters never halt.
 //!
 //! Touches: the lock word, this CPU's nodes and its predecessor's and
 //! successor's nodes; the CPU id from [`crate::platform`] on the queued path.
@@ -47,8 +49,8 @@ use super::spinwait::SpinWait;
 /// MCS nodes per CPU: the nesting levels a CPU may wait on at once.
 pub const MAX_NODES: usize = 4;
 
-const LOCKED: u32 = 1;
-const LOCKED_MASK: u32 = 0xff;
+pub(super) const LOCKED: u32 = 1;
+pub(super) const LOCKED_MASK: u32 = 0xff;
 const PENDING: u32 = 1 << 8;
 const TAIL_IDX_SHIFT: u32 = 16;
 const TAIL_CPU_SHIFT: u32 = 18;
@@ -58,11 +60,14 @@ const TAIL_MASK: u32 = 0xffff_0000;
 const PENDING_LOOPS: u32 = 1;
 
 /// One waiter's place in a queue.
-struct Node {
+pub(super) struct Node {
     /// Set (release) by the predecessor when this node becomes the head.
-    locked: AtomicU32,
+    pub(super) locked: AtomicU32,
     /// The tail code of the node queued behind this one, 0 while none.
     next: AtomicU32,
+    /// Paravirt only: whether this waiter runs or has halted its CPU
+    /// ([`super::pvqspinlock`]).
+    pub(super) state: AtomicU32,
 }
 
 /// A CPU's nodes, on a line (two, for the adjacent-line prefetcher) that
@@ -83,6 +88,7 @@ mod table {
     const NODE: Node = Node {
         locked: AtomicU32::new(0),
         next: AtomicU32::new(0),
+        state: AtomicU32::new(0),
     };
     #[allow(clippy::declare_interior_mutable_const)]
     const CPU: CpuNodes = CpuNodes {
@@ -108,6 +114,7 @@ mod table {
                 nodes: core::array::from_fn(|_| Node {
                     locked: AtomicU32::new(0),
                     next: AtomicU32::new(0),
+                    state: AtomicU32::new(0),
                 }),
                 count: AtomicU32::new(0),
             })
@@ -119,12 +126,25 @@ mod table {
     }
 }
 
+/// Build this execution's node table now (loom: before any thread is
+/// spawned, see `super::model::init`).
+#[cfg(loom)]
+pub(crate) fn model_init() {
+    let _ = table::cpu(0);
+}
+
 // The tail must have room for every CPU id + 1 in its 14 bits.
 const _: () = assert!(crate::platform::MAX_CPUS < (1 << (32 - TAIL_CPU_SHIFT)));
 
 #[inline]
 fn encode_tail(cpu: usize, idx: usize) -> u32 {
     ((cpu as u32 + 1) << TAIL_CPU_SHIFT) | ((idx as u32) << TAIL_IDX_SHIFT)
+}
+
+/// The CPU whose node a tail code names.
+#[inline]
+pub(super) fn tail_cpu(tail: u32) -> usize {
+    (tail >> TAIL_CPU_SHIFT) as usize - 1
 }
 
 #[inline]
@@ -205,10 +225,14 @@ fn slow_path(w: &impl LockWord, head_waits_for_pending: bool) {
             w.fetch_and(!PENDING, Ordering::Relaxed);
         }
     }
-    queue(w, head_waits_for_pending);
+    queue::<false>(w, head_waits_for_pending);
 }
 
-fn queue(w: &impl LockWord, head_waits_for_pending: bool) {
+/// Wait in the MCS queue, then take the lock. With `PV`, the waits are
+/// the paravirt ones ([`super::pvqspinlock`]): a waiter halts its CPU
+/// after a bounded spin, and whoever hands it the queue head or the lock
+/// kicks it; the steps between the waits are the same.
+pub(super) fn queue<const PV: bool>(w: &impl LockWord, head_waits_for_pending: bool) {
     let cpu = crate::platform::get().cpu_id();
     let mine = table::cpu(cpu);
     let idx = mine.count.fetch_add(1, Ordering::Relaxed) as usize;
@@ -225,10 +249,19 @@ fn queue(w: &impl LockWord, head_waits_for_pending: bool) {
     let tail = encode_tail(cpu, idx);
     node.locked.store(0, Ordering::Relaxed);
     node.next.store(0, Ordering::Relaxed);
+    if PV {
+        super::pvqspinlock::init_node(node);
+    }
 
     // Touching our node may have taken a while (a cold line): the lock may
-    // be free by now.
-    if try_lock(w) {
+    // be free by now. (A paravirt waiter takes a free locked byte even past
+    // a queue whose head is halted: see pvqspinlock.)
+    let free = if PV {
+        super::pvqspinlock::try_steal(w)
+    } else {
+        try_lock(w)
+    };
+    if free {
         mine.count.fetch_sub(1, Ordering::Relaxed);
         return;
     }
@@ -243,9 +276,13 @@ fn queue(w: &impl LockWord, head_waits_for_pending: bool) {
         // waits for `next` unless the tail is still its own).
         let prev = decode_tail(old);
         prev.next.store(tail, Ordering::Release);
-        let mut wait = SpinWait::new();
-        while node.locked.load(Ordering::Acquire) == 0 {
-            wait.turn();
+        if PV {
+            super::pvqspinlock::wait_node(node);
+        } else {
+            let mut wait = SpinWait::new();
+            while node.locked.load(Ordering::Acquire) == 0 {
+                wait.turn();
+            }
         }
         // Whoever queued behind us meanwhile; read early, as Linux does,
         // to overlap the miss with the wait below.
@@ -260,12 +297,19 @@ fn queue(w: &impl LockWord, head_waits_for_pending: bool) {
     } else {
         LOCKED_MASK
     };
-    let mut val = w.load(Ordering::Acquire);
-    let mut wait = SpinWait::new();
-    while val & busy != 0 {
-        wait.turn();
-        val = w.load(Ordering::Acquire);
-    }
+    let val = if PV {
+        // Returns with the locked byte ours: running CPUs may take it
+        // while the head is halted, so the head takes it with a cmpxchg.
+        super::pvqspinlock::wait_head(w, tail)
+    } else {
+        let mut val = w.load(Ordering::Acquire);
+        let mut wait = SpinWait::new();
+        while val & busy != 0 {
+            wait.turn();
+            val = w.load(Ordering::Acquire);
+        }
+        val
+    };
 
     // Claim the lock. Alone in the queue: (n,0,0) -> (0,0,1), dissolving
     // it. Else (*,*,0) -> (*,*,1) and hand the head to the next node.
@@ -273,23 +317,35 @@ fn queue(w: &impl LockWord, head_waits_for_pending: bool) {
         mine.count.fetch_sub(1, Ordering::Relaxed);
         return;
     }
-    w.fetch_or(LOCKED, Ordering::Relaxed);
+    if !PV {
+        w.fetch_or(LOCKED, Ordering::Relaxed);
+    }
     // The tail moved, so someone is behind us; it may not have linked yet.
     let mut wait = SpinWait::new();
     while next == 0 {
         wait.turn();
         next = node.next.load(Ordering::Acquire);
     }
-    decode_tail(next).locked.store(1, Ordering::Release);
+    let succ = decode_tail(next);
+    succ.locked.store(1, Ordering::Release);
+    if PV {
+        super::pvqspinlock::kick_node(succ, next);
+    }
     mine.count.fetch_sub(1, Ordering::Relaxed);
 }
 
 /// Swap our code into the tail, keeping pending and locked; returns the
-/// previous value.
+/// previous value. Release publishes our initialised node to whoever queues
+/// behind us; acquire makes the previous tail's initialisation of its node
+/// (`next = 0`) happen before our link into it. Without the acquire, the
+/// memory model lets the predecessor's `next = 0` land after our link and
+/// erase it, and the predecessor waits for a link forever: the loom model
+/// of the paravirt lock found this (x86's `lock cmpxchg` is a full barrier
+/// either way, Linux relies on the address dependency).
 fn xchg_tail(w: &impl LockWord, tail: u32) -> u32 {
     let mut old = w.load(Ordering::Relaxed);
     loop {
-        match w.cas(old, (old & !TAIL_MASK) | tail, Ordering::Release) {
+        match w.cas(old, (old & !TAIL_MASK) | tail, Ordering::AcqRel) {
             Ok(_) => return old,
             Err(now) => old = now,
         }

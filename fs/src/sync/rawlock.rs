@@ -10,6 +10,11 @@
 //!   bit); every further waiter joins an MCS queue and spins on its own
 //!   per-CPU node, so a release moves one cache line to one CPU, however
 //!   many wait.
+//! - [`LockKind::Pvqspinlock`]: the same queued lock with Linux's paravirt
+//!   waits (`kernel/locking/qspinlock_paravirt.h`), see
+//!   [`super::pvqspinlock`]: after a bounded spin a waiter halts its CPU
+//!   until the CPU it waits for kicks it, for guests with more vCPUs than
+//!   host cores.
 //! - [`LockKind::Ticket`]: a ticket lock (Linux's x86 spinlock before 4.2):
 //!   take a number (`fetch_add` on `next`), wait until `owner` shows it.
 //!   FIFO, but every waiter spins on the lock word, so each release sends
@@ -36,7 +41,7 @@
 //! value (on x86 a `lock` instruction instead of a `mov`).
 //!
 //! ```text
-//!   qspinlock   31          18 17 16 15     9  8  7        0
+//!   (pv)qspinlock 31        18 17 16 15     9  8  7        0
 //!              +--------------+-----+--------+---+----------+
 //!              | tail cpu + 1 | idx | (zero) | P |  locked  |
 //!              +--------------+-----+--------+---+----------+
@@ -59,8 +64,8 @@ use core::str::FromStr;
 use core::sync::atomic::AtomicU8 as ConfigU8;
 
 use super::atomic::{AtomicU32, AtomicU64, Ordering};
-use super::qspinlock;
 use super::spinwait::SpinWait;
+use super::{pvqspinlock, qspinlock};
 
 /// A spinlock algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -72,11 +77,18 @@ pub enum LockKind {
     Ticket = 1,
     /// Test-and-test-and-set.
     Ttas = 2,
+    /// The queued spinlock whose waiters halt their CPU (guests).
+    Pvqspinlock = 3,
 }
 
 impl LockKind {
     /// Every kind, the default first.
-    pub const ALL: [LockKind; 3] = [LockKind::Qspinlock, LockKind::Ticket, LockKind::Ttas];
+    pub const ALL: [LockKind; 4] = [
+        LockKind::Qspinlock,
+        LockKind::Ticket,
+        LockKind::Ttas,
+        LockKind::Pvqspinlock,
+    ];
     /// The kind every lock gets unless `lock=` says otherwise: Linux's.
     pub const DEFAULT: LockKind = LockKind::Qspinlock;
 
@@ -86,10 +98,11 @@ impl LockKind {
             LockKind::Qspinlock => "qspinlock",
             LockKind::Ticket => "ticket",
             LockKind::Ttas => "ttas",
+            LockKind::Pvqspinlock => "pvqspinlock",
         }
     }
 
-    /// The kind named `s` (`qspinlock`, `ticket` or `ttas`).
+    /// The kind named `s` (`qspinlock`, `ticket`, `ttas` or `pvqspinlock`).
     pub fn from_name(s: &str) -> Option<LockKind> {
         LockKind::ALL.into_iter().find(|k| k.name() == s)
     }
@@ -101,7 +114,7 @@ impl LockKind {
     pub fn value_unlocked(self, v: u32) -> bool {
         match self {
             // Pending or queued waiters also keep the fast path off.
-            LockKind::Qspinlock | LockKind::Ttas => v == 0,
+            LockKind::Qspinlock | LockKind::Pvqspinlock | LockKind::Ttas => v == 0,
             LockKind::Ticket => v & 0xffff == v >> 16,
         }
     }
@@ -111,6 +124,7 @@ impl LockKind {
     pub(crate) fn lock(self, w: &impl LockWord) {
         match self {
             LockKind::Qspinlock => qspinlock::lock(w),
+            LockKind::Pvqspinlock => pvqspinlock::lock(w),
             LockKind::Ticket => ticket_lock(w),
             LockKind::Ttas => ttas_lock(w),
         }
@@ -121,6 +135,7 @@ impl LockKind {
     pub(crate) fn try_lock(self, w: &impl LockWord) -> bool {
         match self {
             LockKind::Qspinlock => qspinlock::try_lock(w),
+            LockKind::Pvqspinlock => pvqspinlock::try_lock(w),
             LockKind::Ticket => {
                 let v = w.load(Ordering::Relaxed);
                 v & 0xffff == v >> 16
@@ -136,6 +151,7 @@ impl LockKind {
     pub(crate) fn unlock(self, w: &impl LockWord) {
         match self {
             LockKind::Qspinlock => qspinlock::unlock(w),
+            LockKind::Pvqspinlock => pvqspinlock::unlock(w),
             LockKind::Ticket => {
                 // Only the holder moves `owner`, so its value is ours to
                 // know; adding 1 must not carry into `next` when it wraps.
@@ -162,7 +178,7 @@ impl fmt::Display for LockKind {
 impl FromStr for LockKind {
     type Err = &'static str;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        LockKind::from_name(s).ok_or("expected qspinlock, ticket or ttas")
+        LockKind::from_name(s).ok_or("expected qspinlock, ticket, ttas or pvqspinlock")
     }
 }
 
@@ -183,7 +199,8 @@ pub fn default_kind() -> LockKind {
     match DEFAULT_KIND.load(core::sync::atomic::Ordering::Relaxed) {
         0 => LockKind::Qspinlock,
         1 => LockKind::Ticket,
-        _ => LockKind::Ttas,
+        2 => LockKind::Ttas,
+        _ => LockKind::Pvqspinlock,
     }
 }
 
@@ -232,6 +249,9 @@ pub trait LockWord {
     /// Set the value to 0 with release ordering, where nobody else writes it
     /// meanwhile.
     fn release_zero(&self);
+    /// The atomic's address: the lock's identity in the paravirt lock's
+    /// hash table.
+    fn addr(&self) -> usize;
 }
 
 impl LockWord for AtomicU32 {
@@ -258,6 +278,10 @@ impl LockWord for AtomicU32 {
     #[inline]
     fn release_zero(&self) {
         self.store(0, Ordering::Release);
+    }
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const AtomicU32 as usize
     }
 }
 
@@ -310,6 +334,10 @@ impl LockWord for HighHalf<'_> {
         // The count half may change under us (fast paths refuse while the
         // lock is held, but a failed cmpxchg is no write): clear our half.
         self.0.fetch_and(LOW, Ordering::Release);
+    }
+    #[inline]
+    fn addr(&self) -> usize {
+        self.0 as *const AtomicU64 as usize
     }
 }
 

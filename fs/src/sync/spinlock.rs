@@ -178,7 +178,9 @@ impl RwSem {
                 self.writer.note(self.line());
                 return RwReadGuard { sem: self };
             }
-            wait.turn();
+            wait.turn_on(self.line(), &|| {
+                self.state.load(Ordering::SeqCst) & WRITER != 0
+            });
         }
     }
 
@@ -196,7 +198,7 @@ impl RwSem {
                 self.writer.note(self.line());
                 return RwWriteGuard { sem: self };
             }
-            wait.turn();
+            wait.turn_on(self.line(), &|| self.state.load(Ordering::SeqCst) != 0);
         }
     }
 
@@ -224,7 +226,9 @@ impl Drop for RwReadGuard<'_> {
         stats::inc(Event::SharedStore);
         // Another reader may have come and gone since we took it.
         self.sem.writer.note(self.sem.line());
-        self.sem.state.fetch_sub(1, Ordering::Release);
+        // SeqCst: a halted waiter sees the release or we see it (spinwait).
+        self.sem.state.fetch_sub(1, Ordering::SeqCst);
+        super::spinwait::wake(self.sem.line());
     }
 }
 
@@ -235,6 +239,7 @@ pub struct RwWriteGuard<'a> {
 impl Drop for RwWriteGuard<'_> {
     fn drop(&mut self) {
         stats::inc(Event::SharedStore);
-        self.sem.state.store(0, Ordering::Release);
+        self.sem.state.store(0, Ordering::SeqCst);
+        super::spinwait::wake(self.sem.line());
     }
 }

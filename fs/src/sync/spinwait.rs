@@ -31,10 +31,28 @@
 //! nothing else is scheduled on it), and under loom every turn already
 //! yields to another modelled thread, so there a turn is only the hint.
 //!
+//! # Waits that halt (guest, `lock=pvqspinlock`)
+//! Not every wait is for a spinlock: a reader of the `i_rwsem` waits for its
+//! writer, a second lookup of a name waits for the first (`d_wait_lookup`).
+//! With more vCPUs than host cores these spin behind a descheduled vCPU just
+//! as lock waiters do. [`SpinWait::turn_on`] gives them the paravirt lock's
+//! remedy: after [`super::pvqspinlock::SPIN_TURNS`] turns, on a platform
+//! that halts and with the paravirt lock chosen, the CPU notes the address
+//! it waits on and halts while the wait lasts; whoever ends such a wait
+//! calls [`wake`] after its release, which kicks the CPUs halted on that
+//! address. Both sides are sequentially consistent (the waiter counts
+//! itself in, then looks; the waker releases with a SeqCst RMW or store,
+//! then looks at the count), so either the waiter sees the release or the
+//! waker sees the waiter. When nobody is halted, [`wake`] is one load of a
+//! line nobody writes. Loom models the lock's halts, not these (here a
+//! turn under loom is only a turn).
+//!
 //! Touches: the per-CPU statistics counter; the host scheduler (feature
-//! `std`).
+//! `std`); the table of halted waiters and the platform's halt and kick.
 
 use super::atomic::spin_loop;
+#[cfg(not(loom))]
+use super::atomic::{AtomicUsize, Ordering};
 
 /// How long a host thread waits before it gives its CPU away, and then
 /// between yields: longer than an honest wait on the lookup path (a lock
@@ -57,6 +75,9 @@ pub struct SpinWait {
     turns: u32,
     #[cfg(all(any(feature = "std", test), not(loom)))]
     since: Option<std::time::Instant>,
+    /// Turns since this wait last halted ([`SpinWait::turn_on`]).
+    #[cfg(not(loom))]
+    halt_turns: u32,
 }
 
 impl SpinWait {
@@ -79,6 +100,26 @@ impl SpinWait {
         }
     }
 
+    /// One more turn of a wait that a [`wake`]`(addr)` ends, while `still()`
+    /// (sequentially consistent loads) says it goes on. After
+    /// [`super::pvqspinlock::SPIN_TURNS`] turns on a platform that halts,
+    /// with `lock=pvqspinlock`, the CPU halts until kicked (see the module
+    /// doc). Elsewhere the same as [`SpinWait::turn`].
+    #[inline]
+    pub fn turn_on(&mut self, addr: usize, still: &dyn Fn() -> bool) {
+        self.turn();
+        #[cfg(not(loom))]
+        {
+            self.halt_turns += 1;
+            if self.halt_turns >= super::pvqspinlock::SPIN_TURNS {
+                self.halt_turns = 0;
+                halt_on(addr, still);
+            }
+        }
+        #[cfg(loom)]
+        let _ = (addr, still);
+    }
+
     /// Host: give the CPU away once the wait has lasted [`YIELD_AFTER_NS`].
     #[cfg(all(any(feature = "std", test), not(loom)))]
     #[cold]
@@ -94,6 +135,59 @@ impl SpinWait {
                 self.since = Some(std::time::Instant::now());
             }
             Some(_) => {}
+        }
+    }
+}
+
+/// Waiters halted in [`SpinWait::turn_on`] now, and the address each CPU
+/// halted on (0: none).
+#[cfg(not(loom))]
+static HALTERS: AtomicUsize = AtomicUsize::new(0);
+#[cfg(not(loom))]
+#[allow(clippy::declare_interior_mutable_const)]
+const NOT_HALTED: AtomicUsize = AtomicUsize::new(0);
+#[cfg(not(loom))]
+static HALTED_ON: [AtomicUsize; crate::platform::MAX_CPUS] =
+    [NOT_HALTED; crate::platform::MAX_CPUS];
+
+#[cfg(not(loom))]
+#[cold]
+fn halt_on(addr: usize, still: &dyn Fn() -> bool) {
+    use super::rawlock::{default_kind, LockKind};
+    let p = crate::platform::get();
+    if default_kind() != LockKind::Pvqspinlock || !p.halts() {
+        return;
+    }
+    let me = p.cpu_id();
+    HALTED_ON[me].store(addr, Ordering::Relaxed);
+    // Count in, then look: pairs with the waker's release, then count.
+    HALTERS.fetch_add(1, Ordering::SeqCst);
+    if still() {
+        p.halt_while(still);
+    }
+    HALTED_ON[me].store(0, Ordering::Relaxed);
+    HALTERS.fetch_sub(1, Ordering::Release);
+}
+
+/// The caller has just ended waits on `addr` with a sequentially
+/// consistent release: kick the CPUs halted on it.
+#[inline]
+pub fn wake(addr: usize) {
+    #[cfg(not(loom))]
+    if HALTERS.load(Ordering::SeqCst) != 0 {
+        wake_halted(addr);
+    }
+    #[cfg(loom)]
+    let _ = addr;
+}
+
+#[cfg(not(loom))]
+#[cold]
+fn wake_halted(addr: usize) {
+    let p = crate::platform::get();
+    for (cpu, on) in HALTED_ON.iter().enumerate().take(p.cpu_count()) {
+        if on.load(Ordering::Relaxed) == addr {
+            p.kick(cpu);
         }
     }
 }

@@ -542,6 +542,18 @@ impl Platform for KernelPlatform {
         quiescent_state()
     }
 
+    fn halt_while(&self, still: &dyn Fn() -> bool) {
+        crate::arch::processor::halt_while(still)
+    }
+
+    fn halts(&self) -> bool {
+        true
+    }
+
+    fn kick(&self, cpu: usize) {
+        crate::arch::smp::pv_kick(cpu)
+    }
+
     /// The heap's answer; below the watermark (where a yes comes from free
     /// slab objects) also room for the callbacks the new object's kill
     /// will queue, so that the LRU limit's kill, which cannot say no,

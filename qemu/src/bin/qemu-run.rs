@@ -108,7 +108,10 @@ fn main() -> ExitCode {
     let args = Args::parse();
     // A usage error, like clap's: refuse what the boot cannot carry before
     // starting anything (QEMU would otherwise corrupt or hang the boot).
-    if let Some(e) = runner::cmdline_too_long(&args.cmdline) {
+    // Our kernel is told the host cores, to name overcommit in its results.
+    let host_cores = runner::host_cores();
+    let cmdline = runner::with_host_cores(&args.cmdline, host_cores);
+    if let Some(e) = runner::cmdline_too_long(&cmdline) {
         eprintln!("qemu-run: --cmdline: {e}");
         return ExitCode::from(2);
     }
@@ -132,7 +135,7 @@ fn main() -> ExitCode {
 
     let mut cfg = QemuConfig::new(&args.kernel)
         .qemu(&args.qemu)
-        .cmdline(args.cmdline.clone())
+        .cmdline(cmdline)
         .smp(args.smp)
         .memory(args.mem.clone())
         .accel(accel);
@@ -172,6 +175,9 @@ fn main() -> ExitCode {
         args.timeout,
         args.cmdline
     );
+    if let Some(l) = runner::overcommit_line(args.smp, host_cores) {
+        eprintln!("{l}");
+    }
     if args.verbose {
         eprintln!("qemu-run: {}", cfg.command_string());
     }

@@ -2,10 +2,12 @@
 //! (`apt-cache`/`apt-get download`; for 6.12 through a private apt
 //! configuration under `BUILD_DIR/linuxref/apt-trixie/` — its own sources
 //! list, lists and cache directories — so the machine's apt configuration is
-//! never changed), `dpkg -x`, the static statneg and lrtime (`gcc -static`),
-//! GNU `ls` with its libraries (`ldd`), the initramfs (`cpio`, `gzip`, `xz`
-//! for the 6.12 modules) and the ext4 image (`mkfs.ext4`). Touches only
-//! `BUILD_DIR/linuxref/`, where everything it made is cached behind a stamp.
+//! never changed), `dpkg -x`, the static statneg, lrtime and xattr
+//! (`gcc -static`), GNU `ls`: Debian 13's coreutils 9.7 with its own loader
+//! and libraries (trixie packages) and the host's with its libraries (`ldd`),
+//! the initramfs (`cpio`, `gzip`, `xz` for the 6.12 modules) and the ext4
+//! image (`mkfs.ext4`). Touches only `BUILD_DIR/linuxref/`, where everything
+//! it made is cached behind a stamp.
 
 use std::fs;
 use std::io;
@@ -31,7 +33,22 @@ const GUEST_MODULES: &[&str] = &[
 /// Size of the ext4 image.
 const EXT4_IMAGE_MIB: u32 = 64;
 /// Bumped whenever the layout of the cached build changes.
-const STAMP_VERSION: &str = "linuxref-build 2";
+const STAMP_VERSION: &str = "linuxref-build 3";
+/// Debian 13 packages holding coreutils 9.7's `ls` and what it links.
+const TRIXIE_LS_PACKAGES: &[&str] = &[
+    "coreutils",
+    "libc6",
+    "libselinux1",
+    "libcap2",
+    "libpcre2-8-0",
+];
+/// The libraries trixie's `ls` needs (its loader comes beside them).
+const TRIXIE_LS_LIBS: &[&str] = &[
+    "libc.so.6",
+    "libselinux.so.1",
+    "libcap.so.2",
+    "libpcre2-8.so.0",
+];
 /// The Debian archive used when the machine's sources name none.
 const DEFAULT_ARCHIVE: &str = "http://deb.debian.org/debian";
 
@@ -43,6 +60,11 @@ pub fn statneg_source() -> PathBuf {
 /// The C source of lrtime (runs a command, prints its wall time).
 pub fn lrtime_source() -> PathBuf {
     crate::runner::workspace_root().join("bench/linux/lrtime.c")
+}
+
+/// The C source of xattr (lists and sets extended attributes).
+pub fn xattr_source() -> PathBuf {
+    crate::runner::workspace_root().join("bench/linux/xattr.c")
 }
 
 /// The workspace's default build directory (`build/`).
@@ -101,6 +123,8 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
     build_c(&statneg_source(), &statneg)?;
     let lrtime = dir.join("lrtime");
     build_c(&lrtime_source(), &lrtime)?;
+    let xattr = dir.join("xattr");
+    build_c(&xattr_source(), &xattr)?;
     let _ = fs::remove_file(&paths.statneg_host);
     fs::copy(&statneg, &paths.statneg_host).map_err(|e| failed("copying statneg-host", e))?;
 
@@ -110,6 +134,7 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
     let sum = digest(&[
         &fs::read(&statneg).unwrap_or_default(),
         &fs::read(&lrtime).unwrap_or_default(),
+        &fs::read(&xattr).unwrap_or_default(),
         INIT_SCRIPT.as_bytes(),
         GUEST_MODULES.join(",").as_bytes(),
     ]);
@@ -178,9 +203,12 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
         .unwrap_or_default();
     let modules = module_load_order(&modules_root, GUEST_MODULES)?;
     let modules = decompressed_modules(&dir.join("modules-xz"), &modules)?;
+    let trixie_ls = unpack_trixie_ls(build_dir, &dir)?;
     let extra = Extra {
         statneg: &statneg,
         lrtime: &lrtime,
+        xattr: &xattr,
+        trixie_ls: &trixie_ls,
     };
     build_initramfs(&dir, &busybox, &extra, &modules, &paths.initramfs)?;
     build_ext4_image(&dir, &paths.ext4_image)?;
@@ -195,6 +223,7 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
     let _ = fs::remove_dir_all(&bbroot);
     let _ = fs::remove_dir_all(dir.join("initramfs-root"));
     let _ = fs::remove_dir_all(dir.join("modules-xz"));
+    let _ = fs::remove_dir_all(&trixie_ls);
     Ok(Paths {
         kernel_package,
         package_version,
@@ -207,6 +236,26 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
 struct Extra<'a> {
     statneg: &'a Path,
     lrtime: &'a Path,
+    xattr: &'a Path,
+    /// The unpacked trixie packages of [`TRIXIE_LS_PACKAGES`].
+    trixie_ls: &'a Path,
+}
+
+/// Unpacks Debian 13's coreutils and the libraries its `ls` links into
+/// `dir/trixie-ls` (fetched through the private trixie configuration):
+/// the seed's RHEL 10 has coreutils 9.5, whose `ls -l` asks every entry
+/// for its xattr names as 9.7 does, where the host's 9.1 does not.
+fn unpack_trixie_ls(build_dir: &Path, dir: &Path) -> Result<PathBuf, SkipReason> {
+    let root = dir.join("trixie-ls");
+    let _ = fs::remove_dir_all(&root);
+    for p in TRIXIE_LS_PACKAGES {
+        let deb = super::trixie_deb(build_dir, p)?;
+        run_tool(
+            &format!("dpkg -x {p}"),
+            Command::new("dpkg").arg("-x").arg(&deb).arg(&root),
+        )?;
+    }
+    Ok(root)
 }
 
 /// Where apt looks: the machine's own configuration (6.1, busybox), or a
@@ -482,7 +531,15 @@ pub(super) fn download(dir: &Path, package: &str, apt: &AptSource) -> Result<Pat
 ///   the share through the relay (10.0.2.100:445), then `ls -la` cold and
 ///   warm, each between two marker requests to 10.0.2.100:4450 (the host
 ///   snapshots the relay's counts there), printing its wall time,
-///   /proc/fs/cifs/Stats and the seed's smb3 tracepoint analysis.
+///   /proc/fs/cifs/Stats and the seed's smb3 tracepoint analysis; the `ls`
+///   is Debian 13's coreutils 9.7 unless `lr.ls=NAME:9.1` names the host's
+///   for a variant, and every `linuxref-lsla` line ends with `ls=VERSION`;
+/// - `lr.cifsko=PATH`: load that cifs.ko (a second initramfs archive)
+///   instead of the packaged one, and print what the kernel logged;
+/// - `lr.eashow=ENTRY`: after each listing, ENTRY's xattrs (`xattr list`);
+/// - `lr.eacheck=NAME:ENTRY:WAIT`: after variant NAME's listings, an EA set
+///   on ENTRY through a second (`nosharesock`) mount, and ENTRY's xattrs seen
+///   by the first mount at once and WAIT seconds later.
 ///
 /// Then it powers off.
 const INIT_SCRIPT: &str = include_str!("../../../bench/linux/init.sh");
@@ -505,8 +562,11 @@ fn build_initramfs(
     copy(busybox, root.join("bin/busybox"))?;
     copy(extra.statneg, root.join("statneg"))?;
     copy(extra.lrtime, root.join("lrtime"))?;
-    // GNU ls, as the seed ran it (busybox ls stats but reads no xattrs);
-    // best effort: without it the guest uses busybox ls and says so.
+    copy(extra.xattr, root.join("xattr"))?;
+    // GNU ls, as the seed ran it (busybox ls stats but reads no xattrs):
+    // Debian 13's 9.7 under /trixie (the default), and the host's as
+    // /usr/bin/gnu-ls (best effort: without it that variant says so).
+    add_trixie_ls(&root, extra.trixie_ls)?;
     let _ = add_gnu_ls(&root);
     let mut order = String::new();
     for m in modules {
@@ -531,6 +591,7 @@ fn build_initramfs(
     chmod(root.join("bin/busybox"))?;
     chmod(root.join("statneg"))?;
     chmod(root.join("lrtime"))?;
+    chmod(root.join("xattr"))?;
     let tmp = out.with_extension("tmp");
     run_tool(
         "packing the initramfs (cpio | gzip)",
@@ -542,6 +603,33 @@ fn build_initramfs(
             .arg(&tmp),
     )?;
     fs::rename(&tmp, out).map_err(|e| failed("writing the initramfs", e))
+}
+
+/// Copies trixie's `ls`, its loader and [`TRIXIE_LS_LIBS`] out of the
+/// unpacked packages into `root/trixie/` (run as
+/// `/trixie/ld-linux-x86-64.so.2 --library-path /trixie/lib /trixie/ls`).
+fn add_trixie_ls(root: &Path, unpacked: &Path) -> Result<(), SkipReason> {
+    let to = root.join("trixie");
+    mkdir(&to.join("lib"))?;
+    let libdir = unpacked.join("usr/lib/x86_64-linux-gnu");
+    let mut files = vec![
+        (unpacked.join("usr/bin/ls"), to.join("ls")),
+        (
+            libdir.join("ld-linux-x86-64.so.2"),
+            to.join("ld-linux-x86-64.so.2"),
+        ),
+    ];
+    for lib in TRIXIE_LS_LIBS {
+        files.push((libdir.join(lib), to.join("lib").join(lib)));
+    }
+    for (from, to) in files {
+        // fs::copy follows the packages' symlinks (libcap.so.2 -> .2.75).
+        fs::copy(&from, &to).map_err(|e| failed(&format!("copying {}", from.display()), e))?;
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&to, fs::Permissions::from_mode(0o755))
+            .map_err(|e| failed("chmod in the initramfs", e))?;
+    }
+    Ok(())
 }
 
 /// Copies the host's GNU `ls` to `root/usr/bin/gnu-ls` with the shared

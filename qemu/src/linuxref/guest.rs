@@ -34,6 +34,10 @@ pub struct GuestRun {
     pub echo: bool,
     /// Optional `ls -la` of cifs shares in the same boot.
     pub cifs: Option<CifsRun>,
+    /// A cifs.ko to load instead of the packaged one (e.g. one built with
+    /// a patch series, see [`super::ensure_cifs_module`]); it rides in a
+    /// second initramfs archive (`lr.cifsko=/extra/cifs.ko`).
+    pub cifs_module: Option<PathBuf>,
 }
 
 impl GuestRun {
@@ -50,6 +54,7 @@ impl GuestRun {
             accel: Accel::Tcg,
             echo: false,
             cifs: None,
+            cifs_module: None,
         }
     }
 }
@@ -72,6 +77,41 @@ pub struct CifsRun {
     pub stats_dir: PathBuf,
     /// Where each marker request copies the stats dir (`MARKS/NAME/`).
     pub marks_dir: PathBuf,
+    /// (variant, ls version) for variants that list with the host's GNU
+    /// `ls` (`9.1`) instead of Debian 13's 9.7, the default.
+    pub ls: Vec<(String, String)>,
+    /// Entries whose xattrs are printed after each listing
+    /// (`linuxref-xattr … when=cold|warm`).
+    pub eashow: Vec<String>,
+    /// After the listings of a variant: an EA set on an entry through a
+    /// second connection, and that entry's xattrs seen by the first mount
+    /// at once and some seconds later (`when=before|soon|later`).
+    pub eacheck: Option<EaCheck>,
+}
+
+/// See [`CifsRun::eacheck`].
+#[derive(Clone, Debug)]
+pub struct EaCheck {
+    /// The variant whose mount is checked (give it short attribute windows).
+    pub variant: String,
+    /// The entry (a name in the share's root).
+    pub entry: String,
+    /// Seconds to wait before the last look.
+    pub wait_s: u32,
+}
+
+/// One `linuxref-xattr` line: an entry's xattrs as the guest's `xattr list`
+/// saw them (`n` is `None` when listxattr failed).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct XattrSeen {
+    /// Variant.
+    pub variant: String,
+    /// `cold`, `warm`, `before`, `soon` or `later`.
+    pub when: String,
+    /// Names listed.
+    pub n: Option<usize>,
+    /// The rest of the line: `NAME=VALUE …` or `error=…`.
+    pub attrs: String,
 }
 
 /// The guest port of the marker connection: each HTTP request to
@@ -111,6 +151,8 @@ pub struct CifsListing {
     pub wall_s: f64,
     /// `ls -la`'s exit status.
     pub rc: i32,
+    /// The `ls` used: its version (`9.7`, `9.1`), or `busybox`.
+    pub ls: String,
     /// Output lines (`total`, `.`, `..` and one per entry).
     pub lines: usize,
     /// /proc/fs/cifs/Stats after the listing (reset before it).
@@ -151,6 +193,11 @@ pub struct GuestReport {
     /// (variant, option) for every mount option the kernel refused
     /// (`Unknown parameter`) and the guest dropped before mounting.
     pub dropped: Vec<(String, String)>,
+    /// Every `linuxref-xattr` line.
+    pub xattrs: Vec<XattrSeen>,
+    /// With [`GuestRun::cifs_module`]: what the kernel logged about the
+    /// module (its taint and signature lines) and `/proc/sys/kernel/tainted`.
+    pub module_log: Vec<String>,
     /// Wall time of the whole boot (start-up, runs, power-off).
     pub wall: Duration,
 }
@@ -188,6 +235,21 @@ pub fn guest_cmdline(run: &GuestRun) -> String {
         for (name, opts) in &c.variants {
             cmdline.push_str(&format!(" lr.cifs={name}:{opts}"));
         }
+        for (name, v) in &c.ls {
+            cmdline.push_str(&format!(" lr.ls={name}:{v}"));
+        }
+        for e in &c.eashow {
+            cmdline.push_str(&format!(" lr.eashow={e}"));
+        }
+        if let Some(e) = &c.eacheck {
+            cmdline.push_str(&format!(
+                " lr.eacheck={}:{}:{}",
+                e.variant, e.entry, e.wait_s
+            ));
+        }
+    }
+    if run.cifs_module.is_some() {
+        cmdline.push_str(" lr.cifsko=/extra/cifs.ko");
     }
     cmdline
 }
@@ -212,13 +274,31 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
             ));
         }
     }
+    // x86 keeps COMMAND_LINE_SIZE (2048) bytes of it; a longer one boots
+    // a guest that prints nothing.
+    let cmdline = guest_cmdline(run);
+    if cmdline.len() >= 2048 {
+        return Err(LinuxRefError::Args(format!(
+            "the guest command line is {} bytes (x86 keeps 2047): fewer cifs variants per boot",
+            cmdline.len()
+        )));
+    }
+    let extra_dir = std::env::temp_dir().join(format!(
+        "linuxref-initrd-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let initrd = match &run.cifs_module {
+        Some(ko) => with_extra_module(&paths.initramfs, ko, &extra_dir)?,
+        None => paths.initramfs.clone(),
+    };
     let mut cfg = QemuConfig::new(&paths.kernel)
-        .initrd(&paths.initramfs)
+        .initrd(&initrd)
         .disk(&paths.ext4_image)
         .smp(run.cpus)
         .memory("512M".parse().expect("constant size"))
         .accel(run.accel)
-        .cmdline(guest_cmdline(run));
+        .cmdline(cmdline);
     if let Some(c) = &run.cifs {
         for d in [&c.stats_dir, &c.marks_dir] {
             std::fs::create_dir_all(d)
@@ -245,7 +325,9 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
         .timeout(Duration::from_secs(budget))
         .echo(run.echo)
         .run()
-        .map_err(|e| LinuxRefError::Guest(e.to_string()))?;
+        .map_err(|e| LinuxRefError::Guest(e.to_string()));
+    let _ = std::fs::remove_dir_all(&extra_dir);
+    let out = out?;
     let serial = out.serial_output.replace('\r', "");
     if !serial.contains("linuxref-done") {
         let tail: Vec<&str> = serial.lines().rev().take(15).collect();
@@ -300,6 +382,15 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
         uname,
         notes: guest_notes(&serial),
         dropped: dropped_options(&serial),
+        xattrs: parse_xattr_lines(&serial),
+        module_log: serial
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("linuxref-dmesg: ")
+                    .or_else(|| l.strip_prefix("linuxref: cifs.ko from "))
+            })
+            .map(str::to_string)
+            .collect(),
         wall: out.wall,
     })
 }
@@ -312,6 +403,54 @@ pub fn dropped_options(serial: &str) -> Vec<(String, String)> {
             let rest = l.strip_prefix("linuxref-dropped variant=")?;
             let (v, o) = rest.split_once(" option=")?;
             Some((v.to_string(), o.trim().to_string()))
+        })
+        .collect()
+}
+
+/// `initramfs` followed by a second gzip'd newc archive holding `ko` as
+/// `/extra/cifs.ko` (the kernel unpacks concatenated archives in order),
+/// written into `dir`.
+fn with_extra_module(initramfs: &Path, ko: &Path, dir: &Path) -> Result<PathBuf, LinuxRefError> {
+    let err = |m: String| LinuxRefError::Guest(format!("adding {}: {m}", ko.display()));
+    let root = dir.join("root");
+    std::fs::create_dir_all(root.join("extra")).map_err(|e| err(e.to_string()))?;
+    std::fs::copy(ko, root.join("extra/cifs.ko")).map_err(|e| err(e.to_string()))?;
+    let out = dir.join("initramfs.gz");
+    std::fs::copy(initramfs, &out).map_err(|e| err(e.to_string()))?;
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg("cd \"$1\" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1 >> \"$2\"")
+        .arg("sh")
+        .arg(&root)
+        .arg(&out)
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| err(e.to_string()))?;
+    if !st.success() {
+        return Err(err(format!("cpio | gzip: {st}")));
+    }
+    Ok(out)
+}
+
+/// The `linuxref-xattr variant=V when=W xattr-list path=P n=N …` lines.
+pub fn parse_xattr_lines(serial: &str) -> Vec<XattrSeen> {
+    serial
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("linuxref-xattr ")?;
+            let mut x = XattrSeen::default();
+            let mut attrs = Vec::new();
+            for w in rest.split_whitespace() {
+                match w.split_once('=') {
+                    Some(("variant", v)) => x.variant = v.into(),
+                    Some(("when", v)) => x.when = v.into(),
+                    Some(("n", v)) => x.n = v.parse().ok(),
+                    Some(("path", _)) | None => {}
+                    Some(_) => attrs.push(w),
+                }
+            }
+            x.attrs = attrs.join(" ");
+            Some(x)
         })
         .collect()
 }
@@ -347,6 +486,7 @@ pub fn parse_listings(serial: &str) -> Result<Vec<CifsListing>, LinuxRefError> {
                 "wall_s" => c.wall_s = v.parse().map_err(|_| bad(format!("bad wall_s `{v}`")))?,
                 "rc" => c.rc = v.parse().map_err(|_| bad(format!("bad rc `{v}`")))?,
                 "lines" => c.lines = v.parse().map_err(|_| bad(format!("bad lines `{v}`")))?,
+                "ls" => c.ls = v.into(),
                 _ => {}
             }
         }
@@ -478,6 +618,20 @@ mod tests {
         );
         assert_eq!(trace_counts(&l[0].trace, "cmd"), [("5".to_string(), 548)]);
         assert!(parse_listings("linuxref-lsla variant=x phase=cold wall_s=abc\n").is_err());
+        let l =
+            parse_listings("linuxref-lsla variant=b phase=warm wall_s=0.5 rc=0 lines=4 ls=9.7\n")
+                .unwrap();
+        assert_eq!((l[0].ls.as_str(), l[0].entries()), ("9.7", 1));
+        let x = parse_xattr_lines(
+            "linuxref-xattr variant=b when=later xattr-list path=/mnt/cifs/d001 n=1 user.foo=bar\n\
+             linuxref-xattr variant=b when=cold xattr-list path=/mnt/cifs/d002 error=No data\n",
+        );
+        assert_eq!(x[0].n, Some(1));
+        assert_eq!(
+            (x[0].when.as_str(), x[0].attrs.as_str()),
+            ("later", "user.foo=bar")
+        );
+        assert_eq!((x[1].n, x[1].attrs.as_str()), (None, "error=No"));
         assert_eq!(
             dropped_options("x\nlinuxref-dropped variant=base option=nativesocket\n"),
             [("base".to_string(), "nativesocket".to_string())]
@@ -492,6 +646,9 @@ mod tests {
             relay: vec!["/bin/relay".into(), "--delay-ms".into(), "38".into()],
             stats_dir: "/tmp/st".into(),
             marks_dir: "/tmp/mk".into(),
+            ls: vec![],
+            eashow: vec![],
+            eacheck: None,
         };
         let n = c.netdev_arg();
         assert!(n.starts_with("user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:445-cmd:/bin/relay"));
@@ -506,6 +663,24 @@ mod tests {
         };
         let cmd = guest_cmdline(&run);
         assert!(cmd.ends_with(" lr.unc=//10.0.2.100/share lr.cifs=base:vers=3.1.1,ip=10.0.2.100"));
+        let c = run.cifs.clone().unwrap();
+        let run = GuestRun {
+            cifs: Some(CifsRun {
+                ls: vec![("old".into(), "9.1".into())],
+                eashow: vec!["d000".into()],
+                eacheck: Some(EaCheck {
+                    variant: "base".into(),
+                    entry: "d009".into(),
+                    wait_s: 3,
+                }),
+                ..c
+            }),
+            cifs_module: Some("/x/cifs.ko".into()),
+            ..run
+        };
+        assert!(guest_cmdline(&run).ends_with(
+            " lr.ls=old:9.1 lr.eashow=d000 lr.eacheck=base:d009:3 lr.cifsko=/extra/cifs.ko"
+        ));
     }
 
     #[test]

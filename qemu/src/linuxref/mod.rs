@@ -19,23 +19,34 @@
 //! - `guest`: booting the guest and running statneg in it (and on the host).
 //! - `parse`: will-it-scale's format as the guest and the host print it.
 //! - `source`: trixie's other packages (the 6.12 source tree, headers, coreutils).
+//! - `cifsmod`: cifs.ko built out of tree with a patch series of `linux/patches/6.12/`.
+//! - `kbuild`: our builds of 6.12.117 (vanilla and patched) in place of Debian's kernel.
+//! - `oracle`: the dcache stress oracle in the guest.
 
 use std::fmt;
 use std::path::PathBuf;
 
 mod build;
+mod cifsmod;
 mod guest;
+mod kbuild;
 mod modules;
+mod oracle;
 mod parse;
 mod source;
 
 pub use build::{
-    default_build_dir, ensure_built, ensure_release, lrtime_source, statneg_source, AptSource,
+    default_build_dir, ensure_built, ensure_release, lrtime_source, statneg_source, xattr_source,
+    AptSource,
 };
+pub use cifsmod::{ensure_cifs_module, patch_series, patch_series_dir, CifsModule};
 pub use guest::{
-    dropped_options, guest_cmdline, parse_listings, run_guest, run_host_statneg, run_statneg,
-    trace_counts, CifsListing, CifsRun, GuestReport, GuestRun, DEFAULT_COUNT_ITERS, MARKER_PORT,
+    dropped_options, guest_cmdline, parse_listings, parse_xattr_lines, run_guest, run_host_statneg,
+    run_statneg, trace_counts, CifsListing, CifsRun, EaCheck, GuestReport, GuestRun, XattrSeen,
+    DEFAULT_COUNT_ITERS, MARKER_PORT,
 };
+pub use kbuild::{ensure_kernel, select_kernel, Kernel, BROKEN_DIR, PATCHES_DIR};
+pub use oracle::{oracle_source, parse_oracle, run_oracle, OracleReport};
 pub use parse::{parse_wis, PerOp, Sample, WisResult};
 pub use source::{
     ensure_linux_source, trixie_apt, trixie_deb, LINUX_SOURCE_PACKAGE, LINUX_SOURCE_VERSION,

@@ -224,6 +224,32 @@ impl Runner {
     }
 }
 
+/// The host cores QEMU may run on: this process's CPU affinity (and any
+/// cgroup CPU quota), which QEMU's vCPU threads inherit. At least 1.
+pub fn host_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `overcommit: V vCPUs on C host cores` when `vcpus` outnumber `cores`:
+/// the host then deschedules vCPUs, and a spinning guest's timings depend
+/// on the host's scheduler.
+pub fn overcommit_line(vcpus: u32, cores: usize) -> Option<String> {
+    (vcpus as usize > cores).then(|| format!("overcommit: {vcpus} vCPUs on {cores} host cores"))
+}
+
+/// `cmdline` with ` host_cores=C` appended, unless it names `host_cores=`
+/// already (our kernel's key: the demo table and notes name overcommit).
+pub fn with_host_cores(cmdline: &str, cores: usize) -> String {
+    if cmdline
+        .split_ascii_whitespace()
+        .any(|w| w.starts_with("host_cores="))
+    {
+        return cmdline.to_string();
+    }
+    let sep = if cmdline.trim().is_empty() { "" } else { " " };
+    format!("{}{sep}host_cores={cores}", cmdline.trim_end())
+}
+
 /// Reads `src` to its end on a thread, forwarding chunks to `tx` (an empty
 /// chunk marks the end), echoing them and teeing them to `log`.
 fn pump(
@@ -300,4 +326,30 @@ pub fn guest_boot_unavailable() -> Option<String> {
         ));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overcommit_is_named_only_past_the_cores() {
+        assert_eq!(overcommit_line(2, 2), None);
+        assert_eq!(overcommit_line(1, 2), None);
+        assert_eq!(
+            overcommit_line(4, 2).as_deref(),
+            Some("overcommit: 4 vCPUs on 2 host cores")
+        );
+        assert!(host_cores() >= 1);
+    }
+
+    #[test]
+    fn host_cores_is_appended_once() {
+        assert_eq!(with_host_cores("selftest", 2), "selftest host_cores=2");
+        assert_eq!(with_host_cores("", 8), "host_cores=8");
+        assert_eq!(
+            with_host_cores("demo=table host_cores=3", 2),
+            "demo=table host_cores=3"
+        );
+    }
 }

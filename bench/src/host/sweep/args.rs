@@ -65,7 +65,8 @@ fn parse_repeat(s: &str) -> Result<u32, String> {
 }
 
 pub(super) fn parse_lock(s: &str) -> Result<LockKind, String> {
-    LockKind::from_name(s).ok_or_else(|| format!("bad lock '{s}' (qspinlock, ticket or ttas)"))
+    LockKind::from_name(s)
+        .ok_or_else(|| format!("bad lock '{s}' (qspinlock, ticket, ttas or pvqspinlock)"))
 }
 
 pub(super) fn parse_accel(s: &str) -> Result<String, String> {
@@ -127,6 +128,12 @@ pub struct SweepArgs {
     /// Build/cache directory of the Linux reference guest [default: the workspace's build/].
     #[arg(long)]
     pub build_dir: Option<PathBuf>,
+    /// Kernels the linux-guest source boots (comma-separated): debian
+    /// (Debian's 6.12.117), vanilla, negative, noalloc (our 6.12.117 builds,
+    /// built when missing: `make linux-patched`). Rows of our builds are
+    /// named `linux-VARIANT-FS`.
+    #[arg(long, value_delimiter = ',', default_value = "debian")]
+    pub linux_kernels: Vec<qemu::linuxref::Kernel>,
     /// Directories for host Linux's stat() reference (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "/dev/shm,/tmp")]
     pub linux_dirs: Vec<PathBuf>,

@@ -134,6 +134,11 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
         .clone()
         .unwrap_or_else(qemu::linuxref::default_build_dir);
     let mut linuxref: Option<Result<qemu::linuxref::Paths, String>> = None;
+    // Our kernels, each built (or found) once per sweep.
+    let mut kernels: std::collections::BTreeMap<
+        qemu::linuxref::Kernel,
+        Result<qemu::linuxref::Paths, String>,
+    > = Default::default();
     let runs = dir.join("runs");
     let _ = std::fs::create_dir_all(&runs);
     let mut rows: Vec<Row> = Vec::new();
@@ -161,15 +166,24 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
             Job::LinuxHost { dir, cpus } => {
                 vec![run_linux_host(dir, *cpus, a.warmup, a.secs, &host, &save)]
             }
-            Job::LinuxGuest { cpus } => {
+            Job::LinuxGuest { cpus, kernel } => {
                 let paths = linuxref.get_or_insert_with(|| {
                     pb.set_message(
                         "linux-guest: building the reference guest (cached in the build dir)",
                     );
                     qemu::linuxref::ensure_built(&build_dir).map_err(|e| e.to_string())
                 });
+                let paths = kernels.entry(kernel.clone()).or_insert_with(|| {
+                    pb.set_message(format!(
+                        "linux-guest: building kernel {kernel} (cached in the build dir)"
+                    ));
+                    paths.clone().and_then(|p| {
+                        qemu::linuxref::select_kernel(&p, &build_dir, kernel)
+                            .map_err(|e| e.to_string())
+                    })
+                });
                 pb.set_message(label.clone());
-                run_linux_guest(paths, *cpus, a.warmup, a.secs, &host, &accel)
+                run_linux_guest(paths, kernel, *cpus, a.warmup, a.secs, &host, &accel)
             }
         };
         for mut row in new_rows {

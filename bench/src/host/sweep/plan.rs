@@ -11,8 +11,14 @@ use crate::params::{Bench, Design, LockKind, Params};
 pub(super) enum Job {
     Guest(Params),
     Host(Params),
-    LinuxHost { dir: PathBuf, cpus: usize },
-    LinuxGuest { cpus: usize },
+    LinuxHost {
+        dir: PathBuf,
+        cpus: usize,
+    },
+    LinuxGuest {
+        cpus: usize,
+        kernel: qemu::linuxref::Kernel,
+    },
 }
 
 pub(super) fn plan(a: &SweepArgs) -> Vec<Job> {
@@ -63,7 +69,12 @@ pub(super) fn plan(a: &SweepArgs) -> Vec<Job> {
                         }
                     }
                     Source::LinuxGuest if bench == Bench::Statneg => {
-                        jobs.push(Job::LinuxGuest { cpus })
+                        for k in &a.linux_kernels {
+                            jobs.push(Job::LinuxGuest {
+                                cpus,
+                                kernel: k.clone(),
+                            })
+                        }
                     }
                     _ => {}
                 }
@@ -105,7 +116,10 @@ pub(super) fn job_label(j: &Job) -> String {
         Job::Guest(p) => format!("guest {} {} cpus={}", p.bench, design_label(p), p.tasks),
         Job::Host(p) => format!("host {} {} cpus={}", p.bench, design_label(p), p.tasks),
         Job::LinuxHost { dir, cpus } => format!("linux-host {} cpus={cpus}", dir.display()),
-        Job::LinuxGuest { cpus } => format!("linux-guest cpus={cpus}"),
+        Job::LinuxGuest { cpus, kernel } if *kernel == qemu::linuxref::Kernel::Debian => {
+            format!("linux-guest cpus={cpus}")
+        }
+        Job::LinuxGuest { cpus, kernel } => format!("linux-guest kernel={kernel} cpus={cpus}"),
     }
 }
 

@@ -187,9 +187,20 @@ pub(super) fn run_guest(
 }
 
 /// One boot of the Linux reference guest with `cpus` vCPUs, statneg on its
-/// tmpfs and on its ext4 disk: two rows (`linux-tmpfs`, `linux-ext4`).
+/// tmpfs and on its ext4 disk: two rows (`linux-tmpfs`, `linux-ext4`; under
+/// our builds `linux-VARIANT-tmpfs`, `linux-VARIANT-ext4`).
+/// The design name of a linux-guest row: `linux-tmpfs` under Debian's
+/// kernel, `linux-VARIANT-tmpfs` under our build VARIANT.
+pub(super) fn linux_design(kernel: &qemu::linuxref::Kernel, fs: qemu::linuxref::Fs) -> String {
+    match kernel {
+        qemu::linuxref::Kernel::Debian => format!("linux-{}", fs.name()),
+        qemu::linuxref::Kernel::Built(v) => format!("linux-{v}-{}", fs.name()),
+    }
+}
+
 pub(super) fn run_linux_guest(
     paths: &Result<qemu::linuxref::Paths, String>,
+    kernel: &qemu::linuxref::Kernel,
     cpus: usize,
     warmup: u32,
     secs: u32,
@@ -202,7 +213,7 @@ pub(super) fn run_linux_guest(
     let rows_for = |status: &str, acc: &str, note: &str| -> Vec<Row> {
         all.iter()
             .map(|f| {
-                let design = format!("linux-{}", f.name());
+                let design = linux_design(kernel, *f);
                 Row::not_run(
                     status,
                     Key {
@@ -238,7 +249,7 @@ pub(super) fn run_linux_guest(
             .sections
             .iter()
             .map(|(f, text)| {
-                let design = format!("linux-{}", f.name());
+                let design = linux_design(kernel, *f);
                 // The same parser as every other row; rwsem (Linux's only
                 // counter) rides in the note beside the exact kernel.
                 let rwsem = output::parse(text)

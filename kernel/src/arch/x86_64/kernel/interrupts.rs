@@ -14,6 +14,8 @@
 //! - [`TIMER_VECTOR`]: the per-CPU LAPIC tick (`crate::time::on_tick`).
 //! - [`WAKEUP_VECTOR`], [`TEST_VECTOR`]: IPIs; counted, nothing else (the
 //!   woken CPU's idle loop looks at its mailbox).
+//! - [`KICK_VECTOR`]: the paravirt lock's kick; counted, nothing else (it
+//!   only has to end a `hlt`: the halted waiter looks at its lock again).
 //! - [`SPURIOUS_VECTOR`]: ignored. Other vectors are fatal.
 //!
 //! Handlers run with interrupts off and never allocate or take locks that
@@ -31,11 +33,15 @@ pub const TIMER_VECTOR: u8 = 0x20;
 pub const WAKEUP_VECTOR: u8 = 0xF0;
 /// IPI used by the self-tests.
 pub const TEST_VECTOR: u8 = 0xF1;
+/// The paravirt lock's kick (`fs::sync::pvqspinlock`).
+pub const KICK_VECTOR: u8 = 0xF2;
 /// LAPIC spurious interrupt vector.
 pub const SPURIOUS_VECTOR: u8 = 0xFF;
 
 /// IPIs received per CPU (wake-up and test vectors).
 pub static IPIS: PerCpu<AtomicUsize> = per_cpu!(AtomicUsize::new(0));
+/// Paravirt lock kicks received per CPU.
+pub static KICKS: PerCpu<AtomicUsize> = per_cpu!(AtomicUsize::new(0));
 
 /// Registers saved by `isr_common`, lowest address first.
 #[repr(C)]
@@ -82,7 +88,7 @@ isr_stub_\n:
     .endm
 
     .section .text.isr, "ax"
-    .irp n, 0,1,2,3,4,5,6,7,9,15,16,18,19,20,22,23,24,25,26,27,28,31,32,240,241,255,256
+    .irp n, 0,1,2,3,4,5,6,7,9,15,16,18,19,20,22,23,24,25,26,27,28,31,32,240,241,242,255,256
     ISR_NOERR \n
     .endr
     .irp n, 8,10,11,12,13,14,17,21,29,30
@@ -136,6 +142,7 @@ isr_stub_table:
     .quad isr_stub_32
     .quad isr_stub_240
     .quad isr_stub_241
+    .quad isr_stub_242
     .quad isr_stub_255
     .quad isr_stub_256
     .section .text
@@ -145,8 +152,9 @@ isr_stub_table:
 );
 
 extern "C" {
-    /// Stub addresses: vectors 0..31, then 0x20, 0xF0, 0xF1, 0xFF, unknown.
-    static isr_stub_table: [u64; 37];
+    /// Stub addresses: vectors 0..31, then 0x20, 0xF0, 0xF1, 0xF2, 0xFF,
+    /// unknown.
+    static isr_stub_table: [u64; 38];
 }
 
 #[derive(Clone, Copy)]
@@ -187,13 +195,13 @@ static IDT: spin::Once<Idt> = spin::Once::new();
 /// Build the shared IDT (boot CPU, once).
 pub fn build_idt() {
     IDT.call_once(|| {
-        // SAFETY: isr_stub_table is a read-only table of 37 addresses
+        // SAFETY: isr_stub_table is a read-only table of 38 addresses
         // emitted by the global_asm above.
         let table = unsafe { isr_stub_table };
         // Code selector 0x08: every GDT built by `gdt::init_cpu` has the
         // kernel code segment first.
         let cs = 0x08;
-        let mut idt = Idt([IdtEntry::new(table[36], cs, 0); 256]);
+        let mut idt = Idt([IdtEntry::new(table[37], cs, 0); 256]);
         for (v, &addr) in table.iter().take(32).enumerate() {
             let ist = if v == 8 { gdt::DOUBLE_FAULT_IST } else { 0 };
             idt.0[v] = IdtEntry::new(addr, cs, ist);
@@ -201,7 +209,8 @@ pub fn build_idt() {
         idt.0[TIMER_VECTOR as usize] = IdtEntry::new(table[32], cs, 0);
         idt.0[WAKEUP_VECTOR as usize] = IdtEntry::new(table[33], cs, 0);
         idt.0[TEST_VECTOR as usize] = IdtEntry::new(table[34], cs, 0);
-        idt.0[SPURIOUS_VECTOR as usize] = IdtEntry::new(table[35], cs, 0);
+        idt.0[KICK_VECTOR as usize] = IdtEntry::new(table[35], cs, 0);
+        idt.0[SPURIOUS_VECTOR as usize] = IdtEntry::new(table[36], cs, 0);
         idt
     });
 }
@@ -252,6 +261,10 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
         }
         v if v == WAKEUP_VECTOR as u64 || v == TEST_VECTOR as u64 => {
             IPIS.get().fetch_add(1, Ordering::Relaxed);
+            apic::eoi();
+        }
+        v if v == KICK_VECTOR as u64 => {
+            KICKS.get().fetch_add(1, Ordering::Relaxed);
             apic::eoi();
         }
         v if v == SPURIOUS_VECTOR as u64 => {}

@@ -48,6 +48,26 @@ pub fn enable_interrupts_and_halt() {
     ::x86_64::instructions::interrupts::enable_and_hlt();
 }
 
+/// The paravirt lock's `pv_wait`: halt until an interrupt (a kick, the
+/// tick) if `still()` holds with interrupts off. `sti; hlt` opens no
+/// interrupt window before the `hlt` (the `sti` shadow), so a kick sent
+/// after the look ends the halt instead of being taken before it. With
+/// interrupts already off nothing could end the halt: return at once, the
+/// caller spins.
+#[inline]
+pub fn halt_while(still: &dyn Fn() -> bool) {
+    use ::x86_64::instructions::interrupts;
+    if !interrupts::are_enabled() {
+        return;
+    }
+    interrupts::disable();
+    if still() {
+        interrupts::enable_and_hlt();
+    } else {
+        interrupts::enable();
+    }
+}
+
 /// Raise a breakpoint exception (#BP); the handler counts it and resumes.
 #[inline(never)]
 pub fn breakpoint() {

@@ -217,6 +217,11 @@ pub fn send_test_ipi(cpu: usize) {
     apic::send_ipi(apic_id_of(cpu), super::interrupts::TEST_VECTOR);
 }
 
+/// Kick `cpu` out of a paravirt lock's halt (`processor::halt_while`).
+pub fn pv_kick(cpu: usize) {
+    apic::send_ipi(apic_id_of(cpu), super::interrupts::KICK_VECTOR);
+}
+
 /// Send a wake-up IPI to `cpu`.
 pub fn kick(cpu: usize) {
     apic::send_ipi(apic_id_of(cpu), WAKEUP_VECTOR);

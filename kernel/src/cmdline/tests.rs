@@ -1,0 +1,323 @@
+//! Unit tests of the command-line parser (host: `cargo test -p kernel --lib`).
+
+use super::*;
+
+#[test]
+fn empty_line_gives_defaults() {
+    assert_eq!(parse(""), Ok(Config::default()));
+    assert_eq!(parse("   \t "), Ok(Config::default()));
+}
+
+#[test]
+fn flags_and_values() {
+    let c = parse("selftest log=debug hz=250 crash=ud").unwrap();
+    assert!(c.selftest);
+    assert_eq!(c.log, log::LevelFilter::Debug);
+    assert_eq!(c.hz, 250);
+    assert_eq!(c.crash, Some(Crash::InvalidOpcode));
+}
+
+#[test]
+fn unknown_key() {
+    assert_eq!(parse("bogus=1"), Err(CmdlineError::UnknownKey("bogus")));
+    assert_eq!(
+        parse("selftest bogus"),
+        Err(CmdlineError::UnknownKey("bogus"))
+    );
+}
+
+#[test]
+fn bad_values() {
+    assert!(matches!(
+        parse("hz=0"),
+        Err(CmdlineError::BadValue {
+            key: "hz",
+            value: "0",
+            ..
+        })
+    ));
+    assert!(matches!(
+        parse("hz=1001"),
+        Err(CmdlineError::BadValue { .. })
+    ));
+    assert!(matches!(parse("hz=+5"), Err(CmdlineError::BadValue { .. })));
+    assert!(matches!(
+        parse("hz=99999999999999999999999"),
+        Err(CmdlineError::BadValue { .. })
+    ));
+    assert!(matches!(
+        parse("log=loud"),
+        Err(CmdlineError::BadValue { key: "log", .. })
+    ));
+}
+
+#[test]
+fn shape_errors() {
+    assert_eq!(parse("hz"), Err(CmdlineError::MissingValue("hz")));
+    assert_eq!(parse("hz="), Err(CmdlineError::MissingValue("hz")));
+    assert_eq!(
+        parse("selftest=1"),
+        Err(CmdlineError::UnexpectedValue {
+            key: "selftest",
+            value: "1"
+        })
+    );
+    assert_eq!(parse("=1"), Err(CmdlineError::EmptyKey("=1")));
+    assert_eq!(
+        parse("selftest selftest"),
+        Err(CmdlineError::Duplicate("selftest"))
+    );
+    assert_eq!(parse_bytes(b"self\xfftest"), Err(CmdlineError::NotUtf8));
+}
+
+#[test]
+fn value_may_contain_equals() {
+    assert!(matches!(
+        parse("log=a=b"),
+        Err(CmdlineError::BadValue { value: "a=b", .. })
+    ));
+}
+
+#[test]
+fn help_lists_every_key() {
+    let text = std::format!("{}", Help);
+    for k in KEYS {
+        assert!(text.contains(k.name), "help misses {}", k.name);
+        assert!(text.contains(k.help));
+    }
+    assert!(text.contains("hz=10..1000"));
+}
+
+#[test]
+fn every_registered_design_is_a_guest_word() {
+    let help = std::format!("{}", Help);
+    for d in fs::dcache::design::DESIGNS {
+        let n = d.name();
+        let c = parse(&std::format!("bench=statneg design={n}")).unwrap();
+        assert_eq!(c.bench.unwrap().design.name(), n);
+        let c = parse(&std::format!("stress=mem design={n}")).unwrap();
+        assert_eq!(c.design.map(|d| d.name()), Some(n));
+        assert!(help.contains(n), "help lists {n}: {help}");
+    }
+    let e = parse("bench=statneg design=nosuch").unwrap_err();
+    let msg = std::format!("{e}");
+    for d in fs::dcache::design::DESIGNS {
+        assert!(msg.contains(d.name()), "{msg}");
+    }
+    std::eprintln!(
+        "designs ran by cmdline::every_registered_design_is_a_guest_word: {}",
+        fs::dcache::design::Names
+    );
+}
+
+#[test]
+fn bench_words_delegate_to_bench_params() {
+    let c = parse("bench=statneg tasks=2 design=noalloc warmup=0 secs=1").unwrap();
+    let p = c.bench.unwrap();
+    assert_eq!(
+        (p.tasks, p.design, p.warmup, p.secs),
+        (2, bench::params::Design::named("noalloc"), 0, 1)
+    );
+    // defaults come from bench::params
+    let d = parse("bench=churn").unwrap().bench.unwrap();
+    assert_eq!(d, bench::params::Params::parse_line("bench=churn").unwrap());
+    assert!(matches!(
+        parse("bench=statneg tasks=0"),
+        Err(CmdlineError::BadValue { key: "tasks", .. })
+    ));
+    assert!(matches!(
+        parse("bench=nope"),
+        Err(CmdlineError::BadValue { key: "bench", .. })
+    ));
+    assert_eq!(
+        parse("bench=statneg secs=1 secs=2"),
+        Err(CmdlineError::Duplicate("secs"))
+    );
+    assert_eq!(parse("tasks=2"), Err(CmdlineError::NeedsBench("tasks")));
+    assert_eq!(parse("secs=2"), Err(CmdlineError::NeedsBench("secs")));
+    assert_eq!(parse("bench"), Err(CmdlineError::MissingValue("bench")));
+    let text = std::format!("{}", Help);
+    for k in bench::params::KEYS {
+        assert!(text.contains(k.help), "help misses {}", k.key);
+    }
+}
+
+#[test]
+fn modes() {
+    let c = parse("stress=rcu secs=10").unwrap();
+    assert_eq!(
+        (c.stress, c.secs, c.bench),
+        (Some(Stress::Rcu), Some(10), None)
+    );
+    let c = parse("stress=mem design=negative").unwrap();
+    assert_eq!(c.design, Some(bench::params::Design::named("negative")));
+    assert_eq!(
+        parse("stress=rcu tasks=3"),
+        Err(CmdlineError::NeedsBench("tasks"))
+    );
+    assert_eq!(parse("demo=table").unwrap().demo, Some(Demo::Table));
+    assert_eq!(parse("demo=pingpong").unwrap().demo, Some(Demo::Pingpong));
+    // poison= is a setting, not a mode: it goes with any of them.
+    let c = parse("poison=1 stress=rcu secs=10").unwrap();
+    assert!(c.poison == Some(true) && c.stress == Some(Stress::Rcu));
+    assert_eq!(parse("poison=1 selftest").unwrap().poison, Some(true));
+    assert_eq!(parse("stress=rcu poison=0").unwrap().poison, Some(false));
+    assert_eq!(parse("stress=rcu").unwrap().poison, None);
+    assert!(matches!(
+        parse("poison=yes"),
+        Err(CmdlineError::BadValue {
+            key: "poison",
+            expected: bench::params::Values::Text("0 or 1"),
+            ..
+        })
+    ));
+    assert_eq!(parse("poison"), Err(CmdlineError::MissingValue("poison")));
+    assert!(parse("trace=lookup demo=trace").unwrap().trace_lookup);
+    assert!(matches!(
+        parse("trace=all"),
+        Err(CmdlineError::BadValue { key: "trace", .. })
+    ));
+    assert_eq!(
+        parse("selftest bench=statneg"),
+        Err(CmdlineError::Conflict("selftest", "bench"))
+    );
+    assert_eq!(
+        parse("demo=table stress=mem"),
+        Err(CmdlineError::Conflict("demo", "stress"))
+    );
+    assert_eq!(parse("stress=oom").unwrap().stress, Some(Stress::Oom));
+    let c = parse("stress=hostile secs=3").unwrap();
+    assert_eq!((c.stress, c.secs), (Some(Stress::Hostile), Some(3)));
+}
+
+#[test]
+fn lock_and_host_cores_in_any_mode() {
+    use bench::params::LockKind;
+    assert_eq!(parse("").unwrap().lock, None);
+    let c = parse("selftest lock=pvqspinlock host_cores=2").unwrap();
+    assert_eq!(c.lock, Some(LockKind::Pvqspinlock));
+    assert_eq!(c.host_cores, Some(2));
+    let c = parse("bench=statneg lock=ttas").unwrap();
+    assert_eq!(c.lock, Some(LockKind::Ttas));
+    assert_eq!(c.bench.unwrap().lock, LockKind::Ttas);
+    assert!(matches!(
+        parse("demo=table lock=mcs"),
+        Err(CmdlineError::BadValue { key: "lock", .. })
+    ));
+    assert!(matches!(
+        parse("selftest host_cores=0"),
+        Err(CmdlineError::BadValue {
+            key: "host_cores",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn failslab() {
+    assert_eq!(parse("").unwrap().failslab, None);
+    let c = parse("stress=mem failslab=7").unwrap();
+    assert_eq!((c.stress, c.failslab), (Some(Stress::Mem), Some(7)));
+    assert_eq!(parse("selftest failslab=1").unwrap().failslab, Some(1));
+    for bad in [
+        "failslab=0",
+        "failslab=-1",
+        "failslab=x",
+        "failslab=1000000001",
+    ] {
+        assert!(
+            matches!(
+                parse(bad),
+                Err(CmdlineError::BadValue {
+                    key: "failslab",
+                    ..
+                })
+            ),
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        parse("failslab"),
+        Err(CmdlineError::MissingValue("failslab"))
+    );
+}
+
+#[test]
+fn issue13_bad_benchmark_words_are_errors() {
+    // Each of these panicked the kernel ("memory allocation of 5 bytes
+    // failed") when bench::params allocated its error before the heap.
+    for (line, key) in [
+        ("bench=statneg tasks=999999", "tasks"),
+        ("bench=statneg secs=-1", "secs"),
+        ("bench=statneg tasks=0", "tasks"),
+        ("bench=statneg design=NOALLOC", "design"),
+        ("bench=statneg warmup=3601", "warmup"),
+        ("stress=rcu secs=3601", "secs"),
+    ] {
+        match parse(line) {
+            Err(CmdlineError::BadValue { key: k, .. }) => assert_eq!(k, key, "{line}"),
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        parse("bench=statneg bench=churn"),
+        Err(CmdlineError::Duplicate("bench"))
+    );
+}
+
+#[test]
+fn smb_is_a_mode_and_smbopts_needs_it() {
+    assert_eq!(
+        parse("selftest smb=//10.0.2.100/share"),
+        Err(CmdlineError::Conflict("selftest", "smb"))
+    );
+    assert_eq!(
+        parse("stress=mem smb=//10.0.2.100/share"),
+        Err(CmdlineError::Conflict("stress", "smb"))
+    );
+    let e = parse("smbopts=username=u").unwrap_err();
+    assert_eq!(
+        e,
+        CmdlineError::Needs {
+            key: "smbopts",
+            needs: "smb"
+        }
+    );
+    assert_eq!(
+        std::format!("{e}"),
+        "`smbopts=` does nothing without `smb=`"
+    );
+    let c = parse("smb=//10.0.2.100/share smbopts=username=u").unwrap();
+    assert!(c.smb.is_some() && c.smbopts.is_some());
+}
+
+#[test]
+fn a_cut_command_line_is_refused() {
+    let mut long = std::vec![b' '; MAX_LEN - 7];
+    long.extend_from_slice(b"hz=1000");
+    assert_eq!(parse_boot(&long, false).unwrap().hz, 1000);
+    // The boot code kept MAX_LEN bytes of a longer line.
+    assert_eq!(
+        parse_boot(&long, true),
+        Err(CmdlineError::TooLong { max: MAX_LEN })
+    );
+    long.push(b' ');
+    assert_eq!(
+        parse_boot(&long, false),
+        Err(CmdlineError::TooLong { max: MAX_LEN })
+    );
+    let msg = std::format!("{}", CmdlineError::TooLong { max: MAX_LEN });
+    assert!(msg.contains("longer than 4096 bytes"), "{msg}");
+}
+
+#[test]
+fn key_table_fits_the_seen_array() {
+    assert!(KEYS.len() <= 64);
+    for (i, a) in KEYS.iter().enumerate() {
+        assert!(
+            KEYS[i + 1..].iter().all(|b| b.name != a.name),
+            "duplicate key {}",
+            a.name
+        );
+    }
+}

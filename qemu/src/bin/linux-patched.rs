@@ -1,0 +1,179 @@
+//! `linux-patched`: the ENOENT designs as Linux 6.12 patches, built, booted
+//! and counted in the reference guest. Builds what is missing of our
+//! 6.12.117 kernels (`linux/kbuild.sh`: vanilla and each patch series of
+//! `linux/patches/6.12/`), boots each kernel (and Debian's) with the same
+//! reference initramfs at each vCPU count, runs statneg timed and counted on
+//! tmpfs and ext4, and prints per kernel × filesystem × vCPUs exactly one line
+//!
+//! `linuxpatch kernel=K fs=F vcpus=N ops_per_s=X allocs=A locks=L rwsem=R fallbacks=F`
+//!
+//! With `--oracle SECS` it runs the stress oracle (`bench/linux/dcache-oracle.c`)
+//! instead, once per kernel on 2 vCPUs, printing
+//! `linuxoracle kernel=K vcpus=N secs=S stats=N exact=E wrong=W`; it fails when
+//! a kernel answers wrongly, or when a `-broken` one (the negative control)
+//! does not.
+//!
+//! Touches build/ (kbuild/, ccache/, linuxref/), apt-get download, QEMU.
+#![deny(unsafe_code)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use qemu::linuxref::{self, Fs, GuestRun, Kernel, Release};
+
+/// Build, boot and count Linux 6.12.117 with our patches.
+#[derive(Parser, Debug)]
+#[command(name = "linux-patched", version)]
+struct Args {
+    /// Kernels, comma-separated: debian (6.12.117, Debian's), vanilla,
+    /// negative, noalloc (6.12.117-VARIANT, our builds), noalloc-broken.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "debian,vanilla,negative,noalloc"
+    )]
+    kernels: Vec<Kernel>,
+
+    /// vCPU counts, comma-separated (statneg uses as many threads).
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    cpus: Vec<u32>,
+
+    /// Filesystems, comma-separated: tmpfs, ext4.
+    #[arg(long, value_delimiter = ',', default_value = "tmpfs,ext4")]
+    fs: Vec<Fs>,
+
+    /// Warm-up seconds per timed run.
+    #[arg(long, default_value_t = 1)]
+    warmup: u32,
+
+    /// Measured seconds per timed run.
+    #[arg(long, default_value_t = 3)]
+    secs: u32,
+
+    /// Stats per thread of each counting run.
+    #[arg(long, default_value_t = linuxref::DEFAULT_COUNT_ITERS)]
+    count: u32,
+
+    /// Run the stress oracle for SECS seconds per kernel (on the largest
+    /// --cpus count, one reader per vCPU less the writer's) instead of statneg.
+    #[arg(long, value_name = "SECS")]
+    oracle: Option<u32>,
+
+    /// Only build the kernels (and print their images).
+    #[arg(long)]
+    build_only: bool,
+
+    /// Build directory (default: the workspace's build/).
+    #[arg(long)]
+    build_dir: Option<PathBuf>,
+
+    /// Stream the guest console to stdout.
+    #[arg(long)]
+    echo: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let build_dir = args
+        .build_dir
+        .clone()
+        .unwrap_or_else(linuxref::default_build_dir);
+    let reference = match linuxref::ensure_release(&build_dir, Release::V6_12) {
+        Ok(p) => p,
+        Err(skip) => {
+            eprintln!("linux-patched: {skip}");
+            return ExitCode::from(2);
+        }
+    };
+    // Build everything first: a build is long, a boot is short.
+    let mut kernels = Vec::new();
+    for k in &args.kernels {
+        match linuxref::select_kernel(&reference, &build_dir, k) {
+            Ok(p) => {
+                eprintln!("linux-patched: {k}: {}", p.kernel.display());
+                kernels.push((k.clone(), p));
+            }
+            Err(skip) => {
+                eprintln!("linux-patched: {k}: {skip}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if args.build_only {
+        return ExitCode::SUCCESS;
+    }
+    let mut failed = false;
+    if let Some(secs) = args.oracle {
+        let cpus = args.cpus.iter().copied().max().unwrap_or(2);
+        for (k, paths) in &kernels {
+            let readers = cpus.saturating_sub(1).max(1);
+            match linuxref::run_oracle(paths, &build_dir, cpus, readers, secs, args.echo) {
+                Ok(r) => {
+                    for e in &r.examples {
+                        println!("{e}");
+                    }
+                    println!(
+                        "linuxoracle kernel={} vcpus={cpus} secs={secs} stats={} exact={} wrong={}",
+                        k.label(),
+                        r.stats,
+                        r.exact,
+                        r.wrong
+                    );
+                    // A deliberately broken kernel is the oracle's negative
+                    // control: there, finding nothing is the failure.
+                    let broken = k.label().ends_with("-broken");
+                    failed |= (r.wrong > 0) != broken;
+                }
+                Err(e) => {
+                    eprintln!("linux-patched: oracle on {k}: {e}");
+                    failed = true;
+                }
+            }
+        }
+        return if failed {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    for (k, paths) in &kernels {
+        for &cpus in &args.cpus {
+            let run = GuestRun {
+                count: args.count,
+                echo: args.echo,
+                ..GuestRun::statneg(cpus, args.fs.clone(), args.warmup, args.secs)
+            };
+            match linuxref::run_guest(paths, &run) {
+                Ok(rep) => {
+                    if rep.uname != paths.kernel_release && *k != Kernel::Debian {
+                        eprintln!("linux-patched: {k}: the guest says it runs {}", rep.uname);
+                        failed = true;
+                    }
+                    for (fs, r) in &rep.results {
+                        let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+                        let p = r.per_op;
+                        println!(
+                            "linuxpatch kernel={} fs={fs} vcpus={cpus} ops_per_s={} allocs={} locks={} rwsem={} fallbacks={}",
+                            k.label(),
+                            r.average,
+                            f(p.map(|p| p.allocs)),
+                            f(p.map(|p| p.locks)),
+                            f(p.and_then(|p| p.rwsem)),
+                            f(p.map(|p| p.fallbacks)),
+                        );
+                    }
+                }
+                Err(e) => {
+                    eprintln!("linux-patched: {k} at {cpus} vCPUs: {e}");
+                    failed = true;
+                }
+            }
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,395 @@
+//! A patched cifs.ko for the reference guest, built out of tree: Debian 13's
+//! kernel headers and kbuild packages for the guest's kernel, the client's
+//! source (`fs/smb/client`, with the `fs/smb/common` and `fs/nls` headers it
+//! includes by relative path) copied out of the pristine 6.12.117 tree, a
+//! patch series of `linux/patches/6.12/SERIES/` applied with `git apply`,
+//! then `make -C HEADERS M=…/fs/smb/client modules`.
+//!
+//! Two things the trixie packages need on a Debian 12 host: kbuild's
+//! `modpost` and `objtool` link glibc 2.38, so each is wrapped to run under
+//! trixie's own loader and libc (unpacked beside them); and the package
+//! ships no `scripts/asn1_compiler`, which the client's SPNEGO decoder needs,
+//! so it is compiled from the source tree. The module is built with the
+//! host's gcc (the kernel was built with gcc 14; Debian's headers skip the
+//! compiler check), without `-fmin-function-alignment` (gcc 14 only; the
+//! fallback `-falign-functions` aligns the same) and without BTF (no pahole).
+//!
+//! Touches only `BUILD_DIR/cifs-mod/` (and the trixie package cache); the
+//! result is cached behind a stamp naming the patches' contents.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use super::build::{failed, mkdir};
+use super::source::{ensure_linux_source, trixie_deb, LINUX_SOURCE_VERSION};
+use super::SkipReason;
+
+/// The Debian ABI name of the guest's kernel (`uname -r` less `-cloud-amd64`).
+const DEBIAN_ABI: &str = "6.12.117+deb13";
+/// Bumped whenever the layout of the build changes.
+const STAMP_VERSION: &str = "cifs-mod 2";
+/// trixie libraries the wrapped kbuild programs run with (objtool needs
+/// libelf, which needs zlib and zstd).
+const WRAPPER_LIB_PACKAGES: &[&str] = &["libc6", "libelf1t64", "zlib1g", "libzstd1"];
+
+/// A cifs.ko built from a patch series.
+#[derive(Clone, Debug)]
+pub struct CifsModule {
+    /// The module, debug info stripped (as the packaged one is).
+    pub ko: PathBuf,
+    /// The series (`cifs-eacache`).
+    pub series: String,
+    /// Its patch files, in order.
+    pub patches: Vec<PathBuf>,
+    /// Seconds the build took; `None` when the cached module was used.
+    pub build_s: Option<f64>,
+}
+
+/// `linux/patches/6.12/SERIES/` in the workspace.
+pub fn patch_series_dir(series: &str) -> PathBuf {
+    crate::runner::workspace_root()
+        .join("linux/patches/6.12")
+        .join(series)
+}
+
+/// The series' `NNNN-*.patch` files in order.
+pub fn patch_series(series: &str) -> Result<Vec<PathBuf>, SkipReason> {
+    let dir = patch_series_dir(series);
+    let mut patches: Vec<PathBuf> = fs::read_dir(&dir)
+        .map_err(|e| failed(&format!("reading {}", dir.display()), e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "patch"))
+        .collect();
+    patches.sort();
+    if patches.is_empty() {
+        return Err(SkipReason::BuildFailed {
+            step: format!("patch series {series}"),
+            detail: format!("no *.patch in {}", dir.display()),
+        });
+    }
+    Ok(patches)
+}
+
+/// Builds (or finds cached) cifs.ko with `series` applied.
+pub fn ensure_cifs_module(build_dir: &Path, series: &str) -> Result<CifsModule, SkipReason> {
+    for (tool, package) in [
+        ("make", "make"),
+        ("gcc", "gcc"),
+        ("git", "git"),
+        ("strip", "binutils"),
+        ("dpkg", "dpkg"),
+    ] {
+        if !have(tool) {
+            return Err(SkipReason::MissingTool {
+                tool: tool.into(),
+                package: package.into(),
+            });
+        }
+    }
+    let patches = patch_series(series)?;
+    let top = build_dir.join("cifs-mod");
+    mkdir(&top)?;
+    let top = top
+        .canonicalize()
+        .map_err(|e| failed("resolving the cifs-mod dir", e))?;
+    let out = top.join(series);
+    let ko = out.join("cifs.ko");
+    let stamp = out.join("stamp");
+    let mut sum = format!("{STAMP_VERSION} {LINUX_SOURCE_VERSION}");
+    for p in &patches {
+        let text = fs::read(p).map_err(|e| failed(&format!("reading {}", p.display()), e))?;
+        sum.push_str(&format!(" {}", fnv(&text)));
+    }
+    if ko.is_file() && fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == sum) {
+        return Ok(CifsModule {
+            ko,
+            series: series.into(),
+            patches,
+            build_s: None,
+        });
+    }
+    let tree = ensure_linux_source(build_dir)?;
+    let headers = ensure_kbuild(build_dir, &top, &tree)?;
+
+    let started = Instant::now();
+    let src = out.join("src");
+    let _ = fs::remove_dir_all(&out);
+    for d in ["fs/smb", "fs/nls"] {
+        mkdir(&src.join(d))?;
+    }
+    run(
+        "copying fs/smb/client and fs/smb/common",
+        Command::new("cp")
+            .arg("-r")
+            .arg(tree.join("fs/smb/client"))
+            .arg(tree.join("fs/smb/common"))
+            .arg(src.join("fs/smb")),
+    )?;
+    run(
+        "copying the fs/nls headers",
+        Command::new("sh")
+            .arg("-c")
+            .arg("cp \"$1\"/fs/nls/*.h \"$2\"/fs/nls/")
+            .arg("sh")
+            .arg(&tree)
+            .arg(&src),
+    )?;
+    // The copy becomes its own repository and takes the series with
+    // `git am`, as the pristine tree would (and git never mistakes it for
+    // part of a repository around BUILD_DIR).
+    let git = |step: &str, args: &[&str]| {
+        run(
+            step,
+            Command::new("git")
+                .args([
+                    "-c",
+                    "user.name=vfs-lab",
+                    "-c",
+                    "user.email=vfs-lab@localhost",
+                ])
+                .args(args)
+                .current_dir(&src),
+        )
+    };
+    git("git init", &["init", "-q"])?;
+    git("git add", &["add", "-A"])?;
+    git(
+        "git commit (pristine)",
+        &[
+            "commit",
+            "-q",
+            "-m",
+            "Linux 6.12.117 (fs/smb, fs/nls headers)",
+        ],
+    )?;
+    for p in &patches {
+        run(
+            &format!("git am {}", p.display()),
+            Command::new("git")
+                .args([
+                    "-c",
+                    "user.name=vfs-lab",
+                    "-c",
+                    "user.email=vfs-lab@localhost",
+                ])
+                .args(["am", "-q", "--keep-cr"])
+                .arg(p)
+                .current_dir(&src),
+        )?;
+    }
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    run(
+        "make modules (cifs.ko out of tree)",
+        Command::new("make")
+            .arg("-C")
+            .arg(&headers)
+            .arg(format!("M={}", src.join("fs/smb/client").display()))
+            .args([
+                "CC=gcc",
+                "CONFIG_CC_HAS_MIN_FUNCTION_ALIGNMENT=",
+                "CONFIG_DEBUG_INFO_BTF_MODULES=",
+            ])
+            .arg(format!("-j{jobs}"))
+            .arg("modules"),
+    )?;
+    run(
+        "strip --strip-debug cifs.ko",
+        Command::new("strip")
+            .arg("--strip-debug")
+            .arg("-o")
+            .arg(&ko)
+            .arg(src.join("fs/smb/client/cifs.ko")),
+    )?;
+    let build_s = started.elapsed().as_secs_f64();
+    // The object files are large (debug info); the module is what is kept.
+    let _ = fs::remove_dir_all(&src);
+    fs::write(&stamp, format!("{sum}\n")).map_err(|e| failed("writing the cifs-mod stamp", e))?;
+    fs::write(out.join("build-seconds"), format!("{build_s:.1}\n"))
+        .map_err(|e| failed("writing the build time", e))?;
+    Ok(CifsModule {
+        ko,
+        series: series.into(),
+        patches,
+        build_s: Some(build_s),
+    })
+}
+
+/// Unpacks the headers and kbuild packages once into `top/kbuild/` and
+/// makes them usable here; returns the headers directory for `make -C`.
+fn ensure_kbuild(build_dir: &Path, top: &Path, tree: &Path) -> Result<PathBuf, SkipReason> {
+    let root = top.join("kbuild");
+    let headers = root.join(format!("usr/src/linux-headers-{DEBIAN_ABI}-cloud-amd64"));
+    let ready = root.join(".ready");
+    if ready.exists() && headers.join("Makefile").is_file() {
+        return Ok(headers);
+    }
+    let _ = fs::remove_dir_all(&root);
+    for p in [
+        format!("linux-headers-{DEBIAN_ABI}-cloud-amd64"),
+        format!("linux-headers-{DEBIAN_ABI}-common"),
+        format!("linux-kbuild-{DEBIAN_ABI}"),
+    ] {
+        let deb = trixie_deb(build_dir, &p)?;
+        run(
+            &format!("dpkg -x {p}"),
+            Command::new("dpkg").arg("-x").arg(&deb).arg(&root),
+        )?;
+    }
+    symlinks_inside(&root)?;
+    // The arch package's Makefile includes the common one by absolute path.
+    let mk = headers.join("Makefile");
+    let text = fs::read_to_string(&mk).map_err(|e| failed("reading the headers' Makefile", e))?;
+    let common = format!("/usr/src/linux-headers-{DEBIAN_ABI}-common/Makefile");
+    let text = text.replace(
+        &format!("include {common}"),
+        &format!(
+            "include $(dir $(lastword $(MAKEFILE_LIST)))../linux-headers-{DEBIAN_ABI}-common/Makefile"
+        ),
+    );
+    fs::write(&mk, text).map_err(|e| failed("writing the headers' Makefile", e))?;
+
+    // trixie's loader and libraries for the glibc-2.38 kbuild programs.
+    let libroot = root.join("trixie-libs");
+    for p in WRAPPER_LIB_PACKAGES {
+        let deb = trixie_deb(build_dir, p)?;
+        run(
+            &format!("dpkg -x {p}"),
+            Command::new("dpkg").arg("-x").arg(&deb).arg(&libroot),
+        )?;
+    }
+    let libdir = libroot.join("usr/lib/x86_64-linux-gnu");
+    let loader = libdir.join("ld-linux-x86-64.so.2");
+    let kbuild = root.join(format!("usr/lib/linux-kbuild-{DEBIAN_ABI}"));
+    for prog in [
+        "scripts/mod/modpost.real-lsb-64",
+        "tools/objtool/objtool.real-x86",
+    ] {
+        let p = kbuild.join(prog);
+        let real = p.with_extension(format!(
+            "{}.bin",
+            p.extension().and_then(|e| e.to_str()).unwrap_or("")
+        ));
+        fs::rename(&p, &real).map_err(|e| failed(&format!("moving {prog}"), e))?;
+        let script = format!(
+            "#!/bin/sh\n# {prog} needs glibc 2.38: run it under trixie's loader.\nexec '{}' --library-path '{}' '{}' \"$@\"\n",
+            loader.display(),
+            libdir.display(),
+            real.display()
+        );
+        fs::write(&p, script).map_err(|e| failed(&format!("writing the {prog} wrapper"), e))?;
+        chmod_x(&p)?;
+    }
+    // Not packaged: the ASN.1 compiler (a host program of the source tree).
+    let asn1 = kbuild.join("scripts/asn1_compiler");
+    run(
+        "compiling scripts/asn1_compiler",
+        Command::new("gcc")
+            .args(["-O2", "-I"])
+            .arg(tree.join("include"))
+            .arg("-o")
+            .arg(&asn1)
+            .arg(tree.join("scripts/asn1_compiler.c")),
+    )?;
+    fs::write(&ready, "ok\n").map_err(|e| failed("writing the kbuild stamp", e))?;
+    Ok(headers)
+}
+
+/// Rewrites every absolute symlink under `root` to point inside `root`
+/// (a package unpacked with `dpkg -x` may link to `/usr/...`).
+fn symlinks_inside(root: &Path) -> Result<(), SkipReason> {
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for e in rd.filter_map(|e| e.ok()) {
+            let p = e.path();
+            let Ok(meta) = fs::symlink_metadata(&p) else {
+                continue;
+            };
+            if meta.is_dir() {
+                stack.push(p);
+            } else if meta.file_type().is_symlink() {
+                let Ok(target) = fs::read_link(&p) else {
+                    continue;
+                };
+                if let Ok(inside) = target.strip_prefix("/") {
+                    let _ = fs::remove_file(&p);
+                    std::os::unix::fs::symlink(root.join(inside), &p)
+                        .map_err(|e| failed(&format!("relinking {}", p.display()), e))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn chmod_x(p: &Path) -> Result<(), SkipReason> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(p, fs::Permissions::from_mode(0o755))
+        .map_err(|e| failed(&format!("chmod {}", p.display()), e))
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Runs a step; its output's tail becomes the failure detail.
+fn run(step: &str, cmd: &mut Command) -> Result<(), SkipReason> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| failed(step, e))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tail: Vec<&str> = text.lines().rev().take(12).collect();
+    Err(SkipReason::BuildFailed {
+        step: step.into(),
+        detail: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+    })
+}
+
+/// FNV-1a of `bytes`, for the stamp.
+fn fnv(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absolute_links_are_made_to_point_inside() {
+        let root = std::env::temp_dir().join(format!("cifsmod-links-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("usr/src/a")).unwrap();
+        fs::write(root.join("usr/src/a/Makefile"), "x").unwrap();
+        std::os::unix::fs::symlink("/usr/src/a", root.join("usr/abs")).unwrap();
+        std::os::unix::fs::symlink("src/a", root.join("usr/rel")).unwrap();
+        symlinks_inside(&root).unwrap();
+        assert_eq!(
+            fs::read_link(root.join("usr/abs")).unwrap(),
+            root.join("usr/src/a")
+        );
+        assert_eq!(
+            fs::read_link(root.join("usr/rel")).unwrap(),
+            Path::new("src/a")
+        );
+        assert!(root.join("usr/abs/Makefile").is_file());
+        fs::remove_dir_all(&root).unwrap();
+    }
+}

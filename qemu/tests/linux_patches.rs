@@ -1,0 +1,70 @@
+//! The Linux patch check: every series under `linux/patches/6.12/` applies
+//! with `git am` to the pristine 6.12.117 tree (Debian's `linux-source-6.12`,
+//! fetched and unpacked once under build/) and every C file it touches
+//! compiles with `linux/config/6.12-guest.config` (`linux/check-series.sh`).
+//! Skips where the source package or the kernel build tools cannot be had (a
+//! failure under `REQUIRE_FIXTURES=1`). A few minutes the first time (the
+//! object tree is prepared), seconds after.
+
+use std::process::Command;
+
+const FILE: &str = "linux_patches";
+
+#[test]
+fn every_series_applies_and_compiles() {
+    for tool in [
+        "make", "gcc", "flex", "bison", "bc", "ccache", "git", "flock",
+    ] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            return qemu::fixtures::skip(
+                FILE,
+                "the kernel build tools",
+                format!("{tool} is missing (make setup)"),
+            );
+        }
+    }
+    let build_dir = qemu::linuxref::default_build_dir();
+    let tree = match qemu::linuxref::ensure_linux_source(&build_dir) {
+        Ok(t) => t,
+        Err(why) => return qemu::fixtures::skip(FILE, "linux-source-6.12", why),
+    };
+    let root = qemu::runner::workspace_root();
+    let out = Command::new("bash")
+        .arg(root.join("linux/check-series.sh"))
+        .arg(&tree)
+        .arg(&build_dir)
+        .output()
+        .expect("running linux/check-series.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "check-series failed:\n{stdout}\n{stderr}"
+    );
+    // Every series directory is named in the output: none was skipped.
+    let dir = root.join(qemu::linuxref::PATCHES_DIR);
+    let mut series = 0;
+    for e in std::fs::read_dir(&dir).expect("linux/patches/6.12") {
+        let e = e.unwrap();
+        if e.path().is_dir() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            assert!(
+                stdout.contains(&format!("check-series: {name}: ")),
+                "{name} not checked:\n{stdout}"
+            );
+            series += 1;
+        }
+    }
+    assert!(
+        series >= 2,
+        "expected at least tmpfs-negative and tmpfs-noalloc"
+    );
+    assert!(
+        stdout.contains(&format!("check-series: {series} series ok")),
+        "{stdout}"
+    );
+}
