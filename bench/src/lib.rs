@@ -96,6 +96,20 @@ where
             exec,
             out,
         ),
+        Bench::StatnegMany => run_workload(
+            workloads::statneg_many::StatnegMany::new(p.names),
+            &vfs,
+            p,
+            exec,
+            out,
+        ),
+        Bench::Statmix => run_workload(
+            workloads::statmix::Statmix::new(p.names),
+            &vfs,
+            p,
+            exec,
+            out,
+        ),
     }
 }
 
@@ -111,7 +125,7 @@ pub fn fresh_tmpfs(p: &Params) -> Result<Vfs, RunError> {
             built,
         });
     }
-    Vfs::new_tmpfs(p.design.mount_opts()).map_err(RunError::Setup)
+    Vfs::new_tmpfs(&p.design.mount_opts()).map_err(RunError::Setup)
 }
 
 /// Set `w` up on `vfs` and run it (the generic half of [`run_params`]).

@@ -36,7 +36,8 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run one workload on native host threads: the guest's words
-    /// (bench=NAME tasks=N design=transient|negative|noalloc warmup=S secs=S).
+    /// (bench=NAME tasks=N design=D warmup=S secs=S; the designs are
+    /// fs::dcache::design::DESIGNS, listed by `bench host` with no words).
     Host {
         /// Do not pin tasks to CPUs.
         #[arg(long)]

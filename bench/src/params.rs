@@ -1,5 +1,5 @@
 //! The benchmark words: `bench=NAME tasks=N design=D warmup=S secs=S lock=K
-//! pause=P`.
+//! pause=P names=N`.
 //!
 //! One strict parser for both places the words appear: the guest kernel's
 //! command line and host mode (`bench host WORDS`). An unknown key, a word
@@ -17,6 +17,7 @@
 
 use core::fmt;
 
+use fs::dcache::design::{EnoentDesign, DESIGNS};
 pub use fs::sync::rawlock::LockKind;
 
 /// Largest task count: one task per CPU id, leaving one id for the CPU or
@@ -27,12 +28,16 @@ pub const MAX_SECS: u32 = 3600;
 /// Most `pause=` hints between two operations (about a millisecond on the
 /// slowest `pause` known, Skylake's 140 cycles).
 pub const MAX_PAUSE: u32 = 100_000;
+/// Most `names=` (distinct names a task of `statneg-many`/`statmix` cycles over).
+pub const MAX_NAMES: u32 = 1_000_000;
+/// `names=` when not given.
+pub const DEFAULT_NAMES: u32 = 1000;
 
 /// One valid key: its name, the values it takes and one line of help.
 #[derive(Clone, Copy, Debug)]
 pub struct KeyInfo {
     pub key: &'static str,
-    pub values: &'static str,
+    pub values: Values,
     pub help: &'static str,
 }
 
@@ -40,39 +45,46 @@ pub struct KeyInfo {
 pub const KEYS: &[KeyInfo] = &[
     KeyInfo {
         key: "bench",
-        values: "statneg|statneg-distinct|statneg-deep|statpos|churn|statneg-owndir",
+        values: Values::Text(
+            "statneg|statneg-distinct|statneg-deep|statpos|churn|statneg-owndir|statneg-many|statmix",
+        ),
         help: "workload to run (required)",
     },
     KeyInfo {
         key: "tasks",
-        values: "1..255",
+        values: Values::Text("1..255"),
         help: "tasks, one per CPU, pinned (default 1)",
     },
     KeyInfo {
         key: "design",
-        values: "transient|negative|noalloc",
-        help: "tmpfs ENOENT design, mounted as enoent=DESIGN (default transient)",
+        values: Values::Designs,
+        help: "tmpfs ENOENT design, mounted as enoent=DESIGN (default: the first, Linux's)",
     },
     KeyInfo {
         key: "warmup",
-        values: "0..3600",
+        values: Values::Text("0..3600"),
         help: "warmup seconds (default 2)",
     },
     KeyInfo {
         key: "secs",
-        values: "1..3600",
+        values: Values::Text("1..3600"),
         help: "measured seconds (default 5)",
     },
     KeyInfo {
         key: "lock",
-        values: "qspinlock|ticket|ttas|pvqspinlock",
+        values: Values::Text("qspinlock|ticket|ttas|pvqspinlock"),
         help: "spinlock of the lookup path (d_lock, hash, in-lookup, LRU; default qspinlock; \
                pvqspinlock halts long waiters: guests on fewer host cores)",
     },
     KeyInfo {
         key: "pause",
-        values: "0..100000",
+        values: Values::Text("0..100000"),
         help: "CPU spin-wait hints (x86 `pause`) each task runs between two operations (default 0)",
+    },
+    KeyInfo {
+        key: "names",
+        values: Values::Text("1..1000000"),
+        help: "distinct names per task of statneg-many, files and misses of statmix (default 1000)",
     },
 ];
 
@@ -96,17 +108,23 @@ pub enum Bench {
     Churn,
     /// Each task stats a missing name in a directory of its own.
     StatnegOwndir,
+    /// Each task cycles over `names=` distinct missing names in one directory.
+    StatnegMany,
+    /// Hits and misses alternating in one directory (`names=` of each).
+    Statmix,
 }
 
 impl Bench {
     /// All workloads, in the order sweeps run them.
-    pub const ALL: [Bench; 6] = [
+    pub const ALL: [Bench; 8] = [
         Bench::Statneg,
         Bench::StatnegDistinct,
         Bench::StatnegDeep,
         Bench::Statpos,
         Bench::Churn,
         Bench::StatnegOwndir,
+        Bench::StatnegMany,
+        Bench::Statmix,
     ];
 
     /// The name used in `bench=NAME`.
@@ -118,6 +136,8 @@ impl Bench {
             Bench::Statpos => "statpos",
             Bench::Churn => "churn",
             Bench::StatnegOwndir => "statneg-owndir",
+            Bench::StatnegMany => "statneg-many",
+            Bench::Statmix => "statmix",
         }
     }
 
@@ -133,48 +153,141 @@ impl fmt::Display for Bench {
     }
 }
 
-/// The tmpfs ENOENT designs (the fs crate's `enoent=` mount option).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Design {
-    /// Linux's behaviour: a dentry allocated for the miss, freed right after.
-    Transient,
-    /// The miss leaves a cached negative dentry.
-    Negative,
-    /// A miss in RCU-walk allocates nothing and stores to no shared line.
-    Noalloc,
-}
+/// An ENOENT design: a handle into the one registry,
+/// [`fs::dcache::design::DESIGNS`] (its index there). Every name, help
+/// line and error derives from the registry, so a design added there is
+/// valid in `design=` with no edit here.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Design(u8);
 
 impl Design {
-    /// All designs.
-    pub const ALL: [Design; 3] = [Design::Transient, Design::Negative, Design::Noalloc];
+    /// Every design of the registry, in its order.
+    pub fn all() -> impl Iterator<Item = Design> + Clone {
+        (0..DESIGNS.len()).map(|i| Design(i as u8))
+    }
+
+    /// The baseline other designs are compared with: the registry's first
+    /// entry (Linux's behaviour).
+    pub fn baseline() -> Design {
+        Design(0)
+    }
+
+    /// The design at `idx` in the registry.
+    pub fn from_index(idx: usize) -> Option<Design> {
+        (idx < DESIGNS.len()).then_some(Design(idx as u8))
+    }
+
+    /// The registry's index of this design.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The design itself.
+    pub fn imp(self) -> &'static dyn EnoentDesign {
+        DESIGNS[self.index()]
+    }
 
     /// The name used in `design=NAME` and `enoent=NAME`.
     pub fn name(self) -> &'static str {
-        match self {
-            Design::Transient => "transient",
-            Design::Negative => "negative",
-            Design::Noalloc => "noalloc",
-        }
+        self.imp().name()
     }
 
     /// Parse a `design=` value.
     pub fn from_name(s: &str) -> Option<Design> {
-        Design::ALL.iter().copied().find(|d| d.name() == s)
+        fs::dcache::design::by_name(s).and_then(Design::from_index)
+    }
+
+    /// The design called `name`; panics if the registry has none (for
+    /// callers that name a design on purpose, e.g. a stress mode's default).
+    pub fn named(name: &str) -> Design {
+        Design::from_name(name).unwrap_or_else(|| panic!("no ENOENT design '{name}'"))
     }
 
     /// The tmpfs mount options selecting this design.
-    pub fn mount_opts(self) -> &'static str {
-        match self {
-            Design::Transient => "enoent=transient",
-            Design::Negative => "enoent=negative",
-            Design::Noalloc => "enoent=noalloc",
-        }
+    pub fn mount_opts(self) -> alloc::string::String {
+        alloc::format!("enoent={}", self.name())
+    }
+}
+
+impl fmt::Debug for Design {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
 impl fmt::Display for Design {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
+    }
+}
+
+/// What a key accepts, for help texts and errors: fixed text, or the names
+/// of the design registry (rendered on demand, without allocating).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Values {
+    Text(&'static str),
+    /// `|`-separated names of [`fs::dcache::design::DESIGNS`].
+    Designs,
+}
+
+impl From<&'static str> for Values {
+    fn from(s: &'static str) -> Self {
+        Values::Text(s)
+    }
+}
+
+impl fmt::Display for Values {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Values::Text(s) => f.pad(s),
+            Values::Designs => {
+                let mut buf = StackStr::<256>::new();
+                let _ = fmt::write(&mut buf, format_args!("{}", fs::dcache::design::Names));
+                f.pad(buf.as_str())
+            }
+        }
+    }
+}
+
+/// A fixed buffer that formats without allocating (truncating when full,
+/// on a character boundary).
+pub struct StackStr<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackStr<N> {
+    pub fn new() -> Self {
+        StackStr {
+            buf: [0; N],
+            len: 0,
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Only whole UTF-8 characters are ever copied in.
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl<const N: usize> Default for StackStr<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> fmt::Write for StackStr<N> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for c in s.chars() {
+            let mut tmp = [0u8; 4];
+            let b = c.encode_utf8(&mut tmp).as_bytes();
+            if self.len + b.len() > N {
+                return Err(fmt::Error);
+            }
+            self.buf[self.len..self.len + b.len()].copy_from_slice(b);
+            self.len += b.len();
+        }
+        Ok(())
     }
 }
 
@@ -195,6 +308,8 @@ pub struct Params {
     /// how often one finds another's transient dentry (docs/designs.md,
     /// "The gap between operations"); a few hints shift that.
     pub pause: u32,
+    /// Distinct names of `statneg-many` (per task) and `statmix`.
+    pub names: u32,
 }
 
 impl Params {
@@ -231,6 +346,10 @@ impl fmt::Display for Params {
         if self.pause != 0 {
             write!(f, " pause={}", self.pause)?;
         }
+        // And the default name count.
+        if self.names != DEFAULT_NAMES {
+            write!(f, " names={}", self.names)?;
+        }
         Ok(())
     }
 }
@@ -245,6 +364,7 @@ pub struct ParamsBuilder {
     secs: Option<u32>,
     lock: Option<LockKind>,
     pause: Option<u32>,
+    names: Option<u32>,
 }
 
 impl ParamsBuilder {
@@ -265,12 +385,16 @@ impl ParamsBuilder {
         let bad = |expected: &'static str| ParamError::BadValue {
             key,
             value,
-            expected,
+            expected: Values::Text(expected),
         };
         let dup = || ParamError::Repeated(key);
         match key {
             "bench" => {
-                let b = Bench::from_name(value).ok_or_else(|| bad(KEYS[0].values))?;
+                let b = Bench::from_name(value).ok_or(ParamError::BadValue {
+                    key,
+                    value,
+                    expected: KEYS[0].values,
+                })?;
                 put(&mut self.bench, b).map_err(|_| dup())
             }
             "tasks" => {
@@ -280,7 +404,11 @@ impl ParamsBuilder {
                 put(&mut self.tasks, n as usize).map_err(|_| dup())
             }
             "design" => {
-                let d = Design::from_name(value).ok_or_else(|| bad(KEYS[2].values))?;
+                let d = Design::from_name(value).ok_or(ParamError::BadValue {
+                    key,
+                    value,
+                    expected: Values::Designs,
+                })?;
                 put(&mut self.design, d).map_err(|_| dup())
             }
             "warmup" => {
@@ -306,6 +434,12 @@ impl ParamsBuilder {
                     .ok_or_else(|| bad("a whole number from 0 to 100000"))?;
                 put(&mut self.pause, n as u32).map_err(|_| dup())
             }
+            "names" => {
+                let n = parse_num(value)
+                    .filter(|n| (1..=MAX_NAMES as u64).contains(n))
+                    .ok_or_else(|| bad("a whole number from 1 to 1000000"))?;
+                put(&mut self.names, n as u32).map_err(|_| dup())
+            }
             _ => Err(ParamError::UnknownKey(key)),
         }
     }
@@ -319,6 +453,7 @@ impl ParamsBuilder {
             && self.secs.is_none()
             && self.lock.is_none()
             && self.pause.is_none()
+            && self.names.is_none()
     }
 
     /// Check that `bench` was given and fill in defaults.
@@ -326,11 +461,12 @@ impl ParamsBuilder {
         Ok(Params {
             bench: self.bench.ok_or(ParamError::MissingBench)?,
             tasks: self.tasks.unwrap_or(1),
-            design: self.design.unwrap_or(Design::Transient),
+            design: self.design.unwrap_or_else(Design::baseline),
             warmup: self.warmup.unwrap_or(2),
             secs: self.secs.unwrap_or(5),
             lock: self.lock.unwrap_or(LockKind::DEFAULT),
             pause: self.pause.unwrap_or(0),
+            names: self.names.unwrap_or(DEFAULT_NAMES),
         })
     }
 }
@@ -366,7 +502,7 @@ pub enum ParamError<'a> {
     BadValue {
         key: &'a str,
         value: &'a str,
-        expected: &'static str,
+        expected: Values,
     },
     /// No `bench=` word.
     MissingBench,

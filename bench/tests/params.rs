@@ -12,11 +12,12 @@ fn full_line_parses() {
         Params {
             bench: Bench::Statneg,
             tasks: 2,
-            design: Design::Noalloc,
+            design: Design::named("noalloc"),
             warmup: 1,
             secs: 3,
             lock: LockKind::DEFAULT,
             pause: 0,
+            names: bench::params::DEFAULT_NAMES,
         }
     );
 }
@@ -24,13 +25,13 @@ fn full_line_parses() {
 #[test]
 fn every_workload_and_design_name() {
     for b in Bench::ALL {
-        for d in Design::ALL {
+        for d in Design::all() {
             let p = Params::parse_line(&format!("design={} bench={}", d.name(), b.name())).unwrap();
             assert_eq!((p.bench, p.design), (b, d));
         }
     }
     assert_eq!(Bench::from_name("statneg-deep"), Some(Bench::StatnegDeep));
-    assert_eq!(Design::Negative.mount_opts(), "enoent=negative");
+    assert_eq!(Design::named("negative").mount_opts(), "enoent=negative");
 }
 
 #[test]
@@ -38,7 +39,7 @@ fn defaults_and_round_trip() {
     let p = Params::parse_line("bench=churn").unwrap();
     assert_eq!(
         (p.tasks, p.design, p.warmup, p.secs),
-        (1, Design::Transient, 2, 5)
+        (1, Design::baseline(), 2, 5)
     );
     let q = Params::parse_line(&p.to_string()).unwrap();
     assert_eq!(p, q);
@@ -138,4 +139,22 @@ fn kernel_style_delegation() {
     let p = b.finish().unwrap();
     assert_eq!((p.bench, p.tasks, p.secs), (Bench::Statpos, 4, 1));
     assert!(!is_key("console"));
+}
+
+#[test]
+fn names_for_the_many_name_workloads() {
+    let p = Params::parse_line("bench=statneg-many names=64 tasks=2").unwrap();
+    assert_eq!((p.bench, p.names), (Bench::StatnegMany, 64));
+    assert_eq!(Params::parse_line(&p.to_string()).unwrap(), p);
+    assert!(p.to_string().ends_with(" names=64"), "{p}");
+    let d = Params::parse_line("bench=statmix").unwrap();
+    assert_eq!(
+        (d.bench, d.names),
+        (Bench::Statmix, bench::params::DEFAULT_NAMES)
+    );
+    assert!(!d.to_string().contains("names="), "{d}");
+    for bad in ["names=0", "names=1000001", "names=x"] {
+        let line = format!("bench=statneg-many {bad}");
+        assert!(Params::parse_line(&line).is_err(), "{line}");
+    }
 }

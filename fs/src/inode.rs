@@ -426,6 +426,8 @@ pub struct SuperBlock {
     pub complete: bool,
     next_ino: AtomicU64,
     pub ops: Box<dyn FsOps>,
+    /// The ENOENT design's own words (see `design::DesignState`).
+    pub design_state: design::DesignState,
 }
 
 static NEXT_SB: AtomicU64 = AtomicU64::new(1);
@@ -439,6 +441,7 @@ impl SuperBlock {
             complete,
             next_ino: AtomicU64::new(1),
             ops,
+            design_state: design::DesignState::default(),
         }
     }
 

@@ -362,7 +362,12 @@ impl<'g> Nd<'g> {
             seq: SeqNote::sample("dir_seq", dseq),
             what: "not in the dcache");
         let sb = &parent.sb;
-        if sb.design().rcu_miss_is_enoent(sb) {
+        let miss = dcache::design::Miss {
+            sb,
+            dir: parent.get(),
+            name,
+        };
+        if sb.design().rcu_miss_is_enoent(&miss) {
             let (d_now, r_now) = (parent.dir_seq.peek(), dcache::dcache().rename_lock.peek());
             step!("lookup_fast", name, true, dentry: parent.get(),
                 seq: SeqNote::check("dir_seq", dseq, d_now),
@@ -448,7 +453,11 @@ impl<'g> Nd<'g> {
         // and a clone would write its reference count, a line every CPU's
         // lookups then fight over (Linux's `d_sb` is a plain pointer).
         let sb = &parent.sb;
-        match sb.design().slow_miss(sb) {
+        match sb.design().slow_miss(&dcache::design::Miss {
+            sb,
+            dir: parent,
+            name,
+        }) {
             SlowMiss::Enoent => {
                 // Look again under the lock: a create may have finished.
                 if let Some(d) = d_lookup(parent, name, hash) {

@@ -6,7 +6,7 @@
 //! design answer a miss without asking anyone. The name-changing operations
 //! are the generic ones in `vfs` (Linux's libfs `simple_*` helpers).
 //!
-//! Mount options: `enoent=transient|negative|noalloc` (default `noalloc`).
+//! Mount options: `enoent=D`, D a name of [`design::DESIGNS`] (default `noalloc`).
 //!
 //! Touches: nothing beyond creating its superblock and root.
 

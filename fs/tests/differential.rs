@@ -43,7 +43,10 @@ use fs::shell::Shell;
 use vfsh_linux::{in_sandbox, LinuxShell, Sandbox};
 
 /// The ENOENT designs; sequence `i` starts on design `i % 3`.
-const DESIGN_OPTS: [&str; 3] = ["enoent=transient", "enoent=negative", "enoent=noalloc"];
+/// Every design's `enoent=` option: the registry is the list.
+fn design_opts() -> Vec<String> {
+    fs::dcache::design::mount_opts()
+}
 
 /// Print past libtest's output capture (skip notes and summaries must show).
 fn note(msg: &str) {
@@ -260,7 +263,10 @@ fn command(r: &mut Rng, recent: &mut Vec<String>) -> String {
         790..=859 => format!("stat {p}"),
         860..=904 => format!("lstat {p}"),
         905..=964 => format!("ls {p}"),
-        965..=974 => format!("mount {}", DESIGN_OPTS[r.below(3) as usize]),
+        965..=974 => {
+            let opts = design_opts();
+            format!("mount {}", opts[r.below(opts.len() as u64) as usize])
+        }
         _ => {
             // A fresh tmpfs on a plain name (never on `/`: Linux stacks a
             // mount on a chroot's root where the root cannot see it).
@@ -270,7 +276,8 @@ fn command(r: &mut Rng, recent: &mut Vec<String>) -> String {
                 m.push_str(r.pick(&NAMES));
             }
             remember(recent, &m);
-            return format!("mount {} {m}", DESIGN_OPTS[r.below(3) as usize]);
+            let opts = design_opts();
+            return format!("mount {} {m}", opts[r.below(opts.len() as u64) as usize]);
         }
     };
     remember(recent, &p);
@@ -656,10 +663,13 @@ fn random_sequences_agree_with_linux() {
         let mut commands = 0u64;
         let mut failed = 0u64;
         let mut kinds: BTreeMap<String, (u64, String)> = BTreeMap::new();
+        let mut ran = std::collections::BTreeSet::new();
         for i in first..first + seqs {
             let mut r = Rng(seed ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d));
             let cmds = sequence(&mut r, len);
-            let opts = DESIGN_OPTS[(i % 3) as usize];
+            let all = design_opts();
+            let opts = &all[(i % all.len() as u64) as usize];
+            ran.insert(opts.clone());
             let trace = i % 8 == 7;
             watch_sequence(Some(format!(
                 "  sequence {i} (seed {seed}):\n{}",
@@ -697,11 +707,14 @@ fn random_sequences_agree_with_linux() {
             }
         }
         watch_sequence(None);
-        (compared, commands, failed, kinds, start.elapsed())
+        let ran: Vec<String> = ran.into_iter().collect();
+        (compared, commands, failed, kinds, start.elapsed(), ran)
     }) else {
         return;
     };
-    let (compared, commands, failed, kinds, took) = result;
+    let (compared, commands, failed, kinds, took, ran) = result;
+    // Out here: the sandbox is chrooted away from $FS_DESIGNS_RAN_LOG.
+    fs::dcache::design::say_ran("differential::random_sequences_agree_with_linux", &ran);
     note(&format!(
         "differential: {compared} sequences ({commands} commands) compared with Linux in {:.1} s, \
          seed {seed}, {failed} disagreed, {} kinds",
@@ -723,7 +736,7 @@ fn random_sequences_agree_with_linux() {
 
 fn compare_script_file(path: &str) {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let opts = std::env::var("VFSH_DIFF_OPTS").unwrap_or_else(|_| DESIGN_OPTS[2].to_string());
+    let opts = std::env::var("VFSH_DIFF_OPTS").unwrap_or_else(|_| "enoent=noalloc".to_string());
     let cmds: Vec<String> = text
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
@@ -748,7 +761,7 @@ fn fixed(test: &'static str, seqs: Vec<Vec<String>>) {
         let mut failures = Vec::new();
         let show = std::env::var("VFSH_DIFF_SHOW").is_ok();
         for cmds in &seqs {
-            for opts in DESIGN_OPTS {
+            for opts in &design_opts() {
                 watch_sequence(Some(reproducer(opts, false, cmds)));
                 let all = run_sides(sb, opts, false, cmds, true);
                 if show {
@@ -780,6 +793,7 @@ fn fixed(test: &'static str, seqs: Vec<Vec<String>>) {
     }) else {
         return;
     };
+    fs::dcache::design::say_ran(&format!("differential::{test}"), &design_opts());
     if !failures.is_empty() {
         note(&format!("{test}:\n{}", failures.join("\n")));
         panic!("{test}: {} runs disagree with Linux", failures.len());

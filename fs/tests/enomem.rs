@@ -34,7 +34,12 @@ use fs::sync::rcu::{rcu_barrier, Retired};
 use fs::vfs::{FileType, OpenFlags, Vfs};
 use fs::Errno;
 
-const DESIGNS: [&str; 3] = ["transient", "negative", "noalloc"];
+use fs::dcache::design::{say_ran, DESIGNS};
+
+/// Every registered design's name (the registry is the list).
+fn names() -> Vec<&'static str> {
+    DESIGNS.iter().map(|d| d.name()).collect()
+}
 
 /// The host platform, plus "refuse the next K allocations".
 struct Tight {
@@ -130,7 +135,10 @@ const LONG: &[u8] = b"/d/a_name_longer_than_the_inline_32_bytes";
 #[test]
 fn every_operation_returns_enomem_when_every_allocation_fails() {
     let _g = setup();
-    for design in DESIGNS {
+    for d in DESIGNS {
+        let design = d.name();
+        // What the design declares a tmpfs miss costs.
+        let misses = d.tmpfs_misses();
         let base = settled_live();
         let (c0, inj0) = (stats::snapshot(), fault::injected());
         let vfs = Vfs::new_tmpfs(&opts(design)).unwrap();
@@ -149,8 +157,8 @@ fn every_operation_returns_enomem_when_every_allocation_fails() {
         };
         // A miss allocates a dentry unless the design answers without one.
         let miss = vfs.stat(b"/d/missing").map(|_| ());
-        if design == "noalloc" {
-            assert_eq!(miss, Err(Errno::ENOENT), "noalloc allocated for a miss");
+        if !misses.allocates() {
+            assert_eq!(miss, Err(Errno::ENOENT), "{design} allocated for a miss");
             assert_eq!(vfs.stat(LONG).map(|_| ()), Err(Errno::ENOENT));
         } else {
             expect_enomem("stat of a missing name", miss);
@@ -158,7 +166,7 @@ fn every_operation_returns_enomem_when_every_allocation_fails() {
         }
         // The negative design answers a cached miss without allocating.
         let cached = vfs.stat(b"/d/cached-miss").map(|_| ());
-        if design == "transient" {
+        if misses.repeat > 0 {
             expect_enomem("stat of a missing name again", cached);
         } else {
             assert_eq!(
@@ -211,12 +219,17 @@ fn every_operation_returns_enomem_when_every_allocation_fails() {
         drop(vfs);
         assert_eq!(settled_live(), base, "{design}: dentries leaked");
     }
+    say_ran(
+        "enomem::every_operation_returns_enomem_when_every_allocation_fails",
+        &names(),
+    );
 }
 
 #[test]
 fn a_later_allocation_failing_undoes_the_earlier_ones() {
     let _g = setup();
-    for design in DESIGNS {
+    for d in DESIGNS {
+        let design = d.name();
         let base = settled_live();
         let vfs = Vfs::new_tmpfs(&opts(design)).unwrap();
         vfs.mkdir(b"/d", 0o755).unwrap();
@@ -241,13 +254,20 @@ fn a_later_allocation_failing_undoes_the_earlier_ones() {
         drop(vfs);
         assert_eq!(settled_live(), base, "{design}: dentries leaked");
     }
+    say_ran(
+        "enomem::a_later_allocation_failing_undoes_the_earlier_ones",
+        &names(),
+    );
 }
 
 #[test]
 fn missing_names_with_every_7th_allocation_failing() {
     const N: u64 = 100_000;
     let _g = setup();
-    for design in DESIGNS {
+    for d in DESIGNS {
+        let design = d.name();
+        // What the design declares a tmpfs miss costs.
+        let misses = d.tmpfs_misses();
         let base = settled_live();
         let vfs = Vfs::new_tmpfs(&opts(design)).unwrap();
         vfs.mkdir(b"/m", 0o755).unwrap();
@@ -269,15 +289,19 @@ fn missing_names_with_every_7th_allocation_failing() {
         );
         assert_eq!(enoent + enomem, N);
         // One allocation per miss in the allocating designs, none in noalloc.
-        let expected = if design == "noalloc" { 0 } else { N / 7 };
+        let expected = if misses.allocates() { N / 7 } else { 0 };
         assert_eq!(enomem, expected, "{design}");
         assert_eq!(c.enomem, enomem, "{design}: enomem counter");
         assert_eq!(fault::injected() - inj0, enomem, "{design}: injected");
-        let allocated = if design == "noalloc" { 0 } else { N - enomem };
+        let allocated = if misses.allocates() { N - enomem } else { 0 };
         assert_eq!(c.dentry_alloc, allocated, "{design}: dentries allocated");
         drop(vfs);
         assert_eq!(settled_live(), base, "{design}: dentries leaked");
     }
+    say_ran(
+        "enomem::missing_names_with_every_7th_allocation_failing",
+        &names(),
+    );
 }
 
 #[test]

@@ -86,6 +86,26 @@ fn corpus_replays_without_panics() {
 /// the scripted server cannot sign the FSCTL_VALIDATE_NEGOTIATE_INFO
 /// answer (its captured keys are not this client's), and a 3.0.2 session
 /// without a valid one is refused, as Linux refuses it.
+/// The path-walk ops of the seed corpus on every design of the registry
+/// (`data[0]` picks the design).
+#[test]
+fn path_walk_runs_every_design() {
+    let (_, ops) = seeds_path_walk()
+        .into_iter()
+        .next()
+        .expect("a path_walk seed");
+    let n = fs::dcache::design::DESIGNS.len();
+    for d in 0..n {
+        let mut data = ops.clone();
+        data[0] = d as u8;
+        fuzz_harness::path_walk(&data);
+    }
+    fs::dcache::design::say_ran(
+        "fuzz_replay::path_walk_runs_every_design",
+        &fs::dcache::design::mount_opts(),
+    );
+}
+
 #[test]
 fn conn_seeds_reach_the_operations() {
     for (name, data) in corpus("smb_conn") {
@@ -404,7 +424,7 @@ fn seeds_path_walk() -> Vec<(String, Vec<u8>)> {
         (4, &[b"/a/b"]),
         (15, &[b"/"]),
     ];
-    (0..3u8)
+    (0..fs::dcache::design::DESIGNS.len() as u8)
         .map(|d| (format!("seed-ops-design{d}"), path_seq(d, &ops)))
         .collect()
 }

@@ -567,9 +567,15 @@ fn stress_design(design: &str) -> Report {
 fn rcu_stress_all_designs() {
     let _s = serial();
     let mut bad = Vec::new();
-    let designs =
-        std::env::var("FS_STRESS_DESIGNS").unwrap_or_else(|_| "transient,negative,noalloc".into());
-    for design in designs.split(',') {
+    // Every design of the registry unless FS_STRESS_DESIGNS picks some.
+    let designs: Vec<String> = match std::env::var("FS_STRESS_DESIGNS") {
+        Ok(v) => v.split(',').map(str::to_string).collect(),
+        Err(_) => fs::dcache::design::DESIGNS
+            .iter()
+            .map(|d| d.name().to_string())
+            .collect(),
+    };
+    for design in &designs {
         let r = stress_design(design);
         if r.violations != 0 || r.leaked != 0 {
             bad.push(format!(
@@ -578,6 +584,7 @@ fn rcu_stress_all_designs() {
             ));
         }
     }
+    fs::dcache::design::say_ran("stress::rcu_stress_all_designs", &designs);
     assert!(bad.is_empty(), "stress failed: {bad:?}");
 }
 
@@ -774,6 +781,61 @@ fn ref_walk_holding_rename_target_still_sees_an_inode() {
         held.inode_arc().is_some(),
         "a walk holding the old /d/b now sees a negative dentry: it answers ENOENT \
          for a name that existed at every instant of rename(/d/a, /d/b)"
+    );
+}
+
+/// `negbound` keeps at most `NEGBOUND_LIMIT` negative dentries per
+/// directory: past the bound a repeated miss allocates again (transient's
+/// cost), below it none; a kept name that is created gives its slot back,
+/// and so does one the shrinker takes; another directory has its own bound.
+#[test]
+fn negbound_keeps_at_most_its_bound_per_directory() {
+    use fs::dcache::design::NEGBOUND_LIMIT;
+    let _s = serial();
+    dcache::shrink_all();
+    let vfs = Vfs::new_tmpfs("enoent=negbound").unwrap();
+    vfs.mkdir(b"/d", 0o755).unwrap();
+    vfs.mkdir(b"/e", 0o755).unwrap();
+    let n = 3 * NEGBOUND_LIMIT;
+    let allocs = |dir: &str, range: std::ops::Range<u64>| {
+        let c0 = stats::snapshot();
+        for i in range {
+            let p = format!("{dir}/m{i}");
+            assert_eq!(vfs.stat(p.as_bytes()), Err(Errno::ENOENT), "{p}");
+        }
+        stats::snapshot().delta(&c0).dentry_alloc
+    };
+    assert_eq!(allocs("/d", 0..n), n, "every first miss allocates");
+    assert_eq!(
+        allocs("/d", 0..NEGBOUND_LIMIT),
+        0,
+        "the first {NEGBOUND_LIMIT} are kept"
+    );
+    assert_eq!(
+        allocs("/d", NEGBOUND_LIMIT..n),
+        n - NEGBOUND_LIMIT,
+        "past the bound nothing is kept"
+    );
+    // Another directory: a bound of its own.
+    assert_eq!(allocs("/e", 0..2), 2);
+    assert_eq!(allocs("/e", 0..2), 0);
+    // A kept name created: its slot goes to the next miss.
+    vfs.write_file(b"/d/m0", b"x").unwrap();
+    assert_eq!(allocs("/d", n..n + 1), 1);
+    assert_eq!(
+        allocs("/d", n..n + 1),
+        0,
+        "the freed slot keeps the new miss"
+    );
+    assert_eq!(allocs("/d", n + 1..n + 2), 1);
+    assert_eq!(allocs("/d", n + 1..n + 2), 1, "full again");
+    // The shrinker empties the directory's tally.
+    dcache::shrink_all();
+    assert_eq!(allocs("/d", 1..NEGBOUND_LIMIT + 1), NEGBOUND_LIMIT);
+    assert_eq!(
+        allocs("/d", 1..NEGBOUND_LIMIT + 1),
+        0,
+        "kept again after the shrinker"
     );
 }
 

@@ -59,8 +59,13 @@ fn remount_after_an_earlier_namespace_with_a_mount_does_not_hang() {
 /// the same time changes the RCU timing and hides that test's hang.)
 fn namespaces_in_turn_stay_independent() {
     within(Duration::from_secs(60), "namespaces in turn", || {
-        for round in 0..30 {
-            let design = ["transient", "negative", "noalloc"][round % 3];
+        let designs: Vec<&str> = fs::dcache::design::DESIGNS
+            .iter()
+            .map(|d| d.name())
+            .collect();
+        let n = designs.len();
+        for round in 0..30.max(2 * n) {
+            let design = designs[round % n];
             let mut sh = Shell::new(&format!("enoent={design}"));
             assert_eq!(sh.exec("ls /"), ["ok"], "round {round}: not empty");
             assert_eq!(sh.exec("mkdir /m"), ["ok"]);
@@ -70,9 +75,13 @@ fn namespaces_in_turn_stay_independent() {
                 assert_eq!(sh.exec(&format!("stat /n{i}")), ["err ENOENT"]);
             }
             assert_eq!(sh.exec(&format!("write /m/f{round} x")), ["ok"]);
-            let next = ["transient", "negative", "noalloc"][(round + 1) % 3];
+            let next = designs[(round + 1) % n];
             assert_eq!(sh.exec(&format!("mount enoent={next}")), ["ok"]);
             assert_eq!(sh.exec("ls /m"), [format!("ok f{round}")]);
         }
+        fs::dcache::design::say_ran(
+            "vfsh_regressions::namespaces_in_turn_stay_independent",
+            &designs,
+        );
     });
 }

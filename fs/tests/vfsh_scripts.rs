@@ -19,8 +19,6 @@ use std::process::{Command, Stdio};
 
 use fs::shell::Shell;
 
-const DESIGN_OPTS: [&str; 3] = ["enoent=transient", "enoent=negative", "enoent=noalloc"];
-
 fn note(msg: &str) {
     let _ = writeln!(std::io::stderr(), "{msg}");
 }
@@ -91,7 +89,7 @@ fn scripts_give_expected_output_on_every_design() {
     let mut failures = Vec::new();
     for (name, text, out) in scripts() {
         let want = out.unwrap_or_else(|| panic!("{name}.out missing (see the module doc: bless)"));
-        for opts in DESIGN_OPTS {
+        for opts in &fs::dcache::design::mount_opts() {
             let mut sh = Shell::new(opts);
             let got = run_lines(|l| sh.exec(l), &text);
             if got != want {
@@ -102,6 +100,10 @@ fn scripts_give_expected_output_on_every_design() {
             }
         }
     }
+    fs::dcache::design::say_ran(
+        "vfsh_scripts::scripts_give_expected_output_on_every_design",
+        &fs::dcache::design::mount_opts(),
+    );
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
 

@@ -10,8 +10,6 @@
 
 use fs::shell::Shell;
 
-const DESIGN_OPTS: [&str; 3] = ["enoent=transient", "enoent=negative", "enoent=noalloc"];
-
 const COUNTERS: [&str; 23] = [
     "lookups",
     "rcu_walks",
@@ -66,7 +64,7 @@ fn stats(sh: &mut Shell) -> std::collections::BTreeMap<String, u64> {
 
 #[test]
 fn stats_lines_and_counters_move() {
-    for opts in DESIGN_OPTS {
+    for opts in &fs::dcache::design::mount_opts() {
         let mut sh = Shell::new(opts);
         assert_eq!(sh.exec("mkdir /a"), ["ok"]);
         let before = stats(&mut sh);
@@ -89,11 +87,15 @@ fn stats_lines_and_counters_move() {
             "fallbacks = sum of the reasons"
         );
     }
+    fs::dcache::design::say_ran(
+        "vfsh_stats_trace::stats_lines_and_counters_move",
+        &fs::dcache::design::mount_opts(),
+    );
 }
 
 #[test]
 fn trace_prints_the_walk_before_the_result() {
-    for opts in DESIGN_OPTS {
+    for opts in &fs::dcache::design::mount_opts() {
         let mut sh = Shell::new(opts);
         assert_eq!(sh.exec("mkdir /alpha"), ["ok"]);
         assert_eq!(sh.exec("mkdir /alpha/beta"), ["ok"]);

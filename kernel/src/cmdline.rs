@@ -386,7 +386,7 @@ pub enum CmdlineError<'a> {
         /// The value given.
         value: &'a str,
         /// What would have been accepted.
-        expected: &'static str,
+        expected: bench::params::Values,
     },
     /// A value key given as a bare word (or with an empty value).
     MissingValue(&'static str),
@@ -509,7 +509,7 @@ pub fn parse(line: &str) -> Result<Config, CmdlineError<'_>> {
                 set(&mut cfg, v).map_err(|expected| CmdlineError::BadValue {
                     key: spec.name,
                     value: v,
-                    expected,
+                    expected: expected.into(),
                 })?
             }
         }
@@ -591,7 +591,7 @@ impl fmt::Display for Help {
             let word = if k.syntax.is_empty() {
                 k.name.into()
             } else {
-                Word(k.name, k.syntax)
+                Word(k.name, k.syntax.into())
             };
             writeln!(f, "  {:<44} {}", word, k.help)?;
         }
@@ -604,25 +604,23 @@ impl fmt::Display for Help {
 
 /// `key=syntax` rendered for the help table (padding honoured).
 #[derive(Clone, Copy)]
-struct Word(&'static str, &'static str);
+struct Word(&'static str, bench::params::Values);
 
 impl From<&'static str> for Word {
     fn from(s: &'static str) -> Self {
-        Word(s, "")
+        Word(s, "".into())
     }
 }
 
 impl fmt::Display for Word {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut buf = [0u8; 96];
-        let mut n = 0;
-        for part in [self.0, if self.1.is_empty() { "" } else { "=" }, self.1] {
-            let b = part.as_bytes();
-            let m = b.len().min(buf.len() - n);
-            buf[n..n + m].copy_from_slice(&b[..m]);
-            n += m;
+        use fmt::Write;
+        let mut buf = bench::params::StackStr::<160>::new();
+        let _ = buf.write_str(self.0);
+        if self.1 != bench::params::Values::Text("") {
+            let _ = write!(buf, "={}", self.1);
         }
-        f.pad(core::str::from_utf8(&buf[..n]).unwrap_or(self.0))
+        f.pad(buf.as_str())
     }
 }
 

@@ -52,8 +52,8 @@ fn errno_or_ok<T>(r: &fs::KResult<T>) -> &'static str {
 pub fn trace_demo(keep_on: bool) -> bool {
     fs::trace::set_sink(sink);
     let mut ok = true;
-    for d in Design::ALL {
-        let vfs = match Vfs::new_tmpfs(d.mount_opts()) {
+    for d in Design::all() {
+        let vfs = match Vfs::new_tmpfs(&d.mount_opts()) {
             Ok(v) => v,
             Err(e) => {
                 kprintln!("demo: tmpfs {}: {e}", d.mount_opts());
@@ -115,7 +115,7 @@ impl fmt::Display for Ratio {
 pub fn table_demo(host_cores: Option<u32>) -> bool {
     let tasks = smp::online_count().min(4);
     let mut rows = alloc::vec::Vec::new();
-    for design in Design::ALL {
+    for design in Design::all() {
         let p = Params {
             bench: Bench::Statneg,
             tasks,
@@ -124,6 +124,7 @@ pub fn table_demo(host_cores: Option<u32>) -> bool {
             secs: 1,
             lock: fs::sync::rawlock::default_kind(),
             pause: 0,
+            names: bench::params::DEFAULT_NAMES,
         };
         // The will-it-scale block goes to the log only (debug level).
         let mut text = String::new();

@@ -78,7 +78,7 @@ fn demo_table_under_kvm_ends_with_the_guests_status() {
         "{}",
         out.serial_output
     );
-    for design in ["transient", "negative", "noalloc"] {
+    for design in fs::dcache::design::DESIGNS.iter().map(|d| d.name()) {
         assert!(
             out.serial_output.lines().any(|l| l.starts_with(design)),
             "no {design} row:\n{}",

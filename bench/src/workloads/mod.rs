@@ -12,6 +12,10 @@
 //!   tasks run statneg in it (the price of the sequence retries).
 //! - `statneg-owndir` ([`statneg_owndir::StatnegOwndir`]): each task a
 //!   missing name in its own directory (nothing of the name's path shared).
+//! - `statneg-many` ([`statneg_many::StatnegMany`]): each task cycles over
+//!   `names=` distinct missing names in one directory (cache-size policies).
+//! - `statmix` ([`statmix::Statmix`]): hits and misses alternating in one
+//!   directory.
 //!
 //! A workload checks every answer: a wrong one makes `run_once` return
 //! false, which the driver counts and reports. `run_once` must not allocate
@@ -25,9 +29,11 @@ use fs::KResult;
 use crate::driver::Body;
 
 pub mod churn;
+pub mod statmix;
 pub mod statneg;
 pub mod statneg_deep;
 pub mod statneg_distinct;
+pub mod statneg_many;
 pub mod statneg_owndir;
 pub mod statpos;
 
@@ -56,6 +62,10 @@ pub fn boxed(b: crate::params::Bench) -> alloc::boxed::Box<dyn Workload> {
         Bench::Statpos => Box::new(statpos::Statpos::default()),
         Bench::Churn => Box::new(churn::Churn::default()),
         Bench::StatnegOwndir => Box::new(statneg_owndir::StatnegOwndir::default()),
+        Bench::StatnegMany => {
+            Box::new(statneg_many::StatnegMany::new(crate::params::DEFAULT_NAMES))
+        }
+        Bench::Statmix => Box::new(statmix::Statmix::new(crate::params::DEFAULT_NAMES)),
     }
 }
 

@@ -18,9 +18,21 @@ const HELP: &str = "usage: vfsh [-o OPTS] [SCRIPT]
 
 Runs commands (one per line, from SCRIPT or standard input) against a fresh
 tmpfs and prints one result line per command: `ok ...` or `err ENAME`.
-  -o OPTS   mount options of the root tmpfs, e.g. enoent=noalloc
-            (designs: transient, negative, noalloc)
-Commands:";
+  -o OPTS   mount options of the root tmpfs, e.g. enoent=noalloc";
+
+/// The help after [`HELP`]: the designs (from the registry) and commands.
+fn help_tail() -> String {
+    let mut s = String::from("            ENOENT designs (enoent=D):\n");
+    for d in fs::dcache::design::DESIGNS {
+        s.push_str(&format!("              {:<10} {}\n", d.name(), d.help()));
+    }
+    s.push_str("Commands:");
+    for u in shell::USAGE {
+        s.push_str("\n  ");
+        s.push_str(u);
+    }
+    s
+}
 
 fn main() -> ExitCode {
     let mut opts = String::new();
@@ -29,10 +41,7 @@ fn main() -> ExitCode {
     while let Some(a) = args.next() {
         match a.as_str() {
             "-h" | "--help" => {
-                println!("{HELP}");
-                for u in shell::USAGE {
-                    println!("  {u}");
-                }
+                println!("{HELP}\n{}", help_tail());
                 return ExitCode::SUCCESS;
             }
             "-o" => match args.next() {
@@ -110,9 +119,6 @@ fn main() -> ExitCode {
 }
 
 fn usage_error(msg: &str) -> ExitCode {
-    eprintln!("vfsh: {msg}\n{HELP}");
-    for u in shell::USAGE {
-        eprintln!("  {u}");
-    }
+    eprintln!("vfsh: {msg}\n{HELP}\n{}", help_tail());
     ExitCode::from(2)
 }

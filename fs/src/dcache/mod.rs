@@ -175,6 +175,8 @@ pub struct DentryInner {
     /// a filesystem whose dcache can go stale expire negatives (cifs).
     pub d_time: AtomicU64,
     pub lockref: LockRef<DLocked>,
+    /// The ENOENT design's own words (see `design::DesignState`).
+    pub design_state: design::DesignState,
 }
 
 impl RcuNode for Dentry {
@@ -410,6 +412,7 @@ pub fn d_alloc(parent: &Arc<Dentry>, name: &[u8], hash: u64) -> KResult<DRef> {
         inode: RcuCell::new(None),
         flags: AtomicU32::new(0),
         d_time: AtomicU64::new(0),
+        design_state: design::DesignState::default(),
         sb: parent.sb.clone(),
     }));
     stats::inc(Event::DentryAlloc);
@@ -443,6 +446,7 @@ pub fn d_alloc_root(sb: Arc<SuperBlock>, inode: Arc<Inode>) -> DRef {
         inode: RcuCell::new(Some(inode)),
         flags: AtomicU32::new(0),
         d_time: AtomicU64::new(0),
+        design_state: design::DesignState::default(),
         sb,
     }));
     stats::inc(Event::DentryAlloc);
@@ -593,6 +597,10 @@ pub fn d_instantiate(d: &Arc<Dentry>, inode: Arc<Inode>) {
     d_add(d, Some(inode));
     if was_negative_hashed {
         stats::inc(Event::NegativeDestroyed);
+        d.sb.design().forget(&design::Last {
+            sb: &d.sb,
+            dentry: d,
+        });
     }
     // d_add counted a negative creation only for None; nothing else to do.
 }
@@ -624,7 +632,10 @@ fn retain_dentry(d: &Dentry) -> bool {
     if !d.is_negative() {
         return true;
     }
-    d.sb.design().retain_negative(&d.sb)
+    d.sb.design().retain_negative(&design::Last {
+        sb: &d.sb,
+        dentry: d,
+    })
 }
 
 /// Drop a reference (Linux `dput`): the fast path is one cmpxchg; the last
@@ -698,6 +709,10 @@ fn dentry_kill(
     });
     lru_del(d);
     drop(g);
+    d.sb.design().forget(&design::Last {
+        sb: &d.sb,
+        dentry: d,
+    });
     // Dead and unhashed, nothing can move it any more: a rename moves
     // only dentries its caller holds a reference to, and we held the only
     // one. So the parent pointer is stable without the parent's lock

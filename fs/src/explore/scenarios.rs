@@ -10,6 +10,7 @@ use std::vec::Vec;
 use crate::shell::Shell;
 
 /// One scenario of the page.
+#[derive(Clone, Copy, Debug)]
 pub struct Scenario {
     /// Short id (the page's anchor).
     pub id: &'static str,
@@ -200,6 +201,42 @@ pub struct Run {
     pub result: String,
     /// For a race: the answer when CMD simply runs first.
     pub truth: Option<String>,
+}
+
+/// Every scenario, in page order: [`SCENARIOS`], with one generated
+/// "designs" scenario (the `stat /a/b/missing` of the others, introduced by
+/// the design's own help line) for each design of the registry that has no
+/// written one, so the page compares every registered design.
+pub fn all() -> Vec<Scenario> {
+    let mut v: Vec<Scenario> = SCENARIOS.to_vec();
+    let at = v
+        .iter()
+        .rposition(|s| s.group == "designs")
+        .map_or(0, |i| i + 1);
+    let extra: Vec<Scenario> = crate::dcache::design::DESIGNS
+        .iter()
+        .filter(|d| {
+            !SCENARIOS
+                .iter()
+                .any(|s| s.group == "designs" && s.id == d.name())
+        })
+        .map(|d| Scenario {
+            id: d.name(),
+            group: "designs",
+            title: alloc::boxed::Box::leak(
+                std::format!("ENOENT, {} design", d.name()).into_boxed_str(),
+            ),
+            design: d.name(),
+            setup: AB,
+            race: None,
+            command: "stat /a/b/missing",
+            intro: d.help(),
+            watch: "Compare the steps with the written designs: where the miss is answered, \
+                    whether a lock is taken and whether a dentry is allocated.",
+        })
+        .collect();
+    v.splice(at..at, extra);
+    v
 }
 
 fn shell(s: &Scenario) -> Result<Shell, String> {

@@ -99,9 +99,11 @@ use crate::stats;
 use crate::trace;
 use crate::vfs::{FileType, OpenFlags, Vfs};
 
-/// The ENOENT designs `mount enoent=D` knows about (for help texts; the
-/// filesystem is the judge of what it accepts).
-pub const DESIGNS: [&str; 3] = ["transient", "negative", "noalloc"];
+/// The ENOENT designs `mount enoent=D` takes: the names of the registry,
+/// [`crate::dcache::design::DESIGNS`], in its order.
+pub fn designs() -> impl Iterator<Item = &'static str> + Clone {
+    crate::dcache::design::DESIGNS.iter().map(|d| d.name())
+}
 
 /// One parsed command.
 #[derive(Clone, Debug, PartialEq, Eq)]

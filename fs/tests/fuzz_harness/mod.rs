@@ -639,16 +639,20 @@ fn take<'a>(d: &mut &'a [u8]) -> &'a [u8] {
     a
 }
 
-const DESIGNS: [&str; 3] = ["enoent=noalloc", "enoent=negative", "enoent=transient"];
+/// `enoent=` of the design `sel` picks, modulo the registry's length.
+fn design_opts(sel: usize) -> String {
+    let all = fs::dcache::design::mount_opts();
+    all[sel % all.len()].clone()
+}
 
 /// The path walk over arbitrary byte paths: `data[0]` picks the ENOENT
-/// design, then op records `(op, len, path[, len, path2])` run on a tmpfs
+/// design (an index into the registry, modulo its length), then op records `(op, len, path[, len, path2])` run on a tmpfs
 /// holding a small tree (`/a/b/f`, `/a/l -> b/f`, `/loop -> loop`).
 pub fn path_walk(data: &[u8]) {
     let Some((&sel, mut d)) = data.split_first() else {
         return;
     };
-    let v = Vfs::new_tmpfs(DESIGNS[sel as usize % DESIGNS.len()]).expect("tmpfs mount");
+    let v = Vfs::new_tmpfs(&design_opts(sel as usize)).expect("tmpfs mount");
     v.mkdir(b"/a", 0o755).expect("mkdir /a");
     v.mkdir(b"/a/b", 0o755).expect("mkdir /a/b");
     v.write_file(b"/a/b/f", b"x").expect("write /a/b/f");
@@ -725,7 +729,7 @@ pub fn path_walk(data: &[u8]) {
                 let _ = v.mount("tmpfs", p, "");
             }
             _ => {
-                let _ = v.remount(b"/", DESIGNS[op as usize / 16 % DESIGNS.len()]);
+                let _ = v.remount(b"/", &design_opts(op as usize / 16));
             }
         }
     }

@@ -89,12 +89,34 @@ fn help_lists_every_key() {
 }
 
 #[test]
+fn every_registered_design_is_a_guest_word() {
+    let help = std::format!("{}", Help);
+    for d in fs::dcache::design::DESIGNS {
+        let n = d.name();
+        let c = parse(&std::format!("bench=statneg design={n}")).unwrap();
+        assert_eq!(c.bench.unwrap().design.name(), n);
+        let c = parse(&std::format!("stress=mem design={n}")).unwrap();
+        assert_eq!(c.design.map(|d| d.name()), Some(n));
+        assert!(help.contains(n), "help lists {n}: {help}");
+    }
+    let e = parse("bench=statneg design=nosuch").unwrap_err();
+    let msg = std::format!("{e}");
+    for d in fs::dcache::design::DESIGNS {
+        assert!(msg.contains(d.name()), "{msg}");
+    }
+    std::eprintln!(
+        "designs ran by cmdline::every_registered_design_is_a_guest_word: {}",
+        fs::dcache::design::Names
+    );
+}
+
+#[test]
 fn bench_words_delegate_to_bench_params() {
     let c = parse("bench=statneg tasks=2 design=noalloc warmup=0 secs=1").unwrap();
     let p = c.bench.unwrap();
     assert_eq!(
         (p.tasks, p.design, p.warmup, p.secs),
-        (2, bench::params::Design::Noalloc, 0, 1)
+        (2, bench::params::Design::named("noalloc"), 0, 1)
     );
     // defaults come from bench::params
     let d = parse("bench=churn").unwrap().bench.unwrap();
@@ -128,7 +150,7 @@ fn modes() {
         (Some(Stress::Rcu), Some(10), None)
     );
     let c = parse("stress=mem design=negative").unwrap();
-    assert_eq!(c.design, Some(bench::params::Design::Negative));
+    assert_eq!(c.design, Some(bench::params::Design::named("negative")));
     assert_eq!(
         parse("stress=rcu tasks=3"),
         Err(CmdlineError::NeedsBench("tasks"))
@@ -145,7 +167,7 @@ fn modes() {
         parse("poison=yes"),
         Err(CmdlineError::BadValue {
             key: "poison",
-            expected: "0 or 1",
+            expected: bench::params::Values::Text("0 or 1"),
             ..
         })
     ));

@@ -196,8 +196,8 @@ pub fn freed_inode_reads_as_poison() -> TestResult {
 /// without finding it; afterwards all is as before.
 pub fn rcu_lookup_counts_freed_dentry() -> TestResult {
     use bench::params::Design;
-    let vfs =
-        fs::vfs::Vfs::new_tmpfs(Design::Noalloc.mount_opts()).map_err(|e| format!("tmpfs: {e}"))?;
+    let vfs = fs::vfs::Vfs::new_tmpfs(&Design::named("noalloc").mount_opts())
+        .map_err(|e| format!("tmpfs: {e}"))?;
     vfs.write_file(b"/pf", b"x")
         .map_err(|e| format!("create /pf: {e}"))?;
     let flags = fs::namei::LookupFlags::default();

@@ -48,7 +48,7 @@ fn name(buf: &mut [u8; 24], cpu: usize, mut i: u64) -> usize {
 pub fn hostile_stress(secs: u32, design: Design) -> bool {
     let n = smp::online_count();
     let base = drain(2000);
-    let vfs = match Vfs::new_tmpfs(design.mount_opts()) {
+    let vfs = match Vfs::new_tmpfs(&design.mount_opts()) {
         Ok(v) => v,
         Err(e) => {
             kprintln!("stress=hostile: tmpfs {}: {e}", design.mount_opts());

@@ -41,7 +41,7 @@ pub fn mem_stress(only: Option<Design>) -> bool {
     fs::dcache::set_max_unused(MEM_LIMIT);
     for d in designs(only) {
         let base = drain(2000);
-        let vfs = match Vfs::new_tmpfs(d.mount_opts()) {
+        let vfs = match Vfs::new_tmpfs(&d.mount_opts()) {
             Ok(v) => v,
             Err(e) => {
                 kprintln!("stress=mem: tmpfs {}: {e}", d.mount_opts());

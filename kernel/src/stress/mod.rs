@@ -73,7 +73,7 @@ fn settle_until(target: Option<i64>, timeout_ms: u64) -> i64 {
 fn designs(only: Option<Design>) -> Vec<Design> {
     match only {
         Some(d) => alloc::vec![d],
-        None => Design::ALL.to_vec(),
+        None => Design::all().collect(),
     }
 }
 
@@ -125,7 +125,7 @@ pub fn run(which: Stress, secs: Option<u32>, design: Option<Design>, poisoning: 
         }
         Stress::Hostile => {
             let secs = secs.unwrap_or(60);
-            let ok = hostile_stress(secs, design.unwrap_or(Design::Negative));
+            let ok = hostile_stress(secs, design.unwrap_or_else(|| Design::named("negative")));
             kprintln!("stress=hostile: {}", if ok { "ok" } else { "FAILED" });
             exit(if ok {
                 ExitCode::Success

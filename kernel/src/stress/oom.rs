@@ -108,7 +108,7 @@ fn oom_design(d: Design) -> bool {
     use crate::mm::heap;
     let base = drain(2000);
     let free_start = heap::free();
-    let vfs = match Vfs::new_tmpfs(d.mount_opts()) {
+    let vfs = match Vfs::new_tmpfs(&d.mount_opts()) {
         Ok(v) => v,
         Err(e) => {
             kprintln!("stress=oom: tmpfs {}: {e}", d.mount_opts());
@@ -144,7 +144,7 @@ fn oom_design(d: Design) -> bool {
     // is absent or empty (its create passed, its write was refused).
     let mut read = [0u8; OOM_FILE_BYTES];
     // A design that allocates to answer a miss may run out doing so.
-    let miss_allocates = d != Design::Noalloc;
+    let miss_allocates = d.imp().tmpfs_misses().allocates();
     let mut lookup_enomem = 0u64;
     for i in 0..tail + OOM_MORE {
         let len = oom_name(&mut buf, b'f', i);

@@ -335,7 +335,7 @@ pub fn rcu_stress(secs: u32, only: Option<Design>, poisoning: bool) -> (u64, u64
         let c0 = fs::stats::snapshot();
         let (p0, r0) = (poison::totals(), reads_of_poison());
         let mut tree = Tree::new();
-        let vfs = match Vfs::new_tmpfs(d.mount_opts()) {
+        let vfs = match Vfs::new_tmpfs(&d.mount_opts()) {
             Ok(v) => v,
             Err(e) => {
                 violation(format_args!("tmpfs {}: {e}", d.mount_opts()));

@@ -58,12 +58,9 @@ pub use tables::{fit_line, latency_groups, lines_table, table, validation_table,
 /// `bench predict` options.
 #[derive(Args, Debug, Clone)]
 pub struct PredictArgs {
-    /// ENOENT designs to model.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "transient,negative,noalloc"
-    )]
+    /// ENOENT designs to model [default: every design of
+    /// fs::dcache::design::DESIGNS].
+    #[arg(long, value_delimiter = ',')]
     pub designs: Vec<String>,
     /// Lock kinds to model (qspinlock, ticket, ttas).
     #[arg(long, value_delimiter = ',', default_value = "qspinlock,ticket,ttas")]
@@ -645,6 +642,15 @@ fn write_checks(dir: &Path, checks: &[Check], pause: u32) -> Result<(), String> 
 
 /// `bench predict`.
 pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
+    // No --designs: every design of the registry.
+    let mut all = a.clone();
+    if all.designs.is_empty() {
+        all.designs = fs::dcache::design::DESIGNS
+            .iter()
+            .map(|d| d.name().to_string())
+            .collect();
+    }
+    let a = &all;
     let locks: Vec<LockKind> = a
         .locks
         .iter()

@@ -140,13 +140,10 @@ fn ops_any_accel(
     Point::new(pooled).map(|p| p.median().average as f64)
 }
 
+/// Registry order (fs::dcache::design::DESIGNS), then unknown names
+/// (variants such as `transient+ticket`, Linux references) by name.
 fn design_rank(d: &str) -> (usize, &str) {
-    let r = match d {
-        "transient" => 0,
-        "negative" => 1,
-        "noalloc" => 2,
-        _ => 3,
-    };
+    let r = fs::dcache::design::by_name(d).unwrap_or(fs::dcache::design::DESIGNS.len());
     (r, d)
 }
 
@@ -393,8 +390,11 @@ fn write_group(s: &mut String, pts: &[Point], g: &Group) {
     s.push('\n');
 }
 
-/// Other designs ÷ transient (Linux's behaviour), per group, testcase, CPUs.
+/// Every design's ops/s ÷ the baseline's (the registry's first design,
+/// Linux's behaviour), per group, workload and CPU count: one row per
+/// design, so a design added to the registry gets its rows.
 fn write_design_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
+    let base = fs::dcache::design::DESIGNS[0].name();
     let mut lines = Vec::new();
     for g in groups.iter().filter(|g| !g.0.starts_with("linux")) {
         let mut keys: Vec<(String, usize)> = pts
@@ -407,28 +407,40 @@ fn write_design_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
             .collect();
         keys.sort();
         for (t, c) in keys {
-            let tr = ops(pts, g, &t, "transient", c);
-            let ne = ops(pts, g, &t, "negative", c);
-            let na = ops(pts, g, &t, "noalloc", c);
-            lines.push(format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                g.0,
-                g.1,
-                g.2,
-                t,
-                c,
-                ratio(ne, tr),
-                ratio(na, tr),
-                ratio(na, ne)
-            ));
+            let mut designs: Vec<String> = pts
+                .iter()
+                .map(|p| p.median())
+                .filter(|r| in_group(r, g) && r.testcase == t && r.cpus == c && r.design != base)
+                .map(|r| r.design.clone())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            designs.sort_by(|a, b| design_rank(a).cmp(&design_rank(b)));
+            let b = ops(pts, g, &t, base, c);
+            for d in designs {
+                let o = ops(pts, g, &t, &d, c);
+                lines.push(format!(
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    g.0,
+                    g.1,
+                    g.2,
+                    t,
+                    c,
+                    d,
+                    ratio(o, b)
+                ));
+            }
         }
     }
     if lines.is_empty() {
         return;
     }
-    let _ = writeln!(s, "## Designs compared (ops/s ratios)\n");
-    let _ = writeln!(s, "| source | accel | host | testcase | CPUs | negative ÷ transient | noalloc ÷ transient | noalloc ÷ negative |");
-    let _ = writeln!(s, "|---|---|---|---|---:|---:|---:|---:|");
+    let _ = writeln!(s, "## Designs compared (ops/s ÷ {base}, the baseline)\n");
+    let _ = writeln!(
+        s,
+        "| source | accel | host | workload | CPUs | design | ÷ {base} |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---:|---|---:|");
     for l in lines {
         let _ = writeln!(s, "{l}");
     }

@@ -16,8 +16,12 @@ fn parse_bench(s: &str) -> Result<Bench, String> {
 }
 
 fn parse_design(s: &str) -> Result<Design, String> {
-    Design::from_name(s)
-        .ok_or_else(|| format!("unknown design '{s}' (valid: transient, negative, noalloc)"))
+    Design::from_name(s).ok_or_else(|| {
+        format!(
+            "unknown design '{s}' (valid: {})",
+            fs::dcache::design::Names
+        )
+    })
 }
 
 fn parse_cpus(s: &str) -> Result<usize, String> {
@@ -78,8 +82,9 @@ pub struct SweepArgs {
     /// Testcases (comma-separated): statneg, statneg-distinct, statneg-deep, statpos, churn, statneg-owndir.
     #[arg(long, value_delimiter = ',', value_parser = parse_bench, default_value = "statneg")]
     pub testcases: Vec<Bench>,
-    /// ENOENT designs (comma-separated).
-    #[arg(long, value_delimiter = ',', value_parser = parse_design, default_value = "transient,negative,noalloc")]
+    /// ENOENT designs (comma-separated) [default: every design of
+    /// fs::dcache::design::DESIGNS, in its order].
+    #[arg(long, value_delimiter = ',', value_parser = parse_design)]
     pub designs: Vec<Design>,
     /// Spinlock kinds (comma-separated): qspinlock, ticket, ttas. Each
     /// guest and host point runs once per kind (`lock=K`); rows of a kind

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::{Source, SweepArgs};
-use crate::params::{Bench, LockKind, Params};
+use crate::params::{Bench, Design, LockKind, Params};
 
 /// One planned run.
 #[derive(Clone, Debug)]
@@ -23,6 +23,12 @@ pub(super) enum Job {
 
 pub(super) fn plan(a: &SweepArgs) -> Vec<Job> {
     let mut jobs = Vec::new();
+    // No --designs: every design of the registry.
+    let designs: Vec<Design> = if a.designs.is_empty() {
+        Design::all().collect()
+    } else {
+        a.designs.clone()
+    };
     let mut sources = a.sources.clone();
     sources.sort();
     sources.dedup();
@@ -33,7 +39,7 @@ pub(super) fn plan(a: &SweepArgs) -> Vec<Job> {
                     Source::Guest | Source::Host => {
                         let mut locks = a.locks.clone();
                         locks.dedup();
-                        for &design in &a.designs {
+                        for &design in &designs {
                             for &lock in &locks {
                                 let p = Params {
                                     bench,
@@ -43,6 +49,7 @@ pub(super) fn plan(a: &SweepArgs) -> Vec<Job> {
                                     secs: a.secs,
                                     lock,
                                     pause: 0,
+                                    names: crate::params::DEFAULT_NAMES,
                                 };
                                 jobs.push(if src == Source::Guest {
                                     Job::Guest(p)
@@ -132,8 +139,10 @@ mod tests {
             Cli::try_parse_from(["x", "--testcases", "statneg,churn", "--cpus", "1,2"]).unwrap();
         let jobs = plan(&cli.a);
         let count = |f: fn(&Job) -> bool| jobs.iter().filter(|j| f(j)).count();
-        assert_eq!(count(|j| matches!(j, Job::Guest(_))), 12);
-        assert_eq!(count(|j| matches!(j, Job::Host(_))), 12);
+        // 2 testcases × 2 CPU counts × every registered design.
+        let per_source = 4 * Design::all().count();
+        assert_eq!(count(|j| matches!(j, Job::Guest(_))), per_source);
+        assert_eq!(count(|j| matches!(j, Job::Host(_))), per_source);
         // The Linux references only measure statneg: 2 dirs × 2 CPU counts, 2 boots.
         assert_eq!(count(|j| matches!(j, Job::LinuxHost { .. })), 4);
         assert_eq!(count(|j| matches!(j, Job::LinuxGuest { .. })), 2);
@@ -157,7 +166,11 @@ mod tests {
         }
         let one = Cli::try_parse_from(["x", "--sources", "host"]).unwrap();
         let jobs = plan(&one.a);
-        assert_eq!(jobs.len(), 6, "3 designs x 2 CPU counts, default lock only");
+        assert_eq!(
+            jobs.len(),
+            2 * Design::all().count(),
+            "every design x 2 CPU counts, default lock only"
+        );
         let three = Cli::try_parse_from([
             "x",
             "--sources",

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Add an ENOENT design the way docs/designs.md tells a user to (the fs
+# feature `test-design`: a type implementing EnoentDesign, copied from
+# `negative` under the name `probe`, and one entry in DESIGNS) and check
+# that every surface takes it and every per-design test runs it, with no
+# other edit: vfsh, `bench host design=`, the guest words (the kernel's
+# command-line parser), the sweep and its report, the kernel's `demo=table`
+# and `selftest`, and the per-design host tests (each says
+# `designs ran by TEST: ...` into $FS_DESIGNS_RAN_LOG).
+#
+# Usage: scripts/design-check.sh QEMU_RUN   (the feature build gets its own
+# target directory, $TARGET_DIR/design-check, like loom's).
+set -euo pipefail
+
+NEW=probe
+qemu_run=${1:?usage: $0 QEMU_RUN}
+export CARGO_TARGET_DIR=${TARGET_DIR:-target}/design-check
+t=$CARGO_TARGET_DIR
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail=0
+bad() {
+    echo "design-check: FAILED: $*" >&2
+    fail=1
+}
+
+echo "=== design-check: build with the added design '$NEW'"
+cargo build --release -p fs --features test-design --bin vfsh
+cargo build --release -p bench --features test-design --bin bench
+cargo build --release -p kernel --features test-design --target x86_64-unknown-none
+
+echo "=== design-check: per-design host tests"
+export FS_DESIGNS_RAN_LOG=$work/ran.log VFSH_DIFF_SEQS=${VFSH_DIFF_SEQS:-400}
+: >"$FS_DESIGNS_RAN_LOG"
+cargo test --release -p fs --features test-design \
+    --test stress --test differential --test enomem --test vfsh_scripts \
+    --test vfsh_regressions --test vfsh_stats_trace --test fuzz_replay -- \
+    rcu_stress_all_designs random_sequences_agree_with_linux \
+    every_operation_returns_enomem a_later_allocation_failing \
+    missing_names_with_every_7th scripts_give_expected_output_on_every_design \
+    remount_after_an_earlier_namespace stats_lines_and_counters_move path_walk_runs_every_design
+cargo test --release -p kernel --lib --features test-design -- every_registered_design
+cargo test --release -p bench --features test-design --test params --test report
+for test in stress::rcu_stress_all_designs \
+    differential::random_sequences_agree_with_linux \
+    enomem::every_operation_returns_enomem_when_every_allocation_fails \
+    enomem::a_later_allocation_failing_undoes_the_earlier_ones \
+    enomem::missing_names_with_every_7th_allocation_failing \
+    vfsh_scripts::scripts_give_expected_output_on_every_design \
+    vfsh_regressions::namespaces_in_turn_stay_independent \
+    vfsh_stats_trace::stats_lines_and_counters_move \
+    fuzz_replay::path_walk_runs_every_design; do
+    if grep -qE "^designs ran by $test:.* $NEW( |$)" "$FS_DESIGNS_RAN_LOG"; then
+        echo "ran $NEW: $test"
+    else
+        bad "$test did not run $NEW"
+    fi
+done
+
+echo "=== design-check: vfsh"
+out=$(printf 'mkdir /a\nstat /a/x\nstat /a/x\nmount enoent=%s\nstat /a/x\n' "$NEW" |
+    "$t/release/vfsh" -o "enoent=$NEW")
+want=$'ok\nerr ENOENT\nerr ENOENT\nok\nerr ENOENT'
+[[ $out == "$want" ]] || bad "vfsh -o enoent=$NEW: got '$out'"
+"$t/release/vfsh" --help | grep -q "^ *$NEW " || bad "vfsh --help does not list $NEW"
+
+echo "=== design-check: bench host and the sweep"
+"$t/release/bench" host bench=statneg tasks=1 "design=$NEW" warmup=0 secs=1 >"$work/host.txt" ||
+    bad "bench host design=$NEW"
+grep -q "enoent=$NEW" "$work/host.txt" || bad "bench host output does not name $NEW"
+"$t/release/bench" sweep --sources host --testcases statneg --designs "transient,$NEW" \
+    --cpus 1 --warmup 0 --secs 1 --out "$work/sweep" >/dev/null || bad "bench sweep --designs $NEW"
+cat "$work"/sweep/*/report.md >"$work/report.md" 2>/dev/null || true
+grep -qE "\| $NEW \| [0-9.]+×" "$work/report.md" ||
+    bad "the sweep's report gives $NEW no ratio to the baseline"
+
+echo "=== design-check: the kernel (demo=table, selftest)"
+kernel=$t/x86_64-unknown-none/release/kernel
+"$qemu_run" --kernel "$kernel" --smp 2 --cmdline demo=table --serial-log "$work/demo.log" \
+    --quiet --timeout 300 || bad "demo=table did not exit cleanly"
+tr -d '\r' <"$work/demo.log" | grep -qE "^$NEW +[0-9]+ " || bad "demo=table has no $NEW row"
+"$qemu_run" --kernel "$kernel" --smp 2 --cmdline selftest --serial-log "$work/selftest.log" \
+    --quiet --timeout 300 || bad "selftest did not exit cleanly"
+clean=$(tr -d '\r' <"$work/selftest.log")
+grep -qE '^[0-9]+ passed, 0 failed' <<<"$clean" || bad "selftest failed"
+for test in fs_mkdir_stat_enoent_per_design fs_lookups_all_cpus_per_design \
+    fs_rcu_grace_period_reclaims_dentries fs_enomem_is_an_answer; do
+    grep -qE "^designs ran by selftest $test:.*\|$NEW(\||$)" <<<"$clean" ||
+        bad "selftest $test did not run $NEW"
+done
+
+if ((fail)); then
+    exit 1
+fi
+echo "design-check: every surface took '$NEW' and every per-design test ran it"
