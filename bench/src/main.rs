@@ -177,6 +177,10 @@ enum Cmd {
         /// SMB table of any smb-sweep directory among DIRS. Writes nothing.
         #[arg(long)]
         text: bool,
+        /// Keep overcommitted runs (more vCPUs or tasks than the host cores
+        /// they ran on, marked ⚠) in the scaling efficiency, ratios and goals.
+        #[arg(long)]
+        with_overcommit: bool,
     },
 }
 
@@ -449,11 +453,16 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Cmd::Report { dirs, out, .. } => {
+        Cmd::Report {
+            dirs,
+            out,
+            with_overcommit,
+            ..
+        } => {
             let out = out.unwrap_or_else(|| {
                 PathBuf::from("results").join(format!("{}-merged", now_stamp()))
             });
-            match sweep::merge(&dirs, &out) {
+            match sweep::merge_opts(&dirs, &out, with_overcommit) {
                 Ok(n) => {
                     println!("{n} rows merged into {}", out.display());
                     ExitCode::SUCCESS

@@ -45,6 +45,7 @@ fn row(
         rep: 1,
         transfers: per_op.map(|p| if cpus > 1 { p[1] / 2.0 } else { 0.0 }),
         cpu_model: String::new(),
+        host_cores: None,
     }
 }
 
@@ -481,4 +482,45 @@ fn report_cli_merges_two_hosts() {
     for d in [a, b, out] {
         let _ = std::fs::remove_dir_all(d);
     }
+}
+
+/// A guest run with more vCPUs than host cores is shown, marked, named in
+/// the overcommit note and left out of the ratios; `--with-overcommit`
+/// keeps it.
+#[test]
+fn overcommitted_runs_are_marked_and_left_out_of_ratios() {
+    let tr = Some([1.0, 6.0, 1.0, 3.0]);
+    let mut rows = vec![
+        row("guest", "tcg", "h", "transient", 1, 100_000, tr),
+        row("guest", "tcg", "h", "transient", 2, 180_000, tr),
+        row("guest", "tcg", "h", "transient", 4, 5_000, tr),
+        row("guest", "tcg", "h", "noalloc", 4, 900_000, Some([0.0; 4])),
+    ];
+    for r in &mut rows {
+        r.host_cores = Some(2);
+    }
+    let md = bench::host::report::render(&rows);
+    assert!(md.contains("**Overcommitted runs**"), "{md}");
+    assert!(md.contains("`guest` 4 CPUs on 2 host cores"), "{md}");
+    assert!(md.contains("| statneg | transient | 4 ⚠ |"), "{md}");
+    assert!(md.contains("| statneg | transient | 2 |"), "{md}");
+    // 2 CPUs on 2 cores keeps its efficiency (90 %), 4 on 2 has none.
+    let line = |cpus: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| statneg | transient | {cpus} |")))
+            .unwrap_or_else(|| panic!("no {cpus} line: {md}"))
+            .to_string()
+    };
+    assert!(line("2").contains("| 90 % |"), "{}", line("2"));
+    assert!(!line("4 ⚠").contains(" % |"), "{}", line("4 ⚠"));
+    // The 4-vCPU pair gives no design ratio unless asked.
+    assert!(!md.contains("| 4 | noalloc |"), "{md}");
+    let kept = bench::host::report::render_opts(&rows, &[], "", true);
+    assert!(kept.contains("(`--with-overcommit`)"), "{kept}");
+    assert!(kept.contains("| 4 | noalloc |"), "{kept}");
+    // Unknown host cores (an old row) is never called overcommitted.
+    for r in &mut rows {
+        r.host_cores = None;
+    }
+    assert!(!bench::host::report::render(&rows).contains("Overcommitted"));
 }

@@ -13,13 +13,18 @@
 //! the per-op line's last counter; empty where the source has none) and
 //! `cpu_model` (the CPU the run ran on: host rows the host's `/proc/cpuinfo`
 //! model name, guest rows the accelerator and QEMU's `-cpu` model, e.g.
-//! `TCG qemu64` or `KVM host,-arch-capabilities`; empty where unknown).
+//! `TCG qemu64` or `KVM host,-arch-capabilities`; empty where unknown) and
+//! `host_cores` (the host cores the run could use: this process's CPU
+//! affinity when the row was made; for guest rows `cpus` is the vCPU count,
+//! so `cpus > host_cores` marks an overcommitted run, whose figures depend
+//! on the host's scheduler; empty where unknown).
 //!
-//! `rep`, `transfers` and `cpu_model` came later, each appended: files
-//! written before them ([`HEADER_V1`], 17 columns; [`HEADER_V2`], 18;
-//! [`HEADER_V3`], 19) are still read, rows without `rep` as repetition 1,
-//! rows without `transfers` with none, rows without `cpu_model` with an
-//! empty one.
+//! `rep`, `transfers`, `cpu_model` and `host_cores` came later, each
+//! appended: files written before them ([`HEADER_V1`], 17 columns;
+//! [`HEADER_V2`], 18; [`HEADER_V3`], 19; [`HEADER_V4`], 20) are still read,
+//! rows without `rep` as repetition 1, rows without `transfers` with none,
+//! rows without `cpu_model` with an empty one, rows without `host_cores`
+//! with none.
 //! Writing always uses the current [`HEADER`].
 //!
 //! Touches: the files it is asked to read or write.
@@ -32,6 +37,11 @@ use crate::output::RunOutput;
 
 /// The header line of raw.csv.
 pub const HEADER: &str =
+    "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
+allocs,shared_stores,fallbacks,locks,status,note,rep,transfers,cpu_model,host_cores";
+
+/// The header of raw.csv files written before the `host_cores` column.
+pub const HEADER_V4: &str =
     "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
 allocs,shared_stores,fallbacks,locks,status,note,rep,transfers,cpu_model";
 
@@ -55,7 +65,8 @@ allocs,shared_stores,fallbacks,locks,status,note";
 const FIELDS_V1: usize = 17;
 const FIELDS_V2: usize = 18;
 const FIELDS_V3: usize = 19;
-const FIELDS: usize = 20;
+const FIELDS_V4: usize = 20;
+const FIELDS: usize = 21;
 
 /// One run.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -85,6 +96,15 @@ pub struct Row {
     /// The CPU the run ran on (see the module doc; empty: unknown, or an
     /// old row).
     pub cpu_model: String,
+    /// The host cores the run could use (`None`: unknown, or an old row).
+    pub host_cores: Option<usize>,
+}
+
+/// The host cores this process may run on (its CPU affinity), which every
+/// run a sweep starts here inherits: QEMU's vCPU threads and host mode's
+/// tasks alike.
+pub fn this_host_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 impl Row {
@@ -112,6 +132,7 @@ impl Row {
             rep: 1,
             transfers: p.and_then(|p| p.transfers),
             cpu_model: String::new(),
+            host_cores: Some(this_host_cores()),
         }
     }
 
@@ -128,8 +149,15 @@ impl Row {
             status: status.into(),
             note: note.into(),
             rep: 1,
+            host_cores: Some(this_host_cores()),
             ..Row::default()
         }
+    }
+
+    /// More CPUs (vCPUs or tasks) than the host cores the run could use:
+    /// its figures depend on how the host scheduled them.
+    pub fn overcommitted(&self) -> bool {
+        self.host_cores.is_some_and(|c| self.cpus > c)
     }
 
     pub fn is_ok(&self) -> bool {
@@ -169,6 +197,10 @@ impl Row {
         s.push_str(&quote(&self.note));
         let _ = write!(s, ",{},{},", self.rep, opt(self.transfers));
         s.push_str(&quote(&self.cpu_model));
+        s.push(',');
+        if let Some(c) = self.host_cores {
+            let _ = write!(s, "{c}");
+        }
         s
     }
 
@@ -228,6 +260,10 @@ impl Row {
                 None
             },
             cpu_model: f.get(19).cloned().unwrap_or_default(),
+            host_cores: match f.get(20).map(String::as_str) {
+                None | Some("") => None,
+                Some(v) => Some(v.parse().map_err(|_| format!("bad host_cores '{v}'"))?),
+            },
         })
     }
 }
@@ -282,6 +318,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
     let mut lines = text.lines().enumerate();
     let fields = match lines.next().map(|(_, h)| h.trim_end()) {
         Some(h) if h == HEADER => FIELDS,
+        Some(h) if h == HEADER_V4 => FIELDS_V4,
         Some(h) if h == HEADER_V3 => FIELDS_V3,
         Some(h) if h == HEADER_V2 => FIELDS_V2,
         Some(h) if h == HEADER_V1 => FIELDS_V1,
@@ -328,7 +365,7 @@ mod tests {
         // Written back, it gains the column.
         let again = to_csv(&rows);
         assert!(again.starts_with(&format!("{HEADER}\n")));
-        assert!(again.contains("not pinned\",1,,\n"), "{again}");
+        assert!(again.contains("not pinned\",1,,,\n"), "{again}");
         assert_eq!(parse_csv(&again).unwrap(), rows);
     }
 
@@ -338,8 +375,8 @@ mod tests {
         r.rep = 3;
         let text = to_csv(std::slice::from_ref(&r));
         assert!(
-            text.ends_with(",3,,\n"),
-            "rep, transfers, cpu_model: {text}"
+            text.ends_with(",3,,,\n"),
+            "rep, transfers, cpu_model, host_cores: {text}"
         );
         let back = parse_csv(&text).unwrap();
         assert_eq!(back, vec![r]);
@@ -354,9 +391,9 @@ mod tests {
         let mut r = v2[0].clone();
         r.transfers = Some(3.5);
         let text = to_csv(std::slice::from_ref(&r));
-        assert!(text.ends_with(",2,3.500,\n"), "{text}");
+        assert!(text.ends_with(",2,3.500,,\n"), "{text}");
         assert_eq!(parse_csv(&text).unwrap(), vec![r]);
-        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,x,\n")).unwrap_err();
+        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,x,,\n")).unwrap_err();
         assert!(e.contains("bad transfers"), "{e}");
     }
 
@@ -369,10 +406,30 @@ mod tests {
         r.cpu_model = "Intel(R) Xeon(R) CPU @ 2.20GHz, 8 cores".into();
         let text = to_csv(std::slice::from_ref(&r));
         assert!(
-            text.ends_with(",2,1.000,\"Intel(R) Xeon(R) CPU @ 2.20GHz, 8 cores\"\n"),
+            text.ends_with(",2,1.000,\"Intel(R) Xeon(R) CPU @ 2.20GHz, 8 cores\",\n"),
             "{text}"
         );
         assert_eq!(parse_csv(&text).unwrap(), vec![r]);
+    }
+
+    #[test]
+    fn reads_and_writes_the_host_cores_column() {
+        // A file from before `host_cores` (20 fields): unknown, so never
+        // overcommitted.
+        let v4 = parse_csv(&format!("{HEADER_V4}\n{OLD_LINE},1,,TCG qemu64\n")).unwrap();
+        assert_eq!(v4[0].host_cores, None);
+        assert!(!v4[0].overcommitted());
+        let mut r = v4[0].clone();
+        r.host_cores = Some(1);
+        let text = to_csv(std::slice::from_ref(&r));
+        assert!(text.ends_with(",TCG qemu64,1\n"), "{text}");
+        assert_eq!(parse_csv(&text).unwrap(), vec![r.clone()]);
+        assert_eq!(r.cpus, 2);
+        assert!(r.overcommitted(), "2 CPUs on 1 host core");
+        r.host_cores = Some(2);
+        assert!(!r.overcommitted(), "2 CPUs on 2 host cores");
+        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,,,two\n")).unwrap_err();
+        assert!(e.contains("bad host_cores"), "{e}");
     }
 
     #[test]
@@ -383,8 +440,9 @@ mod tests {
         assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE},1,1.0\n")).is_err());
         assert!(parse_csv(&format!("{HEADER_V1}\n{OLD_LINE},2\n")).is_err());
         assert!(parse_csv(&format!("{HEADER_V2}\n{OLD_LINE},2,1.0\n")).is_err());
+        assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE},1,1.0,m\n")).is_err());
         for bad in ["0", "x", "-1", ""] {
-            let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},{bad},,\n")).unwrap_err();
+            let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},{bad},,,\n")).unwrap_err();
             assert!(e.contains("bad rep"), "{bad}: {e}");
         }
         assert!(parse_csv("source,accel\n").is_err());

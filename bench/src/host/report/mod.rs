@@ -166,7 +166,20 @@ pub fn render_with(rows: &[Row], models: &[Model]) -> String {
 
 /// [`render_with`] plus `bench predict --validate`'s 2-CPU check tables
 /// (`validation`: the text of its validation.md files) in that section.
+/// Overcommitted runs are shown, marked, and left out of every ratio.
 pub fn render_full(rows: &[Row], models: &[Model], validation: &str) -> String {
+    render_opts(rows, models, validation, false)
+}
+
+/// [`render_full`]; `with_overcommit` keeps overcommitted runs (more CPUs
+/// than the host cores they ran on, [`Row::overcommitted`]) in the scaling
+/// efficiency, the ratios and the goals (`bench report --with-overcommit`).
+pub fn render_opts(
+    rows: &[Row],
+    models: &[Model],
+    validation: &str,
+    with_overcommit: bool,
+) -> String {
     let mut s = String::new();
     let ok = rows.iter().filter(|r| r.is_ok()).count();
     let _ = writeln!(s, "# Lookup benchmark report\n");
@@ -197,14 +210,23 @@ pub fn render_full(rows: &[Row], models: &[Model], validation: &str) -> String {
              round follow each other within seconds, so they share the machine's conditions.\n"
         );
     }
+    // The runs ratios may use: overcommitted ones only when asked, since
+    // more CPUs than host cores makes a spinning run a scheduler lottery.
+    let fair_rows: Vec<Row> = rows
+        .iter()
+        .filter(|r| with_overcommit || !r.overcommitted())
+        .cloned()
+        .collect();
+    let fair = points::points(&fair_rows);
+    write_overcommit_note(&mut s, rows, with_overcommit);
     let groups = groups(&pts);
     for g in &groups {
-        write_group(&mut s, &pts, g);
+        write_group(&mut s, &pts, &fair, g);
     }
-    write_design_ratios(&mut s, &pts, &groups);
-    write_linux_ratios(&mut s, &pts, &groups);
-    write_goals(&mut s, &pts);
-    write_predictions(&mut s, &pts, models, validation);
+    write_design_ratios(&mut s, &fair, &groups);
+    write_linux_ratios(&mut s, &fair, &groups);
+    write_goals(&mut s, &fair);
+    write_predictions(&mut s, &fair, models, validation);
     write_not_run(&mut s, rows);
     s
 }
@@ -308,7 +330,38 @@ fn linux_releases_line(pts: &[&Point], source: &str) -> Option<String> {
     })
 }
 
-fn write_group(s: &mut String, pts: &[Point], g: &Group) {
+/// Which runs had more CPUs than host cores, and what the report did with
+/// them.
+fn write_overcommit_note(s: &mut String, rows: &[Row], kept: bool) {
+    let over: BTreeSet<(String, usize, usize)> = rows
+        .iter()
+        .filter(|r| r.is_ok() && r.overcommitted())
+        .map(|r| (r.source.clone(), r.cpus, r.host_cores.unwrap_or(0)))
+        .collect();
+    if over.is_empty() {
+        return;
+    }
+    let list: Vec<String> = over
+        .iter()
+        .map(|(src, v, c)| format!("`{src}` {v} CPUs on {c} host cores"))
+        .collect();
+    let _ = writeln!(
+        s,
+        "**Overcommitted runs** (marked ⚠ in the tables): {}. With more vCPUs or tasks than host \
+         cores, a CPU that holds or waits next for a lock can be descheduled by the host, and every \
+         other waiter spins behind it: such figures measure the host's scheduler as much as the \
+         design. {}\n",
+        list.join(", "),
+        if kept {
+            "They are kept in the scaling efficiency and ratios below (`--with-overcommit`)."
+        } else {
+            "They are left out of the scaling efficiency, the ratios and the goals below \
+             (`bench report --with-overcommit` keeps them)."
+        }
+    );
+}
+
+fn write_group(s: &mut String, pts: &[Point], fair: &[Point], g: &Group) {
     let _ = writeln!(
         s,
         "## {} — source `{}`, accel `{}`, host `{}`\n",
@@ -354,8 +407,10 @@ fn write_group(s: &mut String, pts: &[Point], g: &Group) {
         let r = p.median();
         let avg = r.average as f64;
         let per_cpu = avg / r.cpus.max(1) as f64;
-        let eff = ops(pts, g, &r.testcase, &r.design, 1)
+        let over = r.overcommitted();
+        let eff = ops(fair, g, &r.testcase, &r.design, 1)
             .filter(|one| *one > 0.0)
+            .filter(|_| ops(fair, g, &r.testcase, &r.design, r.cpus).is_some())
             .map(|one| format!("{:.0} %", 100.0 * avg / (r.cpus as f64 * one)))
             .unwrap_or_else(|| "–".into());
         let spread = if repeated {
@@ -371,10 +426,11 @@ fn write_group(s: &mut String, pts: &[Point], g: &Group) {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {}–{} | {} | {} | {} | {} | {} |{spread}",
+            "| {} | {} | {}{} | {} | {} | {} | {}–{} | {} | {} | {} | {} | {} |{spread}",
             r.testcase,
             r.design,
             r.cpus,
+            if over { " ⚠" } else { "" },
             human(avg),
             human(per_cpu),
             eff,

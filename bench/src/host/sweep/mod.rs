@@ -237,6 +237,12 @@ pub fn write_outputs_with(
 /// `bench report DIR…`: merge the raw.csv of each directory into one
 /// report in `out` (raw.csv, report.md, scaling.svg).
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
+    merge_opts(dirs, out, false)
+}
+
+/// [`merge`]; `with_overcommit` keeps overcommitted runs in the report's
+/// ratios (`bench report --with-overcommit`).
+pub fn merge_opts(dirs: &[PathBuf], out: &Path, with_overcommit: bool) -> Result<usize, String> {
     let mut all = Vec::new();
     let mut models = Vec::new();
     let mut validation = String::new();
@@ -261,5 +267,12 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("creating {}: {e}", out.display()))?;
     rows::write(&out.join("raw.csv"), &all)?;
     write_outputs_with(out, &all, &models, &validation)?;
+    if with_overcommit {
+        std::fs::write(
+            out.join("report.md"),
+            report::render_opts(&all, &models, &validation, true),
+        )
+        .map_err(|e| format!("writing report.md: {e}"))?;
+    }
     Ok(all.len())
 }
