@@ -8,11 +8,19 @@
 # and `selftest`, and the per-design host tests (each says
 # `designs ran by TEST: ...` into $FS_DESIGNS_RAN_LOG).
 #
+# The same for an EA-cache design (`askall`, a copy of `always` with its
+# `sends()` declaration, one entry in EACACHE_DESIGNS): the cifs option
+# parser (vfsh `mount cifs ... eacache=`), `bench smb-sweep`'s design
+# arguments and --help, the guest's `smbopts=` (a kernel command-line unit
+# test through the same option parser), and the cifs per-design tests
+# against the Samba fixture.
+#
 # Usage: scripts/design-check.sh QEMU_RUN   (the feature build gets its own
 # target directory, $TARGET_DIR/design-check, like loom's).
 set -euo pipefail
 
 NEW=probe
+NEW_EA=askall
 qemu_run=${1:?usage: $0 QEMU_RUN}
 export CARGO_TARGET_DIR=${TARGET_DIR:-target}/design-check
 t=$CARGO_TARGET_DIR
@@ -39,8 +47,14 @@ cargo test --release -p fs --features test-design \
     every_operation_returns_enomem a_later_allocation_failing \
     missing_names_with_every_7th scripts_give_expected_output_on_every_design \
     remount_after_an_earlier_namespace stats_lines_and_counters_move path_walk_runs_every_design
-cargo test --release -p kernel --lib --features test-design -- every_registered_design
+cargo test --release -p fs --features test-design \
+    --test cifs_samba --test cifs_eas --test cifs_xattr --test cifs_impacket -- \
+    ls_la_per_eacache_design ea_support_no_every_design \
+    an_ea_added_on_the_server_shows_after_the_window mount_list_stat_read
+cargo test --release -p kernel --lib --features test-design -- every_registered_
 cargo test --release -p bench --features test-design --test params --test report
+cargo test --release -p bench --features test-design --test sweep_inputs -- \
+    smb_sweep_help_names_every_design smb_sweep_refuses_an_unknown_design
 for test in stress::rcu_stress_all_designs \
     differential::random_sequences_agree_with_linux \
     enomem::every_operation_returns_enomem_when_every_allocation_fails \
@@ -56,6 +70,15 @@ for test in stress::rcu_stress_all_designs \
         bad "$test did not run $NEW"
     fi
 done
+for test in cifs_samba::ls_la_per_eacache_design cifs_eas::ea_support_no_every_design \
+    cifs_xattr::an_ea_added_on_the_server_shows_after_the_window \
+    cifs_impacket::mount_list_stat_read; do
+    if grep -qE "^designs ran by $test:.* $NEW_EA( |$)" "$FS_DESIGNS_RAN_LOG"; then
+        echo "ran $NEW_EA: $test"
+    else
+        bad "$test did not run $NEW_EA"
+    fi
+done
 
 echo "=== design-check: vfsh"
 out=$(printf 'mkdir /a\nstat /a/x\nstat /a/x\nmount enoent=%s\nstat /a/x\n' "$NEW" |
@@ -63,6 +86,26 @@ out=$(printf 'mkdir /a\nstat /a/x\nstat /a/x\nmount enoent=%s\nstat /a/x\n' "$NE
 want=$'ok\nerr ENOENT\nerr ENOENT\nok\nerr ENOENT'
 [[ $out == "$want" ]] || bad "vfsh -o enoent=$NEW: got '$out'"
 "$t/release/vfsh" --help | grep -q "^ *$NEW " || bad "vfsh --help does not list $NEW"
+
+echo "=== design-check: the cifs option parser (vfsh mount cifs eacache=$NEW_EA)"
+# Port 1 on loopback has no server: an accepted option set gets as far as
+# connecting (EHOSTDOWN); a refused one is EINVAL naming every design.
+out=$(printf 'mkdir /m\nmount cifs //127.0.0.1:1/x /m username=u,password=p,eacache=%s\nmount cifs //127.0.0.1:1/x /m username=u,password=p,eacache=nosuch\n' \
+    "$NEW_EA" | "$t/release/vfsh" 2>&1)
+grep -q "^err EHOSTDOWN" <<<"$out" && ! grep -q "bad eacache= option: $NEW_EA" <<<"$out" ||
+    bad "vfsh mount cifs eacache=$NEW_EA: $out"
+grep -qE "bad eacache= option: nosuch \(.*\|$NEW_EA(\||\))" <<<"$out" ||
+    bad "eacache=nosuch is not refused naming $NEW_EA: $out"
+
+echo "=== design-check: bench smb-sweep $NEW_EA (arguments only; nothing runs)"
+"$t/release/bench" smb-sweep --help | grep -qE "^ +$NEW_EA " ||
+    bad "bench smb-sweep --help does not list $NEW_EA"
+set +e
+err=$("$t/release/bench" smb-sweep "$NEW_EA" nosuch --linux none 2>&1 >/dev/null)
+code=$?
+set -e
+[[ $code == 2 && $err == *'no EA-cache design "nosuch" ('*"|$NEW_EA"* ]] ||
+    bad "bench smb-sweep $NEW_EA nosuch: exit $code: $err"
 
 echo "=== design-check: bench host and the sweep"
 "$t/release/bench" host bench=statneg tasks=1 "design=$NEW" warmup=0 secs=1 >"$work/host.txt" ||
@@ -92,4 +135,4 @@ done
 if ((fail)); then
     exit 1
 fi
-echo "design-check: every surface took '$NEW' and every per-design test ran it"
+echo "design-check: every surface took '$NEW' and '$NEW_EA' and every per-design test ran them"

@@ -244,7 +244,8 @@ pub fn run(cfg: &LslaConfig, mut progress: impl FnMut(&str)) -> Result<Vec<LslaR
             let warm = ls_la(&v)?;
             let warm_s = s.elapsed().as_secs_f64();
             let t2 = relay.totals();
-            let unsupported = fs.opts.effective_eacache().name() == "off";
+            let unsupported =
+                fs.opts.effective_eacache().sends() == fs::cifs::eacache::EaSends::Never;
             for (l, when) in [(&cold, "cold"), (&warm, "warm")] {
                 check_eas(l, cfg, unsupported)
                     .map_err(|e| format!("eacache={design} rtt_ms={rtt}, {when} listing: {e}"))?;

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use bench::host::exec::HostExecutor;
 use bench::host::{linux, now_stamp, sweep, StdoutWriter};
 use bench::params::Params;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -184,8 +184,18 @@ enum Cmd {
     },
 }
 
+/// `bench smb-sweep --help`'s list of designs, from the registry.
+fn eacache_designs_help() -> String {
+    let mut s = String::from("EA-cache designs (fs::cifs::eacache::EACACHE_DESIGNS):\n");
+    for d in fs::cifs::eacache::EACACHE_DESIGNS {
+        s.push_str(&format!("  {:<10} {}\n", d.name(), d.help()));
+    }
+    s
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cmd = Cli::command().mut_subcommand("smb-sweep", |c| c.after_help(eacache_designs_help()));
+    let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
     match cli.cmd {
         Cmd::Host { no_pin, words } => {
             let params = match Params::parse_words(words.iter().map(String::as_str)) {

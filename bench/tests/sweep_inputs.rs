@@ -88,9 +88,29 @@ fn smb_sweep_checks_its_output_first() {
 fn smb_sweep_refuses_an_unknown_design_naming_the_known_ones() {
     let (code, err, took) = bench(&["smb-sweep", "easize", "probe", "--linux", "none"]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("no EA-cache design \"probe\" (always|negcache|easize|off)"),
-        "{err}"
+    let want = format!(
+        "no EA-cache design \"probe\" ({})",
+        fs::cifs::eacache::names()
     );
+    assert!(err.contains(&want), "{err}");
+    assert!(err.contains("always|negcache|easize|off"), "{err}");
     assert!(took < Duration::from_secs(30), "it ran first: {took:?}");
+}
+
+#[test]
+fn smb_sweep_help_names_every_design() {
+    let o = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["smb-sweep", "--help"])
+        .output()
+        .expect("run bench");
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    for d in fs::cifs::eacache::EACACHE_DESIGNS {
+        assert!(
+            out.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{} ", d.name()))),
+            "{} missing from:\n{out}",
+            d.name()
+        );
+    }
 }

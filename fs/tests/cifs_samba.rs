@@ -5,6 +5,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 
+use fs::cifs::eacache::{EaCacheDesign, EaSends};
 use fs::cifs::{self, eacache, CifsFs};
 use fs::coreutils::{ls_la, LsListing};
 use fs::errno::Errno;
@@ -74,11 +75,12 @@ fn expected(i: usize) -> Vec<Vec<u8>> {
     names
 }
 
-fn check_names(l: &LsListing, design: &str) {
+fn check_names(l: &LsListing, d: &dyn EaCacheDesign) {
+    let design = d.name();
     assert_eq!(l.entries.len(), ENTRIES, "{design}: every entry listed");
     for (i, e) in l.entries.iter().enumerate() {
         assert_eq!(e.name, entry_name(i).as_bytes());
-        if design == "off" {
+        if d.sends() == EaSends::Never {
             assert_eq!(e.xattrs, Err(Errno::EOPNOTSUPP), "{design}: {i}");
             continue;
         }
@@ -111,8 +113,10 @@ fn ls_la_per_eacache_design() {
     // The names of `ls -la /mnt` on the share: /mnt and `.` (the mount's
     // root, one inode) and the entries; `..` is the tmpfs above.
     let names = ENTRIES as u64 + 2;
-    for d in eacache::EACACHE_DESIGNS {
+    let mut ran = Vec::new();
+    for &d in eacache::EACACHE_DESIGNS {
         let design = d.name();
+        ran.push(design);
         let (v, sb) = mount(&fx, &format!("eacache={design},eacache_k=4"));
         let fs = sb.ops_as::<CifsFs>().unwrap();
         let cold = list(&v, fs);
@@ -121,15 +125,19 @@ fn ls_la_per_eacache_design() {
             "eacache={design}: cold frames={} query_info={}; warm frames={} query_info={}",
             cold.frames, cold.query_info, warm.frames, warm.query_info
         );
-        check_names(&cold.l, design);
-        check_names(&warm.l, design);
+        check_names(&cold.l, d);
+        check_names(&warm.l, d);
+        assert!(
+            warm.query_info <= cold.query_info,
+            "{design}: warm asks no more than cold"
+        );
         assert_eq!(
             v.xattr_value(
                 format!("/mnt/{}", entry_name(ENTRIES - 1)).as_bytes(),
                 b"user.x",
                 false
             ),
-            if design == "off" {
+            if d.sends() == EaSends::Never {
                 Err(Errno::EOPNOTSUPP)
             } else {
                 Ok(b"1".to_vec())
@@ -141,54 +149,66 @@ fn ls_la_per_eacache_design() {
         let d0 = &cold.l.entries[0].stat;
         assert_eq!((d0.uid, d0.gid), (0, 0), "{design}: no WSL EAs on stat");
         assert_eq!(fs.wsl_queries.load(std::sync::atomic::Ordering::Relaxed), 0);
-        match design {
-            "always" => {
+        match d.sends() {
+            EaSends::EveryCall => {
                 assert_eq!(cold.query_info, names, "Linux: one query per name");
                 assert_eq!(warm.query_info, names, "and again warm");
             }
-            "negcache" => {
+            EaSends::PerInodeAndTcon => {
                 // /mnt answers NO_EAS, `.` is the same inode; the WSL
                 // entries come first, so the tcon saw EAs and keeps asking.
-                assert_eq!(cold.query_info, names - 1);
-                assert_eq!(warm.query_info, with_eas, "warm: only entries with EAs");
+                assert_eq!(cold.query_info, names - 1, "{design}");
+                assert_eq!(
+                    warm.query_info, with_eas,
+                    "{design} warm: only entries with EAs"
+                );
             }
-            "easize" => {
-                assert_eq!(cold.query_info, with_eas, "only EaSize != 0");
-                assert_eq!(warm.query_info, with_eas);
-                assert_eq!(warm.frames, with_eas);
+            EaSends::TrustsEaSize => {
+                assert_eq!(cold.query_info, with_eas, "{design}: only EaSize != 0");
+                assert_eq!(warm.query_info, with_eas, "{design}");
+                assert_eq!(warm.frames, with_eas, "{design}");
             }
-            "off" => {
+            EaSends::Never => {
                 assert_eq!((cold.query_info, warm.query_info, warm.frames), (0, 0, 0));
-                assert!(cold.frames <= 6, "listing only: {}", cold.frames);
+                assert!(cold.frames <= 6, "{design}, listing only: {}", cold.frames);
             }
-            other => panic!("a new design {other}: say what it must send"),
         }
     }
-    // No EAs anywhere: negcache stops after K answers, easize asks nothing,
-    // nouser_xattr asks nothing whatever the design.
+    // No EAs anywhere: a per-tcon stop ends after K answers, trusting
+    // EaSize asks nothing, and `nouser_xattr` sends nothing whatever the
+    // design.
     drop(fx);
     let fx = Fixture::start(&FixtureOpts {
         entries: ENTRIES,
         ..FixtureOpts::default()
     })
     .expect("samba fixture");
-    for (opts, cold_qi) in [
-        ("eacache=negcache,eacache_k=4", 4),
-        ("eacache=easize", 0),
-        ("eacache=always,nouser_xattr", 0),
-    ] {
-        let (v, sb) = mount(&fx, opts);
-        let fs = sb.ops_as::<CifsFs>().unwrap();
-        let cold = list(&v, fs);
-        let warm = list(&v, fs);
-        eprintln!(
-            "{opts}, no EAs: cold frames={} qi={}, warm frames={}",
-            cold.frames, cold.query_info, warm.frames
-        );
-        assert_eq!(cold.query_info, cold_qi, "{opts}");
-        assert!(cold.frames <= 6 + cold_qi, "{opts}: {}", cold.frames);
-        assert_eq!((warm.frames, warm.query_info), (0, 0), "{opts}: warm");
+    for &d in eacache::EACACHE_DESIGNS {
+        let design = d.name();
+        let (cold_qi, warm_qi) = match d.sends() {
+            EaSends::EveryCall => (names, names),
+            EaSends::PerInodeAndTcon => (4, 0),
+            EaSends::TrustsEaSize | EaSends::Never => (0, 0),
+        };
+        for (opts, cold_qi, warm_qi) in [
+            (format!("eacache={design},eacache_k=4"), cold_qi, warm_qi),
+            (format!("eacache={design},nouser_xattr"), 0, 0),
+        ] {
+            let (v, sb) = mount(&fx, &opts);
+            let fs = sb.ops_as::<CifsFs>().unwrap();
+            let cold = list(&v, fs);
+            let warm = list(&v, fs);
+            eprintln!(
+                "{opts}, no EAs: cold frames={} qi={}, warm frames={} qi={}",
+                cold.frames, cold.query_info, warm.frames, warm.query_info
+            );
+            assert_eq!(cold.query_info, cold_qi, "{opts}");
+            assert!(cold.frames <= 6 + cold_qi, "{opts}: {}", cold.frames);
+            assert_eq!(warm.query_info, warm_qi, "{opts}: warm");
+            assert!(warm.frames <= warm_qi, "{opts}: warm {}", warm.frames);
+        }
     }
+    fs::dcache::design::say_ran("cifs_samba::ls_la_per_eacache_design", &ran);
 }
 
 #[test]

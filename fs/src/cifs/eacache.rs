@@ -63,6 +63,30 @@ pub enum EaAnswer {
     Unsupported,
 }
 
+/// What a design sends, declared by the design so that the per-design
+/// tests (fs/tests/cifs_*.rs, bench's EA checks) know what to expect of it
+/// without a list of names of their own. A new design picks the behaviour
+/// its `decide` has; a copy of a design copies its declaration too.
+///
+/// QUERY_INFO(FileFullEaInformation) for coreutils 9.7 `ls -la` of N
+/// entries with no EAs, and what a server that refuses the EA class costs:
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EaSends {
+    /// Every call asks (`always`): N+2 cold, N+2 warm; a refusal is asked
+    /// again every time.
+    EveryCall,
+    /// Per-inode NO_EAS for the attribute window, and a per-tcon stop after
+    /// K NO_EAS answers while none showed EAs (`negcache`): K cold, 0 warm;
+    /// one refusal, then nothing.
+    PerInodeAndTcon,
+    /// EaSize 0 with the attributes is an empty list; unknown falls back to
+    /// [`EaSends::PerInodeAndTcon`] (`easize`): 0 cold, 0 warm; asks only
+    /// for entries whose EaSize is not 0.
+    TrustsEaSize,
+    /// Never sends; every call is EOPNOTSUPP (`off`, as `nouser_xattr`).
+    Never,
+}
+
 /// One EA-cache policy.
 pub trait EaCacheDesign: Sync {
     /// The name in `eacache=`.
@@ -71,6 +95,8 @@ pub trait EaCacheDesign: Sync {
     fn help(&self) -> &'static str;
     /// Ask the server, or answer locally?
     fn decide(&self, c: &EaCtx) -> EaAnswer;
+    /// What it sends, for the per-design tests to check.
+    fn sends(&self) -> EaSends;
 }
 
 /// Linux 6.12: every call asks.
@@ -91,6 +117,9 @@ impl EaCacheDesign for Always {
     }
     fn decide(&self, _: &EaCtx) -> EaAnswer {
         EaAnswer::Ask
+    }
+    fn sends(&self) -> EaSends {
+        EaSends::EveryCall
     }
 }
 
@@ -122,6 +151,9 @@ impl EaCacheDesign for NegCache {
     fn decide(&self, c: &EaCtx) -> EaAnswer {
         negcache_rule(c)
     }
+    fn sends(&self) -> EaSends {
+        EaSends::PerInodeAndTcon
+    }
 }
 
 impl EaCacheDesign for EaSize {
@@ -139,6 +171,9 @@ impl EaCacheDesign for EaSize {
             None => negcache_rule(c),
         }
     }
+    fn sends(&self) -> EaSends {
+        EaSends::TrustsEaSize
+    }
 }
 
 impl EaCacheDesign for Off {
@@ -151,10 +186,46 @@ impl EaCacheDesign for Off {
     fn decide(&self, _: &EaCtx) -> EaAnswer {
         EaAnswer::Unsupported
     }
+    fn sends(&self) -> EaSends {
+        EaSends::Never
+    }
 }
 
-/// Every EA-cache design. Add new designs here.
-pub static EACACHE_DESIGNS: &[&dyn EaCacheDesign] = &[&Always, &NegCache, &EaSize, &Off];
+/// A design added only by the fs feature `test-design`, exactly as
+/// docs/designs.md tells a user to add one (a copy of `always` under a new
+/// name, its declaration included, and one entry in [`EACACHE_DESIGNS`]):
+/// scripts/design-check.sh proves that every surface and every per-design
+/// test takes it with no other edit.
+#[cfg(feature = "test-design")]
+pub struct AskAll;
+
+#[cfg(feature = "test-design")]
+impl EaCacheDesign for AskAll {
+    fn name(&self) -> &'static str {
+        "askall"
+    }
+    fn help(&self) -> &'static str {
+        "test only: a copy of always under another name"
+    }
+    fn decide(&self, _: &EaCtx) -> EaAnswer {
+        EaAnswer::Ask
+    }
+    fn sends(&self) -> EaSends {
+        EaSends::EveryCall
+    }
+}
+
+/// Every EA-cache design, in report order. Add new designs here: this is
+/// the only list (`eacache=`, the guest's `smbopts=`, `bench smb-sweep`,
+/// help texts, errors and every per-design test read it).
+pub static EACACHE_DESIGNS: &[&dyn EaCacheDesign] = &[
+    &Always,
+    &NegCache,
+    &EaSize,
+    &Off,
+    #[cfg(feature = "test-design")]
+    &AskAll,
+];
 
 /// The default design.
 pub const DEFAULT: &str = "easize";
@@ -294,10 +365,43 @@ mod tests {
 
     #[test]
     fn registry_names() {
-        assert_eq!(names(), "always|negcache|easize|off");
+        assert!(
+            names().starts_with("always|negcache|easize|off"),
+            "{}",
+            names()
+        );
         assert!(by_name(DEFAULT).is_some());
         assert_eq!(from_wslea("probe"), by_name("always"));
         assert_eq!(from_wslea("negcache"), by_name("negcache"));
         assert_eq!(from_wslea("bogus"), None);
+    }
+
+    /// Every design's `decide` does what its `sends()` declares, on the
+    /// situations that tell the four behaviours apart.
+    #[test]
+    fn every_design_decides_as_it_declares() {
+        let fresh = ctx();
+        let unknown = EaCtx {
+            ea_size: None,
+            ..ctx()
+        };
+        let remembered = EaCtx {
+            since_no_eas_ms: Some(10),
+            ..unknown
+        };
+        let with_eas = EaCtx {
+            ea_size: Some(19),
+            ..ctx()
+        };
+        for d in EACACHE_DESIGNS {
+            let got = [fresh, unknown, remembered, with_eas].map(|c| d.decide(&c));
+            let want = match d.sends() {
+                EaSends::EveryCall => [Ask, Ask, Ask, Ask],
+                EaSends::PerInodeAndTcon => [Ask, Ask, NoEas, Ask],
+                EaSends::TrustsEaSize => [NoEas, Ask, NoEas, Ask],
+                EaSends::Never => [Unsupported; 4],
+            };
+            assert_eq!(got, want, "{}: {:?}", d.name(), d.sends());
+        }
     }
 }

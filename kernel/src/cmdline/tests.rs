@@ -110,6 +110,35 @@ fn every_registered_design_is_a_guest_word() {
     );
 }
 
+/// The guest's `smbopts=` takes every EA-cache design: the command line
+/// keeps the options, and the fs crate's cifs option parser (what the
+/// boot-time mount runs on them) selects the design; an unknown one is
+/// refused naming every registered design.
+#[test]
+fn every_registered_eacache_design_is_a_guest_smbopts_word() {
+    use fs::cifs::{eacache, CifsOpts};
+    for d in eacache::EACACHE_DESIGNS {
+        let n = d.name();
+        let c = parse(&std::format!(
+            "smb=//10.0.2.100/share smbopts=username=root,password=pw,eacache={n}"
+        ))
+        .unwrap();
+        let opts = c.smbopts.unwrap();
+        let o = CifsOpts::parse(opts.as_str()).unwrap();
+        assert_eq!(o.effective_eacache().name(), n);
+    }
+    let c = parse("smb=//10.0.2.100/s smbopts=username=root,eacache=nosuch").unwrap();
+    let e = CifsOpts::parse(c.smbopts.unwrap().as_str()).unwrap_err();
+    let msg = std::format!("{e}");
+    for d in eacache::EACACHE_DESIGNS {
+        assert!(msg.contains(d.name()), "{msg}");
+    }
+    std::eprintln!(
+        "designs ran by cmdline::every_registered_eacache_design_is_a_guest_smbopts_word: {}",
+        eacache::names().replace('|', " ")
+    );
+}
+
 #[test]
 fn bench_words_delegate_to_bench_params() {
     let c = parse("bench=statneg tasks=2 design=noalloc warmup=0 secs=1").unwrap();
