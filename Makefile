@@ -43,7 +43,8 @@ BENCH_ARGS ?=
 DESIGNS ?=
 
 .PHONY: help setup build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
-        bench smb-bench demo-trace linuxref linux-patched linux-patched-build linux-oracle linux-vfsh lint explore bench-static test-kvm test-designs
+        bench smb-bench demo-trace linuxref linux-patched linux-patched-build linux-oracle linux-vfsh lint explore bench-static test-kvm test-designs \
+        test-generated generated
 
 help:
 	@echo "make setup      install missing packages (as root) and the rust target"
@@ -51,6 +52,7 @@ help:
 	@echo "make run        setup + build + boot the demo (DEMO_CMDLINE='$(DEMO_CMDLINE)', DEMO_SMP=$(DEMO_SMP))"
 	@echo "make test       setup + host tests + loom models + QEMU boot tests at $(BOOT_TEST_SMPS) vCPUs"
 	@echo "make test-loom  the loom models only (fs/tests/loom.rs)"
+	@echo "make test-generated  generated files in git equal what their command makes (scripts/generated-check.sh)"
 	@echo "make test-kvm   the KVM smoke plus selftest under --accel kvm (skips listed with reasons; where /dev/kvm opens)"
 	@echo "make boot       boot once: SMP=$(SMP) MEM=$(MEM) CMDLINE='$(CMDLINE)' ACCEL=$(ACCEL) TIMEOUT=$(TIMEOUT)"
 	@echo "make bench      the design sweep (DESIGNS='$(DESIGNS)': ENOENT designs, comma-separated, empty = all; BENCH_ARGS='$(BENCH_ARGS)')"
@@ -63,6 +65,7 @@ help:
 	@echo "make linux-vfsh     the Linux half of the vfsh scripts under Debian's kernel and each of ours"
 	@echo "make lint       rustfmt check + clippy (host crates and kernel) with -D warnings"
 	@echo "make explore    regenerate docs/explore/index.html (the step-through page) and its screenshot"
+	@echo "make generated  regenerate every file test-generated checks (the explore page, docs/bench's report and plot)"
 
 setup:
 	@bash scripts/setup.sh
@@ -117,6 +120,7 @@ test-boot: build-qemu-run build-kernel
 test: setup
 	$(MAKE) --no-print-directory build-kernel build-qemu-run
 	$(MAKE) --no-print-directory test-host
+	$(MAKE) --no-print-directory test-generated
 	$(MAKE) --no-print-directory test-loom
 	$(MAKE) --no-print-directory test-designs
 	$(MAKE) --no-print-directory test-boot
@@ -152,8 +156,9 @@ demo-trace: build-qemu-run build-kernel
 # fs/src/explore/scenarios.rs through the vfsh engine, into one self-contained
 # HTML file; then (with Chromium) the screenshot the README shows.
 EXPLORE_SHOT := docs/explore/screenshot.png
+EXPLORE_RUN := $(CARGO) run --release -p fs --bin explore --
 explore:
-	$(CARGO) run --release -p fs --bin explore -- --out docs/explore/index.html
+	$(EXPLORE_RUN) --out docs/explore/index.html
 	@if command -v chromium >/dev/null; then \
 		prof=$$(mktemp -d); \
 		chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
@@ -191,6 +196,16 @@ linux-vfsh: linux-patched-build
 
 linux-patched-build: build-host
 	$(TARGET_DIR)/release/linux-patched --build-only
+
+# Files in git that a command makes from committed inputs (the explore page;
+# docs/bench's report.md and scaling.svg from its raw.csv and predict.csv)
+# must equal what the command makes now; `generated` rewrites them.
+BENCH_RUN := $(CARGO) run --release -p bench --
+test-generated:
+	EXPLORE_RUN="$(EXPLORE_RUN)" BENCH_RUN="$(BENCH_RUN)" bash scripts/generated-check.sh
+
+generated:
+	EXPLORE_RUN="$(EXPLORE_RUN)" BENCH_RUN="$(BENCH_RUN)" bash scripts/generated-check.sh --write
 
 lint:
 	$(CARGO) fmt --all --check
