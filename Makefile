@@ -52,7 +52,7 @@ help:
 	@echo "make run        setup + build + boot the demo (DEMO_CMDLINE='$(DEMO_CMDLINE)', DEMO_SMP=$(DEMO_SMP))"
 	@echo "make test       setup + host tests + loom models + QEMU boot tests at $(BOOT_TEST_SMPS) vCPUs"
 	@echo "make test-loom  the loom models only (fs/tests/loom.rs)"
-	@echo "make test-generated  generated files in git equal what their command makes (scripts/generated-check.sh)"
+	@echo "make test-generated  generated files in git equal what their command makes; docs links resolve"
 	@echo "make test-kvm   the KVM smoke plus selftest under --accel kvm (skips listed with reasons; where /dev/kvm opens)"
 	@echo "make boot       boot once: SMP=$(SMP) MEM=$(MEM) CMDLINE='$(CMDLINE)' ACCEL=$(ACCEL) TIMEOUT=$(TIMEOUT)"
 	@echo "make bench      the design sweep (DESIGNS='$(DESIGNS)': ENOENT designs, comma-separated, empty = all; BENCH_ARGS='$(BENCH_ARGS)')"
@@ -199,10 +199,12 @@ linux-patched-build: build-host
 
 # Files in git that a command makes from committed inputs (the explore page;
 # docs/bench's report.md and scaling.svg from its raw.csv and predict.csv)
-# must equal what the command makes now; `generated` rewrites them.
+# must equal what the command makes now; `generated` rewrites them. Then
+# every relative link of README.md and docs/ must resolve.
 BENCH_RUN := $(CARGO) run --release -p bench --
 test-generated:
 	EXPLORE_RUN="$(EXPLORE_RUN)" BENCH_RUN="$(BENCH_RUN)" bash scripts/generated-check.sh
+	bash scripts/doc-links.sh
 
 generated:
 	EXPLORE_RUN="$(EXPLORE_RUN)" BENCH_RUN="$(BENCH_RUN)" bash scripts/generated-check.sh --write
