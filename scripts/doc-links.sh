@@ -38,6 +38,7 @@ for my $f (@ARGV) {
     open(my $h, "<:encoding(UTF-8)", $f) or die "$f: $!\n";
     my $fence;
     while (my $line = <$h>) {
+        my $n = $.;
         if ($line =~ /^\s*```/) { $fence = !$fence; next }
         next if $fence;
         (my $text = $line) =~ s/`[^`]*`//g;
@@ -49,10 +50,10 @@ for my $f (@ARGV) {
             my $target = $path eq "" ? $f
                 : File::Spec->canonpath(File::Spec->catfile(dirname($f), $path));
             if (!-e $target) {
-                print "$f:$.: $to: no such file\n"; $bad++; next;
+                print "$f:$n: $to: no such file\n"; $bad++; next;
             }
             if (defined $anchor && $target =~ /\.md$/ && !slugs($target)->{$anchor}) {
-                print "$f:$.: $to: no heading with that anchor in $target\n"; $bad++;
+                print "$f:$n: $to: no heading with that anchor in $target\n"; $bad++;
             }
         }
     }

@@ -204,7 +204,7 @@ fn random_differential_against_tmpfs() {
     assert!(oks * 4 > ran, "{oks} of {ran} succeeded");
 }
 
-/// The session shown in the README, line for line.
+/// The session shown in docs/host-mode.md, line for line.
 #[test]
 fn readme_session() {
     let Some(fx) = fixture() else { return };

@@ -1,4 +1,5 @@
-//! The option parser against Linux's rules, the seed's line and the README.
+//! The option parser against Linux's rules, the seed's line and
+//! docs/mount-options.md.
 
 use super::*;
 use alloc::vec;
@@ -101,22 +102,23 @@ fn user_percent_pass_escaped_commas_and_credentials_file() {
     assert_eq!(e.0, "cifs: credentials=/etc/cred: No such file");
 }
 
-/// The README's "accepted, no effect here" list names every option of
-/// the table that has no effect, so the two cannot drift apart.
+/// The "accepted, no effect here" list of docs/mount-options.md names
+/// every option of the table that has no effect, so the two cannot drift
+/// apart.
 #[test]
-fn readme_lists_every_option_without_effect() {
-    let readme = include_str!("../../../../README.md");
-    let at = readme
+fn docs_list_every_option_without_effect() {
+    let doc = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/mount-options.md"));
+    let at = doc
         .find("Accepted, no effect here")
-        .expect("README section");
-    let section = &readme[at..];
+        .expect("docs/mount-options.md section");
+    let section = &doc[at..];
     for spec in OPTIONS.iter().filter(|s| s.no_effect.is_some()) {
         let shown = match spec.kind {
             Kind::Num | Kind::Str => format!("`{}=`", spec.name),
             Kind::FlagNo => format!("`{} / no{}`", spec.name, spec.name),
             Kind::Flag => format!("`{}`", spec.name),
         };
-        assert!(section.contains(&shown), "README misses {shown}");
+        assert!(section.contains(&shown), "docs/mount-options.md misses {shown}");
         assert!(section.contains(spec.no_effect.unwrap()), "{shown}");
     }
 }
