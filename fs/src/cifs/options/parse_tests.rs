@@ -107,7 +107,10 @@ fn user_percent_pass_escaped_commas_and_credentials_file() {
 /// apart.
 #[test]
 fn docs_list_every_option_without_effect() {
-    let doc = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/mount-options.md"));
+    let doc = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/mount-options.md"
+    ));
     let at = doc
         .find("Accepted, no effect here")
         .expect("docs/mount-options.md section");
@@ -118,7 +121,10 @@ fn docs_list_every_option_without_effect() {
             Kind::FlagNo => format!("`{} / no{}`", spec.name, spec.name),
             Kind::Flag => format!("`{}`", spec.name),
         };
-        assert!(section.contains(&shown), "docs/mount-options.md misses {shown}");
+        assert!(
+            section.contains(&shown),
+            "docs/mount-options.md misses {shown}"
+        );
         assert!(section.contains(spec.no_effect.unwrap()), "{shown}");
     }
 }
