@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::vec::Vec;
 
 use crate::dcache::{self, Dentry, D_MOUNTED, D_PAR_LOOKUP};
-use crate::shell::{self, Cmd};
 use crate::stats::{self, Counters, FallbackReason};
+use crate::tools::shell::{self, Cmd};
 use crate::trace::Step;
 use crate::vfs::Vfs;
 
@@ -152,7 +152,7 @@ pub fn mirrors(func: &str) -> (&'static str, &'static str) {
         ),
         "complete_walk" => ("complete_walk", "fs/src/namei.rs: Nd::complete_walk"),
         "filename_lookup" => ("filename_lookup", "fs/src/namei.rs: filename_lookup"),
-        "race" => ("(none: the race command)", "fs/src/explore/mod.rs"),
+        "race" => ("(none: the race command)", "fs/src/tools/explore/mod.rs"),
         _ => ("?", "fs/src/namei.rs"),
     }
 }
