@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use fs::tools::explore::{json_str, scenarios};
+use fs::tools::explore::scenarios;
+use fs::tools::shell::steps::json_str;
 
 const PAGE: &str = include_str!("page.html");
 
