@@ -366,7 +366,19 @@ impl<'a> WalkEvent<'a> {
             Result { .. } => None,
             FastMiss { enoent: true, .. } => None,
             MissCheck { seq, .. } if seq.ok() => None,
-            _ => Some(Text(self)),
+            PathInit { .. } | Unlazy { .. } | UnlazyFailed { .. } | Restart { .. } => {
+                Some(Text(self))
+            }
+            DotDotMount { .. } | DotDot { .. } | FastHit { .. } | FastMiss { .. } => {
+                Some(Text(self))
+            }
+            MissCheck { .. } | FastEnoent { .. } | RefHit { .. } | SlowFound { .. } => {
+                Some(Text(self))
+            }
+            SlowEnoent { .. } | ParallelFound { .. } | DAdd { .. } | MountHere { .. } => {
+                Some(Text(self))
+            }
+            Negative { .. } | Symlink { .. } | Done { .. } => Some(Text(self)),
         }
     }
 }
@@ -758,5 +770,73 @@ pub fn emit_step(s: &Step<'_>) {
     let f = *STEP_SINK.read();
     if let Some(f) = f {
         f(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vfs::Vfs;
+
+    /// `walk_event!` lists the kinds that have a text line (the others cost
+    /// nothing without `teaching`): a kind left off the list would lose its
+    /// line in the kernel's trace. Every kind, in each of its shapes.
+    #[test]
+    fn the_text_list_of_walk_event_matches_the_renderer() {
+        let vfs = Vfs::new_tmpfs("").unwrap();
+        let d: &Dentry = vfs.root_mount().root_arc();
+        let (name, hash, why) = (&b"x"[..], 7, FallbackReason::CacheMiss);
+        let (same, moved) = (
+            SeqNote::check("d_seq", 2, 2),
+            SeqNote::check("dir_seq", 2, 4),
+        );
+        let mut texts = 0;
+        macro_rules! check {
+            ($kind:ident $(, $($field:tt)*)?) => {{
+                let e = WalkEvent::$kind { $($($field)*)? };
+                let listed = crate::walk_event!(@text $kind);
+                assert!(listed || e.text().is_none(), "{} has a line", stringify!($kind));
+                if let Some(t) = e.text() {
+                    texts += 1;
+                    assert!(!alloc::format!("{t}").is_empty(), "{}", stringify!($kind));
+                }
+                e.step().map(|s| assert!(!s.what.is_empty(), "{}", stringify!($kind)));
+            }};
+        }
+        for rcu in [true, false] {
+            check!(PathInit, path: b"/x", root: d, rcu, seq: 2, parent: rcu);
+            check!(DotDotMount, d, rcu, mount: 1);
+            check!(DotDot, d, rcu, seq: 2);
+            check!(FastMiss, name, hash, dir: d, dir_seq: 2, design: "negative", enoent: rcu);
+            check!(StepInto, name, d, rcu);
+            check!(MountRoot, name, root: d, rcu, seq: 2);
+            check!(Negative, name, d, rcu);
+            check!(Symlink, name, d, rcu, body: b"/y", nlinks: 1);
+            check!(Onto, name, d, rcu);
+            check!(Done, rcu);
+            check!(Result, path: b"/x", rcu, result: "ok");
+            check!(DAdd, name, d, fs: "tmpfs", positive: rcu);
+        }
+        check!(Unlazy, d, why);
+        check!(UnlazyFailed, d, how: UnlazyFail::MountSeq(moved));
+        check!(UnlazyFailed, d, how: UnlazyFail::Dead);
+        check!(UnlazyFailed, d, how: UnlazyFail::DSeq(moved));
+        check!(Unlazied, d, seq: same);
+        check!(Restart, d, why);
+        check!(FastHit, name, hash, d, seq: 2);
+        check!(MissCheck, name, dir: d, seq: same);
+        check!(MissCheck, name, dir: d, seq: moved);
+        check!(FastEnoent, name, hash, dir: d, dir_seq: 2, rename_seq: 2, design: "noalloc");
+        check!(RefHit, name, d);
+        check!(Slow, name, dir: d);
+        check!(SlowFound, name, d);
+        check!(SlowEnoent, name, dir: d);
+        check!(ParallelFound, name, d);
+        check!(ParallelAlloc, name, d);
+        check!(MountHere, name, d, mount: 1, fs: "tmpfs", seq: Some(same));
+        check!(MountHere, name, d, mount: 1, fs: "tmpfs", seq: None);
+        check!(ChildCheck, name, d, seq: same);
+        check!(CompleteWalk, d, seq: same);
+        assert_eq!(texts, 29);
     }
 }
