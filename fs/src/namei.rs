@@ -56,7 +56,7 @@
 //! restarts in ref-walk. Linux has no such check; KASAN plays that part there.
 //!
 //! **Tracing**: each step is one [`crate::trace::WalkEvent`] (`walk_event!`),
-//! which `trace.rs` renders as a text line, a `trace json` step, or both.
+//! which [`crate::trace`] renders as a text line, a `trace json` step, or both.
 //!
 //! Touches: dcache, mounts, inodes (read), the directory `i_rwsem` (shared,
 //! in `lookup_slow`), counters and traces.
