@@ -153,7 +153,7 @@ demo-trace: build-qemu-run build-kernel
 	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(SMP) --cmdline "demo=trace" $(QEMU_RUN_FLAGS)
 
 # The step-through page of the lookup walk: every scenario of
-# fs/src/explore/scenarios.rs through the vfsh engine, into one self-contained
+# fs/src/tools/explore/scenarios.rs through the vfsh engine, into one self-contained
 # HTML file; then (with Chromium) the screenshot the README shows.
 EXPLORE_SHOT := docs/explore/screenshot.png
 EXPLORE_RUN := $(CARGO) run --release -p fs --bin explore --

@@ -21,8 +21,6 @@ pub mod cifs;
 pub mod coreutils;
 pub mod dcache;
 pub mod errno;
-#[cfg(all(feature = "std", feature = "teaching"))]
-pub mod explore;
 pub mod fault;
 pub mod inode;
 pub mod mem;
@@ -30,13 +28,13 @@ pub mod mount;
 pub mod namei;
 pub mod platform;
 pub mod poison;
-#[cfg(feature = "std")]
-pub mod shell;
 pub mod smb;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sync;
 pub mod tmpfs;
+#[cfg(feature = "std")]
+pub mod tools;
 pub mod trace;
 pub mod vfs;
 pub mod xattr;

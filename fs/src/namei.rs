@@ -55,6 +55,9 @@
 //! store). A dead one means RCU freed it under us: it is counted and the walk
 //! restarts in ref-walk. Linux has no such check; KASAN plays that part there.
 //!
+//! **Tracing**: each step is one [`crate::trace::WalkEvent`] (`walk_event!`),
+//! which [`crate::trace`] renders as a text line, a `trace json` step, or both.
+//!
 //! Touches: dcache, mounts, inodes (read), the directory `i_rwsem` (shared,
 //! in `lookup_slow`), counters and traces.
 
@@ -71,10 +74,9 @@ use crate::inode::Inode;
 use crate::mount::Mount;
 use crate::stats::{self, Event, FallbackReason};
 use crate::sync::rcu::{RcuGuard, RcuRef};
-use crate::trace;
+use crate::trace::{SeqNote, UnlazyFail};
 use crate::vfs::Vfs;
-#[allow(unused_imports)] // only the `teaching` step points use them
-use crate::{step, trace::SeqNote};
+use crate::walk_event;
 
 /// Longest path (bytes, without the NUL), as Linux `PATH_MAX - 1`.
 pub const PATH_MAX: usize = 4096;
@@ -149,10 +151,6 @@ pub struct Nd<'g> {
     nlinks: u32,
 }
 
-fn name_str(n: &[u8]) -> &str {
-    core::str::from_utf8(n).unwrap_or("<non-utf8>")
-}
-
 impl<'g> Nd<'g> {
     /// Linux `path_init`: start at the namespace root (all our paths are
     /// absolute; a relative one is taken relative to the root too).
@@ -177,12 +175,9 @@ impl<'g> Nd<'g> {
         }
     }
 
-    fn mode(&self) -> &'static str {
-        if self.rcu {
-            "rcu"
-        } else {
-            "ref"
-        }
+    /// `mount_seq` now against its sample at the start (for the trace).
+    fn mount_seq(&self) -> SeqNote {
+        SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.mount_lock.peek())
     }
 
     /// Make `Pos` for a dentry found under our guard.
@@ -209,41 +204,27 @@ impl<'g> Nd<'g> {
     fn try_to_unlazy(&mut self, why: FallbackReason) -> WResult<()> {
         debug_assert!(self.rcu, "try_to_unlazy outside RCU-walk");
         stats::fallback(why);
-        trace!("  unlazy: leaving rcu-walk, reason={}", why.name());
-        step!("try_to_unlazy", b"", true, dentry: &*self.d, reason: why,
-            what: "leave RCU-walk: take a reference on where we stand");
+        walk_event!(Unlazy, d: &self.d, why);
         // Nothing was mounted or unmounted since we started.
         if self.vfs.mounts.mount_lock.read_retry(self.m_seq) {
-            trace!("  unlazy failed: mount_seq changed -> restart in ref-walk");
-            step!("try_to_unlazy", b"", true, dentry: &*self.d,
-                seq: SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.mount_lock.peek()),
-                what: "failed: something was mounted meanwhile; restart in ref-walk");
+            walk_event!(UnlazyFailed, d: &self.d, how: UnlazyFail::MountSeq(self.mount_seq()));
             return Err(WalkErr::Restart);
         }
         let Pos::Rcu(r) = self.d else { return Ok(()) };
+        let d_seq = || SeqNote::check("d_seq", self.seq, r.d_seq.peek());
         let Some(held) = dcache::dget_not_dead(r) else {
             stats::fallback(FallbackReason::Dead);
-            trace!("  unlazy failed: dentry is dead -> restart in ref-walk");
-            step!("try_to_unlazy", b"", true, dentry: r.get(), reason: FallbackReason::Dead,
-                what: "failed: the dentry died; restart in ref-walk");
+            walk_event!(UnlazyFailed, d: r.get(), how: UnlazyFail::Dead);
             return Err(WalkErr::Restart);
         };
         // The dentry we hold is still the one we walked onto: its name,
         // parent and inode did not change since we sampled d_seq.
         if r.d_seq.read_retry(self.seq) {
-            trace!(
-                "  unlazy failed: d_seq {} moved -> restart in ref-walk",
-                self.seq
-            );
-            step!("try_to_unlazy", b"", true, dentry: r.get(),
-                seq: SeqNote::check("d_seq", self.seq, r.d_seq.peek()),
-                what: "failed: the dentry changed; restart in ref-walk");
+            walk_event!(UnlazyFailed, d: r.get(), how: UnlazyFail::DSeq(d_seq()));
             drop(held);
             return Err(WalkErr::Restart);
         }
-        step!("try_to_unlazy", b"", false, dentry: r.get(),
-            seq: SeqNote::check("d_seq", self.seq, r.d_seq.peek()),
-            what: "holding a reference (a lockref cmpxchg: a shared store, no lock): continue in ref-walk");
+        walk_event!(Unlazied, d: r.get(), seq: d_seq());
         self.d = Pos::Ref(held);
         self.rcu = false;
         Ok(())
@@ -252,9 +233,7 @@ impl<'g> Nd<'g> {
     /// A sequence check failed in RCU-walk: count it and restart.
     fn restart(&self, why: FallbackReason) -> WalkErr {
         stats::fallback(why);
-        trace!("  {} check failed -> restart in ref-walk", why.name());
-        step!("restart", b"", true, dentry: &*self.d, reason: why,
-            what: "a check failed: drop everything, restart the walk in ref-walk");
+        walk_event!(Restart, d: &self.d, why);
         WalkErr::Restart
     }
 
@@ -274,10 +253,6 @@ impl<'g> Nd<'g> {
                 (Some(parent_mnt), Some(mp)) => {
                     // Up to the mountpoint in the parent mount (which the
                     // child mount keeps alive).
-                    trace!(
-                        "  ..: mount root -> mountpoint in parent mount {}",
-                        parent_mnt.id
-                    );
                     let mp_arc = mp.arc();
                     self.d = if self.rcu {
                         let r = RcuRef::from_arc(mp_arc);
@@ -287,8 +262,7 @@ impl<'g> Nd<'g> {
                         Pos::Ref(mp.dget())
                     };
                     self.mnt = parent_mnt;
-                    step!("handle_dots", b"..", self.rcu, dentry: &*self.d,
-                        what: "at a mount root: over to the mountpoint in the parent mount");
+                    walk_event!(DotDotMount, d: &self.d, rcu: self.rcu, mount: parent_mnt.id);
                 }
                 _ => return Ok(()), // the namespace root: `..` stays
             }
@@ -313,10 +287,7 @@ impl<'g> Nd<'g> {
         } else {
             self.d = self.pos(parent)?;
         }
-        trace!("  ..: up to parent ({})", self.mode());
-        step!("handle_dots", b"..", self.rcu, dentry: &*self.d,
-            seq_opt: self.rcu.then(|| SeqNote::sample("d_seq", self.seq)),
-            what: "up to the parent");
+        walk_event!(DotDot, d: &self.d, rcu: self.rcu, seq: self.seq);
         Ok(())
     }
 
@@ -327,14 +298,13 @@ impl<'g> Nd<'g> {
         name: &[u8],
         hash: u64,
     ) -> WResult<Option<(RcuRef<'g, Dentry>, u32)>> {
-        let parent = match &self.d {
-            Pos::Rcu(r) => *r,
-            Pos::Ref(_) => unreachable!("lookup_fast_rcu in ref-walk"),
+        let Pos::Rcu(parent) = self.d else {
+            unreachable!("lookup_fast_rcu in ref-walk")
         };
         // Sample before searching: if the directory's children or any
         // chain change meanwhile, a miss proves nothing.
-        let dseq = parent.dir_seq.raw_begin();
-        let rseq = dcache::dcache().rename_lock.raw_begin();
+        let dir_seq = parent.dir_seq.raw_begin();
+        let rename_seq = dcache::dcache().rename_lock.raw_begin();
         let found = match d_lookup_rcu(&parent, name, hash, self.g) {
             Ok(found) => found,
             // The chain led onto a freed dentry (counted): nothing this walk
@@ -342,97 +312,52 @@ impl<'g> Nd<'g> {
             Err(Poisoned) => return Err(self.restart(FallbackReason::Poisoned)),
         };
         if let Some((child, cseq)) = found {
-            step!("lookup_fast", name, true, dentry: child.get(),
-                seq: SeqNote::sample("d_seq", cseq),
-                what: "found in the dcache (hash chain walked without locks)");
+            walk_event!(FastHit, name, hash, d: child.get(), seq: cseq);
             // The parent did not change since we stepped on it: the
             // ref-walk would be holding it here.
             if parent.d_seq.read_retry(self.seq) {
                 return Err(self.restart(FallbackReason::DentrySeq));
             }
-            trace!(
-                "  lookup_fast \"{}\" hash={:#018x}: found dentry, d_seq={} (rcu)",
-                name_str(name),
-                hash,
-                cseq
-            );
             return Ok(Some((child, cseq)));
         }
-        step!("lookup_fast", name, true, dentry: parent.get(),
-            seq: SeqNote::sample("dir_seq", dseq),
-            what: "not in the dcache");
-        let sb = &parent.sb;
-        let miss = dcache::design::Miss {
-            sb,
-            dir: parent.get(),
-            name,
-        };
-        if sb.design().rcu_miss_is_enoent(&miss) {
-            let (d_now, r_now) = (parent.dir_seq.peek(), dcache::dcache().rename_lock.peek());
-            step!("lookup_fast", name, true, dentry: parent.get(),
-                seq: SeqNote::check("dir_seq", dseq, d_now),
-                what: if d_now == dseq { "dir_seq unchanged: no name was added or removed here" }
-                    else { "dir_seq moved: a name was added or removed here meanwhile" });
-            // Check 1 of 3 before a miss may answer ENOENT: no name was
-            // added to or removed from this directory since before the
-            // search (a create racing with us bumps `dir_seq`, so a miss
-            // sampled before it would be stale).
-            if parent.dir_seq.read_retry(dseq) {
-                trace!(
-                    "  lookup_fast \"{}\": miss, but dir_seq {} -> {}",
-                    name_str(name),
-                    dseq,
-                    d_now
-                );
-                self.try_to_unlazy(FallbackReason::DirSeq)?;
-                return Ok(None);
-            }
-            step!("lookup_fast", name, true, dentry: parent.get(),
-                seq: SeqNote::check("rename_seq", rseq, r_now),
-                what: if r_now == rseq { "rename_seq unchanged: no rename anywhere" }
-                    else { "rename_seq moved: a rename happened meanwhile" });
-            // Check 2 of 3: no rename anywhere. A rename moves a dentry onto
-            // another hash chain while we may be walking it, so the search
-            // can miss a name that was there all along (why Linux's
-            // `d_lookup` retries under `rename_lock`).
-            if dcache::dcache().rename_lock.read_retry(rseq) {
-                trace!(
-                    "  lookup_fast \"{}\": miss, but rename_seq {} -> {}",
-                    name_str(name),
-                    rseq,
-                    r_now
-                );
-                self.try_to_unlazy(FallbackReason::GlobalSeq)?;
-                return Ok(None);
-            }
-            // Check 3 of 3: the parent itself is still the dentry we stepped
-            // on (not killed, moved or mounted over); otherwise the miss is
-            // about a directory that is no longer on this path.
-            if parent.d_seq.read_retry(self.seq) {
-                return Err(self.restart(FallbackReason::DentrySeq));
-            }
-            // What the filesystem's lookup would have said first.
-            check_name(name)?;
-            step!("lookup_fast", name, true, dentry: parent.get(),
-                what: "the miss is the answer: ENOENT, nothing allocated, no lock");
-            trace!(
-                "  lookup_fast \"{}\" hash={:#018x}: miss; dir_seq={} rename_seq={} unchanged -> ENOENT, nothing allocated ({})",
-                name_str(name),
-                hash,
-                dseq,
-                rseq,
-                sb.design().name()
-            );
-            return Err(WalkErr::Errno(Errno::ENOENT));
+        let (sb, dir) = (&parent.sb, parent.get());
+        let design = sb.design();
+        let enoent = design.rcu_miss_is_enoent(&dcache::design::Miss { sb, dir, name });
+        walk_event!(FastMiss, name, hash, dir, dir_seq, design: design.name(), enoent);
+        if !enoent {
+            self.try_to_unlazy(FallbackReason::CacheMiss)?;
+            return Ok(None);
         }
-        trace!(
-            "  lookup_fast \"{}\" hash={:#018x}: miss ({})",
-            name_str(name),
-            hash,
-            sb.design().name()
-        );
-        self.try_to_unlazy(FallbackReason::CacheMiss)?;
-        Ok(None)
+        // Check 1 of 3 before a miss may answer ENOENT: no name was
+        // added to or removed from this directory since before the
+        // search (a create racing with us bumps `dir_seq`, so a miss
+        // sampled before it would be stale).
+        walk_event!(MissCheck, name, dir,
+            seq: SeqNote::check("dir_seq", dir_seq, dir.dir_seq.peek()));
+        if parent.dir_seq.read_retry(dir_seq) {
+            self.try_to_unlazy(FallbackReason::DirSeq)?;
+            return Ok(None);
+        }
+        // Check 2 of 3: no rename anywhere. A rename moves a dentry onto
+        // another hash chain while we may be walking it, so the search
+        // can miss a name that was there all along (why Linux's
+        // `d_lookup` retries under `rename_lock`).
+        walk_event!(MissCheck, name, dir,
+            seq: SeqNote::check("rename_seq", rename_seq, dcache::dcache().rename_lock.peek()));
+        if dcache::dcache().rename_lock.read_retry(rename_seq) {
+            self.try_to_unlazy(FallbackReason::GlobalSeq)?;
+            return Ok(None);
+        }
+        // Check 3 of 3: the parent itself is still the dentry we stepped
+        // on (not killed, moved or mounted over); otherwise the miss is
+        // about a directory that is no longer on this path.
+        if parent.d_seq.read_retry(self.seq) {
+            return Err(self.restart(FallbackReason::DentrySeq));
+        }
+        // What the filesystem's lookup would have said first.
+        check_name(name)?;
+        walk_event!(FastEnoent, name, hash, dir, dir_seq, rename_seq, design: design.name());
+        Err(WalkErr::Errno(Errno::ENOENT))
     }
 
     /// Linux `lookup_slow`: ask the filesystem with the directory lock held
@@ -447,8 +372,7 @@ impl<'g> Nd<'g> {
         stats::census_arc(&dir);
         let _dir_drop = stats::CensusArcDrop(&dir);
         let _shared = dir.i_rwsem.read();
-        step!("lookup_slow", name, false, dentry: parent, lock: "i_rwsem (shared)",
-            what: "ask the filesystem, the directory locked shared");
+        walk_event!(Slow, name, dir: parent);
         // Borrowed, not cloned: the superblock outlives the parent we hold,
         // and a clone would write its reference count, a line every CPU's
         // lookups then fight over (Linux's `d_sb` is a plain pointer).
@@ -461,19 +385,13 @@ impl<'g> Nd<'g> {
             SlowMiss::Enoent => {
                 // Look again under the lock: a create may have finished.
                 if let Some(d) = d_lookup(parent, name, hash) {
-                    trace!("  lookup_slow \"{}\": found under i_rwsem", name_str(name));
-                    step!("lookup_slow", name, false, dentry: &d, what: "found under i_rwsem");
+                    walk_event!(SlowFound, name, d: &d);
                     return Ok(d);
                 }
                 // Like tmpfs's `simple_lookup`, only a name that reaches
                 // the filesystem is checked for length.
                 check_name(name)?;
-                step!("lookup_slow", name, false, dentry: parent,
-                    what: "miss under i_rwsem: ENOENT, nothing allocated");
-                trace!(
-                    "  lookup_slow \"{}\": miss under i_rwsem -> ENOENT, nothing allocated",
-                    name_str(name)
-                );
+                walk_event!(SlowEnoent, name, dir: parent);
                 Err(WalkErr::Errno(Errno::ENOENT))
             }
             // As Linux's `__lookup_slow`: allocate first, then look (inside
@@ -482,32 +400,19 @@ impl<'g> Nd<'g> {
             SlowMiss::AllocAndAsk => {
                 match dcache::d_alloc_parallel(parent.arc(), &dir, name, hash)? {
                     dcache::Parallel::Found(d) => {
-                        step!("d_alloc_parallel", name, false, dentry: &d,
-                        what: "someone else's dentry was there: use it");
-                        trace!(
-                            "  lookup_slow \"{}\": d_alloc_parallel found it",
-                            name_str(name)
-                        );
+                        walk_event!(ParallelFound, name, d: &d);
                         Ok(d)
                     }
                     dcache::Parallel::InLookup(d) => {
-                        step!("d_alloc_parallel", name, false, dentry: &d, alloc: true,
-                        lock: "in-lookup hash bucket",
-                        what: "allocated a dentry, in-lookup until the filesystem answers");
+                        walk_event!(ParallelAlloc, name, d: &d);
                         let r = check_name(name).and_then(|()| sb.ops.lookup(sb, &dir, name));
                         let res = match r {
                             Ok(inode) => {
                                 d.d_time
                                     .store(now_ms(), core::sync::atomic::Ordering::Relaxed);
-                                trace!(
-                                "  lookup_slow \"{}\": d_alloc_parallel -> in-lookup; {} lookup -> {}; d_add",
-                                name_str(name),
-                                sb.ops.fs_type(),
-                                if inode.is_some() { "positive" } else { "negative" }
-                            );
+                                let positive = inode.is_some();
                                 dcache::d_add_in_lookup(d.arc(), &dir, inode);
-                                step!("d_add", name, false, dentry: &d, lock: "d_lock",
-                                what: "the filesystem answered: the dentry is hashed");
+                                walk_event!(DAdd, name, d: &d, fs: sb.ops.fs_type(), positive);
                                 Ok(())
                             }
                             Err(e) => Err(e),
@@ -551,9 +456,7 @@ impl<'g> Nd<'g> {
                     self.lookup_slow(name, hash)?
                 }
                 Some(d) => {
-                    trace!("  lookup_fast \"{}\": found (ref)", name_str(name));
-                    step!("lookup_fast", name, false, dentry: &d,
-                        what: "found in the dcache (d_lookup, taking a reference: a shared store)");
+                    walk_event!(RefHit, name, d: &d);
                     d
                 }
                 None => self.lookup_slow(name, hash)?,
@@ -566,34 +469,24 @@ impl<'g> Nd<'g> {
     /// or move onto it. Negative → ENOENT.
     fn step_into(
         &mut self,
-        #[allow(unused_variables)] name: &[u8],
+        name: &[u8],
         mut child: Pos<'g>,
         mut cseq: u32,
         follow: bool,
     ) -> WResult<Option<&'g [u8]>> {
-        step!("step_into", name, self.rcu, dentry: &*child,
-            what: "read the child's inode and mount flag");
+        walk_event!(StepInto, name, d: &child, rcu: self.rcu);
         let mut mnt = self.mnt;
         while child.flags() & D_MOUNTED != 0 {
             let Some(m) = self.vfs.mounts.lookup(mnt, &child, self.g) else {
                 break;
             };
-            trace!(
-                "  step_into: crossing into mount {} ({})",
-                m.id,
-                m.sb.ops.fs_type()
-            );
+            walk_event!(MountHere, name, d: &child, mount: m.id, fs: m.sb.ops.fs_type(),
+                seq: self.rcu.then(|| self.mount_seq()));
             // As Linux `__follow_mount_rcu`: crossing a mount without
             // references is only sound while no mount changed since the
             // walk began (a mount we did not see, or one being taken down).
-            if self.rcu {
-                step!("step_into", name, true, dentry: &*child,
-                    seq: SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.mount_lock.peek()),
-                    what: if self.vfs.mounts.mount_lock.peek() == self.m_seq { "a mount sits here; mount_seq unchanged since the walk began" }
-                        else { "a mount sits here, but mount_seq moved: something was mounted meanwhile" });
-                if self.vfs.mounts.mount_lock.read_retry(self.m_seq) {
-                    return Err(self.restart(FallbackReason::GlobalSeq));
-                }
+            if self.rcu && self.vfs.mounts.mount_lock.read_retry(self.m_seq) {
+                return Err(self.restart(FallbackReason::GlobalSeq));
             }
             mnt = m;
             child = if self.rcu {
@@ -603,26 +496,20 @@ impl<'g> Nd<'g> {
             } else {
                 Pos::Ref(m.root.dget())
             };
-            step!("step_into", name, self.rcu, dentry: &*child,
-                seq_opt: self.rcu.then(|| SeqNote::sample("d_seq", cseq)),
-                what: "a mount sits here: cross into its root");
+            walk_event!(MountRoot, name, root: &child, rcu: self.rcu, seq: cseq);
         }
         let inode = child.inode.load(self.g);
         // What we read of the child (inode, mount flag) belongs to the name
         // we matched: nothing renamed or instantiated it meanwhile.
         if self.rcu {
-            step!("step_into", name, true, dentry: &*child,
-                seq: SeqNote::check("d_seq", cseq, child.d_seq.peek()),
-                what: if child.d_seq.peek() == cseq { "d_seq unchanged: what we read is the name's" }
-                    else { "d_seq moved: renamed, unlinked or instantiated meanwhile" });
-        }
-        if self.rcu && child.d_seq.read_retry(cseq) {
-            return Err(self.restart(FallbackReason::DentrySeq));
+            walk_event!(ChildCheck, name, d: &child,
+                seq: SeqNote::check("d_seq", cseq, child.d_seq.peek()));
+            if child.d_seq.read_retry(cseq) {
+                return Err(self.restart(FallbackReason::DentrySeq));
+            }
         }
         let Some(inode) = inode else {
-            trace!("  step_into: negative dentry -> ENOENT ({})", self.mode());
-            step!("step_into", name, self.rcu, dentry: &*child,
-                what: "a negative dentry: ENOENT");
+            walk_event!(Negative, name, d: &child, rcu: self.rcu);
             return Err(Errno::ENOENT.into());
         };
         // The inode was reached without a reference: it must still be alive
@@ -636,19 +523,13 @@ impl<'g> Nd<'g> {
                 return Err(Errno::ELOOP.into());
             }
             let body: &'g [u8] = inode.get().link_body();
-            trace!(
-                "  step_into: symlink -> \"{}\" (follow #{})",
-                name_str(body),
-                self.nlinks
-            );
-            step!("step_into", name, self.rcu, dentry: &*child,
-                what: "a symlink: walk its body next");
+            walk_event!(Symlink, name, d: &child, rcu: self.rcu, body, nlinks: self.nlinks);
             if body.is_empty() {
                 return Err(Errno::ENOENT.into());
             }
             return Ok(Some(body));
         }
-        step!("step_into", name, self.rcu, dentry: &*child, what: "now standing here");
+        walk_event!(Onto, name, d: &child, rcu: self.rcu);
         self.mnt = mnt;
         self.d = child;
         self.seq = cseq;
@@ -785,15 +666,12 @@ impl<'g> Nd<'g> {
     /// holds (the final dentry's `d_seq` and `mount_seq` did not move).
     fn complete_walk(&self) -> WResult<()> {
         if self.rcu {
-            step!("complete_walk", b"", true, dentry: &*self.d,
-                seq: SeqNote::check("d_seq", self.seq, self.d.d_seq.peek()),
-                what: "is the answer still true? re-check the last dentry");
+            let d = &*self.d;
+            walk_event!(CompleteWalk, d, seq: SeqNote::check("d_seq", self.seq, d.d_seq.peek()));
             if self.d.d_seq.read_retry(self.seq) {
                 return Err(self.restart(FallbackReason::DentrySeq));
             }
-            step!("complete_walk", b"", true, dentry: &*self.d,
-                seq: SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.mount_lock.peek()),
-                what: "and nothing was mounted or unmounted");
+            walk_event!(CompleteWalk, d, seq: self.mount_seq());
             if self.vfs.mounts.mount_lock.read_retry(self.m_seq) {
                 return Err(self.restart(FallbackReason::GlobalSeq));
             }
@@ -869,8 +747,7 @@ pub fn filename_lookup<T>(
     if rcu {
         stats::inc(Event::RcuWalk);
     }
-    step!("filename_lookup", path, rcu,
-        what: match &r { Ok(_) => "ok", Err(WalkErr::Errno(e)) => e.name(), Err(WalkErr::Restart) => "EIO" });
+    walk_event!(Result, path, rcu, result: result_name(&r));
     match r {
         Ok(v) => Ok(v),
         Err(WalkErr::Errno(e)) => {
@@ -884,6 +761,15 @@ pub fn filename_lookup<T>(
             debug_assert!(false, "ref-walk returned Restart");
             Err(Errno::EIO)
         }
+    }
+}
+
+/// How a walk ended, in the trace's words.
+fn result_name<T>(r: &WResult<T>) -> &'static str {
+    match r {
+        Ok(_) => "ok",
+        Err(WalkErr::Errno(e)) => e.name(),
+        Err(WalkErr::Restart) => "EIO",
     }
 }
 
@@ -908,11 +794,7 @@ fn walk_and_finish<'g, T>(
     flags: LookupFlags,
     finish: &mut dyn FnMut(&mut Resolved<'_, '_>) -> WResult<T>,
 ) -> WResult<T> {
-    trace!("walk \"{}\" mode={}", name_str(path), nd.mode());
-    step!("walk", path, nd.rcu, dentry: &*nd.d,
-        seq_opt: nd.rcu.then(|| SeqNote::sample("d_seq", nd.seq)),
-        what: if nd.rcu { "path_init: start at the root, lock-free (RCU-walk)" }
-            else { "path_init: start at the root, taking references (ref-walk)" });
+    walk_event!(PathInit, path, root: &nd.d, rcu: nd.rcu, seq: nd.seq, parent: false);
     let last = nd.link_path_walk(path)?;
     let trailing = nd.lookup_last(last, flags.follow)?;
     if flags.directory || trailing {
@@ -926,7 +808,7 @@ fn walk_and_finish<'g, T>(
     // cleared after step_into validated it.
     nd.complete_walk()?;
     let v = v?;
-    trace!("  done ({})", nd.mode());
+    walk_event!(Done, rcu: nd.rcu);
     Ok(v)
 }
 
@@ -974,9 +856,7 @@ pub fn filename_parentat_unchecked(vfs: &Vfs, path: &[u8]) -> KResult<Parent> {
 fn parentat(vfs: &Vfs, path: &[u8], rcu: bool) -> WResult<Parent> {
     let g = RcuGuard::new();
     let mut nd = Nd::path_init(&g, vfs, rcu);
-    trace!("walk parent of \"{}\" mode={}", name_str(path), nd.mode());
-    step!("walk", path, nd.rcu, dentry: &*nd.d,
-        what: "path_init: walk to the parent of the last component");
+    walk_event!(PathInit, path, root: &nd.d, rcu: nd.rcu, seq: nd.seq, parent: true);
     let last = nd.link_path_walk(path)?;
     nd.must_be_dir()?;
     let (mnt, dir) = nd.take_ref()?;

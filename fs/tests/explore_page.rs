@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fs::explore::scenarios;
+use fs::tools::explore::scenarios;
 use serde_json::Value;
 
 fn root() -> PathBuf {

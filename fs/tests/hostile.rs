@@ -1,6 +1,6 @@
 //! The client against a hostile server (issue 29): `qemu::hostile`'s
 //! scripted SMB 2.1 server on a loopback port, driven through vfsh
-//! (`fs::shell`) and the fs API as a user would. Every case must end within
+//! (`fs::tools::shell`) and the fs API as a user would. Every case must end within
 //! 60 s in a Linux-worded error (or the right bytes), never a panic, a
 //! hang or unbounded memory:
 //!
@@ -20,7 +20,7 @@
 
 use fs::cifs::CifsFs;
 use fs::errno::Errno;
-use fs::shell::Shell;
+use fs::tools::shell::Shell;
 use fs::vfs::OpenFlags;
 use qemu::hostile::{self, mitm, Case, Server};
 use std::sync::Arc;

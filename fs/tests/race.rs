@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use fs::shell::Shell;
+use fs::tools::shell::Shell;
 use serde_json::Value;
 
 const PATH: &str = "/a/b/missing";

@@ -17,7 +17,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use fs::shell::Shell;
+use fs::tools::shell::Shell;
 
 fn note(msg: &str) {
     let _ = writeln!(std::io::stderr(), "{msg}");

@@ -1,7 +1,7 @@
 //! `explore`: writes the step-through page of the lookup walk
 //! (docs/explore/index.html, `make explore`).
 //!
-//! Runs every scenario of `fs::explore::scenarios` through the vfsh engine
+//! Runs every scenario of `fs::tools::explore::scenarios` through the vfsh engine
 //! with `trace on` and `trace json`, finds the source line of each step's
 //! function, and writes one self-contained HTML file: the page template
 //! (`page.html`, with its CSS and JS inline) with the data as one JSON
@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use fs::explore::{json_str, scenarios};
+use fs::tools::explore::scenarios;
+use fs::tools::shell::steps::json_str;
 
 const PAGE: &str = include_str!("page.html");
 

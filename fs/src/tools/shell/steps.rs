@@ -1,7 +1,8 @@
-//! The host side of the walk steps (`teaching` feature): `trace json` lines,
-//! the dentry tree they carry, and the race hook behind `vfsh race`.
+//! The shell's side of the walk steps (`teaching` feature): `trace json`
+//! lines, the dentry tree they carry, and the race hook behind `vfsh race`.
 //!
-//! `namei` hands every walk step to [`step_sink`] (see `crate::trace::Step`).
+//! `namei` hands every walk step to [`step_sink`] (a [`crate::trace::WalkEvent`]
+//! seen as a [`Step`]).
 //! For the shell command that is running on this thread it
 //! - writes the step as one JSON line (when `trace json` is on): the step
 //!   name, function, component, RCU-walk or ref-walk, the dentry (a small id
@@ -19,8 +20,6 @@
 //! Touches: the dcache (children lists, read), the mount table (read), the
 //! counters (read), the shell's trace buffer; thread-locals only.
 
-pub mod scenarios;
-
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -28,10 +27,10 @@ use std::string::{String, ToString};
 use std::sync::Arc;
 use std::vec::Vec;
 
+use super::{self as shell, Cmd};
 use crate::dcache::{self, Dentry, D_MOUNTED, D_PAR_LOOKUP};
-use crate::shell::{self, Cmd};
 use crate::stats::{self, Counters, FallbackReason};
-use crate::trace::Step;
+use crate::trace::{mirrors, Step};
 use crate::vfs::Vfs;
 
 /// A command armed to run at a walk step (`race STEP CMD…`).
@@ -117,43 +116,6 @@ pub fn step_name(func: &str, name: &[u8]) -> String {
         func.to_string()
     } else {
         std::format!("{func} {}", shell::escape_word(name))
-    }
-}
-
-/// The Linux function each step mirrors, and where ours lives.
-pub fn mirrors(func: &str) -> (&'static str, &'static str) {
-    match func {
-        "walk" => (
-            "path_init",
-            "fs/src/namei.rs: Nd::path_init, walk_and_finish",
-        ),
-        "lookup_fast" => (
-            "lookup_fast / __d_lookup_rcu",
-            "fs/src/namei.rs: Nd::lookup_fast_rcu; fs/src/dcache/mod.rs: d_lookup_rcu",
-        ),
-        "lookup_slow" => ("lookup_slow", "fs/src/namei.rs: Nd::lookup_slow"),
-        "d_alloc_parallel" => (
-            "d_alloc_parallel",
-            "fs/src/dcache/in_lookup.rs: d_alloc_parallel",
-        ),
-        "d_add" => ("d_add", "fs/src/dcache/mod.rs: d_add"),
-        "step_into" => (
-            "step_into / handle_mounts",
-            "fs/src/namei.rs: Nd::step_into",
-        ),
-        "handle_dots" => (
-            "handle_dots / follow_dotdot_rcu",
-            "fs/src/namei.rs: Nd::handle_dots",
-        ),
-        "try_to_unlazy" => ("try_to_unlazy", "fs/src/namei.rs: Nd::try_to_unlazy"),
-        "restart" => (
-            "-ECHILD (restart in ref-walk)",
-            "fs/src/namei.rs: Nd::restart, filename_lookup",
-        ),
-        "complete_walk" => ("complete_walk", "fs/src/namei.rs: Nd::complete_walk"),
-        "filename_lookup" => ("filename_lookup", "fs/src/namei.rs: filename_lookup"),
-        "race" => ("(none: the race command)", "fs/src/explore/mod.rs"),
-        _ => ("?", "fs/src/namei.rs"),
     }
 }
 

@@ -61,7 +61,7 @@
 //!   the next RCU-walk that reaches STEP, a step name as `trace json` prints
 //!   it: the function, then the component for the functions that have one
 //!   (`lookup_fast b`, `step_into b`, `try_to_unlazy`). It runs once, right
-//!   after that step, on the walking thread (see `crate::explore`); the
+//!   after that step, on the walking thread (see [`steps`]); the
 //!   command that walked prints `# race: at "STEP" ran `CMD`: RESULT`, or
 //!   `# race: "STEP" not reached, still armed`. CMD's own walks are not
 //!   traced. A STEP that names no step function is `err EINVAL`.
@@ -506,7 +506,7 @@ static TRACE_USERS: AtomicUsize = AtomicUsize::new(0);
 
 fn trace_sink(args: fmt::Arguments<'_>) {
     #[cfg(feature = "teaching")]
-    if crate::explore::in_race() {
+    if steps::in_race() {
         return; // the race command's own walks are not part of the trace
     }
     let line = args.to_string();
@@ -534,10 +534,10 @@ pub struct Shell {
     json: bool,
     /// The armed `race`.
     #[cfg(feature = "teaching")]
-    race: Option<crate::explore::Armed>,
+    race: Option<steps::Armed>,
     /// Dentry ids of the JSON steps.
     #[cfg(feature = "teaching")]
-    ids: crate::explore::Ids,
+    ids: steps::Ids,
     /// The cifs mounts made with `mount cifs` (for `stats`).
     cifs: Vec<std::sync::Arc<crate::inode::SuperBlock>>,
 }
@@ -617,7 +617,7 @@ impl Shell {
             }
             #[cfg(feature = "teaching")]
             Cmd::Race(r) => {
-                self.race = r.as_ref().map(|r| crate::explore::Armed {
+                self.race = r.as_ref().map(|r| steps::Armed {
                     step: r.step.clone(),
                     cmd: r.cmd.clone(),
                     text: r.text.clone(),
@@ -671,9 +671,9 @@ impl Shell {
         let users = STEP_USERS.fetch_add(1, Ordering::SeqCst) + 1;
         trace::enable_steps(users > 0);
         let ids = core::mem::take(&mut self.ids);
-        crate::explore::begin(self.vfs.clone(), self.json, self.race.take(), ids);
+        steps::begin(self.vfs.clone(), self.json, self.race.take(), ids);
         let result = self.run_fs(cmd);
-        let (race, ids) = crate::explore::end();
+        let (race, ids) = steps::end();
         self.ids = ids;
         if let Some(r) = race {
             push_trace_line(std::format!(
@@ -862,6 +862,8 @@ pub fn stats_lines() -> Vec<String> {
     out
 }
 
+#[cfg(feature = "teaching")]
+pub mod steps;
 pub mod xattr;
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use std::string::{String, ToString};
 use std::vec::Vec;
 
-use crate::shell::Shell;
+use crate::tools::shell::Shell;
 
 /// One scenario of the page.
 #[derive(Clone, Copy, Debug)]

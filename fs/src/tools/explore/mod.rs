@@ -1,0 +1,7 @@
+//! The step-through page of the lookup walk (`make explore`,
+//! docs/explore/index.html): its fixed [`scenarios`], run through the vfsh
+//! engine ([`crate::tools::shell`]) with `trace on` and `trace json`.
+//!
+//! Above the shell: it only drives shells; the shell knows nothing of it.
+
+pub mod scenarios;
