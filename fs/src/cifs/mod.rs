@@ -35,6 +35,7 @@
 //! serialised), the dcache entries of its own superblock.
 
 pub mod eacache;
+pub mod errmap;
 pub mod options;
 mod xattr;
 

@@ -9,7 +9,7 @@
 //!   ids, signing, interim (STATUS_PENDING) replies, reconnect, timeouts.
 //! - [`ops`]: what the filesystem layer calls: list a directory, stat,
 //!   query the WSL EAs, read a file.
-//! - [`stats`]: per-tcon counters (`/proc/fs/cifs/Stats` layout) and the
+//! - [`counters`]: per-tcon counters (`/proc/fs/cifs/Stats` layout) and the
 //!   smb3 trace ring.
 //!
 //! Errors are [`SmbError`], which keeps the NT status; [`SmbError::errno`]
@@ -17,18 +17,17 @@
 //! only; no global state.
 
 pub mod conn;
+pub mod counters;
 pub mod crypto;
-pub mod errmap;
 pub mod ntlm;
 pub mod ops;
 pub mod remap;
-pub mod stats;
 pub mod transport;
 pub mod wire;
 
 pub use conn::{Config, Connection, Signing};
+pub use counters::{TconStats, TraceEvent, TraceKind, TraceRing};
 pub use ops::OpenKind;
-pub use stats::{TconStats, TraceEvent, TraceKind, TraceRing};
 pub use transport::{Clock, Connector, FaultInjector, Faults, Transport, TransportError};
 #[cfg(feature = "std")]
 pub use transport::{StdClock, TcpConnector, TcpTransport};
@@ -137,7 +136,7 @@ impl fmt::Display for SmbError {
 pub const DIALECTS: [u16; 5] = [0x0202, 0x0210, 0x0300, 0x0302, 0x0311];
 
 /// Linux errno for an NT status (Linux's `map_smb2_to_linux_error`).
-pub use errmap::{status_errno, status_name};
+pub use crate::cifs::errmap::{status_errno, status_name};
 
 impl SmbError {
     /// The errno the VFS reports. Timeouts and dropped connections are EIO

@@ -38,9 +38,9 @@
 //! in clear on an encrypting session, is [`SmbError::DecryptFailed`] (EIO),
 //! counted in [`TconStats::decrypt_failed`], and drops the link.
 
+use crate::smb::counters::{TconStats, TraceEvent, TraceKind, TraceRing};
 use crate::smb::crypto::{Cipher, PreauthHash, Sealer, SignAlg, Signer};
 use crate::smb::ntlm::{self, Challenge, Credentials};
-use crate::smb::stats::{TconStats, TraceEvent, TraceKind, TraceRing};
 use crate::smb::transport::{Clock, Connector, Transport, TransportError};
 use crate::smb::wire::compound;
 use crate::smb::wire::header::{flags, HeaderRepr, HEADER_LEN};
