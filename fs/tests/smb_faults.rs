@@ -14,6 +14,7 @@
 //! or the relay binary cannot be found or built.
 //! Starts and kills its own relay processes; touches loopback only.
 
+use fs::cifs::errmap::{trace_rc, SmbErrno};
 use fs::errno::Errno;
 use fs::smb::wire::cmd;
 use fs::smb::{Config, Connection, Signing, SmbError};
@@ -172,7 +173,7 @@ fn run_case(fx: &Fixture, bin: &Path, case: &Case) -> Duration {
         case.name
     );
     let failed1: u64 = c.stats().cmds.iter().map(|x| x.failed).sum();
-    let trace = c.trace().dump();
+    let trace = c.trace().dump(trace_rc);
     let err_lines = trace
         .lines()
         .filter(|l| l.contains("smb3_cmd_err") && l.contains(&format!("cmd={}", cmd::CREATE)))

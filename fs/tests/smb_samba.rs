@@ -7,6 +7,7 @@
 //! `qemu::fixtures`) only when the fixture cannot run here: smbd/smbpasswd
 //! not installed, or not root.
 
+use fs::cifs::errmap::{trace_rc, SmbErrno};
 use fs::errno::Errno;
 use fs::smb::wire::dirinfo::class;
 use fs::smb::wire::negotiate::{dialect, sign_alg};
@@ -242,7 +243,7 @@ fn wsl_eas_absent_and_present_stat_and_read() {
     assert!(s.contains(&format!("Creates: {n} total 0 failed\n")), "{s}");
     assert!(s.contains(&format!("Closes: {n} total 0 failed\n")), "{s}");
     assert_eq!(c.stats().frames, n);
-    let dump = c.trace().dump();
+    let dump = c.trace().dump(trace_rc);
     let errs = dump.matches("smb3_cmd_err:").count() as u64;
     let no_eas = dump.matches("cmd=16 ").count() as u64;
     assert_eq!(errs, n, "{dump}");
@@ -352,7 +353,7 @@ fn soft_timeouts_are_eio() {
     assert_eq!(e, SmbError::Timeout);
     assert_eq!(e.errno(), Errno::EIO);
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
-    assert!(c.trace().dump().contains("smb3_cmd_err:"));
+    assert!(c.trace().dump(trace_rc).contains("smb3_cmd_err:"));
     drop(silent);
 
     // A live session whose server goes silent.

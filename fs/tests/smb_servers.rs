@@ -8,6 +8,7 @@
 //! `REQUIRE_FIXTURES=1`) only when the fixture cannot run here:
 //! smbd/smbpasswd not installed, or not root.
 
+use fs::cifs::errmap::SmbErrno;
 use fs::smb::wire::negotiate::dialect;
 use fs::smb::{Config, Connection, Signing};
 use qemu::samba::{Fixture, FixtureOpts};

@@ -41,6 +41,8 @@ mod xattr;
 
 pub use options::{CifsOpts, OptError, OPTION_NAMES};
 
+use errmap::SmbErrno;
+
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -218,7 +220,7 @@ impl CifsFs {
 
     /// The smb3 trace events, one per line.
     pub fn dump_trace(&self) -> String {
-        self.conn.lock().trace().dump()
+        self.conn.lock().trace().dump(errmap::trace_rc)
     }
 
     /// Reset the per-tcon counters (benchmarks: count from the mount on).
@@ -656,6 +658,7 @@ pub fn mount(
         )))
     })?;
     let mut cfg = Config::new(server, share, &o.username, &o.password);
+    cfg.admit = |bytes| crate::mem::admit(bytes).is_ok();
     cfg.creds.domain = o.domain.clone();
     cfg.dialects = o.vers.clone();
     cfg.soft = o.soft;

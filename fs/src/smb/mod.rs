@@ -12,9 +12,10 @@
 //! - [`counters`]: per-tcon counters (`/proc/fs/cifs/Stats` layout) and the
 //!   smb3 trace ring.
 //!
-//! Errors are [`SmbError`], which keeps the NT status; [`SmbError::errno`]
-//! maps it to a Linux errno at the VFS boundary. Safe code only; allocation
-//! only; no global state.
+//! Errors are [`SmbError`], which keeps the NT status; the cifs filesystem
+//! type maps it to a Linux errno at the VFS boundary (this layer knows no
+//! errno). Memory admission is the caller's: [`Config::admit`]. Safe code
+//! only; allocation only; no global state.
 
 pub mod conn;
 pub mod counters;
@@ -36,7 +37,6 @@ pub use wire::ea::WslEas;
 pub use wire::info::FileStat;
 pub use wire::WireError;
 
-use crate::errno::Errno;
 use core::fmt;
 
 /// What an SMB operation can fail with.
@@ -135,43 +135,7 @@ impl fmt::Display for SmbError {
 /// [`SmbError::NoCommonDialect`]'s `offered` is `DIALECTS[i]`).
 pub const DIALECTS: [u16; 5] = [0x0202, 0x0210, 0x0300, 0x0302, 0x0311];
 
-/// Linux errno for an NT status (Linux's `map_smb2_to_linux_error`).
-pub use crate::cifs::errmap::{status_errno, status_name};
-
 impl SmbError {
-    /// The errno the VFS reports. Timeouts and dropped connections are EIO
-    /// (what a soft mount returns); malformed or forged replies are EIO.
-    pub fn errno(&self) -> Errno {
-        match self {
-            SmbError::Status(s) => status_errno(*s),
-            SmbError::Share(wire::status::BAD_NETWORK_NAME) => Errno::ENODEV,
-            SmbError::Share(s) => status_errno(*s),
-            SmbError::NoCommonDialect { .. } => Errno::EOPNOTSUPP,
-            SmbError::Auth(_) | SmbError::EncryptionRequired => Errno::EACCES,
-            SmbError::EncryptionUnavailable(_) => Errno::EOPNOTSUPP,
-            SmbError::Invalid(_) => Errno::EINVAL,
-            SmbError::NoMemory(_) => Errno::ENOMEM,
-            SmbError::ConnectFailed => Errno::EHOSTDOWN,
-            _ => Errno::EIO,
-        }
-    }
-
-    /// What a Linux user reads after `cifs: mount failed: `: the errno's
-    /// words with the status name (`Permission denied
-    /// (STATUS_LOGON_FAILURE)`), or the reason with its hint where Linux
-    /// would log one.
-    pub fn linux_message(&self) -> alloc::string::String {
-        use alloc::format;
-        match self {
-            SmbError::Status(s) | SmbError::Share(s) => match status_name(*s) {
-                Some(name) => format!("{} ({name})", self.errno().strerror()),
-                None => format!("{} (status 0x{s:08x})", self.errno().strerror()),
-            },
-            SmbError::NoCommonDialect { .. } | SmbError::EncryptionRequired => format!("{self}"),
-            _ => format!("{} ({self})", self.errno().strerror()),
-        }
-    }
-
     /// The NT status, if the server sent one.
     pub fn status(&self) -> Option<u32> {
         match self {

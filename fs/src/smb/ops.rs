@@ -221,6 +221,7 @@ fn dir_page(c: &mut Connection, r: &Reply, class: u8) -> SmbResult<Option<(Vec<D
 /// admission (ENOMEM when the kernel heap cannot take it; the page's own
 /// entries are bounded by the frame they came in).
 fn keep_page(
+    admit: fn(usize) -> bool,
     all: &mut Vec<DirInfo>,
     bytes: &mut usize,
     page: Vec<DirInfo>,
@@ -234,8 +235,9 @@ fn keep_page(
     }
     let names: usize = page.iter().map(|d| d.name.len()).sum();
     let grow = page.len() * core::mem::size_of::<DirInfo>() + names;
-    crate::mem::admit(grow.saturating_mul(2))
-        .map_err(|_| SmbError::NoMemory("directory listing"))?;
+    if !admit(grow.saturating_mul(2)) {
+        return Err(SmbError::NoMemory("directory listing"));
+    }
     all.try_reserve(page.len())
         .map_err(|_| SmbError::NoMemory("directory listing"))?;
     all.extend(page);
@@ -324,7 +326,7 @@ impl Connection {
             let res = loop {
                 match page {
                     Ok(Some((v, n))) => {
-                        if let Err(e) = keep_page(&mut all, &mut bytes, v, n) {
+                        if let Err(e) = keep_page(c.config().admit, &mut all, &mut bytes, v, n) {
                             break Err(e);
                         }
                     }
@@ -840,7 +842,7 @@ fn read_chunks(
             Err(e) => break Err(e),
         };
         let n = got.len();
-        if data.try_reserve(n).is_err() || crate::mem::admit(n).is_err() {
+        if data.try_reserve(n).is_err() || !c.admit(n) {
             break Err(SmbError::NoMemory("read"));
         }
         data.extend_from_slice(got);

@@ -384,6 +384,7 @@ pub fn smb_conn(data: &[u8]) -> u32 {
     cfg.timeout_ms = 1000;
     cfg.retries = 2;
     cfg.trace_capacity = 64;
+    cfg.admit = |bytes| fs::mem::admit(bytes).is_ok();
     let records = decode_script(rest);
     let forever =
         (opt & conn_opt::FOREVER != 0 && !records.is_empty()).then(|| Arc::new(records.clone()));
@@ -418,7 +419,7 @@ pub fn smb_conn(data: &[u8]) -> u32 {
     // Fact: a connection is counted once per completed handshake.
     assert_eq!(s.connects, c.generation(), "connects != generation");
     let _ = c.render_stats();
-    let _ = c.trace().dump();
+    let _ = c.trace().dump(fs::cifs::errmap::trace_rc);
     c.disconnect();
     depth
 }

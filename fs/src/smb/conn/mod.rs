@@ -52,7 +52,7 @@ use crate::smb::wire::session::{SessionSetupRequest, SessionSetupResponse};
 use crate::smb::wire::transform;
 use crate::smb::wire::tree::{TreeConnectRequest, TreeConnectResponse};
 use crate::smb::wire::{cmd, status, WireError};
-use crate::smb::{status_errno, SmbError, SmbResult};
+use crate::smb::{SmbError, SmbResult};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
@@ -109,6 +109,11 @@ pub struct Config {
     pub seal: bool,
     /// Ciphers offered in the 3.1.1 context, preferred first.
     pub ciphers: Vec<u16>,
+    /// Memory admission: asked before a reply's data is kept (listing
+    /// growth, READ buffers); `false` fails the operation with
+    /// [`SmbError::NoMemory`]. The kernel's filesystem passes its heap's
+    /// admission; the default admits everything.
+    pub admit: fn(usize) -> bool,
 }
 
 impl Config {
@@ -144,6 +149,7 @@ impl Config {
             allow_guest: false,
             seal: false,
             ciphers: vec![cipher::AES_128_GCM, cipher::AES_128_CCM],
+            admit: |_| true,
         }
     }
 
@@ -388,6 +394,10 @@ impl Connection {
     /// The counters in `/proc/fs/cifs/Stats` layout.
     pub fn render_stats(&self) -> String {
         self.stats.render()
+    }
+    /// Whether `bytes` more may be kept ([`Config::admit`]).
+    pub(crate) fn admit(&self, bytes: usize) -> bool {
+        (self.cfg.admit)(bytes)
     }
     /// The trace ring.
     pub fn trace(&self) -> &TraceRing {
