@@ -23,10 +23,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use fs::cifs::{self, CifsFs};
-use fs::smb::{StdClock, TcpConnector};
 use fs::vfs::Vfs;
 use qemu::relay::{load_stats_dir, Totals};
 use qemu::samba::{Fixture, FixtureOpts};
+use smb::{StdClock, TcpConnector};
 
 /// What to run.
 #[derive(Clone, Debug)]

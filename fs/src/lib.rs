@@ -32,7 +32,6 @@ pub mod platform;
 pub mod poison;
 #[cfg(feature = "std")]
 pub mod shell;
-pub mod smb;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sync;

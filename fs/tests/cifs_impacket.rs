@@ -7,9 +7,9 @@
 use std::collections::BTreeSet;
 
 use fs::cifs::{self, CifsFs};
-use fs::smb::{StdClock, TcpConnector};
 use fs::vfs::{FileType, Vfs};
 use qemu::impacket::Server;
+use smb::{StdClock, TcpConnector};
 
 fn data(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 31 % 251) as u8).collect()

@@ -16,9 +16,9 @@
 
 use fs::cifs::errmap::{trace_rc, SmbErrno};
 use fs::errno::Errno;
-use fs::smb::wire::cmd;
-use fs::smb::{Config, Connection, Signing, SmbError};
 use qemu::samba::{Fixture, FixtureOpts};
+use smb::wire::cmd;
+use smb::{Config, Connection, Signing, SmbError};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

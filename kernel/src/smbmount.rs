@@ -31,9 +31,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use fs::cifs::{self, CifsFs};
-use fs::smb::wire::cmd;
 use fs::vfs::Vfs;
 use kernel::smbargs::SmbSource;
+use smb::wire::cmd;
 
 use crate::console::kprintln;
 use crate::exit::{exit, ExitCode};

@@ -7,10 +7,10 @@
 //! error type.
 
 use crate::errno::Errno;
-use crate::smb::wire::status;
-use crate::smb::SmbError;
 use alloc::format;
 use alloc::string::String;
+use smb::wire::status;
+use smb::SmbError;
 
 /// `(status, name, errno)` rows, in status order.
 const TABLE: &[(u32, &str, Errno)] = &[
@@ -154,7 +154,7 @@ impl SmbErrno for SmbError {
 }
 
 /// The `rc=` of an `smb3_cmd_err` trace line: the negative errno, as
-/// Linux's tracepoint prints it (for [`crate::smb::TraceRing::dump`]).
+/// Linux's tracepoint prints it (for [`smb::TraceRing::dump`]).
 pub fn trace_rc(e: &SmbError) -> i32 {
     -e.errno().value()
 }
@@ -183,7 +183,7 @@ mod tests {
     /// moved here, and the rest of the table).
     #[test]
     fn smb_errors_map_like_linux() {
-        use crate::smb::WireError;
+        use smb::WireError;
         let cases = [
             (SmbError::Status(0xc000_0052), Errno::ENODATA),
             (SmbError::Share(status::BAD_NETWORK_NAME), Errno::ENODEV),

@@ -1,6 +1,6 @@
 //! `cifs`: the SMB2/3 client as a filesystem type.
 //!
-//! The wire protocol and session state live in [`crate::smb`]; this module
+//! The wire protocol and session state live in [`smb`]; this module
 //! is the VFS glue, shaped like Linux `fs/smb/client`:
 //!
 //! - mount options named as Linux's ([`CifsOpts::parse`]);
@@ -25,7 +25,7 @@
 //! - data and changes: `read`/`write` go to the server in chunks within
 //!   `rsize`/`wsize` and the negotiated MaxReadSize/MaxWriteSize; create,
 //!   mkdir, unlink, rmdir, rename and truncate are one compound each
-//!   ([`crate::smb::ops`]); size and mtime afterwards are the server's, and
+//!   ([`smb::ops`]); size and mtime afterwards are the server's, and
 //!   a changed inode forgets what it knew of its EAs (it is asked again);
 //! - inode numbers are the server's IndexNumber unless it is 0 or already
 //!   names another path (servers that do not keep them): then a unique
@@ -53,13 +53,13 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::dcache::{self, d_hash, DRef};
 use crate::errno::{Errno, KResult};
 use crate::inode::{FsOps, Inode, SuperBlock};
-use crate::smb::wire::create::{CloseAttrs, FileTimes, FILE_CREATE};
-use crate::smb::wire::dirinfo::DirInfo;
-use crate::smb::wire::info::FileStat;
-use crate::smb::wire::status;
-use crate::smb::{Clock, Config, Connection, Connector, OpenKind, SmbError};
 use crate::sync::spinlock::SpinLock;
 use crate::vfs::{FileType, Vfs};
+use smb::wire::create::{CloseAttrs, FileTimes, FILE_CREATE};
+use smb::wire::dirinfo::DirInfo;
+use smb::wire::info::FileStat;
+use smb::wire::status;
+use smb::{Clock, Config, Connection, Connector, OpenKind, SmbError};
 
 /// FILE_ATTRIBUTE_DIRECTORY
 const ATTR_DIRECTORY: u32 = 0x10;
@@ -214,7 +214,7 @@ impl CifsFs {
     }
 
     /// Look at the per-tcon counters.
-    pub fn with_stats<R>(&self, f: impl FnOnce(&crate::smb::TconStats) -> R) -> R {
+    pub fn with_stats<R>(&self, f: impl FnOnce(&smb::TconStats) -> R) -> R {
         f(self.conn.lock().stats())
     }
 
@@ -336,7 +336,7 @@ impl CifsFs {
     /// characters mapped as the mount says (`mapposix`, `mapchars`).
     fn child_path(dir: &Inode, name: &[u8], remap: options::Remap) -> KResult<String> {
         let name = core::str::from_utf8(name).map_err(|_| Errno::EINVAL)?;
-        let name = crate::smb::remap::to_wire(name, remap);
+        let name = smb::remap::to_wire(name, remap);
         let base = dir
             .private::<CifsInode>()
             .map(|c| c.path())
@@ -567,7 +567,7 @@ impl FsOps for CifsFs {
         // every one checked before anything reaches the dcache.
         let local: alloc::vec::Vec<String> = entries
             .iter()
-            .map(|e| crate::smb::remap::from_wire(&e.name, self.opts.remap))
+            .map(|e| smb::remap::from_wire(&e.name, self.opts.remap))
             .collect();
         if let Some(bad) = local.iter().find(|n| !valid_dirent_name(n)) {
             self.bad_names.fetch_add(1, Ordering::Relaxed);
@@ -663,7 +663,7 @@ pub fn mount(
     cfg.dialects = o.vers.clone();
     cfg.soft = o.soft;
     if o.sign {
-        cfg.signing = crate::smb::Signing::On;
+        cfg.signing = smb::Signing::On;
     }
     cfg.seal = o.seal;
     cfg.allow_guest = o.null_session;

@@ -690,7 +690,7 @@ impl Shell {
     /// `mount cifs`: connect now (a bad password fails the mount).
     fn mount_cifs(&mut self, source: &str, path: &[u8], opts: &str) -> Vec<String> {
         use crate::cifs::{self, errmap::SmbErrno, MountError};
-        use crate::smb::{StdClock, TcpConnector};
+        use smb::{StdClock, TcpConnector};
         use std::net::ToSocketAddrs;
         let fail = |why: String, e: Errno| vec![std::format!("# {why}"), err_line(e)];
         // //HOST[:PORT]/SHARE: the port is ours to take off; the rest is the UNC.

@@ -1,8 +1,8 @@
 //! Unit tests of the exchange against fake servers ([`FnTransport`]).
 
 use super::*;
-use crate::smb::transport::FnTransport;
-use crate::smb::wire::put_u16;
+use crate::transport::FnTransport;
+use crate::wire::put_u16;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// The trace's `rc=` for these tests: a stand-in for the cifs mapping
@@ -156,7 +156,7 @@ fn compound_replies_in_separate_frames_and_error_statuses() {
 /// the counters and the trace say so (not `smb3_cmd_done`).
 #[test]
 fn malformed_body_with_success_status_counts_as_failed() {
-    use crate::smb::wire::create::CreateResponse;
+    use crate::wire::create::CreateResponse;
     let mut c = conn(1000);
     // `reply` carries a 9-byte ERROR-shaped body: too short for CREATE.
     let t = FnTransport::new(|f: &[u8]| vec![reply(&requests(f)[0], 0, None, 1)]);
@@ -277,8 +277,8 @@ impl Connection {
 /// reply fails the request with EIO, is counted, and never panics.
 #[test]
 fn sealed_exchange_accepts_good_replies_and_counts_bad_ones() {
-    use crate::smb::crypto::Cipher;
-    use crate::smb::wire::transform::{is_transform, TRANSFORM_LEN};
+    use crate::crypto::Cipher;
+    use crate::wire::transform::{is_transform, TRANSFORM_LEN};
     let (c2s, s2c) = ([3u8; 16], [4u8; 16]);
     // 0: good; 1: flipped ciphertext byte; 2: clear reply; 3: truncated;
     // 4: another session's keys.
@@ -343,7 +343,7 @@ fn sealed_exchange_accepts_good_replies_and_counts_bad_ones() {
 #[test]
 fn validate_negotiate_checks_the_signed_answer() {
     use super::handshake::{Negotiated, Session};
-    use crate::smb::wire::ioctl::FSCTL_VALIDATE_NEGOTIATE_INFO;
+    use crate::wire::ioctl::FSCTL_VALIDATE_NEGOTIATE_INFO;
     let key = [9u8; 16];
     let neg = || Negotiated {
         dialect: dialect::SMB3_0_2,

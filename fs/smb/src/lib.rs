@@ -16,6 +16,13 @@
 //! type maps it to a Linux errno at the VFS boundary (this layer knows no
 //! errno). Memory admission is the caller's: [`Config::admit`]. Safe code
 //! only; allocation only; no global state.
+//!
+//! A crate of its own (`no_std + alloc`; feature `std` adds the TCP
+//! transport and the host clock): it depends on nothing of the VFS.
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
 
 pub mod conn;
 pub mod counters;
