@@ -5,6 +5,8 @@
 //!
 //! - [`sync`]: seqcounts, lockref, RCU pointers and lists (the only module allowed raw-pointer code).
 //! - [`vfs`]: the path-based API (stat, open, mkdir, rename, mount ...).
+//! - [`types`]: what a filesystem and the path API share (file type, stat,
+//!   dirents, open flags).
 //! - [`stats`], [`trace`]: per-CPU counters and the lookup trace.
 //! - [`poison`]: canaries that let RCU readers notice freed memory.
 //! - [`errno`]: Linux error numbers.
@@ -37,6 +39,7 @@ pub mod stats;
 pub mod sync;
 pub mod tmpfs;
 pub mod trace;
+pub mod types;
 pub mod vfs;
 pub mod xattr;
 
