@@ -31,7 +31,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use crate::dcache::{self, d_hash, d_lookup, DRef, Dentry, D_MOUNTED};
 use crate::errno::{Errno, KResult};
 use crate::inode::{Inode, SuperBlock};
-use crate::mount::{Mount, MountTable};
+use crate::mount::{Mount, MountTable, Namespace};
 use crate::namei::{
     self, filename_lookup, filename_parentat, LastType, LookupFlags, Parent, WalkErr,
 };
@@ -39,7 +39,6 @@ use crate::tmpfs;
 /// The types of this API's signatures, defined with what a filesystem
 /// shares ([`crate::types`]).
 pub use crate::types::{DirEntry, FileType, OpenFlags, Stat};
-
 
 /// A mount namespace: the root mount and everything mounted below it.
 /// Share `&Vfs` between threads freely.
@@ -760,6 +759,12 @@ impl Vfs {
             return Err(Errno::EISDIR);
         }
         f.sb.ops.truncate(&f.inode, size)
+    }
+}
+
+impl Namespace for Vfs {
+    fn mount_root(&self, path: &[u8], root: DRef) -> KResult<()> {
+        Vfs::mount_root(self, path, root)
     }
 }
 

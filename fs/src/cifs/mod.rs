@@ -53,9 +53,9 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::dcache::{self, d_hash, DRef};
 use crate::errno::{Errno, KResult};
 use crate::inode::{FsOps, Inode, SuperBlock};
+use crate::mount::Namespace;
 use crate::sync::spinlock::SpinLock;
 use crate::types::FileType;
-use crate::vfs::Vfs;
 use smb::wire::create::{CloseAttrs, FileTimes, FILE_CREATE};
 use smb::wire::dirinfo::DirInfo;
 use smb::wire::info::FileStat;
@@ -641,10 +641,11 @@ impl fmt::Display for MountError {
     }
 }
 
-/// Mount `//server/share` (`source`) on `path` of `vfs`. Connects and
+/// Mount `//server/share` (`source`) on `path` of `vfs` (a
+/// [`crate::vfs::Vfs`]). Connects and
 /// authenticates now, so a bad password fails the mount.
 pub fn mount(
-    vfs: &Vfs,
+    vfs: &dyn Namespace,
     source: &str,
     path: &[u8],
     opts: &str,
