@@ -16,7 +16,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Instant;
 
-use fs::cifs::{self, CifsFs};
+use fs::fstype::cifs::{self, CifsFs};
 use fs::vfs::Vfs;
 use qemu::samba::{Fixture, FixtureOpts};
 use smb::{StdClock, TcpConnector};

@@ -7,6 +7,8 @@
 //! - [`vfs`]: the path-based API (stat, open, mkdir, rename, mount ...).
 //! - [`types`]: what a filesystem and the path API share (file type, stat,
 //!   dirents, open flags).
+//! - [`fstype`]: the filesystem types, [`fstype::tmpfs`] and [`fstype::cifs`]
+//!   (the latter over the `smb` protocol crate, `fs/smb/`).
 //! - [`stats`], [`trace`]: per-CPU counters and the lookup trace.
 //! - [`poison`]: canaries that let RCU readers notice freed memory.
 //! - [`errno`]: Linux error numbers.
@@ -19,13 +21,13 @@
 
 extern crate alloc;
 
-pub mod cifs;
 pub mod coreutils;
 pub mod dcache;
 pub mod errno;
 #[cfg(all(feature = "std", feature = "teaching"))]
 pub mod explore;
 pub mod fault;
+pub mod fstype;
 pub mod inode;
 pub mod mem;
 pub mod mount;
@@ -37,7 +39,6 @@ pub mod shell;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sync;
-pub mod tmpfs;
 pub mod trace;
 pub mod types;
 pub mod vfs;

@@ -310,7 +310,7 @@ mod tests {
         std::thread::Builder::new()
             .stack_size(256 * 1024)
             .spawn(|| {
-                let root = crate::tmpfs::new_root("").unwrap();
+                let root = crate::fstype::tmpfs::new_root("").unwrap();
                 let mut top: Option<Arc<Mount>> = None;
                 for _ in 0..2 * MOUNT_MAX {
                     let m = Mount::new(root.dget(), top.take(), Some(root.dget()));

@@ -30,12 +30,12 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::dcache::{self, d_hash, d_lookup, DRef, Dentry, D_MOUNTED};
 use crate::errno::{Errno, KResult};
+use crate::fstype::tmpfs;
 use crate::inode::{Inode, SuperBlock};
 use crate::mount::{Mount, MountTable, Namespace};
 use crate::namei::{
     self, filename_lookup, filename_parentat, LastType, LookupFlags, Parent, WalkErr,
 };
-use crate::tmpfs;
 /// The types of this API's signatures, defined with what a filesystem
 /// shares ([`crate::types`]).
 pub use crate::types::{DirEntry, FileType, OpenFlags, Stat};

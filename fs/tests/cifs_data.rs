@@ -9,8 +9,8 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use fs::cifs::{self, CifsFs};
 use fs::errno::Errno;
+use fs::fstype::cifs::{self, CifsFs};
 use fs::inode::SuperBlock;
 use fs::vfs::{OpenFlags, Vfs};
 use qemu::samba::{Fixture, FixtureOpts};

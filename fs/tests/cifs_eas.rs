@@ -11,9 +11,9 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use fs::cifs::eacache::{EaCacheDesign, EaSends};
-use fs::cifs::{self, eacache, CifsFs};
 use fs::errno::Errno;
+use fs::fstype::cifs::eacache::{EaCacheDesign, EaSends};
+use fs::fstype::cifs::{self, eacache, CifsFs};
 use fs::vfs::Vfs;
 use qemu::samba::{entry_name, Fixture, FixtureOpts};
 use smb::transport::{Connector, Transport, TransportError};

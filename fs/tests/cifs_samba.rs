@@ -5,10 +5,10 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use fs::cifs::eacache::{EaCacheDesign, EaSends};
-use fs::cifs::{self, eacache, CifsFs};
 use fs::coreutils::{ls_la, LsListing};
 use fs::errno::Errno;
+use fs::fstype::cifs::eacache::{EaCacheDesign, EaSends};
+use fs::fstype::cifs::{self, eacache, CifsFs};
 use fs::vfs::Vfs;
 use qemu::samba::{entry_name, Fixture, FixtureOpts};
 use smb::wire::cmd;

@@ -8,9 +8,9 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use fs::cifs::eacache::EaSends;
-use fs::cifs::{self, eacache, CifsFs};
 use fs::errno::Errno;
+use fs::fstype::cifs::eacache::EaSends;
+use fs::fstype::cifs::{self, eacache, CifsFs};
 use fs::vfs::Vfs;
 use qemu::samba::{entry_name, get_xattr, set_xattr, Fixture, FixtureOpts};
 use smb::{StdClock, TcpConnector};

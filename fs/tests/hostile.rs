@@ -18,8 +18,8 @@
 //! (skipped, or failed under `REQUIRE_FIXTURES=1`, where it cannot run).
 //! Touches loopback only.
 
-use fs::cifs::CifsFs;
 use fs::errno::Errno;
+use fs::fstype::cifs::CifsFs;
 use fs::shell::Shell;
 use fs::vfs::OpenFlags;
 use qemu::hostile::{self, mitm, Case, Server};

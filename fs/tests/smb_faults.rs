@@ -14,8 +14,8 @@
 //! or the relay binary cannot be found or built.
 //! Starts and kills its own relay processes; touches loopback only.
 
-use fs::cifs::errmap::{trace_rc, SmbErrno};
 use fs::errno::Errno;
+use fs::fstype::cifs::errmap::{trace_rc, SmbErrno};
 use qemu::samba::{Fixture, FixtureOpts};
 use smb::wire::cmd;
 use smb::{Config, Connection, Signing, SmbError};

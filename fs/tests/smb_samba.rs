@@ -7,8 +7,8 @@
 //! `qemu::fixtures`) only when the fixture cannot run here: smbd/smbpasswd
 //! not installed, or not root.
 
-use fs::cifs::errmap::{trace_rc, SmbErrno};
 use fs::errno::Errno;
+use fs::fstype::cifs::errmap::{trace_rc, SmbErrno};
 use qemu::samba::{Fixture, FixtureOpts};
 use smb::wire::dirinfo::class;
 use smb::wire::negotiate::{dialect, sign_alg};

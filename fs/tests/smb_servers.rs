@@ -8,7 +8,7 @@
 //! `REQUIRE_FIXTURES=1`) only when the fixture cannot run here:
 //! smbd/smbpasswd not installed, or not root.
 
-use fs::cifs::errmap::SmbErrno;
+use fs::fstype::cifs::errmap::SmbErrno;
 use qemu::samba::{Fixture, FixtureOpts};
 use smb::wire::negotiate::dialect;
 use smb::{Config, Connection, Signing};
@@ -259,7 +259,7 @@ fn mount(
 ) -> Result<(fs::vfs::Vfs, std::sync::Arc<fs::inode::SuperBlock>), String> {
     let v = fs::vfs::Vfs::new_tmpfs("").unwrap();
     v.mkdir(b"/mnt", 0o755).unwrap();
-    let sb = fs::cifs::mount(
+    let sb = fs::fstype::cifs::mount(
         &v,
         &format!("//127.0.0.1/{share}"),
         b"/mnt",
@@ -322,7 +322,7 @@ fn mount_failures_in_linux_words() {
     // The same server, default options: encryption switches on by itself.
     let (v, sb) = mount(&fx, &fx.share, &creds).expect("auto-encrypted mount");
     assert_eq!(v.readdir(b"/mnt").unwrap().len(), ENTRIES + 2);
-    let cifs = sb.ops_as::<fs::cifs::CifsFs>().unwrap();
+    let cifs = sb.ops_as::<fs::fstype::cifs::CifsFs>().unwrap();
     assert!(cifs.with_stats(|s| s.sealed) > 0);
 }
 

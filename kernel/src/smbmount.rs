@@ -30,7 +30,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use fs::cifs::{self, CifsFs};
+use fs::fstype::cifs::{self, CifsFs};
 use fs::vfs::Vfs;
 use kernel::smbargs::SmbSource;
 use smb::wire::cmd;

@@ -419,7 +419,7 @@ pub fn smb_conn(data: &[u8]) -> u32 {
     // Fact: a connection is counted once per completed handshake.
     assert_eq!(s.connects, c.generation(), "connects != generation");
     let _ = c.render_stats();
-    let _ = c.trace().dump(fs::cifs::errmap::trace_rc);
+    let _ = c.trace().dump(fs::fstype::cifs::errmap::trace_rc);
     c.disconnect();
     depth
 }
@@ -517,13 +517,13 @@ impl Connector for NoServer {
 /// succeeds.
 pub fn cifs_opts(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    if let Ok(o) = fs::cifs::CifsOpts::parse(&text) {
+    if let Ok(o) = fs::fstype::cifs::CifsOpts::parse(&text) {
         let _ = o.effective_eacache().name();
     }
     let v = Vfs::new_tmpfs("").expect("tmpfs");
     v.mkdir(b"/mnt", 0o755).expect("mkdir");
     let clock = StepClock(std::sync::atomic::AtomicU64::new(0));
-    let r = fs::cifs::mount(
+    let r = fs::fstype::cifs::mount(
         &v,
         "//127.0.0.1/share",
         b"/mnt",
@@ -577,7 +577,7 @@ pub fn cifs_listing(data: &[u8]) {
     let v = Vfs::new_tmpfs("").expect("tmpfs");
     v.mkdir(b"/mnt", 0o755).expect("mkdir");
     let clock = StepClock(std::sync::atomic::AtomicU64::new(0));
-    fs::cifs::mount(
+    fs::fstype::cifs::mount(
         &v,
         "//127.0.0.1/share",
         b"/mnt",

@@ -6,7 +6,7 @@ use crate::wire::put_u16;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// The trace's `rc=` for these tests: a stand-in for the cifs mapping
-/// (`fs::cifs::errmap::trace_rc`, tested there) that tells the failures
+/// (`fs::fstype::cifs::errmap::trace_rc`, tested there) that tells the failures
 /// these tests meet apart.
 fn rc(e: &SmbError) -> i32 {
     match e {

@@ -105,7 +105,7 @@ fn user_percent_pass_escaped_commas_and_credentials_file() {
 /// the table that has no effect, so the two cannot drift apart.
 #[test]
 fn readme_lists_every_option_without_effect() {
-    let readme = include_str!("../../../../README.md");
+    let readme = include_str!("../../../../../README.md");
     let at = readme
         .find("Accepted, no effect here")
         .expect("README section");
@@ -148,7 +148,7 @@ fn cache_sec_vers_and_iocharset() {
 
 #[test]
 fn eacache_user_xattr_and_the_old_wslea_names() {
-    use crate::cifs::eacache;
+    use crate::fstype::cifs::eacache;
     let d = |o: &CifsOpts| o.effective_eacache().name();
     assert_eq!(d(&CifsOpts::default()), eacache::DEFAULT);
     for name in eacache::names().split('|') {
