@@ -235,11 +235,9 @@ fn keep_page(
     }
     let names: usize = page.iter().map(|d| d.name.len()).sum();
     let grow = page.len() * core::mem::size_of::<DirInfo>() + names;
-    if !admit(grow.saturating_mul(2)) {
+    if !admit(grow.saturating_mul(2)) || all.try_reserve(page.len()).is_err() {
         return Err(SmbError::NoMemory("directory listing"));
     }
-    all.try_reserve(page.len())
-        .map_err(|_| SmbError::NoMemory("directory listing"))?;
     all.extend(page);
     Ok(())
 }
