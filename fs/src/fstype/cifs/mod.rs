@@ -14,7 +14,7 @@
 //! - `getattr` revalidates attributes older than the window; it asks for
 //!   the WSL metadata EAs (`$LXUID` …) only for reparse points, as Linux
 //!   does, and never for other entries;
-//! - extended attributes ([`xattr`]): the server's EAs are the `user.`
+//! - extended attributes ([`eas`]): the server's EAs are the `user.`
 //!   namespace, as Linux's `fs/smb/client/xattr.c` maps them; whether a
 //!   `listxattr`/`getxattr` asks the server or is answered from what the
 //!   client knows is the EA-cache design's call ([`eacache`], `eacache=`);
@@ -35,9 +35,9 @@
 //! serialised), the dcache entries of its own superblock.
 
 pub mod eacache;
+mod eas;
 pub mod errmap;
 pub mod options;
-mod xattr;
 
 pub use options::{CifsOpts, OptError, OPTION_NAMES};
 
