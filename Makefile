@@ -143,7 +143,7 @@ bench-static:
 	@echo "$(BENCH_STATIC): $$(ldd $(BENCH_STATIC) 2>&1 | tr -d '\t')"
 
 # EA-cache designs for `smb-bench` (empty: every design of
-# fs/src/cifs/eacache.rs) and further `bench smb-sweep` flags.
+# fs/src/fstype/cifs/eacache.rs) and further `bench smb-sweep` flags.
 SMB_DESIGNS ?=
 SMB_ARGS ?=
 smb-bench: build

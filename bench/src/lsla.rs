@@ -22,11 +22,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-use fs::cifs::{self, CifsFs};
-use fs::smb::{StdClock, TcpConnector};
+use fs::fstype::cifs::{self, CifsFs};
 use fs::vfs::Vfs;
 use qemu::relay::{load_stats_dir, Totals};
 use qemu::samba::{Fixture, FixtureOpts};
+use smb::{StdClock, TcpConnector};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -245,7 +245,7 @@ pub fn run(cfg: &LslaConfig, mut progress: impl FnMut(&str)) -> Result<Vec<LslaR
             let warm_s = s.elapsed().as_secs_f64();
             let t2 = relay.totals();
             let unsupported =
-                fs.opts.effective_eacache().sends() == fs::cifs::eacache::EaSends::Never;
+                fs.opts.effective_eacache().sends() == fs::fstype::cifs::eacache::EaSends::Never;
             for (l, when) in [(&cold, "cold"), (&warm, "warm")] {
                 check_eas(l, cfg, unsupported)
                     .map_err(|e| format!("eacache={design} rtt_ms={rtt}, {when} listing: {e}"))?;

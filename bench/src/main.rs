@@ -72,7 +72,7 @@ enum Cmd {
     /// counted by the latency relay.
     SmbSweep {
         /// EA-cache designs to run [default: every design of
-        /// fs::cifs::eacache, in its order].
+        /// fs::fstype::cifs::eacache, in its order].
         #[arg(value_name = "DESIGN")]
         designs_pos: Vec<String>,
         /// The same, comma-separated (added to DESIGN…).
@@ -186,8 +186,8 @@ enum Cmd {
 
 /// `bench smb-sweep --help`'s list of designs, from the registry.
 fn eacache_designs_help() -> String {
-    let mut s = String::from("EA-cache designs (fs::cifs::eacache::EACACHE_DESIGNS):\n");
-    for d in fs::cifs::eacache::EACACHE_DESIGNS {
+    let mut s = String::from("EA-cache designs (fs::fstype::cifs::eacache::EACACHE_DESIGNS):\n");
+    for d in fs::fstype::cifs::eacache::EACACHE_DESIGNS {
         s.push_str(&format!("  {:<10} {}\n", d.name(), d.help()));
     }
     s
@@ -298,17 +298,17 @@ fn main() -> ExitCode {
                     .unwrap_or_else(|| PathBuf::from("latency-relay"))
             });
             designs.splice(0..0, designs_pos);
-            let known = fs::cifs::eacache::EACACHE_DESIGNS;
+            let known = fs::fstype::cifs::eacache::EACACHE_DESIGNS;
             if designs.is_empty() {
                 designs = known.iter().map(|d| d.name().to_string()).collect();
             }
             if let Some(bad) = designs
                 .iter()
-                .find(|d| fs::cifs::eacache::by_name(d).is_none())
+                .find(|d| fs::fstype::cifs::eacache::by_name(d).is_none())
             {
                 eprintln!(
                     "bench smb-sweep: no EA-cache design {bad:?} ({})",
-                    fs::cifs::eacache::names()
+                    fs::fstype::cifs::eacache::names()
                 );
                 return ExitCode::from(2);
             }

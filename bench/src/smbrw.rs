@@ -16,10 +16,10 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Instant;
 
-use fs::cifs::{self, CifsFs};
-use fs::smb::{StdClock, TcpConnector};
+use fs::fstype::cifs::{self, CifsFs};
 use fs::vfs::Vfs;
 use qemu::samba::{Fixture, FixtureOpts};
+use smb::{StdClock, TcpConnector};
 
 /// One direction's figures.
 #[derive(Clone, Debug)]

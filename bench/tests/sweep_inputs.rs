@@ -90,7 +90,7 @@ fn smb_sweep_refuses_an_unknown_design_naming_the_known_ones() {
     assert_eq!(code, Some(2), "{err}");
     let want = format!(
         "no EA-cache design \"probe\" ({})",
-        fs::cifs::eacache::names()
+        fs::fstype::cifs::eacache::names()
     );
     assert!(err.contains(&want), "{err}");
     assert!(err.contains("always|negcache|easize|off"), "{err}");
@@ -105,7 +105,7 @@ fn smb_sweep_help_names_every_design() {
         .expect("run bench");
     assert!(o.status.success());
     let out = String::from_utf8_lossy(&o.stdout);
-    for d in fs::cifs::eacache::EACACHE_DESIGNS {
+    for d in fs::fstype::cifs::eacache::EACACHE_DESIGNS {
         assert!(
             out.lines()
                 .any(|l| l.trim_start().starts_with(&format!("{} ", d.name()))),

@@ -19,7 +19,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::errno::{Errno, KResult};
-use crate::vfs::{FileType, Stat, Vfs};
+use crate::types::{FileType, Stat};
+use crate::vfs::Vfs;
 use crate::xattr::split_list;
 
 /// The buffer 9.7's `ls` gives its first `llistxattr` of each name.

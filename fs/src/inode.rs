@@ -24,7 +24,7 @@ use crate::poison::{self, Canary, INODE_LIVE};
 use crate::stats::{self, Event, LastWriter};
 use crate::sync::seqcount::SeqCount;
 use crate::sync::spinlock::{RwSem, SpinLock};
-use crate::vfs::{FileType, Stat};
+use crate::types::{FileType, Stat};
 
 /// Bytes of one inode allocation (what [`Inode::new_arc`] asks for).
 pub const INODE_BYTES: usize = mem::arc_size::<Inode>();
@@ -362,7 +362,7 @@ pub trait FsOps: Send + Sync {
         _sb: &SuperBlock,
         _dir: &Inode,
         _name: &[u8],
-        _kind: crate::vfs::FileType,
+        _kind: crate::types::FileType,
         _mode: u32,
     ) -> KResult<Arc<Inode>> {
         Err(Errno::EOPNOTSUPP)

@@ -5,11 +5,17 @@
 //!
 //! - [`sync`]: seqcounts, lockref, RCU pointers and lists (the only module allowed raw-pointer code).
 //! - [`vfs`]: the path-based API (stat, open, mkdir, rename, mount ...).
+//! - [`types`]: what a filesystem and the path API share (file type, stat,
+//!   dirents, open flags).
+//! - [`fstype`]: the filesystem types, [`fstype::tmpfs`] and [`fstype::cifs`]
+//!   (the latter over the `smb` protocol crate, `fs/smb/`).
 //! - [`stats`], [`trace`]: per-CPU counters and the lookup trace.
 //! - [`poison`]: canaries that let RCU readers notice freed memory.
 //! - [`errno`]: Linux error numbers.
 //! - [`mem`], [`fault`]: memory admission (`ENOMEM` instead of an abort) and
 //!   allocation fault injection.
+//! - [`tools`] (feature `std`): vfsh's engine and the step-through page,
+//!   above the core and below the binaries.
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 // The unsafe fence: raw-pointer code only in `sync` (allowed below, where
 // every block carries its SAFETY comment); everything else is safe Rust.
@@ -17,25 +23,24 @@
 
 extern crate alloc;
 
-pub mod cifs;
 pub mod coreutils;
 pub mod dcache;
 pub mod errno;
 pub mod fault;
+pub mod fstype;
 pub mod inode;
 pub mod mem;
 pub mod mount;
 pub mod namei;
 pub mod platform;
 pub mod poison;
-pub mod smb;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sync;
-pub mod tmpfs;
 #[cfg(feature = "std")]
 pub mod tools;
 pub mod trace;
+pub mod types;
 pub mod vfs;
 pub mod xattr;
 

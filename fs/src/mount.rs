@@ -23,12 +23,35 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::dcache::{DRef, Dentry, D_MOUNTED};
-use crate::errno::Errno;
+use crate::errno::{Errno, KResult};
 use crate::inode::SuperBlock;
 use crate::sync::rcu::{RcuCell, RcuGuard};
 use crate::sync::rculist::{RcuHashTable, RcuLink, RcuNode};
 use crate::sync::seqcount::SeqLock;
 use crate::sync::spinlock::SpinLock;
+
+/// What a filesystem type that connects and mounts itself (`cifs::mount`)
+/// needs of a mount namespace: to attach the root it built on a directory,
+/// as Linux's `do_new_mount` attaches what `get_tree` returned.
+/// [`crate::vfs::Vfs`] is the namespace; the filesystem types name only
+/// this, not the path API.
+pub trait Namespace {
+    /// Mount `root` (a filesystem's root dentry) on directory `path`.
+    fn mount_root(&self, path: &[u8], root: DRef) -> KResult<()>;
+}
+
+/// A shared or borrowed namespace is one too (callers hold `Arc<Vfs>`).
+impl<N: Namespace + ?Sized> Namespace for Arc<N> {
+    fn mount_root(&self, path: &[u8], root: DRef) -> KResult<()> {
+        (**self).mount_root(path, root)
+    }
+}
+
+impl<N: Namespace + ?Sized> Namespace for &N {
+    fn mount_root(&self, path: &[u8], root: DRef) -> KResult<()> {
+        (**self).mount_root(path, root)
+    }
+}
 
 /// Most mounts in one namespace, the root included: Linux's default
 /// `fs.mount-max` (`sysctl_mount_max`).
@@ -287,7 +310,7 @@ mod tests {
         std::thread::Builder::new()
             .stack_size(256 * 1024)
             .spawn(|| {
-                let root = crate::tmpfs::new_root("").unwrap();
+                let root = crate::fstype::tmpfs::new_root("").unwrap();
                 let mut top: Option<Arc<Mount>> = None;
                 for _ in 0..2 * MOUNT_MAX {
                     let m = Mount::new(root.dget(), top.take(), Some(root.dget()));

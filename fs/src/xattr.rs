@@ -35,7 +35,8 @@ use crate::errno::{Errno, KResult};
 use crate::inode::Inode;
 use crate::mem;
 use crate::namei::{self, LookupFlags};
-use crate::vfs::{FileType, Vfs};
+use crate::types::FileType;
+use crate::vfs::Vfs;
 
 /// Longest attribute name (`XATTR_NAME_MAX`).
 pub const XATTR_NAME_MAX: usize = 255;

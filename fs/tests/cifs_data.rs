@@ -9,13 +9,13 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use fs::cifs::{self, CifsFs};
 use fs::errno::Errno;
+use fs::fstype::cifs::{self, CifsFs};
 use fs::inode::SuperBlock;
-use fs::smb::wire::cmd;
-use fs::smb::{StdClock, TcpConnector};
 use fs::vfs::{OpenFlags, Vfs};
 use qemu::samba::{Fixture, FixtureOpts};
+use smb::wire::cmd;
+use smb::{StdClock, TcpConnector};
 
 const SIZES: [usize; 7] = [0, 1, 4095, 65535, 65536, 65537, 3_000_000];
 

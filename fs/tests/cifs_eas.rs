@@ -11,14 +11,14 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use fs::cifs::eacache::{EaCacheDesign, EaSends};
-use fs::cifs::{self, eacache, CifsFs};
 use fs::errno::Errno;
-use fs::smb::transport::{Connector, Transport, TransportError};
-use fs::smb::wire::{cmd, status};
-use fs::smb::{StdClock, TcpTransport};
+use fs::fstype::cifs::eacache::{EaCacheDesign, EaSends};
+use fs::fstype::cifs::{self, eacache, CifsFs};
 use fs::vfs::Vfs;
 use qemu::samba::{entry_name, Fixture, FixtureOpts};
+use smb::transport::{Connector, Transport, TransportError};
+use smb::wire::{cmd, status};
+use smb::{StdClock, TcpTransport};
 
 const ENTRIES: usize = 600;
 

@@ -6,10 +6,10 @@
 
 use std::collections::BTreeSet;
 
-use fs::cifs::{self, CifsFs};
-use fs::smb::{StdClock, TcpConnector};
+use fs::fstype::cifs::{self, CifsFs};
 use fs::vfs::{FileType, Vfs};
 use qemu::impacket::Server;
+use smb::{StdClock, TcpConnector};
 
 fn data(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 31 % 251) as u8).collect()
@@ -25,7 +25,7 @@ fn mount_list_stat_read() {
     let files: [(&str, &[u8]); 3] = [("hello", b"hello\n"), ("empty", b""), ("big", &big)];
     let srv = Server::start(&files, 5).expect("smbserver.py");
     let mut ran = Vec::new();
-    for &d in fs::cifs::eacache::EACACHE_DESIGNS {
+    for &d in fs::fstype::cifs::eacache::EACACHE_DESIGNS {
         let design = d.name();
         ran.push(design);
         let v = Vfs::new_tmpfs("").unwrap();
@@ -81,7 +81,7 @@ fn mount_list_stat_read() {
         assert!(v.read_file(b"/mnt/big").unwrap() == big, "{design}: big");
         assert_eq!(v.stat(b"/mnt/big").unwrap().size, big.len() as u64);
         let refused = fs.ea_refused.load(std::sync::atomic::Ordering::Relaxed);
-        if d.sends() != fs::cifs::eacache::EaSends::EveryCall {
+        if d.sends() != fs::fstype::cifs::eacache::EaSends::EveryCall {
             assert!(refused <= 1, "{design}: asked again after a refusal");
         }
         eprintln!(

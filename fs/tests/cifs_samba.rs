@@ -5,14 +5,14 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use fs::cifs::eacache::{EaCacheDesign, EaSends};
-use fs::cifs::{self, eacache, CifsFs};
 use fs::coreutils::{ls_la, LsListing};
 use fs::errno::Errno;
-use fs::smb::wire::cmd;
-use fs::smb::{StdClock, TcpConnector};
+use fs::fstype::cifs::eacache::{EaCacheDesign, EaSends};
+use fs::fstype::cifs::{self, eacache, CifsFs};
 use fs::vfs::Vfs;
 use qemu::samba::{entry_name, Fixture, FixtureOpts};
+use smb::wire::cmd;
+use smb::{StdClock, TcpConnector};
 
 const ENTRIES: usize = 40;
 /// The first entries carry the four WSL EAs.

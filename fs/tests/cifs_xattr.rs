@@ -8,12 +8,12 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use fs::cifs::eacache::EaSends;
-use fs::cifs::{self, eacache, CifsFs};
 use fs::errno::Errno;
-use fs::smb::{StdClock, TcpConnector};
+use fs::fstype::cifs::eacache::EaSends;
+use fs::fstype::cifs::{self, eacache, CifsFs};
 use fs::vfs::Vfs;
 use qemu::samba::{entry_name, get_xattr, set_xattr, Fixture, FixtureOpts};
+use smb::{StdClock, TcpConnector};
 
 /// The share's entries: one per design for the late-EA test, at least 4,
 /// and the last one carries `user.x`.

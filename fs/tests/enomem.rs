@@ -385,3 +385,43 @@ fn negative_lru_never_exceeds_its_limit_while_threads_miss() {
     drop(vfs);
     assert_eq!(settled_live(), base, "dentries leaked");
 }
+
+/// The cifs client asks the same admission before it keeps what a server
+/// sends (`smb::Config::admit`, which `cifs::mount` fills with
+/// `fs::mem::admit`): with every allocation refused, a read of an open
+/// file larger than one READ is ENOMEM (the protocol crate alone admits everything: without the
+/// hook this read succeeds), and so is a listing; both work again once
+/// allocations may succeed.
+#[test]
+fn cifs_reads_and_listings_ask_memory_admission() {
+    use qemu::hostile::{self, Case, Server};
+    let _g = setup();
+    let srv = Server::new(Case::Honest, &[("hello.txt", b"hello\n")], &["d0"]);
+    let l = hostile::serve_tcp(srv).expect("hostile server");
+    let mut sh = fs::tools::shell::Shell::new("");
+    let mut last = |line: &str| sh.exec(line).last().cloned().unwrap_or_default();
+    assert_eq!(last("mkdir /mnt"), "ok");
+    let mount = format!(
+        "mount cifs //127.0.0.1:{}/share /mnt username=u,password=p",
+        l.addr.port()
+    );
+    assert_eq!(last(&mount), "ok");
+    let f = sh
+        .vfs()
+        .open(b"/mnt/hello.txt", OpenFlags::RDONLY, 0)
+        .expect("open");
+    // More than one READ can carry: the chunked read, which keeps each
+    // reply's bytes only when admitted.
+    let mut buf = vec![0u8; 16 << 20];
+    fault::fail_every(1);
+    let read = f.read(&mut buf);
+    let ls = sh.exec("ls /mnt").last().cloned().unwrap_or_default();
+    fault::off();
+    assert_eq!((read, ls.as_str()), (Err(Errno::ENOMEM), "err ENOMEM"));
+    assert_eq!(f.read(&mut buf), Ok(6));
+    assert_eq!(&buf[..6], b"hello\n");
+    assert_eq!(sh.exec("ls /mnt").last().unwrap(), "ok d0 hello.txt");
+    // The other tests count live dentries: free this namespace's first.
+    drop((f, sh));
+    settled_live();
+}

@@ -4,7 +4,7 @@
 //! bounded, seeded mutation campaign per target (no panics, no aborts).
 //!
 //! The seed corpus is generated from the Samba captures in
-//! `fs/src/smb/wire/testdata/` and hand-written path/cmdline cases by the
+//! `fs/smb/src/wire/testdata/` and hand-written path/cmdline cases by the
 //! ignored test `write_seed_corpus` (`cargo test --release -p fs --test
 //! fuzz_replay -- --ignored write_seed_corpus`). Reads only `fuzz/corpus/`
 //! and the testdata files; writes only with that ignored test.
@@ -28,7 +28,7 @@ fn corpus_dir(target: &str) -> PathBuf {
 
 fn testdata(name: &str) -> Vec<Vec<u8>> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src/smb/wire/testdata")
+        .join("smb/src/wire/testdata")
         .join(name);
     fuzz_harness::capture_frames(&std::fs::read(p).unwrap())
 }
@@ -244,7 +244,7 @@ fn seeds_smb_wire() -> Vec<(String, Vec<u8>)> {
 }
 
 fn seeds_ntlm() -> Vec<(String, Vec<u8>)> {
-    use fs::smb::wire::session::SessionSetupResponse;
+    use smb::wire::session::SessionSetupResponse;
     let mut out = Vec::new();
     for cap in ["smb311_handshake", "smb302_handshake", "smb210_handshake"] {
         let r = &replies(&format!("{cap}.frames"))[1];
@@ -301,7 +301,7 @@ fn seeds_smb_conn_forever() -> Vec<(String, Vec<u8>)> {
 /// Sealed frames (raw mode) and plaintexts for the seal-then-open mode,
 /// from the captured replies.
 fn seeds_smb_transform() -> Vec<(String, Vec<u8>)> {
-    use fs::smb::crypto::{Cipher, Sealer};
+    use smb::crypto::{Cipher, Sealer};
     let plains: Vec<Vec<u8>> = ["smb311_list", "smb311_stat"]
         .iter()
         .flat_map(|c| replies(&format!("{c}.frames")))
@@ -315,8 +315,8 @@ fn seeds_smb_transform() -> Vec<(String, Vec<u8>)> {
         }
         // Raw: what the 3.0 client sealer would receive from its server.
         let key = [0x5au8; 16];
-        let enc = fs::smb::crypto::kdf(&key, b"SMB2AESCCM\0", b"ServerIn \0");
-        let dec = fs::smb::crypto::kdf(&key, b"SMB2AESCCM\0", b"ServerOut\0");
+        let enc = smb::crypto::kdf(&key, b"SMB2AESCCM\0", b"ServerIn \0");
+        let dec = smb::crypto::kdf(&key, b"SMB2AESCCM\0", b"ServerOut\0");
         let mut server =
             Sealer::with_keys(Cipher::Aes128Ccm, &dec, &enc, 0x1122_3344_5566_7788, [9; 4]);
         let mut d = vec![0u8];
@@ -347,8 +347,8 @@ symlink=native,rsize=4194304,wsize=4194304,acdirmax=300,acregmax=30",
 /// The captured listing's records, and hand-made ones holding names a
 /// directory may not.
 fn seeds_cifs_listing() -> Vec<(String, Vec<u8>)> {
-    use fs::smb::wire::query::OutputResponse;
     use qemu::hostile::wire::{dir_records, utf16};
+    use smb::wire::query::OutputResponse;
     let mut out = Vec::new();
     for r in replies("smb311_list.frames") {
         if let Ok(o) = OutputResponse::parse(&r) {

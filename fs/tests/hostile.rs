@@ -18,8 +18,8 @@
 //! (skipped, or failed under `REQUIRE_FIXTURES=1`, where it cannot run).
 //! Touches loopback only.
 
-use fs::cifs::CifsFs;
 use fs::errno::Errno;
+use fs::fstype::cifs::CifsFs;
 use fs::tools::shell::Shell;
 use fs::vfs::OpenFlags;
 use qemu::hostile::{self, mitm, Case, Server};
@@ -113,7 +113,7 @@ fn endless_listing_is_eio_not_unbounded() {
     // It ended at the listing limit (pages of 455 records), not earlier
     // on something else.
     assert!(
-        n * (65_536 / 144) >= fs::smb::ops::MAX_LIST_ENTRIES,
+        n * (65_536 / 144) >= smb::ops::MAX_LIST_ENTRIES,
         "{n} requests"
     );
 }
@@ -341,13 +341,13 @@ fn plain_smb30x_server_still_mounts() {
         );
         // The validation really ran and Samba answered it (no error
         // status: not the "server does not know the FSCTL" way out).
-        let cfg = fs::smb::Config::new("127.0.0.1", &fx.share, &fx.user, &fx.password);
+        let cfg = smb::Config::new("127.0.0.1", &fx.share, &fx.user, &fx.password);
         let addr = format!("127.0.0.1:{}", fx.port).parse().unwrap();
-        let mut c = fs::smb::Connection::tcp(cfg, addr);
+        let mut c = smb::Connection::tcp(cfg, addr);
         c.connect().expect("connect");
         let want = if max == "SMB3_02" { 0x0302 } else { 0x0300 };
         assert_eq!(c.dialect(), Some(want), "{max}");
-        let io = c.stats().get(fs::smb::wire::cmd::IOCTL);
+        let io = c.stats().get(smb::wire::cmd::IOCTL);
         assert_eq!(
             (io.total, io.failed),
             (1, 0),

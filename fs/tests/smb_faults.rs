@@ -15,9 +15,10 @@
 //! Starts and kills its own relay processes; touches loopback only.
 
 use fs::errno::Errno;
-use fs::smb::wire::cmd;
-use fs::smb::{Config, Connection, Signing, SmbError};
+use fs::fstype::cifs::errmap::{trace_rc, SmbErrno};
 use qemu::samba::{Fixture, FixtureOpts};
+use smb::wire::cmd;
+use smb::{Config, Connection, Signing, SmbError};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -172,7 +173,7 @@ fn run_case(fx: &Fixture, bin: &Path, case: &Case) -> Duration {
         case.name
     );
     let failed1: u64 = c.stats().cmds.iter().map(|x| x.failed).sum();
-    let trace = c.trace().dump();
+    let trace = c.trace().dump(trace_rc);
     let err_lines = trace
         .lines()
         .filter(|l| l.contains("smb3_cmd_err") && l.contains(&format!("cmd={}", cmd::CREATE)))

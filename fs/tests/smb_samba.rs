@@ -8,14 +8,15 @@
 //! not installed, or not root.
 
 use fs::errno::Errno;
-use fs::smb::wire::dirinfo::class;
-use fs::smb::wire::negotiate::{dialect, sign_alg};
-use fs::smb::wire::status;
-use fs::smb::{
+use fs::fstype::cifs::errmap::{trace_rc, SmbErrno};
+use qemu::samba::{Fixture, FixtureOpts};
+use smb::wire::dirinfo::class;
+use smb::wire::negotiate::{dialect, sign_alg};
+use smb::wire::status;
+use smb::{
     Config, Connection, Connector, FaultInjector, Faults, Signing, SmbError, StdClock,
     TcpTransport, Transport, TransportError, WslEas,
 };
-use qemu::samba::{Fixture, FixtureOpts};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -117,7 +118,7 @@ fn auth_right_and_wrong_password() {
 #[test]
 fn each_dialect_with_signing_on_and_off() {
     let Some(fx) = fixture() else { return };
-    let cases: &[(u16, &[u16], Option<fs::smb::crypto::SignAlg>)] = &[
+    let cases: &[(u16, &[u16], Option<smb::crypto::SignAlg>)] = &[
         (
             dialect::SMB3_1_1,
             &[sign_alg::AES_GMAC, sign_alg::AES_CMAC],
@@ -128,7 +129,7 @@ fn each_dialect_with_signing_on_and_off() {
         (dialect::SMB3_0_2, &[], None),
         (dialect::SMB2_1, &[], None),
     ];
-    use fs::smb::crypto::SignAlg;
+    use smb::crypto::SignAlg;
     for &(d, algs, _) in cases {
         for signing in [Signing::Off, Signing::On] {
             let mut cfg = config(&fx, &fx.password);
@@ -242,7 +243,7 @@ fn wsl_eas_absent_and_present_stat_and_read() {
     assert!(s.contains(&format!("Creates: {n} total 0 failed\n")), "{s}");
     assert!(s.contains(&format!("Closes: {n} total 0 failed\n")), "{s}");
     assert_eq!(c.stats().frames, n);
-    let dump = c.trace().dump();
+    let dump = c.trace().dump(trace_rc);
     let errs = dump.matches("smb3_cmd_err:").count() as u64;
     let no_eas = dump.matches("cmd=16 ").count() as u64;
     assert_eq!(errs, n, "{dump}");
@@ -352,7 +353,7 @@ fn soft_timeouts_are_eio() {
     assert_eq!(e, SmbError::Timeout);
     assert_eq!(e.errno(), Errno::EIO);
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
-    assert!(c.trace().dump().contains("smb3_cmd_err:"));
+    assert!(c.trace().dump(trace_rc).contains("smb3_cmd_err:"));
     drop(silent);
 
     // A live session whose server goes silent.
@@ -411,7 +412,7 @@ fn write_frames(path: &std::path::Path, frames: &[Vec<u8>]) {
     std::fs::write(path, out).unwrap();
 }
 
-/// Regenerates `fs/src/smb/wire/testdata/*.frames` (the unit tests'
+/// Regenerates `fs/smb/src/wire/testdata/*.frames` (the unit tests'
 /// captured replies): `cargo test -p fs --test smb_samba capture --
 /// --ignored`. Each file is a sequence of (u32 LE length, frame),
 /// requests and replies alternating.
@@ -419,7 +420,7 @@ fn write_frames(path: &std::path::Path, frames: &[Vec<u8>]) {
 #[ignore]
 fn capture_test_vectors() {
     let Some(fx) = fixture() else { return };
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/smb/wire/testdata");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("smb/src/wire/testdata");
     std::fs::create_dir_all(&dir).unwrap();
     let runs: [(&str, u16, Signing); 3] = [
         ("smb311", dialect::SMB3_1_1, Signing::Off),

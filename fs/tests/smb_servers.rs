@@ -8,9 +8,10 @@
 //! `REQUIRE_FIXTURES=1`) only when the fixture cannot run here:
 //! smbd/smbpasswd not installed, or not root.
 
-use fs::smb::wire::negotiate::dialect;
-use fs::smb::{Config, Connection, Signing};
+use fs::fstype::cifs::errmap::SmbErrno;
 use qemu::samba::{Fixture, FixtureOpts};
+use smb::wire::negotiate::dialect;
+use smb::{Config, Connection, Signing};
 
 const ENTRIES: usize = 6;
 
@@ -142,8 +143,8 @@ fn signing_mandatory_each_dialect() {
 /// checksums. 2.1 cannot encrypt: the error says so in Linux's words.
 #[test]
 fn encryption_required_each_3x_dialect_and_cipher() {
-    use fs::smb::crypto::Cipher;
-    use fs::smb::wire::negotiate::cipher;
+    use smb::crypto::Cipher;
+    use smb::wire::negotiate::cipher;
     for (scope, global) in [("global", true), ("share", false)] {
         let Some(fx) = fixture_with(|o| {
             let line = "smb encrypt = required".to_string();
@@ -182,7 +183,7 @@ fn encryption_required_each_3x_dialect_and_cipher() {
         }
         let mut c = Connection::tcp(config(&fx, &[dialect::SMB2_1]), fx.addr());
         let e = c.connect().unwrap_err();
-        assert_eq!(e, fs::smb::SmbError::EncryptionRequired, "{scope}: {e}");
+        assert_eq!(e, smb::SmbError::EncryptionRequired, "{scope}: {e}");
         assert_eq!(e.errno(), fs::errno::Errno::EACCES);
     }
 }
@@ -190,8 +191,8 @@ fn encryption_required_each_3x_dialect_and_cipher() {
 /// Write a 1-byte and a 3 MB file (sealed, when the connection is), then
 /// compare the server's on-disk copy and a read back with what was sent.
 fn write_read_back(c: &mut Connection, fx: &Fixture, what: &str) {
-    use fs::smb::wire::create::FILE_OVERWRITE_IF;
-    use fs::smb::OpenKind;
+    use smb::wire::create::FILE_OVERWRITE_IF;
+    use smb::OpenKind;
     let tag: String = what
         .chars()
         .map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '_' })
@@ -247,10 +248,7 @@ fn seal_on_a_server_that_does_not_require_it() {
     let mut cfg = config(&fx, &[dialect::SMB2_1]);
     cfg.seal = true;
     let e = Connection::tcp(cfg, fx.addr()).connect().unwrap_err();
-    assert!(
-        matches!(e, fs::smb::SmbError::EncryptionUnavailable(_)),
-        "{e}"
-    );
+    assert!(matches!(e, smb::SmbError::EncryptionUnavailable(_)), "{e}");
 }
 
 /// `cifs::mount` of the fixture's share (or `share`) with `opts`.
@@ -261,16 +259,16 @@ fn mount(
 ) -> Result<(fs::vfs::Vfs, std::sync::Arc<fs::inode::SuperBlock>), String> {
     let v = fs::vfs::Vfs::new_tmpfs("").unwrap();
     v.mkdir(b"/mnt", 0o755).unwrap();
-    let sb = fs::cifs::mount(
+    let sb = fs::fstype::cifs::mount(
         &v,
         &format!("//127.0.0.1/{share}"),
         b"/mnt",
         opts,
-        Box::new(fs::smb::TcpConnector {
+        Box::new(smb::TcpConnector {
             addr: fx.addr(),
             timeout_ms: 10_000,
         }),
-        Box::new(fs::smb::StdClock::default()),
+        Box::new(smb::StdClock::default()),
     )
     .map_err(|e| e.to_string())?;
     Ok((v, sb))
@@ -324,7 +322,7 @@ fn mount_failures_in_linux_words() {
     // The same server, default options: encryption switches on by itself.
     let (v, sb) = mount(&fx, &fx.share, &creds).expect("auto-encrypted mount");
     assert_eq!(v.readdir(b"/mnt").unwrap().len(), ENTRIES + 2);
-    let cifs = sb.ops_as::<fs::cifs::CifsFs>().unwrap();
+    let cifs = sb.ops_as::<fs::fstype::cifs::CifsFs>().unwrap();
     assert!(cifs.with_stats(|s| s.sealed) > 0);
 }
 
@@ -398,7 +396,7 @@ fn mapposix_and_mapchars_carry_reserved_characters() {
 #[test]
 #[ignore]
 fn seal_read_mb_s() {
-    use fs::smb::wire::negotiate::cipher;
+    use smb::wire::negotiate::cipher;
     let Some(fx) = fixture_with(|_| {}) else {
         return;
     };

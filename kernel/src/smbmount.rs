@@ -30,10 +30,10 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use fs::cifs::{self, CifsFs};
-use fs::smb::wire::cmd;
+use fs::fstype::cifs::{self, CifsFs};
 use fs::vfs::Vfs;
 use kernel::smbargs::SmbSource;
+use smb::wire::cmd;
 
 use crate::console::kprintln;
 use crate::exit::{exit, ExitCode};

@@ -24,25 +24,25 @@ pub mod mutate;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use fs::smb::crypto::{PreauthHash, SignAlg, Signer};
-use fs::smb::ntlm::{self, Challenge, Credentials};
-use fs::smb::transport::{frame_len, FnTransport};
-use fs::smb::wire::compound::split;
-use fs::smb::wire::create::{parse_close, CreateResponse, FileId, FileTimes};
-use fs::smb::wire::dirinfo;
-use fs::smb::wire::ea::{parse_full_ea_list, WslEas};
-use fs::smb::wire::error::ErrorResponse;
-use fs::smb::wire::header::{flags, Header, HeaderRepr};
-use fs::smb::wire::info;
-use fs::smb::wire::negotiate::{dialect, NegotiateResponse};
-use fs::smb::wire::netbios;
-use fs::smb::wire::query::OutputResponse;
-use fs::smb::wire::read::ReadResponse;
-use fs::smb::wire::session::{parse_small, SessionSetupResponse};
-use fs::smb::wire::tree::TreeConnectResponse;
-use fs::smb::wire::{from_utf16le, region};
-use fs::smb::{Clock, Config, Connection, Connector, Signing, Transport, TransportError};
 use fs::vfs::{OpenFlags, Vfs};
+use smb::crypto::{PreauthHash, SignAlg, Signer};
+use smb::ntlm::{self, Challenge, Credentials};
+use smb::transport::{frame_len, FnTransport};
+use smb::wire::compound::split;
+use smb::wire::create::{parse_close, CreateResponse, FileId, FileTimes};
+use smb::wire::dirinfo;
+use smb::wire::ea::{parse_full_ea_list, WslEas};
+use smb::wire::error::ErrorResponse;
+use smb::wire::header::{flags, Header, HeaderRepr};
+use smb::wire::info;
+use smb::wire::negotiate::{dialect, NegotiateResponse};
+use smb::wire::netbios;
+use smb::wire::query::OutputResponse;
+use smb::wire::read::ReadResponse;
+use smb::wire::session::{parse_small, SessionSetupResponse};
+use smb::wire::tree::TreeConnectResponse;
+use smb::wire::{from_utf16le, region};
+use smb::{Clock, Config, Connection, Connector, Signing, Transport, TransportError};
 
 /// The targets, by the names of their `fuzz/fuzz_targets/*.rs` and
 /// `fuzz/corpus/*` directories.
@@ -136,7 +136,7 @@ pub fn smb_wire(data: &[u8]) {
         let h = [h[0], h[1], h[2], h[3]];
         let _ = netbios::parse_header(h);
         if let Ok(Some(n)) = frame_len(h) {
-            assert!(n <= fs::smb::transport::MAX_MESSAGE, "frame_len over limit");
+            assert!(n <= smb::transport::MAX_MESSAGE, "frame_len over limit");
         }
     }
     // The frame as the connection sees it: compound split, then each part.
@@ -384,6 +384,7 @@ pub fn smb_conn(data: &[u8]) -> u32 {
     cfg.timeout_ms = 1000;
     cfg.retries = 2;
     cfg.trace_capacity = 64;
+    cfg.admit = |bytes| fs::mem::admit(bytes).is_ok();
     let records = decode_script(rest);
     let forever =
         (opt & conn_opt::FOREVER != 0 && !records.is_empty()).then(|| Arc::new(records.clone()));
@@ -418,7 +419,7 @@ pub fn smb_conn(data: &[u8]) -> u32 {
     // Fact: a connection is counted once per completed handshake.
     assert_eq!(s.connects, c.generation(), "connects != generation");
     let _ = c.render_stats();
-    let _ = c.trace().dump();
+    let _ = c.trace().dump(fs::fstype::cifs::errmap::trace_rc);
     c.disconnect();
     depth
 }
@@ -433,8 +434,8 @@ pub fn smb_conn(data: &[u8]) -> u32 {
 /// sealed frame is XORed with `xor`. Facts: an untouched sealed frame
 /// opens to its plaintext; a touched one never opens (AEAD).
 pub fn smb_transform(data: &[u8]) {
-    use fs::smb::crypto::{Cipher, Sealer};
-    use fs::smb::wire::transform::{is_transform, TransformHeader};
+    use smb::crypto::{Cipher, Sealer};
+    use smb::wire::transform::{is_transform, TransformHeader};
     let Some((&sel, rest)) = data.split_first() else {
         return;
     };
@@ -481,10 +482,10 @@ pub fn smb_transform(data: &[u8]) {
     }
 }
 
-/// The client's (encrypt, decrypt) keys as [`fs::smb::crypto::Sealer`]
+/// The client's (encrypt, decrypt) keys as [`smb::crypto::Sealer`]
 /// derives them (MS-SMB2 3.1.4.2), for the harness's server side.
 fn transform_keys(key: &[u8; 16], smb311: bool) -> ([u8; 16], [u8; 16]) {
-    use fs::smb::crypto::kdf;
+    use smb::crypto::kdf;
     if smb311 {
         let mut pre = PreauthHash::default();
         pre.update(b"negotiate");
@@ -516,13 +517,13 @@ impl Connector for NoServer {
 /// succeeds.
 pub fn cifs_opts(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    if let Ok(o) = fs::cifs::CifsOpts::parse(&text) {
+    if let Ok(o) = fs::fstype::cifs::CifsOpts::parse(&text) {
         let _ = o.effective_eacache().name();
     }
     let v = Vfs::new_tmpfs("").expect("tmpfs");
     v.mkdir(b"/mnt", 0o755).expect("mkdir");
     let clock = StepClock(std::sync::atomic::AtomicU64::new(0));
-    let r = fs::cifs::mount(
+    let r = fs::fstype::cifs::mount(
         &v,
         "//127.0.0.1/share",
         b"/mnt",
@@ -576,7 +577,7 @@ pub fn cifs_listing(data: &[u8]) {
     let v = Vfs::new_tmpfs("").expect("tmpfs");
     v.mkdir(b"/mnt", 0o755).expect("mkdir");
     let clock = StepClock(std::sync::atomic::AtomicU64::new(0));
-    fs::cifs::mount(
+    fs::fstype::cifs::mount(
         &v,
         "//127.0.0.1/share",
         b"/mnt",
@@ -738,7 +739,7 @@ pub fn path_walk(data: &[u8]) {
 // ---------------------------------------------------------------- seeds
 
 /// `[u32 LE length][message]` records of a capture in
-/// `fs/src/smb/wire/testdata/` (requests and replies alternate).
+/// `fs/smb/src/wire/testdata/` (requests and replies alternate).
 pub fn capture_frames(bytes: &[u8]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut off = 0;

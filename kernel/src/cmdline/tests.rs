@@ -116,7 +116,7 @@ fn every_registered_design_is_a_guest_word() {
 /// refused naming every registered design.
 #[test]
 fn every_registered_eacache_design_is_a_guest_smbopts_word() {
-    use fs::cifs::{eacache, CifsOpts};
+    use fs::fstype::cifs::{eacache, CifsOpts};
     for d in eacache::EACACHE_DESIGNS {
         let n = d.name();
         let c = parse(&std::format!(

@@ -9,8 +9,8 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use fs::smb::transport::{frame_len, Clock, Connector, Transport, TransportError};
-use fs::smb::wire::netbios;
+use smb::transport::{frame_len, Clock, Connector, Transport, TransportError};
+use smb::wire::netbios;
 
 use super::tcp::TcpStream;
 use super::{deadline, NetError};

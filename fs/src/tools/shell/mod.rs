@@ -689,8 +689,8 @@ impl Shell {
 
     /// `mount cifs`: connect now (a bad password fails the mount).
     fn mount_cifs(&mut self, source: &str, path: &[u8], opts: &str) -> Vec<String> {
-        use crate::cifs::{self, MountError};
-        use crate::smb::{StdClock, TcpConnector};
+        use crate::fstype::cifs::{self, errmap::SmbErrno, MountError};
+        use smb::{StdClock, TcpConnector};
         use std::net::ToSocketAddrs;
         let fail = |why: String, e: Errno| vec![std::format!("# {why}"), err_line(e)];
         // //HOST[:PORT]/SHARE: the port is ours to take off; the rest is the UNC.
@@ -732,7 +732,7 @@ impl Shell {
             Ok(sb) => {
                 // Options given by an old name say what they mean now.
                 let mut out: Vec<String> = sb
-                    .ops_as::<crate::cifs::CifsFs>()
+                    .ops_as::<crate::fstype::cifs::CifsFs>()
                     .map(|fs| {
                         fs.opts
                             .notes
@@ -760,7 +760,7 @@ impl Shell {
     fn cifs_stats_lines(&self) -> Vec<String> {
         let mut out = Vec::new();
         for sb in &self.cifs {
-            if let Some(fs) = sb.ops_as::<crate::cifs::CifsFs>() {
+            if let Some(fs) = sb.ops_as::<crate::fstype::cifs::CifsFs>() {
                 for l in fs.render_stats().lines() {
                     out.push(std::format!("# {l}"));
                 }

@@ -8,7 +8,7 @@
 //! [`Connection::exchange`].
 
 use super::*;
-use crate::smb::wire::ioctl::{ValidateNegotiateRequest, ValidateNegotiateResponse};
+use crate::wire::ioctl::{ValidateNegotiateRequest, ValidateNegotiateResponse};
 
 /// What NEGOTIATE settled, carried into SESSION_SETUP.
 pub(super) struct Negotiated {
@@ -86,7 +86,7 @@ impl Connection {
         )?;
         let request_msg = self.link_mut()?.last_sent.clone();
         if reply.hdr.status == status::NOT_SUPPORTED {
-            let offered = crate::smb::DIALECTS
+            let offered = crate::DIALECTS
                 .iter()
                 .enumerate()
                 .filter(|(_, d)| dialects.contains(d))

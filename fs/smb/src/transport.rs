@@ -10,7 +10,7 @@
 //! drop the connection, swallow replies or corrupt bytes (the role smoltcp's
 //! fault injector plays for devices).
 
-use crate::smb::wire::netbios::{self, FrameHeader};
+use crate::wire::netbios::{self, FrameHeader};
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;

@@ -130,7 +130,7 @@ pub fn parse_set_info(msg: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::smb::wire::u32_at;
+    use crate::wire::u32_at;
 
     #[test]
     fn set_info_layout() {

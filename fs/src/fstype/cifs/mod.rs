@@ -1,6 +1,6 @@
 //! `cifs`: the SMB2/3 client as a filesystem type.
 //!
-//! The wire protocol and session state live in [`crate::smb`]; this module
+//! The wire protocol and session state live in [`smb`]; this module
 //! is the VFS glue, shaped like Linux `fs/smb/client`:
 //!
 //! - mount options named as Linux's ([`CifsOpts::parse`]);
@@ -14,7 +14,7 @@
 //! - `getattr` revalidates attributes older than the window; it asks for
 //!   the WSL metadata EAs (`$LXUID` …) only for reparse points, as Linux
 //!   does, and never for other entries;
-//! - extended attributes ([`xattr`]): the server's EAs are the `user.`
+//! - extended attributes ([`eas`]): the server's EAs are the `user.`
 //!   namespace, as Linux's `fs/smb/client/xattr.c` maps them; whether a
 //!   `listxattr`/`getxattr` asks the server or is answered from what the
 //!   client knows is the EA-cache design's call ([`eacache`], `eacache=`);
@@ -25,7 +25,7 @@
 //! - data and changes: `read`/`write` go to the server in chunks within
 //!   `rsize`/`wsize` and the negotiated MaxReadSize/MaxWriteSize; create,
 //!   mkdir, unlink, rmdir, rename and truncate are one compound each
-//!   ([`crate::smb::ops`]); size and mtime afterwards are the server's, and
+//!   ([`smb::ops`]); size and mtime afterwards are the server's, and
 //!   a changed inode forgets what it knew of its EAs (it is asked again);
 //! - inode numbers are the server's IndexNumber unless it is 0 or already
 //!   names another path (servers that do not keep them): then a unique
@@ -35,10 +35,13 @@
 //! serialised), the dcache entries of its own superblock.
 
 pub mod eacache;
+mod eas;
+pub mod errmap;
 pub mod options;
-mod xattr;
 
 pub use options::{CifsOpts, OptError, OPTION_NAMES};
+
+use errmap::SmbErrno;
 
 use alloc::boxed::Box;
 use alloc::format;
@@ -50,13 +53,14 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::dcache::{self, d_hash, DRef};
 use crate::errno::{Errno, KResult};
 use crate::inode::{FsOps, Inode, SuperBlock};
-use crate::smb::wire::create::{CloseAttrs, FileTimes, FILE_CREATE};
-use crate::smb::wire::dirinfo::DirInfo;
-use crate::smb::wire::info::FileStat;
-use crate::smb::wire::status;
-use crate::smb::{Clock, Config, Connection, Connector, OpenKind, SmbError};
+use crate::mount::Namespace;
 use crate::sync::spinlock::SpinLock;
-use crate::vfs::{FileType, Vfs};
+use crate::types::FileType;
+use smb::wire::create::{CloseAttrs, FileTimes, FILE_CREATE};
+use smb::wire::dirinfo::DirInfo;
+use smb::wire::info::FileStat;
+use smb::wire::status;
+use smb::{Clock, Config, Connection, Connector, OpenKind, SmbError};
 
 /// FILE_ATTRIBUTE_DIRECTORY
 const ATTR_DIRECTORY: u32 = 0x10;
@@ -211,13 +215,13 @@ impl CifsFs {
     }
 
     /// Look at the per-tcon counters.
-    pub fn with_stats<R>(&self, f: impl FnOnce(&crate::smb::TconStats) -> R) -> R {
+    pub fn with_stats<R>(&self, f: impl FnOnce(&smb::TconStats) -> R) -> R {
         f(self.conn.lock().stats())
     }
 
     /// The smb3 trace events, one per line.
     pub fn dump_trace(&self) -> String {
-        self.conn.lock().trace().dump()
+        self.conn.lock().trace().dump(errmap::trace_rc)
     }
 
     /// Reset the per-tcon counters (benchmarks: count from the mount on).
@@ -333,7 +337,7 @@ impl CifsFs {
     /// characters mapped as the mount says (`mapposix`, `mapchars`).
     fn child_path(dir: &Inode, name: &[u8], remap: options::Remap) -> KResult<String> {
         let name = core::str::from_utf8(name).map_err(|_| Errno::EINVAL)?;
-        let name = crate::smb::remap::to_wire(name, remap);
+        let name = smb::remap::to_wire(name, remap);
         let base = dir
             .private::<CifsInode>()
             .map(|c| c.path())
@@ -564,7 +568,7 @@ impl FsOps for CifsFs {
         // every one checked before anything reaches the dcache.
         let local: alloc::vec::Vec<String> = entries
             .iter()
-            .map(|e| crate::smb::remap::from_wire(&e.name, self.opts.remap))
+            .map(|e| smb::remap::from_wire(&e.name, self.opts.remap))
             .collect();
         if let Some(bad) = local.iter().find(|n| !valid_dirent_name(n)) {
             self.bad_names.fetch_add(1, Ordering::Relaxed);
@@ -637,10 +641,11 @@ impl fmt::Display for MountError {
     }
 }
 
-/// Mount `//server/share` (`source`) on `path` of `vfs`. Connects and
+/// Mount `//server/share` (`source`) on `path` of `vfs` (a
+/// [`crate::vfs::Vfs`]). Connects and
 /// authenticates now, so a bad password fails the mount.
 pub fn mount(
-    vfs: &Vfs,
+    vfs: &dyn Namespace,
     source: &str,
     path: &[u8],
     opts: &str,
@@ -655,11 +660,12 @@ pub fn mount(
         )))
     })?;
     let mut cfg = Config::new(server, share, &o.username, &o.password);
+    cfg.admit = |bytes| crate::mem::admit(bytes).is_ok();
     cfg.creds.domain = o.domain.clone();
     cfg.dialects = o.vers.clone();
     cfg.soft = o.soft;
     if o.sign {
-        cfg.signing = crate::smb::Signing::On;
+        cfg.signing = smb::Signing::On;
     }
     cfg.seal = o.seal;
     cfg.allow_guest = o.null_session;

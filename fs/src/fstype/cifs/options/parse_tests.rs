@@ -156,7 +156,7 @@ fn cache_sec_vers_and_iocharset() {
 
 #[test]
 fn eacache_user_xattr_and_the_old_wslea_names() {
-    use crate::cifs::eacache;
+    use crate::fstype::cifs::eacache;
     let d = |o: &CifsOpts| o.effective_eacache().name();
     assert_eq!(d(&CifsOpts::default()), eacache::DEFAULT);
     for name in eacache::names().split('|') {

@@ -19,8 +19,8 @@ use super::read::ReadResponse;
 use super::session::SessionSetupResponse;
 use super::tree::TreeConnectResponse;
 use super::{cmd, status, u16_at, u32_at};
-use crate::smb::crypto::{PreauthHash, SignAlg, Signer};
-use crate::smb::ntlm::{self, Challenge};
+use crate::crypto::{PreauthHash, SignAlg, Signer};
+use crate::ntlm::{self, Challenge};
 use alloc::vec::Vec;
 
 fn frames(bytes: &[u8]) -> Vec<Vec<u8>> {
@@ -459,7 +459,7 @@ fn captured_requests_re_emit_byte_for_byte() {
 fn captured_ntlm_tokens_rebuild_byte_for_byte() {
     use super::session::SessionSetupResponse;
     use super::{from_utf16le, u64_at};
-    use crate::smb::ntlm::Credentials;
+    use crate::ntlm::Credentials;
     // SESSION_SETUP request token: SecurityBufferOffset/Length at 12/14.
     let token = |m: &[u8]| -> Vec<u8> {
         let off = u16_at(m, 64 + 12).unwrap() as usize;

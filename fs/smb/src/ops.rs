@@ -27,22 +27,22 @@
 //! Paths are share-relative with `/` or `\` separators; the share root is
 //! `""` or `"/"`.
 
-use crate::smb::conn::{Connection, Reply, Req};
-use crate::smb::wire::create::{
+use crate::conn::{Connection, Reply, Req};
+use crate::wire::create::{
     access, options, parse_close, parse_close_attrs, share, CloseAttrs, CloseRequest,
     CreateRequest, CreateResponse, FileId, CLOSE_POSTQUERY_ATTRIB, FILE_OPEN,
 };
-use crate::smb::wire::dirinfo::{self, DirInfo};
-use crate::smb::wire::ea::{self, WslEas};
-use crate::smb::wire::info::{self, FileStat};
-use crate::smb::wire::query::{
+use crate::wire::dirinfo::{self, DirInfo};
+use crate::wire::ea::{self, WslEas};
+use crate::wire::info::{self, FileStat};
+use crate::wire::query::{
     info_type, qd_flags, OutputResponse, QueryDirectoryRequest, QueryInfoRequest,
 };
-use crate::smb::wire::read::{ReadRequest, ReadResponse};
-use crate::smb::wire::setinfo::{self, SetInfoRequest};
-use crate::smb::wire::write::{parse_write, WriteRequest};
-use crate::smb::wire::{cmd, status};
-use crate::smb::{SmbError, SmbResult};
+use crate::wire::read::{ReadRequest, ReadResponse};
+use crate::wire::setinfo::{self, SetInfoRequest};
+use crate::wire::write::{parse_write, WriteRequest};
+use crate::wire::{cmd, status};
+use crate::{SmbError, SmbResult};
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -76,7 +76,7 @@ pub const MAX_LIST_BYTES: usize = 256 << 20;
 pub struct OpenSpec {
     pub desired_access: u32,
     pub kind: OpenKind,
-    /// CreateDisposition ([`crate::smb::wire::create::FILE_OPEN`] …).
+    /// CreateDisposition ([`crate::wire::create::FILE_OPEN`] …).
     pub disposition: u32,
     /// Extra CreateOptions bits.
     pub options: u32,
@@ -207,7 +207,7 @@ fn dir_page(c: &mut Connection, r: &Reply, class: u8) -> SmbResult<Option<(Vec<D
     let v = c.body(r, |m| {
         let data = OutputResponse::parse(m)?.data;
         if data.len() > asked {
-            return Err(crate::smb::WireError::new(
+            return Err(crate::WireError::new(
                 "query directory output longer than asked",
             ));
         }
@@ -221,6 +221,7 @@ fn dir_page(c: &mut Connection, r: &Reply, class: u8) -> SmbResult<Option<(Vec<D
 /// admission (ENOMEM when the kernel heap cannot take it; the page's own
 /// entries are bounded by the frame they came in).
 fn keep_page(
+    admit: fn(usize) -> bool,
     all: &mut Vec<DirInfo>,
     bytes: &mut usize,
     page: Vec<DirInfo>,
@@ -234,10 +235,9 @@ fn keep_page(
     }
     let names: usize = page.iter().map(|d| d.name.len()).sum();
     let grow = page.len() * core::mem::size_of::<DirInfo>() + names;
-    crate::mem::admit(grow.saturating_mul(2))
-        .map_err(|_| SmbError::NoMemory("directory listing"))?;
-    all.try_reserve(page.len())
-        .map_err(|_| SmbError::NoMemory("directory listing"))?;
+    if !admit(grow.saturating_mul(2)) || all.try_reserve(page.len()).is_err() {
+        return Err(SmbError::NoMemory("directory listing"));
+    }
     all.extend(page);
     Ok(())
 }
@@ -324,7 +324,7 @@ impl Connection {
             let res = loop {
                 match page {
                     Ok(Some((v, n))) => {
-                        if let Err(e) = keep_page(&mut all, &mut bytes, v, n) {
+                        if let Err(e) = keep_page(c.config().admit, &mut all, &mut bytes, v, n) {
                             break Err(e);
                         }
                     }
@@ -840,7 +840,7 @@ fn read_chunks(
             Err(e) => break Err(e),
         };
         let n = got.len();
-        if data.try_reserve(n).is_err() || crate::mem::admit(n).is_err() {
+        if data.try_reserve(n).is_err() || !c.admit(n) {
             break Err(SmbError::NoMemory("read"));
         }
         data.extend_from_slice(got);

@@ -38,21 +38,21 @@
 //! in clear on an encrypting session, is [`SmbError::DecryptFailed`] (EIO),
 //! counted in [`TconStats::decrypt_failed`], and drops the link.
 
-use crate::smb::crypto::{Cipher, PreauthHash, Sealer, SignAlg, Signer};
-use crate::smb::ntlm::{self, Challenge, Credentials};
-use crate::smb::stats::{TconStats, TraceEvent, TraceKind, TraceRing};
-use crate::smb::transport::{Clock, Connector, Transport, TransportError};
-use crate::smb::wire::compound;
-use crate::smb::wire::header::{flags, HeaderRepr, HEADER_LEN};
-use crate::smb::wire::negotiate::{
+use crate::counters::{TconStats, TraceEvent, TraceKind, TraceRing};
+use crate::crypto::{Cipher, PreauthHash, Sealer, SignAlg, Signer};
+use crate::ntlm::{self, Challenge, Credentials};
+use crate::transport::{Clock, Connector, Transport, TransportError};
+use crate::wire::compound;
+use crate::wire::header::{flags, HeaderRepr, HEADER_LEN};
+use crate::wire::negotiate::{
     cipher, dialect, security_mode, sign_alg, NegotiateRequest, NegotiateResponse, CAP_ENCRYPTION,
     HASH_SHA512,
 };
-use crate::smb::wire::session::{SessionSetupRequest, SessionSetupResponse};
-use crate::smb::wire::transform;
-use crate::smb::wire::tree::{TreeConnectRequest, TreeConnectResponse};
-use crate::smb::wire::{cmd, status, WireError};
-use crate::smb::{status_errno, SmbError, SmbResult};
+use crate::wire::session::{SessionSetupRequest, SessionSetupResponse};
+use crate::wire::transform;
+use crate::wire::tree::{TreeConnectRequest, TreeConnectResponse};
+use crate::wire::{cmd, status, WireError};
+use crate::{SmbError, SmbResult};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
@@ -109,6 +109,11 @@ pub struct Config {
     pub seal: bool,
     /// Ciphers offered in the 3.1.1 context, preferred first.
     pub ciphers: Vec<u16>,
+    /// Memory admission: asked before a reply's data is kept (listing
+    /// growth, READ buffers); `false` fails the operation with
+    /// [`SmbError::NoMemory`]. The kernel's filesystem passes its heap's
+    /// admission; the default admits everything.
+    pub admit: fn(usize) -> bool,
 }
 
 impl Config {
@@ -144,6 +149,7 @@ impl Config {
             allow_guest: false,
             seal: false,
             ciphers: vec![cipher::AES_128_GCM, cipher::AES_128_CCM],
+            admit: |_| true,
         }
     }
 
@@ -252,14 +258,14 @@ impl Connection {
     /// A connection over std TCP to `addr` with the host clock.
     #[cfg(feature = "std")]
     pub fn tcp(cfg: Config, addr: std::net::SocketAddr) -> Self {
-        let connector = crate::smb::transport::TcpConnector {
+        let connector = crate::transport::TcpConnector {
             addr,
             timeout_ms: cfg.timeout_ms,
         };
         Connection::new(
             cfg,
             Box::new(connector),
-            Box::new(crate::smb::transport::StdClock::default()),
+            Box::new(crate::transport::StdClock::default()),
         )
     }
 
@@ -277,8 +283,7 @@ impl Connection {
             Err(SmbError::NoCommonDialect { offered, .. }) => {
                 // Ask the server once more, offering every dialect, so the
                 // error can say which `vers=` would work.
-                let mine =
-                    core::mem::replace(&mut self.cfg.dialects, crate::smb::DIALECTS.to_vec());
+                let mine = core::mem::replace(&mut self.cfg.dialects, crate::DIALECTS.to_vec());
                 let server = self
                     .bring_up(|c| c.negotiate().map(|_| ()))
                     .ok()
@@ -389,6 +394,10 @@ impl Connection {
     pub fn render_stats(&self) -> String {
         self.stats.render()
     }
+    /// Whether `bytes` more may be kept ([`Config::admit`]).
+    pub(crate) fn admit(&self, bytes: usize) -> bool {
+        (self.cfg.admit)(bytes)
+    }
     /// The trace ring.
     pub fn trace(&self) -> &TraceRing {
         &self.trace
@@ -417,11 +426,11 @@ impl Connection {
             cmd::TREE_DISCONNECT,
             false,
             1,
-            crate::smb::wire::session::emit_small,
+            crate::wire::session::emit_small,
         );
         let _ = self.exchange(vec![td], sign);
         if self.link.is_some() {
-            let lo = Req::new(cmd::LOGOFF, false, 1, crate::smb::wire::session::emit_small);
+            let lo = Req::new(cmd::LOGOFF, false, 1, crate::wire::session::emit_small);
             let _ = self.exchange(vec![lo], sign);
         }
         self.link = None;

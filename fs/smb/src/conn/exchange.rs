@@ -91,7 +91,7 @@ impl Connection {
                 cmd: r.cmd,
                 mid: *mid,
                 status: 0,
-                rc: 0,
+                error: None,
             });
         }
         self.stats.frames += 1;
@@ -230,11 +230,7 @@ impl Connection {
             cmd: hdr.command,
             mid: hdr.message_id,
             status: hdr.status,
-            rc: if ok {
-                0
-            } else {
-                -status_errno(hdr.status).value()
-            },
+            error: (!ok).then_some(SmbError::Status(hdr.status)),
         });
     }
 
@@ -270,7 +266,7 @@ impl Connection {
                 cmd: r.hdr.command,
                 mid: r.hdr.message_id,
                 status: r.hdr.status,
-                rc: -SmbError::Wire(e).errno().value(),
+                error: Some(SmbError::Wire(e)),
             });
             SmbError::Wire(e)
         })
@@ -305,7 +301,7 @@ impl Connection {
                     cmd: r.cmd,
                     mid: *mid,
                     status: 0,
-                    rc: -e.errno().value(),
+                    error: Some(e),
                 });
             }
         }

@@ -9,26 +9,33 @@
 //!   ids, signing, interim (STATUS_PENDING) replies, reconnect, timeouts.
 //! - [`ops`]: what the filesystem layer calls: list a directory, stat,
 //!   query the WSL EAs, read a file.
-//! - [`stats`]: per-tcon counters (`/proc/fs/cifs/Stats` layout) and the
+//! - [`counters`]: per-tcon counters (`/proc/fs/cifs/Stats` layout) and the
 //!   smb3 trace ring.
 //!
-//! Errors are [`SmbError`], which keeps the NT status; [`SmbError::errno`]
-//! maps it to a Linux errno at the VFS boundary. Safe code only; allocation
-//! only; no global state.
+//! Errors are [`SmbError`], which keeps the NT status; the cifs filesystem
+//! type maps it to a Linux errno at the VFS boundary (this layer knows no
+//! errno). Memory admission is the caller's: [`Config::admit`]. Safe code
+//! only; allocation only; no global state.
+//!
+//! A crate of its own (`no_std + alloc`; feature `std` adds the TCP
+//! transport and the host clock): it depends on nothing of the VFS.
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
 
 pub mod conn;
+pub mod counters;
 pub mod crypto;
-pub mod errmap;
 pub mod ntlm;
 pub mod ops;
 pub mod remap;
-pub mod stats;
 pub mod transport;
 pub mod wire;
 
 pub use conn::{Config, Connection, Signing};
+pub use counters::{TconStats, TraceEvent, TraceKind, TraceRing};
 pub use ops::OpenKind;
-pub use stats::{TconStats, TraceEvent, TraceKind, TraceRing};
 pub use transport::{Clock, Connector, FaultInjector, Faults, Transport, TransportError};
 #[cfg(feature = "std")]
 pub use transport::{StdClock, TcpConnector, TcpTransport};
@@ -37,7 +44,6 @@ pub use wire::ea::WslEas;
 pub use wire::info::FileStat;
 pub use wire::WireError;
 
-use crate::errno::Errno;
 use core::fmt;
 
 /// What an SMB operation can fail with.
@@ -136,43 +142,7 @@ impl fmt::Display for SmbError {
 /// [`SmbError::NoCommonDialect`]'s `offered` is `DIALECTS[i]`).
 pub const DIALECTS: [u16; 5] = [0x0202, 0x0210, 0x0300, 0x0302, 0x0311];
 
-/// Linux errno for an NT status (Linux's `map_smb2_to_linux_error`).
-pub use errmap::{status_errno, status_name};
-
 impl SmbError {
-    /// The errno the VFS reports. Timeouts and dropped connections are EIO
-    /// (what a soft mount returns); malformed or forged replies are EIO.
-    pub fn errno(&self) -> Errno {
-        match self {
-            SmbError::Status(s) => status_errno(*s),
-            SmbError::Share(wire::status::BAD_NETWORK_NAME) => Errno::ENODEV,
-            SmbError::Share(s) => status_errno(*s),
-            SmbError::NoCommonDialect { .. } => Errno::EOPNOTSUPP,
-            SmbError::Auth(_) | SmbError::EncryptionRequired => Errno::EACCES,
-            SmbError::EncryptionUnavailable(_) => Errno::EOPNOTSUPP,
-            SmbError::Invalid(_) => Errno::EINVAL,
-            SmbError::NoMemory(_) => Errno::ENOMEM,
-            SmbError::ConnectFailed => Errno::EHOSTDOWN,
-            _ => Errno::EIO,
-        }
-    }
-
-    /// What a Linux user reads after `cifs: mount failed: `: the errno's
-    /// words with the status name (`Permission denied
-    /// (STATUS_LOGON_FAILURE)`), or the reason with its hint where Linux
-    /// would log one.
-    pub fn linux_message(&self) -> alloc::string::String {
-        use alloc::format;
-        match self {
-            SmbError::Status(s) | SmbError::Share(s) => match status_name(*s) {
-                Some(name) => format!("{} ({name})", self.errno().strerror()),
-                None => format!("{} (status 0x{s:08x})", self.errno().strerror()),
-            },
-            SmbError::NoCommonDialect { .. } | SmbError::EncryptionRequired => format!("{self}"),
-            _ => format!("{} ({self})", self.errno().strerror()),
-        }
-    }
-
     /// The NT status, if the server sent one.
     pub fn status(&self) -> Option<u32> {
         match self {

@@ -17,7 +17,7 @@ use crate::dcache::{self, design, DRef};
 use crate::errno::{Errno, KResult};
 use crate::inode::{FsOps, Inode, SuperBlock};
 use crate::mem;
-use crate::vfs::FileType;
+use crate::types::FileType;
 
 /// Default ENOENT design of a new tmpfs.
 pub const DEFAULT_DESIGN: &str = "noalloc";

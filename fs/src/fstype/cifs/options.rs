@@ -89,7 +89,7 @@ pub enum CachePolicy {
     None,
 }
 
-pub use crate::smb::remap::Remap;
+pub use smb::remap::Remap;
 
 /// A mount option the parser refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -449,7 +449,7 @@ impl Default for CifsOpts {
 /// `vers=` with Linux's meanings: one dialect, or `3` (3.0 and up) or
 /// `default` (2.1 and up). `1.0` (SMB1) is not spoken here.
 pub fn parse_vers(v: &str) -> Result<Vec<u16>, OptError> {
-    use crate::smb::wire::negotiate::dialect::*;
+    use smb::wire::negotiate::dialect::*;
     Ok(match v {
         "2.0" => alloc::vec![SMB2_0_2],
         "2.1" => alloc::vec![SMB2_1],

@@ -8,8 +8,8 @@
 //! KEY_EXCH is not negotiated. Pure functions; randomness and time are
 //! passed in.
 
-use crate::smb::wire::{put_fixed, set_u16, set_u32, slice, u16_at, u32_at, utf16le};
-use crate::smb::wire::{Result, WireError};
+use crate::wire::{put_fixed, set_u16, set_u32, slice, u16_at, u32_at, utf16le};
+use crate::wire::{Result, WireError};
 use alloc::vec::Vec;
 use hmac::{Hmac, KeyInit, Mac};
 use md4::{Digest, Md4};
@@ -379,7 +379,7 @@ pub fn authenticate_message(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::smb::wire::put_u32;
+    use crate::wire::put_u32;
 
     fn hex(s: &str) -> Vec<u8> {
         (0..s.len())

@@ -25,9 +25,9 @@
 //!
 //! Pure computation: no state beyond the keys and a nonce counter, no I/O.
 
-use crate::smb::wire::header::{flags, Header, HEADER_LEN, SIGNATURE as SIG};
-use crate::smb::wire::negotiate::{cipher, sign_alg};
-use crate::smb::wire::transform::{self, TransformHeader, TRANSFORM_LEN};
+use crate::wire::header::{flags, Header, HEADER_LEN, SIGNATURE as SIG};
+use crate::wire::negotiate::{cipher, sign_alg};
+use crate::wire::transform::{self, TransformHeader, TRANSFORM_LEN};
 use aes::cipher::Array;
 #[cfg(test)]
 use aes::cipher::BlockCipherEncrypt;
@@ -225,7 +225,7 @@ impl Signer {
                 if h.flags() & flags::SERVER_TO_REDIR != 0 {
                     role |= 1;
                 }
-                if h.command() == crate::smb::wire::cmd::CANCEL {
+                if h.command() == crate::wire::cmd::CANCEL {
                     role |= 2;
                 }
                 nonce[8..].copy_from_slice(&role.to_le_bytes());
@@ -461,7 +461,7 @@ impl Sealer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::smb::wire::header::HeaderRepr;
+    use crate::wire::header::HeaderRepr;
 
     #[test]
     fn sign_verify_each_alg_and_reject_forgery() {

@@ -29,10 +29,10 @@ use super::eacache::{EaAnswer, EaCtx};
 use super::{data_errno, CifsFs, CifsInode};
 use crate::errno::{Errno, KResult};
 use crate::inode::Inode;
-use crate::smb::wire::ea::FullEa;
-use crate::smb::wire::status;
-use crate::smb::SmbError;
 use crate::xattr::{under_prefix, USER_PREFIX};
+use smb::wire::ea::FullEa;
+use smb::wire::status;
+use smb::SmbError;
 
 /// The EA name `user.NAME` stands for (EINVAL for `user.` alone,
 /// EOPNOTSUPP for any other namespace).

@@ -3,7 +3,7 @@
 //! `Signature`; the additional authenticated data is the header from
 //! `Nonce` to its end, so the session id, the size and the nonce cannot be
 //! changed without the tag failing. Layout only: the ciphers are in
-//! [`crate::smb::crypto`].
+//! [`crate::crypto`].
 
 use super::{
     put_fixed, set_u16, set_u32, set_u64, slice, u16_at, u32_at, u64_at, Result, WireError,

@@ -2,9 +2,15 @@
 //! (`fs/smb/client/smb2maperror.c`) gives them, for the statuses an SMB2/3
 //! client meets; every other status is EIO there too. The names let errors
 //! read `Permission denied (STATUS_LOGON_FAILURE)` instead of a number.
-//! Pure data; no state.
+//! [`SmbErrno`] gives every [`SmbError`] its errno and the message a Linux
+//! user reads. Pure data; no state; reaches only `errno` and the smb layer's
+//! error type.
 
 use crate::errno::Errno;
+use alloc::format;
+use alloc::string::String;
+use smb::wire::status;
+use smb::SmbError;
 
 /// `(status, name, errno)` rows, in status order.
 const TABLE: &[(u32, &str, Errno)] = &[
@@ -106,6 +112,53 @@ pub fn status_name(status: u32) -> Option<&'static str> {
     row(status).map(|r| r.1)
 }
 
+/// The errno side of an [`SmbError`]: what the VFS reports for it.
+pub trait SmbErrno {
+    /// The errno the VFS reports. Timeouts and dropped connections are EIO
+    /// (what a soft mount returns); malformed or forged replies are EIO.
+    fn errno(&self) -> Errno;
+
+    /// What a Linux user reads after `cifs: mount failed: `: the errno's
+    /// words with the status name (`Permission denied
+    /// (STATUS_LOGON_FAILURE)`), or the reason with its hint where Linux
+    /// would log one.
+    fn linux_message(&self) -> String;
+}
+
+impl SmbErrno for SmbError {
+    fn errno(&self) -> Errno {
+        match self {
+            SmbError::Status(s) => status_errno(*s),
+            SmbError::Share(status::BAD_NETWORK_NAME) => Errno::ENODEV,
+            SmbError::Share(s) => status_errno(*s),
+            SmbError::NoCommonDialect { .. } => Errno::EOPNOTSUPP,
+            SmbError::Auth(_) | SmbError::EncryptionRequired => Errno::EACCES,
+            SmbError::EncryptionUnavailable(_) => Errno::EOPNOTSUPP,
+            SmbError::Invalid(_) => Errno::EINVAL,
+            SmbError::NoMemory(_) => Errno::ENOMEM,
+            SmbError::ConnectFailed => Errno::EHOSTDOWN,
+            _ => Errno::EIO,
+        }
+    }
+
+    fn linux_message(&self) -> String {
+        match self {
+            SmbError::Status(s) | SmbError::Share(s) => match status_name(*s) {
+                Some(name) => format!("{} ({name})", self.errno().strerror()),
+                None => format!("{} (status 0x{s:08x})", self.errno().strerror()),
+            },
+            SmbError::NoCommonDialect { .. } | SmbError::EncryptionRequired => format!("{self}"),
+            _ => format!("{} ({self})", self.errno().strerror()),
+        }
+    }
+}
+
+/// The `rc=` of an `smb3_cmd_err` trace line: the negative errno, as
+/// Linux's tracepoint prints it (for [`smb::TraceRing::dump`]).
+pub fn trace_rc(e: &SmbError) -> i32 {
+    -e.errno().value()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +176,50 @@ mod tests {
         assert_eq!(status_errno(0xc000_0052), Errno::ENODATA);
         assert_eq!(status_errno(0xc0ff_ffff), Errno::EIO);
         assert_eq!(status_name(0xc0ff_ffff), None);
+    }
+
+    /// Every failure the protocol layer reports, as the VFS sees it (the
+    /// assertions the smb unit tests made on `errno()` before the mapping
+    /// moved here, and the rest of the table).
+    #[test]
+    fn smb_errors_map_like_linux() {
+        use smb::WireError;
+        let cases = [
+            (SmbError::Status(0xc000_0052), Errno::ENODATA),
+            (SmbError::Share(status::BAD_NETWORK_NAME), Errno::ENODEV),
+            (SmbError::Share(0xc000_0022), Errno::EACCES),
+            (SmbError::Wire(WireError::new("truncated")), Errno::EIO),
+            (SmbError::BadSignature, Errno::EIO),
+            (SmbError::Timeout, Errno::EIO),
+            (SmbError::Disconnected, Errno::EIO),
+            (SmbError::ConnectFailed, Errno::EHOSTDOWN),
+            (SmbError::Protocol("x"), Errno::EIO),
+            (SmbError::Auth("x"), Errno::EACCES),
+            (SmbError::DecryptFailed, Errno::EIO),
+            (SmbError::EncryptionUnavailable("x"), Errno::EOPNOTSUPP),
+            (SmbError::EncryptionRequired, Errno::EACCES),
+            (
+                SmbError::NoCommonDialect {
+                    offered: 1,
+                    server: 0,
+                },
+                Errno::EOPNOTSUPP,
+            ),
+            (SmbError::NoCredits, Errno::EIO),
+            (SmbError::Invalid("x"), Errno::EINVAL),
+            (SmbError::NoMemory("x"), Errno::ENOMEM),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.errno(), want, "{e:?}");
+            assert_eq!(trace_rc(&e), -want.value(), "{e:?}");
+        }
+        assert_eq!(
+            SmbError::Status(0xc000_006d).linux_message(),
+            "Permission denied (STATUS_LOGON_FAILURE)"
+        );
+        assert_eq!(
+            SmbError::Status(0xc0ff_ffff).linux_message(),
+            "Input/output error (status 0xc0ffffff)"
+        );
     }
 }

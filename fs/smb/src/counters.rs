@@ -7,7 +7,8 @@
 //! Plain data owned by the connection; no locks, no clock of its own (the
 //! caller passes timestamps).
 
-use crate::smb::wire::cmd;
+use crate::wire::cmd;
+use crate::SmbError;
 use alloc::collections::VecDeque;
 use alloc::string::String;
 use core::fmt::Write;
@@ -122,13 +123,15 @@ pub struct TraceEvent {
     pub mid: u64,
     /// NT status (Done: 0).
     pub status: u32,
-    /// Negative errno the status maps to (Err only).
-    pub rc: i32,
+    /// What the command failed with (Err only); the `rc=` field renders
+    /// it as the negative errno the caller's mapping gives it.
+    pub error: Option<SmbError>,
 }
 
 impl TraceEvent {
-    /// One line, shaped like the kernel's trace output.
-    pub fn render(&self, out: &mut String) {
+    /// One line, shaped like the kernel's trace output; `rc` gives the
+    /// `rc=` value of a failure (Linux: the negative errno).
+    pub fn render(&self, out: &mut String, rc: fn(&SmbError) -> i32) {
         let (name, extra) = match self.kind {
             TraceKind::Enter => ("smb3_cmd_enter", false),
             TraceKind::Done => ("smb3_cmd_done", false),
@@ -146,7 +149,8 @@ impl TraceEvent {
             self.mid
         );
         if extra {
-            let _ = write!(out, " status=0x{:x} rc={}", self.status, self.rc);
+            let rc = self.error.as_ref().map_or(0, rc);
+            let _ = write!(out, " status=0x{:x} rc={}", self.status, rc);
         }
         out.push('\n');
     }
@@ -195,7 +199,7 @@ impl TraceRing {
             Some(e) => {
                 e.kind = TraceKind::Err;
                 e.status = err.status;
-                e.rc = err.rc;
+                e.error = err.error;
             }
             None => self.push(err),
         }
@@ -212,11 +216,11 @@ impl TraceRing {
         self.dropped = 0;
     }
 
-    /// All events as text, one per line.
-    pub fn dump(&self) -> String {
+    /// All events as text, one per line (`rc` as in [`TraceEvent::render`]).
+    pub fn dump(&self, rc: fn(&SmbError) -> i32) -> String {
         let mut s = String::new();
         for e in &self.events {
-            e.render(&mut s);
+            e.render(&mut s, rc);
         }
         s
     }
@@ -248,11 +252,15 @@ mod tests {
                 cmd: 16,
                 mid,
                 status: 0xc000_0052,
-                rc: -61,
+                error: Some(SmbError::Status(0xc000_0052)),
             });
         }
         assert_eq!(ring.dropped, 1);
-        let d = ring.dump();
+        // The rc mapping is the caller's: any function of the error.
+        let d = ring.dump(|e| match e {
+            SmbError::Status(0xc000_0052) => -61,
+            _ => 0,
+        });
         assert_eq!(d.lines().count(), 2);
         assert!(d.starts_with(
             "smb-client [000] ..... 1.234: smb3_cmd_err: sid=0x10 tid=0x29 cmd=16 mid=1 status=0xc0000052 rc=-61\n"
