@@ -271,8 +271,7 @@ fn spun_moves(l: &Line, hold_ns: f64, transfer_ns: f64, fallbacks: f64) -> f64 {
 /// [`MovePrice::MODEL`], half a `t_x`; stores inside holds and lock
 /// handoffs always cost a whole `t_x` (a waiter's read, then the holder's
 /// upgrade, as in `bench pingpong`). Another price is for experiments that
-/// re-price recorded rounds (`cargo run --release -p bench --example
-/// reprice`; docs/designs.md, "What a visit's move costs").
+/// re-price recorded rounds (docs/designs.md, "What a visit's move costs").
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MovePrice {
     pub fixed_ns: f64,
@@ -611,8 +610,8 @@ pub fn predict(inp: &Inputs, lock: LockKind, transfer_ns: f64, cpus: usize) -> P
     predict_priced(inp, lock, transfer_ns, MovePrice::MODEL, cpus)
 }
 
-/// [`predict`] with a visit's move charged at `price` (`examples/reprice`
-/// sets the whole model, sharing term included, beside the runs with it).
+/// [`predict`] with a visit's move charged at `price` (to set the whole
+/// model, sharing term included, beside recorded runs at another price).
 pub fn predict_priced(
     inp: &Inputs,
     lock: LockKind,

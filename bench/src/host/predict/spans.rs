@@ -11,8 +11,7 @@
 //! errors can be told apart from the cost term's (docs/designs.md, "The
 //! spans at two CPUs"). `bench predict --validate` times them in each
 //! round of a design that allocates and prints the spans table
-//! ([`spans_table`]); `cargo run --release -p bench --example spans`
-//! prints them for one design and lock kind.
+//! ([`spans_table`]).
 //!
 //! The census reads the clock at each span's ends (a few per missing op):
 //! its ns per op are a little above a plain run's.

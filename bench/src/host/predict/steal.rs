@@ -20,8 +20,7 @@
 //!
 //! `bench predict --validate` prices each round's allocating ops with it
 //! beside the model's `t_x` (the *at measured sharing and move price*
-//! column); `cargo run --release -p bench --example stealcost` prints the
-//! pairs.
+//! column).
 //!
 //! Touches: a fresh tmpfs, the first two CPUs, for `3 × (run + warm-up)`
 //! per pair.
