@@ -4,7 +4,7 @@
 //! `--validate`, also measure 2 CPUs and set each prediction beside it.
 //!
 //! Inputs per design (and lock kind, where this build has `lock=`):
-//! a plain 1-task run gives ns per op; a census run (`census.rs`: two
+//! a plain 1-task run gives ns per op; a census run (`census_run.rs`: two
 //! tasks' operations taking turns on one thread, under the fs line census)
 //! gives, for every line both tasks store to at least once per two ops,
 //! its stores, visits, lockref fast paths, stores inside its own holds,
@@ -40,7 +40,7 @@ use bench::params::Params;
 use bench::pingpong;
 use model::{Inputs, LockKind};
 
-mod census;
+mod census_run;
 mod csv;
 pub mod model;
 pub mod spans;
@@ -391,8 +391,8 @@ fn measure_inputs(
     }
     let ns_per_op = 1e9 / plain.average as f64;
     // The census: two tasks' operations taking turns on one thread, so
-    // that a line both store to is known to be shared (census.rs).
-    let c = census::run(
+    // that a line both store to is known to be shared (census_run.rs).
+    let c = census_run::run(
         &p,
         if a.no_pin {
             None
@@ -401,7 +401,7 @@ fn measure_inputs(
         },
     )?;
     let (lines, windows, ops, census_ns_per_op) = (c.lines, c.windows, c.ops, c.ns_per_op);
-    let mut wall = inputs_from_census(&lines, ops, census::TASKS, ns_per_op);
+    let mut wall = inputs_from_census(&lines, ops, census_run::TASKS, ns_per_op);
     let plain_whole_ns = spent.wall_s * 1e9 / spent.ops as f64;
     scale_times(&mut wall, (plain_whole_ns / census_ns_per_op).min(1.0));
     let sh = sharing_from_windows(&windows, ops, census_ns_per_op, ns_per_op, clock_ns);
