@@ -66,6 +66,17 @@ impl fmt::Write for StdoutWriter {
     }
 }
 
+/// `12.34 M`, `567.8 k`, `12`.
+pub fn human(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2} M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1} k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
 /// This machine's host name (for the `host` column).
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -16,9 +16,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use plotters::prelude::*;
 
+use super::human;
 use super::points;
 use super::predict::Model;
-use super::report::human;
 use super::rows::Row;
 
 /// The series label of a row.

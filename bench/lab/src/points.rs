@@ -18,37 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::rows::Row;
-
-/// The identity of a point: what ran where. Ordered field by field, in
-/// this order.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Key {
-    /// `guest`, `host`, `linux-host`, `linux-guest`.
-    pub source: String,
-    /// `tcg`, `kvm`, `native` ...
-    pub accel: String,
-    /// The machine's name.
-    pub host: String,
-    /// The benchmark (`statneg` ...).
-    pub testcase: String,
-    /// An ENOENT design, or `linux-<fstype>` for the references.
-    pub design: String,
-    /// CPUs (tasks) of the run.
-    pub cpus: usize,
-}
-
-/// The key of `r`'s point.
-pub fn key(r: &Row) -> Key {
-    Key {
-        source: r.source.clone(),
-        accel: r.accel.clone(),
-        host: r.host.clone(),
-        testcase: r.testcase.clone(),
-        design: r.design.clone(),
-        cpus: r.cpus,
-    }
-}
+use super::rows::{key, Key, Row};
 
 /// The ok runs of one point.
 #[derive(Clone, Debug)]

@@ -32,8 +32,37 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::points::Key;
 use bench::output::RunOutput;
+
+/// The identity of a point: what ran where. Ordered field by field, in
+/// this order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key {
+    /// `guest`, `host`, `linux-host`, `linux-guest`.
+    pub source: String,
+    /// `tcg`, `kvm`, `native` ...
+    pub accel: String,
+    /// The machine's name.
+    pub host: String,
+    /// The benchmark (`statneg` ...).
+    pub testcase: String,
+    /// An ENOENT design, or `linux-<fstype>` for the references.
+    pub design: String,
+    /// CPUs (tasks) of the run.
+    pub cpus: usize,
+}
+
+/// The key of `r`'s point.
+pub fn key(r: &Row) -> Key {
+    Key {
+        source: r.source.clone(),
+        accel: r.accel.clone(),
+        host: r.host.clone(),
+        testcase: r.testcase.clone(),
+        design: r.design.clone(),
+        cpus: r.cpus,
+    }
+}
 
 /// The header line of raw.csv.
 pub const HEADER: &str =

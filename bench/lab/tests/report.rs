@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use benchlab::points::Key;
+use benchlab::rows::Key;
 use benchlab::rows::{self, Row};
 
 fn tmpdir(name: &str) -> PathBuf {

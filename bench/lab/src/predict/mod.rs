@@ -28,12 +28,10 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Duration;
 
 use clap::Args;
 
 use super::exec::HostExecutor;
-use super::points::Key;
 use super::rows::{self, Row};
 use bench::output;
 use bench::params::Params;
@@ -43,6 +41,7 @@ use model::{Inputs, LockKind};
 mod census_run;
 mod csv;
 pub mod model;
+mod round;
 pub mod spans;
 pub mod steal;
 mod tables;
@@ -54,6 +53,7 @@ pub use csv::{
 };
 #[cfg(test)]
 use csv::{PREDICT_HEADER_V1, PREDICT_HEADER_V2};
+use round::{Gathered, Session};
 pub use tables::{fit_line, latency_groups, lines_table, table, validation_table, Check};
 
 /// `bench predict` options.
@@ -652,15 +652,7 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
             .collect();
     }
     let a = &all;
-    let locks: Vec<LockKind> = a
-        .locks
-        .iter()
-        .map(|l| {
-            LockKind::from_name(l).ok_or_else(|| {
-                format!("--locks: unknown lock kind '{l}' (qspinlock, ticket, ttas)")
-            })
-        })
-        .collect::<Result<_, _>>()?;
+    let locks = lock_kinds(a)?;
     let with_lock = has_lock_word();
     // The dcache's global locks (hash and in-lookup buckets, the LRU) take
     // their kind when the fs is first used, so one process measures one
@@ -669,6 +661,44 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
     if with_lock && locks.len() > 1 && std::env::var_os(CHILD_ENV).is_none() {
         return run_per_lock_kind(a, &locks, exec);
     }
+    let s = session(a, exec, locks, with_lock)?;
+    let mut got = Gathered::default();
+    for r in 1..=a.repeat {
+        for design in &a.designs {
+            // Without lock= one measurement serves every kind.
+            let kinds: Vec<Option<LockKind>> = if with_lock {
+                s.locks.iter().map(|&l| Some(l)).collect()
+            } else {
+                vec![None]
+            };
+            for lk in kinds {
+                round::run(&s, r, design, lk, &mut got)?;
+            }
+        }
+    }
+    finish(a, s.transfer_ns, got)
+}
+
+/// `--locks`, parsed.
+fn lock_kinds(a: &PredictArgs) -> Result<Vec<LockKind>, String> {
+    a.locks
+        .iter()
+        .map(|l| {
+            LockKind::from_name(l).ok_or_else(|| {
+                format!("--locks: unknown lock kind '{l}' (qspinlock, ticket, ttas)")
+            })
+        })
+        .collect()
+}
+
+/// What the rounds share: the transfer latency, the clock's cost, this
+/// machine; said on stdout as the run begins.
+fn session<'a>(
+    a: &'a PredictArgs,
+    exec: &'a HostExecutor,
+    locks: Vec<LockKind>,
+    with_lock: bool,
+) -> Result<Session<'a>, String> {
     let transfer_ns = transfer_latency(a, exec)?;
     // Under --validate, each 2-task run is predicted with the latency
     // measured around it, unless the user gave one (a target machine's).
@@ -689,155 +719,26 @@ pub fn run(a: &PredictArgs, exec: &HostExecutor) -> Result<(), String> {
              own spinlock; only the handoff model differs"
         );
     }
-    let host = super::hostname();
-    let cpu_model = super::host_cpu_model();
-    let mut models: Vec<Model> = Vec::new();
-    let mut rows: Vec<Row> = Vec::new();
-    let mut checks: Vec<Check> = Vec::new();
-    for round in 1..=a.repeat {
-        for design in &a.designs {
-            // Without lock= one measurement serves every kind.
-            let kinds: Vec<Option<LockKind>> = if with_lock {
-                locks.iter().map(|&l| Some(l)).collect()
-            } else {
-                vec![None]
-            };
-            for lk in kinds {
-                let m1 = measure_inputs(&a.testcase, design, lk, a, exec, clock_ns)?;
-                let mut two = None;
-                let mut check_tx = transfer_ns;
-                let mut move_ns = None;
-                let mut spans_12 = None;
-                if a.validate {
-                    // The probes of a design that misses (the move price,
-                    // the spans): its 1-task words, and how long each runs.
-                    let probes = m1.cpu.allocs > 0.0 && exec.cpus().len() >= 2;
-                    let p1 = params(&a.testcase, design, lk, 1, a)?;
-                    let run = Duration::from_secs_f64((0.2 * a.secs as f64).clamp(0.1, 0.4));
-                    // What a move of the parent's lines costs this design's
-                    // op just now, for the check's priced column.
-                    if probes {
-                        let pairs = steal::pairs(&p1, exec, steal::GAP, STEAL_PAIRS, run)?;
-                        move_ns = steal::move_ns(&pairs);
-                        println!(
-                            "round {round} {design}{}: a move of the parent's lines costs it {}",
-                            lk.map(|l| format!(" lock={l}")).unwrap_or_default(),
-                            move_ns.map_or("– (no counted transfer)".into(), |m| format!(
-                                "{m:.0} ns"
-                            ))
-                        );
-                    }
-                    let p2 = params(&a.testcase, design, lk, 2, a)?;
-                    // A round whose transfer latency moved during its
-                    // 2-task run (the vCPUs changed cores) has no one
-                    // latency to predict it with: run it again.
-                    let mut tries = 0;
-                    let (o2, spent2) = loop {
-                        tries += 1;
-                        let before = if per_round_tx {
-                            Some(round_transfer_ns(exec)?)
-                        } else {
-                            None
-                        };
-                        let (o2, spent2) = run_spent(&p2, exec)?;
-                        let Some(before) = before else {
-                            break (o2, spent2);
-                        };
-                        let after = round_transfer_ns(exec)?;
-                        let mean = (before + after) / 2.0;
-                        let moved = !tx_settled(before, after);
-                        println!(
-                            "round {round} {design}{}: transfer latency {before:.1} ns before \
-                             the 2-task run, {after:.1} ns after: {}",
-                            lk.map(|l| format!(" lock={l}")).unwrap_or_default(),
-                            match (moved, tries < ROUND_TX_TRIES) {
-                                (false, _) => format!("predicted with {mean:.1} ns"),
-                                (true, true) => "it moved during the run; running it again".into(),
-                                (true, false) => format!(
-                                    "it moved in {tries} tries running; predicted with {mean:.1} ns"
-                                ),
-                            }
-                        );
-                        if !moved || tries >= ROUND_TX_TRIES {
-                            check_tx = mean;
-                            break (o2, spent2);
-                        }
-                    };
-                    let d = match lk {
-                        Some(l) => format!("{design} lock={l}"),
-                        None => design.clone(),
-                    };
-                    // A gap between operations makes other figures: the
-                    // rows say so (raw.csv's note).
-                    let gap = match a.pause {
-                        0 => String::new(),
-                        n => format!(" pause={n}"),
-                    };
-                    for (cpus, o, note) in [
-                        (1, &m1.plain, format!("bench predict: input run{gap}")),
-                        (2, &o2, format!("bench predict --validate{gap}")),
-                    ] {
-                        let key = Key {
-                            source: "host".into(),
-                            accel: "native".into(),
-                            host: host.clone(),
-                            testcase: a.testcase.clone(),
-                            design: d.clone(),
-                            cpus,
-                        };
-                        let mut r = Row::from_output(key, o, &note);
-                        r.rep = round;
-                        r.cpu_model = cpu_model.clone();
-                        rows.push(r);
-                    }
-                    // The spans at 1 CPU and at 2, for designs that miss.
-                    if probes {
-                        let s = [spans::at(&p1, exec, 1, run)?, spans::at(&p2, exec, 2, run)?];
-                        println!(
-                            "round {round} {d}: spans at 1 → 2 CPUs: slow part {:.0} → {:.0} ns, \
-                             hashed {:.0} → {:.0} ns, restarts {:.3}/op",
-                            s[0].slow_ns,
-                            s[1].slow_ns,
-                            s[0].hashed_ns,
-                            s[1].hashed_ns,
-                            s[1].restarts
-                        );
-                        spans_12 = Some(s);
-                    }
-                    two = Some((o2, spent2));
-                }
-                let applies: Vec<LockKind> = match lk {
-                    Some(l) => vec![l],
-                    None => locks.clone(),
-                };
-                for lock in applies {
-                    let m = Model {
-                        testcase: a.testcase.clone(),
-                        design: design.clone(),
-                        lock,
-                        inputs: m1.wall.clone(),
-                        transfer_ns,
-                        lock_measured: lk.is_some(),
-                    };
-                    if let Some((o2, spent2)) = &two {
-                        let at_its_moment = Model {
-                            transfer_ns: check_tx,
-                            ..m.clone()
-                        };
-                        let mut c = Check::new(&at_its_moment, &m1.cpu, o2, spent2);
-                        if let Some(ns) = move_ns {
-                            c.price_moves(&m1.cpu, ns);
-                        }
-                        if let Some([s1, s2]) = spans_12 {
-                            (c.spans_1, c.spans_2) = (s1, s2);
-                        }
-                        checks.push(c);
-                    }
-                    models.push(m);
-                }
-            }
-        }
-    }
+    Ok(Session {
+        a,
+        exec,
+        locks,
+        transfer_ns,
+        per_round_tx,
+        clock_ns,
+        host: super::hostname(),
+        cpu_model: super::host_cpu_model(),
+    })
+}
+
+/// The rounds' models at the table's latency, medians per design and lock
+/// kind: the tables on stdout, and under `--out` the files.
+fn finish(a: &PredictArgs, transfer_ns: f64, got: Gathered) -> Result<(), String> {
+    let Gathered {
+        mut models,
+        rows,
+        checks,
+    } = got;
     let table_tx = table_transfer_ns(transfer_ns, &checks);
     say_table_latency(transfer_ns, table_tx);
     for m in &mut models {

@@ -8,7 +8,6 @@ use std::fmt::Write as _;
 
 use super::{Model, Spent};
 use crate::predict::model::{self, Inputs, LockKind};
-use crate::report;
 use bench::output;
 
 /// One round's 2-CPU check of one design and lock kind.
@@ -283,12 +282,12 @@ pub fn validation_table(checks: &[Check]) -> String {
             s,
             "| {design} | {lock} | {} | {} | {} | {:.2} {} | {} | {} | {:.2} {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {tx} |",
             mine.len(),
-            report::human(med.predicted_per_cpu_s),
-            report::human(med.measured_per_cpu_s),
+            crate::human(med.predicted_per_cpu_s),
+            crate::human(med.measured_per_cpu_s),
             med.cpu_ratio(),
             span(&Check::cpu_ratio),
-            report::human(med.predicted),
-            report::human(med.measured),
+            crate::human(med.predicted),
+            crate::human(med.measured),
             med.wall_ratio(),
             span(&Check::wall_ratio),
             med.effective_cpus,
@@ -455,7 +454,7 @@ pub fn table(models: &[Model]) -> String {
         );
         for n in model::CPUS {
             let p = m.predict(n);
-            let _ = write!(s, " {}", report::human(p.ops));
+            let _ = write!(s, " {}", crate::human(p.ops));
             if i.allocs > 0.0 {
                 let _ = write!(s, " ({:.2} allocs/op)", p.allocs);
             }

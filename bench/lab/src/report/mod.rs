@@ -21,9 +21,10 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+use super::human;
 use super::points::{self, Point};
 use super::predict::Model;
-use super::rows::Row;
+use super::rows::{self, Row};
 
 mod goals;
 mod predicted;
@@ -55,17 +56,6 @@ fn source_title(s: &str) -> String {
         .find(|(n, _)| *n == s)
         .map(|(_, t)| t.to_string())
         .unwrap_or_else(|| s.to_string())
-}
-
-/// `12.34 M`, `567.8 k`, `12`.
-pub fn human(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.2} M", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{:.1} k", v / 1e3)
-    } else {
-        format!("{v:.0}")
-    }
 }
 
 fn opt3(v: Option<f64>) -> String {
@@ -238,7 +228,7 @@ fn write_not_run(s: &mut String, rows: &[Row]) {
     let mut not_run: Vec<(&Row, usize)> = Vec::new();
     for r in rows.iter().filter(|r| !r.is_ok()) {
         let same =
-            |o: &Row| points::key(o) == points::key(r) && o.status == r.status && o.note == r.note;
+            |o: &Row| rows::key(o) == rows::key(r) && o.status == r.status && o.note == r.note;
         match not_run.iter_mut().find(|(o, _)| same(o)) {
             Some((_, n)) => *n += 1,
             None => not_run.push((r, 1)),

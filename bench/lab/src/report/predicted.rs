@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::human;
+use crate::human;
 use crate::points::Point;
 use crate::predict::Model;
 use crate::rows::Row;

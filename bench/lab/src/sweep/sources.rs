@@ -7,8 +7,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::super::linux;
-use super::super::points::Key;
 use super::super::proc::{last_line, run_with_timeout};
+use super::super::rows::Key;
 use super::super::rows::Row;
 use super::plan::design_label;
 use super::Source;
