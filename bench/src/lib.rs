@@ -10,6 +10,8 @@
 //!   trait a platform implements.
 //! - [`output`]: will-it-scale's output format, written and parsed.
 //! - [`pingpong`]: cache-line transfer latency between two CPUs.
+//! - [`markdown`]: the one markdown table writer (report, predict, Linux
+//!   reference).
 //!
 //! The guest kernel calls [`run_params`] with its own executor; host mode
 //! calls it with benchlab's `HostExecutor`. Without `std` the crate is
@@ -20,6 +22,7 @@
 extern crate alloc;
 
 pub mod driver;
+pub mod markdown;
 pub mod output;
 pub mod params;
 pub mod pingpong;

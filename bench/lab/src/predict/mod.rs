@@ -54,7 +54,9 @@ pub use csv::{
 #[cfg(test)]
 use csv::{PREDICT_HEADER_V1, PREDICT_HEADER_V2};
 use round::{Gathered, Session};
-pub use tables::{fit_line, latency_groups, lines_table, table, validation_table, Check};
+pub use tables::{
+    cpus_columns, fit_line, latency_groups, lines_table, table, validation_table, Check,
+};
 
 /// `bench predict` options.
 #[derive(Args, Debug, Clone)]

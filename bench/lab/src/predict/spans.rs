@@ -19,11 +19,12 @@
 //! Touches: a fresh tmpfs, the executor's first N CPUs, the fs census
 //! (global: one at a time).
 
-use std::fmt::Write as _;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use crate::exec::{pin_current_thread, HostExecutor};
+use bench::markdown::Align::{Left, Right};
+use bench::markdown::Table;
 use bench::params::Params;
 
 /// What `tasks` CPUs did, per operation (all CPUs' operations together).
@@ -284,9 +285,27 @@ pub fn spans_table(checks: &[super::Check]) -> String {
          `d_alloc_parallel` (`c/(1+c)`) beside the run's, and its `H` beside the share of \
          lookups that found the name hashed and of the time it was. Median round by the \
          CPU-time ratio.\n\n\
-         | design | lock | rounds | transfer ns | RCU-walk part | slow part | model | Δ | to own hash | hashed | model | restarts/op | finds, run | finds, term | found hashed, run | time hashed | H, term |\n\
-         |---|---|---:|---:|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+         ",
     );
+    let mut t = Table::new([
+        ("design", Left),
+        ("lock", Left),
+        ("rounds", Right),
+        ("transfer ns", Right),
+        ("RCU-walk part", Left),
+        ("slow part", Left),
+        ("model", Right),
+        ("Δ", Left),
+        ("to own hash", Left),
+        ("hashed", Left),
+        ("model", Right),
+        ("restarts/op", Right),
+        ("finds, run", Right),
+        ("finds, term", Right),
+        ("found hashed, run", Right),
+        ("time hashed", Right),
+        ("H, term", Right),
+    ]);
     for ((design, lock), mine) in super::tables::groups_by(timed, |c| (c.design.as_str(), c.lock)) {
         let m = super::tables::median_round(&mine);
         let (a, b) = (&m.spans_1, &m.spans_2);
@@ -296,12 +315,11 @@ pub fn spans_table(checks: &[super::Check]) -> String {
         } else {
             0.0
         };
-        let _ = writeln!(
-            s,
-            "| {design} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {finds_run:.2} | {finds_term:.2} | {:.2} | {:.2} | {h_term:.2} |",
-            lock,
-            mine.len(),
-            m.transfer_ns,
+        t.row([
+            design.to_string(),
+            lock.to_string(),
+            mine.len().to_string(),
+            format!("{:.1}", m.transfer_ns),
             stretch(a.fast_ns(), b.fast_ns()),
             stretch(a.slow_ns, b.slow_ns),
             ns_or_dash(m.slow_ns_at_sharing),
@@ -309,10 +327,14 @@ pub fn spans_table(checks: &[super::Check]) -> String {
             stretch(a.own_hash_ns, b.own_hash_ns),
             stretch(a.hashed_ns, b.hashed_ns),
             ns_or_dash(m.window_ns_at_sharing),
-            b.restarts,
-            b.found_hashed(),
-            b.time_hashed(),
-        );
+            format!("{:.2}", b.restarts),
+            format!("{finds_run:.2}"),
+            format!("{finds_term:.2}"),
+            format!("{:.2}", b.found_hashed()),
+            format!("{:.2}", b.time_hashed()),
+            format!("{h_term:.2}"),
+        ]);
     }
+    s.push_str(&t.into_string());
     s
 }

@@ -8,6 +8,8 @@ use std::fmt::Write as _;
 
 use super::{Model, Spent};
 use crate::predict::model::{self, Inputs, LockKind};
+use bench::markdown::Align::{self, Left, Right};
+use bench::markdown::Table;
 use bench::output;
 
 /// One round's 2-CPU check of one design and lock kind.
@@ -255,9 +257,26 @@ pub fn validation_table(checks: &[Check]) -> String {
          round): on a VM whose vCPUs move between cores that share a cache and cores that do \
          not, the latency of the run's start is not that of every round: the last column gives \
          the median round's, and the range over the rounds.\n\n\
-         | design | lock | rounds | predicted ops/CPU-s | measured ops/CPU-s | ratio per CPU-s | wall ops/s predicted | measured | ratio wall | effective CPUs | allocs/op predicted | measured | transfers/op predicted | measured | verdict (±25 %) | transfer ns |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
+         ",
     );
+    let mut t = Table::new([
+        ("design", Left),
+        ("lock", Left),
+        ("rounds", Right),
+        ("predicted ops/CPU-s", Right),
+        ("measured ops/CPU-s", Right),
+        ("ratio per CPU-s", Right),
+        ("wall ops/s predicted", Right),
+        ("measured", Right),
+        ("ratio wall", Right),
+        ("effective CPUs", Right),
+        ("allocs/op predicted", Right),
+        ("measured", Right),
+        ("transfers/op predicted", Right),
+        ("measured", Right),
+        ("verdict (±25 %)", Left),
+        ("transfer ns", Right),
+    ]);
     for ((design, lock), mine) in groups_by(checks, |c| (c.design.as_str(), c.lock)) {
         let med = median_round(&mine);
         let span = |f: &dyn Fn(&Check) -> f64| {
@@ -278,26 +297,26 @@ pub fn validation_table(checks: &[Check]) -> String {
             format!("{:.1} [{tx_lo:.0}–{tx_hi:.0}]", med.transfer_ns)
         };
         let ok = within(med.cpu_ratio());
-        let _ = writeln!(
-            s,
-            "| {design} | {lock} | {} | {} | {} | {:.2} {} | {} | {} | {:.2} {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {tx} |",
-            mine.len(),
+        t.row([
+            design.to_string(),
+            lock.to_string(),
+            mine.len().to_string(),
             crate::human(med.predicted_per_cpu_s),
             crate::human(med.measured_per_cpu_s),
-            med.cpu_ratio(),
-            span(&Check::cpu_ratio),
+            format!("{:.2} {}", med.cpu_ratio(), span(&Check::cpu_ratio)),
             crate::human(med.predicted),
             crate::human(med.measured),
-            med.wall_ratio(),
-            span(&Check::wall_ratio),
-            med.effective_cpus,
-            med.allocs_predicted,
-            med.allocs_measured,
-            med.transfers_predicted,
-            med.transfers_measured,
-            if ok { "met" } else { "NOT met" }
-        );
+            format!("{:.2} {}", med.wall_ratio(), span(&Check::wall_ratio)),
+            format!("{:.2}", med.effective_cpus),
+            format!("{:.2}", med.allocs_predicted),
+            format!("{:.2}", med.allocs_measured),
+            format!("{:.2}", med.transfers_predicted),
+            format!("{:.2}", med.transfers_measured),
+            (if ok { "met" } else { "NOT met" }).to_string(),
+            tx,
+        ]);
     }
+    s.push_str(&t.into_string());
     s.push_str(&by_latency_table(checks));
     s
 }
@@ -329,9 +348,26 @@ fn by_latency_table(checks: &[Check]) -> String {
          cost the design's op in the round (a second CPU that only takes and drops a \
          reference on the parent), and the last column predicts the round at its measured \
          sharing with a visit's move priced at that in place of the model's half `t_x`.\n\n\
-         | design | lock | transfer ns | rounds | ratio per CPU-s | at measured sharing | allocs/op predicted | measured | verdict (±25 %) | transfers per allocating op at measured sharing | measured | found predicted | measured | waits | move ns | at measured sharing and move price |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+         ",
     );
+    let mut t = Table::new([
+        ("design", Left),
+        ("lock", Left),
+        ("transfer ns", Right),
+        ("rounds", Right),
+        ("ratio per CPU-s", Right),
+        ("at measured sharing", Right),
+        ("allocs/op predicted", Right),
+        ("measured", Right),
+        ("verdict (±25 %)", Left),
+        ("transfers per allocating op at measured sharing", Right),
+        ("measured", Right),
+        ("found predicted", Right),
+        ("measured", Right),
+        ("waits", Right),
+        ("move ns", Right),
+        ("at measured sharing and move price", Right),
+    ]);
     for ((design, lock), mine) in groups_by(checks, |c| (c.design.as_str(), c.lock)) {
         for g in latency_groups(&mine) {
             let med = median_round(&g);
@@ -362,18 +398,21 @@ fn by_latency_table(checks: &[Check]) -> String {
                     "–".into()
                 }
             };
-            let _ = writeln!(
-                s,
-                "| {design} | {lock} | {tx} | {} | {:.2} | {at} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                g.len(),
-                med.cpu_ratio(),
-                med.allocs_predicted,
-                med.allocs_measured,
-                if within(med.cpu_ratio()) {
+            t.row([
+                design.to_string(),
+                lock.to_string(),
+                tx,
+                g.len().to_string(),
+                format!("{:.2}", med.cpu_ratio()),
+                at,
+                format!("{:.2}", med.allocs_predicted),
+                format!("{:.2}", med.allocs_measured),
+                (if within(med.cpu_ratio()) {
                     "met"
                 } else {
                     "NOT met"
-                },
+                })
+                .to_string(),
                 per_alloc(med.transfers_per_alloc_at_sharing),
                 per_alloc(med.transfers_per_alloc_measured),
                 share(med.found_predicted),
@@ -387,9 +426,10 @@ fn by_latency_table(checks: &[Check]) -> String {
                 med.priced_ratio()
                     .map(|r| format!("{r:.2}"))
                     .unwrap_or_else(|| "–".into()),
-            );
+            ]);
         }
     }
+    s.push_str(&t.into_string());
     s.push_str(&alloc_cost_lines(checks));
     s
 }
@@ -397,71 +437,88 @@ fn by_latency_table(checks: &[Check]) -> String {
 /// The shared lines each model priced (markdown), one row per line: what
 /// the census saw per operation, two tasks' operations taking turns.
 pub fn lines_table(models: &[Model]) -> String {
-    let mut s = String::from(
-        "\n| design | lock | line | stores/op | counted by transfers= | visits | lockref fast paths | stores in its own holds | holds | hold ns | visits in the window | in-hold stores in the window |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-    );
+    let mut t = Table::new([
+        ("design", Left),
+        ("lock", Left),
+        ("line", Right),
+        ("stores/op", Right),
+        ("counted by transfers=", Right),
+        ("visits", Right),
+        ("lockref fast paths", Right),
+        ("stores in its own holds", Right),
+        ("holds", Right),
+        ("hold ns", Right),
+        ("visits in the window", Right),
+        ("in-hold stores in the window", Right),
+    ]);
     for m in models {
         for (k, l) in m.inputs.lines.iter().enumerate() {
-            let _ = write!(s, "| {} | {} | {} |", m.design, m.lock, k + 1);
-            for (j, v) in l.values().iter().enumerate() {
-                let _ = match j {
-                    model::Line::HOLD_NS => write!(s, " {v:.1} |"),
-                    _ => write!(s, " {v:.2} |"),
-                };
-            }
-            s.push('\n');
+            let mut cells = vec![m.design.clone(), m.lock.to_string(), (k + 1).to_string()];
+            cells.extend(l.values().iter().enumerate().map(|(j, v)| match j {
+                model::Line::HOLD_NS => format!("{v:.1}"),
+                _ => format!("{v:.2}"),
+            }));
+            t.row(cells);
         }
     }
-    s
+    format!("\n{t}")
+}
+
+/// A right-aligned column per CPU count of [`model::CPUS`]: `1 CPU`,
+/// `2 CPUs`, … (the predicted tables' last columns).
+pub fn cpus_columns() -> impl Iterator<Item = (String, Align)> {
+    model::CPUS.into_iter().map(|n| {
+        (
+            format!("{n} CPU{}", if n == 1 { "" } else { "s" }),
+            Align::Right,
+        )
+    })
 }
 
 /// The prediction table (markdown), one line per design and lock kind.
 pub fn table(models: &[Model]) -> String {
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "\n| design | lock | 1-CPU ns/op | hot-line stores/op | holds/op | hold ns/op | other shared stores/op | hashed ns/op | hit ns/op | allocs/op | t_x ns |"
-    );
-    for n in model::CPUS {
-        let _ = write!(s, " {n} CPU{} |", if n == 1 { "" } else { "s" });
-    }
-    let _ = write!(
-        s,
-        "\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    );
-    for _ in model::CPUS {
-        s.push_str("---:|");
-    }
-    s.push('\n');
+    let mut cols: Vec<(String, Align)> = [
+        ("design".into(), Left),
+        ("lock".into(), Left),
+        ("1-CPU ns/op".into(), Right),
+        ("hot-line stores/op".into(), Right),
+        ("holds/op".into(), Right),
+        ("hold ns/op".into(), Right),
+        ("other shared stores/op".into(), Right),
+        ("hashed ns/op".into(), Right),
+        ("hit ns/op".into(), Right),
+        ("allocs/op".into(), Right),
+        ("t_x ns".into(), Right),
+    ]
+    .into();
+    cols.extend(cpus_columns());
+    let mut t = Table::new(cols);
     for m in models {
         let i = &m.inputs;
-        let _ = write!(
-            s,
-            "| {} | {}{} | {:.0} | {:.2} | {:.2} | {:.1} | {:.2} | {:.0} | {:.0} | {:.2} | {:.1} |",
-            m.design,
-            m.lock,
-            if m.lock_measured { "" } else { "*" },
-            i.ns_per_op,
-            i.hot_stores,
-            i.hot_holds,
-            i.hold_ns,
-            i.other_stores,
-            i.hashed_ns,
-            i.hit_ns,
-            i.allocs,
-            m.transfer_ns
-        );
-        for n in model::CPUS {
+        let mut cells = Vec::from([
+            m.design.to_string(),
+            format!("{}{}", m.lock, if m.lock_measured { "" } else { "*" }),
+            format!("{:.0}", i.ns_per_op),
+            format!("{:.2}", i.hot_stores),
+            format!("{:.2}", i.hot_holds),
+            format!("{:.1}", i.hold_ns),
+            format!("{:.2}", i.other_stores),
+            format!("{:.0}", i.hashed_ns),
+            format!("{:.0}", i.hit_ns),
+            format!("{:.2}", i.allocs),
+            format!("{:.1}", m.transfer_ns),
+        ]);
+        cells.extend(model::CPUS.into_iter().map(|n| {
             let p = m.predict(n);
-            let _ = write!(s, " {}", crate::human(p.ops));
+            let mut c = crate::human(p.ops);
             if i.allocs > 0.0 {
-                let _ = write!(s, " ({:.2} allocs/op)", p.allocs);
+                let _ = write!(c, " ({:.2} allocs/op)", p.allocs);
             }
-            s.push_str(" |");
-        }
-        s.push('\n');
+            c
+        }));
+        t.row(cells);
     }
+    let mut s = format!("\n{t}");
     if models.iter().any(|m| !m.lock_measured) {
         s.push_str(
             "\n\\* inputs measured with the build's own lock, not this kind (no `lock=` word).\n",

@@ -8,6 +8,8 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::point;
+use bench::markdown::{Align, Table};
+
 use crate::points::{self, Point};
 
 /// What a goal compares.
@@ -88,7 +90,7 @@ fn scaling(a: &Point, b: &Point) -> (f64, String) {
 
 /// The "Design goals" section: [`GOALS`] checked where the figures exist.
 pub(super) fn write_goals(s: &mut String, pts: &[Point]) {
-    let mut lines = Vec::new();
+    let mut lines: Vec<[String; 4]> = Vec::new();
     let mark = |ok: bool| if ok { "met" } else { "NOT met" };
     let hosts: BTreeSet<(String, String)> = pts
         .iter()
@@ -108,11 +110,12 @@ pub(super) fn write_goals(s: &mut String, pts: &[Point]) {
                         continue;
                     };
                     let (r, how) = scaling(a, b);
-                    lines.push(format!(
-                        "| host `{host}` | {} | {r:.2}×{how} | {} |",
-                        goal.text,
-                        mark(ok(r))
-                    ));
+                    lines.push([
+                        format!("host `{host}`"),
+                        goal.text.to_string(),
+                        format!("{r:.2}×{how}"),
+                        mark(ok(r)).to_string(),
+                    ]);
                 }
                 Check::LikeLinux(design, linux, ok) => {
                     let (Some(a2), Some(a1), Some(l2), Some(l1)) = (
@@ -125,11 +128,12 @@ pub(super) fn write_goals(s: &mut String, pts: &[Point]) {
                     };
                     let ((ours, _), (theirs, _)) = (scaling(a2, a1), scaling(l2, l1));
                     let r = ours / theirs;
-                    lines.push(format!(
-                        "| host `{host}` | {} | {design} {ours:.2}× ÷ {linux} {theirs:.2}× = {r:.2} | {} |",
-                        goal.text,
-                        mark(ok(r))
-                    ));
+                    lines.push([
+                        format!("host `{host}`"),
+                        goal.text.to_string(),
+                        format!("{design} {ours:.2}× ÷ {linux} {theirs:.2}× = {r:.2}"),
+                        mark(ok(r)).to_string(),
+                    ]);
                 }
                 Check::PerOp(..) => {}
             }
@@ -150,11 +154,12 @@ pub(super) fn write_goals(s: &mut String, pts: &[Point]) {
                 continue;
             };
             if design == r.design && at.is_none_or(|c| c == r.cpus) {
-                lines.push(format!(
-                    "| {who} | {} | allocs={a:.3} shared_stores={ss:.3} | {} |",
-                    goal.text,
-                    mark(ok(a, ss))
-                ));
+                lines.push([
+                    who.clone(),
+                    goal.text.to_string(),
+                    format!("allocs={a:.3} shared_stores={ss:.3}"),
+                    mark(ok(a, ss)).to_string(),
+                ]);
             }
         }
     }
@@ -167,11 +172,11 @@ pub(super) fn write_goals(s: &mut String, pts: &[Point]) {
         "What each ENOENT design promises (docs/designs.md), checked against the figures \
          above where they exist.\n"
     );
-    let _ = writeln!(s, "| where | goal | measured | verdict |");
-    let _ = writeln!(s, "|---|---|---|---|");
+    let mut t = Table::new(["where", "goal", "measured", "verdict"].map(|h| (h, Align::Left)));
     for l in lines {
-        let _ = writeln!(s, "{l}");
+        t.row(l);
     }
+    s.push_str(&t.into_string());
     s.push('\n');
     let _ = writeln!(s, "Why each goal:\n");
     for goal in GOALS {

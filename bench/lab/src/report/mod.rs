@@ -25,6 +25,10 @@ use super::human;
 use super::points::{self, Point};
 use super::predict::Model;
 use super::rows::{self, Row};
+use bench::markdown::{
+    Align::{Left, Right},
+    Table,
+};
 
 mod goals;
 mod predicted;
@@ -236,29 +240,32 @@ fn write_not_run(s: &mut String, rows: &[Row]) {
     }
     if !not_run.is_empty() {
         let _ = writeln!(s, "## Not run\n");
-        let _ = writeln!(
-            s,
-            "| source | host | testcase | design | CPUs | status | reason |"
-        );
-        let _ = writeln!(s, "|---|---|---|---|---:|---|---|");
+        let mut t = Table::new([
+            ("source", Left),
+            ("host", Left),
+            ("testcase", Left),
+            ("design", Left),
+            ("CPUs", Right),
+            ("status", Left),
+            ("reason", Left),
+        ]);
         for (r, n) in not_run {
             let times = if n > 1 {
                 format!(" (×{n})")
             } else {
                 String::new()
             };
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} | {}{times} |",
-                r.source,
-                r.host,
-                r.testcase,
-                r.design,
-                r.cpus,
-                r.status,
-                r.note.replace('|', "\\|")
-            );
+            t.row([
+                r.source.clone(),
+                r.host.clone(),
+                r.testcase.clone(),
+                r.design.clone(),
+                r.cpus.to_string(),
+                r.status.clone(),
+                format!("{}{times}", r.note.replace('|', "\\|")),
+            ]);
         }
+        s.push_str(&t.into_string());
         s.push('\n');
     }
 }
@@ -383,16 +390,24 @@ fn write_group(s: &mut String, pts: &[Point], fair: &[Point], g: &Group) {
             run_counts(&mine)
         );
     }
-    let _ = writeln!(
-        s,
-        "| testcase | design | CPUs | ops/s | per-CPU ops/s | scaling eff. | min–max ops/s | allocs/op | shared_stores/op | fallbacks/op | locks/op | transfers/op |{}",
-        if repeated { " runs | spread of ops/s |" } else { "" }
-    );
-    let _ = writeln!(
-        s,
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|{}",
-        if repeated { "---:|---:|" } else { "" }
-    );
+    let mut cols = vec![
+        ("testcase", Left),
+        ("design", Left),
+        ("CPUs", Right),
+        ("ops/s", Right),
+        ("per-CPU ops/s", Right),
+        ("scaling eff.", Right),
+        ("min–max ops/s", Right),
+        ("allocs/op", Right),
+        ("shared_stores/op", Right),
+        ("fallbacks/op", Right),
+        ("locks/op", Right),
+        ("transfers/op", Right),
+    ];
+    if repeated {
+        cols.extend([("runs", Right), ("spread of ops/s", Right)]);
+    }
+    let mut t = Table::new(cols);
     for p in mine {
         let r = p.median();
         let avg = r.average as f64;
@@ -403,36 +418,28 @@ fn write_group(s: &mut String, pts: &[Point], fair: &[Point], g: &Group) {
             .filter(|_| ops(fair, g, &r.testcase, &r.design, r.cpus).is_some())
             .map(|one| format!("{:.0} %", 100.0 * avg / (r.cpus as f64 * one)))
             .unwrap_or_else(|| "–".into());
-        let spread = if repeated {
-            let (lo, hi) = p.spread();
-            format!(
-                " {} | {}–{} |",
-                p.count(),
-                human(lo as f64),
-                human(hi as f64)
-            )
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {}{} | {} | {} | {} | {}–{} | {} | {} | {} | {} | {} |{spread}",
-            r.testcase,
-            r.design,
-            r.cpus,
-            if over { " ⚠" } else { "" },
+        let mut cells = vec![
+            r.testcase.clone(),
+            r.design.clone(),
+            format!("{}{}", r.cpus, if over { " ⚠" } else { "" }),
             human(avg),
             human(per_cpu),
             eff,
-            human(r.min as f64),
-            human(r.max as f64),
+            format!("{}–{}", human(r.min as f64), human(r.max as f64)),
             opt3(r.allocs),
             opt3(r.shared_stores),
             opt3(r.fallbacks),
             opt3(r.locks),
-            opt3(r.transfers)
-        );
+            opt3(r.transfers),
+        ];
+        if repeated {
+            let (lo, hi) = p.spread();
+            cells.push(p.count().to_string());
+            cells.push(format!("{}–{}", human(lo as f64), human(hi as f64)));
+        }
+        t.row(cells);
     }
+    s.push_str(&t.into_string());
     s.push('\n');
 }
 
@@ -465,16 +472,15 @@ fn write_design_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
             let b = ops(pts, g, &t, base, c);
             for d in designs {
                 let o = ops(pts, g, &t, &d, c);
-                lines.push(format!(
-                    "| {} | {} | {} | {} | {} | {} | {} |",
-                    g.0,
-                    g.1,
-                    g.2,
-                    t,
-                    c,
+                lines.push([
+                    g.0.to_string(),
+                    g.1.to_string(),
+                    g.2.to_string(),
+                    t.clone(),
+                    c.to_string(),
                     d,
-                    ratio(o, b)
-                ));
+                    ratio(o, b),
+                ]);
             }
         }
     }
@@ -482,14 +488,19 @@ fn write_design_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
         return;
     }
     let _ = writeln!(s, "## Designs compared (ops/s ÷ {base}, the baseline)\n");
-    let _ = writeln!(
-        s,
-        "| source | accel | host | workload | CPUs | design | ÷ {base} |"
-    );
-    let _ = writeln!(s, "|---|---|---|---|---:|---|---:|");
+    let mut t = Table::new([
+        ("source", Left),
+        ("accel", Left),
+        ("host", Left),
+        ("workload", Left),
+        ("CPUs", Right),
+        ("design", Left),
+        (&*format!("÷ {base}"), Right),
+    ]);
     for l in lines {
-        let _ = writeln!(s, "{l}");
+        t.row(l);
     }
+    s.push_str(&t.into_string());
     s.push('\n');
 }
 
@@ -538,15 +549,15 @@ fn write_linux_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
             if cells.iter().all(|c| c == "–") {
                 continue;
             }
-            lines.push(format!(
-                "| {} | {} | {} | {} | {} | {} |",
-                g.0,
-                g.2,
-                r.design,
-                r.cpus,
+            let mut line = vec![
+                g.0.to_string(),
+                g.2.to_string(),
+                r.design.clone(),
+                r.cpus.to_string(),
                 human(r.average as f64),
-                cells.join(" | ")
-            ));
+            ];
+            line.extend(cells);
+            lines.push(line);
         }
     }
     if lines.is_empty() {
@@ -558,12 +569,20 @@ fn write_linux_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
     );
     let _ = writeln!(
         s,
-        "Host mode is compared with `linux-host`, the guest with `linux-guest`.\n\n| source | host | design | CPUs | ops/s | {} |",
-        refs.iter().map(|d| format!("÷ {d}")).collect::<Vec<_>>().join(" | ")
+        "Host mode is compared with `linux-host`, the guest with `linux-guest`.\n"
     );
-    let _ = writeln!(s, "|---|---|---|---:|---:|{}", "---:|".repeat(refs.len()));
+    let mut cols = vec![
+        ("source".to_string(), Left),
+        ("host".into(), Left),
+        ("design".into(), Left),
+        ("CPUs".into(), Right),
+        ("ops/s".into(), Right),
+    ];
+    cols.extend(refs.iter().map(|d| (format!("÷ {d}"), Right)));
+    let mut t = Table::new(cols);
     for l in lines {
-        let _ = writeln!(s, "{l}");
+        t.row(l);
     }
+    s.push_str(&t.into_string());
     s.push('\n');
 }

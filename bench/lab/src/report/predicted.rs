@@ -9,8 +9,11 @@ use std::fmt::Write as _;
 
 use crate::human;
 use crate::points::Point;
-use crate::predict::Model;
+use crate::predict::model::CPUS;
+use crate::predict::{cpus_columns, Model};
 use crate::rows::Row;
+use bench::markdown::Align::{self, Left, Right};
+use bench::markdown::Table;
 
 /// The host-mode run of a model's point at `cpus`, if any: a row of
 /// `design lock=KIND` (what `bench predict --validate` writes), of
@@ -65,59 +68,60 @@ pub(super) fn write_predictions(s: &mut String, pts: &[Point], models: &[Model],
          that point. Lock kinds marked \\* were not measured with that lock (the build had no \
          `lock=` word): only their handoff model differs.\n"
     );
-    let _ = writeln!(
-        s,
-        "| testcase | design | lock | t_x ns | 1-CPU ns/op | hot-line stores/op | holds/op | hold ns/op | other shared stores/op | hashed ns/op | hit ns/op | queued bound |"
-    );
-    let _ = writeln!(
-        s,
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    );
+    let mut t = Table::new([
+        ("testcase", Left),
+        ("design", Left),
+        ("lock", Left),
+        ("t_x ns", Right),
+        ("1-CPU ns/op", Right),
+        ("hot-line stores/op", Right),
+        ("holds/op", Right),
+        ("hold ns/op", Right),
+        ("other shared stores/op", Right),
+        ("hashed ns/op", Right),
+        ("hit ns/op", Right),
+        ("queued bound", Right),
+    ]);
     for m in models {
         let i = &m.inputs;
         let bound = crate::predict::model::queued_bound(i, m.transfer_ns);
-        let _ = writeln!(
-            s,
-            "| {} | {} | {}{} | {:.1} | {:.0} | {:.2} | {:.2} | {:.1} | {:.2} | {:.0} | {:.0} | {} |",
-            m.testcase,
-            m.design,
-            m.lock,
-            if m.lock_measured { "" } else { "\\*" },
-            m.transfer_ns,
-            i.ns_per_op,
-            i.hot_stores,
-            i.hot_holds,
-            i.hold_ns,
-            i.other_stores,
-            i.hashed_ns,
-            i.hit_ns,
+        t.row([
+            m.testcase.clone(),
+            m.design.clone(),
+            format!("{}{}", m.lock, if m.lock_measured { "" } else { "\\*" }),
+            format!("{:.1}", m.transfer_ns),
+            format!("{:.0}", i.ns_per_op),
+            format!("{:.2}", i.hot_stores),
+            format!("{:.2}", i.hot_holds),
+            format!("{:.1}", i.hold_ns),
+            format!("{:.2}", i.other_stores),
+            format!("{:.0}", i.hashed_ns),
+            format!("{:.0}", i.hit_ns),
             if bound.is_finite() {
                 human(bound)
             } else {
                 "none (linear)".into()
-            }
-        );
+            },
+        ]);
     }
+    s.push_str(&t.into_string());
     if models.iter().any(|m| !m.inputs.lines.is_empty()) {
         s.push_str(&crate::predict::lines_table(models));
     }
     s.push('\n');
-    predicted_cpus_header(s);
+    let mut t = predicted_cpus_table();
     for m in models {
-        let _ = write!(s, "| {} | {} | {} |", m.testcase, m.design, m.lock);
-        for n in crate::predict::model::CPUS {
+        let mut cells = model_cells(m, "");
+        cells.extend(CPUS.into_iter().map(|n| {
             let p = human(m.at(n));
             match measured_for(pts, m, n) {
-                Some(v) => {
-                    let _ = write!(s, " {p} (measured {}) |", human(v));
-                }
-                None => {
-                    let _ = write!(s, " {p} |");
-                }
+                Some(v) => format!("{p} (measured {})", human(v)),
+                None => p,
             }
-        }
-        s.push('\n');
+        }));
+        t.row(cells);
     }
+    s.push_str(&t.into_string());
     s.push('\n');
     write_predicted_allocs(s, pts, models);
     write_seed_comparison(s, models);
@@ -147,22 +151,19 @@ fn write_predicted_allocs(s: &mut String, pts: &[Point], models: &[Model]) {
         "Predicted allocs/op (concurrent misses of one name share each other's hashed dentry; \
          docs/designs.md, \"The sharing term\"):\n"
     );
-    predicted_cpus_header(s);
+    let mut t = predicted_cpus_table();
     for &m in &alloc {
-        let _ = write!(s, "| {} | {} | {} |", m.testcase, m.design, m.lock);
-        for n in crate::predict::model::CPUS {
+        let mut cells = model_cells(m, "");
+        cells.extend(CPUS.into_iter().map(|n| {
             let p = m.predict(n).allocs;
             match measured_allocs_for(pts, m, n) {
-                Some(v) => {
-                    let _ = write!(s, " {p:.2} (measured {v:.2}) |");
-                }
-                None => {
-                    let _ = write!(s, " {p:.2} |");
-                }
+                Some(v) => format!("{p:.2} (measured {v:.2})"),
+                None => format!("{p:.2}"),
             }
-        }
-        s.push('\n');
+        }));
+        t.row(cells);
     }
+    s.push_str(&t.into_string());
     s.push('\n');
     let _ = writeln!(
         s,
@@ -172,18 +173,13 @@ fn write_predicted_allocs(s: &mut String, pts: &[Point], models: &[Model]) {
          overestimates sharing there. The same designs' ops/s with every operation allocating \
          (no sharing) bound the prediction from below:\n"
     );
-    predicted_cpus_header(s);
+    let mut t = predicted_cpus_table();
     for m in alloc {
-        let _ = write!(
-            s,
-            "| {} | {} (no sharing) | {} |",
-            m.testcase, m.design, m.lock
-        );
-        for n in crate::predict::model::CPUS {
-            let _ = write!(s, " {} |", human(m.predict(n).ops_no_sharing));
-        }
-        s.push('\n');
+        let mut cells = model_cells(m, " (no sharing)");
+        cells.extend(CPUS.map(|n| human(m.predict(n).ops_no_sharing)));
+        t.row(cells);
     }
+    s.push_str(&t.into_string());
     s.push('\n');
 }
 
@@ -226,10 +222,17 @@ fn write_seed_comparison(s: &mut String, models: &[Model]) {
         "### Beside the seed's measurements ({SEED_TASKS} CPUs)\n\n\
          The seed measured Linux with will-it-scale `statneg_processes -t {SEED_TASKS}` on its own \
          machine. Set beside this machine's prediction at {SEED_TASKS} CPUs as orders of magnitude \
-         and shapes, not as a fit (other CPU, real system calls, Linux's own code).\n\n\
-         | prediction | predicted at {SEED_TASKS} CPUs | × its 1-CPU figure | without sharing | the seed's Linux | seed, {SEED_TASKS} tasks | predicted ÷ seed |\n\
-         |---|---:|---:|---:|---|---|---:|"
+         and shapes, not as a fit (other CPU, real system calls, Linux's own code).\n"
     );
+    let mut t = Table::new([
+        ("prediction".to_string(), Left),
+        (format!("predicted at {SEED_TASKS} CPUs"), Right),
+        ("× its 1-CPU figure".to_string(), Right),
+        ("without sharing".to_string(), Right),
+        ("the seed's Linux".to_string(), Left),
+        (format!("seed, {SEED_TASKS} tasks"), Left),
+        ("predicted ÷ seed".to_string(), Right),
+    ]);
     for (m, what, seed, how) in lines {
         let p = m.predict(SEED_TASKS);
         let at = p.ops;
@@ -242,29 +245,35 @@ fn write_seed_comparison(s: &mut String, models: &[Model]) {
         } else {
             "same".into()
         };
-        let _ = writeln!(
-            s,
-            "| {} lock={} | {} | {:.1} | {lower} | {what} | {how} | {:.2} |",
-            m.design,
-            m.lock,
+        t.row([
+            format!("{} lock={}", m.design, m.lock),
             human(at),
-            at / m.at(1).max(1.0),
-            at / seed
-        );
+            format!("{:.1}", at / m.at(1).max(1.0)),
+            lower.to_string(),
+            what.to_string(),
+            how.to_string(),
+            format!("{:.2}", at / seed),
+        ]);
     }
+    s.push_str(&t.into_string());
     s.push('\n');
 }
 
-/// The header of a predicted table: testcase, design, lock, then one
-/// column per CPU count of [`crate::predict::model::CPUS`].
-fn predicted_cpus_header(s: &mut String) {
-    let _ = write!(s, "| testcase | design | lock |");
-    for n in crate::predict::model::CPUS {
-        let _ = write!(s, " {n} CPU{} |", if n == 1 { "" } else { "s" });
-    }
-    let _ = write!(s, "\n|---|---|---|");
-    for _ in crate::predict::model::CPUS {
-        s.push_str("---:|");
-    }
-    s.push('\n');
+/// A predicted table: testcase, design, lock, then one column per CPU
+/// count of [`CPUS`].
+fn predicted_cpus_table() -> Table {
+    let mut cols: Vec<(String, Align)> = ["testcase", "design", "lock"]
+        .map(|h| (h.to_string(), Left))
+        .into();
+    cols.extend(cpus_columns());
+    Table::new(cols)
+}
+
+/// A predicted row's first cells: testcase, design (with `note`), lock.
+fn model_cells(m: &Model, note: &str) -> Vec<String> {
+    vec![
+        m.testcase.clone(),
+        format!("{}{note}", m.design),
+        m.lock.to_string(),
+    ]
 }
