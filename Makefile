@@ -36,7 +36,7 @@ DEMO_SMP ?= $(shell n=$$(nproc 2>/dev/null || echo 4); echo $$(( n < 4 ? n : 4 )
 BOOT_TEST_SMPS ?= 1 2 8 64
 BOOT_TEST_TIMEOUT ?= 300
 
-# `make bench`: arguments for `bench sweep` (see `cargo run -p bench -- sweep --help`).
+# `make bench`: arguments for `bench sweep` (see `cargo run -p benchlab -- sweep --help`).
 BENCH_ARGS ?=
 # ENOENT designs for `bench` (comma-separated; empty: every design of
 # fs::dcache::design::DESIGNS).
@@ -127,8 +127,8 @@ test: setup
 
 # The design sweep, then the SMB section (`smb-bench`).
 bench: build
-	$(CARGO) run --release -p bench -- sweep $(if $(DESIGNS),--designs $(DESIGNS)) $(BENCH_ARGS)
-	$(CARGO) run --release -p bench -- smb-sweep
+	$(CARGO) run --release -p benchlab --bin bench -- sweep $(if $(DESIGNS),--designs $(DESIGNS)) $(BENCH_ARGS)
+	$(CARGO) run --release -p benchlab --bin bench -- smb-sweep
 
 # A `bench` that runs on a bare x86_64 Linux machine with nothing installed
 # (glibc linked in statically): copy it over and run e.g.
@@ -138,7 +138,7 @@ HOST_TRIPLE := x86_64-unknown-linux-gnu
 BENCH_STATIC := $(TARGET_DIR)/static/$(HOST_TRIPLE)/release/bench
 bench-static:
 	RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static" CARGO_TARGET_DIR=$(TARGET_DIR)/static \
-	  $(CARGO) build --release -p bench --bin bench --target $(HOST_TRIPLE)
+	  $(CARGO) build --release -p benchlab --bin bench --target $(HOST_TRIPLE)
 	@file $(BENCH_STATIC) | grep -qE "statically linked|static-pie linked" || { echo "bench-static: $(BENCH_STATIC) is not static"; exit 1; }
 	@echo "$(BENCH_STATIC): $$(ldd $(BENCH_STATIC) 2>&1 | tr -d '\t')"
 
@@ -147,7 +147,7 @@ bench-static:
 SMB_DESIGNS ?=
 SMB_ARGS ?=
 smb-bench: build
-	$(CARGO) run --release -p bench -- smb-sweep $(SMB_DESIGNS) $(SMB_ARGS)
+	$(CARGO) run --release -p benchlab --bin bench -- smb-sweep $(SMB_DESIGNS) $(SMB_ARGS)
 
 demo-trace: build-qemu-run build-kernel
 	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(SMP) --cmdline "demo=trace" $(QEMU_RUN_FLAGS)

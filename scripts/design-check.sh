@@ -34,7 +34,7 @@ bad() {
 
 echo "=== design-check: build with the added design '$NEW'"
 cargo build --release -p fs --features test-design --bin vfsh
-cargo build --release -p bench --features test-design --bin bench
+cargo build --release -p benchlab --features test-design --bin bench
 cargo build --release -p kernel --features test-design --target x86_64-unknown-none
 
 echo "=== design-check: per-design host tests"
@@ -52,8 +52,9 @@ cargo test --release -p fs --features test-design \
     ls_la_per_eacache_design ea_support_no_every_design \
     an_ea_added_on_the_server_shows_after_the_window mount_list_stat_read
 cargo test --release -p kernel --lib --features test-design -- every_registered_
-cargo test --release -p bench --features test-design --test params --test report
-cargo test --release -p bench --features test-design --test sweep_inputs -- \
+cargo test --release -p bench --features test-design --test params
+cargo test --release -p benchlab --features test-design --test report
+cargo test --release -p benchlab --features test-design --test sweep_inputs -- \
     smb_sweep_help_names_every_design smb_sweep_refuses_an_unknown_design
 for test in stress::rcu_stress_all_designs \
     differential::random_sequences_agree_with_linux \

@@ -87,7 +87,13 @@ build_side() { # DIR
         cd "$1"
         cargo build --release -q -p fs --bins
         cargo build --release -q -p qemu --bins
-        cargo build --release -q -p bench
+        # The `bench` binary: package benchlab (bench/lab/) since the lab
+        # left the no_std bench crate; package bench before.
+        if [[ -e bench/lab/Cargo.toml ]]; then
+            cargo build --release -q -p benchlab --bin bench
+        else
+            cargo build --release -q -p bench --bin bench
+        fi
         if [[ $kernel_outputs == 1 ]]; then
             cargo build --release -q -p kernel --target x86_64-unknown-none
         fi

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 # statneg) for the Linux reference guest, python3-venv for the impacket
 # fixture's virtual environment, chromium for the step-through page's
 # browser test (fs/tests/explore_page.rs) and `make explore`'s screenshot,
-# linux-perf for `bench rcu-reader --perf` (bench/tests/rcu_reader.rs),
+# linux-perf for `bench rcu-reader --perf` (bench/lab/tests/rcu_reader.rs),
 # make flex bison bc libelf-dev libssl-dev ccache git for our Linux 6.12
 # builds (linux/kbuild.sh, linux/check-series.sh: `make linux-patched`, the
 # patch check of `make test`).

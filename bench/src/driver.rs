@@ -373,7 +373,7 @@ where
     // Lock waiters that gave their host thread away (fs::sync::spinwait):
     // the run had more spinners than CPUs. Not part of the parsed output
     // (it goes to the log, and only where it happened: never in a guest).
-    #[cfg(feature = "host")]
+    #[cfg(feature = "std")]
     if let Some(c) = counters.filter(|c| c.spin_yields > 0) {
         std::eprintln!(
             "bench: note: {} spin yields in {ops} ops: more spinning threads than CPUs, so ops/s include scheduler waits",

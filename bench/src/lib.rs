@@ -1,6 +1,8 @@
 //! Benchmarks of the lookup path: the workloads and their driver, shared by
-//! the guest kernel and host mode, plus (feature `host`) the host-side
-//! tools: host mode, the Linux `stat()` reference, the sweep and the report.
+//! the guest kernel and host mode. The host-side tools (host mode, the
+//! Linux `stat()` reference, the sweep, the report, the scaling model) are
+//! the `benchlab` crate in `bench/lab/`, which also builds the `bench`
+//! binary.
 //!
 //! - [`params`]: the `bench=… tasks=… design=… warmup=… secs=…` words.
 //! - [`workloads`]: statneg and its relatives (one file each).
@@ -8,31 +10,23 @@
 //!   trait a platform implements.
 //! - [`output`]: will-it-scale's output format, written and parsed.
 //! - [`pingpong`]: cache-line transfer latency between two CPUs.
-//! - [`predict`]: the scaling model (ops/s at N CPUs from a 1-CPU run).
-//! - [`host`] (feature `host`): std threads as the executor, host mode, the
-//!   Linux reference, the sweep, raw.csv, report.md and scaling.svg.
+//! - [`markdown`]: the one markdown table writer (report, predict, Linux
+//!   reference).
 //!
 //! The guest kernel calls [`run_params`] with its own executor; host mode
-//! calls it with [`host::exec::HostExecutor`]. Without `host` the crate is
-//! `no_std + alloc` and is safe code only.
-#![cfg_attr(not(feature = "host"), no_std)]
+//! calls it with benchlab's `HostExecutor`. Without `std` the crate is
+//! `no_std + alloc`; it is safe code only.
+#![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
 
 pub mod driver;
+pub mod markdown;
 pub mod output;
 pub mod params;
 pub mod pingpong;
-pub mod predict;
 pub mod workloads;
-
-#[cfg(feature = "host")]
-pub mod host;
-#[cfg(feature = "host")]
-pub mod lsla;
-#[cfg(feature = "host")]
-pub mod smbrw;
 
 use core::fmt;
 

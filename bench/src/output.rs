@@ -22,9 +22,8 @@
 //! still parses, with [`PerOp::transfers`] `None`. A run that saw wrong
 //! answers ends with an `error:` line, which makes [`parse`] fail.
 //!
-//! This file is the one parser of the format: the `qemu` crate (below
-//! `bench` in the dependency order, and std) compiles it too, by path, as
-//! `qemu::wis`, for the Linux reference guest.
+//! This file is the one parser of the format: the `qemu` crate uses it for
+//! the Linux reference guest's output too.
 //!
 //! The parser skips anything before `testcase:` and after the block (a
 //! guest's boot log, a runner's notes), but is strict inside it.

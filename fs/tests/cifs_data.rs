@@ -21,15 +21,9 @@ const SIZES: [usize; 7] = [0, 1, 4095, 65535, 65536, 65537, 3_000_000];
 
 /// Deterministic, non-repeating-looking bytes of length `n`.
 fn pattern(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    let mut v = vec![0; n];
+    fastrand::Rng::with_seed(seed).fill(&mut v);
+    v
 }
 
 fn mount(fx: &Fixture, opts: &str) -> (Vfs, Arc<SuperBlock>) {

@@ -75,32 +75,16 @@ fn mount_cksum_stats() {
     assert!(out.iter().any(|l| l.starts_with("# lookups ")), "{out:?}");
 }
 
-/// xorshift64*: the sequence is the seed's, on every machine.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
-        v[(self.next() % v.len() as u64) as usize]
-    }
-}
-
 const NAMES: [&str; 9] = ["a", "b", "c", "d", "a/x", "a/y", "d/x", "d/e", "d/e/z"];
 
 /// One random command over `ROOT` (replaced by /mnt and /loc), or `None`
 /// for a rename that Linux and SMB servers legitimately answer differently
 /// (a directory over an existing directory).
-fn command(r: &mut Rng, sh: &mut Shell) -> Option<String> {
-    let p = r.pick(&NAMES);
-    let q = r.pick(&NAMES);
-    let text =
-        ["", "1", "hello world", "\\x00\\xffbin", "0123456789abcdef"][(r.next() % 5) as usize];
-    Some(match r.next() % 11 {
+fn command(r: &mut fastrand::Rng, sh: &mut Shell) -> Option<String> {
+    let p = NAMES[r.usize(..NAMES.len())];
+    let q = NAMES[r.usize(..NAMES.len())];
+    let text = ["", "1", "hello world", "\\x00\\xffbin", "0123456789abcdef"][r.usize(..5)];
+    Some(match r.u32(..11) {
         0 => format!("create ROOT/{p}"),
         1 | 2 => format!("write ROOT/{p} {text}"),
         3 => format!("read ROOT/{p}"),
@@ -116,10 +100,7 @@ fn command(r: &mut Rng, sh: &mut Shell) -> Option<String> {
             format!("rename ROOT/{p} ROOT/{q}")
         }
         8 => format!("stat ROOT/{p}"),
-        9 => format!(
-            "ls ROOT/{}",
-            ["", "/a", "/d", "/d/e"][(r.next() % 4) as usize]
-        ),
+        9 => format!("ls ROOT/{}", ["", "/a", "/d", "/d/e"][r.usize(..4)]),
         _ => format!("cksum ROOT/{p}"),
     })
 }
@@ -182,7 +163,7 @@ fn random_differential_against_tmpfs() {
     let mut ran = 0;
     let mut oks = 0;
     for seed in [1u64, 2, 3] {
-        let mut r = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut r = fastrand::Rng::with_seed(seed);
         for step in 0..150 {
             let Some(c) = command(&mut r, &mut sh) else {
                 continue;

@@ -144,20 +144,6 @@ impl World {
     }
 }
 
-/// xorshift64*: deterministic per thread, no dependencies.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 fn name_path(d: usize, n: usize) -> Vec<u8> {
     format!("/d{d}/n{n}").into_bytes()
 }
@@ -237,17 +223,17 @@ fn run_op(v: &Vfs, op: Op, a: &[u8], b: &[u8]) -> Result<(), Errno> {
 }
 
 fn writer(w: &World, seed: u64) -> u64 {
-    let mut rng = Rng(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     let mut ops = 0;
     while !w.stop.load(SeqCst) {
-        let i = rng.below(w.names.len());
-        let op = match rng.below(10) {
+        let i = rng.usize(..w.names.len());
+        let op = match rng.usize(..10) {
             0 | 1 => Op::Create,
             2 => Op::Grow,
             3 => Op::Unlink,
             4 => Op::Mkdir,
             5 => Op::Rmdir,
-            _ => Op::Rename(rng.below(w.names.len())),
+            _ => Op::Rename(rng.usize(..w.names.len())),
         };
         let j = match op {
             Op::Rename(j) if j != i => Some(j),
@@ -348,12 +334,12 @@ fn matches_below(ans: &Result<fs::vfs::Stat, Errno>, s: St) -> bool {
 }
 
 fn reader(w: &World, seed: u64) {
-    let mut rng = Rng(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     while !w.stop.load(SeqCst) {
-        let kind = rng.below(8);
+        let kind = rng.usize(..8);
         if kind == 0 {
             // A name that never exists: always ENOENT.
-            let p = format!("/d{}/m{}", rng.below(DIRS), rng.below(64));
+            let p = format!("/d{}/m{}", rng.usize(..DIRS), rng.usize(..64));
             let r = w.vfs.stat(p.as_bytes());
             w.lookups.fetch_add(1, SeqCst);
             if r != Err(Errno::ENOENT) {
@@ -361,7 +347,7 @@ fn reader(w: &World, seed: u64) {
             }
             continue;
         }
-        let n = &w.names[rng.below(w.names.len())];
+        let n = &w.names[rng.usize(..w.names.len())];
         let below = kind == 1;
         let mut path = n.path.clone();
         if below {

@@ -10,10 +10,6 @@
 //!   man in the middle that strikes dialects from NEGOTIATE.
 //! - [`relay`]: the latency relay (one-way delay, SMB2 command counting, faults).
 //! - [`linuxref`]: the Linux reference guest (Debian kernel + busybox + statneg).
-//! - [`wis`]: will-it-scale's output format — `bench/src/output.rs`, the one
-//!   parser of it, compiled here by path: `bench` depends on this crate
-//!   (its sweep boots QEMU through it), so this crate cannot depend on
-//!   `bench`, and the format must stay `no_std` in `bench` for the guest.
 //! - [`fixtures`]: what a test does when its fixture is missing
 //!   (`REQUIRE_FIXTURES=1`: fail; otherwise skip, and count the skips).
 #![deny(unsafe_code)]
@@ -28,5 +24,3 @@ pub mod process;
 pub mod relay;
 pub mod runner;
 pub mod samba;
-#[path = "../../bench/src/output.rs"]
-pub mod wis;

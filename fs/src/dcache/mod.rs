@@ -1031,8 +1031,8 @@ mod tests {
     /// lines; the lockref (written by every reference and child change),
     /// the list links (written when a sibling comes or goes) and the
     /// `Arc`'s counts (in front of a line-aligned value) on none of them.
-    /// `cargo run --release -p bench --example hitcost` measures what this
-    /// saves a hit beside misses in the same directory.
+    /// docs/designs.md gives what this saves a hit beside misses in the
+    /// same directory.
     #[test]
     fn dentry_layout_keeps_the_walk_off_the_lockref_line() {
         assert_eq!(align_of::<DentryInner>(), 64);

@@ -1,27 +1,26 @@
 //! A small seeded mutator for the stable fuzz runs (`fs/tests/fuzz_replay.rs`
 //! and the cmdline replay): libFuzzer-like byte mutations driven by
-//! xorshift64*, so every machine runs the same inputs. Pure code.
+//! the workspace's seeded generator (`fastrand`), so every machine runs the
+//! same inputs. Pure code.
 
-/// xorshift64*: deterministic, seeded per target.
-pub struct Rng(u64);
+/// The generator: [`Rng::new`] seeds stream `k` (any value; 0 is fine).
+pub struct Rng(fastrand::Rng);
 
 impl Rng {
-    /// A generator for stream `k` (any value; 0 is fine).
+    /// A generator for stream `k`.
     pub fn new(k: u64) -> Self {
-        Rng((0x9e37_79b9_7f4a_7c15 ^ k.wrapping_mul(0x0100_0000_01b3)) | 1)
+        Rng(fastrand::Rng::with_seed(k))
     }
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    /// A random byte.
+    pub fn byte(&mut self) -> u8 {
+        self.0.u8(..)
     }
-    /// Uniform-ish in `0..n` (0 when `n` is 0).
+    /// Uniform in `0..n` (0 when `n` is 0).
     pub fn below(&mut self, n: usize) -> usize {
         if n == 0 {
             0
         } else {
-            (self.next() % n as u64) as usize
+            self.0.usize(..n)
         }
     }
 }
@@ -52,7 +51,7 @@ pub fn mutate(rng: &mut Rng, d: &mut Vec<u8>, other: &[u8]) {
             }
             1 if len > 0 => {
                 let i = rng.below(len);
-                d[i] = rng.next() as u8;
+                d[i] = rng.byte();
             }
             2 if len > 0 => {
                 let v = INTERESTING[rng.below(INTERESTING.len())].to_le_bytes();
@@ -64,7 +63,7 @@ pub fn mutate(rng: &mut Rng, d: &mut Vec<u8>, other: &[u8]) {
             3 => {
                 let i = rng.below(len + 1);
                 for _ in 0..1 + rng.below(16) {
-                    d.insert(i, rng.next() as u8);
+                    d.insert(i, rng.byte());
                 }
             }
             4 if len > 0 => {
@@ -87,7 +86,7 @@ pub fn mutate(rng: &mut Rng, d: &mut Vec<u8>, other: &[u8]) {
                 d.splice(at..end, other[i..i + n].iter().copied());
             }
             _ if len > 0 => d.truncate(rng.below(len)),
-            _ => d.push(rng.next() as u8),
+            _ => d.push(rng.byte()),
         }
     }
 }

@@ -75,21 +75,6 @@ fn violation(what: core::fmt::Arguments<'_>) {
     }
 }
 
-/// xorshift64*: each task's own generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// A formatted path as the bytes the VFS takes.
 fn path_bytes(s: alloc::string::String) -> Vec<u8> {
     s.into_bytes()
@@ -187,18 +172,18 @@ impl Tree {
     }
 
     /// One checked lookup.
-    fn read_once(&self, vfs: &Vfs, rng: &mut Rng) {
-        let i = rng.below(NDIRS * NCHURN);
-        match rng.below(8) {
+    fn read_once(&self, vfs: &Vfs, rng: &mut fastrand::Rng) {
+        let i = rng.usize(..NDIRS * NCHURN);
+        match rng.usize(..8) {
             0 => {
-                let k = rng.below(self.keep.len());
+                let k = rng.usize(..self.keep.len());
                 match vfs.stat(&self.keep[k]) {
                     Ok(st) if st.ino == self.keep_ino[k] && st.kind == FileType::File => {}
                     r => violation(format_args!("{}: {r:?}", show(&self.keep[k]))),
                 }
             }
             1 => {
-                let k = rng.below(self.never.len());
+                let k = rng.usize(..self.never.len());
                 let r = vfs.stat(&self.never[k]);
                 if r != Err(Errno::ENOENT) {
                     violation(format_args!("{}: {r:?}", show(&self.never[k])));
@@ -230,7 +215,7 @@ impl Tree {
                 r => violation(format_args!("{}: {r:?}", show(&self.dotdot[i]))),
             },
             _ => {
-                let k = rng.below(NDIRS);
+                let k = rng.usize(..NDIRS);
                 match vfs.stat(&self.dirs[k]) {
                     Ok(st) if st.ino == self.dir_ino[k] && st.kind == FileType::Dir => {}
                     r => violation(format_args!("{}: {r:?}", show(&self.dirs[k]))),
@@ -240,10 +225,10 @@ impl Tree {
     }
 
     /// One checked change; samples created inodes into `born`.
-    fn write_once(&self, vfs: &Vfs, rng: &mut Rng, born: &mut Vec<Weak<Inode>>, n: u64) {
-        let i = rng.below(NDIRS * NCHURN);
-        let j = rng.below(NDIRS * NCHURN);
-        let (what, r, ok): (&[u8], fs::KResult<()>, bool) = match rng.below(6) {
+    fn write_once(&self, vfs: &Vfs, rng: &mut fastrand::Rng, born: &mut Vec<Weak<Inode>>, n: u64) {
+        let i = rng.usize(..NDIRS * NCHURN);
+        let j = rng.usize(..NDIRS * NCHURN);
+        let (what, r, ok): (&[u8], fs::KResult<()>, bool) = match rng.usize(..6) {
             0 => {
                 let r = vfs
                     .open(
@@ -349,7 +334,9 @@ pub fn rcu_stress(secs: u32, only: Option<Design>, poisoning: bool) -> (u64, u64
         let end = time::now_ns() + per_design_ns;
         let (tree_ref, vfs_ref) = (&tree, &vfs);
         let results = smp::run_on_collect(&CpuSet::first(n), |cpu| {
-            let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ ((cpu as u64 + 1) << 32) ^ time::now_ns());
+            let mut rng = fastrand::Rng::with_seed(
+                0x9e37_79b9_7f4a_7c15 ^ ((cpu as u64 + 1) << 32) ^ time::now_ns(),
+            );
             let mut born = Vec::new();
             // One CPU: alternate; otherwise odd CPUs write, even CPUs read.
             let role = |k: u64| if n == 1 { k % 2 == 1 } else { cpu % 2 == 1 };

@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bench::markdown::{Align::Left, Table};
 use clap::Parser;
 use qemu::linuxref::{self, Fs, GuestRun, Release};
 use qemu::runner::Accel;
@@ -170,25 +171,37 @@ fn main() -> ExitCode {
     }
 
     println!("{}", paths.describe());
-    println!(
-        "| source | fs | cpus | ops/s (average) | per-cpu ops/s | min/thread/s | max/thread/s | allocs/op | locks/op | rwsem/op | fallbacks/op |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut t = Table::new([
+        ("source", Left),
+        ("fs", Left),
+        ("cpus", Left),
+        ("ops/s (average)", Left),
+        ("per-cpu ops/s", Left),
+        ("min/thread/s", Left),
+        ("max/thread/s", Left),
+        ("allocs/op", Left),
+        ("locks/op", Left),
+        ("rwsem/op", Left),
+        ("fallbacks/op", Left),
+    ]);
     let f3 = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
     for (src, fs, cpus, r) in &rows {
         let p = r.per_op;
-        println!(
-            "| {src} | {fs} | {cpus} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.average,
-            r.average / u64::from(*cpus),
-            r.task_min(),
-            r.task_max(),
+        t.row([
+            src.to_string(),
+            fs.to_string(),
+            cpus.to_string(),
+            r.average.to_string(),
+            (r.average / u64::from(*cpus)).to_string(),
+            r.task_min().to_string(),
+            r.task_max().to_string(),
             f3(p.map(|p| p.allocs)),
             f3(p.map(|p| p.locks)),
             f3(p.and_then(|p| p.rwsem)),
             f3(p.map(|p| p.fallbacks)),
-        );
+        ]);
     }
+    print!("{t}");
     if failed {
         ExitCode::FAILURE
     } else {

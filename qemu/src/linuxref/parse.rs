@@ -3,14 +3,14 @@
 //! `measurement`, the same lines, `average:N`, and from the guest's
 //! counting run `per-op: allocs=A locks=L rwsem=R fallbacks=F`.
 //!
-//! The parsing itself is [`crate::wis`] (bench's parser); this adds what a
+//! The parsing itself is [`bench::output`] (bench's parser); this adds what a
 //! shared console needs: kernel messages (`[   12.3] …`) are dropped
 //! first, and `average` must be the mean of the measurement totals.
 //!
 //! Touches nothing; allocates for the parsed result only.
 
 use super::LinuxRefError;
-pub use crate::wis::{PerOp, RunOutput as WisResult, Sample};
+pub use bench::output::{PerOp, RunOutput as WisResult, Sample};
 
 /// Parses will-it-scale's format out of `text` (see the module doc).
 pub fn parse_wis(text: &str) -> Result<WisResult, LinuxRefError> {
@@ -20,8 +20,8 @@ pub fn parse_wis(text: &str) -> Result<WisResult, LinuxRefError> {
         .filter(|l| !is_kernel_message(l))
         .collect();
     let r =
-        crate::wis::parse(&clean.join("\n")).map_err(|e| LinuxRefError::Parse(e.to_string()))?;
-    let mean = crate::wis::average(&r.measurement);
+        bench::output::parse(&clean.join("\n")).map_err(|e| LinuxRefError::Parse(e.to_string()))?;
+    let mean = bench::output::average(&r.measurement);
     if mean != r.average {
         return Err(LinuxRefError::Parse(format!(
             "average:{} is not the mean of the totals ({mean})",

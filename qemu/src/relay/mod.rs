@@ -20,7 +20,7 @@
 //! - `delay`, the delay line: a reader thread stamps each chunk with `read
 //!   time + delay` and a writer thread writes it at that absolute instant,
 //!   so chunks keep their spacing and delays never accumulate.
-//! - `stats`, the stats file: one JSON file per connection ([`ConnStats`]),
+//! - `statsfile`, the stats file: one JSON file per connection ([`ConnStats`]),
 //!   rewritten atomically (temp file + rename) after every complete frame
 //!   and on close; [`load_stats_dir`] and [`Totals`] sum a directory of
 //!   them.
@@ -54,7 +54,7 @@
 mod counts;
 mod delay;
 mod parser;
-mod stats;
+mod statsfile;
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -70,8 +70,8 @@ pub use self::parser::{
     Cut, FaultStats, Faults, Fed, StreamParser, SMB2_ECHO, SMB2_FLAGS_SIGNED, SMB2_HEADER_LEN,
     SMB2_SIGNATURE_OFFSET,
 };
-pub use self::stats::{load_stats_dir, ConnStats, SegmentStats, Totals};
-use self::stats::{lock, unix_ms, Shared, StatsState};
+pub use self::statsfile::{load_stats_dir, ConnStats, SegmentStats, Totals};
+use self::statsfile::{lock, unix_ms, Shared, StatsState};
 
 /// `schema` field of every stats file.
 pub const SCHEMA: &str = "latency-relay/1";

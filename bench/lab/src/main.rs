@@ -1,0 +1,487 @@
+//! `bench`: host mode, the host Linux reference, the sweep and the report.
+//!
+//! ```text
+//! bench host bench=statneg tasks=2 design=noalloc warmup=2 secs=5
+//! bench linux-stat --dir /dev/shm --tasks 2 --warmup 2 --secs 5
+//! bench sweep --testcases statneg --designs transient,noalloc --cpus 1,2 --sources host,linux-host
+//! bench report results/A results/B --out results/merged
+//! bench smb-sweep always easize --rtts 0,76
+//! bench pingpong --batches 200
+//! bench rcu-reader --rounds 5 --secs 2
+//! bench predict --validate --repeat 5 --out results/predict
+//! ```
+//!
+//! Touches: stdout/stderr, the result directories, child processes.
+#![deny(unsafe_code)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bench::params::Params;
+use benchlab::exec::HostExecutor;
+use benchlab::{linux, now_stamp, sweep, StdoutWriter};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "bench",
+    version,
+    about = "Lookup benchmarks: host mode, Linux reference, sweep, report"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run one workload on native host threads: the guest's words
+    /// (bench=NAME tasks=N design=D warmup=S secs=S; the designs are
+    /// fs::dcache::design::DESIGNS, listed by `bench host` with no words).
+    Host {
+        /// Do not pin tasks to CPUs.
+        #[arg(long)]
+        no_pin: bool,
+        /// bench=… tasks=… design=… warmup=… secs=…
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "WORDS"
+        )]
+        words: Vec<String>,
+    },
+    /// Host Linux's own stat() of DIR/nonexistent on N threads (same output format).
+    LinuxStat {
+        /// Directory on the filesystem to measure (e.g. /dev/shm for tmpfs, /tmp).
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=255))]
+        tasks: u32,
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=3600))]
+        warmup: u32,
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=3600))]
+        secs: u32,
+        /// Do not pin threads to CPUs.
+        #[arg(long)]
+        no_pin: bool,
+    },
+    /// Run every design × CPU count on the chosen sources; write results/<timestamp>/.
+    Sweep(sweep::SweepArgs),
+    /// The cifs seed's experiment: coreutils 9.7's `ls -la` of a Samba
+    /// share per EA-cache design (`eacache=`) and RTT, cold then warm,
+    /// counted by the latency relay.
+    SmbSweep {
+        /// EA-cache designs to run [default: every design of
+        /// fs::fstype::cifs::eacache, in its order].
+        #[arg(value_name = "DESIGN")]
+        designs_pos: Vec<String>,
+        /// The same, comma-separated (added to DESIGN…).
+        #[arg(long, value_delimiter = ',')]
+        designs: Vec<String>,
+        /// Round-trip times to inject, milliseconds.
+        #[arg(long, value_delimiter = ',', default_value = "0,76")]
+        rtts: Vec<u64>,
+        /// Entries (subdirectories) in the share.
+        #[arg(long, default_value_t = 511)]
+        entries: usize,
+        /// How many of them (the first ones) carry WSL EAs.
+        #[arg(long, default_value_t = 0)]
+        wsl: usize,
+        /// How many of them (the last ones) carry the EA `user.x` (every
+        /// listing is checked to show it).
+        #[arg(long, default_value_t = 0)]
+        eas: usize,
+        /// Extra cifs mount options (comma-separated).
+        #[arg(long, default_value = "")]
+        opts: String,
+        /// The latency-relay binary [default: next to this binary].
+        #[arg(long)]
+        relay: Option<PathBuf>,
+        /// Results go to OUT/<timestamp>-smb/.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+        /// The real Linux client's rows first (`design=linux-6.12`): the
+        /// reference guest's cifs.ko (6.12 or 6.1), or `none`.
+        #[arg(long, default_value = "6.12", value_name = "RELEASE|none")]
+        linux: String,
+        /// Also run the seed's variants (noserverino, symlink=none,
+        /// reparse=wsl, vers=3.0), nouser_xattr and the host's `ls` with
+        /// the real client at this RTT.
+        #[arg(long, value_name = "MS")]
+        linux_variants: Option<u64>,
+        /// Also list with cifs.ko built out of tree with this patch series
+        /// of linux/patches/6.12/ (`design=linux-6.12+eacache`), or `none`.
+        #[arg(long, default_value = "cifs-eacache", value_name = "SERIES|none")]
+        linux_patch: String,
+        /// Where the reference guest is built and cached [default: build/].
+        #[arg(long)]
+        build_dir: Option<PathBuf>,
+    },
+    /// Read and write MB/s of one file through the cifs mount (host mode,
+    /// loopback Samba, 0 ms).
+    SmbRw {
+        /// File size in bytes.
+        #[arg(long, default_value_t = 3_000_000)]
+        size: usize,
+        /// Repetitions of each direction (the median is reported).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+        /// Extra cifs mount options (comma-separated, e.g. rsize=65536).
+        #[arg(long, default_value = "")]
+        opts: String,
+    },
+    /// Cache-line transfer latency between two CPUs (ns, median of batches
+    /// of round trips).
+    Pingpong {
+        /// Batches of 1000 round trips.
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100000))]
+        batches: u32,
+        /// Do not pin the two threads to CPUs.
+        #[arg(long)]
+        no_pin: bool,
+    },
+    /// The host RCU reader's fence as an A/B: noalloc statneg on 1 task,
+    /// alternately with FS_RCU_READER=fence and fence-free (membarrier);
+    /// ns/op per round and the medians.
+    RcuReader {
+        /// Rounds (each runs both modes once, the first mode alternating).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        rounds: u32,
+        /// Measured seconds of each run.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=3600))]
+        secs: u32,
+        /// Warm-up seconds of each run.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=3600))]
+        warmup: u32,
+        /// Do not pin the task to a CPU.
+        #[arg(long)]
+        no_pin: bool,
+        /// Also run each mode once under `perf record` and print
+        /// rcu_read_lock's share of the samples.
+        #[arg(long)]
+        perf: bool,
+    },
+    /// Predict ops/s at 1..64 CPUs per design and lock kind from 1-CPU runs
+    /// and the transfer latency (docs/designs.md, "Predicting scaling").
+    Predict(benchlab::predict::PredictArgs),
+    /// Merge the raw.csv of several result directories into one report.
+    Report {
+        /// Result directories (or raw.csv files).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Where the merged raw.csv, report.md and scaling.svg go [default: results/<timestamp>-merged].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print a plain-text summary instead (72 columns, for a mailing
+        /// list): ops/s per CPU count and scaling, per-op counters, and the
+        /// SMB table of any smb-sweep directory among DIRS. Writes nothing.
+        #[arg(long)]
+        text: bool,
+        /// Keep overcommitted runs (more vCPUs or tasks than the host cores
+        /// they ran on, marked ⚠) in the scaling efficiency, ratios and goals.
+        #[arg(long)]
+        with_overcommit: bool,
+    },
+}
+
+/// `bench smb-sweep --help`'s list of designs, from the registry.
+fn eacache_designs_help() -> String {
+    let mut s = String::from("EA-cache designs (fs::fstype::cifs::eacache::EACACHE_DESIGNS):\n");
+    for d in fs::fstype::cifs::eacache::EACACHE_DESIGNS {
+        s.push_str(&format!("  {:<10} {}\n", d.name(), d.help()));
+    }
+    s
+}
+
+fn main() -> ExitCode {
+    let cmd = Cli::command().mut_subcommand("smb-sweep", |c| c.after_help(eacache_designs_help()));
+    let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
+    match cli.cmd {
+        Cmd::Host { no_pin, words } => {
+            let params = match Params::parse_words(words.iter().map(String::as_str)) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("bench host: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let exec = HostExecutor::new(!no_pin);
+            eprintln!(
+                "bench: host RCU readers: {}",
+                fs::sync::host::HostPlatform::global().rcu_reader_mode()
+            );
+            let result = bench::run_params(&params, &exec, &mut StdoutWriter::new());
+            if let Some(ms) = benchlab::proc::self_cpu_ms() {
+                // For `bench rcu-reader`: CPU time per op shrugs off the
+                // preemption of a loaded machine that wall time counts.
+                eprintln!("bench: cpu time: {ms} ms (user+sys, all threads)");
+            }
+            if !no_pin && !exec.pinned() {
+                eprintln!("bench: note: tasks not pinned (sched_setaffinity refused)");
+            }
+            match result {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("bench host: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::SmbRw { size, reps, opts } => match benchlab::smbrw::run(size, reps, &opts) {
+            Ok(rows) => {
+                for r in rows {
+                    println!("{}", r.line());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bench smb-rw: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Cmd::LinuxStat {
+            dir,
+            tasks,
+            warmup,
+            secs,
+            no_pin,
+        } => {
+            let exec = HostExecutor::new(!no_pin);
+            let r = linux::run(
+                &exec,
+                &dir,
+                tasks as usize,
+                warmup,
+                secs,
+                &mut StdoutWriter::new(),
+            );
+            if !no_pin && !exec.pinned() {
+                eprintln!("bench: note: tasks not pinned (sched_setaffinity refused)");
+            }
+            match r {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("bench linux-stat: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Sweep(a) => match sweep::sweep(&a) {
+            Ok(dir) => {
+                println!("results in {}", dir.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bench sweep: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Cmd::SmbSweep {
+            designs_pos,
+            mut designs,
+            rtts,
+            entries,
+            wsl,
+            eas,
+            opts,
+            relay,
+            out,
+            linux,
+            linux_variants,
+            linux_patch,
+            build_dir,
+        } => {
+            let relay = relay.unwrap_or_else(|| {
+                std::env::current_exe()
+                    .ok()
+                    .and_then(|p| p.parent().map(|d| d.join("latency-relay")))
+                    .unwrap_or_else(|| PathBuf::from("latency-relay"))
+            });
+            designs.splice(0..0, designs_pos);
+            let known = fs::fstype::cifs::eacache::EACACHE_DESIGNS;
+            if designs.is_empty() {
+                designs = known.iter().map(|d| d.name().to_string()).collect();
+            }
+            if let Some(bad) = designs
+                .iter()
+                .find(|d| fs::fstype::cifs::eacache::by_name(d).is_none())
+            {
+                eprintln!(
+                    "bench smb-sweep: no EA-cache design {bad:?} ({})",
+                    fs::fstype::cifs::eacache::names()
+                );
+                return ExitCode::from(2);
+            }
+            let cfg = benchlab::lsla::LslaConfig {
+                designs,
+                rtts_ms: rtts,
+                entries,
+                wsl_entries: wsl,
+                ea_entries: eas,
+                relay_bin: relay,
+                extra_opts: opts,
+            };
+            // The output directory first: a whole experiment must not run
+            // only to find it cannot write its report.
+            let dir = out.join(format!("{}-smb", now_stamp()));
+            if let Err(e) = std::fs::create_dir_all(&dir)
+                .and_then(|_| std::fs::write(dir.join("smb.md"), "(running)\n"))
+            {
+                eprintln!(
+                    "bench smb-sweep: --out {}: {e}; nothing was run",
+                    dir.display()
+                );
+                return ExitCode::FAILURE;
+            }
+            let linux_rows = if linux == "none" {
+                Vec::new()
+            } else {
+                let release = match linux.parse() {
+                    Ok(r) => r,
+                    Err(e) => {
+                        eprintln!("bench smb-sweep: --linux: {e}");
+                        return ExitCode::from(2);
+                    }
+                };
+                let lcfg = benchlab::lsla::LinuxLslaConfig {
+                    release,
+                    build_dir: build_dir.unwrap_or_else(qemu::linuxref::default_build_dir),
+                    variants_rtt: linux_variants,
+                    patch: (linux_patch != "none").then_some(linux_patch),
+                };
+                match benchlab::lsla::run_linux(&cfg, &lcfg, |what| eprintln!("{what}")) {
+                    Ok(rows) => rows,
+                    Err(e) => {
+                        eprintln!("lsla design=linux-{linux} skipped: {e}");
+                        Vec::new()
+                    }
+                }
+            };
+            for l in &linux_rows {
+                println!("{}", l.line());
+            }
+            match benchlab::lsla::run(&cfg, |what| eprintln!("{what}")) {
+                Ok(rows) => {
+                    let report = benchlab::lsla::report_all(&linux_rows, &rows);
+                    if let Err(e) = std::fs::write(dir.join("smb.md"), &report) {
+                        eprintln!("bench smb-sweep: {}: {e}", dir.display());
+                        return ExitCode::FAILURE;
+                    }
+                    for r in &rows {
+                        println!("{}", r.line());
+                    }
+                    println!("report in {}", dir.join("smb.md").display());
+                    if rows.iter().all(|r| r.relay_round_trips == r.client_frames) {
+                        ExitCode::SUCCESS
+                    } else {
+                        eprintln!(
+                            "bench smb-sweep: the relay's and the client's frame counts disagree"
+                        );
+                        ExitCode::FAILURE
+                    }
+                }
+                Err(e) => {
+                    eprintln!("bench smb-sweep: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Pingpong { batches, no_pin } => {
+            let exec = HostExecutor::new(!no_pin);
+            if exec.cpus().len() < 2 {
+                eprintln!("bench pingpong: this process may run on one CPU only (EINVAL)");
+                return ExitCode::from(2);
+            }
+            match bench::pingpong::run(&exec, batches as usize) {
+                Ok(r) => {
+                    println!("{r}");
+                    if !no_pin && !exec.pinned() {
+                        eprintln!("bench: note: tasks not pinned (sched_setaffinity refused)");
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("bench pingpong: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::RcuReader {
+            rounds,
+            secs,
+            warmup,
+            no_pin,
+            perf,
+        } => {
+            use benchlab::rcureader;
+            let cfg = rcureader::Config {
+                rounds,
+                warmup,
+                secs,
+                no_pin,
+            };
+            match rcureader::run(&cfg, &mut |l| println!("{l}")) {
+                Ok(s) => println!("{s}"),
+                Err(e) => {
+                    eprintln!("bench rcu-reader: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+            if perf {
+                match rcureader::perf_shares(&cfg) {
+                    Ok(shares) => shares.iter().for_each(|p| println!("{p}")),
+                    Err(e) => {
+                        eprintln!("bench rcu-reader: --perf: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Cmd::Report {
+            dirs, text: true, ..
+        } => {
+            let dirs: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
+            match benchlab::text::render_dirs(&dirs) {
+                Ok(t) => {
+                    print!("{t}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("bench report --text: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Predict(a) => {
+            let exec = HostExecutor::new(!a.no_pin);
+            match benchlab::predict::run(&a, &exec) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("bench predict: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Report {
+            dirs,
+            out,
+            with_overcommit,
+            ..
+        } => {
+            let out = out.unwrap_or_else(|| {
+                PathBuf::from("results").join(format!("{}-merged", now_stamp()))
+            });
+            match sweep::merge_opts(&dirs, &out, with_overcommit) {
+                Ok(n) => {
+                    println!("{n} rows merged into {}", out.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("bench report: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}

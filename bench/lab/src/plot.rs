@@ -1,0 +1,236 @@
+//! scaling.svg: ops/s against CPUs, one panel per testcase, one line per
+//! (source, design or reference) — and per host and accelerator when rows
+//! from several are merged. The y axis is logarithmic: guest (TCG) and
+//! native figures differ by an order of magnitude or more. A point measured
+//! several times is drawn at its median run, the figure report.md shows
+//! ([`super::points`]).
+//!
+//! With predictions from `bench predict` ([`render_with`]), each model
+//! (design × lock kind) is a *dashed* line labelled `predicted:DESIGN
+//! lock=KIND` over 1..64 CPUs in its testcase's panel; measured series stay
+//! solid lines with dots. The x axis then runs to 64.
+//!
+//! Touches nothing but the rows it is given and the string it returns.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use plotters::prelude::*;
+
+use super::human;
+use super::points;
+use super::predict::Model;
+use super::rows::Row;
+
+/// The series label of a row.
+fn label(r: &Row, many_hosts: bool) -> String {
+    let src = if r.source == "guest" || r.source == "linux-guest" {
+        format!("{}[{}]", r.source, r.accel)
+    } else {
+        r.source.clone()
+    };
+    if many_hosts {
+        format!("{src}:{} @{}", r.design, r.host)
+    } else {
+        format!("{src}:{}", r.design)
+    }
+}
+
+/// Render the SVG text. Errors only if plotters fails to draw.
+pub fn render(rows: &[Row]) -> Result<String, String> {
+    render_with(rows, &[])
+}
+
+/// The picture's width, of which the legend column takes `LEGEND_W`.
+const WIDTH: u32 = 1200;
+const LEGEND_W: u32 = 340;
+/// A panel's least height, the legend's first line and line spacing.
+const PANEL_H: u32 = 480;
+const LEGEND_TOP: u32 = 40;
+const LEGEND_LINE: u32 = 16;
+
+/// [`render`] plus dashed predicted curves for `models`.
+pub fn render_with(rows: &[Row], models: &[Model]) -> Result<String, String> {
+    // One row per point: its median run.
+    let ok: Vec<&Row> = points::points(rows)
+        .iter()
+        .map(|p| p.median())
+        .filter(|r| r.average > 0)
+        .collect();
+    // Linux references only run statneg; show them in that panel.
+    let testcases: Vec<String> = ok
+        .iter()
+        .map(|r| r.testcase.clone())
+        .chain(models.iter().map(|m| m.testcase.clone()))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let many_hosts = ok.iter().map(|r| &r.host).collect::<BTreeSet<_>>().len() > 1;
+    // Every panel is as tall as the longest legend needs (a line per
+    // series, beside the chart, never over it).
+    let entries = testcases
+        .iter()
+        .map(|t| {
+            let measured: BTreeSet<String> = ok
+                .iter()
+                .filter(|r| &r.testcase == t)
+                .map(|r| label(r, many_hosts))
+                .collect();
+            let predicted: usize = models
+                .iter()
+                .filter(|m| &m.testcase == t)
+                .map(|m| 1 + usize::from(m.inputs.hashed_ns > 0.0 && m.inputs.allocs > 0.0))
+                .sum();
+            measured.len() + predicted
+        })
+        .max()
+        .unwrap_or(0);
+    let panel_h = (PANEL_H).max(LEGEND_TOP + LEGEND_LINE * entries as u32 + 20);
+    let mut buf = String::new();
+    {
+        let panels = testcases.len().max(1);
+        let root =
+            SVGBackend::with_string(&mut buf, (WIDTH, panel_h * panels as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        if testcases.is_empty() {
+            root.draw(&Text::new(
+                "no measured runs",
+                (400, 220),
+                ("sans-serif", 20),
+            ))
+            .map_err(|e| e.to_string())?;
+        }
+        let areas = root.split_evenly((panels, 1));
+        for (panel, testcase) in areas.iter().zip(&testcases) {
+            let (area, legend_area) = panel.split_horizontally(WIDTH - LEGEND_W);
+            let mut legend: Vec<(String, RGBAColor, bool)> = Vec::new();
+            let mine: Vec<&&Row> = ok.iter().filter(|r| &r.testcase == testcase).collect();
+            // Series: label -> cpus -> (sum, count). Points whose labels
+            // coincide (labels leave out what a reader need not see) are
+            // averaged.
+            let mut series: BTreeMap<String, BTreeMap<usize, (f64, usize)>> = BTreeMap::new();
+            for r in &mine {
+                let e = series
+                    .entry(label(r, many_hosts))
+                    .or_default()
+                    .entry(r.cpus)
+                    .or_insert((0.0, 0));
+                e.0 += r.average as f64;
+                e.1 += 1;
+            }
+            // Predicted curves of this panel: label -> points.
+            let curves: Vec<(String, Vec<(f64, f64)>)> = models
+                .iter()
+                .filter(|m| &m.testcase == testcase)
+                .flat_map(|m| {
+                    let pts = crate::predict::model::CPUS
+                        .iter()
+                        .map(|&n| (n as f64, m.at(n).max(1.0)))
+                        .collect();
+                    let mut v = vec![(format!("predicted:{} lock={}", m.design, m.lock), pts)];
+                    // With a sharing term, its lower bound too (every op
+                    // allocating): the term is checked at 2 CPUs only.
+                    if m.inputs.hashed_ns > 0.0 && m.inputs.allocs > 0.0 {
+                        let low = crate::predict::model::CPUS
+                            .iter()
+                            .map(|&n| (n as f64, m.predict(n).ops_no_sharing.max(1.0)))
+                            .collect();
+                        v.push((
+                            format!("predicted:{} lock={} no sharing", m.design, m.lock),
+                            low,
+                        ));
+                    }
+                    v
+                })
+                .collect();
+            let pred_y = || curves.iter().flat_map(|c| c.1.iter().map(|p| p.1));
+            let xmax = mine
+                .iter()
+                .map(|r| r.cpus)
+                .chain(curves.iter().flat_map(|c| c.1.iter().map(|p| p.0 as usize)))
+                .max()
+                .unwrap_or(1) as f64;
+            let ymin = mine
+                .iter()
+                .map(|r| r.average as f64)
+                .chain(pred_y())
+                .fold(f64::INFINITY, f64::min)
+                .clamp(1.0, f64::MAX)
+                / 2.0;
+            let ymax = mine
+                .iter()
+                .map(|r| r.average as f64)
+                .chain(pred_y())
+                .fold(1.0, f64::max)
+                * 2.0;
+            let mut chart = ChartBuilder::on(&area)
+                .caption(format!("{testcase}: ops/s vs CPUs"), ("sans-serif", 20))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(80)
+                .build_cartesian_2d(0.5f64..xmax + 0.5, (ymin..ymax).log_scale())
+                .map_err(|e| e.to_string())?;
+            chart
+                .configure_mesh()
+                .x_desc("CPUs (tasks)")
+                .y_desc("ops/s")
+                .x_labels((xmax as usize + 1).min(17))
+                .x_label_formatter(&|v| format!("{v:.0}"))
+                .y_label_formatter(&|v| human(*v))
+                .draw()
+                .map_err(|e| e.to_string())?;
+            for (i, (name, pts)) in series.iter().enumerate() {
+                let color = Palette99::pick(i).to_rgba();
+                let points: Vec<(f64, f64)> = pts
+                    .iter()
+                    .map(|(c, (sum, n))| (*c as f64, sum / *n as f64))
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                    .map_err(|e| e.to_string())?;
+                legend.push((name.clone(), color, false));
+                chart
+                    .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
+                    .map_err(|e| e.to_string())?;
+            }
+            let first = series.len();
+            for (i, (name, pts)) in curves.iter().enumerate() {
+                let color = Palette99::pick(first + i).to_rgba();
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        pts.clone(),
+                        8,
+                        6,
+                        color.stroke_width(2),
+                    ))
+                    .map_err(|e| e.to_string())?;
+                legend.push((name.clone(), color, true));
+            }
+            // The legend, in its own column: solid measured, dashed
+            // predicted, as drawn.
+            for (k, (name, color, dashed)) in legend.iter().enumerate() {
+                let y = (LEGEND_TOP + LEGEND_LINE * k as u32) as i32;
+                let style = color.stroke_width(2);
+                if *dashed {
+                    for x in [8, 20] {
+                        legend_area
+                            .draw(&PathElement::new(vec![(x, y), (x + 8, y)], style))
+                            .map_err(|e| e.to_string())?;
+                    }
+                } else {
+                    legend_area
+                        .draw(&PathElement::new(vec![(8, y), (28, y)], style))
+                        .map_err(|e| e.to_string())?;
+                }
+                legend_area
+                    .draw(&Text::new(
+                        name.clone(),
+                        (36, y - 6),
+                        ("sans-serif", 12).into_font().color(&BLACK),
+                    ))
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(buf)
+}

@@ -1,0 +1,191 @@
+//! Smoke runs of the real paths, 1 s each: host mode (the fs crate on two
+//! threads), host Linux's stat() reference, and — when the kernel image and
+//! the runner have been built — the guest under QEMU. Each checks that the
+//! output parses and that every task did work.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use bench::output::parse;
+use benchlab::sweep::{default_kernel, default_runner, runner_accel};
+
+fn bench_exe() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_bench"))
+}
+
+#[test]
+fn host_mode_noalloc_two_tasks() {
+    let out = bench_exe()
+        .args([
+            "host",
+            "bench=statneg",
+            "tasks=2",
+            "design=noalloc",
+            "warmup=0",
+            "secs=1",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    let r = parse(&stdout).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+    assert_eq!(r.testcase, "non-existent file stat (tmpfs enoent=noalloc)");
+    assert!(r.warmup.is_empty());
+    assert_eq!(r.measurement.len(), 1);
+    assert!(r.measurement[0].min > 0, "a task did nothing: {stdout}");
+    assert_eq!(r.average, r.measurement[0].total);
+    assert!(
+        r.per_op.is_some(),
+        "host mode prints the per-op line: {stdout}"
+    );
+}
+
+/// `statneg-owndir`: each task misses in its own directory, so two
+/// transient tasks allocate every time yet move no counted line between
+/// them; `statneg-distinct` (the same misses under one parent) does (only
+/// a few per op when other tests load the machine and the two tasks take
+/// turns on a core, but never none).
+#[test]
+fn host_mode_owndir_shares_no_counted_line() {
+    let run = |bench: &str| {
+        let out = bench_exe()
+            .args([
+                "host",
+                bench,
+                "tasks=2",
+                "design=transient",
+                "warmup=0",
+                "secs=1",
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{bench}: {stdout}");
+        let r = parse(&stdout).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+        assert!(r.measurement[0].min > 0, "a task did nothing: {stdout}");
+        (r, stdout)
+    };
+    // For one hash seed in 256 the two tasks' names fall in one in-lookup
+    // bucket and share its lock (dcache.rs, `InLookupBucket`); each run
+    // has a seed of its own, so three such runs in a row would take a line
+    // shared for every seed.
+    let mut runs = 0;
+    let (own, stdout) = loop {
+        let (r, stdout) = run("bench=statneg-owndir");
+        runs += 1;
+        let moved = r.per_op.as_ref().and_then(|p| p.transfers) != Some(0.0);
+        if !moved || runs == 3 {
+            break (r, stdout);
+        }
+    };
+    assert_eq!(
+        own.testcase,
+        "non-existent file stat, one directory per task (tmpfs enoent=transient)"
+    );
+    let p = own.per_op.expect("per-op line");
+    assert!((p.allocs - 1.0).abs() < 0.01, "{stdout}");
+    assert_eq!(p.transfers, Some(0.0), "{stdout}");
+    let (distinct, stdout) = run("bench=statneg-distinct");
+    let t = distinct.per_op.expect("per-op line").transfers;
+    assert!(t.is_some_and(|t| t > 0.0), "{stdout}");
+}
+
+#[test]
+fn host_mode_refuses_bad_words() {
+    let out = bench_exe()
+        .args(["host", "bench=statneg", "cpus=2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unknown key 'cpus'") && stderr.contains("design="),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn linux_stat_reference() {
+    let out = bench_exe()
+        .args([
+            "linux-stat",
+            "--dir",
+            "/dev/shm",
+            "--tasks",
+            "2",
+            "--warmup",
+            "0",
+            "--secs",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = parse(&stdout).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+    assert!(
+        r.testcase.starts_with("non-existent file stat (linux "),
+        "{}",
+        r.testcase
+    );
+    assert!(r.measurement[0].min > 0);
+    assert_eq!(r.per_op, None, "Linux has no fs counters");
+}
+
+/// Guest smoke: needs the kernel image and `qemu-run` (BENCH_KERNEL /
+/// BENCH_RUNNER, else the default target paths). `make test` builds both
+/// first; without them this test skips (fails under `REQUIRE_FIXTURES=1`).
+#[test]
+fn guest_two_vcpus() {
+    let kernel = std::env::var_os("BENCH_KERNEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(default_kernel);
+    let runner = std::env::var_os("BENCH_RUNNER")
+        .map(PathBuf::from)
+        .unwrap_or_else(default_runner);
+    if !kernel.is_file() || !runner.is_file() {
+        qemu::fixtures::skip(
+            "host_smoke",
+            "the kernel image and qemu-run",
+            format!("{} or {} missing", kernel.display(), runner.display()),
+        );
+        return;
+    }
+    let out = Command::new(&runner)
+        .args([
+            "--smp",
+            "2",
+            "--accel",
+            "tcg",
+            "--timeout",
+            "120",
+            "--cmdline",
+        ])
+        .arg("bench=statneg tasks=2 design=noalloc warmup=0 secs=1")
+        .arg("--kernel")
+        .arg(&kernel)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert_eq!(runner_accel(&stderr).as_deref(), Some("tcg"), "{stderr}");
+    let r = parse(&stdout).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+    assert_eq!(r.measurement.len(), 1);
+    assert!(r.measurement[0].min > 0, "{stdout}");
+    assert!(r.per_op.is_some(), "{stdout}");
+}

@@ -1,0 +1,146 @@
+//! The report's predicted section and the plot's dashed curves.
+
+use benchlab::predict::model::{Inputs, LockKind};
+use benchlab::predict::Model;
+use benchlab::rows::Row;
+use benchlab::{plot, report};
+
+fn host_row(design: &str, cpus: usize, avg: u64) -> Row {
+    Row {
+        source: "host".into(),
+        accel: "native".into(),
+        host: "h1".into(),
+        testcase: "statneg".into(),
+        design: design.into(),
+        cpus,
+        average: avg,
+        min: avg,
+        max: avg,
+        task_min: avg / cpus as u64,
+        task_max: avg / cpus as u64,
+        status: "ok".into(),
+        rep: 1,
+        ..Row::default()
+    }
+}
+
+fn model(design: &str, lock: LockKind, ns: f64, hot: f64) -> Model {
+    Model {
+        testcase: "statneg".into(),
+        design: design.into(),
+        lock,
+        inputs: Inputs {
+            ns_per_op: ns,
+            hot_stores: hot,
+            hot_holds: hot / 2.0,
+            hold_ns: 50.0 * hot,
+            other_stores: 0.0,
+            ..Inputs::default()
+        },
+        transfer_ns: 100.0,
+        lock_measured: true,
+    }
+}
+
+#[test]
+fn predictions_sit_beside_measurements() {
+    let rows = vec![
+        host_row("noalloc", 1, 5_000_000),
+        host_row("noalloc", 2, 9_000_000),
+        host_row("transient lock=ttas", 2, 700_000),
+    ];
+    let models = vec![
+        model("noalloc", LockKind::Qspinlock, 200.0, 0.0),
+        model("transient", LockKind::Ttas, 2000.0, 4.0),
+    ];
+    let md = report::render_with(&rows, &models);
+    assert!(
+        md.contains("## Predicted scaling (`bench predict`)"),
+        "{md}"
+    );
+    assert!(md.contains("**predicted curves are dashed**"), "{md}");
+    // noalloc: linear, 5 M/CPU; measured beside at 1 and 2 CPUs.
+    assert!(
+        md.contains("| statneg | noalloc | qspinlock | 5.00 M (measured 5.00 M) | 10.00 M (measured 9.00 M) | 20.00 M |"),
+        "{md}"
+    );
+    assert!(md.contains("none (linear)"), "{md}");
+    assert!(md.contains("(measured 700.0 k)"), "{md}");
+    // A sweep's rows: `transient+ticket` for a kind, plain `transient` for
+    // the default (qspinlock) only.
+    let swept = vec![
+        host_row("transient", 2, 800_000),
+        host_row("transient+ticket", 2, 600_000),
+    ];
+    let both = vec![
+        model("transient", LockKind::Qspinlock, 2000.0, 4.0),
+        model("transient", LockKind::Ticket, 2000.0, 4.0),
+        model("transient", LockKind::Ttas, 2000.0, 4.0),
+    ];
+    let md2 = report::render_with(&swept, &both);
+    assert!(md2.contains("(measured 800.0 k)"), "{md2}");
+    assert!(md2.contains("(measured 600.0 k)"), "{md2}");
+    let ttas = md2
+        .lines()
+        .find(|l| l.starts_with("| statneg | transient | ttas | 500.0 k |"))
+        .expect("ttas prediction line");
+    assert!(!ttas.contains("measured"), "ttas has no row: {ttas}");
+    // The seed comparison at 10 CPUs: noalloc linear, 10 × 5 M = 50 M
+    // beside ext4's 64.7 M (0.77 of it); transient only with ttas here,
+    // still set beside tmpfs.
+    assert!(
+        md.contains("### Beside the seed's measurements (10 CPUs)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| noalloc lock=qspinlock | 50.00 M | 10.0 | same | ext4"),
+        "{md}"
+    );
+    assert!(md.contains("| 0.77 |"), "{md}");
+    assert!(md.contains("| transient lock=ttas |"), "{md}");
+    // The CPU model of every group's runs.
+    assert!(md.contains("CPU model: not recorded"), "{md}");
+    let mut with_model = rows.clone();
+    for r in &mut with_model {
+        r.cpu_model = "Test CPU @ 1GHz".into();
+    }
+    assert!(report::render(&with_model).contains("CPU model: Test CPU @ 1GHz"));
+    // The 2-CPU check text lands in the section.
+    let v = report::render_full(&rows, &models, "| transient | ttas | 1 | … | NOT met |\n");
+    assert!(
+        v.contains("### 2-CPU check (`bench predict --validate`)"),
+        "{v}"
+    );
+    assert!(v.contains("| transient | ttas | 1 | … | NOT met |"), "{v}");
+    // Sharing: a model with a hashed window predicts allocs/op below 1 at
+    // 2 CPUs, beside the measured figure.
+    let mut share = model("transient", LockKind::Qspinlock, 2000.0, 4.0);
+    share.inputs.hashed_ns = 1000.0;
+    share.inputs.hit_ns = 200.0;
+    share.inputs.allocs = 1.0;
+    let mut r2 = host_row("transient lock=qspinlock", 2, 900_000);
+    r2.allocs = Some(0.5);
+    let md = report::render_with(&[r2], &[share]);
+    assert!(md.contains("Predicted allocs/op"), "{md}");
+    assert!(
+        md.contains("| statneg | transient | qspinlock | 1.00 | 0."),
+        "{md}"
+    );
+    assert!(md.contains("(measured 0.50)"), "{md}");
+    // Without models the section is absent (old reports unchanged).
+    assert!(!report::render(&rows).contains("Predicted scaling"));
+
+    let svg = plot::render_with(&rows, &models).unwrap();
+    assert!(
+        svg.contains("predicted:transient lock=ttas"),
+        "legend names the dashed curve"
+    );
+    assert!(svg.contains("host:noalloc"), "measured series stay");
+    // The dashed curve is drawn as many short segments: far more polylines
+    // than the plain plot has.
+    let plain = plot::render(&rows).unwrap();
+    assert!(
+        svg.matches("<polyline").count() > plain.matches("<polyline").count() + 10,
+        "dashes"
+    );
+}
