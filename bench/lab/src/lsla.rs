@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
+use bench::markdown::{Align, Table};
 use fs::fstype::cifs::{self, CifsFs};
 use fs::vfs::Vfs;
 use qemu::relay::{load_stats_dir, Totals};
@@ -299,6 +300,40 @@ fn fixture_opts(cfg: &LslaConfig) -> FixtureOpts {
     o
 }
 
+/// The figures table of [`report_all`] and [`report_linux`]: a row per
+/// design × RTT, its last column `agree` (whether the counts agree).
+fn figures_table(agree: &str) -> Table {
+    Table::new(
+        [
+            "design",
+            "RTT ms",
+            "cold s",
+            "cold round trips",
+            "cold QUERY_INFO",
+            "warm s",
+            "warm round trips",
+            "warm QUERY_INFO",
+            agree,
+        ]
+        .map(|h| (h, Align::Left)),
+    )
+}
+
+/// One row of [`figures_table`].
+fn figures_row(t: &mut Table, r: &LslaRow, agree: impl std::fmt::Display) {
+    t.row([
+        r.design.clone(),
+        r.rtt_ms.to_string(),
+        format!("{:.3}", r.cold_s),
+        r.cold.round_trips.to_string(),
+        qi(&r.cold).to_string(),
+        format!("{:.3}", r.warm_s),
+        r.warm.round_trips.to_string(),
+        qi(&r.warm).to_string(),
+        agree.to_string(),
+    ]);
+}
+
 /// The report: a table per RTT, the seed-style distributions, the lines.
 pub fn report(rows: &[LslaRow]) -> String {
     report_all(&[], rows)
@@ -314,44 +349,24 @@ pub fn report_all(linux: &[LinuxLsla], rows: &[LslaRow]) -> String {
         s.push_str(&format!(" The `linux-…` rows are the real client ({}) in the reference guest, same share, same relay (see below).", l.kernel));
     }
     s.push_str("\n\n");
-    s.push_str("| design | RTT ms | cold s | cold round trips | cold QUERY_INFO | warm s | warm round trips | warm QUERY_INFO | relay = client frames |\n|---|---|---|---|---|---|---|---|---|\n");
+    let mut t = figures_table("relay = client frames");
     for l in linux.iter().filter(|l| !l.is_variant) {
-        let r = &l.row;
-        s.push_str(&format!(
-            "| {} | {} | {:.3} | {} | {} | {:.3} | {} | {} | {} |\n",
-            r.design,
-            r.rtt_ms,
-            r.cold_s,
-            r.cold.round_trips,
-            qi(&r.cold),
-            r.warm_s,
-            r.warm.round_trips,
-            qi(&r.warm),
-            if l.stats_agree() {
-                "yes (QueryInfos of /proc/fs/cifs/Stats)"
-            } else {
-                "NO (QueryInfos of /proc/fs/cifs/Stats)"
-            },
-        ));
+        let agree = if l.stats_agree() { "yes" } else { "NO" };
+        figures_row(
+            &mut t,
+            &l.row,
+            format!("{agree} (QueryInfos of /proc/fs/cifs/Stats)"),
+        );
     }
     for r in rows {
-        s.push_str(&format!(
-            "| {} | {} | {:.3} | {} | {} | {:.3} | {} | {} | {} |\n",
-            r.design,
-            r.rtt_ms,
-            r.cold_s,
-            r.cold.round_trips,
-            qi(&r.cold),
-            r.warm_s,
-            r.warm.round_trips,
-            qi(&r.warm),
-            if r.relay_round_trips == r.client_frames {
-                "yes".to_string()
-            } else {
-                format!("NO ({} vs {})", r.relay_round_trips, r.client_frames)
-            },
-        ));
+        let agree = if r.relay_round_trips == r.client_frames {
+            "yes".to_string()
+        } else {
+            format!("NO ({} vs {})", r.relay_round_trips, r.client_frames)
+        };
+        figures_row(&mut t, r, agree);
     }
+    s.push_str(&t.into_string());
     for rtt in rows
         .iter()
         .map(|r| r.rtt_ms)
@@ -721,22 +736,11 @@ pub fn report_linux(rows: &[LinuxLsla]) -> String {
         s.push_str(&format!("## The real Linux client: {}\n\n", r.kernel));
         s.push_str("The reference guest's cifs.ko, mounted with the seed's options (plus credentials and `ip=`), GNU `ls -la` (Debian 13's coreutils 9.7, with its own loader and libraries, unless a row's `ls` says otherwise) of the same share through the same relay; counted by the relay between two marker requests on a separate connection.\n\n");
     }
-    s.push_str("| design | RTT ms | cold s | cold round trips | cold QUERY_INFO | warm s | warm round trips | warm QUERY_INFO | relay = client Stats |\n|---|---|---|---|---|---|---|---|---|\n");
+    let mut t = figures_table("relay = client Stats");
     for r in rows {
-        let x = &r.row;
-        s.push_str(&format!(
-            "| {} | {} | {:.3} | {} | {} | {:.3} | {} | {} | {} |\n",
-            x.design,
-            x.rtt_ms,
-            x.cold_s,
-            x.cold.round_trips,
-            qi(&x.cold),
-            x.warm_s,
-            x.warm.round_trips,
-            qi(&x.warm),
-            if r.stats_agree() { "yes" } else { "NO" }
-        ));
+        figures_row(&mut t, &r.row, if r.stats_agree() { "yes" } else { "NO" });
     }
+    s.push_str(&t.into_string());
     for r in rows {
         let x = &r.row;
         s.push_str(&format!(
@@ -794,7 +798,18 @@ pub fn variants_table(linux: &[LinuxLsla]) -> String {
         _ => "no change",
     };
     let mut s = format!("\n## What doesn't help, with the real client at {rtt} ms\n\n");
-    s.push_str("| variant | ls | cold QUERY_INFO | cold s | warm QUERY_INFO | warm s | the seed (6.12.0, Windows) |\n|---|---|---|---|---|---|---|\n");
+    let mut t = Table::new(
+        [
+            "variant",
+            "ls",
+            "cold QUERY_INFO",
+            "cold s",
+            "warm QUERY_INFO",
+            "warm s",
+            "the seed (6.12.0, Windows)",
+        ]
+        .map(|h| (h, Align::Left)),
+    );
     let packaged = linux
         .iter()
         .find(|l| !l.is_variant)
@@ -804,16 +819,16 @@ pub fn variants_table(linux: &[LinuxLsla]) -> String {
     }) {
         let v = l.row.design.split_once('+').map_or("", |(_, v)| v);
         let r = &l.row;
-        s.push_str(&format!(
-            "| {} | {} | {} | {:.3} | {} | {:.3} | {} |\n",
-            if v.is_empty() { "seed options" } else { v },
-            l.ls,
-            qi(&r.cold),
-            r.cold_s,
-            qi(&r.warm),
-            r.warm_s,
-            seed(v)
-        ));
+        t.row([
+            if v.is_empty() { "seed options" } else { v }.to_string(),
+            l.ls.clone(),
+            qi(&r.cold).to_string(),
+            format!("{:.3}", r.cold_s),
+            qi(&r.warm).to_string(),
+            format!("{:.3}", r.warm_s),
+            seed(v).to_string(),
+        ]);
     }
+    s.push_str(&t.into_string());
     s
 }
