@@ -128,9 +128,9 @@ fn every_allocation_beyond_one_per_name_is_a_find() {
 /// `d_lock` held by someone else, the name is already gone from the hash
 /// (no lookup finds it, its lockref is dead) while the kill still waits to
 /// take it off the parent's children. A contended parent lock therefore
-/// does not keep the name hashed for other CPUs to share. (Before
-/// 2026-12-03 the kill took the parent's lock first, as Linux until 6.7
-/// did, and this test timed out waiting for the unhash.)
+/// does not keep the name hashed for other CPUs to share. (A kill that
+/// takes the parent's lock first, as Linux's did before 6.7, makes this
+/// test time out waiting for the unhash.)
 #[test]
 fn a_kill_unhashes_before_it_waits_for_the_parents_lock() {
     let _turn = turns::take(&ONE_AT_A_TIME);

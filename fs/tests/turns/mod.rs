@@ -8,7 +8,7 @@
 //! 128 entries or exits, and the test harness lets a finished test's thread
 //! exit while the next test runs. The few dentries still queued were then
 //! freed inside the next test's window (stress.rs's churn test read
-//! `leaked=-4` in CI, 2026-12-02). `rcu_barrier` flushes the caller's queue
+//! `leaked=-4` in CI). `rcu_barrier` flushes the caller's queue
 //! first, then waits until every callback queued anywhere before it ran.
 //!
 //! Touches: the fs crate's public RCU API only.
