@@ -41,7 +41,7 @@
 //!   CPU from a benchmark thread. With each task in its own directory
 //!   (`bench=statneg-owndir`: no dentry shared) 2 tasks ran at 0.88-0.92 x
 //!   the rate of one; with callbacks run by their own thread, at 0.96-1.05 x
-//!   (docs/designs.md, "Host mode's RCU callbacks").
+//!   (docs/host-mode.md, "Host mode's RCU callbacks").
 //! - `synchronize_rcu` waits for two epoch advances and then runs whatever
 //!   is due itself (its caller holds no locks: it is about to wait).
 //! - `rcu_barrier` (Linux's `rcu_barrier()`) waits until every callback
@@ -71,7 +71,7 @@
 //! fence-free mode `rcu_quiescent_state` no longer advances the epoch (that
 //! would be a syscall every few operations): the reclaimer thread and
 //! `synchronize_rcu` do. `bench rcu-reader` measures the two modes against
-//! each other (figures in `docs/designs.md`, "Host mode's RCU readers").
+//! each other (figures in `docs/host-mode.md`, "Host mode's RCU readers").
 //!
 //! Touches: its own slot table and thread-locals; std's thread_local only;
 //! the `membarrier` syscall.

@@ -8,10 +8,10 @@
 //! and to hash its own dentry, how long the slow part lasts) into how
 //! often CPUs find each other's dentry at N; this measures what those
 //! spans, and the sharing they lead to, really are at N, so the term's
-//! errors can be told apart from the cost term's (docs/designs.md, "The
-//! spans at two CPUs"). `bench predict --validate` times them in each
-//! round of a design that allocates and prints the spans table
-//! ([`spans_table`]).
+//! errors can be told apart from the cost term's (docs/predict-probes.md,
+//! "spans", and docs/designs.md, "Where it does not hold"). `bench predict
+//! --validate` times them in each round of a design that allocates and
+//! prints the spans table ([`spans_table`]).
 //!
 //! The census reads the clock at each span's ends (a few per missing op):
 //! its ns per op are a little above a plain run's.

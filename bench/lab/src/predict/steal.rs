@@ -2,7 +2,7 @@
 //! workload itself: the design's operations on one CPU, alone and then
 //! while a *thief* on a second CPU takes and drops a reference on the
 //! parent (the tmpfs root), `gap` spin-wait hints apart, and does nothing
-//! else (docs/designs.md, "What one move costs the lookup itself").
+//! else (docs/predict-probes.md, "stealcost").
 //!
 //! The thief runs no lookup, allocates nothing and shares no name, so the
 //! sharing term and the convoy of two lookups are out of play: what the

@@ -1,69 +1,11 @@
 //! The scaling model behind `bench predict`: ops/s at N CPUs from a 1-CPU
-//! run and one cache-line transfer latency (docs/designs.md, "Predicting
-//! scaling", writes it out with its assumptions).
-//!
-//! Inputs ([`Inputs`]), all per operation and measured by the line census
-//! of [`fs::stats`] on one CPU (two tasks taking turns on it, so that a
-//! line both store to is known to be shared): the time of an operation, and
-//! for every shared line (a [`Line`]) its *visits* (runs of stores with no
-//! other line's store between them), how many of those are a lockref's
-//! lock-free fast path, the stores made while holding the line's own lock,
-//! and the lock holds and the time inside them. Plus one transfer latency
-//! `t_x` (from `bench pingpong`, or the user's `--transfer-ns`).
-//!
-//! At N CPUs every shared line is a queueing station, and the operation is
-//! a closed loop of N CPUs through its think time and the stations, solved
-//! by approximate mean-value analysis (Schweitzer's fixed point):
-//!
-//! - a visit finds its line moved, and pays half of `t_x` ([`MovePrice::MODEL`]:
-//!   one read-for-ownership, where `bench pingpong`'s transfer is a read
-//!   miss and then an upgrade to write), when another CPU's
-//!   visit came last: `q = (N-1)/N`, as for independent arrivals. Measured
-//!   (`bench predict --validate`, transfers per allocating op): at 2 CPUs
-//!   0.42–0.77 of the census's counted visits moved their line, the same
-//!   with one op in two sharing as with almost none, so the visits of the
-//!   CPUs' operations interleave; they do not pair up op by op;
-//! - a store made while holding the line's lock moves it when a waiter
-//!   spins on that line meanwhile (a lockref's count beside its lock, a list
-//!   head, the release), with probability `b`. A shared lock puts the CPUs
-//!   in step (a *convoy*: the one that waited at the lock is right behind
-//!   the holder the next time), and a waiter is there whenever another
-//!   CPU's operation beside it allocates: `b = 1 - (1-a)^(N-1)` (a: the
-//!   allocating fraction below), whatever the lock kind (an unfair TTAS
-//!   lock would let the releasing CPU re-take the line only if it came
-//!   back to the lock within the waiter's transfer; the census's designs
-//!   come back three transfers later or more, and measured TTAS at 2 tasks
-//!   runs as the fair locks do). The waiter takes the line back at most
-//!   once per transfer, so a hold of `h` ns loses it at most `1 + h/t_x`
-//!   times;
-//! - a lockref fast path (a `cmpxchg` on the lock-and-count word) finds the
-//!   lock held with the same probability `b` and takes the lock instead: two
-//!   more stores inside a hold (the count, the release);
-//! - the lock kind's handoff ([`extra_transfers`]): nothing more for a
-//!   queued lock, `Q-1` more transfers per hold for a ticket lock (every
-//!   waiter beyond the next holder re-reads `now_serving`), `2(Q-1)` for
-//!   test-and-test-and-set (every waiter re-reads, then tries the RMW) —
-//!   the collapse of Boyd-Wickizer et al., "Non-scalable locks are
-//!   dangerous", 2012;
-//! - the station's demand `D = hold + t_x·(moved/2 + spun + extra)`; a visit
-//!   waits for the others there: `R = D·(1 + Q)`; the cycle is the think
-//!   time `Z = t1 - Σ hold` plus `Σ R`; `X = N / cycle`; `Q = (N-1)/N·X·R`.
-//!
-//! A design that shares no line scales linearly (`N/t1`). With a queued
-//! lock the curve rises to the busiest station's bound and, because more
-//! CPUs move the line on more visits (`(N-1)/N`) and keep a waiter spinning
-//! on it, can also fall: at 2 CPUs already, where the stores cost half a
-//! `t_x` or a whole one each.
-//!
-//! The *sharing term* ([`allocating_fraction`]): concurrent misses of one
-//! name find each other's hashed transient dentry and answer from it
-//! without allocating, or a miss finds it in `d_alloc_parallel` and holds
-//! it. From the window during which an operation's dentry is hashed (priced
-//! at N CPUs with what it visits), the time from a miss to that second look,
-//! and the cost of an operation that finds the name hashed, a fixed point
-//! gives the fraction `a` of operations that still allocate; those visit
-//! the lines, the others only add think time. With no window (names the
-//! tasks do not share, or no transient dentry) or one CPU, `a = 1`.
+//! run ([`Inputs`]: the time of an operation and, per shared [`Line`] of
+//! the line census, its visits, lockref fast paths, stores inside holds and
+//! the holds) and one cache-line transfer latency `t_x`. Every shared line
+//! is a queueing station, solved by approximate mean-value analysis, with
+//! the lock kind's handoff ([`extra_transfers`]) and the sharing term
+//! ([`allocating_fraction`]); docs/designs.md, "Predicting scaling", writes
+//! it out with its assumptions and where it holds.
 //!
 //! Touches nothing (arithmetic only).
 
@@ -271,7 +213,7 @@ fn spun_moves(l: &Line, hold_ns: f64, transfer_ns: f64, fallbacks: f64) -> f64 {
 /// [`MovePrice::MODEL`], half a `t_x`; stores inside holds and lock
 /// handoffs always cost a whole `t_x` (a waiter's read, then the holder's
 /// upgrade, as in `bench pingpong`). Another price is for experiments that
-/// re-price recorded rounds (docs/designs.md, "What a visit's move costs").
+/// re-price recorded rounds (docs/predict-probes.md, "reprice").
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MovePrice {
     pub fixed_ns: f64,
@@ -286,7 +228,7 @@ impl MovePrice {
     /// coherence actions. Measured where the sharing term is out of play
     /// (`statneg-distinct`): 11 of 12 rounds within ±25 % at
     /// half a `t_x`, 10 at a whole one, and its far rounds 0.81–1.01
-    /// against 0.63–0.80 (docs/designs.md, "What a visit's move costs").
+    /// against 0.63–0.80 (docs/predict-probes.md, "reprice").
     pub const MODEL: MovePrice = MovePrice {
         fixed_ns: 0.0,
         of_latency: 0.5,
