@@ -271,8 +271,10 @@ pub fn spans_table(checks: &[super::Check]) -> String {
     if timed.is_empty() {
         return String::new();
     }
-    let mut s = String::from(
-        "\nSpans at 2 CPUs (`bench::host::predict::spans`: the round's design on 1 CPU, then on 2 \
+    let mut s = String::from(concat!(
+        "\nSpans at 2 CPUs (`",
+        module_path!(),
+        "`: the round's design on 1 CPU, then on 2 \
          at once, with only the census's windows timed; its clock reads make each op a little \
          slower than in the check). Mean ns: the RCU-walk part of an op (all ops), the slow part \
          (leaving RCU-walk to the walk's end), Δ (leaving RCU-walk to `d_alloc_parallel`'s look), \
@@ -286,7 +288,7 @@ pub fn spans_table(checks: &[super::Check]) -> String {
          lookups that found the name hashed and of the time it was. Median round by the \
          CPU-time ratio.\n\n\
          ",
-    );
+    ));
     let mut t = Table::new([
         ("design", Left),
         ("lock", Left),

@@ -707,6 +707,10 @@ fn the_spans_table_by_hand() {
     (c.spans_1, c.spans_2) = (one, two);
     let t = super::spans::spans_table(std::slice::from_ref(&c));
     assert!(
+        t.starts_with("\nSpans at 2 CPUs (`benchlab::predict::spans`: the round's design"),
+        "{t}"
+    );
+    assert!(
         t.contains(
             "| transient | qspinlock | 1 | 30.0 | 100 → 100 (1.0×) | 500 → 1500 (3.0×) | – | \
              150 → 400 (2.7×) | 300 → 800 (2.7×) | 200 → 500 (2.5×) | – | 0.10 | 0.33 | 0.19 | \
