@@ -140,10 +140,10 @@ impl LinuxShell {
             Cmd::MountCifs { .. } => Err(libc::EOPNOTSUPP),
             Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_) => Ok(ok()),
             Cmd::ListXattr { path, follow } => {
-                list_xattr(path, *follow).map(shell::xattr::list_line)
+                list_xattr(path, *follow).map(shell::xattr_cmds::list_line)
             }
             Cmd::GetXattr { path, name, follow } => {
-                get_xattr(path, name, *follow).map(|v| shell::xattr::value_line(&v))
+                get_xattr(path, name, *follow).map(|v| shell::xattr_cmds::value_line(&v))
             }
             Cmd::SetXattr {
                 path,

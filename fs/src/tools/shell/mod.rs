@@ -25,7 +25,7 @@
 //! | `mount OPTS P` | (extension) mount a fresh tmpfs with options OPTS on P |
 //! | `mount cifs //HOST[:PORT]/SHARE P OPTIONS` | mount an SMB share on P (OPTIONS as Linux's `-o`: `username=U,password=P,vers=3.1.1`; port 445 by default) |
 //! | `cksum P` | read P to its end and print its SHA-256 and size |
-//! | `listxattr P` · `getxattr P NAME` · `setxattr P NAME VALUE [create\|replace]` · `removexattr P NAME` | extended attributes, and the `l` forms (`llistxattr` …) that do not follow a final symlink: see [`xattr`] |
+//! | `listxattr P` · `getxattr P NAME` · `setxattr P NAME VALUE [create\|replace]` · `removexattr P NAME` | extended attributes, and the `l` forms (`llistxattr` …) that do not follow a final symlink: see [`xattr_cmds`] |
 //! | `stats` | print the lookup counters (and every cifs mount's `/proc/fs/cifs/Stats` lines) |
 //! | `trace on` · `trace off` | print the lookup trace of later commands |
 //! | `trace json` | (teaching) print later commands' walk steps as JSON lines (`trace off` stops) |
@@ -226,10 +226,10 @@ pub const USAGE: &[&str] = &[
     "mount enoent=D [P]",
     "mount cifs //HOST[:PORT]/SHARE P OPTIONS",
     "cksum P",
-    xattr::USAGE[0],
-    xattr::USAGE[1],
-    xattr::USAGE[2],
-    xattr::USAGE[3],
+    xattr_cmds::USAGE[0],
+    xattr_cmds::USAGE[1],
+    xattr_cmds::USAGE[2],
+    xattr_cmds::USAGE[3],
     "stats",
     "trace on|json|off",
     "race STEP CMD... | race off",
@@ -431,8 +431,8 @@ pub fn parse(line: &str) -> Result<Option<Cmd>, ParseError> {
             }
         }
         "race" => return parse_race(rest).map(Some),
-        other if xattr::parse(other, &args).is_some() => {
-            xattr::parse(other, &args).expect("an xattr command")?
+        other if xattr_cmds::parse(other, &args).is_some() => {
+            xattr_cmds::parse(other, &args).expect("an xattr command")?
         }
         other => return Err(ParseError::UnknownCommand(other.to_string())),
     };
@@ -812,7 +812,7 @@ pub(crate) fn run_fs_on(v: &Vfs, cmd: &Cmd) -> String {
         Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_) | Cmd::MountCifs { .. } => {
             Ok(ok_with(""))
         }
-        cmd => xattr::run(v, cmd).unwrap_or(Err(Errno::EINVAL)),
+        cmd => xattr_cmds::run(v, cmd).unwrap_or(Err(Errno::EINVAL)),
     };
     r.unwrap_or_else(err_line)
 }
@@ -864,7 +864,7 @@ pub fn stats_lines() -> Vec<String> {
 
 #[cfg(feature = "teaching")]
 pub mod steps;
-pub mod xattr;
+pub mod xattr_cmds;
 
 #[cfg(test)]
 mod tests;
