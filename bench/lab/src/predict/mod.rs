@@ -65,7 +65,8 @@ pub struct PredictArgs {
     /// fs::dcache::design::DESIGNS].
     #[arg(long, value_delimiter = ',')]
     pub designs: Vec<String>,
-    /// Lock kinds to model (qspinlock, ticket, ttas).
+    /// Lock kinds to model (qspinlock, ticket, ttas, pvqspinlock; the model
+    /// hands a pvqspinlock over as a qspinlock and has no halted waiters).
     #[arg(long, value_delimiter = ',', default_value = "qspinlock,ticket,ttas")]
     pub locks: Vec<String>,
     /// Workload.
@@ -687,7 +688,10 @@ fn lock_kinds(a: &PredictArgs) -> Result<Vec<LockKind>, String> {
         .iter()
         .map(|l| {
             LockKind::from_name(l).ok_or_else(|| {
-                format!("--locks: unknown lock kind '{l}' (qspinlock, ticket, ttas)")
+                format!(
+                    "--locks: unknown lock kind '{l}' (qspinlock, ticket, ttas, or pvqspinlock: \
+                     modelled as qspinlock, no halted waiters)"
+                )
             })
         })
         .collect()

@@ -740,3 +740,31 @@ fn the_spans_table_by_hand() {
     assert_eq!((back[0].spans_1.tasks, back[0].spans_2.tasks), (0, 0));
     assert!(super::spans::spans_table(&back).is_empty());
 }
+
+#[test]
+fn locks_takes_every_kind_and_says_how_pvqspinlock_is_modelled() {
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: PredictArgs,
+    }
+    use clap::Parser as _;
+    let a = Cli::parse_from(["predict", "--locks", "pvqspinlock,ttas"]).a;
+    assert_eq!(
+        super::lock_kinds(&a).unwrap(),
+        [LockKind::Pvqspinlock, LockKind::Ttas]
+    );
+    let bad = Cli::parse_from(["predict", "--locks", "mcs"]).a;
+    let e = super::lock_kinds(&bad).unwrap_err();
+    assert!(
+        e.starts_with("--locks: unknown lock kind 'mcs' (qspinlock, ticket, ttas, or pvqspinlock"),
+        "{e}"
+    );
+    // What the error says: a pvqspinlock hands over as a qspinlock.
+    for others in [0.0, 1.0, 5.0] {
+        assert_eq!(
+            super::model::extra_transfers(LockKind::Pvqspinlock, others),
+            super::model::extra_transfers(LockKind::Qspinlock, others)
+        );
+    }
+}

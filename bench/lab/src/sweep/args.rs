@@ -86,7 +86,7 @@ pub struct SweepArgs {
     /// fs::dcache::design::DESIGNS, in its order].
     #[arg(long, value_delimiter = ',', value_parser = parse_design)]
     pub designs: Vec<Design>,
-    /// Spinlock kinds (comma-separated): qspinlock, ticket, ttas. Each
+    /// Spinlock kinds (comma-separated): qspinlock, ticket, ttas, pvqspinlock. Each
     /// guest and host point runs once per kind (`lock=K`); rows of a kind
     /// other than the default (qspinlock, Linux's) carry it in their
     /// design, as `transient+ticket`.
