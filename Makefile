@@ -201,7 +201,7 @@ linux-patched-build: build-host
 # docs/bench's report.md and scaling.svg from its raw.csv and predict.csv)
 # must equal what the command makes now; `generated` rewrites them. Then
 # every relative link of README.md and docs/ must resolve.
-BENCH_RUN := $(CARGO) run --release -p bench --
+BENCH_RUN := $(CARGO) run --release -p benchlab --bin bench --
 test-generated:
 	EXPLORE_RUN="$(EXPLORE_RUN)" BENCH_RUN="$(BENCH_RUN)" bash scripts/generated-check.sh
 	bash scripts/doc-links.sh

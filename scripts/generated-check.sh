@@ -29,7 +29,7 @@
 #
 # Usage: EXPLORE_RUN=CMD BENCH_RUN=CMD scripts/generated-check.sh [--write]
 #   EXPLORE_RUN: runs the explore binary (default: cargo run --release -p fs --bin explore --)
-#   BENCH_RUN:   runs the bench binary (default: cargo run --release -p bench --)
+#   BENCH_RUN:   runs the bench binary (default: cargo run --release -p benchlab --bin bench --)
 # Prints `generated: N files as committed` and exits 0, or the differences,
 # `generated: M of N files differ` and exits 1 (`--write`: `generated: N
 # files, W rewritten`).
@@ -46,7 +46,7 @@ case "${1:-}" in
     ;;
 esac
 explore_run=${EXPLORE_RUN:-cargo run --release -p fs --bin explore --}
-bench_run=${BENCH_RUN:-cargo run --release -p bench --}
+bench_run=${BENCH_RUN:-cargo run --release -p benchlab --bin bench --}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
