@@ -53,7 +53,7 @@ mod field {
     pub const MESSAGE_TYPE: usize = 8;
 
     /// NEGOTIATE_MESSAGE (MS-NLMP 2.2.1.1), without Version.
-    pub mod negotiate {
+    pub mod negotiate_message {
         pub const NEGOTIATE_FLAGS: usize = 12;
         pub const DOMAIN_NAME_FIELDS: usize = 16;
         pub const WORKSTATION_FIELDS: usize = 24;
@@ -62,7 +62,7 @@ mod field {
     }
 
     /// CHALLENGE_MESSAGE (MS-NLMP 2.2.1.2).
-    pub mod challenge {
+    pub mod challenge_message {
         pub const TARGET_NAME_FIELDS: usize = 12;
         pub const NEGOTIATE_FLAGS: usize = 20;
         pub const SERVER_CHALLENGE: usize = 24;
@@ -73,7 +73,7 @@ mod field {
 
     /// AUTHENTICATE_MESSAGE (MS-NLMP 2.2.1.3), without Version and MIC:
     /// six *Fields from LmChallengeResponseFields on, then NegotiateFlags.
-    pub mod authenticate {
+    pub mod authenticate_message {
         pub const LM_CHALLENGE_RESPONSE_FIELDS: usize = 12;
         pub const NT_CHALLENGE_RESPONSE_FIELDS: usize = 20;
         pub const DOMAIN_NAME_FIELDS: usize = 28;
@@ -180,7 +180,7 @@ pub fn session_base_key(ntowfv2: &[u8; 16], nt_proof: &[u8]) -> [u8; 16] {
 
 /// The NEGOTIATE message (no domain or workstation supplied).
 pub fn negotiate_message() -> Vec<u8> {
-    use field::negotiate as f;
+    use field::negotiate_message as f;
     let mut v = Vec::with_capacity(f::LEN);
     let b = put_fixed(&mut v, f::LEN);
     b[field::SIGNATURE].copy_from_slice(SIGNATURE);
@@ -213,7 +213,7 @@ impl<'a> Challenge<'a> {
     /// Parses a CHALLENGE message; every field is bounds checked and the AV
     /// pair list must be well formed up to its EOL.
     pub fn parse(msg: &'a [u8]) -> Result<Self> {
-        use field::challenge as f;
+        use field::challenge_message as f;
         if slice(msg, field::SIGNATURE.start, field::SIGNATURE.len())? != SIGNATURE {
             return Err(WireError::new("not NTLMSSP"));
         }
@@ -347,7 +347,7 @@ pub fn authenticate_message(
     let domain = enc(&creds.domain);
     let user = enc(&creds.user);
     let ws = enc(&creds.workstation);
-    use field::authenticate as a;
+    use field::authenticate_message as a;
     use field::fields as t;
     // In the order of their *Fields, from LmChallengeResponseFields on;
     // the last is the (empty) EncryptedRandomSessionKey.
