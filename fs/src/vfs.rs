@@ -117,6 +117,12 @@ impl Vfs {
         &self.root
     }
 
+    /// The mount namespace a path walk reads (`namei`'s entry points take
+    /// it, as Linux's walk reads the root and the mount hash).
+    pub fn mnt_ns(&self) -> &MountTable {
+        &self.mounts
+    }
+
     /// `stat(2)`: follows a final symlink.
     pub fn stat(&self, path: &[u8]) -> KResult<Stat> {
         self.do_stat(path, true)
@@ -134,7 +140,7 @@ impl Vfs {
         };
         // Attributes that are always current (tmpfs) are read inside the
         // walk; a filesystem with a getattr step gets the inode afterwards.
-        let r = filename_lookup(self, path, flags, &mut |r| match r.inode() {
+        let r = filename_lookup(&self.mounts, path, flags, &mut |r| match r.inode() {
             Some(i) if r.dentry().sb.ops.has_getattr() => {
                 Ok(Err((r.dentry().sb.clone(), i.to_arc())))
             }
@@ -157,7 +163,7 @@ impl Vfs {
                 follow: !flags.contains(OpenFlags::NOFOLLOW),
                 directory: flags.contains(OpenFlags::DIRECTORY),
             };
-            let (sb, inode) = filename_lookup(self, path, lf, &mut |r| {
+            let (sb, inode) = filename_lookup(&self.mounts, path, lf, &mut |r| {
                 r.inode()
                     .map(|i| (r.dentry().sb.clone(), i.to_arc()))
                     .ok_or(WalkErr::Errno(Errno::ENOENT))
@@ -199,9 +205,9 @@ impl Vfs {
         user_path: bool,
     ) -> KResult<Result<File, Vec<u8>>> {
         let p = if user_path {
-            filename_parentat(self, path)?
+            filename_parentat(&self.mounts, path)?
         } else {
-            namei::filename_parentat_unchecked(self, path)?
+            namei::filename_parentat_unchecked(&self.mounts, path)?
         };
         if p.kind != LastType::Norm {
             // `/`, `.` and `..` exist: O_EXCL says so first.
@@ -233,7 +239,7 @@ impl Vfs {
                         follow: true,
                         directory: false,
                     };
-                    let (sb, inode) = filename_lookup(self, path, lf, &mut |r| {
+                    let (sb, inode) = filename_lookup(&self.mounts, path, lf, &mut |r| {
                         r.inode()
                             .map(|i| (r.dentry().sb.clone(), i.to_arc()))
                             .ok_or(WalkErr::Errno(Errno::ENOENT))
@@ -375,7 +381,7 @@ impl Vfs {
     /// Common start of mkdir/symlink: the parent, its lock, and the check
     /// that the name is free.
     fn create_node(&self, path: &[u8], kind: FileType, mode: u32, link: &[u8]) -> KResult<()> {
-        let p = filename_parentat(self, path)?;
+        let p = filename_parentat(&self.mounts, path)?;
         if p.kind != LastType::Norm {
             return Err(Errno::EEXIST);
         }
@@ -429,7 +435,7 @@ impl Vfs {
 
     /// `unlink(2)`.
     pub fn unlink(&self, path: &[u8]) -> KResult<()> {
-        let p = filename_parentat(self, path)?;
+        let p = filename_parentat(&self.mounts, path)?;
         if p.kind != LastType::Norm {
             return Err(Errno::EISDIR);
         }
@@ -460,7 +466,7 @@ impl Vfs {
 
     /// `rmdir(2)`.
     pub fn rmdir(&self, path: &[u8]) -> KResult<()> {
-        let p = filename_parentat(self, path)?;
+        let p = filename_parentat(&self.mounts, path)?;
         match p.kind {
             LastType::Dot => return Err(Errno::EINVAL),
             LastType::DotDot => return Err(Errno::ENOTEMPTY),
@@ -496,8 +502,8 @@ impl Vfs {
 
     /// `rename(2)`.
     pub fn rename(&self, old: &[u8], new: &[u8]) -> KResult<()> {
-        let po = filename_parentat(self, old)?;
-        let pn = filename_parentat(self, new)?;
+        let po = filename_parentat(&self.mounts, old)?;
+        let pn = filename_parentat(&self.mounts, new)?;
         if !Arc::ptr_eq(&po.mnt, &pn.mnt) {
             return Err(Errno::EXDEV);
         }
@@ -630,7 +636,7 @@ impl Vfs {
             follow: false,
             directory: false,
         };
-        filename_lookup(self, path, lf, &mut |r| match r.inode() {
+        filename_lookup(&self.mounts, path, lf, &mut |r| match r.inode() {
             Some(i) if i.is_symlink() => Ok(i.link_body().to_vec()),
             Some(_) => Err(WalkErr::Errno(Errno::EINVAL)),
             None => Err(WalkErr::Errno(Errno::ENOENT)),
@@ -643,7 +649,7 @@ impl Vfs {
             follow: true,
             directory: true,
         };
-        let (_mnt, d) = namei::resolve(self, path, lf)?;
+        let (_mnt, d) = namei::resolve(&self.mounts, path, lf)?;
         let inode = d.inode_arc().ok_or(Errno::ENOENT)?;
         if !inode.is_dir() {
             return Err(Errno::ENOTDIR);
@@ -678,7 +684,7 @@ impl Vfs {
             follow: true,
             directory: true,
         };
-        let (mnt, mp) = namei::resolve(self, path, lf)?;
+        let (mnt, mp) = namei::resolve(&self.mounts, path, lf)?;
         if mp.is_negative() {
             return Err(Errno::ENOENT);
         }
@@ -706,7 +712,7 @@ impl Vfs {
             follow: true,
             directory: true,
         };
-        let (mnt, d) = namei::resolve(self, path, lf)?;
+        let (mnt, d) = namei::resolve(&self.mounts, path, lf)?;
         if !Arc::ptr_eq(d.arc(), mnt.root_arc()) {
             return Err(Errno::EINVAL);
         }

@@ -195,7 +195,7 @@ impl Vfs {
             follow,
             directory: false,
         };
-        let (_mnt, d) = namei::resolve(self, path, lf)?;
+        let (_mnt, d) = namei::resolve(&self.mounts, path, lf)?;
         let inode = d.inode_arc().ok_or(Errno::ENOENT)?;
         Ok((d.sb.clone(), inode))
     }
