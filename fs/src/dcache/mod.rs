@@ -263,6 +263,7 @@ pub const DEFAULT_MAX_UNUSED: usize = 1 << 20;
 /// The dcache (created on first use, hash seed from the platform clock).
 pub fn dcache() -> &'static Dcache {
     DCACHE.call_once(|| {
+        mem::register_shrinker(shrink);
         let t = crate::platform::get().now_ns();
         Dcache {
             table: RcuHashTable::new(16),
