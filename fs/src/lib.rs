@@ -34,6 +34,7 @@ pub mod mount;
 pub mod namei;
 pub mod platform;
 pub mod poison;
+pub mod simple_xattr;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sync;
