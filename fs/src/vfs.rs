@@ -43,7 +43,7 @@ pub use crate::types::{DirEntry, FileType, OpenFlags, Stat};
 /// A mount namespace: the root mount and everything mounted below it.
 /// Share `&Vfs` between threads freely.
 pub struct Vfs {
-    root: Arc<Mount>,
+    /// The root mount and the mount hash (what a path walk reads).
     pub(crate) mounts: MountTable,
 }
 
@@ -107,14 +107,8 @@ impl Vfs {
         let root_dentry = tmpfs::new_root(opts)?;
         let root = Arc::new(Mount::new(root_dentry, None, None));
         Ok(Vfs {
-            mounts: MountTable::new(root.clone()),
-            root,
+            mounts: MountTable::new(root),
         })
-    }
-
-    /// The root mount.
-    pub(crate) fn root_mount(&self) -> &Arc<Mount> {
-        &self.root
     }
 
     /// The mount namespace a path walk reads (`namei`'s entry points take

@@ -440,7 +440,7 @@ mod tests {
     #[test]
     fn the_text_list_of_walk_event_matches_the_renderer() {
         let vfs = Vfs::new_tmpfs("").unwrap();
-        let d: &Dentry = vfs.root_mount().root_arc();
+        let d: &Dentry = vfs.mnt_ns().root().root_arc();
         let (name, hash, why) = (&b"x"[..], 7, FallbackReason::CacheMiss);
         let (same, moved) = (
             SeqNote::check("d_seq", 2, 2),

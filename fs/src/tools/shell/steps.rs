@@ -184,7 +184,7 @@ fn tree_json(out: &mut String, vfs: &Vfs, ids: &mut Ids) {
     let mounts = vfs.mounts.all();
     out.push('[');
     let mut first = true;
-    let root = vfs.root_mount().root_arc().clone();
+    let root = vfs.mnt_ns().root().root_arc().clone();
     let mut stack: Vec<(Arc<Dentry>, Option<u32>, Option<u64>)> = vec![(root, None, None)];
     let mut seen = 0usize;
     while let Some((d, parent, mnt)) = stack.pop() {
