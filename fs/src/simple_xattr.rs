@@ -126,4 +126,3 @@ pub fn tmpfs_set(
     map.insert(name.into(), value.into());
     Ok(())
 }
-
