@@ -43,6 +43,7 @@ pub mod tools;
 pub mod trace;
 pub mod types;
 pub mod vfs;
+pub mod walk_event;
 pub mod xattr;
 
 pub use errno::{Errno, KResult};

@@ -55,7 +55,7 @@
 //! store). A dead one means RCU freed it under us: it is counted and the walk
 //! restarts in ref-walk. Linux has no such check; KASAN plays that part there.
 //!
-//! **Tracing**: each step is one [`crate::trace::WalkEvent`] (`walk_event!`),
+//! **Tracing**: each step is one [`crate::walk_event::WalkEvent`] (`walk_event!`),
 //! which [`crate::trace`] renders as a text line, a `trace json` step, or both.
 //!
 //! Touches: dcache, mounts, inodes (read), the directory `i_rwsem` (shared,
@@ -74,8 +74,8 @@ use crate::inode::Inode;
 use crate::mount::{Mount, MountTable};
 use crate::stats::{self, Event, FallbackReason};
 use crate::sync::rcu::{RcuGuard, RcuRef};
-use crate::trace::{SeqNote, UnlazyFail};
 use crate::walk_event;
+use crate::walk_event::{SeqNote, UnlazyFail};
 
 /// Longest path (bytes, without the NUL), as Linux `PATH_MAX - 1`.
 pub const PATH_MAX: usize = 4096;
