@@ -47,3 +47,17 @@ pub mod walk_event;
 pub mod xattr;
 
 pub use errno::{Errno, KResult};
+
+/// The platform used when none was installed ([`platform::get`]): with
+/// `std`, the host platform (thread slots as CPUs, epoch-based RCU).
+#[cfg(all(feature = "std", not(loom)))]
+fn default_platform() -> &'static dyn platform::Platform {
+    sync::host::HostPlatform::global()
+}
+
+/// Under `--cfg loom` the crate runs only inside loom models, on the model
+/// platform (its state lives per loom execution).
+#[cfg(loom)]
+fn default_platform() -> &'static dyn platform::Platform {
+    &sync::model::ModelPlatform
+}
