@@ -356,8 +356,7 @@ pub fn dget(d: &Arc<Dentry>) -> DRef {
     DRef::adopt(d.clone())
 }
 
-/// Take a counted reference unless the dentry is dead
-/// (`lockref_get_not_dead`).
+/// Take a counted reference unless the dentry is dead (`lockref_get_not_dead`).
 pub fn dget_not_dead(d: RcuRef<'_, Dentry>) -> Option<DRef> {
     if d.lockref.get_not_dead() {
         stats::inc(Event::SharedStore);
