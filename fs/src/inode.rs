@@ -76,8 +76,8 @@ pub struct Inode {
     data: SpinLock<Vec<u8>>,
     /// The filesystem's own per-inode state (SMB: path, cache times).
     private: Option<Box<dyn Any + Send + Sync>>,
-    /// Extended attributes kept in memory (tmpfs; see [`crate::xattr`]).
-    xattrs: SpinLock<crate::xattr::XattrMap>,
+    /// Extended attributes kept in memory (tmpfs; see [`crate::simple_xattr`]).
+    xattrs: SpinLock<crate::simple_xattr::XattrMap>,
 }
 
 impl Inode {
@@ -104,7 +104,7 @@ impl Inode {
             data: SpinLock::new(Vec::new()),
             link: link.into(),
             private: None,
-            xattrs: SpinLock::new(crate::xattr::XattrMap::new()),
+            xattrs: SpinLock::new(crate::simple_xattr::XattrMap::new()),
         }
     }
 
@@ -157,7 +157,7 @@ impl Inode {
     }
 
     /// The in-memory extended attributes (tmpfs's store).
-    pub(crate) fn xattrs(&self) -> &SpinLock<crate::xattr::XattrMap> {
+    pub(crate) fn xattrs(&self) -> &SpinLock<crate::simple_xattr::XattrMap> {
         &self.xattrs
     }
 
@@ -374,11 +374,11 @@ pub trait FsOps: Send + Sync {
 
     /// Every attribute name of `inode`, each followed by a NUL.
     fn listxattr(&self, inode: &Arc<Inode>) -> KResult<Vec<u8>> {
-        crate::xattr::tmpfs_list(inode)
+        crate::simple_xattr::tmpfs_list(inode.xattrs())
     }
     /// The value of attribute `name`; ENODATA if it has none.
     fn getxattr(&self, inode: &Arc<Inode>, name: &[u8]) -> KResult<Vec<u8>> {
-        crate::xattr::tmpfs_get(inode, name)
+        crate::simple_xattr::tmpfs_get(inode.xattrs(), inode.is_symlink(), name)
     }
     /// Set attribute `name` (`value` `None`: remove it) with `setxattr`'s
     /// `flags`.
@@ -389,7 +389,7 @@ pub trait FsOps: Send + Sync {
         value: Option<&[u8]>,
         flags: u32,
     ) -> KResult<()> {
-        crate::xattr::tmpfs_set(inode, name, value, flags)
+        crate::simple_xattr::tmpfs_set(inode.xattrs(), inode.is_symlink(), name, value, flags)
     }
     /// Remote filesystems: remove `name` (whose inode is `inode`) from
     /// `dir`; a directory must be empty.

@@ -34,6 +34,7 @@ pub mod mount;
 pub mod namei;
 pub mod platform;
 pub mod poison;
+pub mod simple_xattr;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sync;
@@ -42,6 +43,21 @@ pub mod tools;
 pub mod trace;
 pub mod types;
 pub mod vfs;
+pub mod walk_event;
 pub mod xattr;
 
 pub use errno::{Errno, KResult};
+
+/// The platform used when none was installed ([`platform::get`]): with
+/// `std`, the host platform (thread slots as CPUs, epoch-based RCU).
+#[cfg(all(feature = "std", not(loom)))]
+fn default_platform() -> &'static dyn platform::Platform {
+    sync::host::HostPlatform::global()
+}
+
+/// Under `--cfg loom` the crate runs only inside loom models, on the model
+/// platform (its state lives per loom execution).
+#[cfg(loom)]
+fn default_platform() -> &'static dyn platform::Platform {
+    &sync::model::ModelPlatform
+}

@@ -12,8 +12,10 @@
 //! console, `Vec`s on other paths, the network stack); the host platform
 //! always admits.
 //!
-//! A refusal first runs the dcache shrinker on a batch of unused dentries
-//! (Linux's direct reclaim) and asks again. What the shrinker frees may
+//! A refusal first runs the registered shrinker (the dcache's, on a batch
+//! of unused dentries: Linux's direct reclaim) and asks again. The dcache
+//! registers it when it is created ([`register_shrinker`]), as Linux's
+//! caches register shrinkers, so this module sits below the dcache. What the shrinker frees may
 //! only come back after an RCU grace period, so the second answer can still
 //! be no; then the caller gets `ENOMEM`, counted in
 //! [`crate::stats::Counters::enomem`]. Reclaim itself needs memory: every
@@ -30,7 +32,7 @@
 //! kernel). Lookups that allocate nothing (the noalloc design) never come
 //! here.
 //!
-//! Touches: the platform, the dcache shrinker (refusals only), counters.
+//! Touches: the platform, the registered shrinker (refusals only), counters.
 
 use crate::errno::{Errno, KResult};
 use crate::platform;
@@ -44,6 +46,16 @@ pub const SHRINK_BATCH: usize = 1024;
 /// RCU callbacks one dentry kill may queue, counted generously: its hash
 /// chain reference, its inode, its name, and a parent killed after it.
 pub const RCU_PER_KILL: usize = 8;
+
+/// The reclaim hook: frees up to `n` unused objects and returns how many
+/// it took (set once, by the dcache when it is created).
+static SHRINKER: spin::Once<fn(usize) -> usize> = spin::Once::new();
+
+/// Register the reclaim a refusal runs before asking again (Linux
+/// `register_shrinker`). The first registration wins.
+pub fn register_shrinker(shrink: fn(usize) -> usize) {
+    SHRINKER.call_once(|| shrink);
+}
 
 /// Bytes of one `Arc<T>` allocation: the value plus the two counts in
 /// front of it, padded to the value's alignment (a line-aligned dentry,
@@ -70,7 +82,8 @@ pub fn admit(bytes: usize) -> KResult<()> {
 /// The platform refused: reclaim unused dentries and ask once more.
 #[cold]
 fn admit_after_reclaim(bytes: usize) -> KResult<()> {
-    let freed = crate::dcache::shrink(SHRINK_BATCH);
+    // No shrinker yet means no dcache yet: nothing unused to reclaim.
+    let freed = SHRINKER.get().map_or(0, |shrink| shrink(SHRINK_BATCH));
     let p = platform::get();
     if freed > 0 && p.may_alloc(bytes) && p.call_rcu_room(RCU_PER_KILL) {
         crate::trace!("  mem: {bytes} bytes admitted after reclaiming {freed} dentries");

@@ -179,6 +179,12 @@ impl MountTable {
         }
     }
 
+    /// The namespace's root mount, where every walk starts (Linux reads it
+    /// from `fs_struct`; all our paths are absolute).
+    pub fn root(&self) -> &Arc<Mount> {
+        &self.root
+    }
+
     /// The entry at exactly (`parent`, `dentry`), newest first.
     fn entry_at<'g>(
         &self,

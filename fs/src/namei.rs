@@ -55,7 +55,7 @@
 //! store). A dead one means RCU freed it under us: it is counted and the walk
 //! restarts in ref-walk. Linux has no such check; KASAN plays that part there.
 //!
-//! **Tracing**: each step is one [`crate::trace::WalkEvent`] (`walk_event!`),
+//! **Tracing**: each step is one [`crate::walk_event::WalkEvent`] (`walk_event!`),
 //! which [`crate::trace`] renders as a text line, a `trace json` step, or both.
 //!
 //! Touches: dcache, mounts, inodes (read), the directory `i_rwsem` (shared,
@@ -71,12 +71,11 @@ use crate::dcache::{
 };
 use crate::errno::{Errno, KResult};
 use crate::inode::Inode;
-use crate::mount::Mount;
+use crate::mount::{Mount, MountTable};
 use crate::stats::{self, Event, FallbackReason};
 use crate::sync::rcu::{RcuGuard, RcuRef};
-use crate::trace::{SeqNote, UnlazyFail};
-use crate::vfs::Vfs;
 use crate::walk_event;
+use crate::walk_event::{SeqNote, UnlazyFail};
 
 /// Longest path (bytes, without the NUL), as Linux `PATH_MAX - 1`.
 pub const PATH_MAX: usize = 4096;
@@ -138,7 +137,8 @@ impl Deref for Pos<'_> {
 /// Walk state (Linux `struct nameidata`).
 pub struct Nd<'g> {
     g: &'g RcuGuard,
-    vfs: &'g Vfs,
+    /// The namespace walked: its root and its mount hash.
+    ns: &'g MountTable,
     /// In RCU-walk?
     pub rcu: bool,
     mnt: &'g Arc<Mount>,
@@ -154,9 +154,9 @@ pub struct Nd<'g> {
 impl<'g> Nd<'g> {
     /// Linux `path_init`: start at the namespace root (all our paths are
     /// absolute; a relative one is taken relative to the root too).
-    fn path_init(g: &'g RcuGuard, vfs: &'g Vfs, rcu: bool) -> Self {
-        let mnt = vfs.root_mount();
-        let m_seq = vfs.mounts.mount_lock.raw_begin();
+    fn path_init(g: &'g RcuGuard, ns: &'g MountTable, rcu: bool) -> Self {
+        let mnt = ns.root();
+        let m_seq = ns.mount_lock.raw_begin();
         let (d, seq) = if rcu {
             let r = RcuRef::from_arc(mnt.root_arc());
             (Pos::Rcu(r), r.d_seq.raw_begin())
@@ -165,7 +165,7 @@ impl<'g> Nd<'g> {
         };
         Nd {
             g,
-            vfs,
+            ns,
             rcu,
             mnt,
             d,
@@ -177,7 +177,7 @@ impl<'g> Nd<'g> {
 
     /// `mount_seq` now against its sample at the start (for the trace).
     fn mount_seq(&self) -> SeqNote {
-        SeqNote::check("mount_seq", self.m_seq, self.vfs.mounts.mount_lock.peek())
+        SeqNote::check("mount_seq", self.m_seq, self.ns.mount_lock.peek())
     }
 
     /// Make `Pos` for a dentry found under our guard.
@@ -206,7 +206,7 @@ impl<'g> Nd<'g> {
         stats::fallback(why);
         walk_event!(Unlazy, d: &self.d, why);
         // Nothing was mounted or unmounted since we started.
-        if self.vfs.mounts.mount_lock.read_retry(self.m_seq) {
+        if self.ns.mount_lock.read_retry(self.m_seq) {
             walk_event!(UnlazyFailed, d: &self.d, how: UnlazyFail::MountSeq(self.mount_seq()));
             return Err(WalkErr::Restart);
         }
@@ -477,7 +477,7 @@ impl<'g> Nd<'g> {
         walk_event!(StepInto, name, d: &child, rcu: self.rcu);
         let mut mnt = self.mnt;
         while child.flags() & D_MOUNTED != 0 {
-            let Some(m) = self.vfs.mounts.lookup(mnt, &child, self.g) else {
+            let Some(m) = self.ns.lookup(mnt, &child, self.g) else {
                 break;
             };
             walk_event!(MountHere, name, d: &child, mount: m.id, fs: m.sb.ops.fs_type(),
@@ -485,7 +485,7 @@ impl<'g> Nd<'g> {
             // As Linux `__follow_mount_rcu`: crossing a mount without
             // references is only sound while no mount changed since the
             // walk began (a mount we did not see, or one being taken down).
-            if self.rcu && self.vfs.mounts.mount_lock.read_retry(self.m_seq) {
+            if self.rcu && self.ns.mount_lock.read_retry(self.m_seq) {
                 return Err(self.restart(FallbackReason::GlobalSeq));
             }
             mnt = m;
@@ -538,7 +538,7 @@ impl<'g> Nd<'g> {
 
     /// Jump to the namespace root (an absolute symlink body).
     fn jump_root(&mut self) {
-        let mnt = self.vfs.root_mount();
+        let mnt = self.ns.root();
         self.mnt = mnt;
         if self.rcu {
             let r = RcuRef::from_arc(mnt.root_arc());
@@ -672,7 +672,7 @@ impl<'g> Nd<'g> {
                 return Err(self.restart(FallbackReason::DentrySeq));
             }
             walk_event!(CompleteWalk, d, seq: self.mount_seq());
-            if self.vfs.mounts.mount_lock.read_retry(self.m_seq) {
+            if self.ns.mount_lock.read_retry(self.m_seq) {
                 return Err(self.restart(FallbackReason::GlobalSeq));
             }
         }
@@ -725,7 +725,7 @@ impl<'g> Resolved<'_, 'g> {
 /// `finish` runs at the end of a successful walk; in RCU-walk its result
 /// counts only if the final `d_seq` still validates afterwards.
 pub fn filename_lookup<T>(
-    vfs: &Vfs,
+    ns: &MountTable,
     path: &[u8],
     flags: LookupFlags,
     finish: &mut dyn FnMut(&mut Resolved<'_, '_>) -> WResult<T>,
@@ -738,10 +738,10 @@ pub fn filename_lookup<T>(
         return Err(Errno::ENAMETOOLONG);
     }
     let mut rcu = true;
-    let mut r = path_lookupat(vfs, path, flags, &mut rcu, finish);
+    let mut r = path_lookupat(ns, path, flags, &mut rcu, finish);
     if matches!(r, Err(WalkErr::Restart)) {
         rcu = false;
-        r = path_lookupat(vfs, path, flags, &mut rcu, finish);
+        r = path_lookupat(ns, path, flags, &mut rcu, finish);
     }
     stats::census_walk_done();
     if rcu {
@@ -774,14 +774,14 @@ fn result_name<T>(r: &WResult<T>) -> &'static str {
 }
 
 fn path_lookupat<T>(
-    vfs: &Vfs,
+    ns: &MountTable,
     path: &[u8],
     flags: LookupFlags,
     rcu: &mut bool,
     finish: &mut dyn FnMut(&mut Resolved<'_, '_>) -> WResult<T>,
 ) -> WResult<T> {
     let g = RcuGuard::new();
-    let mut nd = Nd::path_init(&g, vfs, *rcu);
+    let mut nd = Nd::path_init(&g, ns, *rcu);
     let r = walk_and_finish(&mut nd, path, flags, finish);
     // Report whether the walk stayed lockless to the end.
     *rcu = nd.rcu;
@@ -823,24 +823,24 @@ pub struct Parent {
 }
 
 /// Linux `filename_parentat`.
-pub fn filename_parentat(vfs: &Vfs, path: &[u8]) -> KResult<Parent> {
+pub fn filename_parentat(ns: &MountTable, path: &[u8]) -> KResult<Parent> {
     if path.len() >= PATH_MAX {
         return Err(Errno::ENAMETOOLONG);
     }
-    filename_parentat_unchecked(vfs, path)
+    filename_parentat_unchecked(ns, path)
 }
 
 /// `filename_parentat` for a path we built ourselves (a symlink body
 /// joined to its directory): PATH_MAX applies to what the caller passed,
 /// not to this.
-pub fn filename_parentat_unchecked(vfs: &Vfs, path: &[u8]) -> KResult<Parent> {
+pub fn filename_parentat_unchecked(ns: &MountTable, path: &[u8]) -> KResult<Parent> {
     stats::inc(Event::Lookup);
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
-    let mut r = parentat(vfs, path, true);
+    let mut r = parentat(ns, path, true);
     if r.as_ref().err() == Some(&WalkErr::Restart) {
-        r = parentat(vfs, path, false);
+        r = parentat(ns, path, false);
     }
     match r {
         Ok(p) => Ok(p),
@@ -853,9 +853,9 @@ pub fn filename_parentat_unchecked(vfs: &Vfs, path: &[u8]) -> KResult<Parent> {
     }
 }
 
-fn parentat(vfs: &Vfs, path: &[u8], rcu: bool) -> WResult<Parent> {
+fn parentat(ns: &MountTable, path: &[u8], rcu: bool) -> WResult<Parent> {
     let g = RcuGuard::new();
-    let mut nd = Nd::path_init(&g, vfs, rcu);
+    let mut nd = Nd::path_init(&g, ns, rcu);
     walk_event!(PathInit, path, root: &nd.d, rcu: nd.rcu, seq: nd.seq, parent: true);
     let last = nd.link_path_walk(path)?;
     nd.must_be_dir()?;
@@ -895,6 +895,6 @@ pub fn check_name(name: &[u8]) -> Result<(), Errno> {
 }
 
 /// Resolve `path` fully and return counted references to the result.
-pub fn resolve(vfs: &Vfs, path: &[u8], flags: LookupFlags) -> KResult<(Arc<Mount>, DRef)> {
-    filename_lookup(vfs, path, flags, &mut |r| r.take_ref())
+pub fn resolve(ns: &MountTable, path: &[u8], flags: LookupFlags) -> KResult<(Arc<Mount>, DRef)> {
+    filename_lookup(ns, path, flags, &mut |r| r.take_ref())
 }

@@ -16,9 +16,51 @@
 //! asks [`Platform::may_alloc`] before each of those allocations on a path
 //! that can fail, so that running out becomes `ENOMEM` instead of an abort.
 //!
+//! It sits below everything else in the crate, `sync` included: the
+//! default host platform is chosen by the crate root (`lib.rs`).
+//!
 //! This module touches nothing but one write-once global.
 
-use crate::sync::rcu::Retired;
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+
+/// An object whose destructor must wait for a grace period
+/// ([`Platform::call_rcu`]).
+///
+/// Two words, no allocation: one strong reference of an `Arc` whose type is
+/// erased to its drop (a fat pointer; `None` only once reclaimed; the
+/// kernel sizes its callback segments by it). Dropping a `Retired` without
+/// [`Retired::reclaim`] leaks it rather than freeing it early: leaking is
+/// safe, freeing under a reader is not.
+pub struct Retired(Option<Arc<dyn Send + Sync>>);
+
+const _: () = assert!(core::mem::size_of::<Retired>() == 2 * core::mem::size_of::<usize>());
+
+impl Retired {
+    /// Retire one strong reference of an `Arc`.
+    pub fn from_arc<T: Send + Sync + 'static>(a: Arc<T>) -> Self {
+        Retired(Some(a))
+    }
+
+    /// Retire a `Box` (moved into an `Arc`: one allocation; the fs itself
+    /// retires only `Arc`s).
+    pub fn from_box<T: Send + Sync + 'static>(b: Box<T>) -> Self {
+        Retired::from_arc(Arc::<T>::from(b))
+    }
+
+    /// Run the destructor now. The caller (an RCU implementation) promises a
+    /// grace period has elapsed since the object was unpublished.
+    pub fn reclaim(mut self) {
+        drop(self.0.take())
+    }
+}
+
+impl Drop for Retired {
+    /// Leaks what was not reclaimed.
+    fn drop(&mut self) {
+        core::mem::forget(self.0.take());
+    }
+}
 
 /// Upper bound on CPU ids (guest vCPUs or registered host threads).
 pub const MAX_CPUS: usize = 256;
@@ -129,18 +171,10 @@ pub fn get() -> &'static dyn Platform {
     default_platform()
 }
 
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(any(feature = "std", loom))]
 #[cold]
 fn default_platform() -> &'static dyn Platform {
-    *PLATFORM.call_once(|| crate::sync::host::HostPlatform::global())
-}
-
-/// Under `--cfg loom` the crate runs only inside loom models, on the model
-/// platform (its state lives per loom execution).
-#[cfg(loom)]
-#[cold]
-fn default_platform() -> &'static dyn Platform {
-    *PLATFORM.call_once(|| &crate::sync::model::ModelPlatform)
+    *PLATFORM.call_once(crate::default_platform)
 }
 
 #[cfg(not(any(feature = "std", loom)))]

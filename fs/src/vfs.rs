@@ -43,7 +43,7 @@ pub use crate::types::{DirEntry, FileType, OpenFlags, Stat};
 /// A mount namespace: the root mount and everything mounted below it.
 /// Share `&Vfs` between threads freely.
 pub struct Vfs {
-    root: Arc<Mount>,
+    /// The root mount and the mount hash (what a path walk reads).
     pub(crate) mounts: MountTable,
 }
 
@@ -107,14 +107,14 @@ impl Vfs {
         let root_dentry = tmpfs::new_root(opts)?;
         let root = Arc::new(Mount::new(root_dentry, None, None));
         Ok(Vfs {
-            mounts: MountTable::new(root.clone()),
-            root,
+            mounts: MountTable::new(root),
         })
     }
 
-    /// The root mount.
-    pub(crate) fn root_mount(&self) -> &Arc<Mount> {
-        &self.root
+    /// The mount namespace a path walk reads (`namei`'s entry points take
+    /// it, as Linux's walk reads the root and the mount hash).
+    pub fn mnt_ns(&self) -> &MountTable {
+        &self.mounts
     }
 
     /// `stat(2)`: follows a final symlink.
@@ -134,7 +134,7 @@ impl Vfs {
         };
         // Attributes that are always current (tmpfs) are read inside the
         // walk; a filesystem with a getattr step gets the inode afterwards.
-        let r = filename_lookup(self, path, flags, &mut |r| match r.inode() {
+        let r = filename_lookup(&self.mounts, path, flags, &mut |r| match r.inode() {
             Some(i) if r.dentry().sb.ops.has_getattr() => {
                 Ok(Err((r.dentry().sb.clone(), i.to_arc())))
             }
@@ -157,7 +157,7 @@ impl Vfs {
                 follow: !flags.contains(OpenFlags::NOFOLLOW),
                 directory: flags.contains(OpenFlags::DIRECTORY),
             };
-            let (sb, inode) = filename_lookup(self, path, lf, &mut |r| {
+            let (sb, inode) = filename_lookup(&self.mounts, path, lf, &mut |r| {
                 r.inode()
                     .map(|i| (r.dentry().sb.clone(), i.to_arc()))
                     .ok_or(WalkErr::Errno(Errno::ENOENT))
@@ -199,9 +199,9 @@ impl Vfs {
         user_path: bool,
     ) -> KResult<Result<File, Vec<u8>>> {
         let p = if user_path {
-            filename_parentat(self, path)?
+            filename_parentat(&self.mounts, path)?
         } else {
-            namei::filename_parentat_unchecked(self, path)?
+            namei::filename_parentat_unchecked(&self.mounts, path)?
         };
         if p.kind != LastType::Norm {
             // `/`, `.` and `..` exist: O_EXCL says so first.
@@ -233,7 +233,7 @@ impl Vfs {
                         follow: true,
                         directory: false,
                     };
-                    let (sb, inode) = filename_lookup(self, path, lf, &mut |r| {
+                    let (sb, inode) = filename_lookup(&self.mounts, path, lf, &mut |r| {
                         r.inode()
                             .map(|i| (r.dentry().sb.clone(), i.to_arc()))
                             .ok_or(WalkErr::Errno(Errno::ENOENT))
@@ -375,7 +375,7 @@ impl Vfs {
     /// Common start of mkdir/symlink: the parent, its lock, and the check
     /// that the name is free.
     fn create_node(&self, path: &[u8], kind: FileType, mode: u32, link: &[u8]) -> KResult<()> {
-        let p = filename_parentat(self, path)?;
+        let p = filename_parentat(&self.mounts, path)?;
         if p.kind != LastType::Norm {
             return Err(Errno::EEXIST);
         }
@@ -429,7 +429,7 @@ impl Vfs {
 
     /// `unlink(2)`.
     pub fn unlink(&self, path: &[u8]) -> KResult<()> {
-        let p = filename_parentat(self, path)?;
+        let p = filename_parentat(&self.mounts, path)?;
         if p.kind != LastType::Norm {
             return Err(Errno::EISDIR);
         }
@@ -460,7 +460,7 @@ impl Vfs {
 
     /// `rmdir(2)`.
     pub fn rmdir(&self, path: &[u8]) -> KResult<()> {
-        let p = filename_parentat(self, path)?;
+        let p = filename_parentat(&self.mounts, path)?;
         match p.kind {
             LastType::Dot => return Err(Errno::EINVAL),
             LastType::DotDot => return Err(Errno::ENOTEMPTY),
@@ -496,8 +496,8 @@ impl Vfs {
 
     /// `rename(2)`.
     pub fn rename(&self, old: &[u8], new: &[u8]) -> KResult<()> {
-        let po = filename_parentat(self, old)?;
-        let pn = filename_parentat(self, new)?;
+        let po = filename_parentat(&self.mounts, old)?;
+        let pn = filename_parentat(&self.mounts, new)?;
         if !Arc::ptr_eq(&po.mnt, &pn.mnt) {
             return Err(Errno::EXDEV);
         }
@@ -630,7 +630,7 @@ impl Vfs {
             follow: false,
             directory: false,
         };
-        filename_lookup(self, path, lf, &mut |r| match r.inode() {
+        filename_lookup(&self.mounts, path, lf, &mut |r| match r.inode() {
             Some(i) if i.is_symlink() => Ok(i.link_body().to_vec()),
             Some(_) => Err(WalkErr::Errno(Errno::EINVAL)),
             None => Err(WalkErr::Errno(Errno::ENOENT)),
@@ -643,7 +643,7 @@ impl Vfs {
             follow: true,
             directory: true,
         };
-        let (_mnt, d) = namei::resolve(self, path, lf)?;
+        let (_mnt, d) = namei::resolve(&self.mounts, path, lf)?;
         let inode = d.inode_arc().ok_or(Errno::ENOENT)?;
         if !inode.is_dir() {
             return Err(Errno::ENOTDIR);
@@ -678,7 +678,7 @@ impl Vfs {
             follow: true,
             directory: true,
         };
-        let (mnt, mp) = namei::resolve(self, path, lf)?;
+        let (mnt, mp) = namei::resolve(&self.mounts, path, lf)?;
         if mp.is_negative() {
             return Err(Errno::ENOENT);
         }
@@ -706,7 +706,7 @@ impl Vfs {
             follow: true,
             directory: true,
         };
-        let (mnt, d) = namei::resolve(self, path, lf)?;
+        let (mnt, d) = namei::resolve(&self.mounts, path, lf)?;
         if !Arc::ptr_eq(d.arc(), mnt.root_arc()) {
             return Err(Errno::EINVAL);
         }

@@ -1,5 +1,4 @@
-//! Extended attributes: the `*xattr(2)` calls with Linux's semantics, and
-//! tmpfs's in-memory store.
+//! Extended attributes: the `*xattr(2)` calls with Linux's semantics.
 //!
 //! The VFS half follows Linux `fs/xattr.c`, in its order:
 //! 1. the arguments, before any path is walked: flags other than
@@ -14,27 +13,21 @@
 //! 5. the buffer: a size-0 call returns the size needed, a short buffer is
 //!    ERANGE (for a list at [`XATTR_LIST_MAX`] or more, E2BIG).
 //!
-//! The tmpfs half is Linux's `mm/shmem.c` handlers over `simple_xattr`:
-//! `user.`, `trusted.` and `security.` names are kept in the inode
-//! (everything runs as root here, so `trusted.` is always allowed and
-//! listed). `system.posix_acl_access` / `_default` read as absent and
-//! remove as a no-op, as on a tmpfs without ACLs; setting one is
-//! EOPNOTSUPP (no ACLs here, where Linux would parse the value). Names are
-//! listed in byte order; Linux promises no order (the host's 6.18 tmpfs
-//! lists them in neither byte nor insertion order), so vfsh sorts.
+//! tmpfs's store and handlers, and the flag and prefix words every
+//! filesystem's handlers share, are [`crate::simple_xattr`] (below the
+//! core, which keeps the store in each inode); they are re-exported here.
+//! Linux promises no order of names (the host's 6.18 tmpfs lists them in
+//! neither byte nor insertion order), so vfsh sorts.
 //!
-//! Touches: the inode's attribute map under its own lock; a stored
-//! attribute asks memory admission ([`crate::mem`]) first.
+//! Touches: the inode `path` names (its filesystem's handlers).
 
-use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use crate::errno::{Errno, KResult};
 use crate::inode::Inode;
-use crate::mem;
 use crate::namei::{self, LookupFlags};
+pub use crate::simple_xattr::{under_prefix, XattrMap, USER_PREFIX, XATTR_CREATE, XATTR_REPLACE};
 use crate::types::FileType;
 use crate::vfs::Vfs;
 
@@ -44,21 +37,6 @@ pub const XATTR_NAME_MAX: usize = 255;
 pub const XATTR_SIZE_MAX: usize = 65536;
 /// Largest name list `listxattr` returns (`XATTR_LIST_MAX`).
 pub const XATTR_LIST_MAX: usize = 65536;
-/// `setxattr` flag: fail with EEXIST if the attribute exists.
-pub const XATTR_CREATE: u32 = 1;
-/// `setxattr` flag: fail with ENODATA if the attribute does not exist.
-pub const XATTR_REPLACE: u32 = 2;
-
-/// The `user.` namespace prefix.
-pub const USER_PREFIX: &[u8] = b"user.";
-
-/// One inode's attributes (tmpfs), by name.
-pub type XattrMap = BTreeMap<Box<[u8]>, Box<[u8]>>;
-
-/// The namespaces tmpfs stores.
-const TMPFS_PREFIXES: [&[u8]; 3] = [USER_PREFIX, b"trusted.", b"security."];
-/// The POSIX ACL names (their own handlers, whole names).
-const ACL_NAMES: [&[u8]; 2] = [b"system.posix_acl_access", b"system.posix_acl_default"];
 
 /// Step 1 for a name: ERANGE if empty or too long.
 fn check_name(name: &[u8]) -> KResult<()> {
@@ -75,22 +53,6 @@ fn permission(inode: &Inode, name: &[u8], write: bool) -> KResult<()> {
         return Err(if write { Errno::EPERM } else { Errno::ENODATA });
     }
     Ok(())
-}
-
-/// Step 4's resolution against a list of prefix handlers: `Ok(true)` for a
-/// name under one of `prefixes`, EINVAL for a bare prefix, `Ok(false)` for
-/// none of them.
-pub fn under_prefix(name: &[u8], prefixes: &[&[u8]]) -> KResult<bool> {
-    for p in prefixes {
-        if let Some(rest) = name.strip_prefix(*p) {
-            return if rest.is_empty() {
-                Err(Errno::EINVAL)
-            } else {
-                Ok(true)
-            };
-        }
-    }
-    Ok(false)
 }
 
 /// Step 5: copy `data` into `buf`, or say how big it is.
@@ -111,77 +73,6 @@ fn fill(data: &[u8], buf: &mut [u8], list: bool) -> KResult<usize> {
 }
 
 // ---------------------------------------------------------------------------
-// tmpfs's handlers (the `FsOps` defaults)
-
-/// What a tmpfs name resolves to.
-enum TmpfsName {
-    Stored,
-    Acl,
-}
-
-fn tmpfs_resolve(inode: &Inode, name: &[u8]) -> KResult<TmpfsName> {
-    if under_prefix(name, &TMPFS_PREFIXES)? {
-        return Ok(TmpfsName::Stored);
-    }
-    if ACL_NAMES.contains(&name) {
-        // Linux's ACL handlers refuse symlinks.
-        if inode.is_symlink() {
-            return Err(Errno::EOPNOTSUPP);
-        }
-        return Ok(TmpfsName::Acl);
-    }
-    Err(Errno::EOPNOTSUPP)
-}
-
-/// tmpfs `listxattr`: every stored name, NUL-terminated, in byte order.
-pub fn tmpfs_list(inode: &Inode) -> KResult<Vec<u8>> {
-    let map = inode.xattrs().lock();
-    let mut out = Vec::new();
-    for k in map.keys() {
-        out.extend_from_slice(k);
-        out.push(0);
-    }
-    Ok(out)
-}
-
-/// tmpfs `getxattr`.
-pub fn tmpfs_get(inode: &Inode, name: &[u8]) -> KResult<Vec<u8>> {
-    match tmpfs_resolve(inode, name)? {
-        TmpfsName::Acl => Err(Errno::ENODATA),
-        TmpfsName::Stored => inode
-            .xattrs()
-            .lock()
-            .get(name)
-            .map(|v| v.to_vec())
-            .ok_or(Errno::ENODATA),
-    }
-}
-
-/// tmpfs `setxattr` (`value` `None`: `removexattr`, which is
-/// `XATTR_REPLACE` of nothing, as Linux's `simple_xattr_set`).
-pub fn tmpfs_set(inode: &Inode, name: &[u8], value: Option<&[u8]>, flags: u32) -> KResult<()> {
-    match tmpfs_resolve(inode, name)? {
-        TmpfsName::Acl if value.is_none() => return Ok(()),
-        TmpfsName::Acl => return Err(Errno::EOPNOTSUPP),
-        TmpfsName::Stored => {}
-    }
-    let mut map = inode.xattrs().lock();
-    let exists = map.contains_key(name);
-    let Some(value) = value else {
-        return map.remove(name).map(|_| ()).ok_or(Errno::ENODATA);
-    };
-    if exists && flags & XATTR_CREATE != 0 {
-        return Err(Errno::EEXIST);
-    }
-    if !exists && flags & XATTR_REPLACE != 0 {
-        return Err(Errno::ENODATA);
-    }
-    mem::admit(name.len() + value.len())?;
-    map.insert(name.into(), value.into());
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------
 // The system calls
 
 impl Vfs {
@@ -195,7 +86,7 @@ impl Vfs {
             follow,
             directory: false,
         };
-        let (_mnt, d) = namei::resolve(self, path, lf)?;
+        let (_mnt, d) = namei::resolve(&self.mounts, path, lf)?;
         let inode = d.inode_arc().ok_or(Errno::ENOENT)?;
         Ok((d.sb.clone(), inode))
     }

@@ -79,7 +79,7 @@ fn mnt(sh: &Shell) -> (Arc<fs::inode::SuperBlock>, usize) {
         follow: true,
         directory: true,
     };
-    fs::namei::filename_lookup(sh.vfs(), b"/mnt", flags, &mut |r| {
+    fs::namei::filename_lookup(sh.vfs().mnt_ns(), b"/mnt", flags, &mut |r| {
         let d = r.dentry();
         Ok((d.sb.clone(), fs::dcache::children(d).len()))
     })

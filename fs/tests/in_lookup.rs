@@ -39,7 +39,7 @@ fn a_second_miss_waits_for_the_first_and_takes_its_answer() {
     let _turn = turns::take(&ONE_AT_A_TIME);
     let vfs = Vfs::new_tmpfs("enoent=negative").unwrap();
     vfs.mkdir(b"/d", 0o755).unwrap();
-    let (_mnt, dir) = resolve(&vfs, b"/d", DIR).unwrap();
+    let (_mnt, dir) = resolve(vfs.mnt_ns(), b"/d", DIR).unwrap();
     let inode = dir.inode_arc().unwrap();
     let name = b"missing";
     let hash = dcache::d_hash(dir.arc(), name);
@@ -136,7 +136,7 @@ fn a_kill_unhashes_before_it_waits_for_the_parents_lock() {
     let _turn = turns::take(&ONE_AT_A_TIME);
     let vfs = Vfs::new_tmpfs("enoent=transient").unwrap();
     vfs.mkdir(b"/d", 0o755).unwrap();
-    let (_mnt, dir) = resolve(&vfs, b"/d", DIR).unwrap();
+    let (_mnt, dir) = resolve(vfs.mnt_ns(), b"/d", DIR).unwrap();
     let inode = dir.inode_arc().unwrap();
     let name = b"missing";
     let hash = dcache::d_hash(dir.arc(), name);

@@ -758,7 +758,7 @@ fn ref_walk_holding_rename_target_still_sees_an_inode() {
         follow: true,
         directory: true,
     };
-    let (_mnt, dir) = resolve(&vfs, b"/d", dirflags).unwrap();
+    let (_mnt, dir) = resolve(vfs.mnt_ns(), b"/d", dirflags).unwrap();
     let held = dcache::d_lookup(&dir, b"b", dcache::d_hash(&dir, b"b")).expect("b exists");
     assert!(held.inode_arc().is_some());
     vfs.rename(b"/d/a", b"/d/b").unwrap();
@@ -892,7 +892,7 @@ fn simultaneous_misses_of_one_name_hash_one_dentry() {
         follow: true,
         directory: true,
     };
-    let (_mnt, dir) = resolve(&vfs, b"/d", dirflags).unwrap();
+    let (_mnt, dir) = resolve(vfs.mnt_ns(), b"/d", dirflags).unwrap();
     let mut per_name: HashMap<Vec<u8>, usize> = HashMap::new();
     for c in dcache::all_children(&dir) {
         if c.is_hashed() {

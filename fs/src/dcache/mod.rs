@@ -263,6 +263,7 @@ pub const DEFAULT_MAX_UNUSED: usize = 1 << 20;
 /// The dcache (created on first use, hash seed from the platform clock).
 pub fn dcache() -> &'static Dcache {
     DCACHE.call_once(|| {
+        mem::register_shrinker(shrink);
         let t = crate::platform::get().now_ns();
         Dcache {
             table: RcuHashTable::new(16),
@@ -355,8 +356,7 @@ pub fn dget(d: &Arc<Dentry>) -> DRef {
     DRef::adopt(d.clone())
 }
 
-/// Take a counted reference unless the dentry is dead
-/// (`lockref_get_not_dead`).
+/// Take a counted reference unless the dentry is dead (`lockref_get_not_dead`).
 pub fn dget_not_dead(d: RcuRef<'_, Dentry>) -> Option<DRef> {
     if d.lockref.get_not_dead() {
         stats::inc(Event::SharedStore);

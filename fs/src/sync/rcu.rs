@@ -18,7 +18,6 @@
 //! Touches: the platform (read-lock nesting, call_rcu). Unsafe code lives here
 //! and in the sibling primitives only.
 
-use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::marker::PhantomData;
 use core::ops::Deref;
@@ -27,60 +26,7 @@ use core::ptr;
 use super::atomic::{AtomicPtr, Ordering};
 use crate::platform;
 
-/// An object whose destructor must wait for a grace period.
-///
-/// Two words, no allocation: the pointer and a monomorphised drop function.
-pub struct Retired {
-    ptr: *mut (),
-    drop_fn: unsafe fn(*mut ()),
-}
-
-// SAFETY: a Retired is built only from `Arc<T>`/`Box<T>` with `T: Send + Sync`
-// (see the constructors), so running its destructor on another CPU is fine.
-unsafe impl Send for Retired {}
-
-impl Retired {
-    /// Retire one strong reference of an `Arc`.
-    pub fn from_arc<T: Send + Sync + 'static>(a: Arc<T>) -> Self {
-        unsafe fn drop_arc<T>(p: *mut ()) {
-            // SAFETY: `p` came from `Arc::into_raw` of an `Arc<T>` in
-            // `from_arc`, and each Retired is reclaimed at most once.
-            unsafe { drop(Arc::from_raw(p as *const T)) }
-        }
-        Retired {
-            ptr: Arc::into_raw(a) as *mut (),
-            drop_fn: drop_arc::<T>,
-        }
-    }
-
-    /// Retire a `Box`.
-    pub fn from_box<T: Send + Sync + 'static>(b: Box<T>) -> Self {
-        unsafe fn drop_box<T>(p: *mut ()) {
-            // SAFETY: `p` came from `Box::into_raw` of a `Box<T>` in
-            // `from_box`, and each Retired is reclaimed at most once.
-            unsafe { drop(Box::from_raw(p as *mut T)) }
-        }
-        Retired {
-            ptr: Box::into_raw(b) as *mut (),
-            drop_fn: drop_box::<T>,
-        }
-    }
-
-    /// Run the destructor now. The caller (an RCU implementation) promises a
-    /// grace period has elapsed since the object was unpublished.
-    pub fn reclaim(self) {
-        let this = core::mem::ManuallyDrop::new(self);
-        // SAFETY: ptr/drop_fn were paired by a constructor above; `this` is
-        // not dropped again (ManuallyDrop), so the object is freed once.
-        unsafe { (this.drop_fn)(this.ptr) }
-    }
-}
-
-impl Drop for Retired {
-    /// Dropping a Retired without `reclaim` leaks it rather than freeing it
-    /// early: leaking is safe, freeing under a reader is not.
-    fn drop(&mut self) {}
-}
+pub use crate::platform::Retired;
 
 /// Retire an object: its destructor runs after a grace period.
 pub fn call_rcu(obj: Retired) {

@@ -5,15 +5,10 @@
 //! when tracing is on. The host (vfsh, the kernel's serial console) installs
 //! a sink that receives each formatted line.
 //!
-//! A step of the path walk is one typed [`WalkEvent`], emitted once by
-//! `namei` ([`walk_event!`]) and rendered here: as its text line (`trace on`,
-//! the guest's `demo=trace`) and, with the `teaching` feature, as a [`Step`]
-//! (`trace json`, the step-through page, the race hook of `vfsh race`).
+//! A step of the path walk is one typed event ([`crate::walk_event`]),
+//! whose text line goes through this module's flag and sink.
 //!
-//! - `walk.rs`: the events and their text lines;
-//! - `step.rs`: the events as steps, and the step sink.
-//!
-//! Touches: four globals (the two flags and the two sinks).
+//! Touches: two globals (the flag and the sink).
 
 use core::fmt;
 
@@ -73,9 +68,3 @@ macro_rules! trace {
         }
     };
 }
-
-mod step;
-mod walk;
-
-pub use step::{emit_step, enable_steps, mirrors, set_step_sink, steps_enabled, Step};
-pub use walk::{emit_walk, SeqNote, Text, UnlazyFail, WalkEvent};

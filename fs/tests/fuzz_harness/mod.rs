@@ -724,7 +724,7 @@ pub fn path_walk(data: &[u8]) {
                 let _ = fs::namei::check_name(p);
             }
             13 => {
-                let _ = fs::namei::filename_parentat(&v, p);
+                let _ = fs::namei::filename_parentat(v.mnt_ns(), p);
             }
             14 => {
                 let _ = v.mount("tmpfs", p, "");

@@ -201,7 +201,7 @@ pub fn rcu_lookup_counts_freed_dentry() -> TestResult {
     vfs.write_file(b"/pf", b"x")
         .map_err(|e| format!("create /pf: {e}"))?;
     let flags = fs::namei::LookupFlags::default();
-    let dentry: Arc<fs::dcache::Dentry> = fs::namei::resolve(&vfs, b"/pf", flags)
+    let dentry: Arc<fs::dcache::Dentry> = fs::namei::resolve(vfs.mnt_ns(), b"/pf", flags)
         .map_err(|e| format!("resolve /pf: {e}"))?
         .1
         .arc()

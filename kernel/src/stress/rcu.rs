@@ -290,7 +290,7 @@ fn sample_inode(vfs: &Vfs, path: &[u8], born: &mut Vec<Weak<Inode>>) {
         follow: false,
         directory: false,
     };
-    if let Ok((_mnt, d)) = fs::namei::resolve(vfs, path, flags) {
+    if let Ok((_mnt, d)) = fs::namei::resolve(vfs.mnt_ns(), path, flags) {
         if let Some(i) = d.inode_arc() {
             born.push(Arc::downgrade(&i));
         }

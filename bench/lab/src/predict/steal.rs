@@ -132,8 +132,8 @@ pub fn pairs(
     let mut w = bench::workloads::boxed(p.bench);
     w.setup(&vfs, 1).map_err(|e| format!("{p}: {e}"))?;
     let w = &*w;
-    let (_, root) =
-        fs::namei::resolve(&vfs, b"/", Default::default()).map_err(|e| format!("/: {e:?}"))?;
+    let (_, root) = fs::namei::resolve(vfs.mnt_ns(), b"/", Default::default())
+        .map_err(|e| format!("/: {e:?}"))?;
     let warmup = run / 4;
     // The victim beside a second CPU that loops `gap` hints apart, taking
     // and dropping the parent's reference each loop or not: the victim's

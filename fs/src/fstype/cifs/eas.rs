@@ -29,7 +29,7 @@ use super::eacache::{EaAnswer, EaCtx};
 use super::{data_errno, CifsFs, CifsInode};
 use crate::errno::{Errno, KResult};
 use crate::inode::Inode;
-use crate::xattr::{under_prefix, USER_PREFIX};
+use crate::simple_xattr::{under_prefix, USER_PREFIX};
 use smb::wire::ea::FullEa;
 use smb::wire::status;
 use smb::SmbError;

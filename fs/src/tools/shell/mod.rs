@@ -669,7 +669,7 @@ impl Shell {
             return self.run_fs(cmd);
         }
         let users = STEP_USERS.fetch_add(1, Ordering::SeqCst) + 1;
-        trace::enable_steps(users > 0);
+        crate::walk_event::enable_steps(users > 0);
         let ids = core::mem::take(&mut self.ids);
         steps::begin(self.vfs.clone(), self.json, self.race.take(), ids);
         let result = self.run_fs(cmd);
@@ -683,7 +683,7 @@ impl Shell {
             self.race = Some(r);
         }
         let users = STEP_USERS.fetch_sub(1, Ordering::SeqCst) - 1;
-        trace::enable_steps(users > 0);
+        crate::walk_event::enable_steps(users > 0);
         result
     }
 

@@ -1,7 +1,7 @@
 //! The shell's side of the walk steps (`teaching` feature): `trace json`
 //! lines, the dentry tree they carry, and the race hook behind `vfsh race`.
 //!
-//! `namei` hands every walk step to [`step_sink`] (a [`crate::trace::WalkEvent`]
+//! `namei` hands every walk step to [`step_sink`] (a [`crate::walk_event::WalkEvent`]
 //! seen as a [`Step`]).
 //! For the shell command that is running on this thread it
 //! - writes the step as one JSON line (when `trace json` is on): the step
@@ -30,8 +30,8 @@ use std::vec::Vec;
 use super::{self as shell, Cmd};
 use crate::dcache::{self, Dentry, D_MOUNTED, D_PAR_LOOKUP};
 use crate::stats::{self, Counters, FallbackReason};
-use crate::trace::{mirrors, Step};
 use crate::vfs::Vfs;
+use crate::walk_event::{mirrors, Step};
 
 /// A command armed to run at a walk step (`race STEP CMD…`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,7 +86,7 @@ pub fn in_race() -> bool {
 
 /// Start watching the steps of one shell command on this thread.
 pub fn begin(vfs: Arc<Vfs>, json: bool, race: Option<Armed>, ids: Ids) {
-    crate::trace::set_step_sink(step_sink);
+    crate::walk_event::set_step_sink(step_sink);
     let a = Active {
         vfs,
         json,
@@ -184,7 +184,7 @@ fn tree_json(out: &mut String, vfs: &Vfs, ids: &mut Ids) {
     let mounts = vfs.mounts.all();
     out.push('[');
     let mut first = true;
-    let root = vfs.root_mount().root_arc().clone();
+    let root = vfs.mnt_ns().root().root_arc().clone();
     let mut stack: Vec<(Arc<Dentry>, Option<u32>, Option<u64>)> = vec![(root, None, None)];
     let mut seen = 0usize;
     while let Some((d, parent, mnt)) = stack.pop() {

@@ -5,13 +5,15 @@
 //! feature (the kernel, and so every benchmark, builds fs without it), and
 //! with `--cfg fs_notrace` no event costs anything.
 //!
-//! Touches: nothing of its own (the flags and sinks of [`super`]).
+//! Touches: nothing of its own (the text flag and sink of [`crate::trace`],
+//! the step flag and sink of [`super`]).
 
 use core::fmt;
 
-use super::{emit, emit_step, enabled, steps_enabled};
+use super::{emit_step, steps_enabled};
 use crate::dcache::Dentry;
 use crate::stats::FallbackReason;
+use crate::trace::{emit, enabled};
 
 /// A sequence count the walk read at a step: `now == None` is a sample
 /// (the walk remembers `sampled` to check later); `Some(now)` is a check,
@@ -232,10 +234,10 @@ macro_rules! walk_event {
     (@text $other:ident) => { false };
     ($kind:ident $(, $($field:tt)*)?) => {
         if ($crate::walk_event!(@text $kind) && $crate::trace::enabled())
-            || $crate::trace::steps_enabled()
+            || $crate::walk_event::steps_enabled()
         {
-            $crate::trace::emit_walk(
-                &$crate::trace::WalkEvent::$kind { $($($field)*)? },
+            $crate::walk_event::emit_walk(
+                &$crate::walk_event::WalkEvent::$kind { $($($field)*)? },
                 $crate::walk_event!(@text $kind),
             );
         }
@@ -440,7 +442,7 @@ mod tests {
     #[test]
     fn the_text_list_of_walk_event_matches_the_renderer() {
         let vfs = Vfs::new_tmpfs("").unwrap();
-        let d: &Dentry = vfs.root_mount().root_arc();
+        let d: &Dentry = vfs.mnt_ns().root().root_arc();
         let (name, hash, why) = (&b"x"[..], 7, FallbackReason::CacheMiss);
         let (same, moved) = (
             SeqNote::check("d_seq", 2, 2),
