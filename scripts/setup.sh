@@ -16,7 +16,8 @@ cd "$(dirname "$0")/.."
 
 tier=${1:-test}
 case $tier in
-run | test) ;;
+run) target=setup-run ;;
+test) target=setup ;;
 *)
     echo "usage: $0 [run|test]" >&2
     exit 2
@@ -62,7 +63,7 @@ if ((${#missing[@]})); then
     else
         echo "setup ($tier): missing Debian packages: ${missing[*]}" >&2
         echo "setup: install them as root:  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
-        echo "setup: (or run \`make setup\` as root)" >&2
+        echo "setup: (or run \`make $target\` as root)" >&2
         exit 1
     fi
 fi
