@@ -251,7 +251,7 @@ pub struct Connection {
     connector: Box<dyn Connector>,
     clock: Box<dyn Clock>,
     link: Option<Link>,
-    stats: TconStats,
+    pub(crate) stats: TconStats,
     trace: TraceRing,
     /// Successful connects so far (never reset): caches keyed on the
     /// session, like a negative WSL-EA cache, compare it to notice a
