@@ -114,7 +114,7 @@ impl Case {
                 stop_after: 1 << 30,
             },
             "endless-file-small" => Case::EndlessFile {
-                stop_after: 32 << 20,
+                stop_after: 4 << 20,
             },
             "ea-empty-name" => Case::EaNames(vec![b"good".to_vec(), Vec::new()]),
             "ea-bad-names" => {
