@@ -164,7 +164,9 @@ pub fn smb_wire(data: &[u8]) {
         let _ = FileId::parse(rest, sel as usize);
         let _ = FileTimes::parse(rest, sel as usize);
         // The offset rule on any message, fixed part and area.
-        let size = rest.get(64..66).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+        let size = rest
+            .get(64..66)
+            .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
         if let Ok(body) = ReplyBody::new(rest, size, sel as usize % 72, "structure size") {
             let len = rest.len().saturating_sub(sel as usize / 2);
             let _ = body.area(sel as usize, len);
