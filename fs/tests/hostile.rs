@@ -27,7 +27,7 @@
 //!    `cksum` streams it (the right SHA-256), `read` ends in ENOMEM at the
 //!    vfsh memory budget, vfsh's peak RSS stays under 256 MB;
 //! 10. EA names Linux cannot show (empty, NUL inside, past XATTR_NAME_MAX)
-//!    → left out and counted (`Bad EA names` in the Stats).
+//!     → left out and counted (`Bad EA names` in the Stats).
 //!
 //! The downgrade tests start their own Samba fixture
 //! (skipped, or failed under `REQUIRE_FIXTURES=1`, where it cannot run).
@@ -353,8 +353,9 @@ fn read_data_offset_below_the_fixed_part_means_right_after_it() {
 fn data_offsets_into_the_header_or_past_the_end_are_eio() {
     // (command, a user's command on the mount or None: the mount fails,
     // offsets to try (the fixed part ends at the last but one), protocols)
+    type Corner<'a> = (u16, Option<&'a str>, &'a [u32], &'a [usize]);
     let qi: &[u32] = &[0, 32, 64, 71, 0xffff];
-    let cases: [(u16, Option<&str>, &[u32], &[usize]); 5] = [
+    let cases: [Corner; 5] = [
         (16, Some("stat /mnt/hello.txt"), qi, &[0, 1, 2]),
         (14, Some("ls /mnt"), qi, &[0, 1, 2]),
         (1, None, &[0, 32, 71, 0xffff], &[0, 1, 2]),

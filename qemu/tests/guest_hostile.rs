@@ -35,12 +35,12 @@ fn boot(args: &[&str], opts: &str, extra: &str) -> Option<(GuestStatus, String, 
     }
     let mut cmd = vec![env!("CARGO_BIN_EXE_hostile-smb").to_string()];
     cmd.extend(args.iter().map(|a| a.to_string()));
-    let fwd = GuestFwd::smb(cmd.into_iter().map(Into::into).collect());
+    let fwd = GuestFwd::smb(cmd);
     let cfg = QemuConfig::new(kernel_image())
         .smp(2)
         .memory("256M".parse().unwrap())
         .guestfwd(fwd)
-        .cmdline(&format!(
+        .cmdline(format!(
             "smb=//10.0.2.100/share smbopts=username=u,password=p{opts} {extra}"
         ));
     let t0 = Instant::now();

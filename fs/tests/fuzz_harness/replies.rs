@@ -169,11 +169,14 @@ fn bend_msg(r: &mut Vec<u8>, how: &MsgHow) {
     }
 }
 
+/// Frames seen so far, and the frame bends still to come.
+type FrameBends = Arc<Mutex<(u64, VecDeque<(u64, FrameHow)>)>>;
+
 /// The server's connections: each a [`MemConn`] whose frames pass the
 /// frame bends.
 struct Mem {
     server: Arc<Server>,
-    frames: Arc<Mutex<(u64, VecDeque<(u64, FrameHow)>)>>,
+    frames: FrameBends,
 }
 
 impl Connector for Mem {
@@ -191,7 +194,7 @@ impl Connector for Mem {
 
 struct MemTransport {
     conn: MemConn,
-    frames: Arc<Mutex<(u64, VecDeque<(u64, FrameHow)>)>>,
+    frames: FrameBends,
     queue: VecDeque<Vec<u8>>,
     last_req: Option<hw::ReqHdr>,
     forever: bool,

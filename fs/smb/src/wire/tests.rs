@@ -534,7 +534,8 @@ fn every_data_area_obeys_the_offset_rule() {
     n[58..60].copy_from_slice(&4u16.to_le_bytes());
     n.extend_from_slice(b"SPNG");
     type Parse = fn(&[u8]) -> bool;
-    let cases: [(&str, Vec<u8>, usize, usize, usize, Parse); 5] = [
+    type Case = (&'static str, Vec<u8>, usize, usize, usize, Parse);
+    let cases: [Case; 5] = [
         ("query", reply(cmd::QUERY_INFO, &q), 66, 2, 72, |m| {
             OutputResponse::parse(m).is_ok()
         }),
