@@ -36,6 +36,11 @@ use crate::mount::{Mount, MountTable, Namespace};
 use crate::namei::{
     self, filename_lookup, filename_parentat, LastType, LookupFlags, Parent, WalkErr,
 };
+/// The most a whole-file read ([`Vfs::read_chunks`]) holds at once: one
+/// window of the file (8 MiB: a READ of the largest size Samba and Windows
+/// offer, and the most a cifs read asks in one call).
+pub const READ_WINDOW: usize = 8 << 20;
+
 /// The types of this API's signatures, defined with what a filesystem
 /// shares ([`crate::types`]).
 pub use crate::types::{DirEntry, FileType, OpenFlags, Stat};
@@ -730,24 +735,51 @@ impl Vfs {
         Ok(())
     }
 
-    /// Convenience: open read-only and read everything. Reads in chunks of
-    /// the size `stat` last reported (at least 4 KiB, at most 8 MiB), so a
-    /// network file comes in one call; a short read of a regular file is
-    /// its end.
+    /// Convenience: open read-only and read everything (see
+    /// [`Vfs::read_chunks`]). The bytes are kept only while memory
+    /// admission and the allocator say yes: a remote file that keeps
+    /// growing ends in `ENOMEM` at the memory budget, never past it.
     pub fn read_file(&self, path: &[u8]) -> KResult<Vec<u8>> {
-        let f = self.open(path, OpenFlags::RDONLY, 0)?;
         let mut out = Vec::new();
-        let want = (f.inode.size() as usize).saturating_add(1);
-        let mut buf = alloc::vec![0u8; want.clamp(4096, 8 << 20)];
+        self.read_chunks(path, &mut |chunk| {
+            let need = out.len().saturating_add(chunk.len());
+            if need > out.capacity() {
+                // The new buffer is allocated while the old one still
+                // lives: admit all of it.
+                let cap = need.max(out.capacity().saturating_mul(2));
+                crate::mem::admit(cap)?;
+                out.try_reserve_exact(cap - out.len())
+                    .map_err(|_| Errno::ENOMEM)?;
+            }
+            out.extend_from_slice(chunk);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Open read-only and hand the file to `f` chunk by chunk, in one
+    /// window of at most [`READ_WINDOW`] bytes (sized by what `stat` last
+    /// reported, at least 4 KiB, so a small network file comes in one
+    /// call): however long the file, and whatever its server claims, the
+    /// reader holds no more than the window. A short read of a regular
+    /// file is its end. Returns the bytes read; stops at `f`'s first error.
+    pub fn read_chunks(
+        &self,
+        path: &[u8],
+        f: &mut dyn FnMut(&[u8]) -> KResult<()>,
+    ) -> KResult<u64> {
+        let file = self.open(path, OpenFlags::RDONLY, 0)?;
+        let want = (file.inode.size() as usize).saturating_add(1);
+        let mut buf = alloc::vec![0u8; want.clamp(4096, READ_WINDOW)];
+        let mut total = 0u64;
         loop {
-            let n = f.read(&mut buf)?;
-            // A remote file may keep growing: its bytes are kept only while
-            // memory admission and the allocator say yes.
-            crate::mem::admit(n)?;
-            out.try_reserve(n).map_err(|_| Errno::ENOMEM)?;
-            out.extend_from_slice(&buf[..n]);
-            if n == 0 || (n < buf.len() && f.inode.kind == FileType::File) {
-                return Ok(out);
+            let n = file.read(&mut buf)?;
+            if n > 0 {
+                f(&buf[..n])?;
+                total += n as u64;
+            }
+            if n == 0 || (n < buf.len() && file.inode.kind == FileType::File) {
+                return Ok(total);
             }
         }
     }

@@ -14,7 +14,22 @@
 //!    a server that never grants one → the mount fails with EIO;
 //!
 //! and more: STATUS_PENDING interim replies forever, QUERY_DIRECTORY output
-//! longer than asked. The downgrade tests start their own Samba fixture
+//! longer than asked. Issue 38's second round, each on SMB 2.1 and on
+//! signed 3.0 and 3.1.1 sessions (the server signs what it bends):
+//!
+//! 7. a reply's data offset into the header, into the fixed part or past
+//!    the end, for every reply type with a data area → EIO (the mount's, or
+//!    the command's), except READ's DataOffset below the fixed size, which
+//!    means "right after it" as in Linux → the right bytes;
+//! 8. an interim reply every 2 s for ever → EIO at the request's total
+//!    deadline (40 s with the 10 s timeout), not 64 timeouts;
+//! 9. a file whose EndOfFile is 2^62 and whose server sends 512 MiB →
+//!    `cksum` streams it (the right SHA-256), `read` ends in ENOMEM at the
+//!    vfsh memory budget, vfsh's peak RSS stays under 256 MB;
+//! 10. EA names Linux cannot show (empty, NUL inside, past XATTR_NAME_MAX)
+//!     → left out and counted (`Bad EA names` in the Stats).
+//!
+//! The downgrade tests start their own Samba fixture
 //! (skipped, or failed under `REQUIRE_FIXTURES=1`, where it cannot run).
 //! Touches loopback only.
 
@@ -22,7 +37,7 @@ use fs::errno::Errno;
 use fs::fstype::cifs::CifsFs;
 use fs::tools::shell::Shell;
 use fs::vfs::OpenFlags;
-use qemu::hostile::{self, mitm, Case, Server};
+use qemu::hostile::{self, mitm, Case, Proto, Server};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -252,6 +267,248 @@ fn pending_forever_and_oversized_listing_are_eio() {
         last(&mut mounted(&l, ""), "ls /mnt")
     });
     assert_eq!(out, "err EIO");
+}
+
+// ------------------------------------------ issue 38: offsets, waits, memory
+
+/// The protocols every new case runs on, with the mount options for each.
+const PROTOS: [(Proto, &str); 3] = [
+    (Proto::SMB21, ""),
+    (Proto::SMB30_SIGNED, ",vers=3.0,sign"),
+    (Proto::SMB311_SIGNED, ",vers=3.1.1,sign"),
+];
+
+fn server_on(case: Case, proto: Proto) -> hostile::Listening {
+    let s = Server::with_proto(case, &[("hello.txt", HELLO)], &["d0", "d1"], proto);
+    hostile::serve_tcp(s).expect("hostile server")
+}
+
+/// A vfsh mount line's output against `l` with `opts`.
+fn try_mount(l: &hostile::Listening, opts: &str) -> (Shell, Vec<String>) {
+    let mut sh = Shell::new("");
+    sh.exec("mkdir /mnt");
+    let out = sh.exec(&format!(
+        "mount cifs //127.0.0.1:{}/share /mnt username=u,password=p{opts}",
+        l.addr.port()
+    ));
+    (sh, out)
+}
+
+/// The honest server mounts, lists, reads and writes on every protocol:
+/// the signed sessions really are signed (a reply signed with another key
+/// would fail the mount).
+#[test]
+fn signed_sessions_serve_honestly() {
+    for (proto, opts) in PROTOS {
+        let l = server_on(Case::Honest, proto);
+        let out = within_limit("signed honest", move || {
+            let mut sh = mounted(&l, opts);
+            (
+                last(&mut sh, "ls /mnt"),
+                last(&mut sh, "read /mnt/hello.txt"),
+                last(&mut sh, "write /mnt/new ab"),
+            )
+        });
+        assert_eq!(out.0, "ok d0 d1 hello.txt", "{proto:?}");
+        assert_eq!(out.1, "ok hello, world\\n", "{proto:?}");
+        assert_eq!(out.2, "ok", "{proto:?}");
+    }
+}
+
+/// READ's DataOffset into the header or the fixed part: Linux's
+/// `handle_read_data` reads the data right after the fixed part, so the
+/// answer is the file's bytes, never the header's; past the end it is EIO.
+#[test]
+fn read_data_offset_below_the_fixed_part_means_right_after_it() {
+    for (proto, opts) in PROTOS {
+        for (off, want) in [
+            (0, "ok hello, world\\n"),
+            (16, "ok hello, world\\n"),
+            (64, "ok hello, world\\n"),
+            (79, "ok hello, world\\n"),
+            (200, "err EIO"),
+            (255, "err EIO"),
+        ] {
+            let l = server_on(Case::BadOffset { cmd: 8, off }, proto);
+            let out = within_limit("read offset", move || {
+                let mut sh = mounted(&l, opts);
+                (
+                    last(&mut sh, "read /mnt/hello.txt"),
+                    last(&mut sh, "cksum /mnt/hello.txt"),
+                )
+            });
+            assert_eq!(out.0, want, "{proto:?} DataOffset {off}");
+            if want.starts_with("ok") {
+                let sum = "853ff93762a06ddbf722c4ebe9ddd66d8f63ddaea97f521c3ecc20da7c976020 13";
+                assert_eq!(out.1, format!("ok {sum}"), "{proto:?} DataOffset {off}");
+            }
+        }
+    }
+}
+
+/// Every other reply's data area by the offset rule: into the header, into
+/// the fixed part, or past the end → EIO; QUERY_INFO's and
+/// QUERY_DIRECTORY's on a user's command, the handshake's on the mount.
+#[test]
+fn data_offsets_into_the_header_or_past_the_end_are_eio() {
+    // (command, a user's command on the mount or None: the mount fails,
+    // offsets to try (the fixed part ends at the last but one), protocols)
+    type Corner<'a> = (u16, Option<&'a str>, &'a [u32], &'a [usize]);
+    let qi: &[u32] = &[0, 32, 64, 71, 0xffff];
+    let cases: [Corner; 5] = [
+        (16, Some("stat /mnt/hello.txt"), qi, &[0, 1, 2]),
+        (14, Some("ls /mnt"), qi, &[0, 1, 2]),
+        (1, None, &[0, 32, 71, 0xffff], &[0, 1, 2]),
+        (11, None, &[0, 32, 111, 0xffff], &[1]),
+        (0, None, &[0, 32, 127, 0xffff], &[2]),
+    ];
+    for (cmd, line, offs, protos) in cases {
+        for &p in protos {
+            let (proto, opts) = PROTOS[p];
+            for &off in offs {
+                let l = server_on(Case::BadOffset { cmd, off }, proto);
+                let what = format!("{proto:?} command {cmd} offset {off}");
+                let out = within_limit(&what, move || {
+                    let (mut sh, m) = try_mount(&l, opts);
+                    match line {
+                        Some(line) if m.last().is_some_and(|x| x == "ok") => {
+                            vec![last(&mut sh, line)]
+                        }
+                        _ => m,
+                    }
+                });
+                assert_eq!(out.last().unwrap(), "err EIO", "{what}: {out:?}");
+            }
+        }
+    }
+    // The stat that answered `ok file size=0` from the header's bytes.
+    let l = server(Case::BadOffset { cmd: 16, off: 0 });
+    let out = within_limit("stat", move || {
+        last(&mut mounted(&l, ""), "stat /mnt/hello.txt")
+    });
+    assert_eq!(out, "err EIO");
+}
+
+/// An interim reply every 2 s for ever: the request ends at its total
+/// deadline (4 timeouts of 10 s) with EIO, well within 60 s, on every
+/// protocol at once.
+#[test]
+fn slow_interim_replies_end_at_the_total_deadline() {
+    let runs: Vec<_> = PROTOS
+        .iter()
+        .map(|&(proto, opts)| {
+            let l = server_on(Case::PendingSlow { every_ms: 2000 }, proto);
+            std::thread::spawn(move || {
+                within_limit("pending slow", move || {
+                    let mut sh = mounted(&l, opts);
+                    let t0 = Instant::now();
+                    let out = last(&mut sh, "stat /mnt/hello.txt");
+                    (out, t0.elapsed())
+                })
+            })
+        })
+        .collect();
+    for (r, (proto, _)) in runs.into_iter().zip(PROTOS) {
+        let (out, took) = r.join().unwrap();
+        assert_eq!(out, "err EIO", "{proto:?}");
+        println!(
+            "hostile pending slow {proto:?}: EIO after {:.1} s",
+            took.as_secs_f64()
+        );
+    }
+}
+
+/// EA names Linux cannot show are left out and counted in the Stats; the
+/// good one beside them is listed.
+#[test]
+fn bad_ea_names_are_skipped_and_counted() {
+    let names = [
+        vec![b"good".to_vec(), Vec::new(), b"after".to_vec()],
+        vec![b"x\0y".to_vec(), b"good".to_vec()],
+        vec![vec![b'n'; 251], b"good".to_vec()],
+    ];
+    for (proto, opts) in PROTOS {
+        for n in &names {
+            let l = server_on(Case::EaNames(n.clone()), proto);
+            let opts = format!("{opts},eacache=always");
+            let (list, stats) = within_limit("ea names", move || {
+                let mut sh = mounted(&l, &opts);
+                (last(&mut sh, "listxattr /mnt/hello.txt"), sh.exec("stats"))
+            });
+            assert_eq!(list, "ok user.good", "{proto:?} {n:?}");
+            // Counted once per answer that held one (listxattr may ask
+            // more than once).
+            let bad = stats
+                .iter()
+                .find_map(|l| l.strip_prefix("# Bad EA names: "))
+                .and_then(|n| n.parse::<u64>().ok());
+            assert!(bad.is_some_and(|n| n >= 1), "{proto:?} {n:?}: {stats:?}");
+        }
+    }
+}
+
+/// vfsh (the binary, with its memory budget) against the endless file:
+/// `cksum` streams 512 MiB to the right SHA-256, `read` ends in ENOMEM at
+/// the budget, and the process's peak RSS stays under 256 MB.
+#[test]
+fn endless_file_streams_within_the_memory_budget() {
+    use sha2::Digest;
+    use std::io::{BufRead, BufReader, Write};
+    const SENT: u64 = 512 << 20;
+    let mut h = sha2::Sha256::new();
+    let block: Vec<u8> = (0..251 * 4096).map(hostile::endless_byte).collect();
+    let mut left = SENT as usize;
+    while left > 0 {
+        let n = left.min(block.len());
+        h.update(&block[..n]);
+        left -= n;
+    }
+    let want: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    for (proto, opts) in PROTOS {
+        let l = server_on(Case::EndlessFile { stop_after: SENT }, proto);
+        let want = want.clone();
+        let (outs, hwm_kb) = within_limit("endless file", move || {
+            let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_vfsh"))
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("vfsh");
+            let mut input = child.stdin.take().unwrap();
+            let mut output = BufReader::new(child.stdout.take().unwrap());
+            let mut outs = Vec::new();
+            for line in [
+                "mkdir /mnt".to_string(),
+                format!(
+                    "mount cifs //127.0.0.1:{}/share /mnt username=u,password=p{opts}",
+                    l.addr.port()
+                ),
+                "stat /mnt/endless.bin".into(),
+                "cksum /mnt/endless.bin".into(),
+                "read /mnt/endless.bin".into(),
+            ] {
+                writeln!(input, "{line}").unwrap();
+                let mut o = String::new();
+                output.read_line(&mut o).unwrap();
+                outs.push(o.trim_end().to_string());
+            }
+            // Peak RSS while it still runs.
+            let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()));
+            let hwm = status
+                .unwrap_or_default()
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
+                .unwrap_or(u64::MAX);
+            drop(input);
+            let _ = child.wait();
+            (outs, hwm)
+        });
+        println!("hostile endless file {proto:?}: {outs:?}, peak RSS {hwm_kb} kB");
+        assert_eq!(outs[2], "ok file size=4611686018427387904", "{proto:?}");
+        assert_eq!(outs[3], format!("ok {want} {SENT}"), "{proto:?}");
+        assert_eq!(outs[4], "err ENOMEM", "{proto:?}");
+        assert!(hwm_kb < 256_000, "{proto:?}: peak RSS {hwm_kb} kB");
+    }
 }
 
 // ------------------------------------------------------- MITM downgrade

@@ -158,23 +158,23 @@ fn mount_and_list(source: &SmbSource, opts: &str, read: Option<&str>) -> Result<
     Ok(())
 }
 
-/// `smbread=`: read /mnt/PATH to its end, print size and SHA-256.
+/// `smbread=`: read /mnt/PATH to its end, print size and SHA-256. The file
+/// streams through one read window ([`fs::vfs::READ_WINDOW`]) into the
+/// hash: however long it is, the guest holds no more than that.
 fn read_one(vfs: &Vfs, rel: &str) -> Result<(), String> {
     use sha2::Digest;
     let path = format!("/mnt/{}", rel.trim_start_matches('/'));
     let t0 = crate::time::now_ns();
-    let data = vfs
-        .read_file(path.as_bytes())
+    let mut h = sha2::Sha256::new();
+    let size = vfs
+        .read_chunks(path.as_bytes(), &mut |c| {
+            h.update(c);
+            Ok(())
+        })
         .map_err(|e| format!("smbread {path}: {e:?}"))?;
     let secs = secs_since(t0);
-    let hex: String = sha2::Sha256::digest(&data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    kprintln!(
-        "smbread path={rel} size={} sha256={hex} secs={secs:.3}",
-        data.len()
-    );
+    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    kprintln!("smbread path={rel} size={size} sha256={hex} secs={secs:.3}");
     Ok(())
 }
 

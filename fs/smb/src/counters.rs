@@ -46,6 +46,9 @@ pub struct TconStats {
     /// malformed transform header) or came in clear on an encrypting
     /// session: each one failed its requests with EIO.
     pub decrypt_failed: u64,
+    /// EA names a Linux user cannot be given (empty, a NUL inside, past
+    /// XATTR_NAME_MAX with `user.`), left out of the answer.
+    pub bad_ea_names: u64,
 }
 
 impl TconStats {
@@ -81,6 +84,9 @@ impl TconStats {
                 "Encrypted frames: {} sent {} decrypt failures",
                 self.sealed, self.decrypt_failed
             );
+        }
+        if self.bad_ea_names > 0 {
+            let _ = writeln!(s, "Bad EA names: {}", self.bad_ea_names);
         }
         let rows: [(&str, u16); 12] = [
             ("Negotiates", cmd::NEGOTIATE),

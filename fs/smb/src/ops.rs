@@ -431,9 +431,11 @@ impl Connection {
             if r.hdr.status == status::NO_EAS_ON_FILE {
                 return Ok(Vec::new());
             }
-            c.body(&r, |m| {
-                ea::parse_full_ea_list(OutputResponse::parse(m)?.data)
-            })
+            let l = c.body(&r, |m| {
+                ea::parse_full_ea_list_counted(OutputResponse::parse(m)?.data)
+            })?;
+            c.stats.bad_ea_names += u64::from(l.bad_names);
+            Ok(l.eas)
         })
     }
 

@@ -14,11 +14,32 @@ use std::process::ExitCode;
 
 use fs::tools::shell::{self, Shell};
 
-const HELP: &str = "usage: vfsh [-o OPTS] [SCRIPT]
+const HELP: &str = "usage: vfsh [-o OPTS] [--mem-budget SIZE] [SCRIPT]
 
 Runs commands (one per line, from SCRIPT or standard input) against a fresh
 tmpfs and prints one result line per command: `ok ...` or `err ENAME`.
-  -o OPTS   mount options of the root tmpfs, e.g. enoent=noalloc";
+  -o OPTS   mount options of the root tmpfs, e.g. enoent=noalloc
+  --mem-budget SIZE
+            the most heap the fs may hold (bytes, or with K, M, G; 0: no
+            limit; default 128M): past it what would allocate gets ENOMEM";
+
+/// The memory budget without `--mem-budget`.
+const DEFAULT_BUDGET: usize = 128 << 20;
+
+// Counts the heap, so that admission can hold the budget.
+#[global_allocator]
+static ALLOC: fs::sync::budget::CountingAlloc = fs::sync::budget::CountingAlloc;
+
+/// `SIZE` of `--mem-budget`: bytes, or a number with K, M or G.
+fn parse_size(s: &str) -> Option<usize> {
+    let (num, shift) = match s.as_bytes().last()? {
+        b'K' | b'k' => (&s[..s.len() - 1], 10),
+        b'M' | b'm' => (&s[..s.len() - 1], 20),
+        b'G' | b'g' => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    num.parse::<usize>().ok()?.checked_mul(1 << shift)
+}
 
 /// The help after [`HELP`]: the designs (from the registry) and commands.
 fn help_tail() -> String {
@@ -36,6 +57,7 @@ fn help_tail() -> String {
 
 fn main() -> ExitCode {
     let mut opts = String::new();
+    let mut budget = DEFAULT_BUDGET;
     let mut script: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -48,6 +70,10 @@ fn main() -> ExitCode {
                 Some(o) => opts = o,
                 None => return usage_error("-o needs an argument"),
             },
+            "--mem-budget" => match args.next().as_deref().map(parse_size) {
+                Some(Some(b)) => budget = b,
+                _ => return usage_error("--mem-budget needs a SIZE (bytes, K, M, G)"),
+            },
             _ if a.starts_with('-') && a != "-" => {
                 return usage_error(&format!("unknown option {a}"));
             }
@@ -56,6 +82,7 @@ fn main() -> ExitCode {
         }
     }
 
+    fs::sync::budget::set_budget(Some(budget).filter(|&b| b > 0));
     let mut sh = match Shell::try_new(&opts) {
         Ok(s) => s,
         Err(e) => {

@@ -422,6 +422,12 @@ impl HostPlatform {
 }
 
 impl Platform for HostPlatform {
+    /// Host mode's memory budget ([`super::budget`]): admits everything
+    /// unless a budget is set.
+    fn may_alloc(&self, bytes: usize) -> bool {
+        super::budget::may_alloc(bytes)
+    }
+
     #[inline]
     fn cpu_id(&self) -> usize {
         LOCAL.with(|l| l.slot)

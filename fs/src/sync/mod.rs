@@ -19,10 +19,13 @@
 //!   hold a per-bucket lock.
 //! - [`host`] (feature `std`): the host [`crate::platform::Platform`]: thread
 //!   slots as CPUs and an epoch-based RCU.
+//! - [`budget`] (feature `std`): host mode's memory budget, a counting
+//!   global allocator that the host platform's admission answers from.
 //! - [`model`] (`--cfg loom` only): the platform loom models run on, with a
 //!   simple RCU whose grace period waits for readers through loom atomics.
 //!
-//! Every module here is modelled with loom (`RUSTFLAGS="--cfg loom"`), see
+//! Every module here but `budget` (plain counters around the system
+//! allocator) is modelled with loom (`RUSTFLAGS="--cfg loom"`), see
 //! `fs/tests/loom.rs`. Nothing here knows about dentries.
 
 /// A constructor that is `const` in normal builds and a plain `fn` under
@@ -37,6 +40,8 @@ macro_rules! const_unless_loom {
 }
 
 pub mod atomic;
+#[cfg(all(feature = "std", not(loom)))]
+pub mod budget;
 #[cfg(all(feature = "std", not(loom)))]
 pub mod host;
 pub mod ilist;

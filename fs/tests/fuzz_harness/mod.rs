@@ -9,7 +9,9 @@
 //! and decryption with a known key ([`smb_transform`]), the cifs
 //! mount-option parser ([`cifs_opts`]), and listed names on their way into
 //! the dcache behind `qemu::hostile`'s in-memory server
-//! ([`cifs_listing`]); the kernel command-line
+//! ([`cifs_listing`]), and the structure-aware reply fuzzer: whole reply
+//! sequences, `arbitrary`-derived, through that server's transport to the
+//! full client ([`replies`]); the kernel command-line
 //! parser has its harness in `cmdline.rs` beside this file. Errors are
 //! fine; a panic (or an abort, e.g. an
 //! allocation the input sized) is a bug. The few checks that assert are
@@ -20,6 +22,7 @@
 #![allow(dead_code)]
 
 pub mod mutate;
+pub mod replies;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -41,14 +44,14 @@ use smb::wire::query::OutputResponse;
 use smb::wire::read::ReadResponse;
 use smb::wire::session::{parse_small, SessionSetupResponse};
 use smb::wire::tree::TreeConnectResponse;
-use smb::wire::{from_utf16le, region};
+use smb::wire::{from_utf16le, ReplyBody};
 use smb::{Clock, Config, Connection, Connector, Signing, Transport, TransportError};
 
 /// The targets, by the names of their `fuzz/fuzz_targets/*.rs` and
 /// `fuzz/corpus/*` directories.
 /// (`cmdline` has its own harness, `cmdline.rs` here: it needs the
 /// `bench` crate, which the fs tests cannot depend on.)
-pub const TARGETS: [&str; 7] = [
+pub const TARGETS: [&str; 8] = [
     "smb_wire",
     "smb_conn",
     "ntlm",
@@ -56,6 +59,7 @@ pub const TARGETS: [&str; 7] = [
     "smb_transform",
     "cifs_opts",
     "cifs_listing",
+    "smb_replies",
 ];
 
 /// Runs harness `name` on `data`. Unknown names panic (a test bug).
@@ -70,6 +74,7 @@ pub fn run(name: &str, data: &[u8]) {
         "smb_transform" => smb_transform(data),
         "cifs_opts" => cifs_opts(data),
         "cifs_listing" => cifs_listing(data),
+        "smb_replies" => replies::smb_replies(data),
         _ => panic!("no harness {name}"),
     }
 }
@@ -121,6 +126,7 @@ fn parse_payloads(b: &[u8]) {
     let _ = info::parse_basic(b, &mut st);
     let _ = info::parse_standard(b, &mut st);
     let _ = info::parse_all(b);
+    let _ = smb::wire::ea::parse_full_ea_list_counted(b);
     if let Ok(eas) = parse_full_ea_list(b) {
         if let Ok(w) = WslEas::from_eas(&eas) {
             let _ = w.is_empty();
@@ -157,11 +163,15 @@ pub fn smb_wire(data: &[u8]) {
         parse_payloads(rest);
         let _ = FileId::parse(rest, sel as usize);
         let _ = FileTimes::parse(rest, sel as usize);
-        let _ = region(
-            rest,
-            sel as usize,
-            rest.len().saturating_sub(sel as usize / 2),
-        );
+        // The offset rule on any message, fixed part and area.
+        let size = rest
+            .get(64..66)
+            .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+        if let Ok(body) = ReplyBody::new(rest, size, sel as usize % 72, "structure size") {
+            let len = rest.len().saturating_sub(sel as usize / 2);
+            let _ = body.area(sel as usize, len);
+            let _ = body.read_data(sel as usize, len);
+        }
         let _ = from_utf16le(rest);
     }
     // Signature verification of hostile messages (any length).

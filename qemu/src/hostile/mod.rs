@@ -1,12 +1,17 @@
-//! A hostile SMB2 server for tests: a small, honest SMB 2.1 server (no
-//! signing, no encryption: it has no keys) over one in-memory share, whose
-//! replies a [`Case`] bends the way a malicious server or a broken one
-//! would — a listing that never ends, READ replies longer than asked or
-//! past the end of the file, WRITE counts above the bytes sent, names no
-//! directory may hold, credits drained to zero, interim replies forever —
-//! and a per-reply hook ([`Server::tamper`]) for anything else a test wants
-//! to script. [`mitm`] is the other attacker: a proxy in front of a real
-//! server that rewrites the client's NEGOTIATE.
+//! A hostile SMB2 server for tests: a small, honest server over one
+//! in-memory share, speaking SMB 2.1 unsigned or ([`Proto`]) 3.0 or 3.1.1
+//! with signing (it knows the password, so it derives the session's keys
+//! as a real server does and signs what it bends: the attacker is the
+//! server itself; no encryption), whose replies a [`Case`] bends the way a
+//! malicious server or a broken one would — a listing that never ends,
+//! READ replies longer than asked or past the end of the file, WRITE
+//! counts above the bytes sent, names no directory may hold, credits
+//! drained to zero, interim replies forever or every 2 s, a reply's data
+//! offset pointing into its header or fixed part or past its end, a file
+//! that never ends, EA names Linux cannot show — and a per-reply hook
+//! ([`Server::tamper`]) for anything else a test wants to script. [`mitm`]
+//! is the other attacker: a proxy in front of a real server that rewrites
+//! the client's NEGOTIATE.
 //!
 //! The server speaks over any byte stream: [`serve_tcp`] listens on a
 //! loopback port (host tests), the `hostile-smb` binary serves
@@ -14,6 +19,7 @@
 //! loopback sockets and the streams it is given.
 
 pub mod mitm;
+pub mod sign;
 pub mod wire;
 
 use std::collections::BTreeMap;
@@ -51,6 +57,34 @@ pub enum Case {
     PendingForever,
     /// QUERY_DIRECTORY output buffers longer than the client asked for.
     ListingOversized,
+    /// The data offset of every `cmd` reply is `off` (from the start of
+    /// the header) while the data stays where it was: READ's DataOffset,
+    /// QUERY_INFO's and QUERY_DIRECTORY's OutputBufferOffset,
+    /// SESSION_SETUP's SecurityBufferOffset, IOCTL's OutputOffset,
+    /// NEGOTIATE's NegotiateContextOffset (3.1.1).
+    /// NEGOTIATE, SESSION_SETUP and IOCTL (VALIDATE_NEGOTIATE_INFO) are
+    /// bent during the mount, the others after it.
+    BadOffset { cmd: u16, off: u32 },
+    /// After the mount, every request gets a STATUS_PENDING interim reply
+    /// every `every_ms`, for ever, and never a final one.
+    PendingSlow { every_ms: u64 },
+    /// The share also holds `endless.bin`, whose EndOfFile is 2^62 and
+    /// whose READs return what is asked (byte `i` is `i % 251`) until
+    /// `stop_after` bytes, then STATUS_END_OF_FILE.
+    EndlessFile { stop_after: u64 },
+    /// QUERY_INFO(FileFullEaInformation) of any file answers an EA of each
+    /// of these names (value `v`), in order.
+    EaNames(Vec<Vec<u8>>),
+}
+
+/// Size the server claims for `endless.bin` ([`Case::EndlessFile`]).
+pub const ENDLESS_SIZE: u64 = 1 << 62;
+/// The name of the endless file.
+pub const ENDLESS_NAME: &str = "endless.bin";
+
+/// Byte `i` of the endless file.
+pub fn endless_byte(i: u64) -> u8 {
+    (i % 251) as u8
 }
 
 impl Case {
@@ -67,12 +101,31 @@ impl Case {
             "drain-credits-always" => Case::DrainCreditsAlways { after: 0 },
             "pending-forever" => Case::PendingForever,
             "listing-oversized" => Case::ListingOversized,
+            "read-offset-header" => Case::BadOffset {
+                cmd: cmd::READ,
+                off: 0,
+            },
+            "query-info-offset-zero" => Case::BadOffset {
+                cmd: cmd::QUERY_INFO,
+                off: 0,
+            },
+            "pending-slow" => Case::PendingSlow { every_ms: 2000 },
+            "endless-file" => Case::EndlessFile {
+                stop_after: 1 << 30,
+            },
+            "endless-file-small" => Case::EndlessFile {
+                stop_after: 4 << 20,
+            },
+            "ea-empty-name" => Case::EaNames(vec![b"good".to_vec(), Vec::new()]),
+            "ea-bad-names" => {
+                Case::EaNames(vec![b"x\0y".to_vec(), vec![b'n'; 251], b"good".to_vec()])
+            }
             _ => return None,
         })
     }
 
     /// The names [`Case::by_name`] knows.
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 17] = [
         "honest",
         "endless-listing",
         "read-longer",
@@ -83,12 +136,51 @@ impl Case {
         "drain-credits-always",
         "pending-forever",
         "listing-oversized",
+        "read-offset-header",
+        "query-info-offset-zero",
+        "pending-slow",
+        "endless-file",
+        "endless-file-small",
+        "ea-empty-name",
+        "ea-bad-names",
     ];
 }
 
 /// Requests of a mount: NEGOTIATE, 2 SESSION_SETUP, TREE_CONNECT, and the
-/// root's CREATE+QUERY_INFO+CLOSE.
+/// root's CREATE+QUERY_INFO+CLOSE (a signed 3.0 mount adds one IOCTL,
+/// VALIDATE_NEGOTIATE_INFO).
 const MOUNT_REQUESTS: u64 = 7;
+
+/// The password the server checks nothing against but derives the
+/// session key from (the tests mount with `username=u,password=p`).
+pub const PASSWORD: &str = "p";
+
+/// The dialect and signing the server speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Proto {
+    /// 0x0210, 0x0300 or 0x0311.
+    pub dialect: u16,
+    /// Require signing and sign every reply after the session setup.
+    pub sign: bool,
+}
+
+impl Proto {
+    /// SMB 2.1, unsigned (the default).
+    pub const SMB21: Proto = Proto {
+        dialect: 0x0210,
+        sign: false,
+    };
+    /// SMB 3.0, signed.
+    pub const SMB30_SIGNED: Proto = Proto {
+        dialect: 0x0300,
+        sign: true,
+    };
+    /// SMB 3.1.1, signed.
+    pub const SMB311_SIGNED: Proto = Proto {
+        dialect: 0x0311,
+        sign: true,
+    };
+}
 
 /// One object of the share.
 #[derive(Clone, Debug)]
@@ -96,6 +188,14 @@ struct Node {
     dir: bool,
     data: Vec<u8>,
     ino: u64,
+    /// The size claimed instead of `data`'s (the endless file).
+    claimed: Option<u64>,
+}
+
+impl Node {
+    fn size(&self) -> u64 {
+        self.claimed.unwrap_or(self.data.len() as u64)
+    }
 }
 
 /// A per-reply hook: the request's header and the reply message (header
@@ -106,6 +206,7 @@ pub type Tamper = Arc<dyn Fn(&ReqHdr, &mut Vec<u8>) + Send + Sync>;
 /// connection it serves.
 pub struct Server {
     pub case: Case,
+    pub proto: Proto,
     share: Mutex<BTreeMap<String, Node>>,
     /// Connections served so far.
     pub connections: AtomicU64,
@@ -127,6 +228,10 @@ struct Conn {
     last_fid: u64,
     /// Names handed out by an endless listing.
     listed: u64,
+    /// The 3.1.1 preauth integrity hash so far.
+    preauth: [u8; 64],
+    /// The signing key, once the session is set up (signed protos).
+    key: Option<[u8; 16]>,
 }
 
 impl Conn {
@@ -139,6 +244,8 @@ impl Conn {
             open: BTreeMap::new(),
             last_fid: 0,
             listed: 0,
+            preauth: [0; 64],
+            key: None,
         }
     }
 }
@@ -157,6 +264,7 @@ impl Server {
                 dir: true,
                 data: Vec::new(),
                 ino: 1,
+                claimed: None,
             },
         );
         for (i, (n, d)) in files.iter().enumerate() {
@@ -164,6 +272,7 @@ impl Server {
                 dir: false,
                 data: d.to_vec(),
                 ino: 100 + i as u64,
+                claimed: None,
             };
             share.insert(n.to_string(), node);
         }
@@ -172,11 +281,22 @@ impl Server {
                 dir: true,
                 data: Vec::new(),
                 ino: 1000 + i as u64,
+                claimed: None,
             };
             share.insert(n.to_string(), node);
         }
+        if matches!(case, Case::EndlessFile { .. }) {
+            let node = Node {
+                dir: false,
+                data: Vec::new(),
+                ino: 99,
+                claimed: Some(ENDLESS_SIZE),
+            };
+            share.insert(ENDLESS_NAME.to_string(), node);
+        }
         Arc::new(Server {
             case,
+            proto: Proto::SMB21,
             share: Mutex::new(share),
             connections: AtomicU64::new(0),
             requests: AtomicU64::new(0),
@@ -197,6 +317,24 @@ impl Server {
         Arc::new(s)
     }
 
+    /// The same server speaking `proto`.
+    pub fn with_proto(
+        case: Case,
+        files: &[(&str, &[u8])],
+        dirs: &[&str],
+        proto: Proto,
+    ) -> Arc<Server> {
+        let s = Server::new(case, files, dirs);
+        let mut s = Arc::try_unwrap(s).ok().expect("fresh server");
+        s.proto = proto;
+        Arc::new(s)
+    }
+
+    /// Requests of a mount on this server (see [`MOUNT_REQUESTS`]).
+    fn mount_requests(&self) -> u64 {
+        MOUNT_REQUESTS + u64::from(self.proto.sign && self.proto.dialect == 0x0300)
+    }
+
     /// The bytes of file `name` now (what the client's writes left).
     pub fn file(&self, name: &str) -> Option<Vec<u8>> {
         self.share.lock().unwrap().get(name).map(|n| n.data.clone())
@@ -215,6 +353,11 @@ impl Server {
             let n = u32::from_be_bytes(h) as usize & 0x00ff_ffff;
             let mut frame = vec![0u8; n];
             r.read_exact(&mut frame)?;
+            if let Case::PendingSlow { every_ms } = self.case {
+                if c.handshaken && c.requests >= self.mount_requests() {
+                    return self.pending_slow(&frame, every_ms, w);
+                }
+            }
             let Some(replies) = self.answer(&mut c, &frame) else {
                 return Ok(());
             };
@@ -225,6 +368,24 @@ impl Server {
                 w.write_all(&out)?;
             }
             w.flush()?;
+        }
+    }
+
+    /// [`Case::PendingSlow`]: an interim reply to the first request of
+    /// `frame` every `every_ms` until the peer goes away.
+    fn pending_slow(&self, frame: &[u8], every_ms: u64, w: &mut impl Write) -> std::io::Result<()> {
+        let Some(h) = wire::split(frame).first().and_then(|m| ReqHdr::parse(m)) else {
+            return Ok(());
+        };
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        let mut r = wire::reply_header(&h, status::PENDING, 1, Some(h.message_id));
+        r.extend_from_slice(&wire::error_body());
+        let mut out = (r.len() as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(&r);
+        loop {
+            w.write_all(&out)?;
+            w.flush()?;
+            std::thread::sleep(std::time::Duration::from_millis(every_ms));
         }
     }
 
@@ -257,6 +418,11 @@ impl Server {
                 r.extend_from_slice(&wire::error_body());
                 return Some(vec![r; 100]);
             }
+            let v311 = self.proto.dialect == 0x0311;
+            let handshake = matches!(h.command, cmd::NEGOTIATE | cmd::SESSION_SETUP);
+            if v311 && handshake {
+                sign::preauth_update(&mut c.preauth, m);
+            }
             let (st, body) = self.reply(c, &h, m);
             let mut r = wire::reply_header(&h, st, self.credits(c, &h), None);
             if h.command == cmd::SESSION_SETUP {
@@ -266,12 +432,29 @@ impl Server {
                 r[36..40].copy_from_slice(&1u32.to_le_bytes());
             }
             r.extend_from_slice(&body);
+            if v311 && (h.command == cmd::NEGOTIATE || st == status::MORE_PROCESSING_REQUIRED) {
+                // Every handshake reply but the last is in the hash.
+                sign::preauth_update(&mut c.preauth, &r);
+            }
+            if let Case::BadOffset { cmd, off } = self.case {
+                // The mount's own QUERY_INFO (the root's) is answered
+                // honestly, so that the bent reply meets a user's command.
+                let after_mount = c.requests > self.mount_requests();
+                let mount_only = matches!(cmd, cmd::NEGOTIATE | cmd::SESSION_SETUP | cmd::IOCTL);
+                if h.command == cmd && (after_mount || mount_only) {
+                    wire::set_data_offset(&mut r, off);
+                }
+            }
             if let Some(t) = &self.tamper {
                 t(&h, &mut r);
             }
             out.push(r);
         }
-        Some(vec![wire::chain(out)])
+        let mut frame = wire::chain(out);
+        if let Some(key) = c.key {
+            wire::for_each_message(&mut frame, |m| sign::sign(&key, m));
+        }
+        Some(vec![frame])
     }
 
     fn path_of(&self, c: &Conn, m: &[u8], at: usize) -> Option<String> {
@@ -285,12 +468,23 @@ impl Server {
         let b = &m[HEADER_LEN.min(m.len())..];
         let err = |st| (st, wire::error_body());
         match h.command {
-            cmd::NEGOTIATE => (status::SUCCESS, wire::negotiate_body(0x0210, 1 << 16)),
+            cmd::NEGOTIATE => (
+                status::SUCCESS,
+                wire::negotiate_body_for(self.proto.dialect, self.proto.sign, 1 << 16),
+            ),
             cmd::SESSION_SETUP => {
                 if c.requests <= 2 {
                     let t = wire::ntlm_challenge();
                     (status::MORE_PROCESSING_REQUIRED, wire::session_body(&t))
                 } else {
+                    if self.proto.sign {
+                        if let Some(k) = sign::session_key(m, PASSWORD) {
+                            c.key = Some(match self.proto.dialect {
+                                0x0311 => sign::signing_key_311(&k, &c.preauth),
+                                _ => sign::signing_key_30(&k),
+                            });
+                        }
+                    }
                     (status::SUCCESS, wire::session_body(&[]))
                 }
             }
@@ -316,6 +510,7 @@ impl Server {
                         dir,
                         data: Vec::new(),
                         ino,
+                        claimed: None,
                     };
                     share.insert(path.clone(), node);
                 } else if disposition == 2 {
@@ -328,7 +523,7 @@ impl Server {
                 c.open.insert(fid, path);
                 (
                     status::SUCCESS,
-                    wire::create_body(fid, node.dir, node.data.len() as u64),
+                    wire::create_body(fid, node.dir, node.size()),
                 )
             }
             cmd::CLOSE => {
@@ -336,19 +531,22 @@ impl Server {
                 let postquery = wire::u16_at(b, 2) & 1 != 0;
                 let share = self.share.lock().unwrap();
                 let node = path.as_ref().and_then(|p| share.get(p));
-                let (dir, size) = node.map_or((false, 0), |n| (n.dir, n.data.len() as u64));
+                let (dir, size) = node.map_or((false, 0), |n| (n.dir, n.size()));
                 (status::SUCCESS, wire::close_body(postquery, dir, size))
             }
             cmd::QUERY_INFO => {
                 let Some(path) = self.path_of(c, m, 24) else {
                     return err(status::INVALID_PARAMETER);
                 };
+                if let (Case::EaNames(names), Some(&15)) = (&self.case, b.get(3)) {
+                    return (status::SUCCESS, wire::output_body(&wire::full_eas(names)));
+                }
                 if b.get(3) != Some(&18) {
                     return err(status::NOT_SUPPORTED);
                 }
                 let share = self.share.lock().unwrap();
                 let n = &share[&path];
-                let info = wire::all_info(n.dir, n.data.len() as u64, n.ino);
+                let info = wire::all_info(n.dir, n.size(), n.ino);
                 (status::SUCCESS, wire::output_body(&info))
             }
             cmd::QUERY_DIRECTORY => self.list(c, b, m),
@@ -359,8 +557,16 @@ impl Server {
                     return err(status::INVALID_PARAMETER);
                 };
                 let share = self.share.lock().unwrap();
-                let data = &share[&path].data;
-                let mut out = data.get(off..).unwrap_or(&[]).to_vec();
+                let node = &share[&path];
+                let mut out = match (&self.case, node.claimed) {
+                    (Case::EndlessFile { stop_after }, Some(_)) => {
+                        let end = (off as u64).saturating_add(len as u64).min(*stop_after);
+                        (off as u64..end.max(off as u64))
+                            .map(endless_byte)
+                            .collect()
+                    }
+                    _ => node.data.get(off..).unwrap_or(&[]).to_vec(),
+                };
                 out.truncate(len);
                 match self.case {
                     Case::ReadLonger(extra) => out.resize(len + extra as usize, b'L'),
@@ -395,6 +601,11 @@ impl Server {
                 (status::SUCCESS, wire::write_body(len as u32 + more))
             }
             cmd::SET_INFO => (status::SUCCESS, wire::set_info_body()),
+            // FSCTL_VALIDATE_NEGOTIATE_INFO, answered as the NEGOTIATE was.
+            cmd::IOCTL if wire::u32_at(b, 4) == 0x0014_0204 => (
+                status::SUCCESS,
+                wire::validate_negotiate_body(self.proto.dialect, self.proto.sign),
+            ),
             cmd::IOCTL => err(status::NOT_SUPPORTED),
             _ => err(status::NOT_SUPPORTED),
         }
@@ -444,7 +655,7 @@ impl Server {
         for (p, n) in share.iter() {
             if let Some(name) = p.strip_prefix(&prefix) {
                 if !name.is_empty() && !name.contains('/') {
-                    page.push((wire::utf16(name), n.dir, n.data.len() as u64, n.ino));
+                    page.push((wire::utf16(name), n.dir, n.size(), n.ino));
                 }
             }
         }

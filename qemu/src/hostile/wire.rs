@@ -184,10 +184,31 @@ pub fn small_body() -> Vec<u8> {
 
 /// NEGOTIATE response choosing `dialect` (no contexts, no security blob).
 pub fn negotiate_body(dialect: u16, max_io: u32) -> Vec<u8> {
+    negotiate_body_for(dialect, false, max_io)
+}
+
+/// The server's GUID.
+const GUID: &[u8; 16] = b"hostile-server!!";
+/// The server's capabilities: LARGE_MTU.
+const CAPS: u32 = 0x4;
+
+/// The server's SecurityMode: signing enabled, and required if `sign`.
+fn security_mode(sign: bool) -> u16 {
+    1 | if sign { 2 } else { 0 }
+}
+
+/// NEGOTIATE response choosing `dialect`, signing required if `sign`; on
+/// 3.1.1 with one negotiate context (preauth integrity, SHA-512) at
+/// offset 128, right after the fixed part.
+pub fn negotiate_body_for(dialect: u16, sign: bool, max_io: u32) -> Vec<u8> {
+    let v311 = dialect == 0x0311;
     let mut b = Vec::new();
-    b.u16(65).u16(1).u16(dialect).u16(0);
-    b.extend_from_slice(b"hostile-server!!");
-    b.u32(0x4) // LARGE_MTU
+    b.u16(65)
+        .u16(security_mode(sign))
+        .u16(dialect)
+        .u16(v311 as u16);
+    b.extend_from_slice(GUID);
+    b.u32(CAPS)
         .u32(max_io)
         .u32(max_io)
         .u32(max_io)
@@ -195,8 +216,86 @@ pub fn negotiate_body(dialect: u16, max_io: u32) -> Vec<u8> {
         .u64(0)
         .u16(0)
         .u16(0)
-        .u32(0);
+        .u32(if v311 { 128 } else { 0 });
+    if v311 {
+        // PREAUTH_INTEGRITY_CAPABILITIES: one algorithm (SHA-512), 32
+        // bytes of salt.
+        b.u16(1).u16(38).u32(0);
+        b.u16(1).u16(32).u16(1);
+        b.extend_from_slice(&[0x5a; 32]);
+    }
     b
+}
+
+/// IOCTL response to FSCTL_VALIDATE_NEGOTIATE_INFO: what the NEGOTIATE
+/// response said, 24 bytes of output right after the fixed part.
+pub fn validate_negotiate_body(dialect: u16, sign: bool) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.u16(49).u16(0).u32(0x0014_0204);
+    b.u64(u64::MAX).u64(u64::MAX);
+    b.u32(112).u32(0).u32(112).u32(24).u32(0).u32(0);
+    b.u32(CAPS);
+    b.extend_from_slice(GUID);
+    b.u16(security_mode(sign)).u16(dialect);
+    b
+}
+
+/// Points the data offset of the reply `r` (header included) at `off`,
+/// leaving the data where it is; an error reply (but SESSION_SETUP's
+/// MORE_PROCESSING_REQUIRED, which carries the challenge) is left alone. The field
+/// by command: READ's DataOffset (one byte), QUERY_INFO's and
+/// QUERY_DIRECTORY's OutputBufferOffset, SESSION_SETUP's
+/// SecurityBufferOffset, IOCTL's OutputOffset, NEGOTIATE's
+/// NegotiateContextOffset.
+pub fn set_data_offset(r: &mut [u8], off: u32) {
+    let st = u32_at(r, 8);
+    if st >> 30 == 3 && st != status::MORE_PROCESSING_REQUIRED {
+        return;
+    }
+    let (at, width) = match u16_at(r, 12) {
+        cmd::READ => (HEADER_LEN + 2, 1),
+        cmd::QUERY_INFO | cmd::QUERY_DIRECTORY => (HEADER_LEN + 2, 2),
+        cmd::SESSION_SETUP => (HEADER_LEN + 4, 2),
+        cmd::IOCTL => (HEADER_LEN + 32, 4),
+        cmd::NEGOTIATE => (HEADER_LEN + 60, 4),
+        _ => return,
+    };
+    if let Some(f) = r.get_mut(at..at + width) {
+        f.copy_from_slice(&off.to_le_bytes()[..width]);
+    }
+}
+
+/// Calls `f` on each message of a chained reply frame (NextCommand).
+pub fn for_each_message(frame: &mut [u8], mut f: impl FnMut(&mut [u8])) {
+    let mut off = 0;
+    while off < frame.len() {
+        let rest = &mut frame[off..];
+        let next = u32_at(rest, 20) as usize;
+        if next == 0 || next > rest.len() {
+            f(rest);
+            return;
+        }
+        f(&mut rest[..next]);
+        off += next;
+    }
+}
+
+/// A FILE_FULL_EA_INFORMATION list: one EA per name, value `v`.
+pub fn full_eas(names: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, n) in names.iter().enumerate() {
+        let mut e = Vec::new();
+        e.u32(0).u8(0).u8(n.len() as u8).u16(1);
+        e.extend_from_slice(n);
+        e.u8(0).u8(b'v');
+        if i + 1 < names.len() {
+            e.resize(e.len().next_multiple_of(4), 0);
+            let len = e.len() as u32;
+            e[0..4].copy_from_slice(&len.to_le_bytes());
+        }
+        out.extend_from_slice(&e);
+    }
+    out
 }
 
 /// SESSION_SETUP response carrying `token`.

@@ -108,6 +108,7 @@ impl Connection {
         }
         let mut replies: Vec<Option<Reply>> = vec![None; reqs.len()];
         let mut deadline = t0.saturating_add(timeout);
+        let total = t0.saturating_add(request_deadline_ms(timeout));
         let mut interim = 0u32;
         while replies.iter().any(|r| r.is_none()) {
             let now = self.clock.now_ms();
@@ -168,15 +169,16 @@ impl Connection {
                     return Err(self.fail_pending(&reqs, &mids, &replies, e));
                 }
                 if hdr.status == status::PENDING && hdr.flags & flags::ASYNC != 0 {
-                    // Interim reply: the final one follows; wait afresh
-                    // (a bounded number of times: a server cannot stall us
-                    // forever with interim replies).
+                    // Interim reply: the final one follows; wait afresh, but
+                    // never past the request's total deadline nor more than
+                    // a bounded number of times: a server cannot stall us
+                    // for ever with interim replies.
                     interim += 1;
                     if interim > MAX_INTERIM {
                         let e = SmbError::Protocol("too many interim replies");
                         return Err(self.fail_pending(&reqs, &mids, &replies, e));
                     }
-                    deadline = self.clock.now_ms().saturating_add(timeout);
+                    deadline = self.clock.now_ms().saturating_add(timeout).min(total);
                     continue;
                 }
                 let is_signed = hdr.flags & flags::SIGNED != 0;

@@ -63,6 +63,29 @@ use alloc::vec::Vec;
 const CAP_LARGE_MTU: u32 = 0x4;
 /// Most STATUS_PENDING interim replies accepted in one exchange.
 const MAX_INTERIM: u32 = 64;
+/// How many timeouts interim replies may stretch one request's wait to,
+/// counted from when it was sent (see [`request_deadline_ms`]).
+pub const INTERIM_TIMEOUTS: u64 = 4;
+/// The most interim replies may stretch one request's wait to: above the
+/// 35 s a Windows server gives another client to acknowledge an oplock
+/// break (MS-SMB2 3.3.2.1, the reason a CREATE goes pending), below the
+/// 60 s after which a user takes the mount for hung.
+pub const INTERIM_CAP_MS: u64 = 45_000;
+
+/// The total deadline of one request, from when it is sent: the timeout
+/// without interim replies; with them, each one restarts the timeout, but
+/// never past [`INTERIM_TIMEOUTS`] timeouts or [`INTERIM_CAP_MS`] in all
+/// (whichever is less; a timeout above the cap is its own bound). Linux
+/// sets no bound of its own here (an interim reply counts as a sign of
+/// life, so only a silent server is dropped), which lets a server stall a
+/// request for ever; this is that behaviour with a cap.
+pub fn request_deadline_ms(timeout_ms: u64) -> u64 {
+    timeout_ms.max(
+        timeout_ms
+            .saturating_mul(INTERIM_TIMEOUTS)
+            .min(INTERIM_CAP_MS),
+    )
+}
 /// Session flags.
 const SESSION_FLAG_IS_GUEST: u16 = 0x1;
 const SESSION_FLAG_IS_NULL: u16 = 0x2;
@@ -228,7 +251,7 @@ pub struct Connection {
     connector: Box<dyn Connector>,
     clock: Box<dyn Clock>,
     link: Option<Link>,
-    stats: TconStats,
+    pub(crate) stats: TconStats,
     trace: TraceRing,
     /// Successful connects so far (never reset): caches keyed on the
     /// session, like a negative WSL-EA cache, compare it to notice a

@@ -110,7 +110,8 @@ fn interim_pending_then_final_and_unsolicited_frames() {
 
 #[test]
 fn endless_interim_replies_are_cut_off() {
-    let mut c = conn(1000);
+    // A timeout long enough that the count, not the deadline, ends it.
+    let mut c = conn(100_000);
     let t = FnTransport::new(|f: &[u8]| {
         let h = requests(f)[0];
         (0..100)
@@ -122,6 +123,38 @@ fn endless_interim_replies_are_cut_off() {
         c.exchange(vec![echo_req()], false),
         Err(SmbError::Protocol(_))
     ));
+}
+
+/// A server that answers every request with an interim reply per receive,
+/// for ever (one every 100 ms of the step clock).
+struct Trickle(Option<HeaderRepr>);
+impl Transport for Trickle {
+    fn send(&mut self, msg: &[u8]) -> Result<(), TransportError> {
+        self.0 = Some(requests(msg)[0]);
+        Ok(())
+    }
+    fn recv(&mut self, _timeout_ms: u64) -> Result<Vec<u8>, TransportError> {
+        let h = self.0.ok_or(TransportError::Timeout)?;
+        Ok(reply(&h, status::PENDING, Some(1), 1))
+    }
+}
+
+/// Interim replies stretch a request's wait only up to its total deadline
+/// (4 timeouts here), then it times out: they no longer restart the
+/// timeout without end.
+#[test]
+fn trickling_interim_replies_meet_the_total_deadline() {
+    assert_eq!(request_deadline_ms(1000), 4000);
+    assert_eq!(request_deadline_ms(10_000), 40_000);
+    assert_eq!(request_deadline_ms(20_000), INTERIM_CAP_MS);
+    assert_eq!(request_deadline_ms(60_000), 60_000);
+    let mut c = conn(1000);
+    c.test_link(Box::new(Trickle(None)), None);
+    let t0 = c.now_ms();
+    let r = c.exchange(vec![echo_req()], false);
+    let waited = c.now_ms() - t0;
+    assert_eq!(r.err(), Some(SmbError::Timeout));
+    assert!((4000..=4200).contains(&waited), "waited {waited} ms");
 }
 
 #[test]

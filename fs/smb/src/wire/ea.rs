@@ -87,9 +87,32 @@ pub struct FullEa {
     pub value: Vec<u8>,
 }
 
-/// Parses a FILE_FULL_EA_INFORMATION list.
+/// Longest EA name a Linux user can be shown: `user.NAME` within
+/// XATTR_NAME_MAX (255 bytes).
+pub const MAX_EA_NAME: usize = 255 - "user.".len();
+
+/// A FILE_FULL_EA_INFORMATION list with the names a Linux user cannot be
+/// given left out and counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EaList {
+    pub eas: Vec<FullEa>,
+    /// Entries refused for their name: an empty name (the list ends there,
+    /// as Linux's `move_smb2_ea_to_cifs` stops at `name_len == 0`; the
+    /// entries after it are not looked at), a NUL inside it, or one whose
+    /// `user.NAME` would pass XATTR_NAME_MAX.
+    pub bad_names: u32,
+}
+
+/// Parses a FILE_FULL_EA_INFORMATION list (see [`parse_full_ea_list_counted`]
+/// for the names it leaves out).
 pub fn parse_full_ea_list(buf: &[u8]) -> Result<Vec<FullEa>> {
-    let mut out = Vec::new();
+    parse_full_ea_list_counted(buf).map(|l| l.eas)
+}
+
+/// Parses a FILE_FULL_EA_INFORMATION list: entries must lie inside `buf`
+/// (or the whole list is an error); names are checked as [`EaList`] says.
+pub fn parse_full_ea_list_counted(buf: &[u8]) -> Result<EaList> {
+    let mut out = EaList::default();
     if buf.is_empty() {
         return Ok(out);
     }
@@ -101,14 +124,23 @@ pub fn parse_full_ea_list(buf: &[u8]) -> Result<Vec<FullEa>> {
         let flags = u8_at(rec, f::FLAGS)?;
         let name_len = u8_at(rec, f::EA_NAME_LENGTH)? as usize;
         let value_len = u16_at(rec, f::EA_VALUE_LENGTH)? as usize;
+        if name_len == 0 {
+            out.bad_names += 1;
+            return Ok(out);
+        }
         let name = slice(rec, f::EA_NAME, name_len)?;
         let value = slice(rec, f::EA_NAME + name_len + NAME_NUL, value_len)?;
-        let name = core::str::from_utf8(name).map_err(|_| WireError::new("ea name not UTF-8"))?;
-        out.push(FullEa {
-            flags,
-            name: String::from(name),
-            value: value.to_vec(),
-        });
+        if name.contains(&0) || name_len > MAX_EA_NAME {
+            out.bad_names += 1;
+        } else {
+            let name =
+                core::str::from_utf8(name).map_err(|_| WireError::new("ea name not UTF-8"))?;
+            out.eas.push(FullEa {
+                flags,
+                name: String::from(name),
+                value: value.to_vec(),
+            });
+        }
         if next == 0 {
             return Ok(out);
         }
@@ -192,6 +224,46 @@ impl WslEas {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An entry of a FILE_FULL_EA_INFORMATION list, `next` its
+    /// NextEntryOffset (0: last).
+    fn full(name: &[u8], value: &[u8], next: bool) -> Vec<u8> {
+        let mut e = Vec::new();
+        e.extend_from_slice(&[0; 4]);
+        e.push(0);
+        e.push(name.len() as u8);
+        e.extend_from_slice(&(value.len() as u16).to_le_bytes());
+        e.extend_from_slice(name);
+        e.push(0);
+        e.extend_from_slice(value);
+        pad_to(&mut e, 4);
+        if next {
+            let n = e.len() as u32;
+            e[..4].copy_from_slice(&n.to_le_bytes());
+        }
+        e
+    }
+
+    /// Names a Linux user cannot be given are left out and counted: a NUL
+    /// inside, `user.NAME` past 255 bytes; an empty name ends the list
+    /// (Linux stops there).
+    #[test]
+    fn bad_ea_names_are_left_out_and_counted() {
+        let long = [b'n'; MAX_EA_NAME + 1];
+        let fits = [b'n'; MAX_EA_NAME];
+        let mut l = Vec::new();
+        l.extend(full(b"a", b"1", true));
+        l.extend(full(b"x\0y", b"2", true));
+        l.extend(full(&long, b"3", true));
+        l.extend(full(&fits, b"4", true));
+        l.extend(full(b"", b"5", true));
+        l.extend(full(b"after", b"6", false));
+        let r = parse_full_ea_list_counted(&l).unwrap();
+        let names: Vec<&str> = r.eas.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["a", core::str::from_utf8(&fits).unwrap()]);
+        assert_eq!(r.bad_names, 3);
+        assert_eq!(parse_full_ea_list(&l).unwrap().len(), 2);
+    }
 
     #[test]
     fn get_list_layout() {

@@ -4,7 +4,7 @@
 //! rewrote the NEGOTIATE exchange. Stateless.
 
 use super::header::HEADER_LEN;
-use super::{bytes16_at, put_fixed, put_u16, region, set_u16, set_u32, slice, u16_at, u32_at};
+use super::{bytes16_at, put_fixed, put_u16, set_u16, set_u32, u16_at, u32_at, ReplyBody};
 use super::{Result, WireError};
 use alloc::vec::Vec;
 
@@ -113,10 +113,8 @@ impl ValidateNegotiateResponse {
     /// Parses a whole IOCTL response message (header included).
     pub fn parse(msg: &[u8]) -> Result<Self> {
         use field::response as f;
-        let b = slice(msg, HEADER_LEN, f::LEN)?;
-        if u16_at(b, f::STRUCTURE_SIZE)? != RESPONSE_SIZE {
-            return Err(WireError::new("ioctl structure size"));
-        }
+        let body = ReplyBody::new(msg, RESPONSE_SIZE, f::LEN, "ioctl structure size")?;
+        let b = body.fixed();
         if u32_at(b, f::CTL_CODE)? != FSCTL_VALIDATE_NEGOTIATE_INFO {
             return Err(WireError::new("ioctl ctl code"));
         }
@@ -125,7 +123,7 @@ impl ValidateNegotiateResponse {
         if len < field::vni::LEN {
             return Err(WireError::new("validate negotiate output too short"));
         }
-        let o = region(msg, off, len)?;
+        let o = body.area(off, len)?;
         use field::vni as v;
         Ok(ValidateNegotiateResponse {
             capabilities: u32_at(o, v::CAPABILITIES)?,

@@ -3,7 +3,7 @@
 //! and signing capabilities.
 
 use super::header::HEADER_LEN;
-use super::{bytes16_at, put_fixed, put_u16, region, set_u16, set_u32, slice, u16_at, u32_at};
+use super::{bytes16_at, put_fixed, put_u16, set_u16, set_u32, slice, u16_at, u32_at, ReplyBody};
 use super::{Result, WireError};
 use alloc::vec::Vec;
 
@@ -271,10 +271,8 @@ impl NegotiateResponse {
     /// Parses a whole response message (header included).
     pub fn parse(msg: &[u8]) -> Result<Self> {
         use field::response as f;
-        let b = slice(msg, HEADER_LEN, f::LEN)?;
-        if u16_at(b, f::STRUCTURE_SIZE)? != RESPONSE_SIZE {
-            return Err(WireError::new("negotiate structure size"));
-        }
+        let body = ReplyBody::new(msg, RESPONSE_SIZE, f::LEN, "negotiate structure size")?;
+        let b = body.fixed();
         let security_mode = u16_at(b, f::SECURITY_MODE)?;
         let dialect = u16_at(b, f::DIALECT)?;
         let ctx_count = u16_at(b, f::CONTEXT_COUNT)? as usize;
@@ -286,7 +284,7 @@ impl NegotiateResponse {
         let sec_off = u16_at(b, f::SECURITY_BUFFER_OFFSET)? as usize;
         let sec_len = u16_at(b, f::SECURITY_BUFFER_LENGTH)? as usize;
         let ctx_off = u32_at(b, f::CONTEXT_OFFSET)? as usize;
-        let security_buffer = region(msg, sec_off, sec_len)?.to_vec();
+        let security_buffer = body.area(sec_off, sec_len)?.to_vec();
         let mut r = NegotiateResponse {
             security_mode,
             dialect,
@@ -305,6 +303,11 @@ impl NegotiateResponse {
         }
         if ctx_count > MAX_CONTEXTS {
             return Err(WireError::new("too many negotiate contexts"));
+        }
+        if ctx_count > 0 {
+            // The context list is a data area too: from its offset to the
+            // end of the message, by the same rule.
+            body.area(ctx_off, msg.len().saturating_sub(ctx_off).max(1))?;
         }
         use field::context as c;
         let mut off = ctx_off;

@@ -5,8 +5,8 @@
 
 use super::create::FileId;
 use super::header::HEADER_LEN;
-use super::{put_fixed, region, set_u16, set_u32, slice, u16_at, u32_at, utf16le};
-use super::{Result, WireError};
+use super::Result;
+use super::{put_fixed, set_u16, set_u32, u16_at, u32_at, utf16le, ReplyBody};
 use alloc::vec::Vec;
 
 /// Field offsets, each relative to the start of its body (after the
@@ -165,14 +165,17 @@ impl<'a> OutputResponse<'a> {
     /// Parses a whole response message (header included).
     pub fn parse(msg: &'a [u8]) -> Result<Self> {
         use field::output_response as f;
-        let b = slice(msg, HEADER_LEN, f::LEN)?;
-        if u16_at(b, f::STRUCTURE_SIZE)? != OUTPUT_RESPONSE_SIZE {
-            return Err(WireError::new("query response structure size"));
-        }
+        let body = ReplyBody::new(
+            msg,
+            OUTPUT_RESPONSE_SIZE,
+            f::LEN,
+            "query response structure size",
+        )?;
+        let b = body.fixed();
         let off = u16_at(b, f::OUTPUT_BUFFER_OFFSET)? as usize;
         let len = u32_at(b, f::OUTPUT_BUFFER_LENGTH)? as usize;
         Ok(OutputResponse {
-            data: region(msg, off, len)?,
+            data: body.area(off, len)?,
         })
     }
 }

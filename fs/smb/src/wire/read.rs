@@ -2,8 +2,8 @@
 
 use super::create::FileId;
 use super::header::HEADER_LEN;
-use super::{put_fixed, region, set_u16, set_u32, set_u64, slice, u16_at, u32_at, u8_at};
-use super::{Result, WireError};
+use super::Result;
+use super::{put_fixed, set_u16, set_u32, set_u64, u32_at, u8_at, ReplyBody};
 use alloc::vec::Vec;
 
 /// Field offsets, each relative to the start of its body (after the
@@ -95,14 +95,12 @@ impl<'a> ReadResponse<'a> {
     /// Parses a whole response message (header included).
     pub fn parse(msg: &'a [u8]) -> Result<Self> {
         use field::response as f;
-        let b = slice(msg, HEADER_LEN, f::LEN)?;
-        if u16_at(b, f::STRUCTURE_SIZE)? != RESPONSE_SIZE {
-            return Err(WireError::new("read structure size"));
-        }
+        let body = ReplyBody::new(msg, RESPONSE_SIZE, f::LEN, "read structure size")?;
+        let b = body.fixed();
         let off = u8_at(b, f::DATA_OFFSET)? as usize;
         let len = u32_at(b, f::DATA_LENGTH)? as usize;
         Ok(ReadResponse {
-            data: region(msg, off, len)?,
+            data: body.read_data(off, len)?,
             remaining: u32_at(b, f::DATA_REMAINING)?,
         })
     }

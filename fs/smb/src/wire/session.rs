@@ -1,11 +1,12 @@
 //! SESSION_SETUP (MS-SMB2 2.2.5, 2.2.6) and LOGOFF (2.2.7, 2.2.8).
 
 use super::header::HEADER_LEN;
-use super::{put_fixed, region, set_u16, set_u32, set_u64, slice, u16_at, Result, WireError};
+use super::{put_fixed, set_u16, set_u32, set_u64, u16_at, ReplyBody, Result, WireError};
 use alloc::vec::Vec;
 
 /// Field offsets, each relative to the start of its body (after the
 /// header), named as MS-SMB2 names them.
+#[allow(dead_code)]
 mod field {
     /// SMB2 SESSION_SETUP Request (MS-SMB2 2.2.5).
     pub mod request {
@@ -93,16 +94,14 @@ impl<'a> SessionSetupResponse<'a> {
     /// Parses a whole response message (header included).
     pub fn parse(msg: &'a [u8]) -> Result<Self> {
         use field::response as f;
-        let b = slice(msg, HEADER_LEN, f::LEN)?;
-        if u16_at(b, f::STRUCTURE_SIZE)? != RESPONSE_SIZE {
-            return Err(WireError::new("session setup structure size"));
-        }
+        let body = ReplyBody::new(msg, RESPONSE_SIZE, f::LEN, "session setup structure size")?;
+        let b = body.fixed();
         let session_flags = u16_at(b, f::SESSION_FLAGS)?;
         let off = u16_at(b, f::SECURITY_BUFFER_OFFSET)? as usize;
         let len = u16_at(b, f::SECURITY_BUFFER_LENGTH)? as usize;
         Ok(SessionSetupResponse {
             session_flags,
-            token: region(msg, off, len)?,
+            token: body.area(off, len)?,
         })
     }
 }

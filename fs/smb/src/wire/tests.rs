@@ -493,3 +493,114 @@ fn captured_ntlm_tokens_rebuild_byte_for_byte() {
         assert_eq!(built, sent);
     }
 }
+
+/// A reply: a response header for `command` and `body`.
+fn reply(command: u16, body: &[u8]) -> Vec<u8> {
+    let mut m = alloc::vec![0u8; 64];
+    m[..4].copy_from_slice(b"\xfeSMB");
+    m[4] = 64;
+    m[12..14].copy_from_slice(&command.to_le_bytes());
+    m[16] = 1;
+    m.extend_from_slice(body);
+    m
+}
+
+/// The offset rule (`ReplyBody::area`) on every reply type that carries a
+/// data area: an offset into the header or the fixed part, or an area past
+/// the end, is refused; the end of the fixed part is the first offset
+/// allowed. READ's DataOffset is the one exception: below the end of the
+/// fixed part it means "right after it".
+#[test]
+fn every_data_area_obeys_the_offset_rule() {
+    use super::ioctl::ValidateNegotiateResponse;
+    // (what, reply with data at the floor, where its offset field is, its
+    // width, floor)
+    let mut q = Vec::new();
+    q.extend_from_slice(&[9, 0, 72, 0, 13, 0, 0, 0]);
+    q.extend_from_slice(b"hello, world\n");
+    let mut s = Vec::new();
+    s.extend_from_slice(&[9, 0, 0, 0, 72, 0, 4, 0]);
+    s.extend_from_slice(b"NTLM");
+    let mut io = alloc::vec![0u8; 48];
+    io[0] = 49;
+    io[4..8].copy_from_slice(&0x0014_0204u32.to_le_bytes());
+    io[32..36].copy_from_slice(&112u32.to_le_bytes());
+    io[36..40].copy_from_slice(&24u32.to_le_bytes());
+    io.extend_from_slice(&[0u8; 24]);
+    let mut n = alloc::vec![0u8; 64];
+    n[0] = 65;
+    n[4..6].copy_from_slice(&0x0300u16.to_le_bytes());
+    n[56..58].copy_from_slice(&128u16.to_le_bytes());
+    n[58..60].copy_from_slice(&4u16.to_le_bytes());
+    n.extend_from_slice(b"SPNG");
+    type Parse = fn(&[u8]) -> bool;
+    type Case = (&'static str, Vec<u8>, usize, usize, usize, Parse);
+    let cases: [Case; 5] = [
+        ("query", reply(cmd::QUERY_INFO, &q), 66, 2, 72, |m| {
+            OutputResponse::parse(m).is_ok()
+        }),
+        ("session", reply(cmd::SESSION_SETUP, &s), 68, 2, 72, |m| {
+            SessionSetupResponse::parse(m).is_ok()
+        }),
+        ("ioctl", reply(cmd::IOCTL, &io), 96, 4, 112, |m| {
+            ValidateNegotiateResponse::parse(m).is_ok()
+        }),
+        ("negotiate", reply(cmd::NEGOTIATE, &n), 120, 2, 128, |m| {
+            NegotiateResponse::parse(m).is_ok()
+        }),
+        (
+            "query dir",
+            reply(cmd::QUERY_DIRECTORY, &q),
+            66,
+            2,
+            72,
+            |m| OutputResponse::parse(m).is_ok(),
+        ),
+    ];
+    for (what, msg, at, width, floor, parse) in cases {
+        assert!(parse(&msg), "{what}: the honest reply parses");
+        let end = msg.len();
+        for off in [
+            0,
+            1,
+            32,
+            63,
+            64,
+            65,
+            floor - 2,
+            floor - 1,
+            end,
+            end + 1,
+            0xffff,
+        ] {
+            let mut m = msg.clone();
+            m[at..at + width].copy_from_slice(&(off as u32).to_le_bytes()[..width]);
+            assert!(!parse(&m), "{what}: offset {off} refused");
+        }
+    }
+    // The refusal names Linux's reason.
+    let mut m = reply(cmd::QUERY_INFO, &q);
+    m[66] = 0;
+    assert_eq!(
+        OutputResponse::parse(&m).unwrap_err().what,
+        "data area offset overlaps SMB2 header"
+    );
+    // An empty area is empty wherever it points.
+    m[68..72].copy_from_slice(&0u32.to_le_bytes());
+    assert_eq!(OutputResponse::parse(&m).unwrap().data, &[][..]);
+
+    // READ: below the floor (80) is "right after the fixed part".
+    let mut r = alloc::vec![17u8, 0, 80, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    r.extend_from_slice(b"xyz");
+    let msg = reply(cmd::READ, &r);
+    for off in [0u8, 1, 16, 63, 64, 79, 80] {
+        let mut m = msg.clone();
+        m[66] = off;
+        assert_eq!(ReadResponse::parse(&m).unwrap().data, b"xyz", "{off}");
+    }
+    for off in [81u8, 82, 255] {
+        let mut m = msg.clone();
+        m[66] = off;
+        assert!(ReadResponse::parse(&m).is_err(), "{off}: past the end");
+    }
+}

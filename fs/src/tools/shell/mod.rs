@@ -803,12 +803,23 @@ pub(crate) fn run_fs_on(v: &Vfs, cmd: &Cmd) -> String {
             opts,
             path: Some(p),
         } => v.mount("tmpfs", p, opts).map(|_| ok_with("")),
-        Cmd::Cksum(p) => v.read_file(p).map(|d| {
+        Cmd::Cksum(p) => {
+            // Streams: the file passes through one read window, never held.
             use sha2::Digest;
-            let h = sha2::Sha256::digest(&d);
-            let hex: String = h.iter().map(|b| std::format!("{b:02x}")).collect();
-            ok_with(&std::format!("{hex} {}", d.len()))
-        }),
+            let mut h = sha2::Sha256::new();
+            v.read_chunks(p, &mut |c| {
+                h.update(c);
+                Ok(())
+            })
+            .map(|n| {
+                let hex: String = h
+                    .finalize()
+                    .iter()
+                    .map(|b| std::format!("{b:02x}"))
+                    .collect();
+                ok_with(&std::format!("{hex} {n}"))
+            })
+        }
         Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_) | Cmd::MountCifs { .. } => {
             Ok(ok_with(""))
         }
