@@ -62,9 +62,9 @@
 //! lock hash table, and the platform's halt and kick.
 
 use super::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
+use super::lockword::LockWord;
 use super::qspinlock::{self, Node, LOCKED, LOCKED_MASK, MAX_NODES};
-use super::rawlock::LockWord;
-use super::spinwait::SpinWait;
+use super::spinwait::{SpinWait, SPIN_TURNS};
 
 /// The locked byte of a lock whose queue head has halted and entered the
 /// hash table: the unlocker must remove the entry and kick it (Linux's
@@ -74,16 +74,6 @@ pub const SLOW: u32 = 3;
 /// Node states ([`Node::state`]).
 const RUNNING: u32 = 0;
 const HALTED: u32 = 1;
-
-/// Spin turns before a waiter halts. Linux spins `SPIN_THRESHOLD` = 2^15
-/// `pause`s; under QEMU's TCG a `pause` leaves the translated code, which
-/// costs far more than on hardware, so ours is shorter (see
-/// `docs/designs.md`, "pvqspinlock"). Loom halts after one turn, so that
-/// its models reach every halt.
-#[cfg(not(loom))]
-pub const SPIN_TURNS: u32 = 1 << 10;
-#[cfg(loom)]
-pub const SPIN_TURNS: u32 = 1;
 
 /// Take the lock if it is free and nobody waits.
 #[inline]
@@ -269,7 +259,8 @@ struct Entry {
 #[cfg(not(loom))]
 const ENTRIES: usize = crate::platform::MAX_CPUS * MAX_NODES;
 #[cfg(loom)]
-const ENTRIES: usize = super::model::MODEL_CPUS * MAX_NODES;
+// One CPU per loom thread (`super::model::MODEL_CPUS`).
+const ENTRIES: usize = loom::MAX_THREADS * MAX_NODES;
 
 #[cfg(not(loom))]
 mod table {

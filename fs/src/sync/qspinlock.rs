@@ -1,6 +1,6 @@
 //! A queued spinlock shaped like Linux's (`kernel/locking/qspinlock.c`):
 //! a locked byte, a pending bit, and the tail of an MCS queue of per-CPU
-//! nodes, all in one 32-bit lock value (layout in [`super::rawlock`]).
+//! nodes, all in one 32-bit lock value (layout in [`super::lockword`]).
 //!
 //! The value reads as a triple (tail, pending, locked), and a CPU moves it
 //! through these steps:
@@ -43,7 +43,7 @@
 //! successor's nodes; the CPU id from [`crate::platform`] on the queued path.
 
 use super::atomic::{AtomicU32, Ordering};
-use super::rawlock::LockWord;
+use super::lockword::LockWord;
 use super::spinwait::SpinWait;
 
 /// MCS nodes per CPU: the nesting levels a CPU may wait on at once.
@@ -106,10 +106,10 @@ mod table {
 #[cfg(loom)]
 mod table {
     use super::{AtomicU32, CpuNodes, Node};
-    use crate::sync::model::MODEL_CPUS;
 
+    // One CPU per loom thread (`crate::sync::model::MODEL_CPUS`).
     loom::lazy_static! {
-        static ref NODES: alloc::vec::Vec<CpuNodes> = (0..MODEL_CPUS)
+        static ref NODES: alloc::vec::Vec<CpuNodes> = (0..loom::MAX_THREADS)
             .map(|_| CpuNodes {
                 nodes: core::array::from_fn(|_| Node {
                     locked: AtomicU32::new(0),

@@ -36,9 +36,9 @@
 //! writer, a second lookup of a name waits for the first (`d_wait_lookup`).
 //! With more vCPUs than host cores these spin behind a descheduled vCPU just
 //! as lock waiters do. [`SpinWait::turn_on`] gives them the paravirt lock's
-//! remedy: after [`super::pvqspinlock::SPIN_TURNS`] turns, on a platform
-//! that halts and with the paravirt lock chosen, the CPU notes the address
-//! it waits on and halts while the wait lasts; whoever ends such a wait
+//! remedy: after [`SPIN_TURNS`] turns, on a platform that halts and with
+//! the paravirt lock chosen, the CPU notes the address it waits on and
+//! halts while the wait lasts; whoever ends such a wait
 //! calls [`wake`] after its release, which kicks the CPUs halted on that
 //! address. Both sides are sequentially consistent (the waiter counts
 //! itself in, then looks; the waker releases with a SeqCst RMW or store,
@@ -64,6 +64,16 @@ pub const YIELD_AFTER_NS: u64 = 5_000;
 /// much as a few turns; only the host reads it).
 #[cfg(all(any(feature = "std", test), not(loom)))]
 const CHECK_EVERY: u32 = 16;
+
+/// Spin turns before a waiter halts. Linux spins `SPIN_THRESHOLD` = 2^15
+/// `pause`s; under QEMU's TCG a `pause` leaves the translated code, which
+/// costs far more than on hardware, so ours is shorter (see
+/// `docs/designs.md`, "pvqspinlock"). Loom halts after one turn, so that
+/// its models reach every halt.
+#[cfg(not(loom))]
+pub const SPIN_TURNS: u32 = 1 << 10;
+#[cfg(loom)]
+pub const SPIN_TURNS: u32 = 1;
 
 /// The state of one wait: create it when the wait begins, call
 /// [`SpinWait::turn`] once per failed check.
@@ -102,16 +112,16 @@ impl SpinWait {
 
     /// One more turn of a wait that a [`wake`]`(addr)` ends, while `still()`
     /// (sequentially consistent loads) says it goes on. After
-    /// [`super::pvqspinlock::SPIN_TURNS`] turns on a platform that halts,
-    /// with `lock=pvqspinlock`, the CPU halts until kicked (see the module
-    /// doc). Elsewhere the same as [`SpinWait::turn`].
+    /// [`SPIN_TURNS`] turns on a platform that halts, with
+    /// `lock=pvqspinlock`, the CPU halts until kicked (see the module doc).
+    /// Elsewhere the same as [`SpinWait::turn`].
     #[inline]
     pub fn turn_on(&mut self, addr: usize, still: &dyn Fn() -> bool) {
         self.turn();
         #[cfg(not(loom))]
         {
             self.halt_turns += 1;
-            if self.halt_turns >= super::pvqspinlock::SPIN_TURNS {
+            if self.halt_turns >= SPIN_TURNS {
                 self.halt_turns = 0;
                 halt_on(addr, still);
             }
