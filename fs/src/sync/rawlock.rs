@@ -173,7 +173,14 @@ static DEFAULT_KIND: ConfigU8 = ConfigU8::new(LockKind::DEFAULT as u8);
 /// the fs is first used: benchmarks do it first thing, from `lock=`.
 pub fn set_default_kind(kind: LockKind) {
     DEFAULT_KIND.store(kind as u8, core::sync::atomic::Ordering::Relaxed);
+    // Waits that are not lock waits halt with the paravirt lock only.
+    super::spinwait::set_halting(kind == LockKind::Pvqspinlock);
 }
+
+// Before any `set_default_kind`, waits halt as the default kind says.
+const _: () = assert!(
+    super::spinwait::HALTING_AT_START == matches!(LockKind::DEFAULT, LockKind::Pvqspinlock)
+);
 
 /// The kind new locks get ([`LockKind::DEFAULT`] unless set otherwise).
 #[inline]

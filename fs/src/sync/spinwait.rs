@@ -160,12 +160,32 @@ const NOT_HALTED: AtomicUsize = AtomicUsize::new(0);
 static HALTED_ON: [AtomicUsize; crate::platform::MAX_CPUS] =
     [NOT_HALTED; crate::platform::MAX_CPUS];
 
+/// Whether [`SpinWait::turn_on`] halts at all before anyone says
+/// otherwise: off, as the default lock kind (`rawlock::LockKind::DEFAULT`,
+/// which checks this at compile time) is not the paravirt one.
+pub(crate) const HALTING_AT_START: bool = false;
+
+/// Whether waits halt: on while the paravirt lock is the chosen kind
+/// (`rawlock::set_default_kind` says so). Configuration, not
+/// synchronisation: a plain atomic.
+#[cfg(not(loom))]
+static HALTING: core::sync::atomic::AtomicBool =
+    core::sync::atomic::AtomicBool::new(HALTING_AT_START);
+
+/// Let [`SpinWait::turn_on`] halt (on a platform that halts) or not: set
+/// with the lock kind, on for `lock=pvqspinlock`.
+pub fn set_halting(on: bool) {
+    #[cfg(not(loom))]
+    HALTING.store(on, core::sync::atomic::Ordering::Relaxed);
+    #[cfg(loom)]
+    let _ = on;
+}
+
 #[cfg(not(loom))]
 #[cold]
 fn halt_on(addr: usize, still: &dyn Fn() -> bool) {
-    use super::rawlock::{default_kind, LockKind};
     let p = crate::platform::get();
-    if default_kind() != LockKind::Pvqspinlock || !p.halts() {
+    if !HALTING.load(core::sync::atomic::Ordering::Relaxed) || !p.halts() {
         return;
     }
     let me = p.cpu_id();
