@@ -16,7 +16,8 @@
 //!
 //! # How
 //! The lock word, the MCS queue and the fast paths are the queued lock's
-//! ([`super::qspinlock::queue`] with `PV = true`); three waits change:
+//! ([`super::qspinlock::queue`] with the waits of [`Halt`]); three waits
+//! change:
 //!
 //! - **A queued waiter** (not the head) spins on its node for
 //!   [`SPIN_TURNS`], then publishes `state = HALTED`, re-checks its node
@@ -63,7 +64,7 @@
 
 use super::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
 use super::lockword::LockWord;
-use super::qspinlock::{self, Node, LOCKED, LOCKED_MASK, MAX_NODES};
+use super::qspinlock::{self, Node, Waits, LOCKED, LOCKED_MASK, MAX_NODES};
 use super::spinwait::{SpinWait, SPIN_TURNS};
 
 /// The locked byte of a lock whose queue head has halted and entered the
@@ -88,14 +89,14 @@ pub fn lock(w: &impl LockWord) {
         return;
     }
     // No pending step: the second waiter queues too (see the module doc).
-    qspinlock::queue::<true>(w, true);
+    qspinlock::queue::<Halt>(w, true);
 }
 
 /// Take the lock if the locked byte is free, whether or not a queue waits
 /// (Linux's hybrid unfair trylock, in its one-look form): a running CPU
 /// does not wait behind a queue head that is halted or not yet awake.
 #[inline]
-pub(super) fn try_steal(w: &impl LockWord) -> bool {
+fn try_steal(w: &impl LockWord) -> bool {
     let v = w.load(Ordering::Relaxed);
     v & LOCKED_MASK == 0 && w.cas(v, v | LOCKED, Ordering::Acquire).is_ok()
 }
@@ -124,13 +125,13 @@ fn unlock_slow(w: &impl LockWord) {
 
 /// A node enters the queue running.
 #[inline]
-pub(super) fn init_node(node: &Node) {
+fn init_node(node: &Node) {
     node.state.store(RUNNING, Ordering::Relaxed);
 }
 
 /// A queued waiter: spin, then halt, until the predecessor makes this node
 /// the head (`node.locked`). Returns with that seen (acquire).
-pub(super) fn wait_node(node: &Node) {
+fn wait_node(node: &Node) {
     #[cfg(loom)]
     let recheck = !NO_RECHECK.with(|f| f.get());
     #[cfg(not(loom))]
@@ -175,7 +176,7 @@ fn wait_node_checked(node: &Node, recheck: bool) {
 /// The predecessor has just stored `succ.locked = 1`: if `succ` (tail code
 /// `tail`) halted, wake it.
 #[inline]
-pub(super) fn kick_node(succ: &Node, tail: u32) {
+fn kick_node(succ: &Node, tail: u32) {
     fence(Ordering::SeqCst);
     if succ
         .state
@@ -189,7 +190,7 @@ pub(super) fn kick_node(succ: &Node, tail: u32) {
 /// The queue head (tail code `tail`): spin, then halt, until it has taken
 /// the locked byte with a cmpxchg (others may take a free byte too, see
 /// [`try_steal`]). Returns the lock value it set.
-pub(super) fn wait_head(w: &impl LockWord, tail: u32) -> u32 {
+fn wait_head(w: &impl LockWord, tail: u32) -> u32 {
     let p = crate::platform::get();
     let addr = w.addr();
     let mut hashed = false;
@@ -242,6 +243,40 @@ pub(super) fn wait_head(w: &impl LockWord, tail: u32) -> u32 {
         // Until the unlocker has taken our entry out and cleared the byte
         // (it reads 2 meanwhile: then spin, the release is a moment away).
         p.halt_while(&|| w.load(Ordering::Relaxed) & LOCKED_MASK == SLOW);
+    }
+}
+
+/// The paravirt waits of the queued lock's slow path.
+pub(super) struct Halt;
+
+impl Waits for Halt {
+    const HEAD_TAKES_LOCK: bool = true;
+
+    #[inline]
+    fn init_node(node: &Node) {
+        init_node(node)
+    }
+
+    #[inline]
+    fn try_lock_now(w: &impl LockWord) -> bool {
+        try_steal(w)
+    }
+
+    #[inline]
+    fn wait_node(node: &Node) {
+        wait_node(node)
+    }
+
+    /// `busy` is the queued lock's: a paravirt lock has no pending waiter
+    /// (see the module doc), so the head waits for the locked byte alone.
+    #[inline]
+    fn wait_head(w: &impl LockWord, tail: u32, _busy: u32) -> u32 {
+        wait_head(w, tail)
+    }
+
+    #[inline]
+    fn kick_node(succ: &Node, tail: u32) {
+        kick_node(succ, tail)
     }
 }
 
