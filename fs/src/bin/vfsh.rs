@@ -20,18 +20,10 @@ Runs commands (one per line, from SCRIPT or standard input) against a fresh
 tmpfs and prints one result line per command: `ok ...` or `err ENAME`.
   -o OPTS   mount options of the root tmpfs, e.g. enoent=noalloc";
 
-/// The help after [`HELP`]: the designs (from the registry) and commands.
+/// The help after [`HELP`]: the commands and the designs (the `help`
+/// command's list).
 fn help_tail() -> String {
-    let mut s = String::from("            ENOENT designs (enoent=D):\n");
-    for d in fs::dcache::design::DESIGNS {
-        s.push_str(&format!("              {:<10} {}\n", d.name(), d.help()));
-    }
-    s.push_str("Commands:");
-    for u in shell::USAGE {
-        s.push_str("\n  ");
-        s.push_str(u);
-    }
-    s
+    shell::help::lines().collect::<Vec<_>>().join("\n")
 }
 
 fn main() -> ExitCode {
