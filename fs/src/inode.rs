@@ -6,6 +6,14 @@
 //! symlink's target. A superblock is one mounted filesystem instance: its
 //! ENOENT design, whether its dcache is complete (tmpfs) and its operations.
 //!
+//! This file and the dcache import each other, and that is the design, as
+//! in Linux (`struct dentry` holds its `struct inode`, `super_operations`
+//! and the filesystem's `->lookup` take dentries): a dentry names its
+//! inode and superblock, and a superblock carries the ENOENT design the
+//! dcache asks on every miss, with that design's words
+//! ([`design::DesignState`]), and hands its filesystem the directory's
+//! dentry to refresh.
+//!
 //! Touches: nothing global but the inode-number counter of its superblock
 //! (and this CPU's `poison_seen` counter when a canary check fails);
 //! creating an inode or growing a file asks memory admission

@@ -318,3 +318,100 @@ fn binary_prints_trace_and_stats_as_hash_lines() {
         assert_eq!(w.next(), None, "{l}");
     }
 }
+
+/// `# name value` lines of one `stats` answer, by name.
+fn counters(lines: &[&str]) -> std::collections::BTreeMap<String, u64> {
+    lines
+        .iter()
+        .map(|l| {
+            let mut w = l.strip_prefix("# ").expect("a # line").split(' ');
+            let name = w.next().expect("a name").to_string();
+            let v = w.next().and_then(|v| v.parse().ok()).expect("a value");
+            (name, v)
+        })
+        .collect()
+}
+
+#[test]
+fn binary_help_lists_every_command_step_and_design() {
+    let o = vfsh_bin()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(b"help\nhelp me\n")?;
+            c.wait_with_output()
+        })
+        .expect("run vfsh");
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    // `help`: `# ` lines, then ok; `help me`: a wrong number of arguments.
+    assert_eq!(lines[lines.len() - 2..], ["ok", "err EINVAL"], "{out}");
+    let help = &lines[..lines.len() - 2];
+    assert!(help.iter().all(|l| l.starts_with("# ")), "{out}");
+    for u in fs::tools::shell::USAGE {
+        assert!(
+            help.contains(&format!("#   {u}").as_str()),
+            "no `{u}`:\n{out}"
+        );
+    }
+    assert!(
+        out.contains("`step_into b`"),
+        "race's two-word steps:\n{out}"
+    );
+    assert!(
+        out.contains("without enoent=: noalloc"),
+        "the default:\n{out}"
+    );
+    for d in fs::dcache::design::DESIGNS {
+        assert!(
+            help.iter()
+                .any(|l| l.starts_with(&format!("#   {} ", d.name())) && l.ends_with(d.help())),
+            "no design {}:\n{out}",
+            d.name()
+        );
+    }
+    // `vfsh --help` prints the same list.
+    let o = vfsh_bin().arg("--help").output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    for l in help {
+        assert!(text.contains(&l[2..]), "--help lacks {l:?}");
+    }
+}
+
+#[test]
+fn binary_stats_reset_counts_from_zero() {
+    // A process of its own: nothing else moves its counters.
+    let o = vfsh_bin()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(
+                b"mkdir /a\nstat /a/x\nstat /a/x\nstats reset\nstats\nstat /a/x\nstats\n",
+            )?;
+            c.wait_with_output()
+        })
+        .expect("run vfsh");
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[..4],
+        ["ok", "err ENOENT", "err ENOENT", "ok"],
+        "{out}"
+    );
+    let ends: Vec<usize> = (4..lines.len()).filter(|&i| lines[i] == "ok").collect();
+    assert_eq!(ends.len(), 2, "two stats answers:\n{out}");
+    let first = counters(&lines[4..ends[0]]);
+    assert!(first.values().all(|&v| v == 0), "after reset: {first:?}");
+    assert_eq!(lines[ends[0] + 1], "err ENOENT", "{out}");
+    let second = counters(&lines[ends[0] + 2..ends[1]]);
+    assert_eq!(
+        second.keys().collect::<Vec<_>>(),
+        first.keys().collect::<Vec<_>>()
+    );
+    assert_eq!(second["enoent"], 1, "{second:?}");
+    assert!(second["lookups"] >= 1, "{second:?}");
+}

@@ -14,13 +14,15 @@
 //!   and, when V > C, `overcommit: V vCPUs on C host cores`.
 //!
 //! Touches: the console, the fs crate's trace switch and a fresh tmpfs per
-//! design; the table runs `bench` through [`crate::benchrun`]. Safe code only.
+//! design; the table runs `bench` through [`crate::benchrun`] and is laid
+//! out by [`kernel::demotable`]. Safe code only.
 
 use alloc::string::String;
 use core::fmt;
 
 use bench::params::{Bench, Design, Params};
 use fs::vfs::Vfs;
+use kernel::demotable::{Header, Line, Row, MIN_DESIGN_WIDTH};
 
 use crate::benchrun;
 use crate::console::kprintln;
@@ -83,33 +85,6 @@ pub fn trace_demo(keep_on: bool) -> bool {
     ok
 }
 
-/// One row of the table.
-struct Row {
-    design: Design,
-    tasks: usize,
-    ops: u64,
-    per_op: bench::output::PerOpCounts,
-}
-
-/// `n / d` with 3 decimals, integer arithmetic.
-struct Ratio(u64, u64);
-
-impl fmt::Display for Ratio {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let milli = if self.1 == 0 {
-            0
-        } else {
-            (self.0 as u128 * 1000 + self.1 as u128 / 2) / self.1 as u128
-        };
-        let mut buf = String::new();
-        let _ = fmt::write(
-            &mut buf,
-            format_args!("{}.{:03}", milli / 1000, milli % 1000),
-        );
-        f.pad(&buf)
-    }
-}
-
 /// `demo=table` (`host_cores`: what `host_cores=` said). Returns false if
 /// a run failed.
 pub fn table_demo(host_cores: Option<u32>) -> bool {
@@ -134,7 +109,7 @@ pub fn table_demo(host_cores: Option<u32>) -> bool {
         rcu::synchronize_rcu();
         match r {
             Ok(s) => rows.push(Row {
-                design,
+                design: design.name(),
                 tasks,
                 ops: s.average,
                 per_op: s.per_op.unwrap_or_default(),
@@ -146,30 +121,11 @@ pub fn table_demo(host_cores: Option<u32>) -> bool {
         }
     }
     kprintln!("statneg (every task stats /nonexistent in a tmpfs), 1 s per design, this guest:");
-    kprintln!(
-        "{:<10} {:>5} {:>12} {:>14} {:>10} {:>17} {:>9} {:>13}",
-        "design",
-        "tasks",
-        "ops/s",
-        "per-CPU ops/s",
-        "allocs/op",
-        "shared_stores/op",
-        "locks/op",
-        "fallbacks/op"
-    );
+    // The design column as wide as the registry's longest name.
+    let w = fs::dcache::design::name_width(MIN_DESIGN_WIDTH);
+    kprintln!("{}", Header(w));
     for r in &rows {
-        let c = &r.per_op;
-        kprintln!(
-            "{:<10} {:>5} {:>12} {:>14} {:>10} {:>17} {:>9} {:>13}",
-            r.design.name(),
-            r.tasks,
-            r.ops,
-            r.ops / r.tasks as u64,
-            Ratio(c.allocs, c.ops),
-            Ratio(c.shared_stores, c.ops),
-            Ratio(c.locks, c.ops),
-            Ratio(c.fallbacks, c.ops)
-        );
+        kprintln!("{}", Line(w, r));
     }
     let vcpus = smp::online_count();
     let lock = fs::sync::rawlock::default_kind();

@@ -1,7 +1,9 @@
 //! Time: the TSC calibrated at boot against the reference clock `arch` picks,
 //! `now_ns()` (nanoseconds since the PVH entry), busy-wait delays, and the
-//! per-CPU tick that drives RCU quiescent states (and, later, per-second
-//! benchmark samples).
+//! per-CPU tick and its count. The timer interrupt (`arch`) calls
+//! [`on_tick`] and then RCU's tick (`crate::sync::rcu::on_tick`, the
+//! quiescent states): time is a floor that RCU and the console read, and
+//! calls up into neither.
 //!
 //! Touches: the clocks only through `crate::arch::clock`; per-CPU
 //! tick counters. `on_tick` runs in interrupt context: atomics only.
@@ -85,10 +87,9 @@ pub fn delay_us(us: u64) {
     }
 }
 
-/// Timer interrupt (interrupt context, interrupts off).
+/// Timer interrupt: count the tick (interrupt context, interrupts off).
 pub fn on_tick() {
     TICKS.get().fetch_add(1, Ordering::Relaxed);
-    crate::sync::rcu::on_tick();
 }
 
 /// Ticks taken so far by `cpu`.

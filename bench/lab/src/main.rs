@@ -186,9 +186,12 @@ enum Cmd {
 
 /// `bench smb-sweep --help`'s list of designs, from the registry.
 fn eacache_designs_help() -> String {
+    let designs = fs::fstype::cifs::eacache::EACACHE_DESIGNS;
+    // The name column as wide as the longest name (at least 10, as always).
+    let w = fs::dcache::design::width_of(designs.iter().map(|d| d.name()), 10);
     let mut s = String::from("EA-cache designs (fs::fstype::cifs::eacache::EACACHE_DESIGNS):\n");
-    for d in fs::fstype::cifs::eacache::EACACHE_DESIGNS {
-        s.push_str(&format!("  {:<10} {}\n", d.name(), d.help()));
+    for d in designs {
+        s.push_str(&format!("  {:<w$} {}\n", d.name(), d.help()));
     }
     s
 }

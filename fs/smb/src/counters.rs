@@ -7,8 +7,8 @@
 //! Plain data owned by the connection; no locks, no clock of its own (the
 //! caller passes timestamps).
 
+use crate::error::SmbError;
 use crate::wire::cmd;
-use crate::SmbError;
 use alloc::collections::VecDeque;
 use alloc::string::String;
 use core::fmt::Write;

@@ -28,6 +28,7 @@
 //! `""` or `"/"`.
 
 use crate::conn::{Connection, Reply, Req};
+use crate::error::{SmbError, SmbResult};
 use crate::wire::create::{
     access, options, parse_close, parse_close_attrs, share, CloseAttrs, CloseRequest,
     CreateRequest, CreateResponse, FileId, CLOSE_POSTQUERY_ATTRIB, FILE_OPEN,
@@ -42,7 +43,6 @@ use crate::wire::read::{ReadRequest, ReadResponse};
 use crate::wire::setinfo::{self, SetInfoRequest};
 use crate::wire::write::{parse_write, WriteRequest};
 use crate::wire::{cmd, status};
-use crate::{SmbError, SmbResult};
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -207,7 +207,7 @@ fn dir_page(c: &mut Connection, r: &Reply, class: u8) -> SmbResult<Option<(Vec<D
     let v = c.body(r, |m| {
         let data = OutputResponse::parse(m)?.data;
         if data.len() > asked {
-            return Err(crate::WireError::new(
+            return Err(crate::wire::WireError::new(
                 "query directory output longer than asked",
             ));
         }

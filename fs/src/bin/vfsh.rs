@@ -41,18 +41,10 @@ fn parse_size(s: &str) -> Option<usize> {
     num.parse::<usize>().ok()?.checked_mul(1 << shift)
 }
 
-/// The help after [`HELP`]: the designs (from the registry) and commands.
+/// The help after [`HELP`]: the commands and the designs (the `help`
+/// command's list).
 fn help_tail() -> String {
-    let mut s = String::from("            ENOENT designs (enoent=D):\n");
-    for d in fs::dcache::design::DESIGNS {
-        s.push_str(&format!("              {:<10} {}\n", d.name(), d.help()));
-    }
-    s.push_str("Commands:");
-    for u in shell::USAGE {
-        s.push_str("\n  ");
-        s.push_str(u);
-    }
-    s
+    shell::help::lines().collect::<Vec<_>>().join("\n")
 }
 
 fn main() -> ExitCode {

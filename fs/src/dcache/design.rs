@@ -321,6 +321,17 @@ pub fn by_name(name: &str) -> Option<usize> {
     DESIGNS.iter().position(|d| d.name() == name)
 }
 
+/// The width of a column of these names: the longest, and at least `min`.
+pub fn width_of<'a>(names: impl IntoIterator<Item = &'a str>, min: usize) -> usize {
+    names.into_iter().map(str::len).fold(min, usize::max)
+}
+
+/// The width of a column of the registry's names: its longest name, and
+/// at least `min` (a header's width, or the width a table has always had).
+pub fn name_width(min: usize) -> usize {
+    width_of(DESIGNS.iter().map(|d| d.name()), min)
+}
+
 /// The valid names, `|`-separated (for error messages).
 pub fn names() -> alloc::string::String {
     let v: alloc::vec::Vec<&str> = DESIGNS.iter().map(|d| d.name()).collect();

@@ -18,7 +18,7 @@
 //! lock. Waiters of the queued and ticket locks write the upper half while
 //! the lock is held, so the holder changes the count with a cmpxchg on the
 //! lower half only (Linux, with the count in its own 32-bit field, uses a
-//! plain store; see [`super::rawlock`] on mixed-size atomics).
+//! plain store; see [`super::lockword`] on mixed-size atomics).
 //! The lock also protects a `T` (the dentry's lock-protected fields), so the
 //! guard hands out `&mut T` and lets its holder change the count.
 //!
@@ -35,7 +35,8 @@ use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 
 use super::atomic::{AtomicU64, Ordering};
-use super::rawlock::{default_kind, HighHalf, LockKind};
+use super::lockword::HighHalf;
+use super::rawlock::{default_kind, LockKind};
 use crate::stats::{self, Event, LastWriter};
 
 const COUNT_MASK: u64 = 0xffff_ffff;

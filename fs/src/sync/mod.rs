@@ -5,6 +5,8 @@
 //!   its writers' lock (`rename_lock`, `mount_lock`).
 //! - [`lockref`]: a spinlock and a reference count in one atomic word, with a
 //!   lock-free cmpxchg fast path for get/put (Linux `lib/lockref.c`).
+//! - [`lockword`]: the 32-bit lock word every spinlock algorithm works on
+//!   (a whole `AtomicU32`, or the upper half of the lockref's word).
 //! - [`rawlock`]: the three spinlock algorithms ([`rawlock::LockKind`]:
 //!   queued, ticket, test-and-test-and-set) on a 32-bit lock word.
 //! - [`qspinlock`]: Linux's queued spinlock (MCS queue, pending bit, locked
@@ -46,6 +48,7 @@ pub mod budget;
 pub mod host;
 pub mod ilist;
 pub mod lockref;
+pub mod lockword;
 #[cfg(loom)]
 pub mod model;
 pub mod pvqspinlock;

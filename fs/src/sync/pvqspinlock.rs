@@ -16,7 +16,8 @@
 //!
 //! # How
 //! The lock word, the MCS queue and the fast paths are the queued lock's
-//! ([`super::qspinlock::queue`] with `PV = true`); three waits change:
+//! ([`super::qspinlock::queue`] with the waits of [`Halt`]); three waits
+//! change:
 //!
 //! - **A queued waiter** (not the head) spins on its node for
 //!   [`SPIN_TURNS`], then publishes `state = HALTED`, re-checks its node
@@ -62,9 +63,9 @@
 //! lock hash table, and the platform's halt and kick.
 
 use super::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
-use super::qspinlock::{self, Node, LOCKED, LOCKED_MASK, MAX_NODES};
-use super::rawlock::LockWord;
-use super::spinwait::SpinWait;
+use super::lockword::LockWord;
+use super::qspinlock::{self, Node, Waits, LOCKED, LOCKED_MASK, MAX_NODES};
+use super::spinwait::{SpinWait, SPIN_TURNS};
 
 /// The locked byte of a lock whose queue head has halted and entered the
 /// hash table: the unlocker must remove the entry and kick it (Linux's
@@ -74,16 +75,6 @@ pub const SLOW: u32 = 3;
 /// Node states ([`Node::state`]).
 const RUNNING: u32 = 0;
 const HALTED: u32 = 1;
-
-/// Spin turns before a waiter halts. Linux spins `SPIN_THRESHOLD` = 2^15
-/// `pause`s; under QEMU's TCG a `pause` leaves the translated code, which
-/// costs far more than on hardware, so ours is shorter (see
-/// `docs/designs.md`, "pvqspinlock"). Loom halts after one turn, so that
-/// its models reach every halt.
-#[cfg(not(loom))]
-pub const SPIN_TURNS: u32 = 1 << 10;
-#[cfg(loom)]
-pub const SPIN_TURNS: u32 = 1;
 
 /// Take the lock if it is free and nobody waits.
 #[inline]
@@ -98,14 +89,14 @@ pub fn lock(w: &impl LockWord) {
         return;
     }
     // No pending step: the second waiter queues too (see the module doc).
-    qspinlock::queue::<true>(w, true);
+    qspinlock::queue::<Halt>(w, true);
 }
 
 /// Take the lock if the locked byte is free, whether or not a queue waits
 /// (Linux's hybrid unfair trylock, in its one-look form): a running CPU
 /// does not wait behind a queue head that is halted or not yet awake.
 #[inline]
-pub(super) fn try_steal(w: &impl LockWord) -> bool {
+fn try_steal(w: &impl LockWord) -> bool {
     let v = w.load(Ordering::Relaxed);
     v & LOCKED_MASK == 0 && w.cas(v, v | LOCKED, Ordering::Acquire).is_ok()
 }
@@ -134,13 +125,13 @@ fn unlock_slow(w: &impl LockWord) {
 
 /// A node enters the queue running.
 #[inline]
-pub(super) fn init_node(node: &Node) {
+fn init_node(node: &Node) {
     node.state.store(RUNNING, Ordering::Relaxed);
 }
 
 /// A queued waiter: spin, then halt, until the predecessor makes this node
 /// the head (`node.locked`). Returns with that seen (acquire).
-pub(super) fn wait_node(node: &Node) {
+fn wait_node(node: &Node) {
     #[cfg(loom)]
     let recheck = !NO_RECHECK.with(|f| f.get());
     #[cfg(not(loom))]
@@ -185,7 +176,7 @@ fn wait_node_checked(node: &Node, recheck: bool) {
 /// The predecessor has just stored `succ.locked = 1`: if `succ` (tail code
 /// `tail`) halted, wake it.
 #[inline]
-pub(super) fn kick_node(succ: &Node, tail: u32) {
+fn kick_node(succ: &Node, tail: u32) {
     fence(Ordering::SeqCst);
     if succ
         .state
@@ -199,7 +190,7 @@ pub(super) fn kick_node(succ: &Node, tail: u32) {
 /// The queue head (tail code `tail`): spin, then halt, until it has taken
 /// the locked byte with a cmpxchg (others may take a free byte too, see
 /// [`try_steal`]). Returns the lock value it set.
-pub(super) fn wait_head(w: &impl LockWord, tail: u32) -> u32 {
+fn wait_head(w: &impl LockWord, tail: u32) -> u32 {
     let p = crate::platform::get();
     let addr = w.addr();
     let mut hashed = false;
@@ -255,6 +246,40 @@ pub(super) fn wait_head(w: &impl LockWord, tail: u32) -> u32 {
     }
 }
 
+/// The paravirt waits of the queued lock's slow path.
+pub(super) struct Halt;
+
+impl Waits for Halt {
+    const HEAD_TAKES_LOCK: bool = true;
+
+    #[inline]
+    fn init_node(node: &Node) {
+        init_node(node)
+    }
+
+    #[inline]
+    fn try_lock_now(w: &impl LockWord) -> bool {
+        try_steal(w)
+    }
+
+    #[inline]
+    fn wait_node(node: &Node) {
+        wait_node(node)
+    }
+
+    /// `busy` is the queued lock's: a paravirt lock has no pending waiter
+    /// (see the module doc), so the head waits for the locked byte alone.
+    #[inline]
+    fn wait_head(w: &impl LockWord, tail: u32, _busy: u32) -> u32 {
+        wait_head(w, tail)
+    }
+
+    #[inline]
+    fn kick_node(succ: &Node, tail: u32) {
+        kick_node(succ, tail)
+    }
+}
+
 // ------------------------------------------------------------ hash table
 
 /// One entry: a lock word's address (0: free) and the tail code of the
@@ -269,7 +294,8 @@ struct Entry {
 #[cfg(not(loom))]
 const ENTRIES: usize = crate::platform::MAX_CPUS * MAX_NODES;
 #[cfg(loom)]
-const ENTRIES: usize = super::model::MODEL_CPUS * MAX_NODES;
+// One CPU per loom thread (`super::model::MODEL_CPUS`).
+const ENTRIES: usize = loom::MAX_THREADS * MAX_NODES;
 
 #[cfg(not(loom))]
 mod table {

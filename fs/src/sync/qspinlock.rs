@@ -1,6 +1,6 @@
 //! A queued spinlock shaped like Linux's (`kernel/locking/qspinlock.c`):
 //! a locked byte, a pending bit, and the tail of an MCS queue of per-CPU
-//! nodes, all in one 32-bit lock value (layout in [`super::rawlock`]).
+//! nodes, all in one 32-bit lock value (layout in [`super::lockword`]).
 //!
 //! The value reads as a triple (tail, pending, locked), and a CPU moves it
 //! through these steps:
@@ -36,14 +36,14 @@
 //!   are read-modify-writes of the whole value.
 //! - Node links are tail codes, not pointers (no unsafe code needed).
 //! - The paravirt hooks (`pv_wait`/`pv_kick`) are a separate kind,
-//!   [`super::pvqspinlock`], which runs [`queue`] with `PV = true`; this
-//!   kind's waiters never halt.
+//!   [`super::pvqspinlock`], which runs [`queue`] with its own [`Waits`];
+//!   this kind's waiters never halt.
 //!
 //! Touches: the lock word, this CPU's nodes and its predecessor's and
 //! successor's nodes; the CPU id from [`crate::platform`] on the queued path.
 
 use super::atomic::{AtomicU32, Ordering};
-use super::rawlock::LockWord;
+use super::lockword::LockWord;
 use super::spinwait::SpinWait;
 
 /// MCS nodes per CPU: the nesting levels a CPU may wait on at once.
@@ -106,10 +106,10 @@ mod table {
 #[cfg(loom)]
 mod table {
     use super::{AtomicU32, CpuNodes, Node};
-    use crate::sync::model::MODEL_CPUS;
 
+    // One CPU per loom thread (`crate::sync::model::MODEL_CPUS`).
     loom::lazy_static! {
-        static ref NODES: alloc::vec::Vec<CpuNodes> = (0..MODEL_CPUS)
+        static ref NODES: alloc::vec::Vec<CpuNodes> = (0..loom::MAX_THREADS)
             .map(|_| CpuNodes {
                 nodes: core::array::from_fn(|_| Node {
                     locked: AtomicU32::new(0),
@@ -225,14 +225,78 @@ fn slow_path(w: &impl LockWord, head_waits_for_pending: bool) {
             w.fetch_and(!PENDING, Ordering::Relaxed);
         }
     }
-    queue::<false>(w, head_waits_for_pending);
+    queue::<Spin>(w, head_waits_for_pending);
 }
 
-/// Wait in the MCS queue, then take the lock. With `PV`, the waits are
-/// the paravirt ones ([`super::pvqspinlock`]): a waiter halts its CPU
-/// after a bounded spin, and whoever hands it the queue head or the lock
-/// kicks it; the steps between the waits are the same.
-pub(super) fn queue<const PV: bool>(w: &impl LockWord, head_waits_for_pending: bool) {
+/// The waits of [`queue`]: the steps in which the queued lock and its
+/// paravirt kind differ. This kind spins ([`Spin`]); the paravirt kind
+/// halts (`super::pvqspinlock::Halt`: a waiter halts its CPU after a
+/// bounded spin, and whoever hands it the queue head or the lock kicks
+/// it). Linux builds `queued_spin_lock_slowpath` twice, with its `pv_*`
+/// hooks empty and with those of `qspinlock_paravirt.h`; here the hooks
+/// are this trait, so the paravirt kind builds on this file and this file
+/// does not name it.
+pub(super) trait Waits {
+    /// Whether [`Waits::wait_head`] returns with the locked byte taken
+    /// (the paravirt head takes it with a cmpxchg: running CPUs may take a
+    /// free byte while the head is halted).
+    const HEAD_TAKES_LOCK: bool;
+    /// A node enters the queue.
+    fn init_node(node: &Node);
+    /// Take the lock if that needs no waiting now (our node is ready).
+    fn try_lock_now(w: &impl LockWord) -> bool;
+    /// A queued waiter: until the predecessor makes `node` the head
+    /// (`node.locked`, seen with acquire).
+    fn wait_node(node: &Node);
+    /// The head (tail code `tail`): until no bit of `busy` is set in the
+    /// lock value; returns the value seen.
+    fn wait_head(w: &impl LockWord, tail: u32, busy: u32) -> u32;
+    /// The predecessor has just stored `succ.locked = 1` (`succ`'s tail
+    /// code: `tail`).
+    fn kick_node(succ: &Node, tail: u32);
+}
+
+/// This kind's waits: spin on our own node, then (as the head) on the
+/// lock word.
+pub(super) struct Spin;
+
+impl Waits for Spin {
+    const HEAD_TAKES_LOCK: bool = false;
+
+    #[inline]
+    fn init_node(_: &Node) {}
+
+    #[inline]
+    fn try_lock_now(w: &impl LockWord) -> bool {
+        try_lock(w)
+    }
+
+    #[inline]
+    fn wait_node(node: &Node) {
+        let mut wait = SpinWait::new();
+        while node.locked.load(Ordering::Acquire) == 0 {
+            wait.turn();
+        }
+    }
+
+    #[inline]
+    fn wait_head(w: &impl LockWord, _tail: u32, busy: u32) -> u32 {
+        let mut val = w.load(Ordering::Acquire);
+        let mut wait = SpinWait::new();
+        while val & busy != 0 {
+            wait.turn();
+            val = w.load(Ordering::Acquire);
+        }
+        val
+    }
+
+    #[inline]
+    fn kick_node(_: &Node, _: u32) {}
+}
+
+/// Wait in the MCS queue, then take the lock, with the waits of `W`; the
+/// steps between the waits are the same for both kinds.
+pub(super) fn queue<W: Waits>(w: &impl LockWord, head_waits_for_pending: bool) {
     let cpu = crate::platform::get().cpu_id();
     let mine = table::cpu(cpu);
     let idx = mine.count.fetch_add(1, Ordering::Relaxed) as usize;
@@ -249,19 +313,12 @@ pub(super) fn queue<const PV: bool>(w: &impl LockWord, head_waits_for_pending: b
     let tail = encode_tail(cpu, idx);
     node.locked.store(0, Ordering::Relaxed);
     node.next.store(0, Ordering::Relaxed);
-    if PV {
-        super::pvqspinlock::init_node(node);
-    }
+    W::init_node(node);
 
     // Touching our node may have taken a while (a cold line): the lock may
     // be free by now. (A paravirt waiter takes a free locked byte even past
     // a queue whose head is halted: see pvqspinlock.)
-    let free = if PV {
-        super::pvqspinlock::try_steal(w)
-    } else {
-        try_lock(w)
-    };
-    if free {
+    if W::try_lock_now(w) {
         mine.count.fetch_sub(1, Ordering::Relaxed);
         return;
     }
@@ -276,14 +333,7 @@ pub(super) fn queue<const PV: bool>(w: &impl LockWord, head_waits_for_pending: b
         // waits for `next` unless the tail is still its own).
         let prev = decode_tail(old);
         prev.next.store(tail, Ordering::Release);
-        if PV {
-            super::pvqspinlock::wait_node(node);
-        } else {
-            let mut wait = SpinWait::new();
-            while node.locked.load(Ordering::Acquire) == 0 {
-                wait.turn();
-            }
-        }
+        W::wait_node(node);
         // Whoever queued behind us meanwhile; read early, as Linux does,
         // to overlap the miss with the wait below.
         next = node.next.load(Ordering::Acquire);
@@ -297,19 +347,10 @@ pub(super) fn queue<const PV: bool>(w: &impl LockWord, head_waits_for_pending: b
     } else {
         LOCKED_MASK
     };
-    let val = if PV {
-        // Returns with the locked byte ours: running CPUs may take it
-        // while the head is halted, so the head takes it with a cmpxchg.
-        super::pvqspinlock::wait_head(w, tail)
-    } else {
-        let mut val = w.load(Ordering::Acquire);
-        let mut wait = SpinWait::new();
-        while val & busy != 0 {
-            wait.turn();
-            val = w.load(Ordering::Acquire);
-        }
-        val
-    };
+    // The paravirt head returns with the locked byte ours: running CPUs
+    // may take it while the head is halted, so the head takes it with a
+    // cmpxchg.
+    let val = W::wait_head(w, tail, busy);
 
     // Claim the lock. Alone in the queue: (n,0,0) -> (0,0,1), dissolving
     // it. Else (*,*,0) -> (*,*,1) and hand the head to the next node.
@@ -317,7 +358,7 @@ pub(super) fn queue<const PV: bool>(w: &impl LockWord, head_waits_for_pending: b
         mine.count.fetch_sub(1, Ordering::Relaxed);
         return;
     }
-    if !PV {
+    if !W::HEAD_TAKES_LOCK {
         w.fetch_or(LOCKED, Ordering::Relaxed);
     }
     // The tail moved, so someone is behind us; it may not have linked yet.
@@ -328,9 +369,7 @@ pub(super) fn queue<const PV: bool>(w: &impl LockWord, head_waits_for_pending: b
     }
     let succ = decode_tail(next);
     succ.locked.store(1, Ordering::Release);
-    if PV {
-        super::pvqspinlock::kick_node(succ, next);
-    }
+    W::kick_node(succ, next);
     mine.count.fetch_sub(1, Ordering::Relaxed);
 }
 

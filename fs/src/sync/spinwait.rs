@@ -36,9 +36,9 @@
 //! writer, a second lookup of a name waits for the first (`d_wait_lookup`).
 //! With more vCPUs than host cores these spin behind a descheduled vCPU just
 //! as lock waiters do. [`SpinWait::turn_on`] gives them the paravirt lock's
-//! remedy: after [`super::pvqspinlock::SPIN_TURNS`] turns, on a platform
-//! that halts and with the paravirt lock chosen, the CPU notes the address
-//! it waits on and halts while the wait lasts; whoever ends such a wait
+//! remedy: after [`SPIN_TURNS`] turns, on a platform that halts and with
+//! the paravirt lock chosen, the CPU notes the address it waits on and
+//! halts while the wait lasts; whoever ends such a wait
 //! calls [`wake`] after its release, which kicks the CPUs halted on that
 //! address. Both sides are sequentially consistent (the waiter counts
 //! itself in, then looks; the waker releases with a SeqCst RMW or store,
@@ -64,6 +64,16 @@ pub const YIELD_AFTER_NS: u64 = 5_000;
 /// much as a few turns; only the host reads it).
 #[cfg(all(any(feature = "std", test), not(loom)))]
 const CHECK_EVERY: u32 = 16;
+
+/// Spin turns before a waiter halts. Linux spins `SPIN_THRESHOLD` = 2^15
+/// `pause`s; under QEMU's TCG a `pause` leaves the translated code, which
+/// costs far more than on hardware, so ours is shorter (see
+/// `docs/designs.md`, "pvqspinlock"). Loom halts after one turn, so that
+/// its models reach every halt.
+#[cfg(not(loom))]
+pub const SPIN_TURNS: u32 = 1 << 10;
+#[cfg(loom)]
+pub const SPIN_TURNS: u32 = 1;
 
 /// The state of one wait: create it when the wait begins, call
 /// [`SpinWait::turn`] once per failed check.
@@ -102,16 +112,16 @@ impl SpinWait {
 
     /// One more turn of a wait that a [`wake`]`(addr)` ends, while `still()`
     /// (sequentially consistent loads) says it goes on. After
-    /// [`super::pvqspinlock::SPIN_TURNS`] turns on a platform that halts,
-    /// with `lock=pvqspinlock`, the CPU halts until kicked (see the module
-    /// doc). Elsewhere the same as [`SpinWait::turn`].
+    /// [`SPIN_TURNS`] turns on a platform that halts, with
+    /// `lock=pvqspinlock`, the CPU halts until kicked (see the module doc).
+    /// Elsewhere the same as [`SpinWait::turn`].
     #[inline]
     pub fn turn_on(&mut self, addr: usize, still: &dyn Fn() -> bool) {
         self.turn();
         #[cfg(not(loom))]
         {
             self.halt_turns += 1;
-            if self.halt_turns >= super::pvqspinlock::SPIN_TURNS {
+            if self.halt_turns >= SPIN_TURNS {
                 self.halt_turns = 0;
                 halt_on(addr, still);
             }
@@ -150,12 +160,32 @@ const NOT_HALTED: AtomicUsize = AtomicUsize::new(0);
 static HALTED_ON: [AtomicUsize; crate::platform::MAX_CPUS] =
     [NOT_HALTED; crate::platform::MAX_CPUS];
 
+/// Whether [`SpinWait::turn_on`] halts at all before anyone says
+/// otherwise: off, as the default lock kind (`rawlock::LockKind::DEFAULT`,
+/// which checks this at compile time) is not the paravirt one.
+pub(crate) const HALTING_AT_START: bool = false;
+
+/// Whether waits halt: on while the paravirt lock is the chosen kind
+/// (`rawlock::set_default_kind` says so). Configuration, not
+/// synchronisation: a plain atomic.
+#[cfg(not(loom))]
+static HALTING: core::sync::atomic::AtomicBool =
+    core::sync::atomic::AtomicBool::new(HALTING_AT_START);
+
+/// Let [`SpinWait::turn_on`] halt (on a platform that halts) or not: set
+/// with the lock kind, on for `lock=pvqspinlock`.
+pub fn set_halting(on: bool) {
+    #[cfg(not(loom))]
+    HALTING.store(on, core::sync::atomic::Ordering::Relaxed);
+    #[cfg(loom)]
+    let _ = on;
+}
+
 #[cfg(not(loom))]
 #[cold]
 fn halt_on(addr: usize, still: &dyn Fn() -> bool) {
-    use super::rawlock::{default_kind, LockKind};
     let p = crate::platform::get();
-    if default_kind() != LockKind::Pvqspinlock || !p.halts() {
+    if !HALTING.load(core::sync::atomic::Ordering::Relaxed) || !p.halts() {
         return;
     }
     let me = p.cpu_id();

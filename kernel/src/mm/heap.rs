@@ -1,28 +1,22 @@
-//! The kernel heap and the global allocator.
+//! The kernel heap: one contiguous identity-mapped RAM range managed by
+//! `talc` behind a spinlock (taken with interrupts off), what is in use of
+//! it, and the reserve that memory admission keeps back.
 //!
-//! The heap is one contiguous identity-mapped RAM range managed by `talc`
-//! behind a spinlock (taken with interrupts off). `#[global_allocator]` is
-//! [`KernelAllocator`]: allocations of at most [`slab::MAX_SMALL`] bytes (and
-//! alignment) go to the per-CPU slab, which has no global lock on its fast
-//! path (so the fs crate's `Arc::new` of dentries and inodes scales), the
-//! rest to talc. Allocations and frees are counted per CPU. With poisoning
-//! on ([`super::poison`]), freed memory of both kinds is filled with the
-//! poison byte (the slab also checks the fill on reuse).
+//! Two users take memory from it: the global allocator
+//! ([`super::allocator`]) for large allocations, and the per-CPU slab
+//! ([`super::slab`]) for its chunks and magazines. It sits below both and
+//! names neither.
 //!
-//! The allocator itself cannot refuse politely (a null return aborts an
-//! infallible `Arc::new`), so the fs crate asks [`may_alloc`] first and
-//! turns a no into `ENOMEM`; [`reserve`] is the watermark it answers by.
+//! Touches: the talc instance and the heap's counters.
 
-use core::alloc::{GlobalAlloc, Layout};
-use core::ptr::{null_mut, NonNull};
+use core::alloc::Layout;
+use core::ptr::null_mut;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use spin::Mutex;
 use talc::base::Talc;
 use talc::source::Manual;
 use talc::DefaultBinning;
-
-use super::slab;
 
 struct Heap(Talc<Manual, DefaultBinning>);
 
@@ -72,28 +66,6 @@ pub fn free() -> usize {
         .saturating_sub(HEAP_IN_USE.load(Ordering::Relaxed))
 }
 
-/// Memory admission for one allocation of `bytes` (the kernel's answer to
-/// `fs::platform::Platform::may_alloc`). Fast path: after the worst case
-/// this allocation could take from talc (a whole slab refill for a small
-/// object), the free heap stays above [`reserve`]. Below that watermark a
-/// small object is still admitted when the slab can serve it from free
-/// objects this CPU can reach (memory the shrinker gave back), since that
-/// takes nothing from talc; anything else is refused.
-///
-/// The answer is advisory, read without a lock: CPUs admitted at the same
-/// moment may together dip into the reserve by one allocation each, which
-/// the reserve is large enough to absorb.
-pub fn may_alloc(bytes: usize) -> bool {
-    let class = Layout::from_size_align(bytes.max(1), 8)
-        .ok()
-        .and_then(slab::class_of);
-    let worst = class.map_or(bytes, slab::refill_bytes);
-    if free() >= reserve().saturating_add(worst) {
-        return true;
-    }
-    class.is_some_and(slab::has_free)
-}
-
 /// Allocate from talc directly (used by the slab for chunks and magazines).
 /// Returns null when the heap is exhausted. `layout.size()` must be nonzero.
 pub fn talc_alloc(layout: Layout) -> *mut u8 {
@@ -123,41 +95,4 @@ pub unsafe fn talc_free(ptr: *mut u8, layout: Layout) {
         // SAFETY: guaranteed by the caller.
         unsafe { TALC.lock().0.deallocate(ptr, layout) }
     });
-}
-
-/// The global allocator: small objects to the per-CPU slab, the rest to talc.
-pub struct KernelAllocator;
-
-#[global_allocator]
-static ALLOCATOR: KernelAllocator = KernelAllocator;
-
-// SAFETY: both back ends return memory valid for `layout` (size and
-// alignment) that no one else owns, and `dealloc` routes a pointer to the
-// back end that produced it: the route depends only on the layout, which
-// GlobalAlloc guarantees is the same at alloc and dealloc.
-unsafe impl GlobalAlloc for KernelAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        slab::count_alloc();
-        match slab::class_of(layout) {
-            Some(class) => slab::alloc(class).map_or(null_mut(), NonNull::as_ptr),
-            None => talc_alloc(layout),
-        }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        slab::count_free();
-        match slab::class_of(layout) {
-            // SAFETY: `ptr` came from `slab::alloc(class)` for this layout.
-            Some(class) => unsafe { slab::free(class, ptr) },
-            None => {
-                if super::poison::enabled() {
-                    // SAFETY: the caller is freeing `[ptr, ptr + size)`:
-                    // nobody may use it any more.
-                    unsafe { super::poison::fill_large(ptr, layout.size()) };
-                }
-                // SAFETY: `ptr` came from `talc_alloc(layout)`.
-                unsafe { talc_free(ptr, layout) }
-            }
-        }
-    }
 }

@@ -30,13 +30,15 @@
 //!
 //! RAM above 4 GiB is ignored (only 0..4 GiB is identity-mapped).
 //!
-//! Modules: [`frame`] (physical frames), [`heap`] (talc + the global
-//! allocator), [`slab`] (per-CPU magazines over size classes), [`poison`]
-//! (fill freed memory, check the fill on reuse: a use-after-free detector),
-//! [`stack`] (guarded stacks mapped through `crate::arch::paging`). Unsafe code is
-//! allowed here (and in `arch`) only; each block says why it is sound.
+//! Modules: [`frame`] (physical frames), [`heap`] (talc), [`allocator`]
+//! (the global allocator and memory admission), [`slab`] (per-CPU
+//! magazines over size classes), [`poison`] (fill freed memory, check the
+//! fill on reuse: a use-after-free detector), [`stack`] (guarded stacks
+//! mapped through `crate::arch::paging`). Unsafe code is allowed here (and
+//! in `arch`) only; each block says why it is sound.
 
 pub mod alloc_test;
+pub mod allocator;
 pub mod dma;
 pub mod frame;
 pub mod heap;

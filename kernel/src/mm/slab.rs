@@ -369,7 +369,7 @@ fn count_depot_visit() {
 /// talc? True when one of its own magazines or the depot holds a free
 /// object. Free objects parked in *other* CPUs' magazines do not count:
 /// this CPU cannot reach them. Memory admission asks this below the heap
-/// watermark (`heap::may_alloc`).
+/// watermark (`allocator::may_alloc`).
 ///
 /// A depot magazine is claimed, not just seen: it is traded for this
 /// CPU's empty one here (what the allocation would do), so another CPU

@@ -185,16 +185,16 @@ pub(crate) fn fs_rcu_grace_period_reclaims_dentries() -> TestResult {
 /// refused fs allocation (fault injection, as `failslab=1`) is ENOMEM for
 /// the caller, leaves nothing behind, and stops when injection stops.
 pub(crate) fn fs_enomem_is_an_answer() -> TestResult {
-    use crate::mm::heap;
+    use crate::mm::{allocator, heap};
     use bench::params::Design;
     use fs::Errno;
     let (_, size, _) = heap::stats();
-    ensure!(heap::may_alloc(64), "a 64-byte allocation refused");
-    ensure!(heap::may_alloc(4096), "a 4 KiB allocation refused");
-    ensure!(!heap::may_alloc(size), "the whole heap admitted");
+    ensure!(allocator::may_alloc(64), "a 64-byte allocation refused");
+    ensure!(allocator::may_alloc(4096), "a 4 KiB allocation refused");
+    ensure!(!allocator::may_alloc(size), "the whole heap admitted");
     let into_reserve = heap::free().saturating_sub(heap::reserve() / 2);
     ensure!(
-        !heap::may_alloc(into_reserve),
+        !allocator::may_alloc(into_reserve),
         "{into_reserve} bytes admitted: that eats half the reserve ({})",
         heap::reserve()
     );

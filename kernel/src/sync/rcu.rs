@@ -65,7 +65,8 @@
 //! early is not.
 //!
 //! Touches: per-CPU RCU state, `crate::time` (clock), `crate::smp` (CPU
-//! count), `crate::mm::heap` (memory admission for the fs). Safe code only.
+//! count), `crate::mm::allocator` (memory admission for the fs). Safe code
+//! only.
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -123,7 +124,7 @@ fn new_segment() -> Option<VecDeque<Retired>> {
 
 /// Is the heap above its admission watermark for one more segment?
 fn memory_plentiful() -> bool {
-    crate::mm::heap::may_alloc(SEG_BYTES)
+    crate::mm::allocator::may_alloc(SEG_BYTES)
 }
 
 impl Queue {
@@ -559,7 +560,8 @@ impl Platform for KernelPlatform {
     /// will queue, so that the LRU limit's kill, which cannot say no,
     /// never finds the callback queue without a segment.
     fn may_alloc(&self, bytes: usize) -> bool {
-        crate::mm::heap::may_alloc(bytes) && (memory_plentiful() || room(fs::mem::RCU_PER_KILL))
+        crate::mm::allocator::may_alloc(bytes)
+            && (memory_plentiful() || room(fs::mem::RCU_PER_KILL))
     }
 }
 

@@ -274,14 +274,14 @@ pub(crate) fn rcu_call_rcu_nearly_full_heap() -> TestResult {
         hog.try_reserve_exact(heap_size / BLOCK + 1).is_ok(),
         "no memory for the hog's list"
     );
-    while crate::mm::heap::may_alloc(BLOCK) && hog.len() < hog.capacity() {
+    while crate::mm::allocator::may_alloc(BLOCK) && hog.len() < hog.capacity() {
         let mut b = Vec::new();
         if b.try_reserve_exact(BLOCK).is_err() {
             break;
         }
         hog.push(b);
     }
-    let short = !crate::mm::heap::may_alloc(BLOCK);
+    let short = !crate::mm::allocator::may_alloc(BLOCK);
     let free_kib = crate::mm::heap::free() >> 10;
     let leaked0 = rcu::leaked();
     rcu::read_lock();

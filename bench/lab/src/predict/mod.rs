@@ -632,7 +632,7 @@ pub fn validation_text(checks: &[Check], pause: u32) -> String {
         );
     }
     s.push_str(&validation_table(checks));
-    s.push_str(&spans::spans_table(checks));
+    s.push_str(&tables::spans_table(checks));
     s
 }
 

@@ -11,7 +11,7 @@
 //! errors can be told apart from the cost term's (docs/predict-probes.md,
 //! "spans", and docs/designs.md, "Where it does not hold"). `bench predict
 //! --validate` times them in each round of a design that allocates and
-//! prints the spans table ([`spans_table`]).
+//! prints the spans table (`tables::spans_table`).
 //!
 //! The census reads the clock at each span's ends (a few per missing op):
 //! its ns per op are a little above a plain run's.
@@ -23,9 +23,11 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use crate::exec::{pin_current_thread, HostExecutor};
-use bench::markdown::Align::{Left, Right};
-use bench::markdown::Table;
 use bench::params::Params;
+
+/// This module's path, which the spans table names as where its figures
+/// are measured.
+pub const MODULE: &str = module_path!();
 
 /// What `tasks` CPUs did, per operation (all CPUs' operations together).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -242,101 +244,4 @@ impl Spans {
             (others * r / (1.0 + c) * self.hashed_ns).min(1.0),
         )
     }
-}
-
-/// One round's spans table row: the 1-CPU spans `a` → the 2-CPU ones `b`.
-fn stretch(a: f64, b: f64) -> String {
-    if a > 0.0 {
-        format!("{a:.0} → {b:.0} ({:.1}×)", b / a)
-    } else {
-        "–".into()
-    }
-}
-
-/// Nanoseconds, or a dash where not recorded.
-fn ns_or_dash(ns: f64) -> String {
-    if ns > 0.0 {
-        format!("{ns:.0}")
-    } else {
-        "–".into()
-    }
-}
-
-/// `bench predict --validate`'s spans table: per design and lock kind with
-/// spans timed ([`Check::spans_2`]), the round of median CPU-time ratio,
-/// its spans at 1 CPU and at 2, and the sharing term's logic judged at the
-/// 2-CPU spans. Empty when no check has them.
-pub fn spans_table(checks: &[super::Check]) -> String {
-    let timed: Vec<&super::Check> = checks.iter().filter(|c| c.spans_2.tasks == 2).collect();
-    if timed.is_empty() {
-        return String::new();
-    }
-    let mut s = String::from(concat!(
-        "\nSpans at 2 CPUs (`",
-        module_path!(),
-        "`: the round's design on 1 CPU, then on 2 \
-         at once, with only the census's windows timed; its clock reads make each op a little \
-         slower than in the check). Mean ns: the RCU-walk part of an op (all ops), the slow part \
-         (leaving RCU-walk to the walk's end), Δ (leaving RCU-walk to `d_alloc_parallel`'s look), \
-         leaving RCU-walk to the walk's own hash, and a dentry hashed; *model* is what the cost \
-         term gives the slow part and an op's own hashed window at the check's measured sharing \
-         (CPU time; no finder holding the dentry on). Per op at 2 CPUs: \
-         *restarts* found the other CPU's dentry hashed, saw it killed under the walk and \
-         allocated after all (a path the sharing term does not have). Then the sharing term's \
-         logic fed these 2-CPU spans: its share of allocating ops finding the name in \
-         `d_alloc_parallel` (`c/(1+c)`) beside the run's, and its `H` beside the share of \
-         lookups that found the name hashed and of the time it was. Median round by the \
-         CPU-time ratio.\n\n\
-         ",
-    ));
-    let mut t = Table::new([
-        ("design", Left),
-        ("lock", Left),
-        ("rounds", Right),
-        ("transfer ns", Right),
-        ("RCU-walk part", Left),
-        ("slow part", Left),
-        ("model", Right),
-        ("Δ", Left),
-        ("to own hash", Left),
-        ("hashed", Left),
-        ("model", Right),
-        ("restarts/op", Right),
-        ("finds, run", Right),
-        ("finds, term", Right),
-        ("found hashed, run", Right),
-        ("time hashed", Right),
-        ("H, term", Right),
-    ]);
-    for ((design, lock), mine) in super::tables::groups_by(timed, |c| (c.design.as_str(), c.lock)) {
-        let m = super::tables::median_round(&mine);
-        let (a, b) = (&m.spans_1, &m.spans_2);
-        let (finds_term, h_term) = b.term_at_these_spans();
-        let finds_run = if b.allocs > 0.0 {
-            b.found / b.allocs
-        } else {
-            0.0
-        };
-        t.row([
-            design.to_string(),
-            lock.to_string(),
-            mine.len().to_string(),
-            format!("{:.1}", m.transfer_ns),
-            stretch(a.fast_ns(), b.fast_ns()),
-            stretch(a.slow_ns, b.slow_ns),
-            ns_or_dash(m.slow_ns_at_sharing),
-            stretch(a.lookup_ns, b.lookup_ns),
-            stretch(a.own_hash_ns, b.own_hash_ns),
-            stretch(a.hashed_ns, b.hashed_ns),
-            ns_or_dash(m.window_ns_at_sharing),
-            format!("{:.2}", b.restarts),
-            format!("{finds_run:.2}"),
-            format!("{finds_term:.2}"),
-            format!("{:.2}", b.found_hashed()),
-            format!("{:.2}", b.time_hashed()),
-            format!("{h_term:.2}"),
-        ]);
-    }
-    s.push_str(&t.into_string());
-    s
 }

@@ -702,10 +702,10 @@ fn the_spans_table_by_hand() {
     assert!((finds - 0.24 / 1.24).abs() < 1e-12 && (h - 0.3 / 1.24).abs() < 1e-12);
     assert_eq!(one.term_at_these_spans(), (0.0, 0.0));
     let mut c = transient_round(LockKind::Qspinlock, 30.0);
-    let t = super::spans::spans_table(std::slice::from_ref(&c));
+    let t = super::tables::spans_table(std::slice::from_ref(&c));
     assert!(t.is_empty(), "no spans, no table: {t}");
     (c.spans_1, c.spans_2) = (one, two);
-    let t = super::spans::spans_table(std::slice::from_ref(&c));
+    let t = super::tables::spans_table(std::slice::from_ref(&c));
     assert!(
         t.starts_with("\nSpans at 2 CPUs (`benchlab::predict::spans`: the round's design"),
         "{t}"
@@ -719,7 +719,7 @@ fn the_spans_table_by_hand() {
         "{t}"
     );
     (c.slow_ns_at_sharing, c.window_ns_at_sharing) = (900.0, 350.0);
-    let t = super::spans::spans_table(std::slice::from_ref(&c));
+    let t = super::tables::spans_table(std::slice::from_ref(&c));
     assert!(
         t.contains("(3.0×) | 900 |") && t.contains("(2.5×) | 350 |"),
         "{t}"
@@ -738,7 +738,7 @@ fn the_spans_table_by_hand() {
     let v6 = drop_last(2 + SPANS_FIELDS);
     let back = checks_from_csv(&v6).unwrap();
     assert_eq!((back[0].spans_1.tasks, back[0].spans_2.tasks), (0, 0));
-    assert!(super::spans::spans_table(&back).is_empty());
+    assert!(super::tables::spans_table(&back).is_empty());
 }
 
 #[test]

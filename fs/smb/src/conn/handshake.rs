@@ -86,7 +86,7 @@ impl Connection {
         )?;
         let request_msg = self.link_mut()?.last_sent.clone();
         if reply.hdr.status == status::NOT_SUPPORTED {
-            let offered = crate::DIALECTS
+            let offered = crate::error::DIALECTS
                 .iter()
                 .enumerate()
                 .filter(|(_, d)| dialects.contains(d))

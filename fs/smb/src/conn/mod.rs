@@ -40,6 +40,7 @@
 
 use crate::counters::{TconStats, TraceEvent, TraceKind, TraceRing};
 use crate::crypto::{Cipher, PreauthHash, Sealer, SignAlg, Signer};
+use crate::error::{SmbError, SmbResult};
 use crate::ntlm::{self, Challenge, Credentials};
 use crate::transport::{Clock, Connector, Transport, TransportError};
 use crate::wire::compound;
@@ -52,7 +53,6 @@ use crate::wire::session::{SessionSetupRequest, SessionSetupResponse};
 use crate::wire::transform;
 use crate::wire::tree::{TreeConnectRequest, TreeConnectResponse};
 use crate::wire::{cmd, status, WireError};
-use crate::{SmbError, SmbResult};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
@@ -306,7 +306,8 @@ impl Connection {
             Err(SmbError::NoCommonDialect { offered, .. }) => {
                 // Ask the server once more, offering every dialect, so the
                 // error can say which `vers=` would work.
-                let mine = core::mem::replace(&mut self.cfg.dialects, crate::DIALECTS.to_vec());
+                let mine =
+                    core::mem::replace(&mut self.cfg.dialects, crate::error::DIALECTS.to_vec());
                 let server = self
                     .bring_up(|c| c.negotiate().map(|_| ()))
                     .ok()

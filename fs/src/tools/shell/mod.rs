@@ -21,16 +21,22 @@
 //! | `rename A B` | `rename(A, B)` |
 //! | `stat P` · `lstat P` | `stat(P)` · `lstat(P)` |
 //! | `ls P` | list the directory P (follows a final symlink) |
-//! | `mount enoent=D` | remount the root tmpfs with ENOENT design D |
+//! | `mount enoent=D` | remount the root tmpfs with ENOENT design D: its files, and the mounts on it, stay; only its design changes (as Linux's `mount -o remount`) |
 //! | `mount OPTS P` | (extension) mount a fresh tmpfs with options OPTS on P |
 //! | `mount cifs //HOST[:PORT]/SHARE P OPTIONS` | mount an SMB share on P (OPTIONS as Linux's `-o`: `username=U,password=P,vers=3.1.1`; port 445 by default) |
 //! | `cksum P` | read P to its end and print its SHA-256 and size |
 //! | `listxattr P` · `getxattr P NAME` · `setxattr P NAME VALUE [create\|replace]` · `removexattr P NAME` | extended attributes, and the `l` forms (`llistxattr` …) that do not follow a final symlink: see [`xattr_cmds`] |
-//! | `stats` | print the lookup counters (and every cifs mount's `/proc/fs/cifs/Stats` lines) |
+//! | `stats` | print the lookup counters since the shell began or since its last `stats reset` (and every cifs mount's `/proc/fs/cifs/Stats` lines) |
+//! | `stats reset` | (extension) count from zero again: later `stats` print what happened after it |
 //! | `trace on` · `trace off` | print the lookup trace of later commands |
 //! | `trace json` | (teaching) print later commands' walk steps as JSON lines (`trace off` stops) |
 //! | `race STEP CMD…` | (teaching) run CMD when a later RCU-walk reaches step STEP |
 //! | `race off` | disarm |
+//! | `help` | (extension) print every command's syntax and what it does, and the ENOENT designs, as `# ` lines |
+//!
+//! A tmpfs mounted without `enoent=` (the root of `vfsh` without `-o`, or
+//! `mount "" P`) has the ENOENT design
+//! [`crate::fstype::tmpfs::DEFAULT_DESIGN`] (`noalloc`).
 //!
 //! # Output (exactly one result line per command)
 //!
@@ -49,7 +55,8 @@
 //!   space-separated, without `.` and `..` (`ok a b c`; `ok` for an empty dir).
 //! - Extra lines start with `# ` and come before the result line: `stats`
 //!   prints one `# name value` per counter; with `trace on` every later command
-//!   first prints its trace lines as `# …`.
+//!   first prints its trace lines as `# …`; `help` prints its list as `# `
+//!   lines.
 //! - `trace json` (beside `trace on`, which it does not change) prints one
 //!   `# {…}` line per walk step: `step` (the name `race` matches), `function`,
 //!   `linux`, `src`, `name`, `mode` (`rcu`/`ref`), `dentry` (`id`, `parent`,
@@ -161,6 +168,10 @@ pub enum Cmd {
         follow: bool,
     },
     Stats,
+    /// `stats reset`.
+    StatsReset,
+    /// `help`.
+    Help,
     Trace(bool),
     /// `trace json`.
     TraceJson,
@@ -209,7 +220,8 @@ impl fmt::Display for ParseError {
     }
 }
 
-/// Usage lines of every command (`vfsh --help`).
+/// Usage lines of every command (`vfsh --help`, `help`, with what each
+/// does: [`help`]).
 pub const USAGE: &[&str] = &[
     "mkdir P",
     "create P",
@@ -230,9 +242,10 @@ pub const USAGE: &[&str] = &[
     xattr_cmds::USAGE[1],
     xattr_cmds::USAGE[2],
     xattr_cmds::USAGE[3],
-    "stats",
+    "stats | stats reset",
     "trace on|json|off",
     "race STEP CMD... | race off",
+    "help",
 ];
 
 fn is_blank(c: char) -> bool {
@@ -420,7 +433,12 @@ pub fn parse(line: &str) -> Result<Option<Cmd>, ParseError> {
             },
             _ => return Err(ParseError::Arity("mount enoent=D [P]")),
         },
-        "stats" => want(0, "stats").map(|_| Cmd::Stats)?,
+        "stats" => match args[..] {
+            [] => Cmd::Stats,
+            ["reset"] => Cmd::StatsReset,
+            _ => return Err(ParseError::Arity("stats | stats reset")),
+        },
+        "help" => want(0, "help").map(|_| Cmd::Help)?,
         "trace" => {
             want(1, "trace on|off|json")?;
             match args[0] {
@@ -440,7 +458,7 @@ pub fn parse(line: &str) -> Result<Option<Cmd>, ParseError> {
 }
 
 /// Step functions whose step name carries the component.
-const RACE_NAMED: &[&str] = &[
+pub(crate) const RACE_NAMED: &[&str] = &[
     "walk",
     "lookup_fast",
     "lookup_slow",
@@ -451,7 +469,7 @@ const RACE_NAMED: &[&str] = &[
     "filename_lookup",
 ];
 /// Step functions named by the function alone.
-const RACE_BARE: &[&str] = &["try_to_unlazy", "restart", "complete_walk"];
+pub(crate) const RACE_BARE: &[&str] = &["try_to_unlazy", "restart", "complete_walk"];
 
 /// `race STEP CMD…` / `race off`.
 fn parse_race(rest: &str) -> Result<Cmd, ParseError> {
@@ -478,7 +496,13 @@ fn parse_race(rest: &str) -> Result<Cmd, ParseError> {
         // Not filesystem commands of this namespace (a cifs mount needs the
         // shell's connector, not just the namespace).
         Some(
-            Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_) | Cmd::MountCifs { .. },
+            Cmd::Stats
+            | Cmd::StatsReset
+            | Cmd::Help
+            | Cmd::Trace(_)
+            | Cmd::TraceJson
+            | Cmd::Race(_)
+            | Cmd::MountCifs { .. },
         ) => return Err(ParseError::Arity(USAGE)),
         Some(c) => c,
     };
@@ -540,6 +564,9 @@ pub struct Shell {
     ids: steps::Ids,
     /// The cifs mounts made with `mount cifs` (for `stats`).
     cifs: Vec<std::sync::Arc<crate::inode::SuperBlock>>,
+    /// The counters at the last `stats reset` (zero: none yet), which
+    /// `stats` subtracts.
+    stats_base: stats::Counters,
 }
 
 /// Shells that want walk steps now (`trace json` on or a race armed).
@@ -561,6 +588,7 @@ impl Shell {
             #[cfg(feature = "teaching")]
             ids: Default::default(),
             cifs: Vec::new(),
+            stats_base: stats::Counters::default(),
         })
     }
 
@@ -594,8 +622,17 @@ impl Shell {
     pub fn run(&mut self, cmd: &Cmd) -> Vec<String> {
         match cmd {
             Cmd::Stats => {
-                let mut out = stats_lines();
+                let mut out = counter_lines(&stats::snapshot().delta(&self.stats_base));
                 out.extend(self.cifs_stats_lines());
+                out.push("ok".to_string());
+                out
+            }
+            Cmd::StatsReset => {
+                self.stats_base = stats::snapshot();
+                vec!["ok".to_string()]
+            }
+            Cmd::Help => {
+                let mut out: Vec<String> = help::lines().map(|l| std::format!("# {l}")).collect();
                 out.push("ok".to_string());
                 out
             }
@@ -820,9 +857,13 @@ pub(crate) fn run_fs_on(v: &Vfs, cmd: &Cmd) -> String {
                 ok_with(&std::format!("{hex} {n}"))
             })
         }
-        Cmd::Stats | Cmd::Trace(_) | Cmd::TraceJson | Cmd::Race(_) | Cmd::MountCifs { .. } => {
-            Ok(ok_with(""))
-        }
+        Cmd::Stats
+        | Cmd::StatsReset
+        | Cmd::Help
+        | Cmd::Trace(_)
+        | Cmd::TraceJson
+        | Cmd::Race(_)
+        | Cmd::MountCifs { .. } => Ok(ok_with("")),
         cmd => xattr_cmds::run(v, cmd).unwrap_or(Err(Errno::EINVAL)),
     };
     r.unwrap_or_else(err_line)
@@ -839,9 +880,14 @@ pub fn err_line(e: Errno) -> String {
     std::format!("err {}", e.name())
 }
 
-/// The `# name value` lines of `stats`, one per counter, in a fixed order.
+/// The `# name value` lines of `stats`, one per counter, in a fixed order
+/// (the counters since the process began).
 pub fn stats_lines() -> Vec<String> {
-    let c = stats::snapshot();
+    counter_lines(&stats::snapshot())
+}
+
+/// [`stats_lines`] of the counters `c`.
+fn counter_lines(c: &stats::Counters) -> Vec<String> {
     let mut out = vec![
         std::format!("# lookups {}", c.lookups),
         std::format!("# rcu_walks {}", c.rcu_walks),
@@ -873,6 +919,7 @@ pub fn stats_lines() -> Vec<String> {
     out
 }
 
+pub mod help;
 #[cfg(feature = "teaching")]
 pub mod steps;
 pub mod xattr_cmds;

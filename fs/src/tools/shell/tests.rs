@@ -14,7 +14,18 @@ fn parse_words_and_arity() {
     assert_eq!(parse("stat \"\""), Ok(Some(Cmd::Stat(Vec::new()))));
     assert_eq!(parse("mkdir"), Err(ParseError::Arity("mkdir P")));
     assert_eq!(parse("mkdir /a /b"), Err(ParseError::Arity("mkdir P")));
-    assert_eq!(parse("stats x"), Err(ParseError::Arity("stats")));
+    assert_eq!(
+        parse("stats x"),
+        Err(ParseError::Arity("stats | stats reset"))
+    );
+    assert_eq!(parse("stats"), Ok(Some(Cmd::Stats)));
+    assert_eq!(parse(" stats\treset "), Ok(Some(Cmd::StatsReset)));
+    assert_eq!(
+        parse("stats reset now"),
+        Err(ParseError::Arity("stats | stats reset"))
+    );
+    assert_eq!(parse("help"), Ok(Some(Cmd::Help)));
+    assert_eq!(parse("help mkdir"), Err(ParseError::Arity("help")));
     assert!(matches!(
         parse("frob /a"),
         Err(ParseError::UnknownCommand(_))

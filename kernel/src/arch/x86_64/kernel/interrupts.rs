@@ -11,7 +11,8 @@
 //!   fatal: vector, error code, RIP, CR2, all registers and a frame-pointer
 //!   backtrace are printed and the machine exits with `ExitCode::Exception`.
 //!   The double fault runs on its own IST stack.
-//! - [`TIMER_VECTOR`]: the per-CPU LAPIC tick (`crate::time::on_tick`).
+//! - [`TIMER_VECTOR`]: the per-CPU LAPIC tick (`crate::time::on_tick`
+//!   counts it, then `crate::sync::rcu::on_tick` notes the quiescent state).
 //! - [`WAKEUP_VECTOR`], [`TEST_VECTOR`]: IPIs; counted, nothing else (the
 //!   woken CPU's idle loop looks at its mailbox).
 //! - [`KICK_VECTOR`]: the paravirt lock's kick; counted, nothing else (it
@@ -257,6 +258,7 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
         0..=31 => fatal(frame),
         v if v == TIMER_VECTOR as u64 => {
             crate::time::on_tick();
+            crate::sync::rcu::on_tick();
             apic::eoi();
         }
         v if v == WAKEUP_VECTOR as u64 || v == TEST_VECTOR as u64 => {

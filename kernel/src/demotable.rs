@@ -1,0 +1,162 @@
+//! The table `demo=table` prints (`make run`'s result): a header and one
+//! row of statneg's figures per ENOENT design. Pure formatting, in the
+//! library so that the host tests it; the demo (`demo.rs`) runs the
+//! benchmark and prints these lines.
+//!
+//! The design column is as wide as the longest name it holds (the demo
+//! passes the registry's, [`fs::dcache::design::name_width`]) and never
+//! narrower than the [`MIN_DESIGN_WIDTH`] characters it has always had, so
+//! every column lines up whatever a design is called. Touches nothing.
+
+use core::fmt;
+
+use bench::output::PerOpCounts;
+
+/// The narrowest design column: the width of today's table.
+pub const MIN_DESIGN_WIDTH: usize = 10;
+
+/// One design's figures.
+pub struct Row<'a> {
+    pub design: &'a str,
+    pub tasks: usize,
+    /// Operations per second, all tasks together.
+    pub ops: u64,
+    pub per_op: PerOpCounts,
+}
+
+/// The header line, the design column `.0` characters wide.
+pub struct Header(pub usize);
+
+impl fmt::Display for Header {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:<w$} {:>5} {:>12} {:>14} {:>10} {:>17} {:>9} {:>13}",
+            "design",
+            "tasks",
+            "ops/s",
+            "per-CPU ops/s",
+            "allocs/op",
+            "shared_stores/op",
+            "locks/op",
+            "fallbacks/op",
+            w = self.0
+        )
+    }
+}
+
+/// One row's line, the design column `.0` characters wide.
+pub struct Line<'a>(pub usize, pub &'a Row<'a>);
+
+impl fmt::Display for Line<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.1;
+        let c = &r.per_op;
+        write!(
+            f,
+            "{:<w$} {:>5} {:>12} {:>14} {:>10} {:>17} {:>9} {:>13}",
+            r.design,
+            r.tasks,
+            r.ops,
+            r.ops / r.tasks.max(1) as u64,
+            Ratio(c.allocs, c.ops),
+            Ratio(c.shared_stores, c.ops),
+            Ratio(c.locks, c.ops),
+            Ratio(c.fallbacks, c.ops),
+            w = self.0
+        )
+    }
+}
+
+/// `n / d` with 3 decimals, integer arithmetic (0 when `d` is 0).
+struct Ratio(u64, u64);
+
+impl fmt::Display for Ratio {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let milli = if self.1 == 0 {
+            0
+        } else {
+            (self.0 as u128 * 1000 + self.1 as u128 / 2) / self.1 as u128
+        };
+        // At most 39 digits, a point and 3 decimals: pad it as one piece.
+        let mut buf = [0u8; 48];
+        let mut w = Buf(&mut buf, 0);
+        let _ = fmt::write(&mut w, format_args!("{}.{:03}", milli / 1000, milli % 1000));
+        let n = w.1;
+        f.pad(core::str::from_utf8(&buf[..n]).unwrap_or("?"))
+    }
+}
+
+/// A fixed buffer to format into (no heap: this library is `no_std`).
+struct Buf<'a>(&'a mut [u8], usize);
+
+impl fmt::Write for Buf<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.1 + s.len();
+        let dst = self.0.get_mut(self.1..end).ok_or(fmt::Error)?;
+        dst.copy_from_slice(s.as_bytes());
+        self.1 = end;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(design: &str) -> Row<'_> {
+        Row {
+            design,
+            tasks: 2,
+            ops: 111_972,
+            per_op: PerOpCounts {
+                ops: 1000,
+                allocs: 434,
+                shared_stores: 11_682,
+                fallbacks: 434,
+                locks: 4322,
+                transfers: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn todays_names_keep_todays_layout() {
+        let w = fs::dcache::design::width_of(["transient", "negbound"], MIN_DESIGN_WIDTH);
+        assert_eq!(
+            Header(w).to_string(),
+            "design     tasks        ops/s  per-CPU ops/s  allocs/op  shared_stores/op  locks/op  fallbacks/op"
+        );
+        assert_eq!(
+            Line(w, &row("transient")).to_string(),
+            "transient      2       111972          55986      0.434            11.682     4.322         0.434"
+        );
+    }
+
+    #[test]
+    fn a_long_design_name_widens_the_column_and_every_line_lines_up() {
+        let names = ["transient", "a-design-called-by-a-long-name", "noalloc"];
+        let w = fs::dcache::design::width_of(names, MIN_DESIGN_WIDTH);
+        assert_eq!(w, 30);
+        let lines: Vec<String> = core::iter::once(Header(w).to_string())
+            .chain(names.iter().map(|n| Line(w, &row(n)).to_string()))
+            .collect();
+        // Every column ends where the header's does.
+        let ends = |l: &str| -> Vec<usize> {
+            let b = l.as_bytes();
+            (1..=b.len())
+                .filter(|&i| b[i - 1] != b' ' && (i == b.len() || b[i] == b' '))
+                .collect()
+        };
+        let header = ends(&lines[0]);
+        // "per-CPU ops/s" and "shared_stores/op" are one column each.
+        let header: Vec<usize> = header
+            .into_iter()
+            .filter(|&i| !lines[0][..i].ends_with("per-CPU"))
+            .collect();
+        for l in &lines[1..] {
+            assert_eq!(ends(l)[1..], header[1..], "{lines:#?}");
+            assert_eq!(l.len(), lines[0].len(), "{lines:#?}");
+        }
+    }
+}
