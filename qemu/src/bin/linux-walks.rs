@@ -215,8 +215,27 @@ fn main() -> ExitCode {
                 eprintln!("linux-walks: {}: guest: {e}", k.label);
                 failed = true;
             }
-            for c in &rep.cases {
-                let all = linuxref::entry_subtree(&linuxref::parse_graph(&c.raw), &c.entry);
+            let mut names: Vec<&str> = rep.cases.iter().map(|c| c.case.as_str()).collect();
+            names.dedup();
+            for name in names {
+                // The first try no interrupt or preemption got into.
+                let tries: Vec<_> = rep.cases.iter().filter(|c| c.case == name).collect();
+                let graph = |c: &linuxref::CaseTrace| {
+                    linuxref::entry_subtree(&linuxref::parse_graph(&c.raw), &c.entry)
+                };
+                let clean = tries
+                    .iter()
+                    .position(|c| linuxref::interrupted(&graph(c)).is_none());
+                let c = tries[clean.unwrap_or(0)];
+                let all = graph(c);
+                if clean.is_none() {
+                    eprintln!(
+                        "linux-walks: {} {}: every try was interrupted ({}): keeping the first",
+                        k.label,
+                        name,
+                        linuxref::interrupted(&all).unwrap_or("?")
+                    );
+                }
                 let raw_file = build_dir
                     .join("linux-walks")
                     .join(&k.name)

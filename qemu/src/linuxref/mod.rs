@@ -54,8 +54,9 @@ pub use source::{
     ensure_linux_source, trixie_apt, trixie_deb, LINUX_SOURCE_PACKAGE, LINUX_SOURCE_VERSION,
 };
 pub use walks::{
-    entry_subtree, function_list, keep_lookup_path, parse_function_list, parse_graph, parse_walks,
-    run_walks, walks_script, walkstat_source, Call, CaseTrace, Walk, WalkKernel, WalksReport,
+    entry_subtree, function_list, interrupted, keep_lookup_path, parse_function_list, parse_graph,
+    parse_walks, run_walks, walks_script, walkstat_source, Call, CaseTrace, Walk, WalkKernel,
+    WalksReport,
 };
 
 /// The metapackage whose dependency names the current cloud kernel.

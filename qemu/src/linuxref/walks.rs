@@ -144,6 +144,31 @@ pub fn entry_subtree(calls: &[Call], entry: &str) -> Vec<Call> {
         .collect()
 }
 
+/// Functions that mean the traced stat was interrupted or preempted: their
+/// handlers' calls are in the graph, inside whatever step was running.
+pub const INTERRUPTIONS: &[&str] = &[
+    "irq_enter_rcu",
+    "irq_exit_rcu",
+    "irq_enter",
+    "handle_softirqs",
+    "__sysvec_apic_timer_interrupt",
+    "sysvec_apic_timer_interrupt",
+    "__hrtimer_rearm_deferred",
+    "schedule",
+    "__schedule",
+    "preempt_schedule",
+    "preempt_schedule_irq",
+    "rcu_note_context_switch",
+];
+
+/// The first interruption in `calls`, if any.
+pub fn interrupted(calls: &[Call]) -> Option<&str> {
+    calls
+        .iter()
+        .find(|c| INTERRUPTIONS.contains(&c.function.as_str()))
+        .map(|c| c.function.as_str())
+}
+
 /// The function names of the committed list (one a line; `#` comments).
 pub fn parse_function_list(text: &str) -> BTreeSet<String> {
     text.lines()

@@ -66,6 +66,7 @@ pub const PLACES: &[(&str, Place)] = &[
     ("lookup_slow", Place::Step("lookup_slow")),
     ("__lookup_slow", Place::Step("lookup_slow")),
     ("step_into", Place::Step("step_into")),
+    ("step_into_slowpath", Place::Step("step_into")),
     ("handle_mounts", Place::Step("step_into")),
     ("__follow_mount_rcu", Place::Within),
     ("traverse_mounts", Place::Within),
@@ -95,6 +96,7 @@ pub const PLACES: &[(&str, Place)] = &[
     ("d_wait_lookup", Place::Within),
     ("d_add", Place::Step("d_add")),
     ("d_splice_alias", Place::Step("d_add")),
+    ("d_splice_alias_ops", Place::Within),
     ("__d_add", Place::Within),
     ("__d_rehash", Place::Within),
     ("d_instantiate", Place::Within),
@@ -379,10 +381,12 @@ fn linux_groups(w: &Walk) -> Result<Vec<Group>, String> {
                 continue;
             }
         };
+        // A call inside the row's first call, of the same step (or inside
+        // a Linux-only row), is part of that row.
         let merge = groups.last().is_some_and(|g| {
             g.end.is_none()
-                && ((key.is_some() && g.key == key)
-                    || (g.reason_key.is_some() && g.open && key.is_none()))
+                && g.open
+                && ((key.is_some() && g.key == key) || (g.reason_key.is_some() && key.is_none()))
         });
         if merge {
             let g = groups.last_mut().expect("checked");
@@ -537,38 +541,38 @@ pub const PAIRS: &[(&str, &str, &[(&str, &str)])] = &[
         "transient",
         "tmpfs-missing",
         &[
-            ("7.3.4-vanilla", ""),
             ("6.12.117-vanilla", ""),
-            ("debian-7.3.4", "Debian's kernel, unpatched: the same tmpfs as our vanilla build"),
+            ("7.3.4-vanilla", ""),
             ("debian-6.12.117", "Debian's kernel, unpatched: the same tmpfs as our vanilla build"),
+            ("debian-7.3.4", "Debian's kernel, unpatched: the same tmpfs as our vanilla build"),
         ],
     ),
     (
         "negative",
         "tmpfs-missing",
-        &[("7.3.4-negative", ""), ("6.12.117-negative", "")],
+        &[("6.12.117-negative", ""), ("7.3.4-negative", "")],
     ),
     (
         "negative",
         "ext4-missing",
         &[
-            ("debian-7.3.4", "ext4 keeps negative dentries, as the negative design does: a stand-in until our negative build is traced"),
             ("debian-6.12.117", "ext4 keeps negative dentries, as the negative design does: a stand-in until our negative build is traced"),
+            ("debian-7.3.4", "ext4 keeps negative dentries, as the negative design does: a stand-in until our negative build is traced"),
         ],
     ),
     (
         "noalloc",
         "tmpfs-missing",
-        &[("7.3.4-noalloc", ""), ("6.12.117-noalloc", "")],
+        &[("6.12.117-noalloc", ""), ("7.3.4-noalloc", "")],
     ),
     (
         "hit",
         "tmpfs-hit",
         &[
-            ("7.3.4-vanilla", ""),
             ("6.12.117-vanilla", ""),
-            ("debian-7.3.4", ""),
+            ("7.3.4-vanilla", ""),
             ("debian-6.12.117", ""),
+            ("debian-7.3.4", ""),
         ],
     ),
 ];
