@@ -213,16 +213,59 @@ fn linux_json(
     Ok(out)
 }
 
+/// `--side-by-side ID`: scenario ID beside each of its Linux walks, as text
+/// (the blocks of docs/lookup-path.md's "Beside Linux's own walk").
+fn print_side_by_side(
+    id: &str,
+    walks: &[linux::Walk],
+    reasons: &BTreeMap<String, String>,
+) -> ExitCode {
+    let all = scenarios::all();
+    let Some(s) = all.iter().find(|s| s.id == id) else {
+        eprintln!("explore: no scenario {id}");
+        return ExitCode::from(2);
+    };
+    let run = match scenarios::run(s) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("explore: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let field = |st: &str, k: &str| {
+        serde_json::from_str::<serde_json::Value>(st)
+            .ok()
+            .and_then(|v| v.get(k)?.as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    let funcs: Vec<String> = run.steps.iter().map(|st| field(st, "function")).collect();
+    let names: Vec<String> = run.steps.iter().map(|st| field(st, "step")).collect();
+    let funcs: Vec<&str> = funcs.iter().map(String::as_str).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    for (w, _) in linux::walks_for(id, walks) {
+        match linux::align(&funcs, w, reasons) {
+            Ok(rows) => println!("{}", linux::side_by_side(&names, w, &rows)),
+            Err(e) => {
+                eprintln!("explore: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let mut out_path = "docs/explore/index.html".to_string();
+    let mut side: Option<String> = None;
     let mut root = ".".to_string();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match (a.as_str(), args.next()) {
             ("--out", Some(v)) => out_path = v,
             ("--root", Some(v)) => root = v,
+            ("--side-by-side", Some(v)) => side = Some(v),
             _ => {
-                eprintln!("usage: explore [--out FILE] [--root DIR]");
+                eprintln!("usage: explore [--out FILE] [--root DIR] [--side-by-side SCENARIO]");
                 return ExitCode::from(2);
             }
         }
@@ -234,6 +277,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(id) = side {
+        return print_side_by_side(&id, &walks, &reasons);
+    }
     let mut cache = BTreeMap::new();
     let mut srcs: BTreeMap<String, String> = BTreeMap::new();
     let mut data = String::from("{\"scenarios\":[");

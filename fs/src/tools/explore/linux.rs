@@ -318,6 +318,8 @@ pub struct Row {
     /// The row stands for `filename_lookup` returning (call index of it).
     pub end: Option<usize>,
     pub reason: Option<String>,
+    /// The reason's key (`linux:may_lookup`, `ours:step_into`).
+    pub reason_key: Option<String>,
 }
 
 /// A Linux row before alignment.
@@ -501,31 +503,35 @@ pub fn align(
                 linux: Some(lg[j].calls),
                 end: lg[j].end,
                 reason: None,
+                reason_key: None,
             });
             i += 1;
             j += 1;
         } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
             let g = &lg[j];
-            let (kind, why) = match (&g.key, &g.reason_key) {
+            let (kind, key) = match (&g.key, &g.reason_key) {
                 (None, None) => (Kind::Context, None),
-                (_, Some(k)) => (Kind::LinuxOnly, Some(reason(k)?)),
-                (Some(k), None) => (Kind::LinuxOnly, Some(reason(&std::format!("linux:{k}"))?)),
+                (_, Some(k)) => (Kind::LinuxOnly, Some(k.clone())),
+                (Some(k), None) => (Kind::LinuxOnly, Some(std::format!("linux:{k}"))),
             };
             rows.push(Row {
                 kind,
                 ours: None,
                 linux: Some(g.calls),
                 end: g.end,
-                reason: why,
+                reason: key.as_deref().map(reason).transpose()?,
+                reason_key: key,
             });
             j += 1;
         } else {
+            let key = std::format!("ours:{}", og[i].0);
             rows.push(Row {
                 kind: Kind::OursOnly,
                 ours: Some(og[i].1),
                 linux: None,
                 end: None,
-                reason: Some(reason(&std::format!("ours:{}", og[i].0))?),
+                reason: Some(reason(&key)?),
+                reason_key: Some(key),
             });
             i += 1;
         }
@@ -607,6 +613,77 @@ pub fn walks_for<'a>(id: &str, walks: &'a [Walk]) -> Vec<(&'a Walk, &'static str
         }
     }
     Vec::new()
+}
+
+/// Linux calls the text form leaves out of a row (they are in the JSON and
+/// on the page): RCU read sections, spinlocks, mount references, the
+/// permission helpers.
+fn quiet(f: &str) -> bool {
+    f.starts_with("__rcu_read_")
+        || f.starts_with("_raw_spin_")
+        || f.starts_with("mnt")
+        || f.contains("legitimize")
+        || matches!(
+            f,
+            "generic_permission" | "set_root" | "nd_jump_root" | "d_set_d_op"
+        )
+}
+
+/// The side-by-side as text (docs/lookup-path.md): one line per row, our
+/// steps left, `=` same step, `+` Linux only, `-` ours only, Linux's calls
+/// right (the quiet ones left out), each difference's reason key after it.
+/// `steps`: each of our steps' name (`lookup_fast a`).
+pub fn side_by_side(steps: &[&str], w: &Walk, rows: &[Row]) -> String {
+    let mut out = std::format!(
+        "{:<30} {}\n",
+        "ours",
+        std::format!("Linux {} ({}, {} {})", w.kernel, w.case, w.path, w.result)
+    );
+    for r in rows {
+        let ours = match r.ours {
+            Some((a, b)) if b > a && steps[a] == steps[b] => {
+                std::format!("{} ({} steps)", steps[a], b - a + 1)
+            }
+            Some((a, b)) if b > a => std::format!("{} … {}", steps[a], steps[b]),
+            Some((a, _)) => steps[a].to_string(),
+            None => String::new(),
+        };
+        let mark = match r.kind {
+            Kind::Same => '=',
+            Kind::LinuxOnly => '+',
+            Kind::OursOnly => '-',
+            Kind::Context => ' ',
+        };
+        let linux = match (r.linux, r.end) {
+            (Some(_), Some(_)) => std::format!("filename_lookup returns {}", w.result),
+            (Some((a, b)), None) => {
+                let mut v: Vec<&str> = Vec::new();
+                let mut locks = 0;
+                for c in &w.calls[a..=b] {
+                    if c.function.starts_with("_raw_spin_lock") {
+                        locks += 1;
+                    }
+                    if !quiet(&c.function) {
+                        v.push(&c.function);
+                    }
+                }
+                let mut s = v.join(" › ");
+                if locks > 0 {
+                    s.push_str(&std::format!(" (spinlocks: {locks})"));
+                }
+                s
+            }
+            (None, _) => String::new(),
+        };
+        let why = r
+            .reason_key
+            .as_deref()
+            .map(|k| std::format!("   [{k}]"))
+            .unwrap_or_default();
+        out.push_str(std::format!("{ours:<30} {mark} {linux}{why}").trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
