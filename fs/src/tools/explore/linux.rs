@@ -539,10 +539,13 @@ pub fn align(
     Ok(rows)
 }
 
+/// A kernel's file stem (`debian-6.12.117`) and, when it stands in for
+/// another, why.
+pub type KernelNote = (&'static str, &'static str);
+
 /// Which of our scenarios a Linux case stands beside, and under which
-/// kernels, best first: `(scenario, case, [(kernel file stem prefix, note)])`.
-/// A note says why a kernel stands in for another.
-pub const PAIRS: &[(&str, &str, &[(&str, &str)])] = &[
+/// kernels, best first: `(scenario, case, [(kernel file stem, note)])`.
+pub const PAIRS: &[(&str, &str, &[KernelNote])] = &[
     (
         "transient",
         "tmpfs-missing",
@@ -635,9 +638,12 @@ fn quiet(f: &str) -> bool {
 /// `steps`: each of our steps' name (`lookup_fast a`).
 pub fn side_by_side(steps: &[&str], w: &Walk, rows: &[Row]) -> String {
     let mut out = std::format!(
-        "{:<30} {}\n",
+        "{:<30} Linux {} ({}, {} {})\n",
         "ours",
-        std::format!("Linux {} ({}, {} {})", w.kernel, w.case, w.path, w.result)
+        w.kernel,
+        w.case,
+        w.path,
+        w.result
     );
     for r in rows {
         let ours = match r.ours {
