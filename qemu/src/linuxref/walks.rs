@@ -16,8 +16,9 @@
 
 use std::collections::BTreeSet;
 use std::fs;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -366,22 +367,49 @@ fn walks_initramfs(paths: &Paths, dir: &Path) -> Result<PathBuf, LinuxRefError> 
     )?;
     let init = root.join("init");
     fs::copy(walks_script(), &init).map_err(|e| LinuxRefError::Guest(format!("init: {e}")))?;
-    let out = dir.join("initramfs.gz");
-    // The archive is packed by cpio from a file list on stdin.
-    run(
-        "packing the walks initramfs",
-        Command::new("sh")
-            .arg("-c")
-            .arg(
-                "chmod 755 \"$1/init\" && cp \"$2\" \"$3.tmp\" && \
-                 (cd \"$1\" && printf '%s\\n' . init walkstat | cpio -o -H newc --quiet -R 0:0 | gzip -6) >> \"$3.tmp\" && \
-                 mv \"$3.tmp\" \"$3\"",
-            )
-            .arg("sh")
-            .arg(&root)
-            .arg(&paths.initramfs)
-            .arg(&out),
+    let err = |what: &str, e: String| LinuxRefError::Guest(format!("{what}: {e}"));
+    let mut perm = fs::metadata(&init)
+        .map_err(|e| err("init", e.to_string()))?
+        .permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    fs::set_permissions(&init, perm).map_err(|e| err("chmod init", e.to_string()))?;
+    // cpio (newc, owned by root) of the list on its stdin, then gzip.
+    let filter = |what: &str, cmd: &mut Command, input: &[u8]| -> Result<Vec<u8>, LinuxRefError> {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| err(what, e.to_string()))?;
+        let mut stdin = child.stdin.take().expect("piped");
+        let input = input.to_vec();
+        let feeder = std::thread::spawn(move || stdin.write_all(&input));
+        let out = child
+            .wait_with_output()
+            .map_err(|e| err(what, e.to_string()))?;
+        let _ = feeder.join();
+        if out.status.success() {
+            Ok(out.stdout)
+        } else {
+            Err(err(
+                what,
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ))
+        }
+    };
+    let cpio = filter(
+        "cpio (the walks archive)",
+        Command::new("cpio")
+            .args(["-o", "-H", "newc", "--quiet", "-R", "0:0"])
+            .current_dir(&root),
+        b".\ninit\nwalkstat\n",
     )?;
+    let gz = filter("gzip", Command::new("gzip").arg("-6"), &cpio)?;
+    let mut image =
+        fs::read(&paths.initramfs).map_err(|e| err("the reference initramfs", e.to_string()))?;
+    image.extend_from_slice(&gz);
+    let out = dir.join("initramfs.gz");
+    fs::write(&out, image).map_err(|e| err("writing the walks initramfs", e.to_string()))?;
     Ok(out)
 }
 
@@ -483,6 +511,14 @@ mod tests {
             ]
         );
         assert_eq!(dropped, 5);
+    }
+
+    #[test]
+    fn an_interrupt_inside_the_stat_is_seen() {
+        let clean = entry_subtree(&parse_graph(GRAPH), "vfs_statx");
+        assert_eq!(interrupted(&clean), None);
+        // The trace opens inside mutex_unlock, whose interrupt is outside the stat.
+        assert_eq!(interrupted(&parse_graph(GRAPH)), Some("irq_enter_rcu"));
     }
 
     #[test]
