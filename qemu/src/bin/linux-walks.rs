@@ -148,16 +148,11 @@ fn kernels(
             "noalloc" => "tmpfs-noalloc".into(),
             other => other.into(),
         };
-        let base = if release == "6.12" {
-            linuxref::LINUX_SOURCE_VERSION.to_string()
-        } else {
-            release.to_string()
-        };
         out.push(WalkKernel {
-            name: format!("{base}-{n}"),
-            label: format!("{base}-{n}"),
+            name: format!("{v}-{n}"),
+            label: format!("{v}-{n}"),
             source: format!(
-                "our build of linux-source-{release}, {series}, linux/config/{release}-guest.config"
+                "our build of linux-source-{release} ({v}), {series} (linux/kbuild.sh)"
             ),
             paths: Paths {
                 kernel: image,
