@@ -159,7 +159,9 @@ demo-trace: build-qemu-run build-kernel
 # file; then (with Chromium) the screenshots the README and
 # docs/lookup-path.md show: SHOT=FILE:WIDTHxHEIGHT:ANCHOR each.
 EXPLORE_SHOTS := docs/explore/screenshot.png:1280x1280:race-rename@9 \
-	docs/explore/linux-transient.png:1280x2000:transient@14:linux
+	docs/explore/linux-transient.png:1280x2000:transient@14:linux=debian-6.12.117 \
+	docs/explore/linux-negative.png:1280x1100:negative@10:linux \
+	docs/explore/linux-noalloc.png:1280x1000:noalloc@10:linux
 EXPLORE_RUN := $(CARGO) run --release -p fs --bin explore --
 explore:
 	$(EXPLORE_RUN) --out docs/explore/index.html
