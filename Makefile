@@ -45,7 +45,7 @@ BENCH_ARGS ?=
 DESIGNS ?=
 
 .PHONY: help setup setup-run build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
-        bench smb-bench demo-trace linuxref linux-patched linux-patched-build linux-oracle linux-vfsh lint explore bench-static test-kvm test-designs \
+        bench smb-bench demo-trace linuxref linux-patched linux-patched-build linux-oracle linux-vfsh linux-walks lint explore bench-static test-kvm test-designs \
         test-generated generated
 
 help:
@@ -66,6 +66,7 @@ help:
 	@echo "make linux-patched  build our 6.12.117 kernels (vanilla, negative, noalloc) and count them beside Debian's"
 	@echo "make linux-oracle   the dcache stress oracle on each patched kernel (and on a broken one)"
 	@echo "make linux-vfsh     the Linux half of the vfsh scripts under Debian's kernel and each of ours"
+	@echo "make linux-walks    ftrace of one stat per case in Linux (Debian's and our builds) into docs/explore/linux/"
 	@echo "make lint       rustfmt check + clippy (host crates and kernel) with -D warnings"
 	@echo "make explore    regenerate docs/explore/index.html (the step-through page) and its screenshot"
 	@echo "make generated  regenerate every file test-generated checks (the explore page, docs/bench's report and plot)"
@@ -160,20 +161,28 @@ demo-trace: build-qemu-run build-kernel
 	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(SMP) --cmdline "demo=trace" $(QEMU_RUN_FLAGS)
 
 # The step-through page of the lookup walk: every scenario of
-# fs/src/tools/explore/scenarios.rs through the vfsh engine, into one self-contained
-# HTML file; then (with Chromium) the screenshot the README shows.
-EXPLORE_SHOT := docs/explore/screenshot.png
+# fs/src/tools/explore/scenarios.rs through the vfsh engine, with Linux's
+# walks of docs/explore/linux/ beside them, into one self-contained HTML
+# file; then (with Chromium) the screenshots the README and
+# docs/lookup-path.md show: SHOT=FILE:WIDTHxHEIGHT:ANCHOR each.
+EXPLORE_SHOTS := docs/explore/screenshot.png:1280x1280:race-rename@9 \
+	docs/explore/linux-transient.png:1280x2000:transient@14:linux=debian-6.12.117 \
+	docs/explore/linux-negative.png:1280x1100:negative@10:linux \
+	docs/explore/linux-noalloc.png:1280x1000:noalloc@10:linux
 EXPLORE_RUN := $(CARGO) run --release -p fs --bin explore --
 explore:
 	$(EXPLORE_RUN) --out docs/explore/index.html
 	@if command -v chromium >/dev/null; then \
-		prof=$$(mktemp -d); \
-		chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-			--disable-background-networking --disable-component-update --disable-sync \
-			--user-data-dir=$$prof --hide-scrollbars --window-size=1280,1280 --virtual-time-budget=3000 \
-			--screenshot=$(EXPLORE_SHOT) "file://$(CURDIR)/docs/explore/index.html#race-rename@9" 2>/dev/null; \
-		rm -rf $$prof; echo "explore: wrote $(EXPLORE_SHOT)"; \
-	else echo "explore: no chromium (make setup): $(EXPLORE_SHOT) not refreshed"; fi
+		for s in $(EXPLORE_SHOTS); do \
+			f=$${s%%:*}; r=$${s#*:}; size=$${r%%:*}; anchor=$${r#*:}; \
+			prof=$$(mktemp -d); \
+			chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+				--disable-background-networking --disable-component-update --disable-sync \
+				--user-data-dir=$$prof --hide-scrollbars --window-size=$${size/x/,} --virtual-time-budget=3000 \
+				--screenshot=$$f "file://$(CURDIR)/docs/explore/index.html#$$anchor" 2>/dev/null; \
+			rm -rf $$prof; echo "explore: wrote $$f"; \
+		done; \
+	else echo "explore: no chromium (make setup): $(EXPLORE_SHOTS) not refreshed"; fi
 
 # Which Linux reference: 6.12 (Debian 13, private apt lists under build/) or 6.1.
 LINUX ?= 6.12
@@ -200,6 +209,15 @@ linux-oracle: build-host
 linux-vfsh: linux-patched-build
 	bash linux/vfsh-guest.sh build/linuxref/6.12/vmlinuz build/kbuild/vanilla/bzImage \
 		build/kbuild/negative/bzImage build/kbuild/noalloc/bzImage
+
+# Linux's own walk of the step-through page's stats: ftrace's function
+# graph of one warm stat per case (bench/linux/walks.sh) under Debian's
+# 6.12 and 7.3 kernels and those of our builds that exist (nothing is built
+# here), one JSON per kernel and case into docs/explore/linux/; then
+# `make explore` puts them on the page.
+LINUX_WALKS_ARGS ?= --linux 6.12,7.3
+linux-walks: build-host
+	$(TARGET_DIR)/release/linux-walks $(LINUX_WALKS_ARGS)
 
 linux-patched-build: build-host
 	$(TARGET_DIR)/release/linux-patched --build-only

@@ -11,7 +11,11 @@
 #   docs/explore/index.html   explore --out FILE (the step-through page:
 #                             fixed scenarios through the vfsh engine; its
 #                             source links carry line numbers, so any edit
-#                             above a linked function makes it stale)
+#                             above a linked function makes it stale; Linux's
+#                             walks beside them from the committed
+#                             docs/explore/linux/*.json, with the reasons of
+#                             docs/lookup-path.md: the command fails on a
+#                             Linux function the page does not place)
 #   docs/bench/report.md      bench report docs/bench --out DIR (the report
 #   docs/bench/scaling.svg    and plot of the committed rows and predictions;
 #   docs/bench/raw.csv        raw.csv and predict.csv must come back as they
@@ -23,7 +27,8 @@
 # (bench sweep, bench predict), docs/bench/validation.md (bench predict
 # --validate), docs/bench/smb.md (bench smb-sweep; its rows are not
 # committed), docs/bench/statneg-many.md (a sweep whose raw.csv is not
-# committed), and docs/explore/screenshot.png (Chromium's rendering, which
+# committed), docs/explore/linux/*.json (make linux-walks: ftrace in the
+# reference guest), and docs/explore/*.png (Chromium's rendering, which
 # moves with its version and fonts; fs/tests/explore_page.rs checks the
 # page itself in Chromium).
 #

@@ -7,8 +7,9 @@
 //! `--dump-dom` prints. This test checks that against a fresh run of the same
 //! scenarios through the vfsh engine: no console errors, as many steps shown
 //! as `trace json` prints, the RCU-walk → ref-walk transition shown for every
-//! race, the same answers. Then it takes a screenshot into build/ (looked at
-//! by people, not compared).
+//! race, the same answers, and beside each scenario with a committed Linux
+//! walk every call of that walk (docs/explore/linux/). Then it takes a
+//! screenshot into build/ (looked at by people, not compared).
 //!
 //! A stale page (the walk changed, `make explore` not rerun) fails here.
 //! Without Chromium (Debian `chromium`, `make setup`) the test skips through
@@ -20,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fs::tools::explore::scenarios;
+use fs::tools::explore::{linux, scenarios};
 use serde_json::Value;
 
 fn root() -> PathBuf {
@@ -136,6 +137,20 @@ fn page_steps_every_scenario_in_chromium() {
         );
     }
 
+    let dir = root().join("docs/explore/linux");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    files.sort();
+    let walks: Vec<linux::Walk> = files
+        .iter()
+        .map(|f| {
+            let rel = format!("docs/explore/linux/{f}");
+            linux::parse_walk(&rel, &std::fs::read_to_string(root().join(&rel)).unwrap()).unwrap()
+        })
+        .collect();
     let shown = report["scenarios"].as_array().expect("scenarios");
     let all = scenarios::all();
     assert_eq!(shown.len(), all.len(), "every scenario stepped");
@@ -162,6 +177,29 @@ fn page_steps_every_scenario_in_chromium() {
         );
         if s.race.is_some() {
             assert_eq!(r["rcu_to_ref_shown"], true, "{}: RCU→ref not shown", s.id);
+        }
+        // Linux's walk beside it: every call of the committed walk shown,
+        // in order (fs/tests/explore_linux.rs checks the data itself).
+        let want = linux::walks_for(s.id, &walks);
+        match want.first() {
+            None => assert!(
+                r["linux"].is_null(),
+                "{}: a Linux walk shown: {}",
+                s.id,
+                r["linux"]
+            ),
+            Some((w, _)) => {
+                let shown: Vec<&str> = r["linux"]["calls"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("{}: no Linux walk shown", s.id))
+                    .iter()
+                    .map(|c| c.as_str().unwrap())
+                    .collect();
+                let calls: Vec<&str> = w.calls.iter().map(|c| c.function.as_str()).collect();
+                assert_eq!(r["linux"]["kernel"], w.kernel.as_str(), "{}", s.id);
+                // The synthetic row of filename_lookup returning shows no call.
+                assert_eq!(shown, calls, "{}: Linux calls shown vs {}", s.id, w.file);
+            }
         }
     }
     let cmp = &report["compare"];

@@ -22,6 +22,7 @@
 //! - `cifsmod`: cifs.ko built out of tree with a patch series of `linux/patches/6.12/`.
 //! - `kbuild`: our builds of 6.12.117 (vanilla and patched) in place of Debian's kernel.
 //! - `oracle`: the dcache stress oracle in the guest.
+//! - `walks`: ftrace's function graph of single stats in the guest (`make linux-walks`).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -34,6 +35,7 @@ mod modules;
 mod oracle;
 mod parse;
 mod source;
+mod walks;
 
 pub use build::{
     default_build_dir, ensure_built, ensure_release, lrtime_source, statneg_source, xattr_source,
@@ -50,6 +52,11 @@ pub use oracle::{oracle_source, parse_oracle, run_oracle, OracleReport};
 pub use parse::{parse_wis, PerOp, Sample, WisResult};
 pub use source::{
     ensure_linux_source, trixie_apt, trixie_deb, LINUX_SOURCE_PACKAGE, LINUX_SOURCE_VERSION,
+};
+pub use walks::{
+    entry_subtree, function_list, interrupted, keep_lookup_path, parse_function_list, parse_graph,
+    parse_walks, run_walks, walks_script, walkstat_source, Call, CaseTrace, Walk, WalkKernel,
+    WalksReport,
 };
 
 /// The metapackage whose dependency names the current cloud kernel.

@@ -7,16 +7,25 @@
 //! (`page.html`, with its CSS and JS inline) with the data as one JSON
 //! object. No network, no external script or font.
 //!
-//! `explore [--out FILE] [--root DIR]`: FILE defaults to
-//! docs/explore/index.html, DIR (the repository root, for source lines) to `.`.
+//! Beside a scenario the page shows Linux's own walk of the same stat: the
+//! committed function graphs of docs/explore/linux/ (`make linux-walks`),
+//! aligned with our steps by `fs::tools::explore::linux`, each difference
+//! with its reason from docs/lookup-path.md. A committed walk that names a
+//! function the page does not place, or a difference without a reason,
+//! fails the run.
 //!
-//! Touches: reads fs/src sources, writes FILE.
+//! `explore [--out FILE] [--root DIR]`: FILE defaults to
+//! docs/explore/index.html, DIR (the repository root, for source lines, the
+//! Linux walks and the reasons) to `.`.
+//!
+//! Touches: reads fs/src sources, docs/explore/linux/, docs/lookup-path.md;
+//! writes FILE.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use fs::tools::explore::scenarios;
+use fs::tools::explore::{linux, scenarios};
 use fs::tools::shell::steps::json_str;
 
 const PAGE: &str = include_str!("page.html");
@@ -85,19 +94,191 @@ fn strs(out: &mut String, v: &[&str]) {
     out.push(']');
 }
 
+/// The committed Linux walks (sorted by file name) and the reasons.
+fn linux_inputs(root: &str) -> Result<(Vec<linux::Walk>, BTreeMap<String, String>), String> {
+    let dir = format!("{root}/docs/explore/linux");
+    let mut files: Vec<String> = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".json"))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    files.sort();
+    let mut walks = Vec::new();
+    for f in files {
+        let rel = format!("docs/explore/linux/{f}");
+        let text =
+            std::fs::read_to_string(format!("{root}/{rel}")).map_err(|e| format!("{rel}: {e}"))?;
+        let w = linux::parse_walk(&rel, &text)?;
+        if let Some(c) = w.calls.iter().find(|c| linux::place(&c.function).is_none()) {
+            return Err(format!(
+                "{rel}: the page does not place Linux function `{}` (fs/src/tools/explore/linux.rs: PLACES)",
+                c.function
+            ));
+        }
+        walks.push(w);
+    }
+    let md = std::fs::read_to_string(format!("{root}/docs/lookup-path.md"))
+        .map_err(|e| format!("docs/lookup-path.md: {e}"))?;
+    Ok((walks, linux::parse_reasons(&md)))
+}
+
+/// The `"linux"` field of a scenario: each Linux walk beside it, aligned.
+fn linux_json(
+    id: &str,
+    steps: &[String],
+    walks: &[linux::Walk],
+    reasons: &BTreeMap<String, String>,
+) -> Result<String, String> {
+    let funcs: Vec<String> = steps
+        .iter()
+        .map(|s| {
+            serde_json::from_str::<serde_json::Value>(s)
+                .ok()
+                .and_then(|v| v.get("function")?.as_str().map(str::to_string))
+                .unwrap_or_default()
+        })
+        .collect();
+    let funcs: Vec<&str> = funcs.iter().map(String::as_str).collect();
+    let mut out = String::from("[");
+    for (n, (w, note)) in linux::walks_for(id, walks).into_iter().enumerate() {
+        let rows = linux::align(&funcs, w, reasons)?;
+        if n > 0 {
+            out.push(',');
+        }
+        out.push('{');
+        for (k, v) in [
+            ("kernel", w.kernel.as_str()),
+            ("note", note),
+            ("file", &w.file),
+            ("uname", &w.uname),
+            ("source", &w.source),
+            ("case", &w.case),
+            ("path", &w.path),
+            ("root", &w.root),
+            ("result", &w.result),
+            ("tracer", &w.tracer),
+            ("command", &w.command),
+        ] {
+            json_str(&mut out, k);
+            out.push(':');
+            json_str(&mut out, v);
+            out.push(',');
+        }
+        out.push_str("\"calls\":[");
+        for (i, c) in w.calls.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            json_str(&mut out, &c.function);
+            let _ = write!(out, ",{}", c.depth);
+            match c.duration_us {
+                Some(d) => {
+                    let _ = write!(out, ",{d}]");
+                }
+                None => out.push_str(",null]"),
+            }
+        }
+        out.push_str("],\"rows\":[");
+        let pair = |o: &mut String, r: Option<(usize, usize)>| match r {
+            Some((a, b)) => {
+                let _ = write!(o, "[{a},{b}]");
+            }
+            None => o.push_str("null"),
+        };
+        for (i, r) in rows.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str("{\"k\":");
+            json_str(&mut out, r.kind.name());
+            out.push_str(",\"o\":");
+            pair(&mut out, r.ours);
+            out.push_str(",\"l\":");
+            pair(&mut out, r.linux);
+            let _ = write!(out, ",\"end\":{}", r.end.is_some());
+            out.push_str(",\"why\":");
+            match &r.reason {
+                Some(w) => json_str(&mut out, w),
+                None => out.push_str("null"),
+            }
+            out.push('}');
+        }
+        out.push_str("]}");
+    }
+    out.push(']');
+    Ok(out)
+}
+
+/// `--side-by-side ID`: scenario ID beside each of its Linux walks, as text
+/// (the blocks of docs/lookup-path.md's "Beside Linux's own walk").
+fn print_side_by_side(
+    id: &str,
+    walks: &[linux::Walk],
+    reasons: &BTreeMap<String, String>,
+) -> ExitCode {
+    let all = scenarios::all();
+    let Some(s) = all.iter().find(|s| s.id == id) else {
+        eprintln!("explore: no scenario {id}");
+        return ExitCode::from(2);
+    };
+    let run = match scenarios::run(s) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("explore: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let field = |st: &str, k: &str| {
+        serde_json::from_str::<serde_json::Value>(st)
+            .ok()
+            .and_then(|v| v.get(k)?.as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    let funcs: Vec<String> = run.steps.iter().map(|st| field(st, "function")).collect();
+    let names: Vec<String> = run.steps.iter().map(|st| field(st, "step")).collect();
+    let funcs: Vec<&str> = funcs.iter().map(String::as_str).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    for (w, _) in linux::walks_for(id, walks) {
+        match linux::align(&funcs, w, reasons) {
+            Ok(rows) => println!("{}", linux::side_by_side(&names, w, &rows)),
+            Err(e) => {
+                eprintln!("explore: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let mut out_path = "docs/explore/index.html".to_string();
+    let mut side: Option<String> = None;
     let mut root = ".".to_string();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match (a.as_str(), args.next()) {
             ("--out", Some(v)) => out_path = v,
             ("--root", Some(v)) => root = v,
+            ("--side-by-side", Some(v)) => side = Some(v),
             _ => {
-                eprintln!("usage: explore [--out FILE] [--root DIR]");
+                eprintln!("usage: explore [--out FILE] [--root DIR] [--side-by-side SCENARIO]");
                 return ExitCode::from(2);
             }
         }
+    }
+    let (walks, reasons) = match linux_inputs(&root) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("explore: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(id) = side {
+        return print_side_by_side(&id, &walks, &reasons);
     }
     let mut cache = BTreeMap::new();
     let mut srcs: BTreeMap<String, String> = BTreeMap::new();
@@ -179,7 +360,15 @@ fn main() -> ExitCode {
                 }
             }
         }
-        data.push_str("]}");
+        data.push_str("],\"linux\":");
+        match linux_json(s.id, &run.steps, &walks, &reasons) {
+            Ok(j) => data.push_str(&j),
+            Err(e) => {
+                eprintln!("explore: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+        data.push('}');
     }
     data.push_str("],\"links\":{");
     for (i, (k, v)) in srcs.iter().enumerate() {
