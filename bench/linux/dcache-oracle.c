@@ -21,8 +21,15 @@
  * version, so a lookup that loses them in the middle of the rename is
  * caught: that is the rename_lock race.
  *
+ * A third thread drops the unused dentries every DROP_MS milliseconds
+ * (`2 > /proc/sys/vm/drop_caches`, where writable): on a filesystem whose
+ * dentries are not pinned (ext4), names that exist are then missing from
+ * the dcache, so a kernel that wrongly treats a dcache miss there as final
+ * answers ENOENT for them. On tmpfs the positive dentries are pinned and
+ * the drop changes nothing.
+ *
  * Prints one line:
- *   dcache-oracle: secs=S readers=R stats=N exact=E wrong=W renames=..
+ *   dcache-oracle: secs=S readers=R stats=N exact=E wrong=W renames=.. drops=D
  * and up to 10 `dcache-oracle-wrong name=X expected=Y got=Z` lines before
  * it. Exits 0 when W is 0, 1 otherwise, 2 on a setup error.
  */
@@ -48,6 +55,7 @@
 #define MISSING 16
 #define NAMES (2 * PAIRS + STABLE + MISSING)
 #define MAX_REPORTS 10
+#define DROP_MS 20
 
 struct name {
 	char path[256];
@@ -58,7 +66,7 @@ struct name {
 static struct name names[NAMES];
 static _Atomic int stop;
 static _Atomic unsigned long wrong, reports;
-static unsigned long renames, exchanges, creates, unlinks;
+static unsigned long renames, exchanges, creates, unlinks, drops;
 
 /* Index of a<i>, b<i>, p<i>, m<i> in names[]. */
 static int a_(int i) { return i; }
@@ -140,6 +148,23 @@ static void *writer(void *arg)
 	return NULL;
 }
 
+static void *dropper(void *arg)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	struct timespec ts = { 0, DROP_MS * 1000000L };
+
+	(void)arg;
+	if (fd < 0)
+		return NULL;
+	while (!atomic_load(&stop)) {
+		if (pwrite(fd, "2\n", 2, 0) == 2)
+			drops++;
+		nanosleep(&ts, NULL);
+	}
+	close(fd);
+	return NULL;
+}
+
 struct reader_result {
 	unsigned long stats, exact;
 };
@@ -212,15 +237,17 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 2 * PAIRS; i++)
 		unlink(names[i].path);
 
-	pthread_t w, rt[256];
+	pthread_t w, d, rt[256];
 	struct reader_result rr[256];
 	memset(rr, 0, sizeof(rr));
 	pthread_create(&w, NULL, writer, NULL);
+	pthread_create(&d, NULL, dropper, NULL);
 	for (int i = 0; i < nreaders; i++)
 		pthread_create(&rt[i], NULL, reader, &rr[i]);
 	sleep(secs);
 	atomic_store(&stop, 1);
 	pthread_join(w, NULL);
+	pthread_join(d, NULL);
 	unsigned long stats = 0, exact = 0;
 	for (int i = 0; i < nreaders; i++) {
 		pthread_join(rt[i], NULL);
@@ -228,8 +255,8 @@ int main(int argc, char **argv)
 		exact += rr[i].exact;
 	}
 	printf("dcache-oracle: secs=%d readers=%d stats=%lu exact=%lu wrong=%lu "
-	       "creates=%lu renames=%lu exchanges=%lu unlinks=%lu\n",
+	       "creates=%lu renames=%lu exchanges=%lu unlinks=%lu drops=%lu\n",
 	       secs, nreaders, stats, exact, atomic_load(&wrong), creates, renames,
-	       exchanges, unlinks);
+	       exchanges, unlinks, drops);
 	return atomic_load(&wrong) ? 1 : 0;
 }

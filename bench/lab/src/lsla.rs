@@ -466,9 +466,11 @@ pub struct LinuxLslaConfig {
     pub build_dir: PathBuf,
     /// Also run [`SEED_VARIANTS`] at this RTT (the seed's is 76 ms).
     pub variants_rtt: Option<u64>,
-    /// A patch series of `linux/patches/6.12/` whose cifs.ko (built out of
-    /// tree) lists the share too, in its own boot per RTT
-    /// (`design=linux-6.12+SERIES` less its `cifs-` prefix).
+    /// A patch series of `linux/patches/REL/` whose cifs.ko (built out of
+    /// tree against the release's headers) lists the share too, in its own
+    /// boot per RTT (`design=linux-REL+SERIES` less its `cifs-` prefix).
+    /// Where the release has no such series, those rows are left out (and
+    /// the progress says so).
     pub patch: Option<String>,
 }
 
@@ -526,10 +528,23 @@ pub fn run_linux(
     )
     .map_err(|e| format!("samba fixture: {e}"))?;
     let module = match &lcfg.patch {
+        Some(series) if !linuxref::patch_series_dir(lcfg.release, series).is_dir() => {
+            progress(&format!(
+                "lsla design={}+{} skipped: no {}/{series} for Linux {}",
+                paths.cifs_design(),
+                series.strip_prefix("cifs-").unwrap_or(series),
+                linuxref::patches_dir(lcfg.release),
+                lcfg.release
+            ));
+            None
+        }
         Some(series) => {
-            progress(&format!("building cifs.ko with {series} (out of tree)"));
-            let m =
-                linuxref::ensure_cifs_module(&lcfg.build_dir, series).map_err(|e| e.to_string())?;
+            progress(&format!(
+                "building cifs.ko of Linux {} with {series} (out of tree)",
+                lcfg.release
+            ));
+            let m = linuxref::ensure_cifs_module(&lcfg.build_dir, lcfg.release, series)
+                .map_err(|e| e.to_string())?;
             if let Some(t) = m.build_s {
                 progress(&format!("cifs.ko with {series}: built in {t:.0} s"));
             }
