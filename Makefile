@@ -1,6 +1,8 @@
 # Makefile: the project's front door. `make run` and `make test` work on a
-# fresh Debian machine (they call `make setup`, which installs what is missing
-# when run as root). See README.md for every target and variable.
+# fresh Debian machine: they call scripts/setup.sh, which installs what is
+# missing when run as root (`make run` only what the demo needs, `make test`
+# everything) and otherwise prints the line to run. See README.md for every
+# target and variable.
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -42,14 +44,15 @@ BENCH_ARGS ?=
 # fs::dcache::design::DESIGNS).
 DESIGNS ?=
 
-.PHONY: help setup build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
+.PHONY: help setup setup-run build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
         bench smb-bench demo-trace linuxref linux-patched linux-patched-build linux-oracle linux-vfsh lint explore bench-static test-kvm test-designs \
         test-generated generated
 
 help:
-	@echo "make setup      install missing packages (as root) and the rust target"
+	@echo "make setup      install what make test needs (as root; packages, rust target and components, impacket)"
+	@echo "make setup-run  install only what make run needs (as root; QEMU, gcc, libc6-dev, the rust target)"
 	@echo "make build      build host crates and the kernel (release)"
-	@echo "make run        setup + build + boot the demo (DEMO_CMDLINE='$(DEMO_CMDLINE)', DEMO_SMP=$(DEMO_SMP))"
+	@echo "make run        setup-run + build + boot the demo (DEMO_CMDLINE='$(DEMO_CMDLINE)', DEMO_SMP=$(DEMO_SMP))"
 	@echo "make test       setup + host tests + loom models + QEMU boot tests at $(BOOT_TEST_SMPS) vCPUs"
 	@echo "make test-loom  the loom models only (fs/tests/loom.rs)"
 	@echo "make test-generated  generated files in git equal what their command makes; docs links resolve"
@@ -67,8 +70,12 @@ help:
 	@echo "make explore    regenerate docs/explore/index.html (the step-through page) and its screenshot"
 	@echo "make generated  regenerate every file test-generated checks (the explore page, docs/bench's report and plot)"
 
+# Two tiers of one script: `run` (what the demo needs) and `test` (all).
 setup:
-	@bash scripts/setup.sh
+	@bash scripts/setup.sh test
+
+setup-run:
+	@bash scripts/setup.sh run
 
 build-host:
 	$(HOST_BUILD)
@@ -81,7 +88,7 @@ build-qemu-run:
 
 build: build-host build-kernel
 
-run: setup build
+run: setup-run build
 	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(DEMO_SMP) --cmdline "$(DEMO_CMDLINE)" $(QEMU_RUN_FLAGS)
 
 # Only what booting needs, so a boot works while other host crates are broken.

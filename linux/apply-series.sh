@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # apply-series.sh: applies patch series with `git am` to the pristine
-# 6.12.117 files they touch, in a scratch repository.
+# files they touch (any release), in a scratch repository.
 #
 #   linux/apply-series.sh PRISTINE_SRC OUT_REPO SERIES_DIR...
 #
@@ -17,7 +17,11 @@ shift 2
 shopt -s nullglob
 patches=()
 for series in "$@"; do
-    p=("$(realpath "$series")"/*.patch)
+    p=()
+    for f in "$(realpath "$series")"/*.patch; do
+        # A cover letter (git format-patch --cover-letter) carries no diff.
+        [[ $(basename "$f") == 0000-cover-letter.patch ]] || p+=("$f")
+    done
     ((${#p[@]})) || { echo "apply-series: no patches in $series" >&2; exit 2; }
     patches+=("${p[@]}")
 done
@@ -34,6 +38,6 @@ grep -h -E '^(---|\+\+\+) [ab]/' "${patches[@]}" | sed -E 's#^(---|\+\+\+) [ab]/
 cd "$out"
 git init -q
 git -c user.name=vfs-lab -c user.email=vfs-lab@localhost add -A
-git -c user.name=vfs-lab -c user.email=vfs-lab@localhost commit -q --allow-empty -m "pristine 6.12.117 (files the series touches)"
+git -c user.name=vfs-lab -c user.email=vfs-lab@localhost commit -q --allow-empty -m "pristine $(basename "$pristine") (files the series touches)"
 git -c user.name=vfs-lab -c user.email=vfs-lab@localhost am -q --committer-date-is-author-date "${patches[@]}" ||
     { git am --abort 2>/dev/null || true; echo "apply-series: $* does not apply" >&2; exit 1; }

@@ -1,25 +1,38 @@
 #!/usr/bin/env bash
-# check-series.sh: the patch check `make test` runs: every series directory
-# under linux/patches/6.12/ applies with `git am` to the pristine 6.12.117
-# tree, and every C file it touches compiles with the committed
-# configuration (x86_64 defconfig + linux/config/6.12-guest.config).
+# check-series.sh: the patch check `make test` runs, once per release: every
+# series directory under linux/patches/RELEASE/ (RELEASE is the one
+# PRISTINE_SRC's Makefile names: 6.12 or 7.3)
+#  - defines no flag bit (SB_I_*, DCACHE_*, LOOKUP_*, CIFS_FATTR_*) that the
+#    tree already uses (linux/flag-check.py);
+#  - applies with `git am` to the pristine tree;
+#  - compiles every C file it touches with the committed configuration
+#    (x86_64 defconfig + linux/config/RELEASE-guest.config), warnings as
+#    errors;
+#  - and, built with W=1 and sparse (C=2), adds no warning to those files
+#    that the pristine files do not have (line numbers aside).
 #
 #   linux/check-series.sh PRISTINE_SRC BUILD_DIR
 #
-# Writes only BUILD_DIR/kcheck/ (a hard-linked source copy whose touched
-# files are replaced by new files and put back afterwards, a prepared
-# object tree cached behind the fragment's hash) and BUILD_DIR/ccache/.
+# Writes only BUILD_DIR/kcheck/ (6.12) or BUILD_DIR/kcheck-RELEASE/ (a
+# hard-linked source copy whose touched files are replaced by new files and
+# put back afterwards, a prepared object tree cached behind the fragment's
+# hash, the pristine files' W=1/sparse warnings) and BUILD_DIR/ccache/.
 # Prints `check-series: SERIES: N patches apply; compiled F.o ...` per
-# series, then `check-series: S series ok`; exits non-zero on the first
-# that does not apply or compile, with the compiler's reason. A few minutes
-# the first time (the object tree is prepared), seconds after.
+# series, then `check-series: S series ok (RELEASE)`; exits non-zero on the
+# first that collides, does not apply, does not compile or warns anew, with
+# the reason. A few minutes the first time (the object tree is prepared),
+# well under one after.
 set -euo pipefail
 
 pristine=$(realpath "$1")
 build=$(realpath -m "$2")
 here=$(cd "$(dirname "$0")" && pwd)
-fragment=$here/config/6.12-guest.config
-work=$build/kcheck
+[[ -f $pristine/Makefile ]] || { echo "check-series: no kernel source at $pristine" >&2; exit 2; }
+release=$(awk '/^VERSION =/ {v=$3} /^PATCHLEVEL =/ {p=$3} END {print v "." p}' "$pristine/Makefile")
+fragment=$here/config/$release-guest.config
+[[ -f $fragment ]] || { echo "check-series: no configuration fragment for $release ($fragment)" >&2; exit 2; }
+command -v sparse >/dev/null || { echo "check-series: sparse is missing (apt-get install sparse; make setup)" >&2; exit 2; }
+if [[ $release == 6.12 ]]; then work=$build/kcheck; else work=$build/kcheck-$release; fi
 mkdir -p "$work" "$build/ccache"
 exec 9>"$work/lock"
 flock 9
@@ -55,12 +68,23 @@ if [[ "$(cat "$work/obj/prepared" 2>/dev/null)" != "$want" ]]; then
     echo "$want" > "$work/obj/prepared"
 fi
 
+# The warnings of a W=1, sparse build of OBJS, one per line, without line
+# and column numbers (so that a patch moving code does not count), sorted.
+warnings() {
+    local log=$1
+    shift
+    mk -j"$(nproc)" W=1 C=2 "$@" > "$log" 2>&1 || { cat "$log" >&2; return 1; }
+    grep -E ': (warning|error): ' "$log" | sed -E 's/^([^:]+):[0-9]+(:[0-9]+)?:/\1:/' | sort || true
+}
+
 n=0
-for series in "$here"/patches/6.12/*/; do
+for series in "$here"/patches/$release/*/; do
     series=${series%/}
     name=$(basename "$series")
+    python3 "$here/flag-check.py" "$pristine" "$series"/*.patch > "$work/$name.flags" ||
+        { cat "$work/$name.flags" >&2; echo "check-series: $name: a new flag takes a bit $release already uses" >&2; exit 1; }
     "$here/apply-series.sh" "$pristine" "$work/am" "$series"
-    count=$(ls "$series"/*.patch | wc -l)
+    count=$(ls "$series"/*.patch | grep -vc '/0000-cover-letter.patch$')
     (cd "$work/am" && git diff --name-only "$(git rev-list --max-parents=0 HEAD)" HEAD) > "$work/src.patched"
     objs=()
     while read -r f; do
@@ -71,9 +95,10 @@ for series in "$here"/patches/6.12/*/; do
             [[ $f == *.c ]] && objs+=("${f%.c}.o")
         fi
     done < "$work/src.patched"
+    wnew=0
     if ((${#objs[@]})); then
-        # W=1 would flag what checkpatch does not; the default warnings are
-        # the kernel's own bar. Any warning in a touched file fails here.
+        # The default warnings are the kernel's own bar: any warning in a
+        # touched file fails here.
         log=$work/$name.log
         if ! mk -j"$(nproc)" KCFLAGS=-Werror "${objs[@]}" > "$log" 2>&1; then
             cat "$log" >&2
@@ -81,10 +106,26 @@ for series in "$here"/patches/6.12/*/; do
             echo "check-series: $name: does not compile" >&2
             exit 1
         fi
+        # W=1 and sparse: the patched files against the pristine ones.
+        warnings "$work/$name.w1.log" "${objs[@]}" > "$work/$name.w1" || { restore; exit 1; }
+        restore
+        base=$work/pristine-w1/$(printf '%s\n' "${objs[@]}" | sort | sha256sum | cut -c1-16)
+        if [[ ! -f $base ]]; then
+            mkdir -p "$work/pristine-w1"
+            warnings "$work/$name.w1-pristine.log" "${objs[@]}" > "$base.tmp" || exit 1
+            mv "$base.tmp" "$base"
+        fi
+        comm -13 "$base" "$work/$name.w1" > "$work/$name.w1-new"
+        if [[ -s $work/$name.w1-new ]]; then
+            cat "$work/$name.w1-new" >&2
+            echo "check-series: $name: new warnings with W=1 C=2 (above)" >&2
+            exit 1
+        fi
+        wnew=$(wc -l < "$work/$name.w1")
     fi
     restore
-    echo "check-series: $name: $count patches apply; compiled ${objs[*]:-nothing (no C files)}"
+    echo "check-series: $name: $count patches apply; compiled ${objs[*]:-nothing (no C files)}; W=1 C=2: no new warnings ($wnew as before)"
     n=$((n + 1))
 done
-((n > 0)) || { echo "check-series: no series under $here/patches/6.12/" >&2; exit 1; }
-echo "check-series: $n series ok"
+((n > 0)) || { echo "check-series: no series under $here/patches/$release/" >&2; exit 1; }
+echo "check-series: $n series ok ($release)"

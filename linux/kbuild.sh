@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# kbuild.sh: builds one 6.12.117 reference-guest kernel, vanilla or with
-# patch series (linux/patches/6.12/*), out of tree and through ccache.
+# kbuild.sh: builds one reference-guest kernel (6.12.117 or 7.3.4), vanilla
+# or with patch series (linux/patches/RELEASE/*), out of tree and through
+# ccache. The release is the one PRISTINE_SRC's Makefile names
+# (VERSION.PATCHLEVEL); its configuration fragment is
+# linux/config/RELEASE-guest.config.
 #
 #   linux/kbuild.sh PRISTINE_SRC BUILD_DIR VARIANT [SERIES_DIR...]
 #
-# PRISTINE_SRC (the unpacked linux-source-6.12) is never written. One working
+# PRISTINE_SRC (the unpacked linux-source-RELEASE) is never written. One working
 # tree serves every variant, as a kernel developer switches branches: its
 # source, BUILD_DIR/kbuild/src, is a hard-linked copy of the pristine tree in
 # which every file the series touches is replaced (unlinked, then written)
@@ -13,9 +16,11 @@
 # objects, BUILD_DIR/kbuild/obj, are rebuilt by make only where a changed
 # file reaches, and through ccache (CCACHE_DIR=BUILD_DIR/ccache), so
 # switching back to a variant built before costs cache hits. The
-# configuration is x86_64 defconfig + linux/config/6.12-guest.config +
+# configuration is x86_64 defconfig + linux/config/RELEASE-guest.config +
 # LOCALVERSION=-VARIANT, the same for every variant. The result,
-# BUILD_DIR/kbuild/VARIANT/bzImage (+ config, System.map), is rebuilt only
+# BUILD_DIR/kbuild/VARIANT/bzImage for 6.12 and
+# BUILD_DIR/kbuild-RELEASE/VARIANT/bzImage for any later release (+ config,
+# System.map; each release has its own tree and objects), is rebuilt only
 # when the fragment, this script or the series changed. One build at a time
 # (a lock file): the tree is shared.
 set -euo pipefail
@@ -26,12 +31,14 @@ variant=$3
 shift 3
 series=("$@")
 here=$(cd "$(dirname "$0")" && pwd)
-fragment=$here/config/6.12-guest.config
 jobs=${KBUILD_JOBS:-$(nproc)}
 
 [[ -f $pristine/Makefile ]] || { echo "kbuild: no kernel source at $pristine" >&2; exit 2; }
-out=$build/kbuild/$variant
-work=$build/kbuild
+release=$(awk '/^VERSION =/ {v=$3} /^PATCHLEVEL =/ {p=$3} END {print v "." p}' "$pristine/Makefile")
+fragment=$here/config/$release-guest.config
+[[ -f $fragment ]] || { echo "kbuild: no configuration fragment for $release ($fragment)" >&2; exit 2; }
+if [[ $release == 6.12 ]]; then work=$build/kbuild; else work=$build/kbuild-$release; fi
+out=$work/$variant
 mkdir -p "$out" "$build/ccache"
 exec 9>"$work/lock"
 flock 9
@@ -40,7 +47,9 @@ flock 9
 stamp_text() {
     echo "kbuild 1 $variant"
     sha256sum "$fragment" "$0" | cut -d' ' -f1
-    for s in "${series[@]}"; do cat "$s"/*.patch | sha256sum | cut -d' ' -f1; done
+    # The diffs only: a reworded commit message or cover letter builds
+    # the same kernel.
+    for s in "${series[@]}"; do sed -n '/^diff --git /,/^-- $/p' "$s"/*.patch | sha256sum | cut -d' ' -f1; done
 }
 if [[ -f $out/bzImage && -f $out/stamp ]] && diff -q <(stamp_text) "$out/stamp" >/dev/null; then
     echo "kbuild: $variant up to date ($out/bzImage)"

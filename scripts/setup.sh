@@ -1,15 +1,36 @@
 #!/usr/bin/env bash
-# setup.sh: checks (and, as root on Debian/Ubuntu, installs) what building and
-# testing this project needs: the Debian packages below and the Rust target
-# x86_64-unknown-none. Touches only apt (as root) and rustup. Exits non-zero,
-# saying exactly what to install, when something is missing and it cannot
-# install it.
+# setup.sh: checks (and, as root on Debian/Ubuntu, installs) what building,
+# running and testing this project needs, in two tiers:
+#   run   what `make run` needs: QEMU, a C linker for the host binaries and
+#         the Rust target x86_64-unknown-none for the kernel;
+#   test  (the default; `make setup`, `make test`) the run tier and the
+#         fixtures of the tests, the Linux builds and the tools around them.
+# Touches only apt (as root), rustup and build/impacket-venv. Exits non-zero,
+# printing the exact apt-get/rustup/pip line to run, when something is
+# missing and it cannot install it.
+#
+# Usage: scripts/setup.sh [run|test]
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
-# Debian packages: QEMU for the guest, Samba + smbclient + attr for the SMB
-# fixture, busybox-static/e2fsprogs/cpio/gcc/libc6-dev (static libc for
+tier=${1:-test}
+case $tier in
+run) target=setup-run ;;
+test) target=setup ;;
+*)
+    echo "usage: $0 [run|test]" >&2
+    exit 2
+    ;;
+esac
+
+# The run tier: qemu-system-x86 boots the kernel (qemu-run spawns
+# qemu-system-x86_64); gcc and libc6-dev are the linker and C runtime that
+# cargo links host binaries (qemu-run, the build scripts) with. The kernel
+# itself links with rust-lld, which the toolchain brings.
+RUN_PACKAGES=(qemu-system-x86 gcc libc6-dev)
+# The test tier adds: Samba + smbclient + attr for the SMB fixture,
+# busybox-static/e2fsprogs/cpio (and gcc/libc6-dev's static libc for
 # statneg) for the Linux reference guest, python3-venv for the impacket
 # fixture's virtual environment, chromium for the step-through page's
 # browser test (fs/tests/explore_page.rs) and `make explore`'s screenshot,
@@ -17,9 +38,14 @@ cd "$(dirname "$0")/.."
 # make flex bison bc libelf-dev libssl-dev ccache git for our Linux 6.12
 # builds (linux/kbuild.sh, linux/check-series.sh: `make linux-patched`, the
 # patch check of `make test`).
-PACKAGES=(qemu-system-x86 samba smbclient attr busybox-static e2fsprogs cpio gcc libc6-dev python3-venv chromium linux-perf
-          make flex bison bc libelf-dev libssl-dev ccache git)
+TEST_PACKAGES=(samba smbclient attr busybox-static e2fsprogs cpio python3-venv chromium linux-perf
+               make flex bison bc libelf-dev libssl-dev ccache git)
 RUST_TARGET=x86_64-unknown-none
+# `make lint` (cargo fmt, cargo clippy); rust-toolchain.toml names them too.
+TEST_COMPONENTS=(rustfmt clippy)
+
+PACKAGES=("${RUN_PACKAGES[@]}")
+[[ $tier == test ]] && PACKAGES+=("${TEST_PACKAGES[@]}")
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -35,9 +61,9 @@ if ((${#missing[@]})); then
         apt-get update -q
         apt-get install -y -q --no-install-recommends "${missing[@]}"
     else
-        echo "setup: missing Debian packages: ${missing[*]}" >&2
-        echo "setup: install them as root:  apt-get update && apt-get install -y ${missing[*]}" >&2
-        echo "setup: (or run \`make setup\` as root)" >&2
+        echo "setup ($tier): missing Debian packages: ${missing[*]}" >&2
+        echo "setup: install them as root:  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
+        echo "setup: (or run \`make $target\` as root)" >&2
         exit 1
     fi
 fi
@@ -53,6 +79,23 @@ if ! rustup target list --installed | grep -qx "$RUST_TARGET"; then
     echo "setup: adding Rust target $RUST_TARGET"
     if ! rustup target add "$RUST_TARGET"; then
         echo "setup: could not add the Rust target: run  rustup target add $RUST_TARGET" >&2
+        exit 1
+    fi
+fi
+
+if [[ $tier == run ]]; then
+    echo "setup: ok for make run (${PACKAGES[*]}, rust target $RUST_TARGET; \`make setup\` adds what make test needs)"
+    exit 0
+fi
+
+components=()
+for c in "${TEST_COMPONENTS[@]}"; do
+    rustup component list --installed | grep -q "^$c-" || components+=("$c")
+done
+if ((${#components[@]})); then
+    echo "setup: adding Rust components ${components[*]}"
+    if ! rustup component add "${components[@]}"; then
+        echo "setup: could not add the Rust components: run  rustup component add ${components[*]}" >&2
         exit 1
     fi
 fi
@@ -79,4 +122,4 @@ if ! [[ -x $VENV/bin/smbserver.py ]] \
     fi
 fi
 
-echo "setup: ok (${PACKAGES[*]}, rust target $RUST_TARGET, impacket $IMPACKET_VERSION in $VENV)"
+echo "setup: ok (${PACKAGES[*]}, rust target $RUST_TARGET, components ${TEST_COMPONENTS[*]}, impacket $IMPACKET_VERSION in $VENV)"

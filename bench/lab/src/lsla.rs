@@ -420,8 +420,8 @@ pub const SEED_OPTS: &str = "vers=3.1.1,cache=strict,upcall_target=app,uid=5000,
 gid=5000,forcegid,file_mode=0664,dir_mode=0775,iocharset=utf8,soft,nounix,mapposix,\
 reparse=nfs,nativesocket,symlink=native,rsize=4194304,wsize=4194304,acdirmax=300,acregmax=30";
 
-/// The seed's "What doesn't help" variants, and today's workaround
-/// (`nouser_xattr`): (name, option changed).
+/// The seed's "What doesn't help" variants, and the workaround that needs
+/// no patch (`nouser_xattr`): (name, option changed).
 pub const SEED_VARIANTS: &[(&str, &str)] = &[
     ("noserverino", "noserverino"),
     ("symlink=none", "symlink=none"),
@@ -808,7 +808,7 @@ pub fn variants_table(linux: &[LinuxLsla]) -> String {
     let seed = |v: &str| match v {
         "" => "511 queries, 39 s",
         "noserverino" => "511 → 271 queries, 39 s → 21 s (not reproduced against Samba)",
-        "nouser_xattr" => "not tried (today's workaround)",
+        "nouser_xattr" => "not tried (the workaround without a patch)",
         HOST_LS_VARIANT => "the seed's ls: RHEL 10's coreutils 9.5",
         _ => "no change",
     };
