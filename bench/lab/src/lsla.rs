@@ -493,6 +493,9 @@ pub struct LinuxLsla {
     pub ls: String,
     /// A variant of the seed's options (or of its `ls`), not a main row.
     pub is_variant: bool,
+    /// With a module built out of tree: what the kernel logged loading it
+    /// (its taint and signature lines, `/proc/sys/kernel/tainted`).
+    pub module_log: Vec<String>,
 }
 
 impl LinuxLsla {
@@ -543,12 +546,23 @@ pub fn run_linux(
                 "building cifs.ko of Linux {} with {series} (out of tree)",
                 lcfg.release
             ));
-            let m = linuxref::ensure_cifs_module(&lcfg.build_dir, lcfg.release, series)
-                .map_err(|e| e.to_string())?;
-            if let Some(t) = m.build_s {
-                progress(&format!("cifs.ko with {series}: built in {t:.0} s"));
+            // A module that cannot be built leaves out its rows only.
+            match linuxref::ensure_cifs_module(&lcfg.build_dir, lcfg.release, series) {
+                Ok(m) => {
+                    if let Some(t) = m.build_s {
+                        progress(&format!("cifs.ko with {series}: built in {t:.0} s"));
+                    }
+                    Some(m)
+                }
+                Err(e) => {
+                    progress(&format!(
+                        "lsla design={}+{} skipped: {e}",
+                        paths.cifs_design(),
+                        series.strip_prefix("cifs-").unwrap_or(series)
+                    ));
+                    None
+                }
             }
-            Some(m)
         }
         None => None,
     };
@@ -726,6 +740,7 @@ impl Boot<'_> {
                     None => self.paths.describe(),
                 },
                 is_variant: name != "base",
+                module_log: report.module_log.clone(),
             });
         }
         Ok(out)
@@ -762,6 +777,12 @@ pub fn report_linux(rows: &[LinuxLsla]) -> String {
             "\n### {} at {} ms: cold listing\n\n",
             x.design, x.rtt_ms
         ));
+        if !r.module_log.is_empty() {
+            s.push_str(&format!(
+                "Loading the module, the kernel logged: `{}`\n\n",
+                r.module_log.join("`; `")
+            ));
+        }
         s.push_str(&format!("Options: `{}`", r.opts));
         if !r.dropped.is_empty() {
             s.push_str(&format!(

@@ -365,6 +365,9 @@ fn main() -> ExitCode {
             };
             for l in &linux_rows {
                 println!("{}", l.line());
+                for m in &l.module_log {
+                    eprintln!("{} cifs.ko: {m}", l.row.design);
+                }
             }
             match benchlab::lsla::run(&cfg, |what| eprintln!("{what}")) {
                 Ok(rows) => {

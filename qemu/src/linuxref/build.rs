@@ -738,6 +738,7 @@ fn build_ext4_image(dir: &Path, out: &Path) -> Result<(), SkipReason> {
 mod tests {
     use super::*;
     use crate::linuxref::modules::{modinfo_depends, modinfo_softdeps, module_name};
+    use crate::linuxref::PRIVATE_SUITES;
 
     #[test]
     fn picks_the_versioned_cloud_kernel() {
@@ -785,6 +786,47 @@ mod tests {
         assert_eq!(module_name("cifs_md4.ko.xz").as_deref(), Some("cifs_md4"));
         assert_eq!(module_name("virtio-pci.ko").as_deref(), Some("virtio_pci"));
         assert_eq!(module_name("modules.order"), None);
+    }
+
+    #[test]
+    fn the_private_sources_name_both_suites() {
+        let text = private_sources("http://a.example/debian", PRIVATE_SUITES);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://a.example/debian trixie main",
+                "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://a.example/debian trixie-backports main",
+            ]
+        );
+        // Lists fetched for trixie alone do not serve trixie-backports.
+        let names = vec![
+            "a.example_debian_dists_trixie_main_binary-amd64_Packages.lz4".to_string(),
+            "a.example_debian_dists_trixie_InRelease".to_string(),
+        ];
+        assert!(has_packages_list(&names, "trixie"));
+        assert!(!has_packages_list(&names, "trixie-backports"));
+        let mut both = names.clone();
+        both.push("a.example_debian_dists_trixie-backports_main_binary-amd64_Packages".into());
+        assert!(has_packages_list(&both, "trixie-backports"));
+    }
+
+    #[test]
+    fn the_kernel_image_is_found_in_either_layout() {
+        let root = std::env::temp_dir().join(format!("linuxref-image-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let abi = root.join("usr/lib/modules/7.3.4+deb13-cloud-amd64");
+        fs::create_dir_all(&abi).unwrap();
+        assert_eq!(kernel_image(&root), None);
+        fs::write(abi.join("vmlinuz.unsigned"), b"x").unwrap();
+        assert_eq!(kernel_image(&root), Some(abi.join("vmlinuz.unsigned")));
+        fs::create_dir_all(root.join("boot")).unwrap();
+        fs::write(root.join("boot/vmlinuz-6.12.117+deb13-cloud-amd64"), b"x").unwrap();
+        assert_eq!(
+            kernel_image(&root),
+            Some(root.join("boot/vmlinuz-6.12.117+deb13-cloud-amd64"))
+        );
+        fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

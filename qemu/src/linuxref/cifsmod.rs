@@ -29,6 +29,8 @@ use super::source::{ensure_linux_source, trixie_deb};
 use super::{Release, SkipReason};
 /// Bumped whenever the layout of the build changes.
 const STAMP_VERSION: &str = "cifs-mod 2";
+/// Bumped whenever the unpacked headers are prepared differently.
+const KBUILD_STAMP: &str = "kbuild 2";
 /// trixie libraries the wrapped kbuild programs run with (objtool needs
 /// libelf, which needs zlib and zstd).
 const WRAPPER_LIB_PACKAGES: &[&str] = &["libc6", "libelf1t64", "zlib1g", "libzstd1"];
@@ -254,7 +256,9 @@ fn ensure_kbuild(
     let root = top.join("kbuild");
     let headers = root.join(format!("usr/src/linux-headers-{abi}-cloud-amd64"));
     let ready = root.join(".ready");
-    if ready.exists() && headers.join("Makefile").is_file() {
+    if fs::read_to_string(&ready).is_ok_and(|s| s.trim() == KBUILD_STAMP)
+        && headers.join("Makefile").is_file()
+    {
         return Ok(headers);
     }
     let _ = fs::remove_dir_all(&root);
@@ -280,6 +284,7 @@ fn ensure_kbuild(
             "include $(dir $(lastword $(MAKEFILE_LIST)))../linux-headers-{abi}-common/Makefile"
         ),
     );
+    let text = headers_makefile_inside(&text, &root);
     fs::write(&mk, text).map_err(|e| failed("writing the headers' Makefile", e))?;
 
     // trixie's loader and libraries for the glibc-2.38 kbuild programs.
@@ -324,8 +329,18 @@ fn ensure_kbuild(
             .arg(&asn1)
             .arg(tree.join("scripts/asn1_compiler.c")),
     )?;
-    fs::write(&ready, "ok\n").map_err(|e| failed("writing the kbuild stamp", e))?;
+    fs::write(&ready, format!("{KBUILD_STAMP}\n"))
+        .map_err(|e| failed("writing the kbuild stamp", e))?;
     Ok(headers)
+}
+
+/// The arch headers' Makefile with its remaining absolute `/usr/src/`
+/// paths moved under `root`: 7.3's also sets
+/// `KBUILD_OUTPUT=/usr/src/linux-headers-…`, which an external module build
+/// resolves (and refuses when it does not exist).
+fn headers_makefile_inside(text: &str, root: &Path) -> String {
+    text.replace("=/usr/src/", &format!("={}/usr/src/", root.display()))
+        .replace(" /usr/src/", &format!(" {}/usr/src/", root.display()))
 }
 
 /// Rewrites every absolute symlink under `root` to point inside `root`
@@ -403,6 +418,25 @@ fn fnv(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_headers_makefile_points_inside() {
+        let mk = "KBUILD_OUTPUT=/usr/src/linux-headers-7.3.4+deb13-cloud-amd64\n\
+                  include $(dir $(lastword $(MAKEFILE_LIST)))../linux-headers-7.3.4+deb13-common/Makefile\n";
+        let got = headers_makefile_inside(mk, Path::new("/b/kbuild"));
+        assert!(
+            got.starts_with(
+                "KBUILD_OUTPUT=/b/kbuild/usr/src/linux-headers-7.3.4+deb13-cloud-amd64\n"
+            ),
+            "{got}"
+        );
+        assert!(got.contains("include $(dir $(lastword $(MAKEFILE_LIST)))../"));
+        // 6.12's include by absolute path, before the relative rewrite.
+        assert_eq!(
+            headers_makefile_inside("include /usr/src/x/Makefile\n", Path::new("/r")),
+            "include /r/usr/src/x/Makefile\n"
+        );
+    }
 
     #[test]
     fn absolute_links_are_made_to_point_inside() {

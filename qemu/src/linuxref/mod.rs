@@ -340,6 +340,30 @@ mod tests {
     }
 
     #[test]
+    fn releases_name_their_packages() {
+        for r in Release::ALL {
+            assert_eq!(r.name().parse::<Release>(), Ok(r));
+        }
+        assert_eq!(Release::default(), Release::V6_12);
+        assert!("7.2".parse::<Release>().is_err());
+        assert_eq!(Release::V7_3.suite(), Some("trixie-backports"));
+        assert_eq!(Release::V6_12.suite(), Some("trixie"));
+        assert_eq!(Release::V6_1.suite(), None);
+        assert_eq!(Release::V7_3.debian_abi().as_deref(), Some("7.3.4+deb13"));
+        assert_eq!(
+            Release::V7_3.split_packages().unwrap(),
+            [
+                "linux-binary-unsigned-7.3.4+deb13-cloud-amd64",
+                "linux-modules-7.3.4+deb13-cloud-amd64",
+                "linux-base-7.3.4+deb13-cloud-amd64"
+            ]
+        );
+        assert_eq!(Release::V6_12.split_packages(), None);
+        assert_eq!(Release::V6_12.kbuild_dir(), "kbuild");
+        assert_eq!(Release::V7_3.kbuild_dir(), "kbuild-7.3");
+    }
+
+    #[test]
     fn skip_reasons_say_what_to_install() {
         let s = SkipReason::MissingTool {
             tool: "cpio".into(),

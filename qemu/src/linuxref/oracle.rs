@@ -194,7 +194,7 @@ pub fn run_oracle(
         .accel(Accel::Tcg)
         .disk(&paths.ext4_image)
         .cmdline(format!(
-            "console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init oracle.fs={fs_list} \
+            "console=ttyS0 quiet loglevel=1 panic=-1 no_timer_check rdinit=/init oracle.fs={fs_list} \
              oracle.readers={readers} oracle.secs={secs}"
         ));
     let out = Runner::new(cfg)
