@@ -35,11 +35,11 @@ RUN_PACKAGES=(qemu-system-x86 gcc libc6-dev)
 # fixture's virtual environment, chromium for the step-through page's
 # browser test (fs/tests/explore_page.rs) and `make explore`'s screenshot,
 # linux-perf for `bench rcu-reader --perf` (bench/lab/tests/rcu_reader.rs),
-# make flex bison bc libelf-dev libssl-dev ccache git for our Linux 6.12
-# builds (linux/kbuild.sh, linux/check-series.sh: `make linux-patched`, the
-# patch check of `make test`).
+# make flex bison bc libelf-dev libssl-dev ccache git for our Linux builds
+# (linux/kbuild.sh, linux/check-series.sh: `make linux-patched`, the patch
+# check of `make test`), and sparse for that check's C= build.
 TEST_PACKAGES=(samba smbclient attr busybox-static e2fsprogs cpio python3-venv chromium linux-perf
-               make flex bison bc libelf-dev libssl-dev ccache git)
+               make flex bison bc libelf-dev libssl-dev ccache git sparse)
 RUST_TARGET=x86_64-unknown-none
 # `make lint` (cargo fmt, cargo clippy); rust-toolchain.toml names them too.
 TEST_COMPONENTS=(rustfmt clippy)
@@ -103,23 +103,26 @@ fi
 # impacket (PyPI) in a virtual environment under build/: a second SMB server
 # (smbserver.py, SMB 2.0.2 only) for the cifs tests. Only this directory is
 # touched; the system's Python stays as it is.
+# b4 (PyPI) goes in the same environment: the patch check takes each
+# series as a maintainer does, one mbox through `b4 am` (offline).
 IMPACKET_VERSION=0.13.1
+B4_VERSION=0.16.0
 VENV=build/impacket-venv
-if ! [[ -x $VENV/bin/smbserver.py ]] \
-    || ! "$VENV/bin/python" -c "import sys; from importlib.metadata import version; sys.exit(version('impacket') != '$IMPACKET_VERSION')" 2>/dev/null; then
+if ! [[ -x $VENV/bin/smbserver.py && -x $VENV/bin/b4 ]] \
+    || ! "$VENV/bin/python" -c "import sys; from importlib.metadata import version; sys.exit(version('impacket') != '$IMPACKET_VERSION' or version('b4') != '$B4_VERSION')" 2>/dev/null; then
     py=/usr/bin/python3
     [[ -x $py ]] || py=$(command -v python3 || true)
     if [[ -z $py ]]; then
         echo "setup: python3 is missing (needed for the impacket fixture): apt-get install -y python3 python3-venv" >&2
         exit 1
     fi
-    echo "setup: installing impacket==$IMPACKET_VERSION into $VENV (PyPI)"
+    echo "setup: installing impacket==$IMPACKET_VERSION b4==$B4_VERSION into $VENV (PyPI)"
     mkdir -p build
-    if ! "$py" -m venv "$VENV" || ! "$VENV/bin/pip" install -q "impacket==$IMPACKET_VERSION"; then
-        echo "setup: could not make $VENV: run  $py -m venv $VENV && $VENV/bin/pip install impacket==$IMPACKET_VERSION" >&2
+    if ! "$py" -m venv "$VENV" || ! "$VENV/bin/pip" install -q "impacket==$IMPACKET_VERSION" "b4==$B4_VERSION"; then
+        echo "setup: could not make $VENV: run  $py -m venv $VENV && $VENV/bin/pip install impacket==$IMPACKET_VERSION b4==$B4_VERSION" >&2
         echo "setup: (python3-venv must be installed; PyPI must be reachable)" >&2
         exit 1
     fi
 fi
 
-echo "setup: ok (${PACKAGES[*]}, rust target $RUST_TARGET, components ${TEST_COMPONENTS[*]}, impacket $IMPACKET_VERSION in $VENV)"
+echo "setup: ok (${PACKAGES[*]}, rust target $RUST_TARGET, components ${TEST_COMPONENTS[*]}, impacket $IMPACKET_VERSION and b4 $B4_VERSION in $VENV)"
