@@ -19,7 +19,9 @@
  * errno is wrong. Names whose existence a call does not change (the rename
  * target that existed before, both names of an exchange) keep their
  * version, so a lookup that loses them in the middle of the rename is
- * caught: that is the rename_lock race.
+ * caught: that is the rename_lock race. A rename or unlink of the writer's
+ * that answers ENOENT for a name it knows exists is a wrong answer too; the
+ * run then stops (the writer no longer knows which names exist).
  *
  * A third thread drops the unused dentries every DROP_MS milliseconds
  * (`2 > /proc/sys/vm/drop_caches`, where writable): on a filesystem whose
@@ -31,7 +33,8 @@
  * Prints one line:
  *   dcache-oracle: secs=S readers=R stats=N exact=E wrong=W renames=.. drops=D
  * and up to 10 `dcache-oracle-wrong name=X expected=Y got=Z` lines before
- * it. Exits 0 when W is 0, 1 otherwise, 2 on a setup error.
+ * it. Exits 0 when W is 0, 1 otherwise, 2 on a setup error (printed as
+ * `dcache-oracle-error: …`).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -95,8 +98,26 @@ static int do_create(struct name *n)
 
 static void die(const char *what, const char *path)
 {
-	fprintf(stderr, "dcache-oracle: %s %s: %s\n", what, path, strerror(errno));
+	fprintf(stderr, "dcache-oracle-error: %s %s: %s\n", what, path, strerror(errno));
 	exit(2);
+}
+
+/*
+ * The writer's own call failed on a name it knows exists (a rename or
+ * unlink answered ENOENT): a wrong answer of the kernel, counted and
+ * reported like a reader's; the run then stops, since the writer no longer
+ * knows which names exist.
+ */
+static int writer_wrong(const char *what, const char *path)
+{
+	if (errno != ENOENT)
+		die(what, path);
+	atomic_fetch_add(&wrong, 1);
+	if (atomic_fetch_add(&reports, 1) < MAX_REPORTS)
+		printf("dcache-oracle-wrong name=%s expected=present got=%s (%s by the writer)\n",
+		       path, strerror(ENOENT), what);
+	atomic_store(&stop, 1);
+	return 1;
 }
 
 static void *writer(void *arg)
@@ -119,8 +140,8 @@ static void *writer(void *arg)
 			begin_change(a);
 			if (!eb)
 				begin_change(b);
-			if (rename(a->path, b->path) != 0)
-				die("rename", a->path);
+			if (rename(a->path, b->path) != 0 && writer_wrong("rename", a->path))
+				break;
 			end_change(a, 0);
 			if (!eb)
 				end_change(b, 1);
@@ -130,16 +151,17 @@ static void *writer(void *arg)
 			if (!ea || !eb)
 				break;
 			if (syscall(SYS_renameat2, AT_FDCWD, a->path, AT_FDCWD, b->path,
-				    RENAME_EXCHANGE) != 0)
-				die("renameat2 exchange", a->path);
+				    RENAME_EXCHANGE) != 0 &&
+			    writer_wrong("renameat2 exchange", a->path))
+				break;
 			exchanges++;
 			break;
 		case 3: /* unlink b */
 			if (!eb)
 				break;
 			begin_change(b);
-			if (unlink(b->path) != 0)
-				die("unlink", b->path);
+			if (unlink(b->path) != 0 && writer_wrong("unlink", b->path))
+				break;
 			end_change(b, 0);
 			unlinks++;
 			break;
