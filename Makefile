@@ -62,9 +62,9 @@ help:
 	@echo "make smb-bench  the SMB sweep (SMB_DESIGNS='$(SMB_DESIGNS)': EA-cache designs, empty = all; SMB_ARGS='$(SMB_ARGS)')"
 	@echo "make bench-static  a statically linked bench binary ($(BENCH_STATIC)) for bare machines"
 	@echo "make demo-trace boot with demo=trace (one traced stat per design)"
-	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs"
-	@echo "make linux-patched  build our 6.12.117 kernels (vanilla, negative, noalloc) and count them beside Debian's"
-	@echo "make linux-oracle   the dcache stress oracle on each patched kernel (and on a broken one)"
+	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs (LINUX_RELEASE=$(LINUX_RELEASE): 6.12 or 7.3)"
+	@echo "make linux-patched  build our kernels of LINUX_RELEASE (vanilla, negative, noalloc) and count them beside Debian's"
+	@echo "make linux-oracle   the dcache stress oracle on tmpfs and ext4 on each patched kernel (and on the broken ones)"
 	@echo "make linux-vfsh     the Linux half of the vfsh scripts under Debian's kernel and each of ours"
 	@echo "make linux-walks    ftrace of one stat per case in Linux (Debian's and our builds) into docs/explore/linux/"
 	@echo "make lint       rustfmt check + clippy (host crates and kernel) with -D warnings"
@@ -184,31 +184,40 @@ explore:
 		done; \
 	else echo "explore: no chromium (make setup): $(EXPLORE_SHOTS) not refreshed"; fi
 
-# Which Linux reference: 6.12 (Debian 13, private apt lists under build/) or 6.1.
-LINUX ?= 6.12
+# Which Linux release every Linux-facing target uses: 6.12 (the default: the
+# seed's kernel line, RHEL 10's base; Debian 13) or 7.3 (mainline's line;
+# Debian 13's trixie-backports), both through private apt lists under build/;
+# `linuxref` also takes 6.1 (the machine's Debian 12). LINUX= is the older name.
+LINUX_RELEASE ?= $(or $(LINUX),6.12)
+# `make linux-oracle` without LINUX_RELEASE checks every patched release.
+LINUX_ORACLE_RELEASES := $(if $(filter command line environment,$(origin LINUX_RELEASE) $(origin LINUX)),$(LINUX_RELEASE),6.12 7.3)
 
 linuxref: build-host
-	$(TARGET_DIR)/release/linuxref --cpus 1,2 --linux $(LINUX)
+	$(TARGET_DIR)/release/linuxref --cpus 1,2 --linux-release $(LINUX_RELEASE)
 
-# Our Linux 6.12.117 builds (linux/kbuild.sh: vanilla and each series of
-# linux/patches/6.12/, built when missing: 16-20 min the first time on 2
-# idle cores, over an hour on a loaded machine; 1-2 min after a patch
-# changed) beside Debian's, booted with the same reference guest: one
-# `linuxpatch kernel=K fs=F vcpus=N ...` line each.
+# Our kernel builds of the release (linux/kbuild.sh: vanilla and each series
+# of linux/patches/$(LINUX_RELEASE)/, built when missing: 16-20 min the first
+# time on 2 idle cores, over an hour on a loaded machine; 1-2 min after a
+# patch changed) beside Debian's, booted with the same reference guest: one
+# `linuxpatch kernel=K fs=F vcpus=N ...` line each (K: 6.12.117-VARIANT,
+# 7.3.4-VARIANT).
 LINUX_PATCHED_ARGS ?=
 linux-patched: build-host
-	$(TARGET_DIR)/release/linux-patched $(LINUX_PATCHED_ARGS)
+	$(TARGET_DIR)/release/linux-patched --linux-release $(LINUX_RELEASE) $(LINUX_PATCHED_ARGS)
 
-# The dcache stress oracle, 60 s on 2 vCPUs per kernel (0 wrong answers),
-# then on the deliberately broken noalloc (it must find some: it fails if not).
+# The dcache stress oracle, 60 s on 2 vCPUs per kernel on tmpfs and on ext4
+# (0 wrong answers), for vanilla, negative, noalloc and the deliberately
+# broken variants of each release (they must fail where they are broken:
+# noalloc-broken on tmpfs, 7.3's noalloc-flag-collision on ext4).
 linux-oracle: build-host
-	$(TARGET_DIR)/release/linux-patched --kernels vanilla,negative,noalloc,noalloc-broken --cpus 2 --oracle 60
+	set -e; for r in $(LINUX_ORACLE_RELEASES); do \
+		$(TARGET_DIR)/release/linux-patched --linux-release $$r --fs tmpfs,ext4 --cpus 2 --oracle 60; \
+	done
 
 # The Linux half of the vfsh scripts (fs/tests/scripts) in the reference
 # guest under Debian's kernel and each of ours: the same answers as recorded.
 linux-vfsh: linux-patched-build
-	bash linux/vfsh-guest.sh build/linuxref/6.12/vmlinuz build/kbuild/vanilla/bzImage \
-		build/kbuild/negative/bzImage build/kbuild/noalloc/bzImage
+	bash linux/vfsh-guest.sh $(LINUX_RELEASE)
 
 # Linux's own walk of the step-through page's stats: ftrace's function
 # graph of one warm stat per case (bench/linux/walks.sh) under Debian's
@@ -220,7 +229,7 @@ linux-walks: build-host
 	$(TARGET_DIR)/release/linux-walks $(LINUX_WALKS_ARGS)
 
 linux-patched-build: build-host
-	$(TARGET_DIR)/release/linux-patched --build-only
+	$(TARGET_DIR)/release/linux-patched --linux-release $(LINUX_RELEASE) --build-only
 
 # Files in git that a command makes from committed inputs (the explore page;
 # docs/bench's report.md and scaling.svg from its raw.csv and predict.csv)

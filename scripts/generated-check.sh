@@ -25,10 +25,10 @@
 # Not checked, because a timed run made them and no committed input can
 # make them again: docs/bench/raw.csv's and predict.csv's figures themselves
 # (bench sweep, bench predict), docs/bench/validation.md (bench predict
-# --validate), docs/bench/smb.md (bench smb-sweep; its rows are not
-# committed), docs/bench/statneg-many.md (a sweep whose raw.csv is not
-# committed), docs/explore/linux/*.json (make linux-walks: ftrace in the
-# reference guest), and docs/explore/*.png (Chromium's rendering, which
+# --validate), docs/bench/smb.md and smb-7.3.md (bench smb-sweep; their
+# rows are not committed), docs/bench/statneg-many.md (a sweep whose raw.csv
+# is not committed), docs/explore/linux/*.json (make linux-walks: ftrace in
+# the reference guest), and docs/explore/*.png (Chromium's rendering, which
 # moves with its version and fonts; fs/tests/explore_page.rs checks the
 # page itself in Chromium).
 #

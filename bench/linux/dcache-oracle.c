@@ -19,12 +19,22 @@
  * errno is wrong. Names whose existence a call does not change (the rename
  * target that existed before, both names of an exchange) keep their
  * version, so a lookup that loses them in the middle of the rename is
- * caught: that is the rename_lock race.
+ * caught: that is the rename_lock race. A rename or unlink of the writer's
+ * that answers ENOENT for a name it knows exists is a wrong answer too; the
+ * run then stops (the writer no longer knows which names exist).
+ *
+ * A third thread drops the unused dentries every DROP_MS milliseconds
+ * (`2 > /proc/sys/vm/drop_caches`, where writable): on a filesystem whose
+ * dentries are not pinned (ext4), names that exist are then missing from
+ * the dcache, so a kernel that wrongly treats a dcache miss there as final
+ * answers ENOENT for them. On tmpfs the positive dentries are pinned and
+ * the drop changes nothing.
  *
  * Prints one line:
- *   dcache-oracle: secs=S readers=R stats=N exact=E wrong=W renames=..
+ *   dcache-oracle: secs=S readers=R stats=N exact=E wrong=W renames=.. drops=D
  * and up to 10 `dcache-oracle-wrong name=X expected=Y got=Z` lines before
- * it. Exits 0 when W is 0, 1 otherwise, 2 on a setup error.
+ * it. Exits 0 when W is 0, 1 otherwise, 2 on a setup error (printed as
+ * `dcache-oracle-error: …`).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,6 +58,7 @@
 #define MISSING 16
 #define NAMES (2 * PAIRS + STABLE + MISSING)
 #define MAX_REPORTS 10
+#define DROP_MS 20
 
 struct name {
 	char path[256];
@@ -58,7 +69,7 @@ struct name {
 static struct name names[NAMES];
 static _Atomic int stop;
 static _Atomic unsigned long wrong, reports;
-static unsigned long renames, exchanges, creates, unlinks;
+static unsigned long renames, exchanges, creates, unlinks, drops;
 
 /* Index of a<i>, b<i>, p<i>, m<i> in names[]. */
 static int a_(int i) { return i; }
@@ -87,8 +98,26 @@ static int do_create(struct name *n)
 
 static void die(const char *what, const char *path)
 {
-	fprintf(stderr, "dcache-oracle: %s %s: %s\n", what, path, strerror(errno));
+	fprintf(stderr, "dcache-oracle-error: %s %s: %s\n", what, path, strerror(errno));
 	exit(2);
+}
+
+/*
+ * The writer's own call failed on a name it knows exists (a rename or
+ * unlink answered ENOENT): a wrong answer of the kernel, counted and
+ * reported like a reader's; the run then stops, since the writer no longer
+ * knows which names exist.
+ */
+static int writer_wrong(const char *what, const char *path)
+{
+	if (errno != ENOENT)
+		die(what, path);
+	atomic_fetch_add(&wrong, 1);
+	if (atomic_fetch_add(&reports, 1) < MAX_REPORTS)
+		printf("dcache-oracle-wrong name=%s expected=present got=%s (%s by the writer)\n",
+		       path, strerror(ENOENT), what);
+	atomic_store(&stop, 1);
+	return 1;
 }
 
 static void *writer(void *arg)
@@ -111,8 +140,8 @@ static void *writer(void *arg)
 			begin_change(a);
 			if (!eb)
 				begin_change(b);
-			if (rename(a->path, b->path) != 0)
-				die("rename", a->path);
+			if (rename(a->path, b->path) != 0 && writer_wrong("rename", a->path))
+				break;
 			end_change(a, 0);
 			if (!eb)
 				end_change(b, 1);
@@ -122,21 +151,39 @@ static void *writer(void *arg)
 			if (!ea || !eb)
 				break;
 			if (syscall(SYS_renameat2, AT_FDCWD, a->path, AT_FDCWD, b->path,
-				    RENAME_EXCHANGE) != 0)
-				die("renameat2 exchange", a->path);
+				    RENAME_EXCHANGE) != 0 &&
+			    writer_wrong("renameat2 exchange", a->path))
+				break;
 			exchanges++;
 			break;
 		case 3: /* unlink b */
 			if (!eb)
 				break;
 			begin_change(b);
-			if (unlink(b->path) != 0)
-				die("unlink", b->path);
+			if (unlink(b->path) != 0 && writer_wrong("unlink", b->path))
+				break;
 			end_change(b, 0);
 			unlinks++;
 			break;
 		}
 	}
+	return NULL;
+}
+
+static void *dropper(void *arg)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	struct timespec ts = { 0, DROP_MS * 1000000L };
+
+	(void)arg;
+	if (fd < 0)
+		return NULL;
+	while (!atomic_load(&stop)) {
+		if (pwrite(fd, "2\n", 2, 0) == 2)
+			drops++;
+		nanosleep(&ts, NULL);
+	}
+	close(fd);
 	return NULL;
 }
 
@@ -212,15 +259,17 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 2 * PAIRS; i++)
 		unlink(names[i].path);
 
-	pthread_t w, rt[256];
+	pthread_t w, d, rt[256];
 	struct reader_result rr[256];
 	memset(rr, 0, sizeof(rr));
 	pthread_create(&w, NULL, writer, NULL);
+	pthread_create(&d, NULL, dropper, NULL);
 	for (int i = 0; i < nreaders; i++)
 		pthread_create(&rt[i], NULL, reader, &rr[i]);
 	sleep(secs);
 	atomic_store(&stop, 1);
 	pthread_join(w, NULL);
+	pthread_join(d, NULL);
 	unsigned long stats = 0, exact = 0;
 	for (int i = 0; i < nreaders; i++) {
 		pthread_join(rt[i], NULL);
@@ -228,8 +277,8 @@ int main(int argc, char **argv)
 		exact += rr[i].exact;
 	}
 	printf("dcache-oracle: secs=%d readers=%d stats=%lu exact=%lu wrong=%lu "
-	       "creates=%lu renames=%lu exchanges=%lu unlinks=%lu\n",
+	       "creates=%lu renames=%lu exchanges=%lu unlinks=%lu drops=%lu\n",
 	       secs, nreaders, stats, exact, atomic_load(&wrong), creates, renames,
-	       exchanges, unlinks);
+	       exchanges, unlinks, drops);
 	return atomic_load(&wrong) ? 1 : 0;
 }

@@ -37,7 +37,7 @@ fn patched_cifs_lists_without_per_entry_ea_queries() {
         Ok(p) => p,
         Err(why) => return qemu::fixtures::skip(FILE, "the Linux 6.12 packages", why),
     };
-    let module = match linuxref::ensure_cifs_module(&build, SERIES) {
+    let module = match linuxref::ensure_cifs_module(&build, Release::V6_12, SERIES) {
         Ok(m) => m,
         Err(why) => return qemu::fixtures::skip(FILE, "the out-of-tree cifs.ko build", why),
     };

@@ -466,9 +466,11 @@ pub struct LinuxLslaConfig {
     pub build_dir: PathBuf,
     /// Also run [`SEED_VARIANTS`] at this RTT (the seed's is 76 ms).
     pub variants_rtt: Option<u64>,
-    /// A patch series of `linux/patches/6.12/` whose cifs.ko (built out of
-    /// tree) lists the share too, in its own boot per RTT
-    /// (`design=linux-6.12+SERIES` less its `cifs-` prefix).
+    /// A patch series of `linux/patches/REL/` whose cifs.ko (built out of
+    /// tree against the release's headers) lists the share too, in its own
+    /// boot per RTT (`design=linux-REL+SERIES` less its `cifs-` prefix).
+    /// Where the release has no such series, those rows are left out (and
+    /// the progress says so).
     pub patch: Option<String>,
 }
 
@@ -491,6 +493,9 @@ pub struct LinuxLsla {
     pub ls: String,
     /// A variant of the seed's options (or of its `ls`), not a main row.
     pub is_variant: bool,
+    /// With a module built out of tree: what the kernel logged loading it
+    /// (its taint and signature lines, `/proc/sys/kernel/tainted`).
+    pub module_log: Vec<String>,
 }
 
 impl LinuxLsla {
@@ -526,14 +531,38 @@ pub fn run_linux(
     )
     .map_err(|e| format!("samba fixture: {e}"))?;
     let module = match &lcfg.patch {
+        Some(series) if !linuxref::patch_series_dir(lcfg.release, series).is_dir() => {
+            progress(&format!(
+                "lsla design={}+{} skipped: no {}/{series} for Linux {}",
+                paths.cifs_design(),
+                series.strip_prefix("cifs-").unwrap_or(series),
+                linuxref::patches_dir(lcfg.release),
+                lcfg.release
+            ));
+            None
+        }
         Some(series) => {
-            progress(&format!("building cifs.ko with {series} (out of tree)"));
-            let m =
-                linuxref::ensure_cifs_module(&lcfg.build_dir, series).map_err(|e| e.to_string())?;
-            if let Some(t) = m.build_s {
-                progress(&format!("cifs.ko with {series}: built in {t:.0} s"));
+            progress(&format!(
+                "building cifs.ko of Linux {} with {series} (out of tree)",
+                lcfg.release
+            ));
+            // A module that cannot be built leaves out its rows only.
+            match linuxref::ensure_cifs_module(&lcfg.build_dir, lcfg.release, series) {
+                Ok(m) => {
+                    if let Some(t) = m.build_s {
+                        progress(&format!("cifs.ko with {series}: built in {t:.0} s"));
+                    }
+                    Some(m)
+                }
+                Err(e) => {
+                    progress(&format!(
+                        "lsla design={}+{} skipped: {e}",
+                        paths.cifs_design(),
+                        series.strip_prefix("cifs-").unwrap_or(series)
+                    ));
+                    None
+                }
             }
-            Some(m)
         }
         None => None,
     };
@@ -711,6 +740,7 @@ impl Boot<'_> {
                     None => self.paths.describe(),
                 },
                 is_variant: name != "base",
+                module_log: report.module_log.clone(),
             });
         }
         Ok(out)
@@ -747,6 +777,12 @@ pub fn report_linux(rows: &[LinuxLsla]) -> String {
             "\n### {} at {} ms: cold listing\n\n",
             x.design, x.rtt_ms
         ));
+        if !r.module_log.is_empty() {
+            s.push_str(&format!(
+                "Loading the module, the kernel logged: `{}`\n\n",
+                r.module_log.join("`; `")
+            ));
+        }
         s.push_str(&format!("Options: `{}`", r.opts));
         if !r.dropped.is_empty() {
             s.push_str(&format!(

@@ -101,8 +101,14 @@ enum Cmd {
         #[arg(long, default_value = "results")]
         out: PathBuf,
         /// The real Linux client's rows first (`design=linux-6.12`): the
-        /// reference guest's cifs.ko (6.12 or 6.1), or `none`.
-        #[arg(long, default_value = "6.12", value_name = "RELEASE|none")]
+        /// reference guest's cifs.ko of this release (6.12, the seed's line;
+        /// 7.3, mainline's; 6.1), or `none`.
+        #[arg(
+            long = "linux-release",
+            visible_alias = "linux",
+            default_value = "6.12",
+            value_name = "RELEASE|none"
+        )]
         linux: String,
         /// Also run the seed's variants (noserverino, symlink=none,
         /// reparse=wsl, vers=3.0), nouser_xattr and the host's `ls` with
@@ -110,7 +116,7 @@ enum Cmd {
         #[arg(long, value_name = "MS")]
         linux_variants: Option<u64>,
         /// Also list with cifs.ko built out of tree with this patch series
-        /// of linux/patches/6.12/ (`design=linux-6.12+eacache`), or `none`.
+        /// of linux/patches/REL/ (`design=linux-REL+eacache`), or `none`.
         #[arg(long, default_value = "cifs-eacache", value_name = "SERIES|none")]
         linux_patch: String,
         /// Where the reference guest is built and cached [default: build/].
@@ -342,7 +348,7 @@ fn main() -> ExitCode {
                 let release = match linux.parse() {
                     Ok(r) => r,
                     Err(e) => {
-                        eprintln!("bench smb-sweep: --linux: {e}");
+                        eprintln!("bench smb-sweep: --linux-release: {e}");
                         return ExitCode::from(2);
                     }
                 };
@@ -362,6 +368,9 @@ fn main() -> ExitCode {
             };
             for l in &linux_rows {
                 println!("{}", l.line());
+                for m in &l.module_log {
+                    eprintln!("{} cifs.ko: {m}", l.row.design);
+                }
             }
             match benchlab::lsla::run(&cfg, |what| eprintln!("{what}")) {
                 Ok(rows) => {

@@ -75,6 +75,7 @@ fn linux(variant: &str, ls: &str, qi_cold: u64, agree: bool) -> LinuxLsla {
         kernel: "Linux 6.12.117 (Debian)".into(),
         ls: ls.into(),
         is_variant: !variant.is_empty(),
+        module_log: Vec::new(),
     }
 }
 
@@ -100,4 +101,23 @@ fn lsla_report_renders_its_tables() {
     assert!(benchlab::lsla::report(&ours).starts_with(
         "# `ls -la` over SMB: EA-cache designs\n\nHost mode: the fs crate's SMB client"
     ));
+}
+
+#[test]
+fn a_module_built_out_of_tree_says_what_the_kernel_logged() {
+    let mut l = linux("eacache", "9.7", 0, true);
+    l.module_log = vec![
+        "/cifs.ko, tainted=12288".into(),
+        "cifs: module verification failed: signature and/or required key missing - tainting kernel"
+            .into(),
+    ];
+    let got = benchlab::lsla::report_linux(&[l]);
+    assert!(
+        got.contains("Loading the module, the kernel logged: `/cifs.ko, tainted=12288`; `cifs: module verification failed"),
+        "{got}"
+    );
+    assert!(
+        !benchlab::lsla::report_linux(&[linux("", "9.7", 511, true)])
+            .contains("Loading the module")
+    );
 }

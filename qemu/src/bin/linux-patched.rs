@@ -1,19 +1,23 @@
-//! `linux-patched`: the ENOENT designs as Linux 6.12 patches, built, booted
-//! and counted in the reference guest. Builds what is missing of our
-//! 6.12.117 kernels (`linux/kbuild.sh`: vanilla and each patch series of
-//! `linux/patches/6.12/`), boots each kernel (and Debian's) with the same
+//! `linux-patched`: the ENOENT designs as Linux patches, built, booted and
+//! counted in the reference guest, for one release (`--linux-release 6.12`,
+//! the default, or `7.3`). Builds what is missing of our kernels of that
+//! release (`linux/kbuild.sh`: vanilla and each patch series of
+//! `linux/patches/REL/`), boots each kernel (and Debian's) with the same
 //! reference initramfs at each vCPU count, runs statneg timed and counted on
 //! tmpfs and ext4, and prints per kernel × filesystem × vCPUs exactly one line
 //!
 //! `linuxpatch kernel=K fs=F vcpus=N ops_per_s=X allocs=A locks=L rwsem=R fallbacks=F`
 //!
+//! where K is the full release (`6.12.117-noalloc`, `7.3.4-vanilla`).
 //! With `--oracle SECS` it runs the stress oracle (`bench/linux/dcache-oracle.c`)
-//! instead, once per kernel on 2 vCPUs, printing
-//! `linuxoracle kernel=K vcpus=N secs=S stats=N exact=E wrong=W`; it fails when
-//! a kernel answers wrongly, or when a `-broken` one (the negative control)
-//! does not.
+//! instead, once per kernel on the largest vCPU count, on each filesystem,
+//! printing
+//! `linuxoracle kernel=K vcpus=N secs=S stats=N exact=E wrong=W fs=F`; it fails
+//! when a kernel answers wrongly, or when a deliberately broken one (the
+//! negative control) does not on the filesystem it is broken on.
 //!
-//! Touches build/ (kbuild/, ccache/, linuxref/), apt-get download, QEMU.
+//! Touches build/ (kbuild/, kbuild-REL/, ccache/, linuxref/), apt-get
+//! download, QEMU.
 #![deny(unsafe_code)]
 
 use std::path::PathBuf;
@@ -22,18 +26,22 @@ use std::process::ExitCode;
 use clap::Parser;
 use qemu::linuxref::{self, Fs, GuestRun, Kernel, Release};
 
-/// Build, boot and count Linux 6.12.117 with our patches.
+/// Build, boot and count Linux 6.12.117 or 7.3.4 with our patches.
 #[derive(Parser, Debug)]
 #[command(name = "linux-patched", version)]
 struct Args {
-    /// Kernels, comma-separated: debian (6.12.117, Debian's), vanilla,
-    /// negative, noalloc (6.12.117-VARIANT, our builds), noalloc-broken.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "debian,vanilla,negative,noalloc"
-    )]
-    kernels: Vec<Kernel>,
+    /// Which release's kernels: 6.12 (the seed's line) or 7.3 (mainline's).
+    #[arg(long, default_value = "6.12", value_name = "RELEASE")]
+    linux_release: Release,
+
+    /// Kernels, comma-separated: debian (Debian's 6.12.117 or 7.3.4),
+    /// vanilla, negative, noalloc (REL-VARIANT, our builds), the broken
+    /// noalloc-broken and noalloc-flag-collision, or full labels
+    /// (7.3.4-noalloc). Default: debian,vanilla,negative,noalloc; with
+    /// --oracle: vanilla, negative, noalloc and the broken variants that
+    /// exist for the release.
+    #[arg(long, value_name = "K,...")]
+    kernels: Option<String>,
 
     /// vCPU counts, comma-separated (statneg uses as many threads).
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
@@ -55,8 +63,9 @@ struct Args {
     #[arg(long, default_value_t = linuxref::DEFAULT_COUNT_ITERS)]
     count: u32,
 
-    /// Run the stress oracle for SECS seconds per kernel (on the largest
-    /// --cpus count, one reader per vCPU less the writer's) instead of statneg.
+    /// Run the stress oracle for SECS seconds per kernel and filesystem (on
+    /// the largest --cpus count, one reader per vCPU less the writer's)
+    /// instead of statneg.
     #[arg(long, value_name = "SECS")]
     oracle: Option<u32>,
 
@@ -73,23 +82,49 @@ struct Args {
     echo: bool,
 }
 
+/// The kernels asked for (see `Args::kernels`).
+fn kernels(args: &Args) -> Result<Vec<Kernel>, String> {
+    match &args.kernels {
+        Some(list) => Kernel::parse_list(list, args.linux_release),
+        None if args.oracle.is_some() => Ok(Kernel::oracle_set(args.linux_release)),
+        None => Ok(Kernel::defaults(args.linux_release)),
+    }
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     let build_dir = args
         .build_dir
         .clone()
         .unwrap_or_else(linuxref::default_build_dir);
-    let reference = match linuxref::ensure_release(&build_dir, Release::V6_12) {
-        Ok(p) => p,
-        Err(skip) => {
-            eprintln!("linux-patched: {skip}");
+    let wanted = match kernels(&args) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("linux-patched: --kernels: {e}");
             return ExitCode::from(2);
         }
     };
+    // The reference guest of each release named (one, unless full labels
+    // name another).
+    let mut references = std::collections::BTreeMap::new();
+    for r in wanted.iter().map(Kernel::release) {
+        if references.contains_key(&r) {
+            continue;
+        }
+        match linuxref::ensure_release(&build_dir, r) {
+            Ok(p) => {
+                references.insert(r, p);
+            }
+            Err(skip) => {
+                eprintln!("linux-patched: {skip}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     // Build everything first: a build is long, a boot is short.
     let mut kernels = Vec::new();
-    for k in &args.kernels {
-        match linuxref::select_kernel(&reference, &build_dir, k) {
+    for k in &wanted {
+        match linuxref::select_kernel(&references[&k.release()], &build_dir, k) {
             Ok(p) => {
                 eprintln!("linux-patched: {k}: {}", p.kernel.display());
                 kernels.push((k.clone(), p));
@@ -108,22 +143,31 @@ fn main() -> ExitCode {
         let cpus = args.cpus.iter().copied().max().unwrap_or(2);
         for (k, paths) in &kernels {
             let readers = cpus.saturating_sub(1).max(1);
-            match linuxref::run_oracle(paths, &build_dir, cpus, readers, secs, args.echo) {
-                Ok(r) => {
-                    for e in &r.examples {
-                        println!("{e}");
+            match linuxref::run_oracle(paths, &build_dir, &args.fs, cpus, readers, secs, args.echo)
+            {
+                Ok(reports) => {
+                    for r in &reports {
+                        for e in &r.examples {
+                            println!("{e}");
+                        }
+                        println!("{}", linuxref::oracle_line(&k.label(), cpus, secs, r));
+                        // A deliberately broken kernel is the oracle's
+                        // negative control: where it is broken, finding
+                        // nothing is the failure.
+                        if !linuxref::oracle_verdict(r, k.broken_on()) {
+                            eprintln!(
+                                "linux-patched: oracle on {k} ({}): {} wrong answers, expected {}",
+                                r.fs,
+                                r.wrong,
+                                if k.broken_on() == Some(r.fs) {
+                                    "some"
+                                } else {
+                                    "none"
+                                }
+                            );
+                            failed = true;
+                        }
                     }
-                    println!(
-                        "linuxoracle kernel={} vcpus={cpus} secs={secs} stats={} exact={} wrong={}",
-                        k.label(),
-                        r.stats,
-                        r.exact,
-                        r.wrong
-                    );
-                    // A deliberately broken kernel is the oracle's negative
-                    // control: there, finding nothing is the failure.
-                    let broken = k.label().ends_with("-broken");
-                    failed |= (r.wrong > 0) != broken;
                 }
                 Err(e) => {
                     eprintln!("linux-patched: oracle on {k}: {e}");
@@ -146,7 +190,7 @@ fn main() -> ExitCode {
             };
             match linuxref::run_guest(paths, &run) {
                 Ok(rep) => {
-                    if rep.uname != paths.kernel_release && *k != Kernel::Debian {
+                    if rep.uname != paths.kernel_release && k.variant().is_some() {
                         eprintln!("linux-patched: {k}: the guest says it runs {}", rep.uname);
                         failed = true;
                     }

@@ -1,5 +1,5 @@
-//! `linuxref`: builds the Linux reference guest (`--linux 6.12`, the
-//! default, or `6.1`; cached in build/linuxref/RELEASE/) and runs the C
+//! `linuxref`: builds the Linux reference guest (`--linux-release 6.12`, the
+//! default, `7.3` or `6.1`; cached in build/linuxref/RELEASE/) and runs the C
 //! statneg in it at the requested vCPU counts, on tmpfs and ext4, each timed
 //! run followed by a kprobe counting run (`--count`); optionally also on the
 //! host (`statneg-host` on /dev/shm and /tmp). Prints one table of ops/s
@@ -21,10 +21,17 @@ use qemu::runner::Accel;
 #[derive(Parser, Debug)]
 #[command(name = "linuxref", version)]
 struct Args {
-    /// Which Linux: 6.12 (Debian 13's cloud kernel, through a private apt
-    /// configuration under the build dir) or 6.1 (the machine's Debian 12).
-    #[arg(long, default_value = "6.12", value_name = "RELEASE")]
-    linux: Release,
+    /// Which Linux: 6.12 (Debian 13's cloud kernel, the seed's kernel line),
+    /// 7.3 (Debian 13's trixie-backports, mainline's line), both through a
+    /// private apt configuration under the build dir, or 6.1 (the machine's
+    /// Debian 12).
+    #[arg(
+        long,
+        visible_alias = "linux",
+        default_value = "6.12",
+        value_name = "RELEASE"
+    )]
+    linux_release: Release,
 
     /// Stats per thread of the counting run after each timed run (kprobe
     /// hits per op: allocs, locks, rwsem, fallbacks); 0 skips it.
@@ -82,8 +89,9 @@ struct Args {
     #[arg(long)]
     build_only: bool,
 
-    /// Only fetch and unpack Debian 13's linux-source-6.12 (once, under
-    /// DIR/linux-src/) and print the tree's path.
+    /// Only fetch and unpack Debian 13's source of the release
+    /// (linux-source-6.12 or -7.3, once, under DIR/linux-src/) and print the
+    /// tree's path.
     #[arg(long)]
     fetch_source: bool,
 }
@@ -95,7 +103,7 @@ fn main() -> ExitCode {
         .clone()
         .unwrap_or_else(linuxref::default_build_dir);
     if args.fetch_source {
-        return match linuxref::ensure_linux_source(&build_dir) {
+        return match linuxref::ensure_linux_source(&build_dir, args.linux_release) {
             Ok(tree) => {
                 println!("{}", tree.display());
                 ExitCode::SUCCESS
@@ -106,7 +114,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    let paths = match linuxref::ensure_release(&build_dir, args.linux) {
+    let paths = match linuxref::ensure_release(&build_dir, args.linux_release) {
         Ok(p) => p,
         Err(skip) => {
             eprintln!("linuxref: {skip}");

@@ -21,7 +21,8 @@ use super::{Paths, Release, SkipReason, BUSYBOX_PACKAGE, KERNEL_METAPACKAGE};
 /// network, the cifs client and the NLS table `iocharset=utf8` needs.
 /// Built-in ones (`modules.builtin`) are skipped. `gcm(aes)`, which cifs
 /// allocates at session setup, looks its `ghash` up by name at run time
-/// (no symbol dependency), so ghash_generic is named here.
+/// (no symbol dependency), so ghash_generic is named here (where the kernel
+/// has it: see `OPTIONAL_MODULES`).
 const GUEST_MODULES: &[&str] = &[
     "virtio_pci",
     "virtio_blk",
@@ -157,27 +158,40 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
     }
 
     let apt = AptSource::for_release(&top, release)?;
-    let kernel_package = current_kernel_package(&apt)?;
+    let kernel_packages = match release.split_packages() {
+        Some(split) => split,
+        None => vec![current_kernel_package(&apt)?],
+    };
+    let kernel_package = kernel_packages[0].clone();
     let debs = dir.join("debs");
     mkdir(&debs)?;
-    let kernel_deb = download(&debs, &kernel_package, &apt)?;
+    let mut kernel_debs = Vec::new();
+    for p in &kernel_packages {
+        kernel_debs.push(download(&debs, p, &apt)?);
+    }
     // busybox comes from the machine's own lists for every release.
     let busybox_deb = download(&debs, BUSYBOX_PACKAGE, &AptSource::machine())?;
-    let package_version = deb_version(&kernel_deb).unwrap_or_default();
+    let package_version = deb_version(&kernel_debs[0]).unwrap_or_default();
 
     let kroot = dir.join("kernel-root");
     let bbroot = dir.join("busybox-root");
-    for (deb, root) in [(&kernel_deb, &kroot), (&busybox_deb, &bbroot)] {
+    for root in [&kroot, &bbroot] {
         let _ = fs::remove_dir_all(root);
+    }
+    for (deb, root) in kernel_debs
+        .iter()
+        .map(|d| (d, &kroot))
+        .chain([(&busybox_deb, &bbroot)])
+    {
         run_tool("dpkg -x", Command::new("dpkg").arg("-x").arg(deb).arg(root))?;
     }
-    let vmlinuz =
-        find_file(&kroot.join("boot"), |n| n.starts_with("vmlinuz-")).ok_or_else(|| {
-            SkipReason::BuildFailed {
-                step: "unpacking the kernel".into(),
-                detail: format!("no boot/vmlinuz-* in {}", kernel_deb.display()),
-            }
-        })?;
+    let vmlinuz = kernel_image(&kroot).ok_or_else(|| SkipReason::BuildFailed {
+        step: "unpacking the kernel".into(),
+        detail: format!(
+            "no boot/vmlinuz-* or usr/lib/modules/*/vmlinuz* in {}",
+            kernel_packages.join(", ")
+        ),
+    })?;
     fs::copy(&vmlinuz, &paths.kernel).map_err(|e| failed("copying vmlinuz", e))?;
     let busybox = bbroot.join("bin/busybox");
     if !busybox.is_file() {
@@ -232,6 +246,24 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
     })
 }
 
+/// The kernel image in unpacked kernel packages: `boot/vmlinuz-*` (6.1,
+/// 6.12), or from 6.19 on `usr/lib/modules/ABI/vmlinuz` (`vmlinuz.unsigned`
+/// in `linux-binary-unsigned-*`).
+fn kernel_image(kroot: &Path) -> Option<PathBuf> {
+    if let Some(p) = find_file(&kroot.join("boot"), |n| n.starts_with("vmlinuz-")) {
+        return Some(p);
+    }
+    let modules = kroot.join("usr/lib/modules");
+    let mut abis: Vec<PathBuf> = fs::read_dir(&modules)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    abis.sort();
+    abis.iter()
+        .flat_map(|d| [d.join("vmlinuz"), d.join("vmlinuz.unsigned")])
+        .find(|p| p.is_file())
+}
+
 /// The helper programs copied into the initramfs.
 struct Extra<'a> {
     statneg: &'a Path,
@@ -272,18 +304,20 @@ impl AptSource {
         AptSource::default()
     }
 
-    /// The source `release`'s kernel comes from; for a private suite, its
-    /// configuration is written (and its lists fetched) under `top`.
+    /// The source `release`'s kernel comes from; for a Debian 13 suite, the
+    /// private configuration under `top/apt-trixie/` (see
+    /// [`super::source::trixie_apt`]).
     pub fn for_release(top: &Path, release: Release) -> Result<Self, SkipReason> {
         match release.suite() {
             None => Ok(AptSource::machine()),
-            Some(suite) => AptSource::private(&top.join(format!("apt-{suite}")), suite),
+            Some(_) => AptSource::private(&top.join("apt-trixie"), super::source::PRIVATE_SUITES),
         }
     }
 
-    /// A private configuration in `dir` naming `suite main` of the archive
-    /// the machine's sources use; runs `apt-get update` against it once.
-    pub fn private(dir: &Path, suite: &str) -> Result<Self, SkipReason> {
+    /// A private configuration in `dir` naming `SUITE main` of the archive
+    /// the machine's sources use, one line per suite; runs `apt-get update`
+    /// against it when a suite's lists are missing.
+    pub fn private(dir: &Path, suites: &[&str]) -> Result<Self, SkipReason> {
         let lists = dir.join("lists");
         let cache = dir.join("cache");
         for d in [lists.join("partial"), cache.join("archives/partial")] {
@@ -291,30 +325,24 @@ impl AptSource {
         }
         let sources = dir.join("sources.list");
         let uri = machine_archive_uri();
-        fs::write(
-            &sources,
-            format!(
-                "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {uri} {suite} main\n"
-            ),
-        )
-        .map_err(|e| failed("writing the private apt sources", e))?;
+        fs::write(&sources, private_sources(&uri, suites))
+            .map_err(|e| failed("writing the private apt sources", e))?;
         let apt = AptSource {
-            options: [
+            options: vec![
                 format!("Dir::Etc::SourceList={}", sources.display()),
                 "Dir::Etc::SourceParts=/dev/null".into(),
                 format!("Dir::State::Lists={}", lists.display()),
                 format!("Dir::Cache={}", cache.display()),
-            ]
-            .map(|o| o)
-            .to_vec(),
+            ],
         };
-        let have_lists = fs::read_dir(&lists).is_ok_and(|rd| {
-            rd.filter_map(|e| e.ok()).any(|e| {
-                e.file_name().to_string_lossy().ends_with("_Packages.lz4")
-                    || e.file_name().to_string_lossy().ends_with("_Packages")
+        let names: Vec<String> = fs::read_dir(&lists)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
             })
-        });
-        if !have_lists {
+            .unwrap_or_default();
+        if !suites.iter().all(|s| has_packages_list(&names, s)) {
             let out = apt
                 .command("apt-get")
                 .args(["-q", "update"])
@@ -323,7 +351,7 @@ impl AptSource {
                 .map_err(|e| failed("apt-get update (private lists)", e))?;
             if !out.status.success() {
                 return Err(SkipReason::PackageUnavailable {
-                    package: format!("the Debian `{suite}` package lists ({uri})"),
+                    package: format!("the Debian `{}` package lists ({uri})", suites.join("`, `")),
                     detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
                 });
             }
@@ -339,6 +367,27 @@ impl AptSource {
         }
         c
     }
+}
+
+/// The private sources file: one `deb` line per suite.
+fn private_sources(uri: &str, suites: &[&str]) -> String {
+    suites
+        .iter()
+        .map(|suite| {
+            format!(
+                "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {uri} {suite} main\n"
+            )
+        })
+        .collect()
+}
+
+/// Whether apt's lists directory (its file `names`) holds `suite`'s
+/// Packages index (`…_dists_SUITE_main_binary-amd64_Packages[.lz4]`).
+fn has_packages_list(names: &[String], suite: &str) -> bool {
+    let key = format!("_dists_{suite}_main_binary-");
+    names
+        .iter()
+        .any(|n| n.contains(&key) && (n.ends_with("_Packages") || n.ends_with("_Packages.lz4")))
 }
 
 /// The first archive URI of the machine's Debian sources (deb822 `URIs:`
@@ -689,6 +738,7 @@ fn build_ext4_image(dir: &Path, out: &Path) -> Result<(), SkipReason> {
 mod tests {
     use super::*;
     use crate::linuxref::modules::{modinfo_depends, modinfo_softdeps, module_name};
+    use crate::linuxref::PRIVATE_SUITES;
 
     #[test]
     fn picks_the_versioned_cloud_kernel() {
@@ -739,6 +789,47 @@ mod tests {
     }
 
     #[test]
+    fn the_private_sources_name_both_suites() {
+        let text = private_sources("http://a.example/debian", PRIVATE_SUITES);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://a.example/debian trixie main",
+                "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://a.example/debian trixie-backports main",
+            ]
+        );
+        // Lists fetched for trixie alone do not serve trixie-backports.
+        let names = vec![
+            "a.example_debian_dists_trixie_main_binary-amd64_Packages.lz4".to_string(),
+            "a.example_debian_dists_trixie_InRelease".to_string(),
+        ];
+        assert!(has_packages_list(&names, "trixie"));
+        assert!(!has_packages_list(&names, "trixie-backports"));
+        let mut both = names.clone();
+        both.push("a.example_debian_dists_trixie-backports_main_binary-amd64_Packages".into());
+        assert!(has_packages_list(&both, "trixie-backports"));
+    }
+
+    #[test]
+    fn the_kernel_image_is_found_in_either_layout() {
+        let root = std::env::temp_dir().join(format!("linuxref-image-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let abi = root.join("usr/lib/modules/7.3.4+deb13-cloud-amd64");
+        fs::create_dir_all(&abi).unwrap();
+        assert_eq!(kernel_image(&root), None);
+        fs::write(abi.join("vmlinuz.unsigned"), b"x").unwrap();
+        assert_eq!(kernel_image(&root), Some(abi.join("vmlinuz.unsigned")));
+        fs::create_dir_all(root.join("boot")).unwrap();
+        fs::write(root.join("boot/vmlinuz-6.12.117+deb13-cloud-amd64"), b"x").unwrap();
+        assert_eq!(
+            kernel_image(&root),
+            Some(root.join("boot/vmlinuz-6.12.117+deb13-cloud-amd64"))
+        );
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
     fn module_order_puts_dependencies_first() {
         let root = std::env::temp_dir().join(format!("linuxref-mod-test-{}", std::process::id()));
         let d = root.join("6.1/kernel/drivers");
@@ -764,6 +855,10 @@ mod tests {
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
         assert_eq!(soft, ["c.ko", "s.ko"]);
+        // An optional module the package lacks is left out; a required one is an error.
+        let opt: Vec<_> = module_load_order(&root, &["ghash_generic", "c"]).unwrap();
+        assert_eq!(opt.len(), 1);
+        assert!(module_load_order(&root, &["ghash_other"]).is_err());
         let order = module_load_order(&root, &["a"]).unwrap();
         let names: Vec<_> = order
             .iter()

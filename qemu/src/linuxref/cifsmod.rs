@@ -1,9 +1,10 @@
 //! A patched cifs.ko for the reference guest, built out of tree: Debian 13's
-//! kernel headers and kbuild packages for the guest's kernel, the client's
-//! source (`fs/smb/client`, with the `fs/smb/common` and `fs/nls` headers it
-//! includes by relative path) copied out of the pristine 6.12.117 tree, a
-//! patch series of `linux/patches/6.12/SERIES/` applied with `git apply`,
-//! then `make -C HEADERS M=…/fs/smb/client modules`.
+//! kernel headers and kbuild packages for the guest's kernel (6.12.117 from
+//! trixie, 7.3.4 from trixie-backports), the client's source
+//! (`fs/smb/client`, with the `fs/smb/common` and `fs/nls` headers it
+//! includes by relative path) copied out of the release's pristine tree, a
+//! patch series of `linux/patches/REL/SERIES/` applied with `git am`, then
+//! `make -C HEADERS M=…/fs/smb/client modules`.
 //!
 //! Two things the trixie packages need on a Debian 12 host: kbuild's
 //! `modpost` and `objtool` link glibc 2.38, so each is wrapped to run under
@@ -14,8 +15,9 @@
 //! compiler check), without `-fmin-function-alignment` (gcc 14 only; the
 //! fallback `-falign-functions` aligns the same) and without BTF (no pahole).
 //!
-//! Touches only `BUILD_DIR/cifs-mod/` (and the trixie package cache); the
-//! result is cached behind a stamp naming the patches' contents.
+//! Touches only `BUILD_DIR/cifs-mod/` (6.12) or `BUILD_DIR/cifs-mod/REL/`
+//! (and the trixie package cache); the result is cached behind a stamp
+//! naming the release and the patches' contents.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -23,13 +25,12 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use super::build::{failed, mkdir};
-use super::source::{ensure_linux_source, trixie_deb, LINUX_SOURCE_VERSION};
-use super::SkipReason;
-
-/// The Debian ABI name of the guest's kernel (`uname -r` less `-cloud-amd64`).
-const DEBIAN_ABI: &str = "6.12.117+deb13";
+use super::source::{ensure_linux_source, trixie_deb};
+use super::{Release, SkipReason};
 /// Bumped whenever the layout of the build changes.
 const STAMP_VERSION: &str = "cifs-mod 2";
+/// Bumped whenever the unpacked headers are prepared differently.
+const KBUILD_STAMP: &str = "kbuild 2";
 /// trixie libraries the wrapped kbuild programs run with (objtool needs
 /// libelf, which needs zlib and zstd).
 const WRAPPER_LIB_PACKAGES: &[&str] = &["libc6", "libelf1t64", "zlib1g", "libzstd1"];
@@ -41,26 +42,33 @@ pub struct CifsModule {
     pub ko: PathBuf,
     /// The series (`cifs-eacache`).
     pub series: String,
+    /// The release it was built for.
+    pub release: Release,
     /// Its patch files, in order.
     pub patches: Vec<PathBuf>,
     /// Seconds the build took; `None` when the cached module was used.
     pub build_s: Option<f64>,
 }
 
-/// `linux/patches/6.12/SERIES/` in the workspace.
-pub fn patch_series_dir(series: &str) -> PathBuf {
+/// `linux/patches/REL/SERIES/` in the workspace.
+pub fn patch_series_dir(release: Release, series: &str) -> PathBuf {
     crate::runner::workspace_root()
-        .join("linux/patches/6.12")
+        .join(super::kbuild::patches_dir(release))
         .join(series)
 }
 
-/// The series' `NNNN-*.patch` files in order.
-pub fn patch_series(series: &str) -> Result<Vec<PathBuf>, SkipReason> {
-    let dir = patch_series_dir(series);
+/// The series' `NNNN-*.patch` files in order, its cover letter
+/// (`0000-cover-letter.patch`, no diff) left out.
+pub fn patch_series(release: Release, series: &str) -> Result<Vec<PathBuf>, SkipReason> {
+    let dir = patch_series_dir(release, series);
     let mut patches: Vec<PathBuf> = fs::read_dir(&dir)
         .map_err(|e| failed(&format!("reading {}", dir.display()), e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "patch"))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n != "0000-cover-letter.patch")
+        })
         .collect();
     patches.sort();
     if patches.is_empty() {
@@ -72,8 +80,27 @@ pub fn patch_series(series: &str) -> Result<Vec<PathBuf>, SkipReason> {
     Ok(patches)
 }
 
-/// Builds (or finds cached) cifs.ko with `series` applied.
-pub fn ensure_cifs_module(build_dir: &Path, series: &str) -> Result<CifsModule, SkipReason> {
+/// The release's directory under `BUILD_DIR/cifs-mod/`: the top itself for
+/// 6.12 (as before 7.3 existed), `REL/` otherwise.
+fn release_dir(top: &Path, release: Release) -> PathBuf {
+    match release {
+        Release::V6_12 => top.to_path_buf(),
+        r => top.join(r.name()),
+    }
+}
+
+/// Builds (or finds cached) cifs.ko of `release` with `series` applied.
+pub fn ensure_cifs_module(
+    build_dir: &Path,
+    release: Release,
+    series: &str,
+) -> Result<CifsModule, SkipReason> {
+    let (Some(version), Some(abi)) = (release.full(), release.debian_abi()) else {
+        return Err(SkipReason::BuildFailed {
+            step: format!("building cifs.ko for Linux {release}"),
+            detail: "only the Debian 13 releases (6.12, 7.3) have a source and headers here".into(),
+        });
+    };
     for (tool, package) in [
         ("make", "make"),
         ("gcc", "gcc"),
@@ -88,8 +115,8 @@ pub fn ensure_cifs_module(build_dir: &Path, series: &str) -> Result<CifsModule, 
             });
         }
     }
-    let patches = patch_series(series)?;
-    let top = build_dir.join("cifs-mod");
+    let patches = patch_series(release, series)?;
+    let top = release_dir(&build_dir.join("cifs-mod"), release);
     mkdir(&top)?;
     let top = top
         .canonicalize()
@@ -97,7 +124,7 @@ pub fn ensure_cifs_module(build_dir: &Path, series: &str) -> Result<CifsModule, 
     let out = top.join(series);
     let ko = out.join("cifs.ko");
     let stamp = out.join("stamp");
-    let mut sum = format!("{STAMP_VERSION} {LINUX_SOURCE_VERSION}");
+    let mut sum = format!("{STAMP_VERSION} {version}");
     for p in &patches {
         let text = fs::read(p).map_err(|e| failed(&format!("reading {}", p.display()), e))?;
         sum.push_str(&format!(" {}", fnv(&text)));
@@ -106,12 +133,13 @@ pub fn ensure_cifs_module(build_dir: &Path, series: &str) -> Result<CifsModule, 
         return Ok(CifsModule {
             ko,
             series: series.into(),
+            release,
             patches,
             build_s: None,
         });
     }
-    let tree = ensure_linux_source(build_dir)?;
-    let headers = ensure_kbuild(build_dir, &top, &tree)?;
+    let tree = ensure_linux_source(build_dir, release)?;
+    let headers = ensure_kbuild(build_dir, &top, &tree, &abi)?;
 
     let started = Instant::now();
     let src = out.join("src");
@@ -161,7 +189,7 @@ pub fn ensure_cifs_module(build_dir: &Path, series: &str) -> Result<CifsModule, 
             "commit",
             "-q",
             "-m",
-            "Linux 6.12.117 (fs/smb, fs/nls headers)",
+            &format!("Linux {version} (fs/smb, fs/nls headers)"),
         ],
     )?;
     for p in &patches {
@@ -211,6 +239,7 @@ pub fn ensure_cifs_module(build_dir: &Path, series: &str) -> Result<CifsModule, 
     Ok(CifsModule {
         ko,
         series: series.into(),
+        release,
         patches,
         build_s: Some(build_s),
     })
@@ -218,18 +247,25 @@ pub fn ensure_cifs_module(build_dir: &Path, series: &str) -> Result<CifsModule, 
 
 /// Unpacks the headers and kbuild packages once into `top/kbuild/` and
 /// makes them usable here; returns the headers directory for `make -C`.
-fn ensure_kbuild(build_dir: &Path, top: &Path, tree: &Path) -> Result<PathBuf, SkipReason> {
+fn ensure_kbuild(
+    build_dir: &Path,
+    top: &Path,
+    tree: &Path,
+    abi: &str,
+) -> Result<PathBuf, SkipReason> {
     let root = top.join("kbuild");
-    let headers = root.join(format!("usr/src/linux-headers-{DEBIAN_ABI}-cloud-amd64"));
+    let headers = root.join(format!("usr/src/linux-headers-{abi}-cloud-amd64"));
     let ready = root.join(".ready");
-    if ready.exists() && headers.join("Makefile").is_file() {
+    if fs::read_to_string(&ready).is_ok_and(|s| s.trim() == KBUILD_STAMP)
+        && headers.join("Makefile").is_file()
+    {
         return Ok(headers);
     }
     let _ = fs::remove_dir_all(&root);
     for p in [
-        format!("linux-headers-{DEBIAN_ABI}-cloud-amd64"),
-        format!("linux-headers-{DEBIAN_ABI}-common"),
-        format!("linux-kbuild-{DEBIAN_ABI}"),
+        format!("linux-headers-{abi}-cloud-amd64"),
+        format!("linux-headers-{abi}-common"),
+        format!("linux-kbuild-{abi}"),
     ] {
         let deb = trixie_deb(build_dir, &p)?;
         run(
@@ -241,13 +277,14 @@ fn ensure_kbuild(build_dir: &Path, top: &Path, tree: &Path) -> Result<PathBuf, S
     // The arch package's Makefile includes the common one by absolute path.
     let mk = headers.join("Makefile");
     let text = fs::read_to_string(&mk).map_err(|e| failed("reading the headers' Makefile", e))?;
-    let common = format!("/usr/src/linux-headers-{DEBIAN_ABI}-common/Makefile");
+    let common = format!("/usr/src/linux-headers-{abi}-common/Makefile");
     let text = text.replace(
         &format!("include {common}"),
         &format!(
-            "include $(dir $(lastword $(MAKEFILE_LIST)))../linux-headers-{DEBIAN_ABI}-common/Makefile"
+            "include $(dir $(lastword $(MAKEFILE_LIST)))../linux-headers-{abi}-common/Makefile"
         ),
     );
+    let text = headers_makefile_inside(&text, &root);
     fs::write(&mk, text).map_err(|e| failed("writing the headers' Makefile", e))?;
 
     // trixie's loader and libraries for the glibc-2.38 kbuild programs.
@@ -261,7 +298,7 @@ fn ensure_kbuild(build_dir: &Path, top: &Path, tree: &Path) -> Result<PathBuf, S
     }
     let libdir = libroot.join("usr/lib/x86_64-linux-gnu");
     let loader = libdir.join("ld-linux-x86-64.so.2");
-    let kbuild = root.join(format!("usr/lib/linux-kbuild-{DEBIAN_ABI}"));
+    let kbuild = root.join(format!("usr/lib/linux-kbuild-{abi}"));
     for prog in [
         "scripts/mod/modpost.real-lsb-64",
         "tools/objtool/objtool.real-x86",
@@ -292,8 +329,18 @@ fn ensure_kbuild(build_dir: &Path, top: &Path, tree: &Path) -> Result<PathBuf, S
             .arg(&asn1)
             .arg(tree.join("scripts/asn1_compiler.c")),
     )?;
-    fs::write(&ready, "ok\n").map_err(|e| failed("writing the kbuild stamp", e))?;
+    fs::write(&ready, format!("{KBUILD_STAMP}\n"))
+        .map_err(|e| failed("writing the kbuild stamp", e))?;
     Ok(headers)
+}
+
+/// The arch headers' Makefile with its remaining absolute `/usr/src/`
+/// paths moved under `root`: 7.3's also sets
+/// `KBUILD_OUTPUT=/usr/src/linux-headers-…`, which an external module build
+/// resolves (and refuses when it does not exist).
+fn headers_makefile_inside(text: &str, root: &Path) -> String {
+    text.replace("=/usr/src/", &format!("={}/usr/src/", root.display()))
+        .replace(" /usr/src/", &format!(" {}/usr/src/", root.display()))
 }
 
 /// Rewrites every absolute symlink under `root` to point inside `root`
@@ -371,6 +418,25 @@ fn fnv(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_headers_makefile_points_inside() {
+        let mk = "KBUILD_OUTPUT=/usr/src/linux-headers-7.3.4+deb13-cloud-amd64\n\
+                  include $(dir $(lastword $(MAKEFILE_LIST)))../linux-headers-7.3.4+deb13-common/Makefile\n";
+        let got = headers_makefile_inside(mk, Path::new("/b/kbuild"));
+        assert!(
+            got.starts_with(
+                "KBUILD_OUTPUT=/b/kbuild/usr/src/linux-headers-7.3.4+deb13-cloud-amd64\n"
+            ),
+            "{got}"
+        );
+        assert!(got.contains("include $(dir $(lastword $(MAKEFILE_LIST)))../"));
+        // 6.12's include by absolute path, before the relative rewrite.
+        assert_eq!(
+            headers_makefile_inside("include /usr/src/x/Makefile\n", Path::new("/r")),
+            "include /r/usr/src/x/Makefile\n"
+        );
+    }
 
     #[test]
     fn absolute_links_are_made_to_point_inside() {

@@ -1,104 +1,221 @@
-//! Our own builds of the reference guest's kernel: Debian's
-//! `linux-source-6.12` (6.12.117, the release of the reference guest)
-//! configured with `linux/config/6.12-guest.config`, unpatched (`vanilla`) or
-//! with patch series of `linux/patches/6.12/` (`negative`, `noalloc`, ...),
-//! and booted with the same reference initramfs as Debian's kernel.
+//! Our own builds of the reference guest's kernel, per release: Debian's
+//! `linux-source-6.12` (6.12.117) or `linux-source-7.3` (7.3.4) configured
+//! with `linux/config/REL-guest.config`, unpatched (`vanilla`) or with patch
+//! series of `linux/patches/REL/` (`negative`, `noalloc`, ...), and booted
+//! with the same reference initramfs as Debian's kernel of that release.
 //!
 //! Building runs `linux/kbuild.sh` (make, gcc, ccache), which writes only
-//! `BUILD_DIR/kbuild/` and `BUILD_DIR/ccache/` and reads the pristine tree
-//! that [`ensure_linux_source`] unpacked. Selecting a kernel
-//! ([`select_kernel`]) gives the reference's [`Paths`] with that kernel
-//! image and names, so every runner of the guest takes it unchanged.
+//! `BUILD_DIR/kbuild/` (6.12) or `BUILD_DIR/kbuild-REL/` and
+//! `BUILD_DIR/ccache/`, and reads the pristine tree that
+//! [`ensure_linux_source`] unpacked. Selecting a kernel ([`select_kernel`])
+//! gives the reference's [`Paths`] with that kernel image and names, so every
+//! runner of the guest takes it unchanged.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::{ensure_linux_source, Paths, SkipReason, LINUX_SOURCE_VERSION};
+use super::{ensure_linux_source, Fs, Paths, Release, SkipReason};
 
 /// The patch series of our 6.12 kernels, one directory each.
 pub const PATCHES_DIR: &str = "linux/patches/6.12";
-/// Deliberately broken variants (never shipped), for the stress oracle's
-/// proof that it can fail: each directory stacks on a series of
+/// Deliberately broken 6.12 variants (never shipped), for the stress
+/// oracle's proof that it can fail: each directory stacks on a series of
 /// [`PATCHES_DIR`].
 pub const BROKEN_DIR: &str = "linux/broken/6.12";
 
-/// Named variants whose series directory is not their own name.
-const NAMED: &[(&str, &[&str])] = &[
-    ("vanilla", &[]),
-    ("negative", &["patches/6.12/tmpfs-negative"]),
-    ("noalloc", &["patches/6.12/tmpfs-noalloc"]),
-    (
-        "noalloc-broken",
-        &[
-            "patches/6.12/tmpfs-noalloc",
-            "broken/6.12/noalloc-no-rename-check",
-        ],
-    ),
+/// `linux/patches/REL` of a release.
+pub fn patches_dir(release: Release) -> String {
+    format!("linux/patches/{}", release.name())
+}
+
+/// `linux/broken/REL` of a release: its deliberately broken variants
+/// (never shipped); a directory `noalloc-*` there stacks on the release's
+/// `tmpfs-noalloc` series.
+pub fn broken_dir(release: Release) -> String {
+    format!("linux/broken/{}", release.name())
+}
+
+/// A deliberately broken variant: its name, its directory under
+/// `linux/broken/REL/`, whether that stacks on the release's `tmpfs-noalloc`
+/// (or is a whole series of its own), and the filesystem on which the
+/// oracle must find wrong answers in it (on every other one it must find
+/// none).
+struct Broken {
+    name: &'static str,
+    dir: &'static str,
+    on_noalloc: bool,
+    fails_on: Fs,
+}
+
+/// `noalloc-broken` drops the rename_lock re-check of a final miss (only a
+/// tmpfs miss is final); `noalloc-flag-collision` (7.3) is the noalloc
+/// series with the 6.12 series' flag value, 7.3's `SB_I_ALLOW_HSM`, which
+/// ext4 sets.
+const BROKEN: &[Broken] = &[
+    Broken {
+        name: "noalloc-broken",
+        dir: "noalloc-no-rename-check",
+        on_noalloc: true,
+        fails_on: Fs::Tmpfs,
+    },
+    Broken {
+        name: "noalloc-flag-collision",
+        dir: "noalloc-flag-collision",
+        on_noalloc: false,
+        fails_on: Fs::Ext4,
+    },
 ];
 
 /// A kernel the reference guest can boot.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kernel {
-    /// Debian's `linux-image-6.12.117+deb13-cloud-amd64` (modules loaded
-    /// from the initramfs).
-    Debian,
-    /// Our build, named by its variant: `vanilla`, `negative`, `noalloc`,
-    /// or any series directory of [`PATCHES_DIR`].
-    Built(String),
+    /// Debian's cloud kernel of the release
+    /// (`linux-image-6.12.117+deb13-cloud-amd64`, the split 7.3.4 packages),
+    /// modules loaded from the initramfs.
+    Debian(Release),
+    /// Our build of the release, named by its variant: `vanilla`,
+    /// `negative`, `noalloc`, a broken variant, or any series directory of
+    /// `linux/patches/REL/`.
+    Built(Release, String),
 }
 
 impl Kernel {
     /// The kernels `make linux-patched` compares, in report order.
-    pub fn defaults() -> Vec<Kernel> {
-        ["debian", "vanilla", "negative", "noalloc"]
-            .iter()
-            .map(|k| k.parse().expect("known kernel"))
-            .collect()
+    pub fn defaults(release: Release) -> Vec<Kernel> {
+        let mut v = vec![Kernel::Debian(release)];
+        v.extend(
+            ["vanilla", "negative", "noalloc"]
+                .iter()
+                .map(|k| Kernel::Built(release, (*k).to_string())),
+        );
+        v
     }
 
-    /// How reports name it: `6.12.117` (Debian's) or `6.12.117-VARIANT`.
+    /// The kernels `make linux-oracle` checks: our vanilla, negative and
+    /// noalloc, then every broken variant whose series exists in this
+    /// checkout for the release.
+    pub fn oracle_set(release: Release) -> Vec<Kernel> {
+        let mut v: Vec<Kernel> = ["vanilla", "negative", "noalloc"]
+            .iter()
+            .map(|k| Kernel::Built(release, (*k).to_string()))
+            .collect();
+        for b in BROKEN {
+            let k = Kernel::Built(release, b.name.to_string());
+            if k.series().iter().all(|d| d.is_dir()) {
+                v.push(k);
+            }
+        }
+        v
+    }
+
+    /// The release it is of.
+    pub fn release(&self) -> Release {
+        match self {
+            Kernel::Debian(r) | Kernel::Built(r, _) => *r,
+        }
+    }
+
+    /// The full release (`7.3.4`; `6.1` for the machine's kernel).
+    fn full(&self) -> &'static str {
+        let r = self.release();
+        r.full().unwrap_or(r.name())
+    }
+
+    /// How reports name it: `6.12.117` (Debian's) or `7.3.4-VARIANT`.
     pub fn label(&self) -> String {
         match self {
-            Kernel::Debian => LINUX_SOURCE_VERSION.to_string(),
-            Kernel::Built(v) => format!("{LINUX_SOURCE_VERSION}-{v}"),
+            Kernel::Debian(_) => self.full().to_string(),
+            Kernel::Built(_, v) => format!("{}-{v}", self.full()),
         }
+    }
+
+    /// The variant of our build (`None`: Debian's kernel).
+    pub fn variant(&self) -> Option<&str> {
+        match self {
+            Kernel::Debian(_) => None,
+            Kernel::Built(_, v) => Some(v),
+        }
+    }
+
+    /// Where the oracle must find wrong answers (a deliberately broken
+    /// variant, the oracle's negative control); `None`: nowhere.
+    pub fn broken_on(&self) -> Option<Fs> {
+        let v = self.variant()?;
+        BROKEN.iter().find(|b| b.name == v).map(|b| b.fails_on)
     }
 
     /// The series directories applied to the pristine tree, in order
     /// (empty for vanilla and Debian's kernel).
     pub fn series(&self) -> Vec<PathBuf> {
-        let Kernel::Built(v) = self else {
+        let Kernel::Built(r, v) = self else {
             return Vec::new();
         };
-        let linux = crate::runner::workspace_root().join("linux");
-        match NAMED.iter().find(|(n, _)| n == v) {
-            Some((_, dirs)) => dirs.iter().map(|d| linux.join(d)).collect(),
-            None => vec![linux.join("patches/6.12").join(v)],
+        let root = crate::runner::workspace_root();
+        let patches = root.join(patches_dir(*r));
+        let broken = root.join(broken_dir(*r));
+        let noalloc = patches.join("tmpfs-noalloc");
+        match v.as_str() {
+            "vanilla" => Vec::new(),
+            "negative" => vec![patches.join("tmpfs-negative")],
+            "noalloc" => vec![noalloc],
+            v => match BROKEN.iter().find(|b| b.name == v) {
+                Some(b) if b.on_noalloc => vec![noalloc, broken.join(b.dir)],
+                Some(b) => vec![broken.join(b.dir)],
+                None => vec![patches.join(v)],
+            },
         }
+    }
+
+    /// Parses a kernel name: `debian` or a variant (of `release`), or a
+    /// full label (`6.12.117`, `7.3.4-noalloc`), which names its own release.
+    pub fn parse(s: &str, release: Release) -> Result<Kernel, String> {
+        let (release, v) = Release::PATCHED
+            .iter()
+            .find_map(|r| {
+                let full = r.full()?;
+                if s == full {
+                    Some((*r, "debian"))
+                } else {
+                    Some((*r, s.strip_prefix(full)?.strip_prefix('-')?))
+                }
+            })
+            .unwrap_or((release, s));
+        if v == "debian" {
+            return Ok(Kernel::Debian(release));
+        }
+        let ok = !v.is_empty()
+            && release.full().is_some()
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let k = Kernel::Built(release, v.to_string());
+        if ok && k.series().iter().all(|d| d.is_dir()) {
+            Ok(k)
+        } else {
+            Err(format!(
+                "unknown kernel `{s}` for Linux {release} (expected debian, vanilla, negative, \
+                 noalloc, {} or a series directory of {}/)",
+                BROKEN.iter().map(|b| b.name).collect::<Vec<_>>().join(", "),
+                patches_dir(release)
+            ))
+        }
+    }
+
+    /// Parses a comma-separated list ([`Kernel::parse`] each).
+    pub fn parse_list(s: &str, release: Release) -> Result<Vec<Kernel>, String> {
+        s.split(',')
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .map(|w| Kernel::parse(w, release))
+            .collect()
     }
 }
 
 impl std::str::FromStr for Kernel {
     type Err = String;
+    /// [`Kernel::parse`] with the default release (6.12).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let prefix = format!("{LINUX_SOURCE_VERSION}-");
-        let v = s.strip_prefix(&prefix).unwrap_or(s);
-        if v == "debian" || v == LINUX_SOURCE_VERSION {
-            return Ok(Kernel::Debian);
-        }
-        let ok = !v.is_empty()
-            && v.chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        let k = Kernel::Built(v.to_string());
-        if ok && k.series().iter().all(|d| d.is_dir()) {
-            Ok(k)
-        } else {
-            Err(format!(
-                "unknown kernel `{s}` (expected debian, vanilla, negative, noalloc, noalloc-broken \
-                 or a series directory of {PATCHES_DIR}/)"
-            ))
-        }
+        Kernel::parse(s, Release::default())
     }
 }
 
@@ -122,10 +239,23 @@ const BUILD_TOOLS: &[(&str, &str)] = &[
     ("flock", "util-linux"),
 ];
 
-/// Builds `variant` (or finds it up to date) and returns its bzImage,
-/// `BUILD_DIR/kbuild/VARIANT/bzImage`. The build's progress goes to stderr.
+/// Where `linux/kbuild.sh` leaves `kernel`'s image:
+/// `BUILD_DIR/kbuild/VARIANT/bzImage` (6.12),
+/// `BUILD_DIR/kbuild-REL/VARIANT/bzImage` (other releases).
+pub fn kernel_image(build_dir: &Path, kernel: &Kernel) -> Option<PathBuf> {
+    let v = kernel.variant()?;
+    Some(
+        build_dir
+            .join(kernel.release().kbuild_dir())
+            .join(v)
+            .join("bzImage"),
+    )
+}
+
+/// Builds `variant` (or finds it up to date) and returns its bzImage (see
+/// [`kernel_image`]). The build's progress goes to stderr.
 pub fn ensure_kernel(build_dir: &Path, kernel: &Kernel) -> Result<PathBuf, SkipReason> {
-    let Kernel::Built(variant) = kernel else {
+    let (Some(variant), Some(image)) = (kernel.variant(), kernel_image(build_dir, kernel)) else {
         return Err(SkipReason::BuildFailed {
             step: "building a kernel".into(),
             detail: "Debian's kernel is downloaded, not built".into(),
@@ -144,7 +274,7 @@ pub fn ensure_kernel(build_dir: &Path, kernel: &Kernel) -> Result<PathBuf, SkipR
             });
         }
     }
-    let tree = ensure_linux_source(build_dir)?;
+    let tree = ensure_linux_source(build_dir, kernel.release())?;
     let script = crate::runner::workspace_root().join("linux/kbuild.sh");
     let status = Command::new("bash")
         .arg(&script)
@@ -160,7 +290,6 @@ pub fn ensure_kernel(build_dir: &Path, kernel: &Kernel) -> Result<PathBuf, SkipR
             step: format!("running {}", script.display()),
             detail: e.to_string(),
         })?;
-    let image = build_dir.join("kbuild").join(variant).join("bzImage");
     if status.success() && image.is_file() {
         Ok(image)
     } else {
@@ -178,7 +307,17 @@ pub fn select_kernel(
     build_dir: &Path,
     kernel: &Kernel,
 ) -> Result<Paths, SkipReason> {
-    if *kernel == Kernel::Debian {
+    if paths.release != kernel.release() {
+        return Err(SkipReason::BuildFailed {
+            step: format!("selecting kernel {kernel}"),
+            detail: format!(
+                "the reference guest is Linux {}'s, the kernel Linux {}'s",
+                paths.release,
+                kernel.release()
+            ),
+        });
+    }
+    if let Kernel::Debian(_) = kernel {
         return Ok(paths.clone());
     }
     let image = ensure_kernel(build_dir, kernel)?;
@@ -195,7 +334,9 @@ pub fn select_kernel(
     Ok(Paths {
         kernel: image,
         kernel_package: format!(
-            "our build of linux-source-6.12, {patches}, linux/config/6.12-guest.config"
+            "our build of {}, {patches}, linux/config/{}-guest.config",
+            kernel.release().source_package(),
+            kernel.release().name()
         ),
         package_version: kernel.label(),
         kernel_release: kernel.label(),
@@ -209,16 +350,55 @@ mod tests {
 
     #[test]
     fn kernel_names_round_trip() {
-        for k in Kernel::defaults() {
-            assert_eq!(k.label().parse::<Kernel>(), Ok(k.clone()));
+        for r in Release::PATCHED {
+            // Our variants parse where their series exist in this checkout.
+            for k in Kernel::defaults(r)
+                .into_iter()
+                .filter(|k| k.series().iter().all(|d| d.is_dir()))
+            {
+                assert_eq!(k.label().parse::<Kernel>(), Ok(k.clone()));
+                assert_eq!(Kernel::parse(&k.label(), Release::V6_1), Ok(k.clone()));
+            }
         }
-        assert_eq!("6.12.117".parse::<Kernel>(), Ok(Kernel::Debian));
+        assert_eq!(
+            "6.12.117".parse::<Kernel>(),
+            Ok(Kernel::Debian(Release::V6_12))
+        );
         assert_eq!(
             "6.12.117-noalloc".parse::<Kernel>(),
-            Ok(Kernel::Built("noalloc".into()))
+            Ok(Kernel::Built(Release::V6_12, "noalloc".into()))
         );
         assert!("nosuch".parse::<Kernel>().is_err());
         assert!("../x".parse::<Kernel>().is_err());
+        assert!(Kernel::parse("vanilla", Release::V6_1).is_err());
+    }
+
+    #[test]
+    fn the_release_switch_picks_the_kernels_release() {
+        let k = Kernel::parse("debian", Release::V7_3).unwrap();
+        assert_eq!(k, Kernel::Debian(Release::V7_3));
+        assert_eq!(k.label(), "7.3.4");
+        let v = Kernel::parse("vanilla", Release::V7_3).unwrap();
+        assert_eq!(v.label(), "7.3.4-vanilla");
+        // A full label names its own release whatever the switch says.
+        assert_eq!(
+            Kernel::parse("6.12.117-vanilla", Release::V7_3).unwrap(),
+            Kernel::Built(Release::V6_12, "vanilla".into())
+        );
+        assert_eq!(
+            Kernel::parse_list("debian, vanilla", Release::V7_3).unwrap(),
+            [Kernel::Debian(Release::V7_3), v.clone()]
+        );
+        let b = Path::new("/b");
+        assert_eq!(
+            kernel_image(b, &v),
+            Some(PathBuf::from("/b/kbuild-7.3/vanilla/bzImage"))
+        );
+        assert_eq!(
+            kernel_image(b, &Kernel::Built(Release::V6_12, "noalloc".into())),
+            Some(PathBuf::from("/b/kbuild/noalloc/bzImage"))
+        );
+        assert_eq!(kernel_image(b, &k), None);
     }
 
     #[test]
@@ -227,6 +407,23 @@ mod tests {
         let s = k.series();
         assert_eq!(s.len(), 2);
         assert!(s[0].ends_with("patches/6.12/tmpfs-noalloc"));
-        assert!(Kernel::Built("vanilla".into()).series().is_empty());
+        assert!(s[1].ends_with("broken/6.12/noalloc-no-rename-check"));
+        assert_eq!(k.broken_on(), Some(Fs::Tmpfs));
+        let c = Kernel::Built(Release::V7_3, "noalloc-flag-collision".into());
+        let s = c.series();
+        assert_eq!(s.len(), 1, "a whole series of its own");
+        assert!(s[0].ends_with("broken/7.3/noalloc-flag-collision"));
+        assert_eq!(c.broken_on(), Some(Fs::Ext4));
+        assert_eq!(
+            Kernel::Built(Release::V7_3, "noalloc".into()).broken_on(),
+            None
+        );
+        assert!(Kernel::Built(Release::V6_12, "vanilla".into())
+            .series()
+            .is_empty());
+        // The oracle's set holds only variants whose series exist here.
+        let set = Kernel::oracle_set(Release::V6_12);
+        assert!(set.contains(&k));
+        assert!(set.iter().all(|k| k.series().iter().all(|d| d.is_dir())));
     }
 }

@@ -18,10 +18,10 @@
 //! - `build`: packages, the static statneg, initramfs, ext4 image.
 //! - `guest`: booting the guest and running statneg in it (and on the host).
 //! - `parse`: will-it-scale's format as the guest and the host print it.
-//! - `source`: trixie's other packages (the 6.12 source tree, headers, coreutils).
-//! - `cifsmod`: cifs.ko built out of tree with a patch series of `linux/patches/6.12/`.
-//! - `kbuild`: our builds of 6.12.117 (vanilla and patched) in place of Debian's kernel.
-//! - `oracle`: the dcache stress oracle in the guest.
+//! - `source`: Debian 13's other packages (each release's source tree, headers, coreutils).
+//! - `cifsmod`: cifs.ko built out of tree with a patch series of `linux/patches/REL/`.
+//! - `kbuild`: our builds of 6.12.117 and 7.3.4 (vanilla and patched) in place of Debian's kernel.
+//! - `oracle`: the dcache stress oracle in the guest, on tmpfs and ext4.
 //! - `walks`: ftrace's function graph of single stats in the guest (`make linux-walks`).
 
 use std::fmt;
@@ -47,11 +47,17 @@ pub use guest::{
     run_statneg, trace_counts, CifsListing, CifsRun, EaCheck, GuestReport, GuestRun, XattrSeen,
     DEFAULT_COUNT_ITERS, MARKER_PORT,
 };
-pub use kbuild::{ensure_kernel, select_kernel, Kernel, BROKEN_DIR, PATCHES_DIR};
-pub use oracle::{oracle_source, parse_oracle, run_oracle, OracleReport};
+pub use kbuild::{
+    broken_dir, ensure_kernel, kernel_image, patches_dir, select_kernel, Kernel, BROKEN_DIR,
+    PATCHES_DIR,
+};
+pub use oracle::{
+    oracle_line, oracle_source, oracle_verdict, parse_oracle, run_oracle, OracleReport,
+};
 pub use parse::{parse_wis, PerOp, Sample, WisResult};
 pub use source::{
-    ensure_linux_source, trixie_apt, trixie_deb, LINUX_SOURCE_PACKAGE, LINUX_SOURCE_VERSION,
+    ensure_linux_source, tree_release, trixie_apt, trixie_deb, LINUX_SOURCE_PACKAGE,
+    LINUX_SOURCE_VERSION, PRIVATE_SUITES,
 };
 pub use walks::{
     entry_subtree, function_list, interrupted, keep_lookup_path, parse_function_list, parse_graph,
@@ -144,23 +150,35 @@ impl Paths {
     }
 }
 
-/// Which Linux the reference guest runs (`--linux 6.12`, the default, or
-/// `--linux 6.1`): the Debian cloud kernel of Debian 13 (through a private
-/// apt configuration) or of the machine's own Debian 12 lists.
+/// Which Linux the reference guest runs (`--linux-release 6.12`, the
+/// default, `7.3` or `6.1`): a Debian cloud kernel of Debian 13 (through a
+/// private apt configuration: `trixie` for 6.12, `trixie-backports` for 7.3)
+/// or of the machine's own Debian 12 lists (6.1).
+///
+/// 6.12 is the default because it is the seed's kernel line (RHEL 10 is
+/// based on 6.12); 7.3 is mainline's, the release patches are posted against.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Release {
     /// Debian 13 "trixie": `linux-image-cloud-amd64` 6.12.
     #[default]
     V6_12,
+    /// Debian 13 "trixie-backports": the 7.3.4 cloud kernel.
+    V7_3,
     /// Debian 12 "bookworm" (the machine's lists): 6.1.
     V6_1,
 }
 
 impl Release {
-    /// `6.12` or `6.1`.
+    /// Every release, the default first.
+    pub const ALL: [Release; 3] = [Release::V6_12, Release::V7_3, Release::V6_1];
+    /// The releases we build and patch kernels of (`linux/patches/REL/`).
+    pub const PATCHED: [Release; 2] = [Release::V6_12, Release::V7_3];
+
+    /// `6.12`, `7.3` or `6.1`.
     pub fn name(self) -> &'static str {
         match self {
             Release::V6_12 => "6.12",
+            Release::V7_3 => "7.3",
             Release::V6_1 => "6.1",
         }
     }
@@ -170,7 +188,58 @@ impl Release {
     pub fn suite(self) -> Option<&'static str> {
         match self {
             Release::V6_12 => Some("trixie"),
+            Release::V7_3 => Some("trixie-backports"),
             Release::V6_1 => None,
+        }
+    }
+
+    /// The full upstream release of its Debian source package and of our
+    /// builds (`6.12.117`, `7.3.4`); `None` for 6.1, which we do not build.
+    pub fn full(self) -> Option<&'static str> {
+        match self {
+            Release::V6_12 => Some("6.12.117"),
+            Release::V7_3 => Some("7.3.4"),
+            Release::V6_1 => None,
+        }
+    }
+
+    /// Debian's ABI name of that release (`uname -r` less the flavour):
+    /// `6.12.117+deb13`, `7.3.4+deb13`.
+    pub fn debian_abi(self) -> Option<String> {
+        self.full().map(|v| format!("{v}+deb13"))
+    }
+
+    /// The Debian package holding its source tarball (`linux-source-7.3`).
+    pub fn source_package(self) -> String {
+        format!("linux-source-{}", self.name())
+    }
+
+    /// The Debian packages of its cloud kernel when they are split (from
+    /// 6.19 on `linux-image-*` is a metapackage): the image
+    /// (`linux-binary-unsigned-ABI-cloud-amd64`, first), the modules and the
+    /// config (`linux-base-…`). `None`: one `linux-image-*` package, the
+    /// one `linux-image-cloud-amd64` names.
+    pub fn split_packages(self) -> Option<Vec<String>> {
+        match self {
+            Release::V7_3 => {
+                let abi = self.debian_abi()?;
+                Some(
+                    ["binary-unsigned", "modules", "base"]
+                        .iter()
+                        .map(|p| format!("linux-{p}-{abi}-cloud-amd64"))
+                        .collect(),
+                )
+            }
+            Release::V6_12 | Release::V6_1 => None,
+        }
+    }
+
+    /// Our kernel builds' directory under the build dir: `kbuild` for 6.12
+    /// (as before 7.3 existed), `kbuild-7.3` otherwise.
+    pub fn kbuild_dir(self) -> String {
+        match self {
+            Release::V6_12 => "kbuild".to_string(),
+            r => format!("kbuild-{}", r.name()),
         }
     }
 }
@@ -178,13 +247,10 @@ impl Release {
 impl std::str::FromStr for Release {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "6.12" => Ok(Release::V6_12),
-            "6.1" => Ok(Release::V6_1),
-            other => Err(format!(
-                "unknown Linux reference `{other}` (expected 6.12 or 6.1)"
-            )),
-        }
+        Release::ALL
+            .into_iter()
+            .find(|r| r.name() == s)
+            .ok_or_else(|| format!("unknown Linux release `{s}` (expected 6.12, 7.3 or 6.1)"))
     }
 }
 
@@ -278,6 +344,30 @@ mod tests {
             assert_eq!(f.name().parse::<Fs>(), Ok(f));
         }
         assert!("btrfs".parse::<Fs>().is_err());
+    }
+
+    #[test]
+    fn releases_name_their_packages() {
+        for r in Release::ALL {
+            assert_eq!(r.name().parse::<Release>(), Ok(r));
+        }
+        assert_eq!(Release::default(), Release::V6_12);
+        assert!("7.2".parse::<Release>().is_err());
+        assert_eq!(Release::V7_3.suite(), Some("trixie-backports"));
+        assert_eq!(Release::V6_12.suite(), Some("trixie"));
+        assert_eq!(Release::V6_1.suite(), None);
+        assert_eq!(Release::V7_3.debian_abi().as_deref(), Some("7.3.4+deb13"));
+        assert_eq!(
+            Release::V7_3.split_packages().unwrap(),
+            [
+                "linux-binary-unsigned-7.3.4+deb13-cloud-amd64",
+                "linux-modules-7.3.4+deb13-cloud-amd64",
+                "linux-base-7.3.4+deb13-cloud-amd64"
+            ]
+        );
+        assert_eq!(Release::V6_12.split_packages(), None);
+        assert_eq!(Release::V6_12.kbuild_dir(), "kbuild");
+        assert_eq!(Release::V7_3.kbuild_dir(), "kbuild-7.3");
     }
 
     #[test]

@@ -12,6 +12,11 @@ use std::process::{Command, Stdio};
 use super::build::{failed, mkdir};
 use super::SkipReason;
 
+/// Modules loaded where the kernel has them, left out where it does not:
+/// `ghash_generic` (6.1, 6.12) is gone by 7.3, whose `gcm` carries GHASH
+/// from lib/crypto.
+pub(super) const OPTIONAL_MODULES: &[&str] = &["ghash_generic"];
+
 pub(super) fn find_file(dir: &Path, pred: impl Fn(&str) -> bool) -> Option<PathBuf> {
     let mut hits: Vec<PathBuf> = fs::read_dir(dir)
         .ok()?
@@ -80,7 +85,8 @@ pub(super) fn decompressed_modules(
 /// `depends=` (the package ships no modules.dep: depmod runs at install
 /// time). A wanted module that is built in (`modules.builtin`) is skipped;
 /// `softdep=` modules (cifs asks for its crypto that way) are loaded first
-/// when they exist as modules and skipped otherwise.
+/// when they exist as modules and skipped otherwise; so is a wanted module
+/// of [`OPTIONAL_MODULES`] that the package lacks.
 pub(super) fn module_load_order(
     modules_root: &Path,
     wanted: &[&str],
@@ -110,6 +116,9 @@ pub(super) fn module_load_order(
     let mut order = Vec::new();
     let mut done = builtin;
     for w in wanted {
+        if OPTIONAL_MODULES.contains(w) && !by_name.contains_key(*w) {
+            continue;
+        }
         visit_module(w, &by_name, &mut done, &mut Vec::new(), &mut order)?;
     }
     Ok(order)

@@ -1,53 +1,38 @@
 //! The dcache stress oracle in the reference guest: `bench/linux/dcache-oracle.c`
 //! (create/unlink/rename churn against concurrent stats, every answer checked
-//! against what the churn allowed) on the guest's tmpfs, under any kernel
-//! (Debian's or one of ours, see [`super::kbuild`]).
+//! against what the churn allowed) on the guest's tmpfs and on its ext4 disk
+//! (a patch must not change a filesystem it does not target), under any
+//! kernel (Debian's or one of ours, see [`super::kbuild`]).
 //!
 //! The reference initramfs is reused unchanged: a second newc archive is
 //! appended to it (the kernel unpacks concatenated archives in order), holding
-//! the static oracle and an `/init` of its own that replaces the reference's
-//! for this boot. Touches `BUILD_DIR/kbuild/oracle/` and QEMU.
+//! the static oracle and an `/init` of its own
+//! (`bench/linux/oracle-init.sh`) that replaces the reference's for this
+//! boot; the ext4 image is attached `snapshot=on`, as for statneg. Touches
+//! `BUILD_DIR/kbuild/oracle-REL/` and QEMU.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use super::{LinuxRefError, Paths};
+use super::{Fs, LinuxRefError, Paths};
 use crate::runner::{Accel, GuestStatus, QemuConfig, Runner};
 
-/// The `/init` of the oracle's boot: tmpfs, the oracle, power off.
-const ORACLE_INIT: &str = r#"#!/bin/busybox sh
-# dcache-oracle init: the stress oracle on a fresh tmpfs, then power off.
-/bin/busybox mkdir -p /proc /sys /dev /mnt/tmpfs
-/bin/busybox --install -s /bin
-export PATH=/bin:/usr/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs -o size=64m tmpfs /mnt/tmpfs
-READERS=1 SECS=60
-for w in $(cat /proc/cmdline); do
-    case $w in
-        oracle.readers=*) READERS=${w#oracle.readers=} ;;
-        oracle.secs=*) SECS=${w#oracle.secs=} ;;
-    esac
-done
-echo "dcache-oracle-kernel $(uname -r) $(nproc) cpus"
-/dcache-oracle /mnt/tmpfs/oracle $READERS $SECS
-echo "dcache-oracle-exit $?"
-echo linuxref-done
-poweroff -f
-"#;
+/// The `/init` of the oracle's boot (`bench/linux/oracle-init.sh`): tmpfs
+/// and ext4 mounted, the oracle on each filesystem asked for, power off.
+const ORACLE_INIT: &str = include_str!("../../../bench/linux/oracle-init.sh");
 
 /// The C source of the oracle.
 pub fn oracle_source() -> PathBuf {
     crate::runner::workspace_root().join("bench/linux/dcache-oracle.c")
 }
 
-/// What one oracle boot found.
+/// What the oracle found on one filesystem of a boot.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OracleReport {
+    /// The filesystem it ran on.
+    pub fs: Fs,
     /// `uname -r` in the guest.
     pub uname: String,
     /// The summary line (`dcache-oracle: secs=… wrong=W …`).
@@ -70,38 +55,80 @@ fn field(line: &str, key: &str) -> Option<u64> {
         .ok()
 }
 
-/// Parses the oracle's console output.
-pub fn parse_oracle(serial: &str) -> Result<OracleReport, LinuxRefError> {
-    let summary = serial
+/// Parses the oracle's console output: one report per
+/// `dcache-oracle-begin fs=FS` section, in order.
+pub fn parse_oracle(serial: &str) -> Result<Vec<OracleReport>, LinuxRefError> {
+    let uname = serial
         .lines()
-        .find(|l| l.starts_with("dcache-oracle: "))
-        .ok_or_else(|| LinuxRefError::Parse("no `dcache-oracle:` summary line".into()))?;
-    let get = |k: &str| {
-        field(summary, k).ok_or_else(|| LinuxRefError::Parse(format!("no {k}= in `{summary}`")))
-    };
-    Ok(OracleReport {
-        uname: serial
-            .lines()
-            .find_map(|l| l.strip_prefix("dcache-oracle-kernel "))
-            .and_then(|r| r.split_whitespace().next())
-            .unwrap_or_default()
-            .to_string(),
-        summary: summary.to_string(),
-        stats: get("stats")?,
-        exact: get("exact")?,
-        wrong: get("wrong")?,
-        examples: serial
-            .lines()
-            .filter(|l| l.starts_with("dcache-oracle-wrong "))
-            .map(str::to_string)
-            .collect(),
-    })
+        .find_map(|l| l.strip_prefix("dcache-oracle-kernel "))
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_default()
+        .to_string();
+    let mut out = Vec::new();
+    let mut lines = serial.lines().peekable();
+    while let Some(l) = lines.next() {
+        let Some(name) = l.strip_prefix("dcache-oracle-begin fs=") else {
+            continue;
+        };
+        let fs: Fs = name.trim().parse().map_err(LinuxRefError::Parse)?;
+        let mut section = Vec::new();
+        while let Some(l) = lines.next_if(|l| !l.starts_with("dcache-oracle-begin ")) {
+            section.push(l);
+        }
+        let summary = section
+            .iter()
+            .find(|l| l.starts_with("dcache-oracle: "))
+            .ok_or_else(|| {
+                LinuxRefError::Parse(format!("no `dcache-oracle:` summary line for {fs}"))
+            })?;
+        let get = |k: &str| {
+            field(summary, k).ok_or_else(|| LinuxRefError::Parse(format!("no {k}= in `{summary}`")))
+        };
+        out.push(OracleReport {
+            fs,
+            uname: uname.clone(),
+            summary: summary.to_string(),
+            stats: get("stats")?,
+            exact: get("exact")?,
+            wrong: get("wrong")?,
+            examples: section
+                .iter()
+                .filter(|l| l.starts_with("dcache-oracle-wrong "))
+                .map(|l| l.to_string())
+                .collect(),
+        });
+    }
+    if out.is_empty() {
+        return Err(LinuxRefError::Parse(
+            "no `dcache-oracle-begin fs=` section".into(),
+        ));
+    }
+    Ok(out)
+}
+
+/// The `linuxoracle` line of one report (the format `make linux-oracle`
+/// prints; `fs=` is last):
+/// `linuxoracle kernel=K vcpus=N secs=S stats=N exact=E wrong=W fs=F`.
+pub fn oracle_line(kernel: &str, vcpus: u32, secs: u32, r: &OracleReport) -> String {
+    format!(
+        "linuxoracle kernel={kernel} vcpus={vcpus} secs={secs} stats={} exact={} wrong={} fs={}",
+        r.stats, r.exact, r.wrong, r.fs
+    )
+}
+
+/// Whether a report is what a kernel must show: no wrong answer, except on
+/// the filesystem a deliberately broken kernel is broken on (`broken_on`),
+/// where finding none is the failure.
+pub fn oracle_verdict(r: &OracleReport, broken_on: Option<Fs>) -> bool {
+    (r.wrong > 0) == (broken_on == Some(r.fs))
 }
 
 /// The reference initramfs with the oracle's archive appended, rebuilt when
 /// the oracle's source or the reference initramfs changed.
 fn oracle_initramfs(paths: &Paths, build_dir: &Path) -> Result<PathBuf, LinuxRefError> {
-    let dir = build_dir.join("kbuild").join("oracle");
+    let dir = build_dir
+        .join("kbuild")
+        .join(format!("oracle-{}", paths.release.name()));
     let root = dir.join("root");
     let _ = fs::remove_dir_all(&root);
     fs::create_dir_all(&root)
@@ -142,31 +169,38 @@ fn oracle_initramfs(paths: &Paths, build_dir: &Path) -> Result<PathBuf, LinuxRef
 }
 
 /// Boots `paths`' kernel with `cpus` vCPUs and runs the oracle for `secs`
-/// seconds with `readers` stat threads beside its one writer.
+/// seconds on each of `fss` with `readers` stat threads beside its one
+/// writer (and its dentry dropper); one report per filesystem, in order.
 pub fn run_oracle(
     paths: &Paths,
     build_dir: &Path,
+    fss: &[Fs],
     cpus: u32,
     readers: u32,
     secs: u32,
     echo: bool,
-) -> Result<OracleReport, LinuxRefError> {
-    if cpus == 0 || readers == 0 || secs == 0 {
+) -> Result<Vec<OracleReport>, LinuxRefError> {
+    if cpus == 0 || readers == 0 || secs == 0 || fss.is_empty() {
         return Err(LinuxRefError::Args(
-            "need cpus, readers and secs >= 1".into(),
+            "need a filesystem, and cpus, readers and secs >= 1".into(),
         ));
     }
+    let fs_list = fss.iter().map(|f| f.name()).collect::<Vec<_>>().join(",");
     let initramfs = oracle_initramfs(paths, build_dir)?;
     let cfg = QemuConfig::new(&paths.kernel)
         .initrd(&initramfs)
         .smp(cpus)
         .memory("512M".parse().expect("constant size"))
         .accel(Accel::Tcg)
+        .disk(&paths.ext4_image)
         .cmdline(format!(
-            "console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init oracle.readers={readers} oracle.secs={secs}"
+            "console=ttyS0 quiet loglevel=1 panic=-1 no_timer_check rdinit=/init oracle.fs={fs_list} \
+             oracle.readers={readers} oracle.secs={secs}"
         ));
     let out = Runner::new(cfg)
-        .timeout(Duration::from_secs(180 + u64::from(secs)))
+        .timeout(Duration::from_secs(
+            180 + u64::from(secs) * fss.len() as u64,
+        ))
         .echo(echo)
         .run()
         .map_err(|e| LinuxRefError::Guest(e.to_string()))?;
@@ -180,22 +214,70 @@ pub fn run_oracle(
             tail.join("\n")
         )));
     }
-    parse_oracle(&serial)
+    let reports = parse_oracle(&serial)?;
+    if reports.iter().map(|r| r.fs).ne(fss.iter().copied()) {
+        return Err(LinuxRefError::Parse(format!(
+            "the oracle ran on {:?}, not on {fs_list}",
+            reports.iter().map(|r| r.fs.name()).collect::<Vec<_>>()
+        )));
+    }
+    Ok(reports)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const SERIAL: &str = "dcache-oracle-kernel 7.3.4-noalloc-flag-collision 2 cpus\n\
+        dcache-oracle-begin fs=tmpfs\n\
+        dcache-oracle: secs=60 readers=1 stats=100 exact=90 wrong=0 creates=5 renames=4 exchanges=3 unlinks=2 drops=9\n\
+        dcache-oracle-exit fs=tmpfs rc=0\n\
+        dcache-oracle-begin fs=ext4\n\
+        dcache-oracle-wrong name=/mnt/ext4/oracle/p3 expected=present got=No such file or directory (x)\n\
+        dcache-oracle: secs=60 readers=1 stats=80 exact=70 wrong=1 creates=5 renames=4 exchanges=3 unlinks=2 drops=9\n\
+        dcache-oracle-exit fs=ext4 rc=1\n\
+        linuxref-done\n";
+
     #[test]
-    fn parses_the_summary_and_wrong_answers() {
-        let s = "dcache-oracle-kernel 6.12.117-noalloc 2 cpus\n\
-                 dcache-oracle-wrong name=/mnt/tmpfs/oracle/b3 expected=present got=No such file or directory (x)\n\
-                 dcache-oracle: secs=60 readers=1 stats=100 exact=90 wrong=1 creates=5 renames=4 exchanges=3 unlinks=2\n";
-        let r = parse_oracle(s).unwrap();
-        assert_eq!((r.stats, r.exact, r.wrong), (100, 90, 1));
-        assert_eq!(r.uname, "6.12.117-noalloc");
-        assert_eq!(r.examples.len(), 1);
+    fn parses_one_report_per_filesystem() {
+        let r = parse_oracle(SERIAL).unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            (r[0].fs, r[0].stats, r[0].exact, r[0].wrong),
+            (Fs::Tmpfs, 100, 90, 0)
+        );
+        assert_eq!(
+            (r[1].fs, r[1].stats, r[1].exact, r[1].wrong),
+            (Fs::Ext4, 80, 70, 1)
+        );
+        assert_eq!(r[1].uname, "7.3.4-noalloc-flag-collision");
+        assert!(r[0].examples.is_empty());
+        assert_eq!(r[1].examples.len(), 1);
         assert!(parse_oracle("nothing\n").is_err());
+        // A section without its summary is an error, not a clean report.
+        assert!(parse_oracle("dcache-oracle-begin fs=ext4\nlinuxref-done\n").is_err());
+        assert!(parse_oracle("dcache-oracle-begin fs=xfs\n").is_err());
+    }
+
+    #[test]
+    fn the_line_keeps_its_format_with_fs_last() {
+        let r = &parse_oracle(SERIAL).unwrap()[1];
+        assert_eq!(
+            oracle_line("7.3.4-noalloc-flag-collision", 2, 60, r),
+            "linuxoracle kernel=7.3.4-noalloc-flag-collision vcpus=2 secs=60 \
+             stats=80 exact=70 wrong=1 fs=ext4"
+        );
+    }
+
+    #[test]
+    fn a_broken_kernel_must_fail_where_it_is_broken_and_only_there() {
+        let r = parse_oracle(SERIAL).unwrap();
+        let (tmpfs, ext4) = (&r[0], &r[1]);
+        assert!(oracle_verdict(tmpfs, None));
+        assert!(!oracle_verdict(ext4, None));
+        assert!(oracle_verdict(ext4, Some(Fs::Ext4)));
+        assert!(oracle_verdict(tmpfs, Some(Fs::Ext4)));
+        assert!(!oracle_verdict(tmpfs, Some(Fs::Tmpfs)));
+        assert!(!oracle_verdict(ext4, Some(Fs::Tmpfs)));
     }
 }

@@ -64,6 +64,19 @@ fn parse_repeat(s: &str) -> Result<u32, String> {
     }
 }
 
+/// A kernel name some patched release knows (its release is picked in
+/// [`SweepArgs::kernels`], by `--linux-release` unless the name is a full label).
+fn parse_kernel_name(s: &str) -> Result<String, String> {
+    let mut err = String::new();
+    for r in qemu::linuxref::Release::PATCHED {
+        match qemu::linuxref::Kernel::parse(s, r) {
+            Ok(_) => return Ok(s.to_string()),
+            Err(e) => err = e,
+        }
+    }
+    Err(err)
+}
+
 pub(super) fn parse_lock(s: &str) -> Result<LockKind, String> {
     LockKind::from_name(s)
         .ok_or_else(|| format!("bad lock '{s}' (qspinlock, ticket, ttas or pvqspinlock)"))
@@ -128,15 +141,38 @@ pub struct SweepArgs {
     /// Build/cache directory of the Linux reference guest [default: the workspace's build/].
     #[arg(long)]
     pub build_dir: Option<PathBuf>,
+    /// Which Linux release the linux-guest source boots: 6.12 (the seed's
+    /// line, the default) or 7.3 (mainline's).
+    #[arg(long, default_value = "6.12", value_name = "RELEASE")]
+    pub linux_release: qemu::linuxref::Release,
     /// Kernels the linux-guest source boots (comma-separated): debian
-    /// (Debian's 6.12.117), vanilla, negative, noalloc (our 6.12.117 builds,
-    /// built when missing: `make linux-patched`). Rows of our builds are
-    /// named `linux-VARIANT-FS`.
-    #[arg(long, value_delimiter = ',', default_value = "debian")]
-    pub linux_kernels: Vec<qemu::linuxref::Kernel>,
+    /// (Debian's 6.12.117 or 7.3.4), vanilla, negative, noalloc (our builds
+    /// of the release, built when missing: `make linux-patched`), or full
+    /// labels (7.3.4-noalloc). Rows are named `linux-FS` and
+    /// `linux-VARIANT-FS` for 6.12, `linux-7.3-FS` and `linux-7.3-VARIANT-FS`
+    /// for 7.3; each row's note names the exact kernel.
+    #[arg(long, value_delimiter = ',', default_value = "debian", value_parser = parse_kernel_name)]
+    pub linux_kernels: Vec<String>,
     /// Directories for host Linux's stat() reference (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "/dev/shm,/tmp")]
     pub linux_dirs: Vec<PathBuf>,
+}
+
+impl SweepArgs {
+    /// The linux-guest kernels, each of `--linux-release` unless named by
+    /// its full label. A variant the release lacks (`--kernels` names one
+    /// only the other release has) is kept, and its rows say why it could
+    /// not be built.
+    pub fn kernels(&self) -> Vec<qemu::linuxref::Kernel> {
+        use qemu::linuxref::Kernel;
+        self.linux_kernels
+            .iter()
+            .map(|s| {
+                Kernel::parse(s, self.linux_release)
+                    .unwrap_or_else(|_| Kernel::Built(self.linux_release, s.clone()))
+            })
+            .collect()
+    }
 }
 
 /// The workspace's cargo target directory ($CARGO_TARGET_DIR, else

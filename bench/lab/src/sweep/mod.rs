@@ -133,7 +133,11 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
         .build_dir
         .clone()
         .unwrap_or_else(qemu::linuxref::default_build_dir);
-    let mut linuxref: Option<Result<qemu::linuxref::Paths, String>> = None;
+    // The reference guest of each release, built (or found) once per sweep.
+    let mut linuxref: std::collections::BTreeMap<
+        qemu::linuxref::Release,
+        Result<qemu::linuxref::Paths, String>,
+    > = Default::default();
     // Our kernels, each built (or found) once per sweep.
     let mut kernels: std::collections::BTreeMap<
         qemu::linuxref::Kernel,
@@ -167,11 +171,13 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
                 vec![run_linux_host(dir, *cpus, a.warmup, a.secs, &host, &save)]
             }
             Job::LinuxGuest { cpus, kernel } => {
-                let paths = linuxref.get_or_insert_with(|| {
-                    pb.set_message(
-                        "linux-guest: building the reference guest (cached in the build dir)",
-                    );
-                    qemu::linuxref::ensure_built(&build_dir).map_err(|e| e.to_string())
+                let paths = linuxref.entry(kernel.release()).or_insert_with(|| {
+                    pb.set_message(format!(
+                        "linux-guest: building the Linux {} reference guest (cached in the build dir)",
+                        kernel.release()
+                    ));
+                    qemu::linuxref::ensure_release(&build_dir, kernel.release())
+                        .map_err(|e| e.to_string())
                 });
                 let paths = kernels.entry(kernel.clone()).or_insert_with(|| {
                     pb.set_message(format!(

@@ -69,7 +69,7 @@ pub(super) fn plan(a: &SweepArgs) -> Vec<Job> {
                         }
                     }
                     Source::LinuxGuest if bench == Bench::Statneg => {
-                        for k in &a.linux_kernels {
+                        for k in &a.kernels() {
                             jobs.push(Job::LinuxGuest {
                                 cpus,
                                 kernel: k.clone(),
@@ -116,9 +116,10 @@ pub(super) fn job_label(j: &Job) -> String {
         Job::Guest(p) => format!("guest {} {} cpus={}", p.bench, design_label(p), p.tasks),
         Job::Host(p) => format!("host {} {} cpus={}", p.bench, design_label(p), p.tasks),
         Job::LinuxHost { dir, cpus } => format!("linux-host {} cpus={cpus}", dir.display()),
-        Job::LinuxGuest { cpus, kernel } if *kernel == qemu::linuxref::Kernel::Debian => {
-            format!("linux-guest cpus={cpus}")
-        }
+        Job::LinuxGuest {
+            cpus,
+            kernel: qemu::linuxref::Kernel::Debian(r),
+        } if *r == qemu::linuxref::Release::default() => format!("linux-guest cpus={cpus}"),
         Job::LinuxGuest { cpus, kernel } => format!("linux-guest kernel={kernel} cpus={cpus}"),
     }
 }
@@ -191,6 +192,78 @@ mod tests {
             assert!(labels.iter().any(|x| x == l), "{l} missing from {labels:?}");
         }
         assert!(Cli::try_parse_from(["x", "--locks", "mcs"]).is_err());
+    }
+
+    #[test]
+    fn the_release_switch_picks_the_linux_guests_kernels() {
+        use clap::Parser;
+        use qemu::linuxref::{Fs, Kernel, Release};
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: SweepArgs,
+        }
+        let kernels = |extra: &[&str]| -> Vec<Kernel> {
+            let base = [
+                "x",
+                "--testcases",
+                "statneg",
+                "--cpus",
+                "1",
+                "--sources",
+                "linux-guest",
+            ];
+            let a = Cli::try_parse_from(base.iter().chain(extra)).unwrap().a;
+            plan(&a)
+                .into_iter()
+                .map(|j| match j {
+                    Job::LinuxGuest { kernel, .. } => kernel,
+                    other => panic!("only linux-guest jobs planned, got {other:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(kernels(&[]), [Kernel::Debian(Release::V6_12)]);
+        assert_eq!(
+            kernels(&[
+                "--linux-release",
+                "7.3",
+                "--linux-kernels",
+                "debian,vanilla"
+            ]),
+            [
+                Kernel::Debian(Release::V7_3),
+                Kernel::Built(Release::V7_3, "vanilla".into())
+            ]
+        );
+        // A full label names its own release.
+        assert_eq!(
+            kernels(&["--linux-release", "7.3", "--linux-kernels", "6.12.117"]),
+            [Kernel::Debian(Release::V6_12)]
+        );
+        assert!(Cli::try_parse_from(["x", "--linux-release", "5.10"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--linux-kernels", "nosuch"]).is_err());
+        // Row names: 6.12's as before, other releases name theirs.
+        let d = super::super::sources::linux_design;
+        assert_eq!(d(&Kernel::Debian(Release::V6_12), Fs::Tmpfs), "linux-tmpfs");
+        assert_eq!(
+            d(&Kernel::Built(Release::V6_12, "noalloc".into()), Fs::Ext4),
+            "linux-noalloc-ext4"
+        );
+        assert_eq!(
+            d(&Kernel::Debian(Release::V7_3), Fs::Tmpfs),
+            "linux-7.3-tmpfs"
+        );
+        assert_eq!(
+            d(&Kernel::Built(Release::V7_3, "vanilla".into()), Fs::Tmpfs),
+            "linux-7.3-vanilla-tmpfs"
+        );
+        assert_eq!(
+            job_label(&Job::LinuxGuest {
+                cpus: 2,
+                kernel: Kernel::Debian(Release::V7_3)
+            }),
+            "linux-guest kernel=7.3.4 cpus=2"
+        );
     }
 
     #[test]

@@ -186,18 +186,23 @@ pub(super) fn run_guest(
     }
 }
 
-/// One boot of the Linux reference guest with `cpus` vCPUs, statneg on its
-/// tmpfs and on its ext4 disk: two rows (`linux-tmpfs`, `linux-ext4`; under
-/// our builds `linux-VARIANT-tmpfs`, `linux-VARIANT-ext4`).
 /// The design name of a linux-guest row: `linux-tmpfs` under Debian's
-/// kernel, `linux-VARIANT-tmpfs` under our build VARIANT.
+/// 6.12 kernel, `linux-VARIANT-tmpfs` under our 6.12 build VARIANT; other
+/// releases put theirs after `linux-` (`linux-7.3-tmpfs`,
+/// `linux-7.3-noalloc-tmpfs`), so rows of two releases never share a name.
 pub(super) fn linux_design(kernel: &qemu::linuxref::Kernel, fs: qemu::linuxref::Fs) -> String {
-    match kernel {
-        qemu::linuxref::Kernel::Debian => format!("linux-{}", fs.name()),
-        qemu::linuxref::Kernel::Built(v) => format!("linux-{v}-{}", fs.name()),
+    let release = match kernel.release() {
+        qemu::linuxref::Release::V6_12 => String::new(),
+        r => format!("{r}-"),
+    };
+    match kernel.variant() {
+        None => format!("linux-{release}{}", fs.name()),
+        Some(v) => format!("linux-{release}{v}-{}", fs.name()),
     }
 }
 
+/// One boot of the Linux reference guest with `cpus` vCPUs, statneg on its
+/// tmpfs and on its ext4 disk: two rows (see [`linux_design`]).
 pub(super) fn run_linux_guest(
     paths: &Result<qemu::linuxref::Paths, String>,
     kernel: &qemu::linuxref::Kernel,

@@ -1,0 +1,38 @@
+#!/bin/busybox sh
+# dcache-oracle init: the stress oracle (/dcache-oracle) on a fresh tmpfs and
+# on the reference guest's ext4 disk (/dev/vda), then power off. Appended as
+# /init to the reference initramfs by qemu/src/linuxref/oracle.rs.
+#   oracle.fs=tmpfs,ext4 oracle.readers=N oracle.secs=S
+# Per filesystem it prints `dcache-oracle-begin fs=FS`, the oracle's lines
+# and `dcache-oracle-exit fs=FS rc=RC`; then `linuxref-done`.
+/bin/busybox mkdir -p /proc /sys /dev /mnt/tmpfs /mnt/ext4
+/bin/busybox --install -s /bin
+export PATH=/bin:/usr/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+READERS=1 SECS=60 FS=tmpfs
+for w in $(cat /proc/cmdline); do
+    case $w in
+        oracle.readers=*) READERS=${w#oracle.readers=} ;;
+        oracle.secs=*) SECS=${w#oracle.secs=} ;;
+        oracle.fs=*) FS=${w#oracle.fs=} ;;
+    esac
+done
+# Debian's kernels need their virtio modules (our builds have them built
+# in, and no module support: there every insmod fails, quietly).
+if [ -f /modules/order ]; then
+    for m in $(cat /modules/order); do insmod /modules/$m 2>/dev/null; done
+fi
+mount -t tmpfs -o size=64m tmpfs /mnt/tmpfs || echo "dcache-oracle: tmpfs mount failed"
+i=0
+while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+mount -t ext4 /dev/vda /mnt/ext4 || echo "dcache-oracle: ext4 mount failed"
+echo "dcache-oracle-kernel $(uname -r) $(nproc) cpus"
+for fs in $(echo $FS | tr , ' '); do
+    echo "dcache-oracle-begin fs=$fs"
+    /dcache-oracle /mnt/$fs/oracle $READERS $SECS
+    echo "dcache-oracle-exit fs=$fs rc=$?"
+done
+echo linuxref-done
+poweroff -f
