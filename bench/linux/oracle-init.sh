@@ -34,5 +34,14 @@ for fs in $(echo $FS | tr , ' '); do
     /dcache-oracle /mnt/$fs/oracle $READERS $SECS
     echo "dcache-oracle-exit fs=$fs rc=$?"
 done
+# Case folding (tmpfs has it from 6.13 on): what a casefolded directory
+# must answer, on every kernel alike (bench/linux/casefold.c).
+mkdir -p /mnt/ci
+if mount -t tmpfs -o casefold tmpfs /mnt/ci 2>/dev/null; then
+    /casefold /mnt/ci
+    echo "casefold-exit rc=$?"
+else
+    echo "casefold-unsupported: mount -t tmpfs -o casefold failed"
+fi
 echo linuxref-done
 poweroff -f

@@ -145,7 +145,14 @@ fn main() -> ExitCode {
             let readers = cpus.saturating_sub(1).max(1);
             match linuxref::run_oracle(paths, &build_dir, &args.fs, cpus, readers, secs, args.echo)
             {
-                Ok(reports) => {
+                Ok((reports, casefold)) => {
+                    // Case folding left alone: every kernel answers as a
+                    // case-folding tmpfs must (7.3; 6.12's tmpfs has none).
+                    println!("{}", linuxref::casefold_line(&k.label(), casefold));
+                    if casefold.is_some_and(|c| c.wrong > 0) {
+                        eprintln!("linux-patched: casefold check on {k}: wrong answers");
+                        failed = true;
+                    }
                     for r in &reports {
                         for e in &r.examples {
                             println!("{e}");

@@ -52,7 +52,8 @@ pub use kbuild::{
     PATCHES_DIR,
 };
 pub use oracle::{
-    oracle_line, oracle_source, oracle_verdict, parse_oracle, run_oracle, OracleReport,
+    casefold_line, casefold_source, oracle_line, oracle_source, oracle_verdict, parse_casefold,
+    parse_oracle, run_oracle, Casefold, OracleReport,
 };
 pub use parse::{parse_wis, PerOp, Sample, WisResult};
 pub use source::{

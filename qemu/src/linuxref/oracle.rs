@@ -28,6 +28,46 @@ pub fn oracle_source() -> PathBuf {
     crate::runner::workspace_root().join("bench/linux/dcache-oracle.c")
 }
 
+/// The case-folding check the oracle's boot runs after it
+/// (`bench/linux/casefold.c`, on a tmpfs mounted with `-o casefold`).
+pub fn casefold_source() -> PathBuf {
+    crate::runner::workspace_root().join("bench/linux/casefold.c")
+}
+
+/// What the case-folding check answered in one boot: its checks and wrong
+/// answers, or `None` where the kernel's tmpfs has no case folding (6.12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Casefold {
+    /// Answers checked.
+    pub checks: u64,
+    /// Answers a case-folding tmpfs must not give.
+    pub wrong: u64,
+}
+
+/// The `casefold: checks=N wrong=W` line of a boot, if the check ran.
+pub fn parse_casefold(serial: &str) -> Option<Casefold> {
+    let l = serial
+        .lines()
+        .find(|l| l.starts_with("casefold: checks="))?;
+    Some(Casefold {
+        checks: field(l, "checks")?,
+        wrong: field(l, "wrong")?,
+    })
+}
+
+/// The `linuxcasefold` line `make linux-oracle` prints for a boot:
+/// `linuxcasefold kernel=K checks=N wrong=W` (`checks=- wrong=-`: no case
+/// folding in this kernel's tmpfs).
+pub fn casefold_line(kernel: &str, c: Option<Casefold>) -> String {
+    match c {
+        Some(c) => format!(
+            "linuxcasefold kernel={kernel} checks={} wrong={}",
+            c.checks, c.wrong
+        ),
+        None => format!("linuxcasefold kernel={kernel} checks=- wrong=-"),
+    }
+}
+
 /// What the oracle found on one filesystem of a boot.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OracleReport {
@@ -155,13 +195,18 @@ fn oracle_initramfs(paths: &Paths, build_dir: &Path) -> Result<PathBuf, LinuxRef
         "gcc -static -O2 -pthread -Wall -o \"$1/dcache-oracle\" \"$2\"",
         &[&root, &oracle_source()],
     )?;
+    sh(
+        "compiling the case-folding check (gcc -static; needs libc6-dev)",
+        "gcc -static -O2 -Wall -o \"$1/casefold\" \"$2\"",
+        &[&root, &casefold_source()],
+    )?;
     let init = root.join("init");
     fs::write(&init, ORACLE_INIT).map_err(|e| LinuxRefError::Guest(format!("init: {e}")))?;
     let out = dir.join("initramfs.gz");
     sh(
         "packing the oracle's initramfs",
         "chmod 755 \"$1/init\" && cp \"$2\" \"$3.tmp\" && \
-         (cd \"$1\" && printf '%s\\n' . init dcache-oracle | cpio -o -H newc --quiet -R 0:0 | gzip -6) >> \"$3.tmp\" && \
+         (cd \"$1\" && printf '%s\\n' . init dcache-oracle casefold | cpio -o -H newc --quiet -R 0:0 | gzip -6) >> \"$3.tmp\" && \
          mv \"$3.tmp\" \"$3\"",
         &[&root, &paths.initramfs, &out],
     )?;
@@ -170,7 +215,8 @@ fn oracle_initramfs(paths: &Paths, build_dir: &Path) -> Result<PathBuf, LinuxRef
 
 /// Boots `paths`' kernel with `cpus` vCPUs and runs the oracle for `secs`
 /// seconds on each of `fss` with `readers` stat threads beside its one
-/// writer (and its dentry dropper); one report per filesystem, in order.
+/// writer (and its dentry dropper); one report per filesystem, in order,
+/// and what the case-folding check that follows answered.
 pub fn run_oracle(
     paths: &Paths,
     build_dir: &Path,
@@ -179,7 +225,7 @@ pub fn run_oracle(
     readers: u32,
     secs: u32,
     echo: bool,
-) -> Result<Vec<OracleReport>, LinuxRefError> {
+) -> Result<(Vec<OracleReport>, Option<Casefold>), LinuxRefError> {
     if cpus == 0 || readers == 0 || secs == 0 || fss.is_empty() {
         return Err(LinuxRefError::Args(
             "need a filesystem, and cpus, readers and secs >= 1".into(),
@@ -221,7 +267,7 @@ pub fn run_oracle(
             reports.iter().map(|r| r.fs.name()).collect::<Vec<_>>()
         )));
     }
-    Ok(reports)
+    Ok((reports, parse_casefold(&serial)))
 }
 
 #[cfg(test)]
@@ -237,6 +283,28 @@ mod tests {
         dcache-oracle: secs=60 readers=1 stats=80 exact=70 wrong=1 creates=5 renames=4 exchanges=3 unlinks=2 drops=9\n\
         dcache-oracle-exit fs=ext4 rc=1\n\
         linuxref-done\n";
+
+    #[test]
+    fn the_casefold_line_says_whether_the_check_ran() {
+        let c = parse_casefold("x\ncasefold: checks=20 wrong=1\nlinuxref-done\n");
+        assert_eq!(
+            c,
+            Some(Casefold {
+                checks: 20,
+                wrong: 1
+            })
+        );
+        assert_eq!(
+            casefold_line("7.3.4-noalloc", c),
+            "linuxcasefold kernel=7.3.4-noalloc checks=20 wrong=1"
+        );
+        let none = parse_casefold("casefold-unsupported: mount -o casefold failed\n");
+        assert_eq!(none, None);
+        assert_eq!(
+            casefold_line("6.12.117-vanilla", none),
+            "linuxcasefold kernel=6.12.117-vanilla checks=- wrong=-"
+        );
+    }
 
     #[test]
     fn parses_one_report_per_filesystem() {
