@@ -15,10 +15,12 @@ use fuzz_harness::mutate::{hex, mutate, Rng};
 use fuzz_harness::{conn_opt, ctl, encode_script, TARGETS};
 use std::path::{Path, PathBuf};
 
-/// Mutated executions per target in `mutations_never_panic` (the smb_conn
-/// harness runs a whole client, so it gets fewer).
+/// Mutated executions per target in `mutations_never_panic` (smb_replies
+/// mounts a whole client per run, so it gets fewer; cargo-fuzz runs it
+/// for longer).
 const MUTATIONS: u64 = 20_000;
 const MUTATIONS_CONN: u64 = 20_000;
+const MUTATIONS_REPLIES: u64 = 2_000;
 
 fn corpus_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -123,10 +125,10 @@ fn mutations_never_panic() {
     let mut total = 0u64;
     for (ti, t) in TARGETS.iter().enumerate() {
         let seeds: Vec<Vec<u8>> = corpus(t).into_iter().map(|(_, d)| d).collect();
-        let n = if *t == "smb_conn" {
-            MUTATIONS_CONN
-        } else {
-            MUTATIONS
+        let n = match *t {
+            "smb_conn" => MUTATIONS_CONN,
+            "smb_replies" => MUTATIONS_REPLIES,
+            _ => MUTATIONS,
         };
         let mut rng = Rng::new(ti as u64 + 1);
         let t1 = std::time::Instant::now();
