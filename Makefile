@@ -43,7 +43,7 @@ BENCH_ARGS ?=
 DESIGNS ?=
 
 .PHONY: help setup build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
-        bench smb-bench demo-trace linuxref linux-patched linux-patched-build linux-oracle linux-vfsh lint explore bench-static test-kvm test-designs \
+        bench smb-bench demo-trace linuxref linux-patched linux-patched-build linux-oracle linux-vfsh linux-fstests test-fstests lint explore bench-static test-kvm test-designs \
         test-generated generated
 
 help:
@@ -63,6 +63,7 @@ help:
 	@echo "make linux-patched  build our 6.12.117 kernels (vanilla, negative, noalloc) and count them beside Debian's"
 	@echo "make linux-oracle   the dcache stress oracle on each patched kernel (and on a broken one)"
 	@echo "make linux-vfsh     the Linux half of the vfsh scripts under Debian's kernel and each of ours"
+	@echo "make linux-fstests  fstests in the reference guest (LINUX_FSTESTS_ARGS: kernels, filesystems, group or list)"
 	@echo "make lint       rustfmt check + clippy (host crates and kernel) with -D warnings"
 	@echo "make explore    regenerate docs/explore/index.html (the step-through page) and its screenshot"
 	@echo "make generated  regenerate every file test-generated checks (the explore page, docs/bench's report and plot)"
@@ -123,6 +124,7 @@ test: setup
 	$(MAKE) --no-print-directory test-generated
 	$(MAKE) --no-print-directory test-loom
 	$(MAKE) --no-print-directory test-designs
+	$(MAKE) --no-print-directory test-fstests
 	$(MAKE) --no-print-directory test-boot
 
 # The design sweep, then the SMB section (`smb-bench`).
@@ -193,6 +195,21 @@ linux-oracle: build-host
 linux-vfsh: linux-patched-build
 	bash linux/vfsh-guest.sh build/linuxref/6.12/vmlinuz build/kbuild/vanilla/bzImage \
 		build/kbuild/negative/bzImage build/kbuild/noalloc/bzImage
+
+# fstests (xfstests) in the reference guest, one line per kernel x
+# filesystem x group (linux/fstests.sh --help; FSTESTS_SRC=DIR|TARBALL names
+# fstests' source). The default: the lookup-path list on tmpfs under
+# Debian's 6.12.
+LINUX_FSTESTS_ARGS ?= --kernels debian --fs tmpfs --list linux/fstests/lookup.list --exclude linux/fstests/long.exclude
+linux-fstests: build-host
+	$(TARGET_DIR)/release/linuxref --build-only
+	bash linux/fstests.sh $(LINUX_FSTESTS_ARGS)
+
+# The fstests smoke of `make test`: three quick tmpfs tests under Debian's
+# 6.12 must run and pass (skipped, saying what to fetch, without fstests).
+test-fstests: build-host
+	$(TARGET_DIR)/release/linuxref --build-only
+	bash linux/fstests-smoke.sh
 
 linux-patched-build: build-host
 	$(TARGET_DIR)/release/linux-patched --build-only

@@ -16,9 +16,13 @@ cd "$(dirname "$0")/.."
 # linux-perf for `bench rcu-reader --perf` (bench/lab/tests/rcu_reader.rs),
 # make flex bison bc libelf-dev libssl-dev ccache git for our Linux 6.12
 # builds (linux/kbuild.sh, linux/check-series.sh: `make linux-patched`, the
-# patch check of `make test`).
+# patch check of `make test`); mmdebstrap and fstests' build packages
+# (autoconf ... libcap-dev) for the fstests guest (linux/fstests.sh: `make
+# linux-fstests`, the fstests smoke of `make test`).
 PACKAGES=(qemu-system-x86 samba smbclient attr busybox-static e2fsprogs cpio gcc libc6-dev python3-venv chromium linux-perf
-          make flex bison bc libelf-dev libssl-dev ccache git)
+          make flex bison bc libelf-dev libssl-dev ccache git
+          mmdebstrap autoconf automake libtool libtool-bin xfsprogs xfslibs-dev uuid-dev libattr1-dev libacl1-dev
+          libaio-dev liburing-dev libgdbm-dev libcap-dev)
 RUST_TARGET=x86_64-unknown-none
 
 missing=()
