@@ -36,6 +36,7 @@ while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 if ! mount -t ext4 /dev/vda /results; then
     echo "fstests: the results disk did not mount"
     echo o > /proc/sysrq-trigger
+    sleep 60
 fi
 
 cat > /fstests/local.config <<EOF

@@ -7,7 +7,9 @@
 #   fstests kernel=K fs=F group=G ran=N passed=P failed=F notrun=X secs=S failures=t1,t2,...
 #
 # (`failures=-` when none; `ran` counts the tests that ran, not those that
-# were not run; `secs` is check's wall time inside the guest) and keeps
+# were not run; `secs` is check's wall time inside the guest), then, when
+# --budget stopped check before the end of a list, `fstests-left kernel=K
+# fs=F group=G n=N tests=...` naming the tests it did not reach; keeps
 # fstests' own results directory in results/fstests/K/F/G/ (check.log,
 # result.xml, each test's .out.bad/.full/.dmesg, the guest's dmesg).
 #
@@ -18,9 +20,12 @@
 # Kernels: `debian` (Debian's 6.12 of the reference guest), `vanilla`,
 # `negative`, `noalloc`, ... (our 6.12 builds, build/kbuild/V/bzImage),
 # `7.3-V` (our 7.3 builds, build/kbuild-7.3/V/bzImage), `debian-7.3`
-# (build/linuxref/7.3/vmlinuz), or `LABEL=IMAGE` for any bzImage. Filesystems:
-# `tmpfs`; `cifs` (the packaged cifs.ko) and `cifs-eacache` (cifs.ko of
-# build/cifs-mod/, see qemu::linuxref::ensure_cifs_module) against the
+# (build/linuxref/7.3/vmlinuz), or `LABEL=IMAGE[:MODULES]` for any bzImage
+# (MODULES: a gzip'd newc archive holding /modules/*.ko and /modules/order,
+# as the reference guest's initramfs does). Filesystems:
+# `tmpfs`; `cifs` (the packaged cifs.ko) and `cifs-eacache` (under Debian's
+# 6.12: cifs.ko with linux/patches/6.12/cifs-eacache, built once into
+# build/cifs-mod/ by `linuxref --cifs-module cifs-eacache`) against the
 # project's Samba fixture (TEST and SCRATCH shares) through the latency relay
 # (QEMU user networking guestfwd). A list file holds test names, `#` comments.
 # `--budget SECS` stops check (SIGINT: it writes its summary) after SECS.
@@ -182,6 +187,7 @@ ref_version() { # the Debian package's upstream version, from the stamp
 kernel_image() {
     local k=$1 ref612=$ROOT/build/linuxref/6.12 ref73=$ROOT/build/linuxref/7.3
     case $k in
+        *=*:*) local rest=${k#*=}; echo "${k%%=*} ${rest%%:*} ${rest#*:}" ;;
         *=*) echo "${k%%=*} ${k#*=} -" ;;
         debian|debian-6.12)
             [ -f "$ref612/vmlinuz" ] || die "no build/linuxref/6.12/vmlinuz: run \`make linuxref\` (or target/release/linuxref --build-only)"
@@ -203,6 +209,8 @@ kernel_image() {
 modules_archive() {
     local ref=$1 out=$2
     if [ "$ref" = - ]; then : >"$out"; return; fi
+    [ -f "$ref" ] || die "no modules archive $ref"
+    ref=$(realpath "$ref")
     local d
     d=$(mktemp -d "$W/mods.XXXXXX")
     (cd "$d" && zcat "$ref" | cpio -idm --quiet 'modules' 'modules/*' 2>/dev/null || true)
@@ -301,9 +309,11 @@ run_one() {
         cifs) ;;
         cifs-eacache)
             fstyp=cifs
+            [ "$label" = "$(ref_version "$ROOT/build/linuxref/6.12")" ] \
+                || die "cifs-eacache is a module for Debian's 6.12 (kernel debian), not $label"
             local ko
-            ko=$(find "$ROOT/build/cifs-mod" -name cifs.ko -path '*eacache*' 2>/dev/null | head -1)
-            [ -n "$ko" ] || die "no cifs.ko with the eacache series under build/cifs-mod (make smb-bench or the linuxref_cifs_eacache test builds it)"
+            ko=$("$ROOT/target/release/linuxref" --cifs-module cifs-eacache) \
+                || die "cifs.ko with linux/patches/6.12/cifs-eacache could not be built"
             mkdir -p "$run/extra" && cp "$ko" "$run/extra/cifs.ko"
             cifsko=/extra/cifs.ko ;;
         *) die "unknown filesystem $fs (tmpfs, cifs, cifs-eacache)" ;;
@@ -361,6 +371,13 @@ run_one() {
     local r p f n list
     read -r r p f n list < <(parse_summary "$out/results/check.log" "$console")
     echo "fstests kernel=$label fs=$fs group=$glabel ran=$r passed=$p failed=$f notrun=$n secs=$secs failures=$list"
+    # The listed tests check never reached (the budget ran out first).
+    if [ -n "$LIST$TESTS" ]; then
+        local left
+        left=$({ [ -n "$LIST" ] && sed 's/#.*$//' "$LIST"; echo "$TESTS" | tr ','  '\n'; } | tr -s ' \t' '\n\n' \
+            | grep -v '^$' | while read -r t; do grep -q "^$t " "$console" 2>/dev/null || echo "$t"; done | paste -sd, -)
+        [ -n "$left" ] && echo "fstests-left kernel=$label fs=$fs group=$glabel n=$(echo "$left" | tr ',' '\n' | wc -l) tests=$left"
+    fi
     grep -q '^fstests-end ' "$out/console.txt" \
         || say "kernel=$label fs=$fs: the guest did not finish (wall ${wall} s; results/fstests/$label/$fs/$glabel/console.txt)"
     grep -E '^(fstests-dropped|fstests-cifs|fstests-extra|fstests: )' "$out/console.txt" | sed 's/^/  /' >&2 || true

@@ -86,6 +86,12 @@ struct Args {
     /// DIR/linux-src/) and print the tree's path.
     #[arg(long)]
     fetch_source: bool,
+
+    /// Only build (or find cached, under DIR/cifs-mod/SERIES/) cifs.ko with
+    /// the patch series `linux/patches/6.12/SERIES` and print its path
+    /// (e.g. `cifs-eacache`, for linux/fstests.sh).
+    #[arg(long, value_name = "SERIES")]
+    cifs_module: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -98,6 +104,18 @@ fn main() -> ExitCode {
         return match linuxref::ensure_linux_source(&build_dir) {
             Ok(tree) => {
                 println!("{}", tree.display());
+                ExitCode::SUCCESS
+            }
+            Err(skip) => {
+                eprintln!("linuxref: {skip}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    if let Some(series) = &args.cifs_module {
+        return match linuxref::ensure_cifs_module(&build_dir, series) {
+            Ok(m) => {
+                println!("{}", m.ko.display());
                 ExitCode::SUCCESS
             }
             Err(skip) => {
