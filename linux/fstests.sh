@@ -371,13 +371,22 @@ run_one() {
     local r p f n list
     read -r r p f n list < <(parse_summary "$out/results/check.log" "$console")
     echo "fstests kernel=$label fs=$fs group=$glabel ran=$r passed=$p failed=$f notrun=$n secs=$secs failures=$list"
-    # The listed tests check never reached (the budget ran out first).
-    if [ -n "$LIST$TESTS" ]; then
-        local left
-        left=$({ [ -n "$LIST" ] && sed 's/#.*$//' "$LIST"; echo "$TESTS" | tr ','  '\n'; } | tr -s ' \t' '\n\n' \
-            | grep -v '^$' | while read -r t; do grep -q "^$t " "$console" 2>/dev/null || echo "$t"; done | paste -sd, -)
-        [ -n "$left" ] && echo "fstests-left kernel=$label fs=$fs group=$glabel n=$(echo "$left" | tr ',' '\n' | wc -l) tests=$left"
-    fi
+    # The tests of the list or group check never reached (the budget ran
+    # out first); a group's members from fstests' group.list files.
+    local left
+    left=$({
+        if [ -n "$LIST$TESTS" ]; then
+            [ -n "$LIST" ] && sed 's/#.*$//' "$LIST"
+            echo "$TESTS" | tr ',' '\n'
+        else
+            for d in generic "$fstyp"; do
+                awk -v d="$d" -v g="$GROUP" '!/^#/ { for (i = 2; i <= NF; i++) if ($i == g) print d "/" $1 }' \
+                    "$W/src/fstests/tests/$d/group.list" 2>/dev/null
+            done
+        fi
+    } | tr -s ' \t' '\n\n' | grep -v '^$' \
+        | while read -r t; do grep -q "^$t " "$console" 2>/dev/null || grep -qx "$t\b.*" "${EXCLUDE:-/dev/null}" || echo "$t"; done | paste -sd, -)
+    [ -n "$left" ] && echo "fstests-left kernel=$label fs=$fs group=$glabel n=$(echo "$left" | tr ',' '\n' | wc -l) tests=$left"
     grep -q '^fstests-end ' "$out/console.txt" \
         || say "kernel=$label fs=$fs: the guest did not finish (wall ${wall} s; results/fstests/$label/$fs/$glabel/console.txt)"
     grep -E '^(fstests-dropped|fstests-cifs|fstests-extra|fstests: )' "$out/console.txt" | sed 's/^/  /' >&2 || true
