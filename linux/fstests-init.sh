@@ -98,6 +98,7 @@ else
     ./check "${args[@]}" 2>&1 | tee /results/check.out
 fi
 end=$(date +%s)
+echo
 echo "fstests-secs $((end - start))"
 # Our own cases beside fstests (linux/fstests/extra.sh): user.* EAs and
 # name length limits on the TEST filesystem.

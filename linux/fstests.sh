@@ -16,6 +16,7 @@
 #   linux/fstests.sh [--kernels K,...] [--fs tmpfs,cifs,cifs-eacache]
 #                    [--group G | --list FILE | --tests T,...] [--exclude FILE]
 #                    [--cpus N] [--mem SIZE] [--budget SECS] [--build-only]
+#   linux/fstests.sh --report results/fstests/K/F/G [--list FILE | --group G] [--exclude FILE]
 #
 # Kernels: `debian` (Debian's 6.12 of the reference guest), `vanilla`,
 # `negative`, `noalloc`, ... (our 6.12 builds, build/kbuild/V/bzImage),
@@ -57,7 +58,7 @@ coreutils,findutils,grep,diffutils,file,xz-utils,hostname,iproute2,passwd,login,
 CIFS_OPTS="vers=3.1.1,cache=strict,upcall_target=app,iocharset=utf8,soft,nounix,mapposix,\
 reparse=nfs,nativesocket,symlink=native,rsize=4194304,wsize=4194304,acdirmax=300,acregmax=30"
 
-KERNELS=debian FSS=tmpfs GROUP=quick LIST= TESTS= EXCLUDE= CPUS=2 MEM=4G BUDGET=0 BUILD_ONLY=0
+KERNELS=debian FSS=tmpfs GROUP=quick LIST= TESTS= EXCLUDE= CPUS=2 MEM=4G BUDGET=0 BUILD_ONLY=0 REPORT=
 while [ $# -gt 0 ]; do
     case $1 in
         --kernels) KERNELS=$2; shift ;;
@@ -70,7 +71,8 @@ while [ $# -gt 0 ]; do
         --mem) MEM=$2; shift ;;
         --budget) BUDGET=$2; shift ;;
         --build-only) BUILD_ONLY=1 ;;
-        -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --report) REPORT=$2; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "fstests.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -299,6 +301,42 @@ parse_summary() {
     fi
 }
 
+# report OUT LABEL FS GROUP FSTYP WALL: the fstests line (and fstests-left)
+# of one results directory.
+report() {
+    local out=$1 label=$2 fs=$3 glabel=$4 fstyp=$5 wall=$6
+    local secs
+    secs=$(sed -n 's/.*fstests-secs \([0-9]*\)$/\1/p' "$out/console.txt" | tail -1)
+    [ -n "$secs" ] || secs=$wall
+    local console=$out/check.out
+    [ -s "$console" ] || console=$out/console.txt
+    local r p f n list
+    read -r r p f n list < <(parse_summary "$out/results/check.log" "$console")
+    echo "fstests kernel=$label fs=$fs group=$glabel ran=$r passed=$p failed=$f notrun=$n secs=$secs failures=$list"
+    # The tests of the list or group check never reached or did not finish
+    # (the budget ran out first); a group's members from fstests' group.list.
+    local cut=
+    grep -q '^Interrupted!' "$out/results/check.log" 2>/dev/null \
+        && cut=$(sed -n 's/^Ran: .* \([^ ]*\)$/\1/p' "$out/results/check.log" | tail -1)
+    local left
+    left=$({
+        if [ -n "$LIST$TESTS" ]; then
+            [ -n "$LIST" ] && sed 's/#.*$//' "$LIST"
+            echo "$TESTS" | tr ',' '\n'
+        else
+            for d in generic "$fstyp"; do
+                awk -v d="$d" -v g="$GROUP" '!/^#/ { for (i = 2; i <= NF; i++) if ($i == g) print d "/" $1 }' \
+                    "$W/src/fstests/tests/$d/group.list" 2>/dev/null
+            done
+        fi
+    } | tr -s ' \t' '\n\n' | grep -v '^$' | while read -r t; do
+        if [ "$t" = "$cut" ]; then echo "$t"; continue; fi
+        grep -q "^$t " "$console" 2>/dev/null || grep -qx "$t\b.*" "${EXCLUDE:-/dev/null}" || echo "$t"
+    done | paste -sd, -)
+    [ -n "$left" ] && echo "fstests-left kernel=$label fs=$fs group=$glabel n=$(echo "$left" | tr ',' '\n' | wc -l) tests=$left"
+    return 0
+}
+
 run_one() {
     local spec=$1 fs=$2 label image modref
     read -r label image modref < <(kernel_image "$spec")
@@ -369,35 +407,22 @@ run_one() {
         debugfs -R "dump /$f $out/$f" "$run/results.img" >/dev/null 2>&1 || true
     done
     rm -rf "$run"
-    local secs
-    secs=$(sed -n 's/^fstests-secs \([0-9]*\)$/\1/p' "$out/console.txt" | tail -1)
-    [ -n "$secs" ] || secs=$wall
-    local console=$out/check.out
-    [ -s "$console" ] || console=$out/console.txt
-    local r p f n list
-    read -r r p f n list < <(parse_summary "$out/results/check.log" "$console")
-    echo "fstests kernel=$label fs=$fs group=$glabel ran=$r passed=$p failed=$f notrun=$n secs=$secs failures=$list"
-    # The tests of the list or group check never reached (the budget ran
-    # out first); a group's members from fstests' group.list files.
-    local left
-    left=$({
-        if [ -n "$LIST$TESTS" ]; then
-            [ -n "$LIST" ] && sed 's/#.*$//' "$LIST"
-            echo "$TESTS" | tr ',' '\n'
-        else
-            for d in generic "$fstyp"; do
-                awk -v d="$d" -v g="$GROUP" '!/^#/ { for (i = 2; i <= NF; i++) if ($i == g) print d "/" $1 }' \
-                    "$W/src/fstests/tests/$d/group.list" 2>/dev/null
-            done
-        fi
-    } | tr -s ' \t' '\n\n' | grep -v '^$' \
-        | while read -r t; do grep -q "^$t " "$console" 2>/dev/null || grep -qx "$t\b.*" "${EXCLUDE:-/dev/null}" || echo "$t"; done | paste -sd, -)
-    [ -n "$left" ] && echo "fstests-left kernel=$label fs=$fs group=$glabel n=$(echo "$left" | tr ',' '\n' | wc -l) tests=$left"
+    report "$out" "$label" "$fs" "$glabel" "$fstyp" "$wall"
     grep -q '^fstests-end ' "$out/console.txt" \
         || say "kernel=$label fs=$fs: the guest did not finish (wall ${wall} s; results/fstests/$label/$fs/$glabel/console.txt)"
     grep -E '^(fstests-dropped|fstests-cifs|fstests-extra|fstests: )' "$out/console.txt" | sed 's/^/  /' >&2 || true
 }
 
+if [ -n "$REPORT" ]; then
+    # --report results/fstests/K/F/G: the lines of a finished run again
+    # (with the --list/--group/--exclude it ran with, for fstests-left).
+    d=$(realpath "$REPORT")
+    g=$(basename "$d") f=$(basename "$(dirname "$d")") k=$(basename "$(dirname "$(dirname "$d")")")
+    ft=$f
+    [ "$f" = cifs-eacache ] && ft=cifs
+    report "$d" "$k" "$f" "$g" "$ft" 0
+    exit 0
+fi
 IFS=, read -r -a kernels <<<"$KERNELS"
 IFS=, read -r -a fss <<<"$FSS"
 for k in "${kernels[@]}"; do
