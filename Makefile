@@ -45,7 +45,7 @@ BENCH_ARGS ?=
 DESIGNS ?=
 
 .PHONY: help setup setup-run build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
-        bench smb-bench demo-trace linuxref linux-patched linux-patched-build linux-oracle linux-vfsh linux-walks lint explore bench-static test-kvm test-designs \
+        bench smb-bench demo-trace linuxref linux-patched linux-patched-build linux-oracle linux-vfsh linux-walks linux-fstests test-fstests lint explore bench-static test-kvm test-designs \
         test-generated generated
 
 help:
@@ -67,6 +67,7 @@ help:
 	@echo "make linux-oracle   the dcache stress oracle on tmpfs and ext4 on each patched kernel (and on the broken ones)"
 	@echo "make linux-vfsh     the Linux half of the vfsh scripts under Debian's kernel and each of ours"
 	@echo "make linux-walks    ftrace of one stat per case in Linux (Debian's and our builds) into docs/explore/linux/"
+	@echo "make linux-fstests  fstests in the reference guest (LINUX_FSTESTS_ARGS: kernels, filesystems, group or list)"
 	@echo "make lint       rustfmt check + clippy (host crates and kernel) with -D warnings"
 	@echo "make explore    regenerate docs/explore/index.html (the step-through page) and its screenshot"
 	@echo "make generated  regenerate every file test-generated checks (the explore page, docs/bench's report and plot)"
@@ -131,6 +132,7 @@ test: setup
 	$(MAKE) --no-print-directory test-generated
 	$(MAKE) --no-print-directory test-loom
 	$(MAKE) --no-print-directory test-designs
+	$(MAKE) --no-print-directory test-fstests
 	$(MAKE) --no-print-directory test-boot
 
 # The design sweep, then the SMB section (`smb-bench`).
@@ -227,6 +229,21 @@ linux-vfsh: linux-patched-build
 LINUX_WALKS_ARGS ?= --linux 6.12,7.3
 linux-walks: build-host
 	$(TARGET_DIR)/release/linux-walks $(LINUX_WALKS_ARGS)
+
+# fstests (xfstests) in the reference guest, one line per kernel x
+# filesystem x group (linux/fstests.sh --help; FSTESTS_SRC=DIR|TARBALL names
+# fstests' source). The default: the lookup-path list on tmpfs under
+# Debian's 6.12.
+LINUX_FSTESTS_ARGS ?= --kernels debian --fs tmpfs --list linux/fstests/lookup.list --exclude linux/fstests/long.exclude
+linux-fstests: build-host
+	$(TARGET_DIR)/release/linuxref --build-only
+	bash linux/fstests.sh $(LINUX_FSTESTS_ARGS)
+
+# The fstests smoke of `make test`: three quick tmpfs tests under Debian's
+# 6.12 must run and pass (skipped, saying what to fetch, without fstests).
+test-fstests: build-host
+	$(TARGET_DIR)/release/linuxref --build-only
+	bash linux/fstests-smoke.sh
 
 linux-patched-build: build-host
 	$(TARGET_DIR)/release/linux-patched --linux-release $(LINUX_RELEASE) --build-only

@@ -37,9 +37,14 @@ RUN_PACKAGES=(qemu-system-x86 gcc libc6-dev)
 # linux-perf for `bench rcu-reader --perf` (bench/lab/tests/rcu_reader.rs),
 # make flex bison bc libelf-dev libssl-dev ccache git for our Linux builds
 # (linux/kbuild.sh, linux/check-series.sh: `make linux-patched`, the patch
-# check of `make test`), and sparse for that check's C= build.
+# check of `make test`), and sparse for that check's C= build; mmdebstrap
+# and fstests' build packages (autoconf ... libcap-dev) for the fstests
+# guest (linux/fstests.sh: `make linux-fstests`, the fstests smoke of `make
+# test`).
 TEST_PACKAGES=(samba smbclient attr busybox-static e2fsprogs cpio python3-venv chromium linux-perf
-               make flex bison bc libelf-dev libssl-dev ccache git sparse)
+               make flex bison bc libelf-dev libssl-dev ccache git sparse
+               mmdebstrap autoconf automake libtool libtool-bin xfsprogs xfslibs-dev uuid-dev libattr1-dev libacl1-dev
+               libaio-dev liburing-dev libgdbm-dev libcap-dev)
 RUST_TARGET=x86_64-unknown-none
 # `make lint` (cargo fmt, cargo clippy); rust-toolchain.toml names them too.
 TEST_COMPONENTS=(rustfmt clippy)

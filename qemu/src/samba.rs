@@ -111,6 +111,10 @@ pub struct FixtureOpts {
     pub extra_global: Vec<String>,
     /// Extra `key = value` lines for the share section.
     pub extra_share: Vec<String>,
+    /// Further shares, empty, with the main share's settings, each in
+    /// `DIR/shares/NAME` of the fixture (fstests' SCRATCH share beside its
+    /// TEST share).
+    pub extra_shares: Vec<String>,
     /// How long to wait for smbd to accept connections.
     pub start_timeout: Duration,
     /// Where the fixture's temp dir goes. `None`: `$SAMBA_FIXTURE_DIR`,
@@ -135,6 +139,7 @@ impl Default for FixtureOpts {
             ea_support: true,
             extra_global: Vec::new(),
             extra_share: Vec::new(),
+            extra_shares: Vec::new(),
             start_timeout: Duration::from_secs(15),
             base_dir: None,
         }
@@ -288,6 +293,15 @@ impl Fixture {
 
     fn populate_share(&self, opts: &FixtureOpts) -> io::Result<()> {
         std::fs::create_dir(&self.share_dir)?;
+        for name in &opts.extra_shares {
+            check_entry_name(name)?;
+            if *name == self.share {
+                return Err(io::Error::other(format!(
+                    "extra share `{name}` has the main share's name"
+                )));
+            }
+            std::fs::create_dir_all(self.dir.join("shares").join(name))?;
+        }
         for i in 0..opts.entries {
             std::fs::create_dir(self.share_dir.join(entry_name(i)))?;
         }
@@ -360,13 +374,20 @@ impl Fixture {
         for line in &opts.extra_global {
             let _ = writeln!(c, "    {}", conf_value(line)?);
         }
-        let _ = writeln!(c, "\n[{}]", conf_value(&self.share)?);
-        let _ = writeln!(c, "    path = {}", self.share_dir.display());
-        let _ = writeln!(c, "    read only = no");
-        let ea = if opts.ea_support { "yes" } else { "no" };
-        let _ = writeln!(c, "    ea support = {ea}");
-        for line in &opts.extra_share {
-            let _ = writeln!(c, "    {}", conf_value(line)?);
+        let shares = std::iter::once((self.share.as_str(), self.share_dir.clone())).chain(
+            opts.extra_shares
+                .iter()
+                .map(|n| (n.as_str(), self.dir.join("shares").join(n))),
+        );
+        for (name, path) in shares {
+            let _ = writeln!(c, "\n[{}]", conf_value(name)?);
+            let _ = writeln!(c, "    path = {}", path.display());
+            let _ = writeln!(c, "    read only = no");
+            let ea = if opts.ea_support { "yes" } else { "no" };
+            let _ = writeln!(c, "    ea support = {ea}");
+            for line in &opts.extra_share {
+                let _ = writeln!(c, "    {}", conf_value(line)?);
+            }
         }
         std::fs::write(&self.conf, c)
     }

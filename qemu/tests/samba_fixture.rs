@@ -108,3 +108,40 @@ fn protocol_and_share_options_reach_smbd() {
     let (ok, out) = fx2.smbclient(fx2.port, &[], "ls").unwrap();
     assert!(ok, "{out}");
 }
+
+/// fstests' TEST and SCRATCH shares: an extra share is its own empty
+/// directory, writable through SMB, and a name clash with the main share
+/// is refused.
+#[test]
+fn extra_shares_are_separate_and_writable() {
+    if skip() {
+        return;
+    }
+    let fx = Fixture::start(&FixtureOpts {
+        entries: 0,
+        share: "test".into(),
+        extra_shares: vec!["scratch".into()],
+        ..FixtureOpts::default()
+    })
+    .expect("fixture starts");
+    let scratch = "//127.0.0.1/scratch";
+    let creds = fx.credentials();
+    let (ok, out) =
+        samba::smbclient(fx.port, scratch, &creds, &[], "mkdir made-in-scratch").unwrap();
+    assert!(ok, "{out}");
+    let (ok, out) = samba::smbclient(fx.port, scratch, &creds, &[], "ls").unwrap();
+    assert!(ok, "{out}");
+    assert_eq!(samba::parse_ls_names(&out), ["made-in-scratch"]);
+    let (ok, out) = fx.smbclient(fx.port, &[], "ls").unwrap();
+    assert!(ok, "{out}");
+    assert!(samba::parse_ls_names(&out).is_empty(), "{out}");
+    assert!(fx.dir.join("shares/scratch/made-in-scratch").is_dir());
+    assert!(!fx.share_dir.join("made-in-scratch").exists());
+
+    let clash = Fixture::start(&FixtureOpts {
+        entries: 0,
+        extra_shares: vec!["share".into()],
+        ..FixtureOpts::default()
+    });
+    assert!(clash.is_err());
+}

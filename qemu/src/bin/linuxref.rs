@@ -94,6 +94,12 @@ struct Args {
     /// tree's path.
     #[arg(long)]
     fetch_source: bool,
+
+    /// Only build (or find cached, under DIR/cifs-mod/SERIES/) cifs.ko with
+    /// the patch series `linux/patches/6.12/SERIES` and print its path
+    /// (e.g. `cifs-eacache`, for linux/fstests.sh).
+    #[arg(long, value_name = "SERIES")]
+    cifs_module: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -106,6 +112,18 @@ fn main() -> ExitCode {
         return match linuxref::ensure_linux_source(&build_dir, args.linux_release) {
             Ok(tree) => {
                 println!("{}", tree.display());
+                ExitCode::SUCCESS
+            }
+            Err(skip) => {
+                eprintln!("linuxref: {skip}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    if let Some(series) = &args.cifs_module {
+        return match linuxref::ensure_cifs_module(&build_dir, args.linux_release, series) {
+            Ok(m) => {
+                println!("{}", m.ko.display());
                 ExitCode::SUCCESS
             }
             Err(skip) => {

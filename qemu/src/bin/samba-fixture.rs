@@ -24,6 +24,13 @@ struct Args {
     /// `server max protocol =` (SMB3_11, SMB3_02, SMB2_10, …).
     #[arg(long)]
     max_protocol: Option<String>,
+    /// Share name (`//127.0.0.1/NAME`).
+    #[arg(long, default_value = "share")]
+    share: String,
+    /// A further empty share with the same settings (repeatable), e.g.
+    /// fstests' SCRATCH share beside its TEST share.
+    #[arg(long = "extra-share", value_name = "NAME")]
+    extra_shares: Vec<String>,
     /// Password for root.
     #[arg(long, default_value = "fixture-pw")]
     password: String,
@@ -43,6 +50,8 @@ fn main() {
         server_signing: args.server_signing,
         max_protocol: args.max_protocol,
         password: args.password,
+        share: args.share,
+        extra_shares: args.extra_shares,
         ..FixtureOpts::default()
     }
     .with_wsl_eas(args.wsl_eas);
