@@ -10,12 +10,14 @@
 //! it made is cached behind a stamp.
 
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::modules::{decompressed_modules, find_file, module_load_order};
-use super::{Paths, Release, SkipReason, BUSYBOX_PACKAGE, KERNEL_METAPACKAGE};
+use super::{failed, mkdir, Paths, Release, SkipReason, BUSYBOX_PACKAGE, KERNEL_METAPACKAGE};
+
+/// The suites of the private apt configuration (Debian 13 and its backports).
+pub const PRIVATE_SUITES: &[&str] = &["trixie", "trixie-backports"];
 
 /// Modules the guest loads (with their dependencies): the virtio disk and
 /// network, the cifs client and the NLS table `iocharset=utf8` needs.
@@ -310,7 +312,7 @@ impl AptSource {
     pub fn for_release(top: &Path, release: Release) -> Result<Self, SkipReason> {
         match release.suite() {
             None => Ok(AptSource::machine()),
-            Some(_) => AptSource::private(&top.join("apt-trixie"), super::source::PRIVATE_SUITES),
+            Some(_) => AptSource::private(&top.join("apt-trixie"), PRIVATE_SUITES),
         }
     }
 
@@ -439,17 +441,6 @@ fn tool_path(tool: &str) -> Option<PathBuf> {
 
 fn have_tool(tool: &str) -> bool {
     tool_path(tool).is_some()
-}
-
-pub(super) fn failed(step: &str, e: io::Error) -> SkipReason {
-    SkipReason::BuildFailed {
-        step: step.into(),
-        detail: e.to_string(),
-    }
-}
-
-pub(super) fn mkdir(d: &Path) -> Result<(), SkipReason> {
-    fs::create_dir_all(d).map_err(|e| failed(&format!("creating {}", d.display()), e))
 }
 
 /// Runs a tool to completion; its stderr becomes the failure detail.
@@ -738,7 +729,6 @@ fn build_ext4_image(dir: &Path, out: &Path) -> Result<(), SkipReason> {
 mod tests {
     use super::*;
     use crate::linuxref::modules::{modinfo_depends, modinfo_softdeps, module_name};
-    use crate::linuxref::PRIVATE_SUITES;
 
     #[test]
     fn picks_the_versioned_cloud_kernel() {

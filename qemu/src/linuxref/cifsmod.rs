@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use super::build::{failed, mkdir};
 use super::source::{ensure_linux_source, trixie_deb};
+use super::{failed, mkdir};
 use super::{Release, SkipReason};
 /// Bumped whenever the layout of the build changes.
 const STAMP_VERSION: &str = "cifs-mod 2";

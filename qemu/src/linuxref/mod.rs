@@ -39,7 +39,7 @@ mod walks;
 
 pub use build::{
     default_build_dir, ensure_built, ensure_release, lrtime_source, statneg_source, xattr_source,
-    AptSource,
+    AptSource, PRIVATE_SUITES,
 };
 pub use cifsmod::{ensure_cifs_module, patch_series, patch_series_dir, CifsModule};
 pub use guest::{
@@ -58,7 +58,7 @@ pub use oracle::{
 pub use parse::{parse_wis, PerOp, Sample, WisResult};
 pub use source::{
     ensure_linux_source, tree_release, trixie_apt, trixie_deb, LINUX_SOURCE_PACKAGE,
-    LINUX_SOURCE_VERSION, PRIVATE_SUITES,
+    LINUX_SOURCE_VERSION,
 };
 pub use walks::{
     entry_subtree, function_list, interrupted, keep_lookup_path, parse_function_list, parse_graph,
@@ -262,6 +262,19 @@ impl fmt::Display for Release {
 }
 
 /// Why the Linux reference guest cannot be built here.
+/// A step that failed with an I/O error, as a [`SkipReason`].
+pub(crate) fn failed(step: &str, e: std::io::Error) -> SkipReason {
+    SkipReason::BuildFailed {
+        step: step.into(),
+        detail: e.to_string(),
+    }
+}
+
+/// `mkdir -p`, its failure a [`SkipReason`].
+pub(crate) fn mkdir(d: &std::path::Path) -> Result<(), SkipReason> {
+    std::fs::create_dir_all(d).map_err(|e| failed(&format!("creating {}", d.display()), e))
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SkipReason {
     /// A program is not installed.

@@ -9,8 +9,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::build::{failed, mkdir};
 use super::SkipReason;
+use super::{failed, mkdir};
 
 /// Modules loaded where the kernel has them, left out where it does not:
 /// `ghash_generic` (6.1, 6.12) is gone by 7.3, whose `gcm` carries GHASH

@@ -17,15 +17,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::build::{download, failed, mkdir, AptSource};
-use super::{Release, SkipReason};
+use super::build::{download, AptSource, PRIVATE_SUITES};
+use super::{failed, mkdir, Release, SkipReason};
 
 /// The Debian package holding the 6.12 source tarball.
 pub const LINUX_SOURCE_PACKAGE: &str = "linux-source-6.12";
 /// The release that package carries (the default reference guest's kernel).
 pub const LINUX_SOURCE_VERSION: &str = "6.12.117";
-/// The suites of the private apt configuration.
-pub const PRIVATE_SUITES: &[&str] = &["trixie", "trixie-backports"];
 
 /// The private Debian 13 apt configuration (its lists fetched once).
 pub fn trixie_apt(build_dir: &Path) -> Result<AptSource, SkipReason> {
