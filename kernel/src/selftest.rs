@@ -1,7 +1,9 @@
 //! The in-guest self-tests (`selftest` on the command line): this file holds
 //! the list and the runner; the bodies live beside what they test (the
 //! Asterinas habit), sharing [`TestResult`], [`ensure!`], [`ncpus`] and
-//! [`wait_until`] from here:
+//! [`wait_until`] from here. So the list imports each body and each body
+//! imports these helpers, a circle this layout keeps on purpose (a test
+//! stays beside the code it tests). The bodies:
 //!
 //! - `mm::alloc_test` (frames, heap, slab under concurrent use from every
 //!   CPU), `mm::poison_test` (free-memory poisoning), `mm::stack_test`

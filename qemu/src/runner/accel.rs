@@ -4,6 +4,11 @@
 //!
 //! It touches `/dev/kvm` (opened to see whether it exists), spawns QEMU for
 //! the probe, and writes the verdict file in the cache directory.
+//!
+//! It and `config` import each other: a [`QemuConfig`] carries the [`Accel`]
+//! a run uses and renders it as QEMU's arguments, and the probe here builds
+//! a `QemuConfig` to time its tiny guest. They are one concern (how QEMU is
+//! started) in two files for size.
 
 use std::fmt;
 use std::fs::{self, OpenOptions};

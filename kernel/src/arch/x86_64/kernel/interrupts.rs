@@ -6,6 +6,12 @@
 //! frame is writable, so a handler can resume elsewhere (the fault probes in
 //! `probe`).
 //!
+//! This file, `apic` and `probe` import each other on purpose: the
+//! dispatcher acknowledges the local APIC (`apic::eoi`) and asks `probe` for
+//! a fixup, while `apic` programs the vectors this file owns and `probe`'s
+//! fixups rewrite this file's [`TrapFrame`]. Linux's x86 has the same shape
+//! (the APIC code and the IDT, the exception table and the trap handlers).
+//!
 //! - Exceptions 0..31: a breakpoint (#BP) is counted and resumed; a page
 //!   fault at a registered probe instruction is fixed up; anything else is
 //!   fatal: vector, error code, RIP, CR2, all registers and a frame-pointer

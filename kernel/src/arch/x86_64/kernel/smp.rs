@@ -5,6 +5,9 @@
 //! APs, waits 10 ms, and sends two rounds of STARTUP IPIs (the second only to
 //! APs not yet online). All APs run the trampoline concurrently; each finds
 //! its stack by APIC id and enters [`ap_entry64`].
+//! This file and `start::trampoline` import each other because an AP's path
+//! is a loop: out of here into the trampoline (installed and given its
+//! stacks from here), and back into [`ap_entry64`] in long mode.
 //!
 //! Cross-CPU calls: each CPU has a mailbox holding a pointer to a [`Job`] on
 //! the caller's stack. [`call_on`] fills the mailboxes, sends a wake-up IPI,
