@@ -182,6 +182,24 @@ pub enum Cmd {
     Race(Option<Box<RaceCmd>>),
 }
 
+impl Cmd {
+    /// Commands of the shell itself, not filesystem commands of a
+    /// namespace: counters, help, tracing, races, and a cifs mount (which
+    /// needs the shell's connector, not just the namespace).
+    fn is_shell_only(&self) -> bool {
+        matches!(
+            self,
+            Cmd::Stats
+                | Cmd::StatsReset
+                | Cmd::Help
+                | Cmd::Trace(_)
+                | Cmd::TraceJson
+                | Cmd::Race(_)
+                | Cmd::MountCifs { .. }
+        )
+    }
+}
+
 /// What `race STEP CMD…` arms.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RaceCmd {
@@ -373,17 +391,7 @@ fn parse_race(rest: &str) -> Result<Cmd, ParseError> {
     let text = rest.trim_matches(is_blank).to_string();
     let cmd = match parse(&text)? {
         None => return Err(ParseError::Arity(USAGE)),
-        // Not filesystem commands of this namespace (a cifs mount needs the
-        // shell's connector, not just the namespace).
-        Some(
-            Cmd::Stats
-            | Cmd::StatsReset
-            | Cmd::Help
-            | Cmd::Trace(_)
-            | Cmd::TraceJson
-            | Cmd::Race(_)
-            | Cmd::MountCifs { .. },
-        ) => return Err(ParseError::Arity(USAGE)),
+        Some(c) if c.is_shell_only() => return Err(ParseError::Arity(USAGE)),
         Some(c) => c,
     };
     Ok(Cmd::Race(Some(Box::new(RaceCmd { step, cmd, text }))))
@@ -737,13 +745,7 @@ pub(crate) fn run_fs_on(v: &Vfs, cmd: &Cmd) -> String {
                 ok_with(&std::format!("{hex} {n}"))
             })
         }
-        Cmd::Stats
-        | Cmd::StatsReset
-        | Cmd::Help
-        | Cmd::Trace(_)
-        | Cmd::TraceJson
-        | Cmd::Race(_)
-        | Cmd::MountCifs { .. } => Ok(ok_with("")),
+        cmd if cmd.is_shell_only() => Ok(ok_with("")),
         cmd => xattr_cmds::run(v, cmd).unwrap_or(Err(Errno::EINVAL)),
     };
     r.unwrap_or_else(err_line)
