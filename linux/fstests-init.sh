@@ -21,6 +21,9 @@ ln -sf /proc/self/fd /dev/fd
 ln -sf /proc/self/mounts /etc/mtab
 hostname fstests
 ip link set lo up
+# The essential variant has no /etc/hosts; the lock tests (generic/131's
+# locktest) reach their server as `localhost`.
+printf '127.0.0.1\tlocalhost\n127.0.1.1\tfstests\n::1\tlocalhost ip6-localhost\n' > /etc/hosts
 
 # shellcheck disable=SC1091
 . /fstests-run/env
