@@ -43,6 +43,13 @@ while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 mount -t ext4 /dev/vda /mnt/ext4 || echo "linuxref: ext4 mount failed"
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs tracefs $T || echo "linuxref: no tracefs"
+# Plain int3 kprobes, not jump-optimized ones: the optimizer rewrites
+# the probed functions' first bytes from a worker while the other vCPU
+# runs them, and under QEMU's multi-threaded TCG a 2-vCPU 7.3.4 guest
+# then called address 0 from inside a probed _raw_spin_lock* (RIP 0,
+# "Fatal exception in interrupt"; Debian's kernel and ours alike, about
+# one boot in three). The hit counts are the same either way.
+[ -w /proc/sys/debug/kprobes-optimization ] && echo 0 > /proc/sys/debug/kprobes-optimization
 echo "linuxref: kernel $(uname -r), $(nproc) cpus, fs=$FS threads=$THREADS warmup=$WARMUP secs=$SECS count=$COUNT"
 
 PROBES="d_alloc:d_alloc d_alloc_parallel:d_alloc_parallel __d_alloc:__d_alloc lookup_slow:__lookup_slow
@@ -64,13 +71,6 @@ count_run() {
 }
 count_fs() {
     : > /tmp/missing
-    # Plain int3 kprobes, not jump-optimized ones: the optimizer rewrites
-    # the probed functions' first bytes from a worker while the other vCPU
-    # runs them, and under QEMU's multi-threaded TCG a 2-vCPU 7.3.4 guest
-    # then called address 0 from inside a probed _raw_spin_lock* (RIP 0,
-    # "Fatal exception in interrupt"; Debian's kernel and ours alike, about
-    # one boot in three). The hit counts are the same either way.
-    [ -w /proc/sys/debug/kprobes-optimization ] && echo 0 > /proc/sys/debug/kprobes-optimization
     for p in $PROBES; do
         echo "p:lr/${p%%:*} ${p#*:} caller=+0(\$stack):x64" >> $T/kprobe_events 2>/dev/null || echo "${p#*:}" >> /tmp/missing
     done
