@@ -25,8 +25,9 @@
 # (MODULES: a gzip'd newc archive holding /modules/*.ko and /modules/order,
 # as the reference guest's initramfs does). Filesystems:
 # `tmpfs`; `cifs` (the packaged cifs.ko) and `cifs-eacache` (under Debian's
-# 6.12: cifs.ko with linux/patches/6.12/cifs-eacache, built once into
-# build/cifs-mod/ by `linuxref --cifs-module cifs-eacache`) against the
+# 6.12 or 7.3: cifs.ko with linux/patches/REL/cifs-eacache, built once into
+# build/cifs-mod/ by `linuxref --linux-release REL --cifs-module
+# cifs-eacache`) against the
 # project's Samba fixture (TEST and SCRATCH shares) through the latency relay
 # (QEMU user networking guestfwd). A list file holds test names, `#` comments.
 # `--budget SECS` stops check (SIGINT: it writes its summary) after SECS.
@@ -353,11 +354,20 @@ run_one() {
         cifs) ;;
         cifs-eacache)
             fstyp=cifs
-            [ "$label" = "$(ref_version "$ROOT/build/linuxref/6.12")" ] \
-                || die "cifs-eacache is a module for Debian's 6.12 (kernel debian), not $label"
+            # The module is built against Debian's kernel of its release,
+            # so it loads only under that kernel.
+            local rel=
+            for r in 6.12 7.3; do
+                if [ -f "$ROOT/build/linuxref/$r/stamp" ] \
+                    && [ "$label" = "$(ref_version "$ROOT/build/linuxref/$r")" ]; then
+                    rel=$r
+                fi
+            done
+            [ -n "$rel" ] \
+                || die "cifs-eacache is a module for Debian's kernels (debian, debian-7.3), not $label"
             local ko
-            ko=$("$ROOT/target/release/linuxref" --cifs-module cifs-eacache) \
-                || die "cifs.ko with linux/patches/6.12/cifs-eacache could not be built"
+            ko=$("$ROOT/target/release/linuxref" --linux-release "$rel" --cifs-module cifs-eacache) \
+                || die "cifs.ko with linux/patches/$rel/cifs-eacache could not be built"
             mkdir -p "$run/extra" && cp "$ko" "$run/extra/cifs.ko"
             cifsko=/extra/cifs.ko ;;
         *) die "unknown filesystem $fs (tmpfs, cifs, cifs-eacache)" ;;
