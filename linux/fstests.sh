@@ -17,6 +17,14 @@
 #                    [--group G | --list FILE | --tests T,...] [--exclude FILE]
 #                    [--cpus N] [--mem SIZE] [--budget SECS] [--build-only]
 #   linux/fstests.sh --report results/fstests/K/F/G [--list FILE | --group G] [--exclude FILE]
+#   linux/fstests.sh --compare results/fstests/BASE/F/G results/fstests/K/F/G ...
+#
+# --compare checks the claim a patch's fstests runs must carry: each run's
+# failures are a subset of the base run's (the same release's vanilla), on
+# the tests both finished. One line per run, exit status 1 when a run fails a
+# test the base passed or did not run:
+#
+#   fstests-compare kernel=K base=B fs=F group=G common=N same=S new_failures=t1,...|- base_only_failures=t1,...|-
 #
 # Kernels: `debian` (Debian's 6.12 of the reference guest), `vanilla`,
 # `negative`, `noalloc`, ... (our 6.12 builds, build/kbuild/V/bzImage),
@@ -60,6 +68,7 @@ CIFS_OPTS="vers=3.1.1,cache=strict,upcall_target=app,iocharset=utf8,soft,nounix,
 reparse=nfs,nativesocket,symlink=native,rsize=4194304,wsize=4194304,acdirmax=300,acregmax=30"
 
 KERNELS=debian FSS=tmpfs GROUP=quick LIST= TESTS= EXCLUDE= CPUS=2 MEM=4G BUDGET=0 BUILD_ONLY=0 REPORT=
+COMPARE=()
 while [ $# -gt 0 ]; do
     case $1 in
         --kernels) KERNELS=$2; shift ;;
@@ -73,11 +82,51 @@ while [ $# -gt 0 ]; do
         --budget) BUDGET=$2; shift ;;
         --build-only) BUILD_ONLY=1 ;;
         --report) REPORT=$2; shift ;;
+        --compare) shift; COMPARE=("$@"); set -- ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "fstests.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
-    shift
+    [ $# -gt 0 ] && shift
 done
+
+# test_results DIR: "TEST pass|fail|notrun" for each test the run finished
+# (fstests' per-test lines in check.out, else the console); the test the
+# budget interrupted has no verdict and is left out.
+test_results() {
+    local f=$1/check.out
+    [ -s "$f" ] || f=$1/console.txt
+    [ -f "$f" ] || { echo "fstests.sh: no check.out or console.txt in $1" >&2; return 1; }
+    awk '
+        $1 ~ /^[a-z0-9]+\/[0-9]+$/ {
+            t = $1
+            if ($0 ~ /\[not run\]/) r[t] = "notrun"
+            else if ($0 ~ /\[expunged\]/) next
+            else if ($0 ~ /output mismatch|\[failed|_check_dmesg|_check_.*inconsistent/) r[t] = "fail"
+            else if ($0 ~ /[0-9]+s *$/ && r[t] != "fail") r[t] = "pass"
+        }
+        END { for (t in r) print t, r[t] }' "$f" | LC_ALL=C sort
+}
+
+if [ ${#COMPARE[@]} -gt 0 ]; then
+    [ ${#COMPARE[@]} -ge 2 ] || { echo "fstests.sh: --compare BASE RUN..." >&2; exit 2; }
+    base=${COMPARE[0]%/} status=0
+    bk=$(basename "$(dirname "$(dirname "$base")")")
+    bres=$(test_results "$base") || exit 2
+    for d in "${COMPARE[@]:1}"; do
+        d=${d%/}
+        g=$(basename "$d") f=$(basename "$(dirname "$d")") k=$(basename "$(dirname "$(dirname "$d")")")
+        res=$(test_results "$d") || exit 2
+        line=$(join <(echo "$bres") <(echo "$res") | awk '
+            { n++; if ($2 == $3) same++
+              if ($3 == "fail" && $2 != "fail") nf = nf (nf == "" ? "" : ",") $1
+              if ($2 == "fail" && $3 != "fail") bf = bf (bf == "" ? "" : ",") $1 }
+            END { printf "common=%d same=%d new_failures=%s base_only_failures=%s\n",
+                  n, same, nf == "" ? "-" : nf, bf == "" ? "-" : bf }')
+        echo "fstests-compare kernel=$k base=$bk fs=$f group=$g $line"
+        case $line in *"new_failures=-"*) ;; *) status=1 ;; esac
+    done
+    exit $status
+fi
 
 W=$ROOT/build/fstests
 mkdir -p "$W"
