@@ -293,7 +293,12 @@ start_samba() { # -> SAMBA_PORT, SAMBA_PW
         || die "cifs needs target/release/samba-fixture and latency-relay (cargo build --release -p qemu)"
     SAMBA_FIFO=$out.stdin
     rm -f "$SAMBA_FIFO" && mkfifo "$SAMBA_FIFO"
-    "$bin" --entries 0 --share test --extra-share scratch <"$SAMBA_FIFO" >"$out" 2>&1 &
+    # The shares live on disk under build/fstests/samba/, not in the
+    # fixture's default /dev/shm: fstests writes gigabytes through cifs
+    # (fsstress, large sparse files filled in by the server), and in host
+    # memory two cifs runs side by side drove the host out of memory.
+    mkdir -p "$W/samba"
+    SAMBA_FIXTURE_DIR=$W/samba "$bin" --entries 0 --share test --extra-share scratch <"$SAMBA_FIFO" >"$out" 2>&1 &
     SAMBA_PID=$!
     exec 9>"$SAMBA_FIFO"
     local i=0
