@@ -26,8 +26,8 @@ printf '%s\n' 'generic/001         11s' 'generic/002        [not run] no reflink
     >"$t/bad/tmpfs/quick/check.out"
 cmp=$(bash linux/fstests.sh --compare "$t/base/tmpfs/quick" "$t/good/tmpfs/quick" "$t/bad/tmpfs/quick")
 crc=$?
-want="fstests-compare kernel=good base=base fs=tmpfs group=quick common=4 same=4 new_failures=- base_only_failures=-
-fstests-compare kernel=bad base=base fs=tmpfs group=quick common=4 same=2 new_failures=generic/131 base_only_failures=generic/080"
+want="fstests-compare kernel=good fs=tmpfs group=quick base=base/tmpfs/quick common=4 same=4 new_failures=- base_only_failures=-
+fstests-compare kernel=bad fs=tmpfs group=quick base=base/tmpfs/quick common=4 same=2 new_failures=generic/131 base_only_failures=generic/080"
 if [ $crc != 1 ] || [ "$cmp" != "$want" ]; then
     printf 'fstests smoke FAILED: --compare said (exit %s):\n%s\nnot:\n%s\n' "$crc" "$cmp" "$want" >&2
     exit 1

@@ -20,11 +20,12 @@
 #   linux/fstests.sh --compare results/fstests/BASE/F/G results/fstests/K/F/G ...
 #
 # --compare checks the claim a patch's fstests runs must carry: each run's
-# failures are a subset of the base run's (the same release's vanilla), on
+# failures are a subset of the base run's (the same release's vanilla; for
+# cifs-eacache, the packaged cifs under the same kernel), on
 # the tests both finished. One line per run, exit status 1 when a run fails a
 # test the base passed or did not run:
 #
-#   fstests-compare kernel=K base=B fs=F group=G common=N same=S new_failures=t1,...|- base_only_failures=t1,...|-
+#   fstests-compare kernel=K fs=F group=G base=BK/BF/BG common=N same=S new_failures=t1,...|- base_only_failures=t1,...|-
 #
 # Kernels: `debian` (Debian's 6.12 of the reference guest), `vanilla`,
 # `negative`, `noalloc`, ... (our 6.12 builds, build/kbuild/V/bzImage),
@@ -110,7 +111,9 @@ test_results() {
 if [ ${#COMPARE[@]} -gt 0 ]; then
     [ ${#COMPARE[@]} -ge 2 ] || { echo "fstests.sh: --compare BASE RUN..." >&2; exit 2; }
     base=${COMPARE[0]%/} status=0
-    bk=$(basename "$(dirname "$(dirname "$base")")")
+    # The base as K/F/G: the same kernel's other filesystem (cifs for
+    # cifs-eacache) or the same release's vanilla.
+    bk=$(basename "$(dirname "$(dirname "$base")")")/$(basename "$(dirname "$base")")/$(basename "$base")
     bres=$(test_results "$base") || exit 2
     for d in "${COMPARE[@]:1}"; do
         d=${d%/}
@@ -122,7 +125,7 @@ if [ ${#COMPARE[@]} -gt 0 ]; then
               if ($2 == "fail" && $3 != "fail") bf = bf (bf == "" ? "" : ",") $1 }
             END { printf "common=%d same=%d new_failures=%s base_only_failures=%s\n",
                   n, same, nf == "" ? "-" : nf, bf == "" ? "-" : bf }')
-        echo "fstests-compare kernel=$k base=$bk fs=$f group=$g $line"
+        echo "fstests-compare kernel=$k fs=$f group=$g base=$bk $line"
         case $line in *"new_failures=-"*) ;; *) status=1 ;; esac
     done
     exit $status
