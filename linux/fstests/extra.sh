@@ -38,9 +38,13 @@ setfattr -n user.big -v "$v" "$d/f"
 check value-4000 4000 "$(get "$d/f" user.big | tr -d '\n' | wc -c)"
 mv "$d/f" "$d/g"
 check after-rename "user.big user.two " "$(names "$d/g")"
+# The 255-byte name on a file of its own: beside user.big a server on ext4
+# runs out of the inode's one xattr block (ENOSPC), which is the server's
+# filesystem, not the name.
 ln=$(printf 'user.%0250d' 0)
-setfattr -n "$ln" -v long "$d/g" 2>/dev/null
-check name-255 long "$(get "$d/g" "$ln")"
+touch "$d/h"
+setfattr -n "$ln" -v long "$d/h" 2>/dev/null
+check name-255 long "$(get "$d/h" "$ln")"
 n255=$(printf 'n%0254d' 0)
 touch "$d/$n255" 2>/dev/null
 check create-name-255 yes "$([ -e "$d/$n255" ] && echo yes || echo no)"
