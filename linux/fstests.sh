@@ -90,13 +90,11 @@ while [ $# -gt 0 ]; do
     [ $# -gt 0 ] && shift
 done
 
-# test_results DIR: "TEST pass|fail|notrun" for each test the run finished
-# (fstests' per-test lines in check.out, else the console); the test the
-# budget interrupted has no verdict and is left out.
-test_results() {
-    local f=$1/check.out
-    [ -s "$f" ] || f=$1/console.txt
-    [ -f "$f" ] || { echo "fstests.sh: no check.out or console.txt in $1" >&2; return 1; }
+# test_verdicts FILE: "TEST pass|fail|notrun" for each test a check.out or
+# console finished, sorted; the test the budget interrupted has no verdict
+# and is left out. The one reading of fstests' per-test lines: --compare
+# and the count of a run without check's summary both use it.
+test_verdicts() {
     awk '
         $1 ~ /^[a-z0-9]+\/[0-9]+$/ {
             t = $1
@@ -105,7 +103,16 @@ test_results() {
             else if ($0 ~ /output mismatch|\[failed|_check_dmesg|_check_.*inconsistent/) r[t] = "fail"
             else if ($0 ~ /[0-9]+s *$/ && r[t] != "fail") r[t] = "pass"
         }
-        END { for (t in r) print t, r[t] }' "$f" | LC_ALL=C sort
+        END { for (t in r) print t, r[t] }' "$1" | LC_ALL=C sort
+}
+
+# test_results DIR: test_verdicts of a results directory (check.out, else
+# the console).
+test_results() {
+    local f=$1/check.out
+    [ -s "$f" ] || f=$1/console.txt
+    [ -f "$f" ] || { echo "fstests.sh: no check.out or console.txt in $1" >&2; return 1; }
+    test_verdicts "$f"
 }
 
 if [ ${#COMPARE[@]} -gt 0 ]; then
@@ -337,25 +344,11 @@ parse_summary() {
                 echo "$r $p $f $n $(echo "$list" | tr ',' '\n' | sort | paste -sd, -)"
             done
     else
-        # No summary (the guest stopped early): count the per-test lines.
-        awk '
-            $1 ~ /^[a-z0-9]+\/[0-9]+$/ {
-                t = $1
-                if ($0 ~ /\[not run\]/) notrun[t] = 1
-                else if ($0 ~ /\[expunged\]/) next
-                else if ($0 ~ /output mismatch|\[failed|_check_dmesg|_check_.*inconsistent/) failed[t] = 1
-                else if ($0 ~ /[0-9]+s$/) passed[t] = 1
-            }
-            END {
-                p = 0; f = 0; n = 0; list = ""
-                for (x in notrun) n++
-                for (x in failed) { f++; list = list (list == "" ? "" : ",") x }
-                for (x in passed) if (!(x in failed)) p++
-                if (list == "") list = "-"
-                print p + f, p, f, n, list
-            }' "$console" | while read -r r p f n list; do
-                echo "$r $p $f $n $(echo "$list" | tr ',' '\n' | sort | paste -sd, -)"
-            done
+        # No summary (the guest stopped early): count the per-test verdicts.
+        test_verdicts "$console" | awk '
+            { c[$2]++ }
+            $2 == "fail" { list = list (list == "" ? "" : ",") $1 }
+            END { print c["pass"] + c["fail"], c["pass"] + 0, c["fail"] + 0, c["notrun"] + 0, list == "" ? "-" : list }'
     fi
 }
 
