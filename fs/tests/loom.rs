@@ -670,6 +670,60 @@ fn rculist_reader_vs_push_remove() {
     });
 }
 
+/// A node that a rename moves to another chain (`d_move`: `remove`, then
+/// `push_front` on the new hash's chain) carries a reader standing on it
+/// into that chain, where the reader's next step is whatever
+/// `push_front` stored in the moved node's `next`: here a node the writer
+/// has just created. That step must see the new node as its creator left
+/// it. Its `name` is initialised with a Relaxed store after construction,
+/// the way a dentry's plain fields (`sb`, the lockref's kind) are written
+/// before it is hashed: only the `next` store's Release orders it for a
+/// reader that did not come through a chain head. With `next` stored
+/// Relaxed, loom lets the reader see the name's first value.
+#[test]
+fn rculist_reader_on_a_moved_node_sees_its_new_successor_whole() {
+    model(Some(3), || {
+        const X: usize = 0;
+        const H: usize = 1;
+        let freed = Freed::new(2);
+        let old_chain = Arc::new(RcuList::<Node>::new());
+        let new_chain = Arc::new(RcuList::<Node>::new());
+        let x = node(X, 1, &freed);
+        old_chain.lock().push_front(x.clone());
+        let writer = {
+            let (old_chain, new_chain, freed) =
+                (old_chain.clone(), new_chain.clone(), freed.clone());
+            thread::spawn(move || {
+                assert!(old_chain.lock().remove(&x));
+                let h = node(H, 0, &freed);
+                h.name.store(H as u32 + 1, Ordering::Relaxed);
+                let mut w = new_chain.lock();
+                w.push_front(h);
+                w.push_front(x);
+                drop(w);
+                synchronize_rcu();
+            })
+        };
+        {
+            let g = RcuGuard::new();
+            for n in old_chain.iter(&g) {
+                freed.check(n.id, "walk of a moved node");
+                assert_eq!(
+                    n.name.load(Ordering::Relaxed) as usize,
+                    n.id + 1,
+                    "reader reached node {} before its fields were visible",
+                    n.id
+                );
+            }
+        }
+        writer.join().unwrap();
+        drop(Arc::try_unwrap(old_chain).ok().expect("sole owner"));
+        drop(Arc::try_unwrap(new_chain).ok().expect("sole owner"));
+        synchronize_rcu();
+        assert!(freed.all_freed(), "leak");
+    });
+}
+
 // ---------------------------------------------------------------- noalloc
 
 /// The noalloc protocol's shared state: one directory's child sequence,

@@ -202,8 +202,16 @@ impl<T: RcuNode> RcuListWriter<'_, T> {
             !link.linked.swap(true, Ordering::AcqRel),
             "rculist: node already linked"
         );
+        // Release, like the head store below: a reader standing on this
+        // node (a rename moved it here from another chain) steps to the
+        // successor through this pointer alone, and must see that node's
+        // fields, written by whoever created it (ordered before us by the
+        // chain lock), as the head's readers do. Linux's
+        // `hlist_bl_add_head_rcu` stores `n->next` plainly and leans on the
+        // reader's address dependency (`rcu_dereference`), which Rust's
+        // memory model does not have; `fs/tests/loom.rs` shows the race.
         link.next
-            .store(self.list.head.load(Ordering::Relaxed), Ordering::Relaxed);
+            .store(self.list.head.load(Ordering::Relaxed), Ordering::Release);
         // Release: the node's fields and `next` are visible before it is.
         self.list
             .head
