@@ -38,6 +38,7 @@ use fs::fstype::cifs::CifsFs;
 use fs::tools::shell::Shell;
 use fs::vfs::OpenFlags;
 use qemu::hostile::{self, mitm, Case, Proto, Server};
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -612,3 +613,90 @@ fn plain_smb30x_server_still_mounts() {
         );
     }
 }
+
+// ------------------------------------- MITM encryption strip (issue 49)
+
+use mitm::{Rewrite, Strip};
+
+/// Samba that asks for encryption: of the session (`server smb encrypt =
+/// desired` in `[global]`, which the share inherits: both flags) or of
+/// the share alone (the same line in the share's section).
+fn samba_encrypting(session: bool) -> Option<Fixture> {
+    if let Err(why) = Fixture::available() {
+        qemu::fixtures::skip("hostile", "Samba", why);
+        return None;
+    }
+    let line = vec!["server smb encrypt = desired".to_string()];
+    let opts = FixtureOpts {
+        entries: 2,
+        extra_global: if session { line.clone() } else { Vec::new() },
+        extra_share: if session { Vec::new() } else { line },
+        ..FixtureOpts::default()
+    };
+    Some(Fixture::start(&opts).expect("samba fixture"))
+}
+
+/// A MITM that clears the encryption flag Samba sets — the session's in
+/// the final SESSION_SETUP response, or the share's in the TREE_CONNECT
+/// response — with the signature left (now wrong) or stripped too, gets
+/// no request in clear and the mount fails with EACCES naming the
+/// response, on 3.0.2 and 3.1.1, with and without `sign`. Through the
+/// same proxy, untouched, every such mount succeeds and nothing after
+/// Samba's request for encryption goes in clear.
+#[test]
+fn mitm_encryption_strip_is_refused() {
+    let mut failed = Vec::new();
+    for session in [true, false] {
+        let Some(fx) = samba_encrypting(session) else {
+            return;
+        };
+        let target = format!("127.0.0.1:{}", fx.port).parse().unwrap();
+        let (what, response) = if session {
+            ("session", "SESSION_SETUP")
+        } else {
+            ("share", "TREE_CONNECT")
+        };
+        for vers in [",vers=3.0.2", ",vers=3.1.1"] {
+            for sign in ["", ",sign"] {
+                let opts = format!("{vers}{sign}");
+                let honest = mitm::start_with(target, Rewrite::default()).unwrap();
+                let out = mount_via(&fx, honest.addr.port(), &opts);
+                assert!(
+                    out.last().unwrap().starts_with("ok "),
+                    "{what} {opts} untouched: {out:?}"
+                );
+                assert!(honest.asked.load(SeqCst), "{what} {opts}: Samba asked");
+                assert_eq!(honest.clear_after_ask.load(SeqCst), 0, "{what} {opts}");
+                for strip in [Strip::Flag, Strip::FlagAndSignature] {
+                    let rw = if session {
+                        Rewrite {
+                            session_encrypt: strip,
+                            ..Rewrite::default()
+                        }
+                    } else {
+                        Rewrite {
+                            share_encrypt: strip,
+                            ..Rewrite::default()
+                        }
+                    };
+                    let m = mitm::start_with(target, rw).unwrap();
+                    let out = mount_via(&fx, m.addr.port(), &opts);
+                    let clear = m.clear_commands.lock().unwrap().clone();
+                    println!("strip {what} {strip:?} {opts}: {out:?}, in clear {clear:?}");
+                    let refused = out.last().unwrap() == "err EACCES"
+                        && out.iter().any(|l| {
+                            l.contains("cifs: mount failed: Permission denied")
+                                && l.contains(response)
+                        });
+                    if m.replies_rewritten.load(SeqCst) == 0 || !clear.is_empty() || !refused {
+                        failed.push(format!(
+                            "{what} {strip:?} {opts}: {out:?}, in clear {clear:?}"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+

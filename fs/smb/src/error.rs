@@ -38,6 +38,12 @@ pub enum SmbError {
     /// The server refused a session or share that was not encrypted
     /// (ACCESS_DENIED where encryption was not offered or not on).
     EncryptionRequired,
+    /// A response whose flags decide the session's security (the final
+    /// SESSION_SETUP's SessionFlags, TREE_CONNECT's ShareFlags) came
+    /// unsigned where it must be signed, or with a signature that does
+    /// not verify: a man in the middle may have struck a request for
+    /// encryption. The mount fails (EACCES) with the reason.
+    Unverified(&'static str),
     /// NEGOTIATE found no common dialect (STATUS_NOT_SUPPORTED).
     /// `offered`: bit i set for [`DIALECTS`]`[i]` offered; `server`: what
     /// the server picks from all of them (0 if unknown), for the hint.
@@ -76,6 +82,7 @@ impl fmt::Display for SmbError {
             SmbError::EncryptionRequired => {
                 f.write_str("encryption required by the server (mount with seal)")
             }
+            SmbError::Unverified(s) => write!(f, "{s}: its security flags cannot be trusted"),
             SmbError::NoCommonDialect { offered, server } => {
                 f.write_str("server supports none of the offered dialects (offered ")?;
                 let mut first = true;

@@ -11,7 +11,8 @@
 //! that never ends, EA names Linux cannot show — and a per-reply hook
 //! ([`Server::tamper`]) for anything else a test wants to script. [`mitm`]
 //! is the other attacker: a proxy in front of a real server that rewrites
-//! the client's NEGOTIATE.
+//! the client's NEGOTIATE or strips the encryption flags of the server's
+//! SESSION_SETUP and TREE_CONNECT responses.
 //!
 //! The server speaks over any byte stream: [`serve_tcp`] listens on a
 //! loopback port (host tests), the `hostile-smb` binary serves

@@ -238,14 +238,27 @@ impl Connection {
             dialect::SMB3_0 | dialect::SMB3_0_2 => Signer::smb30(&session_key),
             _ => Signer::smb2(&session_key),
         };
+        // The final response carries what the rest of the session rests
+        // on: the SessionFlags (ENCRYPT_DATA), the SessionId the 3.x
+        // sealer binds into every nonce's AAD, and on 3.1.1 the proof
+        // that the server saw the same preauth hash. A server signs it
+        // for every session that is neither guest nor anonymous
+        // (MS-SMB2 3.3.5.5.3), so on 3.x, where the flags can ask for
+        // encryption, an unsigned one can only have been stripped on the
+        // way; on 2.x (no encryption flags) it is required under `sign`.
         let signed = auth_reply.hdr.flags & flags::SIGNED != 0;
-        // 3.1.1 servers must sign the final response (it proves they saw
-        // the same preauth hash); older dialects may leave it unsigned.
-        if (signed && !signer.verify(&auth_reply.msg))
-            || (!signed && neg.dialect == dialect::SMB3_1_1)
-        {
+        let must_sign = neg.dialect >= dialect::SMB3_0 || self.cfg.signing == Signing::On;
+        if signed && !signer.verify(&auth_reply.msg) {
             self.link = None;
-            return Err(SmbError::BadSignature);
+            return Err(SmbError::Unverified(
+                "the final SESSION_SETUP response's signature is invalid",
+            ));
+        }
+        if !signed && must_sign {
+            self.link = None;
+            return Err(SmbError::Unverified(
+                "the final SESSION_SETUP response is unsigned",
+            ));
         }
         let session_id = auth_reply.hdr.session_id;
         let mut nonce_salt = [0u8; 4];
@@ -266,19 +279,28 @@ impl Connection {
     }
 
     /// TREE_CONNECT to `\\server\share`. Signed when every request is, and
-    /// always on 3.1.1 for an authenticated user (Samba refuses it
-    /// unsigned there); sealed instead when the session encrypts. A share
-    /// that requires encryption (SHAREFLAG_ENCRYPT_DATA) switches it on for
-    /// every later request. Records the tree id on the link.
+    /// on 3.x always for an authenticated user, so that the reply must
+    /// come signed too: its ShareFlags can ask for encryption, and a
+    /// flag a man in the middle could clear unnoticed would let every
+    /// later request go in clear (Samba also refuses an unsigned
+    /// TREE_CONNECT on 3.1.1). Sealed instead when the session encrypts.
+    /// A share that requires encryption (SHAREFLAG_ENCRYPT_DATA) switches
+    /// it on for every later request. Records the tree id on the link.
     pub(super) fn tree_connect(&mut self, neg: &Negotiated, session: &Session) -> SmbResult<()> {
         let unc = self.cfg.unc();
-        let sign =
-            !session.guest && (self.link_mut()?.sign_all || neg.dialect == dialect::SMB3_1_1);
+        let sign = !session.guest && (self.link_mut()?.sign_all || neg.dialect >= dialect::SMB3_0);
         let request = TreeConnectRequest { unc: &unc };
-        let reply = self.exchange1(
+        let reply = match self.exchange1(
             Req::new(cmd::TREE_CONNECT, false, 1, |o| request.emit(o)),
             sign,
-        )?;
+        ) {
+            Err(SmbError::BadSignature) => {
+                return Err(SmbError::Unverified(
+                    "the TREE_CONNECT response is unsigned or its signature is invalid",
+                ))
+            }
+            r => r?,
+        };
         let link = self.link_mut()?;
         if reply.hdr.status == status::ACCESS_DENIED && !link.encrypt && link.sealer.is_none() {
             return Err(SmbError::EncryptionRequired);

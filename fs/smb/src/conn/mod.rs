@@ -24,10 +24,18 @@
 //!
 //! Signing: with [`Signing::On`] every request after SESSION_SETUP is signed
 //! and every reply must carry a valid signature; with [`Signing::Off`] only
-//! what the server demands is signed (the 3.1.1 TREE_CONNECT, or everything
-//! if the server requires signing). A reply with the SIGNED flag is always
-//! verified; a bad signature is [`SmbError::BadSignature`] and drops the
-//! link.
+//! what the server demands is signed (everything if the server requires
+//! signing) and what carries security flags: the TREE_CONNECT on 3.x. A
+//! reply with the SIGNED flag is always verified; a bad signature is
+//! [`SmbError::BadSignature`] and drops the link.
+//!
+//! The flags that ask for encryption are believed only from signed
+//! responses: on 3.x the final SESSION_SETUP response (SessionFlags) and
+//! the TREE_CONNECT response (ShareFlags) of an authenticated session
+//! must come signed with the session's key, else the link is dropped with
+//! [`SmbError::Unverified`] (EACCES at mount) before another request goes
+//! out, so a man in the middle cannot strike SESSION_FLAG_ENCRYPT_DATA or
+//! SHAREFLAG_ENCRYPT_DATA and get requests in clear.
 //!
 //! Encryption (3.x): the client always offers it (the ENCRYPTION capability
 //! on 3.0/3.0.2, the cipher context on 3.1.1, as Linux does). It is switched

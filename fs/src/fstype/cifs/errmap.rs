@@ -132,7 +132,9 @@ impl SmbErrno for SmbError {
             SmbError::Share(status::BAD_NETWORK_NAME) => Errno::ENODEV,
             SmbError::Share(s) => status_errno(*s),
             SmbError::NoCommonDialect { .. } => Errno::EOPNOTSUPP,
-            SmbError::Auth(_) | SmbError::EncryptionRequired => Errno::EACCES,
+            SmbError::Auth(_) | SmbError::EncryptionRequired | SmbError::Unverified(_) => {
+                Errno::EACCES
+            }
             SmbError::EncryptionUnavailable(_) => Errno::EOPNOTSUPP,
             SmbError::Invalid(_) => Errno::EINVAL,
             SmbError::NoMemory(_) => Errno::ENOMEM,
@@ -198,6 +200,7 @@ mod tests {
             (SmbError::DecryptFailed, Errno::EIO),
             (SmbError::EncryptionUnavailable("x"), Errno::EOPNOTSUPP),
             (SmbError::EncryptionRequired, Errno::EACCES),
+            (SmbError::Unverified("x"), Errno::EACCES),
             (
                 SmbError::NoCommonDialect {
                     offered: 1,
