@@ -4,7 +4,8 @@
 //! slot in a fixed table (`MAX_CPUS` of them) and keeps it until it exits;
 //! the slot index is its CPU id, so per-CPU counters stay per-thread.
 //!
-//! RCU (epoch-based reclamation, a close cousin of Linux's QSBR):
+//! RCU (epoch-based reclamation, a close cousin of Linux's QSBR; the epoch
+//! machine itself is [`super::epoch`], where the loom models run it too):
 //! - A global epoch counter `E`. A reader entering its outermost section
 //!   publishes `(E << 1) | 1` in its own slot (a store to a line only it
 //!   writes) and, unless the writer side can fence for it (below), issues a
@@ -82,25 +83,16 @@ use core::cell::{Cell, RefCell};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::Instant;
 
-use super::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use super::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use super::epoch::{due, Epoch, Slot};
 use super::rcu::Retired;
 use crate::platform::{Platform, MAX_CPUS};
 
-#[repr(align(128))]
-struct Slot {
-    in_use: AtomicBool,
-    /// 0: outside any read-side section; else `(epoch << 1) | 1`.
-    state: AtomicU64,
-}
-
 #[allow(clippy::declare_interior_mutable_const)]
-const SLOT: Slot = Slot {
-    in_use: AtomicBool::new(false),
-    state: AtomicU64::new(0),
-};
+const SLOT: Slot = Slot::new();
 static SLOTS: [Slot; MAX_CPUS] = [SLOT; MAX_CPUS];
 static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
-static EPOCH: AtomicU64 = AtomicU64::new(1);
+static EPOCH: Epoch = Epoch::new();
 
 /// Queue length at which a thread that does not run its own callbacks
 /// hands them to the reclaimer.
@@ -150,7 +142,7 @@ impl Local {
 
 impl Drop for Local {
     fn drop(&mut self) {
-        SLOTS[self.slot].state.store(0, Ordering::Release);
+        SLOTS[self.slot].exit();
         self.set_waiting(false);
         let q: Vec<_> = self.queue.get_mut().drain(..).collect();
         if !q.is_empty() {
@@ -183,16 +175,16 @@ impl Local {
     /// first. One at a time: a destructor may queue more (a `dput` of the
     /// parent), which needs the queue.
     fn run_own_due(&self) {
-        let now = EPOCH.load(Ordering::Acquire);
+        let now = EPOCH.now();
         loop {
-            let due = {
+            let ready = {
                 let mut q = self.queue.borrow_mut();
                 match q.front() {
-                    Some(&(r, _)) if r + 2 <= now => q.pop_front().map(|(_, obj)| obj),
+                    Some(&(r, _)) if due(r, now) => q.pop_front().map(|(_, obj)| obj),
                     _ => None,
                 }
             };
-            match due {
+            match ready {
                 Some(obj) => obj.reclaim(),
                 None => break,
             }
@@ -262,21 +254,8 @@ fn heavy_fence() {
 
 /// Try to move the global epoch forward by one. Returns the epoch after.
 fn try_advance() -> u64 {
-    let e = EPOCH.load(Ordering::Relaxed);
-    // Pairs with the reader's fence (or stands in for it).
-    heavy_fence();
     let hw = HIGH_WATER.load(Ordering::Relaxed);
-    for s in &SLOTS[..hw] {
-        let st = s.state.load(Ordering::Relaxed);
-        if st & 1 == 1 && st >> 1 != e {
-            return e;
-        }
-    }
-    fence(Ordering::SeqCst);
-    match EPOCH.compare_exchange(e, e + 1, Ordering::AcqRel, Ordering::Relaxed) {
-        Ok(_) => e + 1,
-        Err(now) => now,
-    }
+    EPOCH.try_advance(&SLOTS[..hw], heavy_fence)
 }
 
 /// Objects handed over by `call_rcu`, oldest batch first, with the epoch
@@ -322,18 +301,18 @@ fn hand_over(batch: impl IntoIterator<Item = (u64, Retired)>) {
 fn take_due() -> Vec<Retired> {
     let now = try_advance();
     let mut p = pending();
-    let mut due = Vec::new();
+    let mut ready = Vec::new();
     let mut keep = Vec::with_capacity(p.len());
     for (r, obj) in p.drain(..) {
-        if r + 2 <= now {
-            due.push(obj);
+        if due(r, now) {
+            ready.push(obj);
         } else {
             keep.push((r, obj));
         }
     }
     *p = keep;
-    IN_FLIGHT.fetch_add(due.len(), Ordering::AcqRel);
-    due
+    IN_FLIGHT.fetch_add(ready.len(), Ordering::AcqRel);
+    ready
 }
 
 /// Run what [`take_due`] took, hand the callbacks the destructors queued
@@ -417,7 +396,7 @@ impl HostPlatform {
 
     /// Current global epoch (tests and diagnostics).
     pub fn epoch() -> u64 {
-        EPOCH.load(Ordering::Relaxed)
+        EPOCH.now()
     }
 }
 
@@ -447,17 +426,8 @@ impl Platform for HostPlatform {
             let n = l.nest.get();
             l.nest.set(n + 1);
             if n == 0 {
-                let e = EPOCH.load(Ordering::Relaxed);
-                SLOTS[l.slot].state.store((e << 1) | 1, Ordering::Relaxed);
-                // Pairs with the fences in try_advance: either the advancer
-                // sees us, or we see every unlink that preceded its advance.
-                // Fence-free, the advancer's membarrier is our fence; the
-                // compiler must still keep our loads after the store.
-                if FENCE_FREE.load(Ordering::Relaxed) {
-                    compiler_fence(Ordering::SeqCst);
-                } else {
-                    fence(Ordering::SeqCst);
-                }
+                // Fence-free, the advancer's membarrier is our fence.
+                EPOCH.enter(&SLOTS[l.slot], FENCE_FREE.load(Ordering::Relaxed));
             }
         })
     }
@@ -469,13 +439,13 @@ impl Platform for HostPlatform {
             debug_assert!(n > 0, "rcu_read_unlock without rcu_read_lock");
             l.nest.set(n - 1);
             if n == 1 {
-                SLOTS[l.slot].state.store(0, Ordering::Release);
+                SLOTS[l.slot].exit();
             }
         })
     }
 
     fn call_rcu(&self, obj: Retired) {
-        let r = EPOCH.load(Ordering::Acquire);
+        let r = EPOCH.snap();
         let mut obj = Some(obj);
         let full = LOCAL
             .try_with(|l| {
@@ -504,7 +474,7 @@ impl Platform for HostPlatform {
         let nested = LOCAL.with(|l| l.nest.get());
         assert_eq!(nested, 0, "synchronize_rcu inside an RCU read-side section");
         flush_local();
-        let target = EPOCH.load(Ordering::Acquire) + 2;
+        let target = EPOCH.snap() + 2;
         while try_advance() < target {
             std::thread::yield_now();
         }

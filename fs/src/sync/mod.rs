@@ -17,8 +17,12 @@
 //! - [`spinwait`]: how every waiter spins, and why after a long wait a
 //!   host thread gives its CPU away (the paravirt spinlock's idea).
 //! - [`rcu`]: read-side guards, RCU-protected pointers, retired objects.
+//! - [`qsbr`]: the grace-period machine of the kernel's QSBR RCU (counters,
+//!   quiescent-state reports, completion), shared with the loom models.
 //! - [`rculist`]: hash chains that readers walk without locks while writers
 //!   hold a per-bucket lock.
+//! - [`epoch`]: the epoch machine of host mode's RCU (reader slots,
+//!   advances), shared with the loom models.
 //! - [`host`] (feature `std`): the host [`crate::platform::Platform`]: thread
 //!   slots as CPUs and an epoch-based RCU.
 //! - [`budget`] (feature `std`): host mode's memory budget, a counting
@@ -44,6 +48,7 @@ macro_rules! const_unless_loom {
 pub mod atomic;
 #[cfg(all(feature = "std", not(loom)))]
 pub mod budget;
+pub mod epoch;
 #[cfg(all(feature = "std", not(loom)))]
 pub mod host;
 pub mod ilist;
@@ -52,6 +57,7 @@ pub mod lockword;
 #[cfg(loom)]
 pub mod model;
 pub mod pvqspinlock;
+pub mod qsbr;
 pub mod qspinlock;
 pub mod rawlock;
 pub mod rcu;

@@ -1,21 +1,24 @@
 //! QSBR RCU and the kernel's implementation of `fs::platform::Platform`.
 //!
-//! Mental model: a grace period (GP) is numbered; starting one bumps
-//! [`GP_STARTED`]. A CPU reports a quiescent state (QS) by copying the
-//! current `GP_STARTED` into its `qs_seen`, which it may only do while it is
+//! Mental model: a grace period (GP) is numbered; starting one bumps the
+//! `started` counter. A CPU reports a quiescent state (QS) by copying the
+//! current `started` into its `qs_seen`, which it may only do while it is
 //! outside any read-side section (nesting counter zero): from the LAPIC tick
 //! when the interrupted code holds no RCU read lock, and at explicit points
 //! (`rcu_quiescent_state`, `synchronize_rcu`, the idle loop). GP `g` is
 //! complete once every online CPU has `qs_seen >= g`: each of them passed a
 //! moment with no reader after `g` started, so no reader that could have
-//! seen an object unpublished before `g` started is still running.
+//! seen an object unpublished before `g` started is still running. That
+//! machine (counters, reports, `advance`, and the orderings they rely on)
+//! is [`fs::sync::qsbr`], where the loom models run it too; this module
+//! adds the per-CPU callback queues, the tick and the platform.
 //!
 //! Readers only touch their own CPU's nesting counter (plain loads and stores
 //! of a per-CPU atomic, ordered against the critical section by compiler
 //! fences: the tick that reads it interrupts the same CPU).
 //!
 //! `call_rcu` queues the object on the calling CPU's callback queue tagged
-//! with the GP it needs (`GP_STARTED + 1`). That GP is started at once if
+//! with the GP it needs (`started + 1`). That GP is started at once if
 //! none is in flight, else by whoever next completes the current one
 //! (`advance`, which looks at every CPU's `requested`): callbacks batch up
 //! behind one grace period and `call_rcu` makes no store to shared memory
@@ -70,17 +73,17 @@
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
-use core::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use fs::platform::Platform;
+use fs::sync::qsbr::{CpuGp, GracePeriods};
 use fs::sync::rcu::Retired;
 
 use crate::percpu::{per_cpu, PerCpu};
 
-/// Grace periods started so far (GP numbers are 1, 2, ...).
-static GP_STARTED: AtomicU64 = AtomicU64::new(0);
-/// Highest grace period known complete.
-static GP_DONE: AtomicU64 = AtomicU64::new(0);
+/// The grace-period counters (`fs::sync::qsbr`, where the loom models run
+/// them too).
+static GP: GracePeriods = GracePeriods::new();
 
 /// Queue length at which `call_rcu` itself tries to run due callbacks.
 const POLL_BATCH: usize = 64;
@@ -205,12 +208,8 @@ impl Queue {
 }
 
 struct RcuCpu {
-    /// Read-side nesting depth (written only by the owning CPU).
-    nesting: AtomicU32,
-    /// `GP_STARTED` as seen at this CPU's latest quiescent state.
-    qs_seen: AtomicU64,
-    /// Does this CPU take part in grace periods?
-    online: AtomicBool,
+    /// Nesting, quiescent states, requested grace periods.
+    gp: CpuGp,
     /// Callbacks waiting for their grace period, in segments.
     callbacks: spin::Mutex<Queue>,
     /// Callbacks run on this CPU, counted as each batch starts: whoever
@@ -220,8 +219,6 @@ struct RcuCpu {
     /// emulating KVM) `rcu_async_callbacks` fell into it ("cpu 1 did not
     /// run its own callbacks").
     reclaimed: AtomicU64,
-    /// Highest grace period this CPU's callbacks wait for.
-    requested: AtomicU64,
     /// This CPU is inside `run_callbacks` (a callback that calls
     /// `call_rcu`, e.g. a dentry dropping its inode, must not recurse into
     /// another round: the outer loop keeps draining).
@@ -229,65 +226,43 @@ struct RcuCpu {
 }
 
 static CPUS: PerCpu<RcuCpu> = per_cpu!(RcuCpu {
-    nesting: AtomicU32::new(0),
-    qs_seen: AtomicU64::new(0),
-    online: AtomicBool::new(false),
+    gp: CpuGp::new(),
     callbacks: spin::Mutex::new(Queue {
         segs: VecDeque::new(),
         spares: Vec::new(),
         len: 0,
     }),
     reclaimed: AtomicU64::new(0),
-    requested: AtomicU64::new(0),
     in_callbacks: AtomicBool::new(false),
 });
 
 /// Let the calling CPU take part in grace periods (during its bring-up).
 pub fn cpu_online() {
-    let me = CPUS.get();
-    me.qs_seen
-        .store(GP_STARTED.load(Ordering::SeqCst), Ordering::SeqCst);
-    me.online.store(true, Ordering::SeqCst);
+    GP.online(&CPUS.get().gp);
 }
 
 /// Enter a read-side section.
 #[inline]
 pub fn read_lock() {
-    let n = &CPUS.get().nesting;
-    n.store(n.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-    compiler_fence(Ordering::SeqCst);
+    CPUS.get().gp.read_lock();
 }
 
 /// Leave a read-side section.
 #[inline]
 pub fn read_unlock() {
-    compiler_fence(Ordering::SeqCst);
-    let n = &CPUS.get().nesting;
-    let v = n.load(Ordering::Relaxed);
-    debug_assert!(v > 0, "rcu_read_unlock without rcu_read_lock");
-    n.store(v.saturating_sub(1), Ordering::Relaxed);
+    CPUS.get().gp.read_unlock();
 }
 
 /// Read-side nesting depth of the calling CPU.
 pub fn nesting() -> u32 {
-    CPUS.get().nesting.load(Ordering::Relaxed)
+    CPUS.get().gp.nesting()
 }
 
 /// Report a quiescent state if the calling CPU is outside any read-side
 /// section. Cheap: no store when nothing changed.
 #[inline]
 fn report_qs() {
-    let me = CPUS.get();
-    if me.nesting.load(Ordering::Relaxed) != 0 {
-        return;
-    }
-    // Everything the CPU did before (its finished read sections) is ordered
-    // before the report.
-    fence(Ordering::SeqCst);
-    let g = GP_STARTED.load(Ordering::SeqCst);
-    if me.qs_seen.load(Ordering::Relaxed) != g {
-        me.qs_seen.store(g, Ordering::Release);
-    }
+    GP.report_qs(&CPUS.get().gp);
 }
 
 /// Tick hook (interrupt context): quiescent state if no reader is active.
@@ -300,28 +275,7 @@ pub fn on_tick() {
 /// grace period.
 fn advance() -> u64 {
     let n = crate::smp::cpu_count();
-    let started = GP_STARTED.load(Ordering::SeqCst);
-    let mut done = GP_DONE.load(Ordering::Acquire);
-    if done < started {
-        let min = CPUS
-            .iter(n)
-            .filter(|c| c.online.load(Ordering::Acquire))
-            .map(|c| c.qs_seen.load(Ordering::Acquire))
-            .fold(started, u64::min);
-        GP_DONE.fetch_max(min, Ordering::AcqRel);
-        done = GP_DONE.load(Ordering::Acquire);
-    }
-    if done >= started
-        && CPUS
-            .iter(n)
-            .any(|c| c.requested.load(Ordering::Acquire) > started)
-    {
-        // Callbacks queued during the previous grace period need one that
-        // starts after them: this one.
-        let _ =
-            GP_STARTED.compare_exchange(started, started + 1, Ordering::SeqCst, Ordering::Relaxed);
-    }
-    done
+    GP.advance(|| CPUS.iter(n).map(|c| &c.gp))
 }
 
 /// Run the calling CPU's callbacks whose grace period is complete.
@@ -386,10 +340,7 @@ pub fn quiescent_state() {
 /// Queue `obj` to be reclaimed after a grace period.
 pub fn call_rcu(obj: Retired) {
     let me = CPUS.get();
-    // The object was unpublished before this load, so any grace period
-    // numbered above `started` begins after the unpublish.
-    let started = GP_STARTED.load(Ordering::SeqCst);
-    let target = started + 1;
+    let target = GP.snap();
     let (len, refused) = crate::arch::interrupts::without(|| {
         let mut q = me.callbacks.lock();
         let refused = q.push(target, obj).err();
@@ -399,16 +350,10 @@ pub fn call_rcu(obj: Retired) {
         leak(obj);
         return;
     }
-    if me.requested.load(Ordering::Relaxed) < target {
-        me.requested.store(target, Ordering::Release);
-    }
-    // Start grace period `target` now if none is in flight; otherwise
-    // `advance` starts it when the current one completes. Either way only
-    // one CPU per grace period writes GP_STARTED (no shared store per call).
-    if GP_DONE.load(Ordering::Acquire) >= started {
-        let _ = GP_STARTED.compare_exchange(started, target, Ordering::SeqCst, Ordering::Relaxed);
-    }
-    if len >= POLL_BATCH && me.nesting.load(Ordering::Relaxed) == 0 {
+    // Only one CPU per grace period writes the counters (no shared store
+    // per call).
+    GP.request(&me.gp, target);
+    if len >= POLL_BATCH && me.gp.nesting() == 0 {
         quiescent_state();
     }
 }
@@ -471,7 +416,7 @@ pub fn synchronize_rcu() {
         0,
         "synchronize_rcu inside an RCU read-side section"
     );
-    let target = GP_STARTED.fetch_add(1, Ordering::SeqCst) + 1;
+    let target = GP.start();
     loop {
         report_qs();
         if advance() >= target {
@@ -484,10 +429,7 @@ pub fn synchronize_rcu() {
 
 /// (grace periods started, grace periods complete).
 pub fn gp_state() -> (u64, u64) {
-    (
-        GP_STARTED.load(Ordering::SeqCst),
-        GP_DONE.load(Ordering::SeqCst),
-    )
+    GP.state()
 }
 
 /// Callbacks still queued on `cpu`.
