@@ -700,3 +700,73 @@ fn mitm_encryption_strip_is_refused() {
     assert!(failed.is_empty(), "{failed:#?}");
 }
 
+// ------------------------------------------- null sessions (issue 49)
+
+/// `sec=none` with `sign` or `seal`, in either order or through
+/// `sec=ntlmsspi`, is refused at mount with EINVAL and the reason, before
+/// any connection: the server never sees one.
+#[test]
+fn sec_none_with_sign_or_seal_is_refused_before_connecting() {
+    let l = server_on(Case::Honest, Proto::SMB30_SIGNED);
+    for opts in [
+        "sec=none,sign",
+        "sec=none,seal",
+        "seal,sec=none",
+        "sec=ntlmsspi,sec=none",
+    ] {
+        let mut sh = Shell::new("");
+        sh.exec("mkdir /mnt");
+        let line = format!("mount cifs //127.0.0.1:{}/share /mnt {opts}", l.addr.port());
+        let out = sh.exec(&line);
+        assert_eq!(out.last().unwrap(), "err EINVAL", "{opts}: {out:?}");
+        assert!(
+            out.iter()
+                .any(|l| l.contains("sec=none cannot be combined with sign or seal")),
+            "{opts}: {out:?}"
+        );
+    }
+    assert_eq!(l.server.connections.load(SeqCst), 0);
+    // The protocol layer refuses the same before connecting.
+    let mut cfg = smb::Config::new("127.0.0.1", "share", "", "");
+    cfg.allow_guest = true;
+    cfg.seal = true;
+    let mut c = smb::Connection::tcp(cfg, l.addr);
+    assert!(matches!(c.connect(), Err(smb::SmbError::Invalid(_))));
+    assert_eq!(l.server.connections.load(SeqCst), 0);
+}
+
+/// Null credentials make a guest session with no key, whatever the
+/// server's flags say. The server here never sets IS_NULL or IS_GUEST and
+/// signs with the key of an NTLMv2 response over the empty password — the
+/// key anyone on the path could compute; the client must not take it for
+/// an authenticated, signed session: it authenticates anonymously, so no
+/// key exists on either side, and the mount works unsigned, as a guest.
+#[test]
+fn null_credentials_make_a_keyless_guest_session() {
+    for proto in [Proto::SMB30_SIGNED, Proto::SMB311_SIGNED] {
+        let l = server_on(Case::Honest, proto);
+        let (mut sh, out) = {
+            let mut sh = Shell::new("");
+            sh.exec("mkdir /mnt");
+            let line = format!(
+                "mount cifs //127.0.0.1:{}/share /mnt sec=none",
+                l.addr.port()
+            );
+            let out = sh.exec(&line);
+            (sh, out)
+        };
+        assert_eq!(out.last().unwrap(), "ok", "{proto:?}: {out:?}");
+        assert_eq!(last(&mut sh, "ls /mnt"), "ok d0 d1 hello.txt", "{proto:?}");
+        let mut cfg = smb::Config::new("127.0.0.1", "share", "", "");
+        cfg.allow_guest = true;
+        let mut c = smb::Connection::tcp(cfg, l.addr);
+        c.connect().expect("null session");
+        assert_eq!(
+            c.signing_alg(),
+            None,
+            "{proto:?}: a null session has no key"
+        );
+        assert!(!c.signs_all(), "{proto:?}");
+        assert_eq!(c.cipher(), None, "{proto:?}");
+    }
+}

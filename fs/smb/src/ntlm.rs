@@ -24,6 +24,7 @@ pub mod flags {
     pub const REQUEST_TARGET: u32 = 0x0000_0004;
     pub const SIGN: u32 = 0x0000_0010;
     pub const NTLM: u32 = 0x0000_0200;
+    pub const ANONYMOUS: u32 = 0x0000_0800;
     pub const ALWAYS_SIGN: u32 = 0x0000_8000;
     pub const EXTENDED_SESSIONSECURITY: u32 = 0x0008_0000;
     pub const TARGET_INFO: u32 = 0x0080_0000;
@@ -155,6 +156,14 @@ pub struct Credentials {
     pub password: alloc::string::String,
     pub domain: alloc::string::String,
     pub workstation: alloc::string::String,
+}
+
+impl Credentials {
+    /// No user name and no password: a null session (`sec=none`), which
+    /// authenticates anonymously and has no key (MS-NLMP 3.1.5.1.2).
+    pub fn is_anonymous(&self) -> bool {
+        self.user.is_empty() && self.password.is_empty()
+    }
 }
 
 /// The NT hash: MD4 of the UTF-16LE password.
@@ -347,15 +356,51 @@ pub fn authenticate_message(
     let domain = enc(&creds.domain);
     let user = enc(&creds.user);
     let ws = enc(&creds.workstation);
+    let fl = (CLIENT_FLAGS & ch.flags) | if unicode { flags::UNICODE } else { 0 };
+    // The last payload is the (empty) EncryptedRandomSessionKey.
+    let v = build_authenticate(
+        [&r.lm_response, &r.nt_response, &domain, &user, &ws, &[]],
+        fl & !flags::KEY_EXCH,
+    );
+    (v, r.session_key)
+}
+
+/// The anonymous AUTHENTICATE message answering `ch` (MS-NLMP 3.1.5.1.2
+/// and 3.3.2, user name and password both empty): NTLMSSP_NEGOTIATE_ANONYMOUS
+/// set, an empty NtChallengeResponse, a one-byte zero
+/// LmChallengeResponse, no domain or user name, no session key. Nothing
+/// in it depends on a secret, so a session set up with it has no key to
+/// sign or seal with — none is derived, whatever the server's flags say.
+pub fn anonymous_authenticate_message(ch: &Challenge<'_>, workstation: &str) -> Vec<u8> {
+    let unicode = ch.flags & flags::UNICODE != 0;
+    let ws = if unicode {
+        utf16le(workstation)
+    } else {
+        workstation.as_bytes().to_vec()
+    };
+    let lm = [0u8; 1];
+    build_authenticate(
+        [&lm, &[], &[], &[], &ws, &[]],
+        (CLIENT_FLAGS & ch.flags & !flags::KEY_EXCH)
+            | flags::ANONYMOUS
+            | if unicode { flags::UNICODE } else { 0 },
+    )
+}
+
+/// An AUTHENTICATE message (without Version and MIC) from its six
+/// payloads, in the order of their *Fields from LmChallengeResponseFields
+/// on, and its NegotiateFlags.
+fn build_authenticate(fields: [&[u8]; 6], negotiate_flags: u32) -> Vec<u8> {
     use field::authenticate_message as a;
     use field::fields as t;
-    // In the order of their *Fields, from LmChallengeResponseFields on;
-    // the last is the (empty) EncryptedRandomSessionKey.
-    let fields: [&[u8]; 6] = [&r.lm_response, &r.nt_response, &domain, &user, &ws, &[]];
     let mut v = Vec::with_capacity(a::PAYLOAD + fields.iter().map(|f| f.len()).sum::<usize>());
     let b = put_fixed(&mut v, a::PAYLOAD);
     b[field::SIGNATURE].copy_from_slice(SIGNATURE);
     set_u32(b, field::MESSAGE_TYPE, message_type::AUTHENTICATE);
+    debug_assert_eq!(
+        a::LM_CHALLENGE_RESPONSE_FIELDS + fields.len() * t::SIZE,
+        a::NEGOTIATE_FLAGS
+    );
     let mut off = a::PAYLOAD;
     for (i, f) in fields.iter().enumerate() {
         let at = a::LM_CHALLENGE_RESPONSE_FIELDS + i * t::SIZE;
@@ -364,16 +409,11 @@ pub fn authenticate_message(
         set_u32(b, at + t::BUFFER_OFFSET, off as u32);
         off += f.len();
     }
-    debug_assert_eq!(
-        a::LM_CHALLENGE_RESPONSE_FIELDS + fields.len() * t::SIZE,
-        a::NEGOTIATE_FLAGS
-    );
-    let fl = (CLIENT_FLAGS & ch.flags) | if unicode { flags::UNICODE } else { 0 };
-    set_u32(b, a::NEGOTIATE_FLAGS, fl & !flags::KEY_EXCH);
+    set_u32(b, a::NEGOTIATE_FLAGS, negotiate_flags);
     for f in fields {
         v.extend_from_slice(f);
     }
-    (v, r.session_key)
+    v
 }
 
 #[cfg(test)]
@@ -459,5 +499,47 @@ mod tests {
         for n in 0..ok.len() {
             let _ = Challenge::parse(&ok[..n]);
         }
+    }
+
+    /// Null credentials answer with MS-NLMP's anonymous AUTHENTICATE:
+    /// ANONYMOUS set, NtChallengeResponse empty, LmChallengeResponse one
+    /// zero byte, no domain or user; nothing derived from a password.
+    #[test]
+    fn anonymous_authenticate_carries_no_response() {
+        let mut m = Vec::new();
+        m.extend_from_slice(SIGNATURE);
+        put_u32(&mut m, 2);
+        m.extend_from_slice(&[0, 0, 0, 0, 48, 0, 0, 0]);
+        put_u32(&mut m, CLIENT_FLAGS | flags::KEY_EXCH);
+        m.extend_from_slice(&[9; 8]);
+        m.extend_from_slice(&[0; 8]);
+        m.extend_from_slice(&[4, 0, 4, 0, 48, 0, 0, 0]);
+        m.extend_from_slice(&[0, 0, 0, 0]);
+        let ch = Challenge::parse(&m).unwrap();
+        let creds = Credentials {
+            user: "".into(),
+            password: "".into(),
+            domain: "".into(),
+            workstation: "WS".into(),
+        };
+        assert!(creds.is_anonymous());
+        let a = anonymous_authenticate_message(&ch, &creds.workstation);
+        let field = |at: usize| payload_field(&a, at).unwrap().to_vec();
+        use field::authenticate_message as f;
+        assert_eq!(field(f::LM_CHALLENGE_RESPONSE_FIELDS), [0u8]);
+        assert!(field(f::NT_CHALLENGE_RESPONSE_FIELDS).is_empty());
+        assert!(field(f::DOMAIN_NAME_FIELDS).is_empty());
+        assert!(field(f::USER_NAME_FIELDS).is_empty());
+        assert_eq!(field(f::WORKSTATION_FIELDS), utf16le("WS"));
+        assert!(field(f::ENCRYPTED_RANDOM_SESSION_KEY_FIELDS).is_empty());
+        let fl = u32_at(&a, f::NEGOTIATE_FLAGS).unwrap();
+        assert_ne!(fl & flags::ANONYMOUS, 0);
+        assert_eq!(fl & flags::KEY_EXCH, 0);
+        // A user with an empty password is not anonymous.
+        let named = Credentials {
+            user: "u".into(),
+            ..creds
+        };
+        assert!(!named.is_anonymous());
     }
 }

@@ -34,7 +34,9 @@ fn field(m: &[u8], at: usize) -> Option<&[u8]> {
 /// The session key of the NTLMv2 AUTHENTICATE message inside `request`
 /// (a SESSION_SETUP request, raw or SPNEGO-wrapped) for `password`: the
 /// SessionBaseKey (no key exchange), or `None` if there is no such
-/// message.
+/// message or it has no NTLMv2 response (an anonymous one). An empty user
+/// name is the null user, whose password is empty: the key of an NTLMv2
+/// response over it is what anyone on the path can compute.
 pub fn session_key(request: &[u8], password: &str) -> Option<[u8; 16]> {
     let at = request.windows(8).position(|w| w == b"NTLMSSP\0")?;
     let m = &request[at..];
@@ -49,6 +51,7 @@ pub fn session_key(request: &[u8], password: &str) -> Option<[u8; 16]> {
         .map(|c| u16::from_le_bytes([c[0], c[1]]))
         .collect();
     let user = String::from_utf16_lossy(&user).to_uppercase();
+    let password = if user.is_empty() { "" } else { password };
     let nt_hash: [u8; 16] = Md4::digest(utf16(password)).into();
     let ntowfv2 = hmac_md5(&nt_hash, &[&utf16(&user), domain]);
     Some(hmac_md5(&ntowfv2, &[nt.get(..16)?]))

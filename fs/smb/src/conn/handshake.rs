@@ -192,14 +192,23 @@ impl Connection {
             Challenge::parse(SessionSetupResponse::parse(m)?.token)
         })?;
 
-        let mut client_challenge = [0u8; 8];
-        self.clock.fill_random(&mut client_challenge);
-        let (auth_token, session_key) = ntlm::authenticate_message(
-            &self.cfg.creds,
-            &challenge,
-            &client_challenge,
-            self.clock.filetime(),
-        );
+        // Null credentials authenticate anonymously: no response over an
+        // empty password that anyone could recompute, hence no key.
+        let anonymous = self.cfg.creds.is_anonymous();
+        let (auth_token, session_key) = if anonymous {
+            let ws = &self.cfg.creds.workstation;
+            (ntlm::anonymous_authenticate_message(&challenge, ws), None)
+        } else {
+            let mut client_challenge = [0u8; 8];
+            self.clock.fill_random(&mut client_challenge);
+            let (token, key) = ntlm::authenticate_message(
+                &self.cfg.creds,
+                &challenge,
+                &client_challenge,
+                self.clock.filetime(),
+            );
+            (token, Some(key))
+        };
         let auth_setup = SessionSetupRequest {
             token: &auth_token,
             ..negotiate_setup
@@ -219,20 +228,32 @@ impl Connection {
             return Err(SmbError::Protocol("session setup did not complete"));
         }
         let response = self.body(&auth_reply, SessionSetupResponse::parse)?;
-        let guest = response.session_flags & (SESSION_FLAG_IS_GUEST | SESSION_FLAG_IS_NULL) != 0;
-        if guest && !self.cfg.allow_guest {
+        let server_guest =
+            response.session_flags & (SESSION_FLAG_IS_GUEST | SESSION_FLAG_IS_NULL) != 0;
+        if server_guest && !self.cfg.allow_guest {
             return Err(SmbError::Auth("server mapped the login to guest"));
         }
         let server_wants_seal = response.session_flags & SESSION_FLAG_ENCRYPT_DATA != 0;
-        if guest {
-            if self.cfg.seal || server_wants_seal {
-                return Err(SmbError::EncryptionUnavailable(
-                    "a guest session has no key to encrypt with",
-                ));
+        // A null session is a guest session whatever the (unsigned) flags
+        // say: the client sent no secret, so it has no key.
+        let key = match session_key {
+            Some(k) if !server_guest => k,
+            _ => {
+                if self.cfg.seal || server_wants_seal {
+                    return Err(SmbError::EncryptionUnavailable(
+                        "a guest or null session has no key to encrypt with",
+                    ));
+                }
+                if self.cfg.signing == Signing::On {
+                    return Err(SmbError::Auth(
+                        "sign: a guest or null session has no key to sign with",
+                    ));
+                }
+                self.link_mut()?.sign_all = false;
+                return Ok(Session { guest: true });
             }
-            self.link_mut()?.sign_all = false;
-            return Ok(Session { guest });
-        }
+        };
+        let session_key = key;
         let signer = match neg.dialect {
             dialect::SMB3_1_1 => Signer::smb311(&session_key, neg.sign_alg, &preauth),
             dialect::SMB3_0 | dialect::SMB3_0_2 => Signer::smb30(&session_key),
@@ -275,7 +296,7 @@ impl Connection {
         link.signer = Some(signer);
         link.sealer = sealer;
         link.encrypt = encrypt;
-        Ok(Session { guest })
+        Ok(Session { guest: false })
     }
 
     /// TREE_CONNECT to `\\server\share`. Signed when every request is, and

@@ -305,6 +305,12 @@ impl Connection {
         if self.link.is_some() {
             return Ok(());
         }
+        if self.cfg.creds.is_anonymous() && (self.cfg.seal || self.cfg.signing == Signing::On) {
+            // Refused before any byte goes out: a null session has no key.
+            return Err(SmbError::Invalid(
+                "null credentials cannot sign or seal (a null session has no key)",
+            ));
+        }
         match self.bring_up(|c| c.handshake()) {
             Ok(()) => {
                 self.stats.connects += 1;

@@ -683,6 +683,15 @@ impl CifsOpts {
             }
         }
         if o.null_session {
+            if o.sign || o.seal {
+                // A null session has no key: `sign` and `seal` would be
+                // promises nothing keeps, so the contradiction is refused
+                // before any connection, as Linux refuses contradictory
+                // options (EINVAL).
+                return Err(OptError(
+                    "cifs: sec=none cannot be combined with sign or seal: a null session has no key to sign or encrypt with".into(),
+                ));
+            }
             o.username.clear();
             o.password.clear();
         }
