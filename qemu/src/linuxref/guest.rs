@@ -332,13 +332,13 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
     let out = out?;
     let serial = out.serial_output.replace('\r', "");
     if !serial.contains("linuxref-done") {
-        let tail: Vec<&str> = serial.lines().rev().take(15).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(LinuxRefError::Guest(format!(
-            "the guest did not finish ({}); last console lines:\n{}",
-            out.status,
-            tail.join("\n")
-        )));
+        let what = format!("the guest ({} vCPUs)", run.cpus);
+        return Err(super::unfinished(
+            &paths.kernel,
+            &what,
+            &out.status,
+            &serial,
+        ));
     }
     if !matches!(out.status, GuestStatus::NoDebugExit) {
         return Err(LinuxRefError::Guest(format!(

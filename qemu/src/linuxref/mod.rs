@@ -23,12 +23,14 @@
 //! - `kbuild`: our builds of 6.12.117 and 7.3.4 (vanilla and patched) in place of Debian's kernel.
 //! - `oracle`: the dcache stress oracle in the guest, on tmpfs and ext4.
 //! - `walks`: ftrace's function graph of single stats in the guest (`make linux-walks`).
+//! - `console`: a guest that did not finish: its crash report, its console kept, one retry.
 
 use std::fmt;
 use std::path::PathBuf;
 
 mod build;
 mod cifsmod;
+mod console;
 mod guest;
 mod kbuild;
 mod modules;
@@ -42,6 +44,7 @@ pub use build::{
     AptSource, PRIVATE_SUITES,
 };
 pub use cifsmod::{ensure_cifs_module, patch_series, patch_series_dir, CifsModule};
+pub use console::{crash_report, indent, keep_console, retry_on_panic, unfinished, Retried};
 pub use guest::{
     dropped_options, guest_cmdline, parse_listings, parse_xattr_lines, run_guest, run_host_statneg,
     run_statneg, trace_counts, CifsListing, CifsRun, EaCheck, GuestReport, GuestRun, XattrSeen,
@@ -327,6 +330,9 @@ impl std::error::Error for SkipReason {}
 pub enum LinuxRefError {
     /// QEMU did not run, or the guest did not finish.
     Guest(String),
+    /// The guest's kernel crashed: `what` booted, and the crash report's
+    /// lines ([`crash_report`]).
+    Panic { what: String, lines: Vec<String> },
     /// The output did not hold a well-formed report.
     Parse(String),
     /// The host statneg could not run.
@@ -339,6 +345,13 @@ impl fmt::Display for LinuxRefError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LinuxRefError::Guest(m) => write!(f, "Linux reference guest: {m}"),
+            LinuxRefError::Panic { what, lines } => {
+                write!(
+                    f,
+                    "Linux reference guest: {what}: the kernel crashed:\n{}",
+                    indent(lines)
+                )
+            }
             LinuxRefError::Parse(m) => write!(f, "statneg output: {m}"),
             LinuxRefError::Host(m) => write!(f, "host statneg: {m}"),
             LinuxRefError::Args(m) => write!(f, "bad arguments: {m}"),

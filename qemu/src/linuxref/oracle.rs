@@ -252,13 +252,13 @@ pub fn run_oracle(
         .map_err(|e| LinuxRefError::Guest(e.to_string()))?;
     let serial = out.serial_output.replace('\r', "");
     if !serial.contains("linuxref-done") || !matches!(out.status, GuestStatus::NoDebugExit) {
-        let tail: Vec<&str> = serial.lines().rev().take(15).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(LinuxRefError::Guest(format!(
-            "the oracle's guest did not finish ({}); last console lines:\n{}",
-            out.status,
-            tail.join("\n")
-        )));
+        let what = format!("the oracle's guest ({cpus} vCPUs)");
+        return Err(super::unfinished(
+            &paths.kernel,
+            &what,
+            &out.status,
+            &serial,
+        ));
     }
     let reports = parse_oracle(&serial)?;
     if reports.iter().map(|r| r.fs).ne(fss.iter().copied()) {

@@ -438,13 +438,12 @@ pub fn run_walks(
     let serial = out.serial_output.replace('\r', "");
     let _ = fs::write(dir.join("console.txt"), &serial);
     if !serial.contains("linuxref-done") || !matches!(out.status, GuestStatus::NoDebugExit) {
-        let tail: Vec<&str> = serial.lines().rev().take(15).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(LinuxRefError::Guest(format!(
-            "the walks guest did not finish ({}); last console lines:\n{}",
-            out.status,
-            tail.join("\n")
-        )));
+        return Err(super::unfinished(
+            &kernel.paths.kernel,
+            "the walks guest",
+            &out.status,
+            &serial,
+        ));
     }
     parse_walks(&serial)
 }
