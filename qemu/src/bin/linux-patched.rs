@@ -16,6 +16,14 @@
 //! when a kernel answers wrongly, or when a deliberately broken one (the
 //! negative control) does not on the filesystem it is broken on.
 //!
+//! A guest whose kernel crashes is booted once more (`retried=1` ends that
+//! kernel's lines, and the crash's lines go to stderr); one that crashes
+//! twice is reported, and the run goes on with the other kernels and exits
+//! non-zero at the end. `--boots N` measures instead how often each kernel's
+//! counting guest crashes: N boots per kernel and vCPU count, one
+//! `linuxboot kernel=K vcpus=N boots=B finished=F crashed=C other=O` line
+//! each, every crashed console kept in `consoles/` beside the kernel image.
+//!
 //! Touches build/ (kbuild/, kbuild-REL/, ccache/, linuxref/), apt-get
 //! download, QEMU.
 #![deny(unsafe_code)]
@@ -80,6 +88,12 @@ struct Args {
     /// Stream the guest console to stdout.
     #[arg(long)]
     echo: bool,
+
+    /// Count crashes instead: boot each kernel's counting guest (timed run,
+    /// then the counting run) N times per vCPU count, without retries, and
+    /// print one `linuxboot` line each.
+    #[arg(long, value_name = "N")]
+    boots: Option<u32>,
 }
 
 /// The kernels asked for (see `Args::kernels`).
@@ -138,17 +152,24 @@ fn main() -> ExitCode {
     if args.build_only {
         return ExitCode::SUCCESS;
     }
+    if let Some(n) = args.boots {
+        return boot_loop(&args, &kernels, n);
+    }
     let mut failed = false;
     if let Some(secs) = args.oracle {
         let cpus = args.cpus.iter().copied().max().unwrap_or(2);
         for (k, paths) in &kernels {
             let readers = cpus.saturating_sub(1).max(1);
-            match linuxref::run_oracle(paths, &build_dir, &args.fs, cpus, readers, secs, args.echo)
-            {
+            let run = linuxref::retry_on_panic(|| {
+                linuxref::run_oracle(paths, &build_dir, &args.fs, cpus, readers, secs, args.echo)
+            });
+            run.report_first_crash(&format!("linux-patched: oracle on {k}"));
+            let retried = run.suffix();
+            match run.result {
                 Ok((reports, casefold)) => {
                     // Case folding left alone: every kernel answers as a
                     // case-folding tmpfs must (7.3; 6.12's tmpfs has none).
-                    println!("{}", linuxref::casefold_line(&k.label(), casefold));
+                    println!("{}{retried}", linuxref::casefold_line(&k.label(), casefold));
                     if casefold.is_some_and(|c| c.wrong > 0) {
                         eprintln!("linux-patched: casefold check on {k}: wrong answers");
                         failed = true;
@@ -157,7 +178,10 @@ fn main() -> ExitCode {
                         for e in &r.examples {
                             println!("{e}");
                         }
-                        println!("{}", linuxref::oracle_line(&k.label(), cpus, secs, r));
+                        println!(
+                            "{}{retried}",
+                            linuxref::oracle_line(&k.label(), cpus, secs, r)
+                        );
                         // A deliberately broken kernel is the oracle's
                         // negative control: where it is broken, finding
                         // nothing is the failure.
@@ -195,7 +219,10 @@ fn main() -> ExitCode {
                 echo: args.echo,
                 ..GuestRun::statneg(cpus, args.fs.clone(), args.warmup, args.secs)
             };
-            match linuxref::run_guest(paths, &run) {
+            let boot = linuxref::retry_on_panic(|| linuxref::run_guest(paths, &run));
+            boot.report_first_crash(&format!("linux-patched: {k} at {cpus} vCPUs"));
+            let retried = boot.suffix();
+            match boot.result {
                 Ok(rep) => {
                     if rep.uname != paths.kernel_release && k.variant().is_some() {
                         eprintln!("linux-patched: {k}: the guest says it runs {}", rep.uname);
@@ -205,7 +232,7 @@ fn main() -> ExitCode {
                         let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
                         let p = r.per_op;
                         println!(
-                            "linuxpatch kernel={} fs={fs} vcpus={cpus} ops_per_s={} allocs={} locks={} rwsem={} fallbacks={}",
+                            "linuxpatch kernel={} fs={fs} vcpus={cpus} ops_per_s={} allocs={} locks={} rwsem={} fallbacks={}{retried}",
                             k.label(),
                             r.average,
                             f(p.map(|p| p.allocs)),
@@ -220,6 +247,46 @@ fn main() -> ExitCode {
                     failed = true;
                 }
             }
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `--boots N`: each kernel's counting guest booted N times per vCPU count,
+/// no retries; one `linuxboot` line per kernel and vCPU count. Fails when a
+/// boot did not finish.
+fn boot_loop(args: &Args, kernels: &[(Kernel, linuxref::Paths)], n: u32) -> ExitCode {
+    let mut failed = false;
+    for (k, paths) in kernels {
+        for &cpus in &args.cpus {
+            let run = GuestRun {
+                count: args.count,
+                echo: args.echo,
+                ..GuestRun::statneg(cpus, args.fs.clone(), args.warmup, args.secs)
+            };
+            let (mut finished, mut crashed, mut other) = (0, 0, 0);
+            for i in 1..=n {
+                match linuxref::run_guest(paths, &run) {
+                    Ok(_) => finished += 1,
+                    Err(e) => {
+                        if matches!(e, linuxref::LinuxRefError::Panic { .. }) {
+                            crashed += 1;
+                        } else {
+                            other += 1;
+                        }
+                        eprintln!("linux-patched: {k} at {cpus} vCPUs, boot {i} of {n}: {e}");
+                    }
+                }
+            }
+            println!(
+                "linuxboot kernel={} vcpus={cpus} boots={n} finished={finished} crashed={crashed} other={other}",
+                k.label()
+            );
+            failed |= finished != n;
         }
     }
     if failed {

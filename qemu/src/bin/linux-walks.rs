@@ -13,6 +13,9 @@
 //!
 //! Prints one line per written file: `linuxwalk kernel=K case=C result=R
 //! calls=N file=F`; a kernel that cannot be had is skipped with its reason.
+//! A guest whose kernel crashes is booted once more (its lines end in
+//! `retried=1`, the crash goes to stderr); the other kernels go on either way
+//! and a failure makes the exit status non-zero at the end.
 //!
 //! Touches build/ (linuxref/, linux-walks/), the output directory, QEMU.
 #![deny(unsafe_code)]
@@ -198,7 +201,10 @@ fn main() -> ExitCode {
                 k.label,
                 k.paths.kernel.display()
             );
-            let rep = match linuxref::run_walks(&k, &build_dir, args.echo) {
+            let boot = linuxref::retry_on_panic(|| linuxref::run_walks(&k, &build_dir, args.echo));
+            boot.report_first_crash(&format!("linux-walks: {}", k.label));
+            let retried = boot.suffix();
+            let rep = match boot.result {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("linux-walks: {}: {e}", k.label);
@@ -286,7 +292,7 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
                 println!(
-                    "linuxwalk kernel={} case={} result={} calls={} file={}",
+                    "linuxwalk kernel={} case={} result={} calls={} file={}{retried}",
                     k.name,
                     c.case,
                     c.result,
