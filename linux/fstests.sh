@@ -40,6 +40,10 @@
 # project's Samba fixture (TEST and SCRATCH shares) through the latency relay
 # (QEMU user networking guestfwd). A list file holds test names, `#` comments.
 # `--budget SECS` stops check (SIGINT: it writes its summary) after SECS.
+# A guest whose kernel crashes (an oops, a BUG, a panic before fstests-end)
+# is reported with the crash's lines and booted once more: that run's line
+# ends in `retried=1`. Every other kernel and filesystem still runs; the exit
+# status is 1 at the end if a run did not finish.
 #
 # fstests itself comes from FSTESTS_SRC (a checkout or a `git archive`
 # tarball) or, when unset, the snapshot ../shared/vendor/fstests-63a29724a85f.tar.gz;
@@ -363,7 +367,7 @@ report() {
     [ -s "$console" ] || console=$out/console.txt
     local r p f n list
     read -r r p f n list < <(parse_summary "$out/results/check.log" "$console")
-    echo "fstests kernel=$label fs=$fs group=$glabel ran=$r passed=$p failed=$f notrun=$n secs=$secs failures=$list"
+    echo "fstests kernel=$label fs=$fs group=$glabel ran=$r passed=$p failed=$f notrun=$n secs=$secs failures=$list${RETRIED:+ retried=1}"
     # The tests of the list or group check never reached or did not finish
     # (the budget ran out first); a group's members from fstests' group.list.
     local cut=
@@ -388,6 +392,20 @@ report() {
     return 0
 }
 
+# crash_lines CONSOLE: the kernel's crash report in CONSOLE (from the line
+# that opens it to "Kernel panic - not syncing", register dumps left out);
+# status 1 when there is none. As qemu/src/linuxref/console.rs reads one.
+crash_lines() {
+    tr -d '\r' <"$1" | sed 's/^\[ *[0-9.]*\] //' | awk '
+        !on && /^(BUG: |Oops: |kernel BUG at |general protection fault|watchdog: BUG: soft lockup|rcu: INFO: rcu_(sched|preempt) detected stalls|Kernel panic - not syncing)/ { on = 1 }
+        on && !/^R[0-9A-Z][0-9A-Z]*: / && !/^Code: / { print; n++ }
+        on && (/^Kernel panic - not syncing/ || n >= 40) { exit }
+        END { exit !on }'
+}
+
+# run_one KERNEL FS: one guest. Status 0 when it finished, 3 when its kernel
+# crashed (the crash's lines printed; the first time without the run's line,
+# which the retry prints), 1 when it did not finish otherwise.
 run_one() {
     local spec=$1 fs=$2 label image modref
     read -r label image modref < <(kernel_image "$spec")
@@ -467,10 +485,24 @@ run_one() {
         debugfs -R "dump /$f $out/$f" "$run/results.img" >/dev/null 2>&1 || true
     done
     rm -rf "$run"
+    local finished=1 crashed=0
+    grep -q '^fstests-end ' "$out/console.txt" || finished=0
+    if [ $finished = 0 ] && crash_lines "$out/console.txt" >"$out/crash.txt"; then crashed=1; fi
+    if [ $crashed = 1 ] && [ -z "${RETRIED:-}" ]; then
+        # The retry's directory replaces this one: keep the crashed console.
+        mv "$out/console.txt" "$out/../$glabel.crashed-console.txt"
+        say "kernel=$label fs=$fs: the kernel crashed (wall ${wall} s; results/fstests/$label/$fs/$glabel.crashed-console.txt):"
+        sed 's/^/    /' "$out/crash.txt" >&2
+        return 3
+    fi
     report "$out" "$label" "$fs" "$glabel" "$fstyp" "$wall"
-    grep -q '^fstests-end ' "$out/console.txt" \
-        || say "kernel=$label fs=$fs: the guest did not finish (wall ${wall} s; results/fstests/$label/$fs/$glabel/console.txt)"
     grep -E '^(fstests-dropped|fstests-cifs|fstests-extra|fstests: )' "$out/console.txt" | sed 's/^/  /' >&2 || true
+    if [ $finished = 0 ]; then
+        say "kernel=$label fs=$fs: the guest did not finish (wall ${wall} s; results/fstests/$label/$fs/$glabel/console.txt)"
+        [ $crashed = 1 ] && sed 's/^/    /' "$out/crash.txt" >&2
+        return 1
+    fi
+    rm -f "$out/crash.txt"
 }
 
 if [ -n "$REPORT" ]; then
@@ -485,8 +517,21 @@ if [ -n "$REPORT" ]; then
 fi
 IFS=, read -r -a kernels <<<"$KERNELS"
 IFS=, read -r -a fss <<<"$FSS"
+# Each run in a subshell of its own under `set -e`, so that one that fails
+# ends only itself; a crashed kernel gets one more boot.
+status=0
 for k in "${kernels[@]}"; do
     for fs in "${fss[@]}"; do
-        run_one "$k" "$fs"
+        set +e
+        (set -e; run_one "$k" "$fs")
+        rc=$?
+        if [ $rc = 3 ]; then
+            say "kernel=$k fs=$fs: booting once more (retried=1)"
+            (set -e; RETRIED=1 run_one "$k" "$fs")
+            rc=$?
+        fi
+        set -e
+        [ $rc = 0 ] || status=1
     done
 done
+exit $status
