@@ -54,7 +54,7 @@ help:
 	@echo "make build      build host crates and the kernel (release)"
 	@echo "make run        setup-run + build + boot the demo (DEMO_CMDLINE='$(DEMO_CMDLINE)', DEMO_SMP=$(DEMO_SMP))"
 	@echo "make test       setup + host tests + loom models + QEMU boot tests at $(BOOT_TEST_SMPS) vCPUs"
-	@echo "make test-loom  the loom models only (fs/tests/loom.rs)"
+	@echo "make test-loom  the loom models only (fs/tests/loom.rs, fs/tests/loom_rcu.rs)"
 	@echo "make test-generated  generated files in git equal what their command makes; docs links resolve"
 	@echo "make test-kvm   the KVM smoke plus selftest under --accel kvm (skips listed with reasons; where /dev/kvm opens)"
 	@echo "make boot       boot once: SMP=$(SMP) MEM=$(MEM) CMDLINE='$(CMDLINE)' ACCEL=$(ACCEL) TIMEOUT=$(TIMEOUT)"
@@ -102,10 +102,10 @@ boot: build-qemu-run build-kernel
 test-host:
 	REQUIRE_FIXTURES=1 $(CARGO) test --release --no-fail-fast
 
-# The loom models of fs/src/sync and of the noalloc race. `--cfg loom`
+# The loom models of fs/src/sync (both RCUs: loom_rcu) and of the noalloc race. `--cfg loom`
 # rebuilds the dependencies, so it gets its own target directory.
 test-loom:
-	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(TARGET_DIR)/loom $(CARGO) test --release -p fs --test loom
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(TARGET_DIR)/loom $(CARGO) test --release -p fs --test loom --test loom_rcu
 
 # A design added as docs/designs.md says (fs feature test-design) must be
 # taken by every surface and run by every per-design test; own target dir.

@@ -87,9 +87,16 @@ impl Epoch {
     }
 
     /// The epoch an object unpublished before this call is retired in:
-    /// it may be freed once [`Self::now`] reaches [`due`] of it.
+    /// it may be freed once [`Self::now`] reaches [`due`] of it. The fence
+    /// makes the unpublish visible before the epoch is read (Linux's
+    /// `smp_mb()` in `rcu_seq_snap`): a reader that entered at a later
+    /// epoch read it after an advance that came after our read, and its
+    /// own fence after the slot store orders its loads after that, so it
+    /// cannot reach the object. Without it the unpublish may still sit in
+    /// this CPU's store buffer while such a reader enters and reads.
     #[inline]
     pub fn snap(&self) -> u64 {
+        fence(Ordering::SeqCst);
         self.epoch.load(Ordering::Acquire)
     }
 

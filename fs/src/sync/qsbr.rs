@@ -10,6 +10,22 @@
 //! `requested`, and whoever completes a GP starts the next one if some CPU
 //! requested it ([`GracePeriods::advance`]).
 //!
+//! The ordering argument, the same as Linux's (`rcu_seq_snap`'s `smp_mb()`
+//! and the full barriers around a quiescent-state report):
+//! - The updater unpublishes, issues a full fence, then reads `started`
+//!   (`s`) in [`GracePeriods::snap`]. A CPU that reports a quiescent state
+//!   for GP `s + 1` read `started` at `s + 1` or later, after the updater's
+//!   read (which came before the increment), and issues a full fence after
+//!   that read, before its next read-side section. The two fences are thus
+//!   ordered, so that section sees the unpublish and cannot reach the
+//!   object. Without the updater's fence its unpublish may still sit in
+//!   its store buffer after the read; without the reporter's fence after
+//!   its read, C11 (not x86, which keeps loads in order) lets the section's
+//!   loads pass it. `fs/tests/loom_rcu.rs` shows both.
+//! - The report's `qs_seen` store is Release: the CPU's finished read
+//!   sections happen before an `advance` that reads it (Acquire) and lets
+//!   their objects go.
+//!
 //! Readers touch only their own CPU's nesting counter, with compiler fences:
 //! the tick that reads it interrupts the same CPU.
 //!
@@ -102,34 +118,41 @@ impl GracePeriods {
     /// `me` takes part in grace periods from now on (its CPU's bring-up),
     /// as if it had just reported a quiescent state.
     pub fn online(&self, me: &CpuGp) {
-        me.qs_seen
-            .store(self.started.load(Ordering::SeqCst), Ordering::SeqCst);
+        let g = self.started.load(Ordering::SeqCst);
+        // As in report_qs: this CPU's read sections come after the read.
+        fence(Ordering::SeqCst);
+        me.qs_seen.store(g, Ordering::SeqCst);
         me.online.store(true, Ordering::SeqCst);
     }
 
     /// Report a quiescent state for `me` if it is outside every read-side
-    /// section (its own CPU: the tick, or an explicit point). No store when
-    /// nothing changed since the last report.
+    /// section (its own CPU: the tick, or an explicit point). No fence and
+    /// no store when nothing changed since the last report.
     #[inline]
     pub fn report_qs(&self, me: &CpuGp) {
         if me.nesting.load(Ordering::Relaxed) != 0 {
             return;
         }
-        // Everything the CPU did before (its finished read sections) is
-        // ordered before the report.
-        fence(Ordering::SeqCst);
         let g = self.started.load(Ordering::SeqCst);
         if me.qs_seen.load(Ordering::Relaxed) != g {
+            // Orders this CPU's later read sections after the read of `g`
+            // (module doc); when nothing changed, the report that stored
+            // `g` already did.
+            fence(Ordering::SeqCst);
+            // Release: the finished read sections happen before an
+            // `advance` that reads this.
             me.qs_seen.store(g, Ordering::Release);
         }
     }
 
     /// The grace period a callback queued now must wait for: one that
-    /// starts after this call. The object was unpublished before this load,
-    /// so any grace period numbered above `started` begins after the
-    /// unpublish.
+    /// starts after this call. The caller has unpublished the object; the
+    /// fence makes that visible before `started` is read (Linux's
+    /// `rcu_seq_snap`), so every reader that reports a quiescent state for
+    /// the returned grace period comes after the unpublish (module doc).
     #[inline]
     pub fn snap(&self) -> u64 {
+        fence(Ordering::SeqCst);
         self.started.load(Ordering::SeqCst) + 1
     }
 
