@@ -45,7 +45,7 @@ BENCH_ARGS ?=
 DESIGNS ?=
 
 .PHONY: help setup setup-run build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
-        bench smb-bench demo-trace linuxref linux-patched linux-patched-build linux-oracle linux-vfsh linux-walks linux-fstests test-fstests lint explore bench-static test-kvm test-designs \
+        bench smb-bench demo-trace linuxref linux-patched linux-boots linux-patched-build linux-oracle linux-vfsh linux-walks linux-fstests test-fstests lint explore bench-static test-kvm test-designs \
         test-generated generated
 
 help:
@@ -64,6 +64,7 @@ help:
 	@echo "make demo-trace boot with demo=trace (one traced stat per design)"
 	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs (LINUX_RELEASE=$(LINUX_RELEASE): 6.12 or 7.3)"
 	@echo "make linux-patched  build our kernels of LINUX_RELEASE (vanilla, negative, noalloc) and count them beside Debian's"
+	@echo "make linux-boots    boot each kernel's counting guest LINUX_BOOTS times at 2 vCPUs: how often it crashes"
 	@echo "make linux-oracle   the dcache stress oracle on tmpfs and ext4 on each patched kernel (and on the broken ones)"
 	@echo "make linux-vfsh     the Linux half of the vfsh scripts under Debian's kernel and each of ours"
 	@echo "make linux-walks    ftrace of one stat per case in Linux (Debian's and our builds) into docs/explore/linux/"
@@ -206,6 +207,14 @@ linuxref: build-host
 LINUX_PATCHED_ARGS ?=
 linux-patched: build-host
 	$(TARGET_DIR)/release/linux-patched --linux-release $(LINUX_RELEASE) $(LINUX_PATCHED_ARGS)
+
+# How often each kernel's counting guest crashes (docs/linux-guest-crash.md):
+# LINUX_BOOTS boots per kernel at 2 vCPUs, no retries, one `linuxboot
+# kernel=K vcpus=2 boots=B finished=F crashed=C other=O` line each
+# (LINUX_PATCHED_ARGS="--kernels debian" for Debian's kernel alone).
+LINUX_BOOTS ?= 30
+linux-boots: build-host
+	$(TARGET_DIR)/release/linux-patched --linux-release $(LINUX_RELEASE) --cpus 2 --boots $(LINUX_BOOTS) $(LINUX_PATCHED_ARGS)
 
 # The dcache stress oracle, 60 s on 2 vCPUs per kernel on tmpfs and on ext4
 # (0 wrong answers), for vanilla, negative, noalloc and the deliberately

@@ -164,11 +164,14 @@ fn main() -> ExitCode {
             ..GuestRun::statneg(cpus, args.fs.clone(), args.warmup, args.secs)
         };
         eprintln!("linuxref: booting with {cpus} vCPUs ({accel}) ...");
-        match linuxref::run_guest(&paths, &run) {
+        let boot = linuxref::retry_on_panic(|| linuxref::run_guest(&paths, &run));
+        boot.report_first_crash(&format!("linuxref: {cpus} vCPUs"));
+        match boot.result {
             Ok(rep) => {
                 eprintln!(
-                    "linuxref: {cpus} vCPUs: boot+runs {:.1} s",
-                    rep.wall.as_secs_f64()
+                    "linuxref: {cpus} vCPUs: boot+runs {:.1} s{}",
+                    rep.wall.as_secs_f64(),
+                    if boot.first_crash.is_some() { " (retried=1)" } else { "" }
                 );
                 for (fs, r) in rep.results {
                     rows.push((format!("linux-guest {} ({accel})", rep.uname), fs, cpus, r));

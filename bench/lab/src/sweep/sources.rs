@@ -248,7 +248,11 @@ pub(super) fn run_linux_guest(
         accel: resolved,
         ..GuestRun::statneg(cpus as u32, all.to_vec(), warmup, secs)
     };
-    match qemu::linuxref::run_guest(paths, &run) {
+    // A crashed guest is booted once more; the rows say so in their note.
+    let boot = qemu::linuxref::retry_on_panic(|| qemu::linuxref::run_guest(paths, &run));
+    boot.report_first_crash("bench sweep: linux-guest");
+    let retried = boot.suffix();
+    match boot.result {
         Err(e) => rows_for("failed", resolved.name(), &e.to_string()),
         Ok(report) => report
             .sections
@@ -280,7 +284,7 @@ pub(super) fn run_linux_guest(
                         .accel(resolved)
                         .cpu_model(),
                 );
-                let kernel = format!("{}{rwsem}", paths.describe());
+                let kernel = format!("{}{rwsem}{retried}", paths.describe());
                 row.note = if row.note.is_empty() {
                     kernel
                 } else {
