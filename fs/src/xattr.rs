@@ -13,6 +13,10 @@
 //! 5. the buffer: a size-0 call returns the size needed, a short buffer is
 //!    ERANGE (for a list at [`XATTR_LIST_MAX`] or more, E2BIG).
 //!
+//! [`Vfs::xattr_names`] and [`Vfs::xattr_value`] are the callers' side:
+//! size call, fetch, and on ERANGE (the list grew in between) ask again,
+//! as getfattr and coreutils do.
+//!
 //! tmpfs's store and handlers, and the flag and prefix words every
 //! filesystem's handlers share, are [`crate::simple_xattr`] (below the
 //! core, which keeps the store in each inode); they are re-exported here.
@@ -175,26 +179,49 @@ impl Vfs {
         self.do_setxattr(path, name, None, 0, false)
     }
 
-    /// The attribute names of `path` as a list (the size-0 call, then the
-    /// call with that size, as a caller of `listxattr(2)` does).
+    /// The attribute names of `path` as a list, asked as a caller of
+    /// `listxattr(2)` asks (getfattr, coreutils): the size-0 call, then the
+    /// call with that size. The list may change in between: a size of 0 is
+    /// an empty list (the answer of the moment it was asked; an empty
+    /// buffer would be another size query), and a fetch that finds the list
+    /// grown is ERANGE, after which the caller asks again, up to
+    /// [`XATTR_RETRIES`] times (then ERANGE).
     pub fn xattr_names(&self, path: &[u8], follow: bool) -> KResult<Vec<Vec<u8>>> {
-        let need = self.do_listxattr(path, follow, &mut [])?;
-        let mut buf = alloc::vec![0u8; need];
-        let n = self.do_listxattr(path, follow, &mut buf)?;
-        Ok(split_list(&buf[..n]))
+        let buf = retry_erange(|buf| self.do_listxattr(path, follow, buf))?;
+        Ok(split_list(&buf))
     }
 
-    /// The value of `name` (size-0 call, then the call with that size).
+    /// The value of `name` (the size-0 call, then the call with that size,
+    /// asked again as [`Vfs::xattr_names`] does if the value grew).
     pub fn xattr_value(&self, path: &[u8], name: &[u8], follow: bool) -> KResult<Vec<u8>> {
-        let need = self.do_getxattr(path, name, follow, &mut [])?;
+        retry_erange(|buf| self.do_getxattr(path, name, follow, buf))
+    }
+}
+
+/// How many times [`Vfs::xattr_names`] and [`Vfs::xattr_value`] ask again
+/// after a fetch found the list or value grown since its size call.
+pub const XATTR_RETRIES: usize = 8;
+
+/// A caller's size-then-fetch loop over `call` (a size-0 buffer: the size
+/// needed; else the bytes copied, ERANGE if they do not fit).
+fn retry_erange(mut call: impl FnMut(&mut [u8]) -> KResult<usize>) -> KResult<Vec<u8>> {
+    for _ in 0..XATTR_RETRIES {
+        let need = call(&mut [])?;
         if need == 0 {
             return Ok(Vec::new());
         }
         let mut buf = alloc::vec![0u8; need];
-        let n = self.do_getxattr(path, name, follow, &mut buf)?;
-        buf.truncate(n);
-        Ok(buf)
+        match call(&mut buf) {
+            Ok(n) => {
+                // `fill` never reports more than the buffer held.
+                buf.truncate(n.min(need));
+                return Ok(buf);
+            }
+            Err(Errno::ERANGE) => continue,
+            Err(e) => return Err(e),
+        }
     }
+    Err(Errno::ERANGE)
 }
 
 /// The names of a `listxattr` buffer (NUL-terminated names).

@@ -138,3 +138,84 @@ fn order_of_checks_and_symlinks() {
     // Nothing leaked onto the target.
     assert_eq!(v.xattr_names(b"/f", true).unwrap(), Vec::<Vec<u8>>::new());
 }
+
+/// A filesystem whose one inode gains an attribute at every `listxattr`
+/// (another process adding names between a caller's size call and its
+/// fetch), up to `cap` names.
+struct GrowingList {
+    calls: core::sync::atomic::AtomicUsize,
+    cap: usize,
+}
+
+impl crate::inode::FsOps for GrowingList {
+    fn fs_type(&self) -> &'static str {
+        "growing"
+    }
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
+    }
+    fn lookup(
+        &self,
+        _sb: &crate::inode::SuperBlock,
+        _dir: &Inode,
+        _name: &[u8],
+    ) -> KResult<Option<Arc<Inode>>> {
+        Ok(None)
+    }
+    fn writable(&self) -> bool {
+        false
+    }
+    fn listxattr(&self, _inode: &Arc<Inode>) -> KResult<Vec<u8>> {
+        let n = self
+            .calls
+            .fetch_add(1, core::sync::atomic::Ordering::Relaxed)
+            .min(self.cap);
+        let mut out = Vec::new();
+        for i in 0..n {
+            out.extend_from_slice(alloc::format!("user.{i}\0").as_bytes());
+        }
+        Ok(out)
+    }
+}
+
+fn growing(cap: usize) -> Vfs {
+    let v = Vfs::new_tmpfs("").unwrap();
+    v.mkdir(b"/g", 0o755).unwrap();
+    let fs = GrowingList {
+        calls: core::sync::atomic::AtomicUsize::new(0),
+        cap,
+    };
+    let design = crate::dcache::design::by_name("negative").unwrap();
+    let sb = Arc::new(crate::inode::SuperBlock::new(
+        design,
+        false,
+        alloc::boxed::Box::new(fs),
+    ));
+    let root = Arc::new(Inode::new(1, FileType::Dir, 0o755, b""));
+    v.mount_root(b"/g", crate::dcache::d_alloc_root(sb, root))
+        .unwrap();
+    v
+}
+
+/// A list that grows between the size call and the fetch: the fetch is
+/// ERANGE (or, from a size of 0, the list was empty when asked), and
+/// `xattr_names` asks again as Linux's callers do; never a panic.
+#[test]
+fn names_of_a_growing_list() {
+    // Size call: 0 names; fetch: 1. An empty list is the answer of the
+    // moment it was asked (as getfattr takes a size of 0).
+    let v = growing(usize::MAX);
+    assert_eq!(v.xattr_names(b"/g", true), Ok(Vec::new()));
+    // Size call: 1 name (8 bytes); fetch: 2 names (ERANGE), then the
+    // retry's size call sees 3 and its fetch 4 (ERANGE) ... until the cap
+    // holds the list still.
+    let v = growing(5);
+    let _ = v.listxattr(b"/g", &mut []);
+    let names = v.xattr_names(b"/g", true).unwrap();
+    assert_eq!(names.len(), 5, "{names:?}");
+    // A list that never stops growing: ERANGE after a bounded number of
+    // tries, as a caller that gives up would report it.
+    let v = growing(usize::MAX);
+    let _ = v.listxattr(b"/g", &mut []);
+    assert_eq!(v.xattr_names(b"/g", true), Err(ERANGE));
+}
