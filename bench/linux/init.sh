@@ -43,13 +43,26 @@ while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 mount -t ext4 /dev/vda /mnt/ext4 || echo "linuxref: ext4 mount failed"
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs tracefs $T || echo "linuxref: no tracefs"
-# Plain int3 kprobes, not jump-optimized ones: the optimizer rewrites
-# the probed functions' first bytes from a worker while the other vCPU
-# runs them, and under QEMU's multi-threaded TCG a 2-vCPU 7.3.4 guest
-# then called address 0 from inside a probed _raw_spin_lock* (RIP 0,
-# "Fatal exception in interrupt"; Debian's kernel and ours alike, about
-# one boot in three). The hit counts are the same either way.
+# No jump-optimized kprobes (the optimizer rewrites probed code from a
+# worker while other CPUs run it). The probes on function entries are
+# ftrace-based anyway (the entry's fentry call); the hit counts are the
+# same either way.
 [ -w /proc/sys/debug/kprobes-optimization ] && echo 0 > /proc/sys/debug/kprobes-optimization
+# solo on|off: every CPU but CPU 0 offline, or back online. Every change to
+# the probes and their hist triggers is made solo: 7.3 frees a removed
+# trigger's data after tracepoint_synchronize_unregister(), which (SRCU and
+# RCU Tasks Trace, itself SRCU in 7.3) does not wait for a kprobe handler
+# that another CPU is running with only preemption off; a 2-vCPU 7.3.4
+# guest crashed at address 0 from such handlers while its triggers were
+# being taken down (docs/linux-reference.md, "A guest that never loses a
+# run"). With one CPU online no handler runs beside the change.
+solo() {
+    v=1
+    [ "$1" = on ] && v=0
+    for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
+        [ -w "$c" ] && echo $v > "$c"
+    done
+}
 echo "linuxref: kernel $(uname -r), $(nproc) cpus, fs=$FS threads=$THREADS warmup=$WARMUP secs=$SECS count=$COUNT"
 
 PROBES="d_alloc:d_alloc d_alloc_parallel:d_alloc_parallel __d_alloc:__d_alloc lookup_slow:__lookup_slow
@@ -62,18 +75,24 @@ PROBES="d_alloc:d_alloc d_alloc_parallel:d_alloc_parallel __d_alloc:__d_alloc lo
 HIST='hist:keys=common_pid if comm == "statneg"'
 # One counted statneg: hits of every probe by statneg's threads, then its ops.
 count_run() {
+    solo on
     for e in $T/events/lr/*/; do echo "$HIST" > ${e}trigger || echo "count-failed=1"; done
+    solo off
     /statneg --count "$1" $THREADS $2 || echo "count-failed=1"
+    solo on
     for e in $T/events/lr/*/; do
         echo "$(basename $e)=$(awk '/hitcount:/ { s += $NF } END { print s + 0 }' ${e}hist)"
         echo "!$HIST" > ${e}trigger
     done
+    solo off
 }
 count_fs() {
     : > /tmp/missing
+    solo on
     for p in $PROBES; do
         echo "p:lr/${p%%:*} ${p#*:} caller=+0(\$stack):x64" >> $T/kprobe_events 2>/dev/null || echo "${p#*:}" >> /tmp/missing
     done
+    solo off
     count_run /mnt/$1/missing-name 0 > /tmp/c0
     count_run /mnt/$1/missing-name $COUNT > /tmp/c1
     awk -F= 'NR == FNR { b[$1] = $2; next } { d[$1] = $2 - b[$1] }
@@ -91,11 +110,14 @@ count_fs() {
     if [ "$STACKS" = 1 ]; then
         # Who takes the locks: one more run, each lock probe's hits keyed by
         # its caller (the return address on the stack at function entry).
+        solo on
         for p in spin_lock spin_lock_irqsave spin_trylock down_read; do
             e=$T/events/lr/$p/
             [ -d $e ] && echo "hist:keys=caller.sym-offset if comm == \"statneg\"" > ${e}trigger
         done
+        solo off
         /statneg --count /mnt/$1/missing-name $THREADS $COUNT > /dev/null
+        solo on
         for p in spin_lock spin_lock_irqsave spin_trylock down_read; do
             e=$T/events/lr/$p/
             [ -d $e ] || continue
@@ -103,8 +125,11 @@ count_fs() {
             grep 'hitcount:' ${e}hist | sort -t: -k3 -rn | head -8
             echo "!hist:keys=caller.sym-offset if comm == \"statneg\"" > ${e}trigger
         done
+        solo off
     fi
+    solo on
     echo > $T/kprobe_events
+    solo off
 }
 for fs in $(echo $FS | tr , ' '); do
     echo "linuxref-begin fs=$fs"

@@ -271,7 +271,21 @@ fn boot_loop(args: &Args, kernels: &[(Kernel, linuxref::Paths)], n: u32) -> Exit
             let (mut finished, mut crashed, mut other) = (0, 0, 0);
             for i in 1..=n {
                 match linuxref::run_guest(paths, &run) {
-                    Ok(_) => finished += 1,
+                    Ok(rep) => {
+                        finished += 1;
+                        // Each boot's counters, to set their spread beside
+                        // the crash count.
+                        for (fs, r) in &rep.results {
+                            let p = r.per_op;
+                            eprintln!(
+                                "linux-patched: {k} at {cpus} vCPUs, boot {i} of {n}: {fs} ops_per_s={} allocs={} locks={} wall={:.1}s",
+                                r.average,
+                                p.map_or("-".into(), |p| format!("{:.3}", p.allocs)),
+                                p.map_or("-".into(), |p| format!("{:.3}", p.locks)),
+                                rep.wall.as_secs_f64()
+                            );
+                        }
+                    }
                     Err(e) => {
                         if matches!(e, linuxref::LinuxRefError::Panic { .. }) {
                             crashed += 1;
