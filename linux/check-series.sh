@@ -2,6 +2,10 @@
 # check-series.sh: the patch check `make test` runs, once per release: every
 # series directory under linux/patches/RELEASE/ (RELEASE is the one
 # PRISTINE_SRC's Makefile names: 6.12 or 7.3)
+#  - is in a form to post (linux/check-posting.py): trailers that `git
+#    interpret-trailers` parses, no Signed-off-by or placeholder identity,
+#    Cc as scripts/get_maintainer.pl names, checkpatch --strict clean or each
+#    CHECK answered in the message;
 #  - defines no flag bit (SB_I_*, DCACHE_*, LOOKUP_*, CIFS_FATTR_*) that the
 #    tree already uses (linux/flag-check.py);
 #  - applies with `git am` to the pristine tree, and, where it has a cover
@@ -99,6 +103,9 @@ for series in "$here"/patches/$release/*/; do
     name=$(basename "$series")
     python3 "$here/flag-check.py" "$pristine" "$series"/*.patch > "$work/$name.flags" ||
         { cat "$work/$name.flags" >&2; echo "check-series: $name: a new flag takes a bit $release already uses" >&2; exit 1; }
+    # The posting's form, as a maintainer's tools read it.
+    python3 "$here/check-posting.py" "$pristine" "$series" ||
+        { echo "check-series: $name: not in a form to post (above)" >&2; exit 1; }
     # As a maintainer takes it: one mbox, through `b4 am` (offline), then
     # `git am` of what b4 wrote.
     via=""

@@ -44,6 +44,92 @@ fn every_series_applies_and_compiles() {
     }
 }
 
+/// The posting check's negative control: each series of the newest release,
+/// copied with the form its v1 was posted in (a placeholder Signed-off-by
+/// glued to the message without a blank line, the cover letter's To/Cc
+/// gone), is refused with those reasons; the series as committed pass.
+#[test]
+fn check_posting_refuses_the_v1_form() {
+    let release = *qemu::linuxref::Release::PATCHED.last().expect("a release");
+    let root = qemu::runner::workspace_root();
+    let dir = root.join(qemu::linuxref::patches_dir(release));
+    let build_dir = qemu::linuxref::default_build_dir();
+    let tree = match qemu::linuxref::ensure_linux_source(&build_dir, release) {
+        Ok(t) => t,
+        Err(why) => return qemu::fixtures::skip(FILE, &release.source_package(), why),
+    };
+    let check = |series: &[std::path::PathBuf]| {
+        Command::new("python3")
+            .arg(root.join("linux/check-posting.py"))
+            .arg(&tree)
+            .args(series)
+            .output()
+            .expect("running linux/check-posting.py")
+    };
+    let mut series: Vec<_> = std::fs::read_dir(&dir)
+        .expect("linux/patches/REL")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    series.sort();
+    let ok = check(&series);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+    let tmp = std::env::temp_dir().join(format!("check-posting-v1-{}", std::process::id()));
+    let mut copies = Vec::new();
+    for s in &series {
+        let to = tmp.join(s.file_name().unwrap());
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(s).unwrap() {
+            let p = e.unwrap().path();
+            let text = std::fs::read_to_string(&p).unwrap();
+            let v1 = if p
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("0000-")
+            {
+                // No To/Cc headers.
+                text.lines()
+                    .scan(false, |in_cc, l| {
+                        let cont = *in_cc && l.starts_with(' ');
+                        *in_cc = l.starts_with("To: ") || l.starts_with("Cc: ") || cont;
+                        Some((*in_cc, l))
+                    })
+                    .filter(|(drop, _)| !drop)
+                    .map(|(_, l)| format!("{l}\n"))
+                    .collect()
+            } else {
+                // The trailers replaced by a placeholder sign-off glued to
+                // the last paragraph.
+                let (msg, rest) = text.split_once("\n---\n").unwrap();
+                let body = msg.rsplit_once("\n\n").unwrap().0;
+                format!("{body}\nSigned-off-by: vfs-lab <vfs-lab@localhost>\n---\n{rest}")
+            };
+            std::fs::write(to.join(p.file_name().unwrap()), v1).unwrap();
+        }
+        copies.push(to);
+    }
+    let bad = check(&copies);
+    let _ = std::fs::remove_dir_all(&tmp);
+    let out = String::from_utf8_lossy(&bad.stdout);
+    assert_eq!(bad.status.code(), Some(1), "{out}");
+    for s in &series {
+        let name = s.file_name().unwrap().to_string_lossy();
+        for reason in ["not a block of trailers", "To/Cc lack"] {
+            assert!(
+                out.lines()
+                    .any(|l| l.starts_with(&format!("check-posting: {name}: "))
+                        && l.contains(reason)),
+                "{name}: no '{reason}' in:\n{out}"
+            );
+        }
+    }
+}
+
 /// `linux/check-series.sh TREE BUILD_DIR` passes and names every series of
 /// `dir` (the release's `linux/patches/REL/`).
 fn check_release(tree: &std::path::Path, build_dir: &std::path::Path, dir: &std::path::Path) {
