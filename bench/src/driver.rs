@@ -1,5 +1,5 @@
 //! The platform-neutral run driver: start one task per CPU, sample their
-//! iteration counters once per second, print will-it-scale lines.
+//! iteration counters about once a second, print will-it-scale lines.
 //!
 //! What differs between the guest kernel and host threads is behind
 //! [`Executor`]: starting N pinned tasks, the clock, and waiting. The
@@ -8,6 +8,15 @@
 //! with a spare CPU or preemption) or inside task 0, which then checks the
 //! clock every [`POLL_EVERY`] iterations (a kernel with one task per CPU and
 //! no preemption).
+//!
+//! A sample is a rate: each task's count since the previous sample divided
+//! by the time the sample actually covered, read from the clock when it is
+//! taken; the next deadline is a window after that time, not after the
+//! start. So a monitor that was held up (task 0 stuck in an operation, a
+//! descheduled vCPU) gives one long sample at the right rate, marked late
+//! on the `timing:` line ([`output::Timing`]), not a burst of back-to-back
+//! samples that each claim a second. The average is the measurement's
+//! operations over its elapsed time.
 //!
 //! Each task owns one 128-byte-aligned [`TaskCounter`] and stores to it
 //! only; the monitor only loads. So the counting adds no shared-line
@@ -22,7 +31,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use fs::stats::Counters;
 
-use crate::output::{self, PerOpCounts, Sample};
+use crate::output::{self, PerOpCounts, Sample, SampleTime, Timing};
 
 /// Nanoseconds in a second.
 pub const NS_PER_SEC: u64 = 1_000_000_000;
@@ -98,7 +107,15 @@ pub struct RunConfig<'a> {
 pub struct Summary {
     pub warmup: Vec<Sample>,
     pub measurement: Vec<Sample>,
+    /// Each sample's elapsed time, as the `timing:` line prints it.
+    pub timing: Timing,
+    /// Measured operations per second: [`Summary::ops`] over the
+    /// measurement's elapsed time.
     pub average: u64,
+    /// Operations counted in the measurement window.
+    pub ops: u64,
+    /// The measurement window's length in nanoseconds.
+    pub elapsed_ns: u64,
     pub per_op: Option<PerOpCounts>,
     /// The fs counter deltas of the measurement window.
     pub counters: Option<Counters>,
@@ -160,10 +177,16 @@ struct Monitor<'a, W: fmt::Write> {
     cfg: RunConfig<'a>,
     tasks: &'a [TaskCounter],
     prev: Vec<u64>,
-    start_ns: u64,
+    /// When the last sample (or the zero sample) was taken.
+    last_ns: u64,
+    /// When the measurement window opened.
+    measure_ns: u64,
     seconds: u32,
     warmup: Vec<Sample>,
     measurement: Vec<Sample>,
+    timing: Timing,
+    /// Operations counted in the measurement window so far.
+    ops: u64,
     c0: Option<Counters>,
     c1: Option<Counters>,
     failed_write: bool,
@@ -178,54 +201,66 @@ impl<W: fmt::Write> Monitor<'_, W> {
 
     /// Print the header and take the zero sample; the tasks start after.
     fn begin(&mut self, now: u64) {
-        self.start_ns = now;
+        self.last_ns = now;
         let desc = self.cfg.description;
         self.line(format_args!("testcase:{desc}\nwarmup\n"));
         for (p, t) in self.prev.iter_mut().zip(self.tasks) {
             *p = t.iterations();
         }
         if self.cfg.warmup == 0 {
-            self.enter_measurement();
+            self.enter_measurement(now);
         }
     }
 
-    fn enter_measurement(&mut self) {
+    fn enter_measurement(&mut self, now: u64) {
         self.line(format_args!("measurement\n"));
+        self.measure_ns = now;
         self.c0 = self.cfg.counters.map(|f| f());
     }
 
+    /// A window after the last sample.
     fn deadline(&self) -> u64 {
-        self.start_ns + (self.seconds as u64 + 1) * NS_PER_SEC
+        self.last_ns.saturating_add(output::WINDOW_NS)
     }
 
-    /// One second has passed: sample, print. True when the run is over.
-    fn tick(&mut self) -> bool {
-        let mut s = Sample {
-            min: u64::MAX,
-            max: 0,
-            total: 0,
-        };
+    /// The clock read `now`, at or past [`Monitor::deadline`]: sample, print
+    /// the counts since the last sample as rates over the time since it.
+    /// True when the run is over.
+    fn tick(&mut self, now: u64) -> bool {
+        // At least 1 ns, so a clock that did not move divides by something.
+        let elapsed = now.saturating_sub(self.last_ns).max(1);
+        self.last_ns = now;
+        let (mut min, mut max, mut total) = (u64::MAX, 0, 0u64);
         for (p, t) in self.prev.iter_mut().zip(self.tasks) {
-            let now = t.iterations();
-            let d = now.wrapping_sub(*p);
-            *p = now;
-            s.min = s.min.min(d);
-            s.max = s.max.max(d);
-            s.total += d;
+            let c = t.iterations();
+            let d = c.wrapping_sub(*p);
+            *p = c;
+            min = min.min(d);
+            max = max.max(d);
+            total = total.wrapping_add(d);
         }
-        if s.min == u64::MAX {
-            s.min = 0;
+        if min == u64::MAX {
+            min = 0;
         }
+        let s = Sample {
+            min: output::rate(min, elapsed),
+            max: output::rate(max, elapsed),
+            total: output::rate(total, elapsed),
+        };
+        let time = SampleTime::new(elapsed, output::WINDOW_NS);
         self.seconds += 1;
         self.line(format_args!("{s}\n"));
         if self.seconds <= self.cfg.warmup {
             self.warmup.push(s);
+            self.timing.warmup.push(time);
             if self.seconds == self.cfg.warmup {
-                self.enter_measurement();
+                self.enter_measurement(now);
             }
             false
         } else {
             self.measurement.push(s);
+            self.timing.measurement.push(time);
+            self.ops = self.ops.wrapping_add(total);
             let done = self.seconds >= self.cfg.warmup + self.cfg.secs;
             if done {
                 self.c1 = self.cfg.counters.map(|f| f());
@@ -275,10 +310,16 @@ where
         cfg: *cfg,
         tasks: &tasks,
         prev: alloc::vec![0; n],
-        start_ns: 0,
+        last_ns: 0,
+        measure_ns: 0,
         seconds: 0,
         warmup: Vec::with_capacity(cfg.warmup as usize),
         measurement: Vec::with_capacity(cfg.secs as usize),
+        timing: Timing {
+            warmup: Vec::with_capacity(cfg.warmup as usize),
+            measurement: Vec::with_capacity(cfg.secs as usize),
+        },
+        ops: 0,
         c0: None,
         c1: None,
         failed_write: false,
@@ -318,9 +359,10 @@ where
             me.iterations.store(count, Ordering::Relaxed);
             if count.is_multiple_of(POLL_EVERY) {
                 body.quiescent();
-                if monitoring && exec.now_ns() >= deadline {
+                let now = if monitoring { exec.now_ns() } else { 0 };
+                if monitoring && now >= deadline {
                     let mut m = monitor.lock();
-                    if m.tick() {
+                    if m.tick(now) {
                         stop.0.store(true, Ordering::Release);
                     }
                     deadline = m.deadline();
@@ -341,7 +383,7 @@ where
         go.0.store(true, Ordering::Release);
         loop {
             exec.wait_until(m.deadline());
-            if m.tick() {
+            if m.tick(exec.now_ns()) {
                 stop.0.store(true, Ordering::Release);
                 break;
             }
@@ -350,12 +392,14 @@ where
     exec.run(n, &task, &mut watch);
 
     let m = monitor.into_inner();
-    let average = output::average(&m.measurement);
+    // The measurement runs from its opening to the last sample.
+    let elapsed_ns = m.last_ns.saturating_sub(m.measure_ns);
+    let ops = m.ops;
+    let average = output::rate(ops, elapsed_ns);
     let counters = match (m.c0, m.c1) {
         (Some(a), Some(b)) => Some(b.delta(&a)),
         _ => None,
     };
-    let ops: u64 = m.measurement.iter().map(|s| s.total).sum();
     let per_op = counters.map(|c| PerOpCounts {
         ops,
         allocs: c.dentry_alloc,
@@ -370,6 +414,7 @@ where
     if let Some(p) = &per_op {
         failed_write |= writeln!(out, "{p}").is_err();
     }
+    let timing_line = alloc::format!("{}", m.timing);
     // Lock waiters that gave their host thread away (fs::sync::spinwait):
     // the run had more spinners than CPUs. Not part of the parsed output
     // (it goes to the log, and only where it happened: never in a guest).
@@ -396,15 +441,20 @@ where
             expected: body.expected(task),
         };
         let _ = writeln!(out, "error: {e}");
+        let _ = writeln!(out, "{timing_line}");
         return Err(e);
     }
+    failed_write |= writeln!(out, "{timing_line}").is_err();
     if failed_write {
         return Err(RunError::Output);
     }
     Ok(Summary {
         warmup: m.warmup,
         measurement: m.measurement,
+        timing: m.timing,
         average,
+        ops,
+        elapsed_ns,
         per_op,
         counters,
     })

@@ -8,11 +8,18 @@
 //! min:311937 max:348949 total:3289838
 //! average:3289838
 //! per-op: allocs=0.000 shared_stores=0.000 fallbacks=0.000 locks=0.000 transfers=0.000
+//! timing: warmup_us=1000012 measurement_us=1000203 late=0
 //! ```
 //!
-//! One `min:N max:N total:N` line per second: the lowest and highest
-//! per-task iteration count of that second and their sum. `average` is the
-//! integer mean of the measurement totals. The `per-op` line is fs counter
+//! One `min:N max:N total:N` line per sample, about one a second: the
+//! lowest and highest per-task operation count of that sample and their
+//! sum, each divided by the sample's own elapsed time (so a rate per
+//! second even when a sample covered more or less than a second).
+//! `average` is the measurement's operations divided by its elapsed time
+//! (the last sample's time minus the measurement's start); on output with
+//! no `timing:` line (will-it-scale's, Linux's) it is the integer mean of
+//! the measurement totals, which is the same when every sample lasted a
+//! second. The `per-op` line is fs counter
 //! deltas over the measurement window divided by operations; the Linux
 //! reference guest prints its own from a separate counting run (kprobe hit
 //! counts): `per-op: allocs=A locks=L rwsem=R fallbacks=F` — the same names
@@ -21,6 +28,14 @@
 //! came later and is appended: a line without it (older output, Linux's)
 //! still parses, with [`PerOp::transfers`] `None`. A run that saw wrong
 //! answers ends with an `error:` line, which makes [`parse`] fail.
+//!
+//! The `timing:` line came later and goes last, after `per-op:` and
+//! `error:`, where a reader of the older format stops looking: each
+//! sample's elapsed time in microseconds, warm-up then measurement, and a
+//! `!` after a sample that lasted more than [`LATE_PERMILLE`]/1000 of its
+//! window past it (the sampler was late: its rate is still right, but the
+//! sample covers a stall); `late=` counts them. Output without the line
+//! parses, with [`RunOutput::timing`] `None`.
 //!
 //! This file is the one parser of the format: the `qemu` crate uses it for
 //! the Linux reference guest's output too.
@@ -98,6 +113,85 @@ fn write_ratio(f: &mut fmt::Formatter<'_>, n: u64, d: u64) -> fmt::Result {
     write!(f, "{}.{:03}", milli / 1000, milli % 1000)
 }
 
+/// The window a sample is meant to cover: one second, in nanoseconds.
+pub const WINDOW_NS: u64 = 1_000_000_000;
+/// A sample longer than its window by more than this many thousandths of
+/// it is late (a tenth).
+pub const LATE_PERMILLE: u64 = 100;
+
+/// One sample's elapsed time and whether it came late.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SampleTime {
+    /// Microseconds from the previous sample (or the start) to this one.
+    pub elapsed_us: u64,
+    /// Longer than its window by more than [`LATE_PERMILLE`]/1000 of it.
+    pub late: bool,
+}
+
+impl SampleTime {
+    /// The time of a sample that covered `elapsed_ns` of a `window_ns` window.
+    pub fn new(elapsed_ns: u64, window_ns: u64) -> SampleTime {
+        SampleTime {
+            elapsed_us: elapsed_ns / 1000,
+            late: is_late(elapsed_ns, window_ns),
+        }
+    }
+}
+
+/// True when `elapsed_ns` exceeds `window_ns` by more than a tenth of it.
+pub fn is_late(elapsed_ns: u64, window_ns: u64) -> bool {
+    elapsed_ns as u128 * 1000 > window_ns as u128 * (1000 + LATE_PERMILLE as u128)
+}
+
+/// Every sample's elapsed time: the `timing:` line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Timing {
+    pub warmup: Vec<SampleTime>,
+    pub measurement: Vec<SampleTime>,
+}
+
+impl Timing {
+    /// How many samples came late.
+    pub fn late(&self) -> usize {
+        self.warmup
+            .iter()
+            .chain(&self.measurement)
+            .filter(|t| t.late)
+            .count()
+    }
+}
+
+impl fmt::Display for Timing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("timing:")?;
+        for (key, list) in [
+            ("warmup_us", &self.warmup),
+            ("measurement_us", &self.measurement),
+        ] {
+            write!(f, " {key}=")?;
+            if list.is_empty() {
+                f.write_str("-")?;
+            }
+            for (i, t) in list.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "," };
+                let mark = if t.late { "!" } else { "" };
+                write!(f, "{sep}{}{mark}", t.elapsed_us)?;
+            }
+        }
+        write!(f, " late={}", self.late())
+    }
+}
+
+/// `count` operations over `elapsed_ns`, as operations per second
+/// (rounded down; 0 over no time).
+pub fn rate(count: u64, elapsed_ns: u64) -> u64 {
+    if elapsed_ns == 0 {
+        return 0;
+    }
+    let r = count as u128 * WINDOW_NS as u128 / elapsed_ns as u128;
+    r.min(u64::MAX as u128) as u64
+}
+
 /// A whole run's output, parsed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunOutput {
@@ -107,6 +201,9 @@ pub struct RunOutput {
     pub measurement: Vec<Sample>,
     pub average: u64,
     pub per_op: Option<PerOp>,
+    /// Each sample's elapsed time; `None` on output without a `timing:`
+    /// line.
+    pub timing: Option<Timing>,
 }
 
 impl RunOutput {
@@ -125,6 +222,10 @@ impl RunOutput {
     /// Highest per-task count of any measured second.
     pub fn task_max(&self) -> u64 {
         self.measurement.iter().map(|s| s.max).max().unwrap_or(0)
+    }
+    /// How many samples came late (0 without a `timing:` line).
+    pub fn late(&self) -> usize {
+        self.timing.as_ref().map_or(0, Timing::late)
     }
 }
 
@@ -155,6 +256,9 @@ pub fn write_run(
     writeln!(w, "average:{}", run.average)?;
     if let Some(p) = per_op {
         writeln!(w, "{p}")?;
+    }
+    if let Some(t) = &run.timing {
+        writeln!(w, "{t}")?;
     }
     Ok(())
 }
@@ -240,26 +344,39 @@ pub fn parse(text: &str) -> Result<RunOutput, ParseError> {
     if out.measurement.is_empty() {
         return Err(err(0, "no measurement lines"));
     }
-    // Optional per-op line, then an optional error line.
-    if let Some((n, l)) = lines.next() {
-        let mut l = l;
-        let mut n = n;
-        if let Some(rest) = l.strip_prefix("per-op:") {
-            out.per_op = Some(
-                parse_per_op(rest)
-                    .ok_or_else(|| err(n, alloc::format!("bad per-op line '{l}'")))?,
-            );
-            match lines.next() {
-                Some((n2, l2)) => {
-                    n = n2;
-                    l = l2;
-                }
-                None => return Ok(out),
-            }
+    // Optional per-op line, then an optional error line, then an optional
+    // timing line.
+    let Some((mut n, mut l)) = lines.next() else {
+        return Ok(out);
+    };
+    if let Some(rest) = l.strip_prefix("per-op:") {
+        out.per_op = Some(
+            parse_per_op(rest).ok_or_else(|| err(n, alloc::format!("bad per-op line '{l}'")))?,
+        );
+        match lines.next() {
+            Some(next) => (n, l) = next,
+            None => return Ok(out),
         }
-        if let Some(e) = l.strip_prefix("error:") {
-            return Err(err(n, alloc::format!("run reported an error:{e}")));
+    }
+    if let Some(e) = l.strip_prefix("error:") {
+        return Err(err(n, alloc::format!("run reported an error:{e}")));
+    }
+    if let Some(rest) = l.strip_prefix("timing:") {
+        let t =
+            parse_timing(rest).ok_or_else(|| err(n, alloc::format!("bad timing line '{l}'")))?;
+        if t.warmup.len() != out.warmup.len() || t.measurement.len() != out.measurement.len() {
+            return Err(err(
+                n,
+                alloc::format!(
+                    "timing line has {}+{} samples, the run {}+{}",
+                    t.warmup.len(),
+                    t.measurement.len(),
+                    out.warmup.len(),
+                    out.measurement.len()
+                ),
+            ));
         }
+        out.timing = Some(t);
     }
     Ok(out)
 }
@@ -280,6 +397,39 @@ fn parse_sample(l: &str) -> Option<Sample> {
         return None;
     }
     Some(Sample { min, max, total })
+}
+
+/// `warmup_us=A,B… measurement_us=C,D… late=N`, in that order; `-` for
+/// no samples; `!` after a late one, and `late=` their count.
+fn parse_timing(rest: &str) -> Option<Timing> {
+    let mut words = rest.split_ascii_whitespace();
+    let list = |w: &str, key: &str| -> Option<Vec<SampleTime>> {
+        let v = w.strip_prefix(key)?.strip_prefix('=')?;
+        if v == "-" {
+            return Some(Vec::new());
+        }
+        v.split(',')
+            .map(|x| {
+                let (x, late) = match x.strip_suffix('!') {
+                    Some(x) => (x, true),
+                    None => (x, false),
+                };
+                Some(SampleTime {
+                    elapsed_us: num(x)?,
+                    late,
+                })
+            })
+            .collect()
+    };
+    let t = Timing {
+        warmup: list(words.next()?, "warmup_us")?,
+        measurement: list(words.next()?, "measurement_us")?,
+    };
+    let late = num(words.next()?.strip_prefix("late=")?)?;
+    if words.next().is_some() || late != t.late() as u64 {
+        return None;
+    }
+    Some(t)
 }
 
 /// `allocs`, `fallbacks` and `locks` are required, `shared_stores`,

@@ -117,8 +117,10 @@ fn check_run(inline: bool) {
     assert_eq!(parsed.measurement.len(), 1);
     assert_eq!(parsed.measurement, sum.measurement);
     let m = parsed.measurement[0];
+    // Each figure is its own count over the sample's time, rounded down:
+    // the total is the sum of the two to within the two roundings.
     assert!(
-        m.min > 0 && m.min <= m.max && m.total == m.min + m.max,
+        m.min > 0 && m.min <= m.max && (m.min + m.max..=m.min + m.max + 1).contains(&m.total),
         "{m:?}"
     );
     assert_eq!(parsed.average, m.total);
@@ -163,7 +165,11 @@ fn wrong_answers_are_reported() {
         }) => assert!(count > 0 && total == count),
         other => panic!("{other:?}"),
     }
-    assert!(out.lines().last().unwrap().starts_with("error: "), "{out}");
+    // The error line, then the timing line (which comes last so that a
+    // reader of the older format finds the error right after the block).
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[lines.len() - 2].starts_with("error: "), "{out}");
+    assert!(lines[lines.len() - 1].starts_with("timing: "), "{out}");
     assert!(
         !out.contains("per-op:"),
         "no counters, no per-op line: {out}"
@@ -210,4 +216,118 @@ fn the_pause_is_spent_between_operations() {
         with.saturating_mul(20) < without,
         "pause=5000: {with} ops; pause=0: {without} ops"
     );
+}
+
+/// A clock that moves only when the body says so: each operation costs a
+/// millisecond, one of them `stall_ms` more. One task, monitor inline (task
+/// 0 samples every [`bench::driver::POLL_EVERY`] operations, as a kernel
+/// without preemption does), so every sample's time is known exactly.
+struct FakeClock {
+    now_ns: AtomicU64,
+    calls: AtomicU64,
+    stall_at: u64,
+    stall_ms: u64,
+}
+
+impl Executor for FakeClock {
+    fn max_tasks(&self) -> usize {
+        1
+    }
+    fn now_ns(&self) -> u64 {
+        self.now_ns.load(Ordering::Relaxed)
+    }
+    fn wait_until(&self, _deadline_ns: u64) {
+        panic!("inline mode must not sleep in the monitor");
+    }
+    fn concurrent_monitor(&self) -> bool {
+        false
+    }
+    fn run(&self, n: usize, task: &(dyn Fn(usize) + Sync), monitor: &mut dyn FnMut()) {
+        assert_eq!(n, 1);
+        monitor();
+        task(0);
+    }
+}
+
+impl Body for FakeClock {
+    fn run_once(&self, _task: usize) -> bool {
+        let c = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let ms = if c == self.stall_at {
+            1 + self.stall_ms
+        } else {
+            1
+        };
+        self.now_ns.fetch_add(ms * 1_000_000, Ordering::Relaxed);
+        true
+    }
+    fn expected(&self, _task: usize) -> &'static str {
+        "true"
+    }
+}
+
+/// The sampler held up for 5 s inside the first measured sample (the
+/// 19.9-s "second" of a 16-vCPU statneg run): that sample is one long
+/// sample at its real rate, marked late, the next deadline is a second
+/// after it (not a burst of overdue deadlines each printed as a second),
+/// and the average is the measured operations over the measured time.
+#[test]
+fn a_stalled_sampler_reports_rates_over_real_time() {
+    let exec = FakeClock {
+        now_ns: AtomicU64::new(0),
+        calls: AtomicU64::new(0),
+        stall_at: 2000,
+        stall_ms: 5000,
+    };
+    let cfg = RunConfig {
+        description: "stall",
+        tasks: 1,
+        warmup: 1,
+        secs: 3,
+        counters: None,
+        pause: 0,
+    };
+    let mut out = String::new();
+    let sum = run(&exec, &cfg, &exec, &mut out).unwrap();
+    // Samples fall on the first multiple of 64 operations at or past each
+    // deadline. Warm-up: 1024 ops in 1.024 s. Then ops 1025..2048 take
+    // 1024 ms + the 5-s stall, and the next two samples 1024 ops each in
+    // 1.024 s (the deadline 8.048 s is first passed at op 3072, 8.072 s).
+    let ms = 1_000_000u64;
+    let windows_ns = [1024 * ms, 6024 * ms, 1024 * ms, 1024 * ms];
+    let rate = |ops: u64, ns: u64| ops * 1_000_000_000 / ns;
+    let want: Vec<u64> = windows_ns.iter().map(|&ns| rate(1024, ns)).collect();
+    assert_eq!(want, [1000, 169, 1000, 1000]);
+    let parsed = parse(&out).unwrap();
+    let got: Vec<u64> = parsed
+        .warmup
+        .iter()
+        .chain(&parsed.measurement)
+        .map(|s| s.total)
+        .collect();
+    assert_eq!(got, want, "{out}");
+    let measured_ns: u64 = windows_ns[1..].iter().sum();
+    assert_eq!(sum.ops, 3 * 1024);
+    assert_eq!(sum.elapsed_ns, measured_ns);
+    assert_eq!(parsed.average, rate(3 * 1024, measured_ns), "{out}");
+    assert_eq!(parsed.average, 380);
+    let timing = parsed.timing.expect("a timing: line");
+    assert_eq!(timing, sum.timing);
+    let late: Vec<bool> = timing.measurement.iter().map(|t| t.late).collect();
+    assert_eq!(late, [true, false, false], "{out}");
+    assert!(!timing.warmup[0].late);
+    assert_eq!(timing.measurement[0].elapsed_us, 6_024_000);
+    assert!(
+        out.ends_with("timing: warmup_us=1024000 measurement_us=6024000!,1024000,1024000 late=1\n"),
+        "{out}"
+    );
+}
+
+/// A sample that came a tenth of its window late or less is not flagged.
+#[test]
+fn late_means_more_than_a_tenth_past_the_window() {
+    use bench::output::is_late;
+    let w = 1_000_000_000;
+    assert!(!is_late(w, w));
+    assert!(!is_late(w + w / 10, w));
+    assert!(is_late(w + w / 10 + 1, w));
 }

@@ -1,7 +1,7 @@
 //! will-it-scale's output format: write → parse round trip, the seed's own
 //! output, and malformed text.
 
-use bench::output::{self, parse, PerOpCounts, RunOutput, Sample};
+use bench::output::{self, parse, PerOpCounts, RunOutput, Sample, SampleTime, Timing};
 
 /// The seed's `./statneg_processes -t 10` output (tmpfs, Linux), verbatim.
 const SEED: &str = "\
@@ -73,6 +73,7 @@ fn round_trip_with_per_op() {
         ],
         average: 22,
         per_op: None,
+        timing: None,
     };
     let counts = PerOpCounts {
         ops: 44,
@@ -208,5 +209,78 @@ fn malformed_output_is_refused() {
         (&format!("{ok}error: 3 wrong answers\n"), "error line without per-op"),
     ] {
         assert!(parse(bad).is_err(), "accepted ({why}): {bad:?}");
+    }
+}
+
+/// The `timing:` line goes after everything a reader of the older format
+/// looks at: with it, the rest of the block is the same text, and a run's
+/// `error:` line still comes right after `per-op:`.
+#[test]
+fn timing_line_is_appended_and_read_back() {
+    let t = |elapsed_us, late| SampleTime { elapsed_us, late };
+    let run = RunOutput {
+        testcase: "t".into(),
+        warmup: vec![Sample {
+            min: 1,
+            max: 1,
+            total: 2,
+        }],
+        measurement: vec![
+            Sample {
+                min: 5,
+                max: 6,
+                total: 11,
+            },
+            Sample {
+                min: 5,
+                max: 7,
+                total: 12,
+            },
+        ],
+        average: 11,
+        per_op: None,
+        timing: Some(Timing {
+            warmup: vec![t(1_000_100, false)],
+            measurement: vec![t(19_861_000, true), t(1_000_003, false)],
+        }),
+    };
+    let counts = PerOpCounts {
+        ops: 1,
+        ..Default::default()
+    };
+    let mut text = String::new();
+    output::write_run(&mut text, &run, Some(&counts)).unwrap();
+    let last = text.lines().last().unwrap();
+    assert_eq!(
+        last,
+        "timing: warmup_us=1000100 measurement_us=19861000!,1000003 late=1"
+    );
+    let back = parse(&text).unwrap();
+    assert_eq!(back.timing, run.timing);
+    assert_eq!(back.late(), 1);
+    // Without the line: the same run, no timing.
+    let older = text.replace(&format!("{last}\n"), "");
+    let old = parse(&older).unwrap();
+    assert_eq!((old.late(), &old.timing), (0, &None));
+    assert_eq!(
+        (old.measurement, old.average),
+        (back.measurement, back.average)
+    );
+    // An error line still sits right after per-op and still fails the parse.
+    let failed = text.replace(
+        &format!("{last}\n"),
+        &format!("error: 3 wrong answers\n{last}\n"),
+    );
+    assert!(parse(&failed).is_err());
+    // A timing line for another number of samples, a wrong late count, a
+    // bad number: refused.
+    for bad in [
+        "timing: warmup_us=1 measurement_us=2 late=0",
+        "timing: warmup_us=1 measurement_us=2!,3 late=0",
+        "timing: warmup_us=1 measurement_us=2,x late=0",
+        "timing: measurement_us=2,3 warmup_us=1 late=0",
+    ] {
+        let t = text.replace(last, bad);
+        assert!(parse(&t).is_err(), "{bad}");
     }
 }

@@ -538,6 +538,7 @@ fn a_check_prices_its_run_at_the_sharing_it_measured() {
             rwsem: None,
             transfers: Some(2.0),
         }),
+        timing: None,
     };
     // Of its 1 000 000 allocations, 400 000 found the name in
     // d_alloc_parallel, after 125 000 waits there.
