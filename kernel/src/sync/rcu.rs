@@ -26,7 +26,10 @@
 //! on their own CPU at explicit points once that GP is complete — never in
 //! the tick: the tick only stores `qs_seen`, so it cannot deadlock against a
 //! `call_rcu` it interrupted, and destructors (which free memory) never run
-//! in interrupt context. The queue lock is per CPU and uncontended.
+//! in interrupt context — and never in `call_rcu` either, whose caller may
+//! hold dcache locks that a callback's `dput` takes, and whose grace-period
+//! work (a fence, every CPU's lines, a locked store to `done`) would run
+//! inside those locks. The queue lock is per CPU and uncontended.
 //!
 //! ## Callback memory: small segments, a spare reserve, back-pressure
 //!
@@ -84,9 +87,6 @@ use crate::percpu::{per_cpu, PerCpu};
 /// The grace-period counters (`fs::sync::qsbr`, where the loom models run
 /// them too).
 static GP: GracePeriods = GracePeriods::new();
-
-/// Queue length at which `call_rcu` itself tries to run due callbacks.
-const POLL_BATCH: usize = 64;
 
 /// Callbacks per segment: 32 two-word [`Retired`]s, one 512-byte slab
 /// object (a slab refill of that class takes 32 KiB from talc, which a
@@ -337,15 +337,19 @@ pub fn quiescent_state() {
     run_callbacks();
 }
 
-/// Queue `obj` to be reclaimed after a grace period.
+/// Queue `obj` to be reclaimed after a grace period. No grace-period work
+/// and no callback here: the caller may hold dcache locks (`rculist`'s
+/// remove runs under a dentry's and a bucket's lock, inside a `d_seq`
+/// write section), and a callback may `dput`. The queue waits for the
+/// CPU's next explicit quiescent state ([`quiescent_state`]: the
+/// benchmark and stress loops every 64 operations, every wait, the idle
+/// loop), as host mode's queues do and as Linux's wait for softirq or the
+/// `rcuc` kthread; memory stays bounded by the segments' back-pressure
+/// ([`room`]).
 pub fn call_rcu(obj: Retired) {
     let me = CPUS.get();
     let target = GP.snap();
-    let (len, refused) = crate::arch::interrupts::without(|| {
-        let mut q = me.callbacks.lock();
-        let refused = q.push(target, obj).err();
-        (q.len, refused)
-    });
+    let refused = crate::arch::interrupts::without(|| me.callbacks.lock().push(target, obj).err());
     if let Some(obj) = refused {
         leak(obj);
         return;
@@ -353,9 +357,6 @@ pub fn call_rcu(obj: Retired) {
     // Only one CPU per grace period writes the counters (no shared store
     // per call).
     GP.request(&me.gp, target);
-    if len >= POLL_BATCH && me.gp.nesting() == 0 {
-        quiescent_state();
-    }
 }
 
 /// No segment for `obj`: leak it (safe), count it, say so once.
