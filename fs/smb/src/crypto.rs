@@ -162,11 +162,27 @@ impl SignAlg {
     }
 }
 
-/// A session's signing key and algorithm.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A session's signing key and algorithm. The key is redacted in `Debug`
+/// and zeroed on drop.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Signer {
     pub alg: SignAlg,
     pub key: [u8; 16],
+}
+
+impl core::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Signer")
+            .field("alg", &self.alg)
+            .field("key", &crate::secret::Redacted)
+            .finish()
+    }
+}
+
+impl Drop for Signer {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.key);
+    }
 }
 
 impl Signer {
@@ -377,9 +393,12 @@ impl core::fmt::Debug for Sealer {
 impl Sealer {
     /// Dialect 3.0 / 3.0.2 keys (always AES-128-CCM there).
     pub fn smb30(session_key: &[u8; 16], session_id: u64, salt: [u8; 4]) -> Self {
-        let enc = kdf(session_key, b"SMB2AESCCM\0", b"ServerIn \0");
-        let dec = kdf(session_key, b"SMB2AESCCM\0", b"ServerOut\0");
-        Self::with_keys(Cipher::Aes128Ccm, &enc, &dec, session_id, salt)
+        let mut enc = kdf(session_key, b"SMB2AESCCM\0", b"ServerIn \0");
+        let mut dec = kdf(session_key, b"SMB2AESCCM\0", b"ServerOut\0");
+        let s = Self::with_keys(Cipher::Aes128Ccm, &enc, &dec, session_id, salt);
+        zeroize::Zeroize::zeroize(&mut enc);
+        zeroize::Zeroize::zeroize(&mut dec);
+        s
     }
 
     /// Dialect 3.1.1 keys: the same preauth hash as the signing key.
@@ -390,9 +409,12 @@ impl Sealer {
         session_id: u64,
         salt: [u8; 4],
     ) -> Self {
-        let enc = kdf(session_key, b"SMBC2SCipherKey\0", &preauth.0);
-        let dec = kdf(session_key, b"SMBS2CCipherKey\0", &preauth.0);
-        Self::with_keys(cipher, &enc, &dec, session_id, salt)
+        let mut enc = kdf(session_key, b"SMBC2SCipherKey\0", &preauth.0);
+        let mut dec = kdf(session_key, b"SMBS2CCipherKey\0", &preauth.0);
+        let s = Self::with_keys(cipher, &enc, &dec, session_id, salt);
+        zeroize::Zeroize::zeroize(&mut enc);
+        zeroize::Zeroize::zeroize(&mut dec);
+        s
     }
 
     /// From explicit keys (`enc`: what this side sends with; `dec`: what it

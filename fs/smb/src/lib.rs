@@ -36,12 +36,14 @@ pub mod error;
 pub mod ntlm;
 pub mod ops;
 pub mod remap;
+pub mod secret;
 pub mod transport;
 pub mod wire;
 
 pub use conn::{Config, Connection, Signing};
 pub use counters::{TconStats, TraceEvent, TraceKind, TraceRing};
 pub use ops::OpenKind;
+pub use secret::Secret;
 pub use transport::{Clock, Connector, FaultInjector, Faults, Transport, TransportError};
 #[cfg(feature = "std")]
 pub use transport::{StdClock, TcpConnector, TcpTransport};

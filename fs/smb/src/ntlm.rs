@@ -8,12 +8,14 @@
 //! KEY_EXCH is not negotiated. Pure functions; randomness and time are
 //! passed in.
 
+use crate::secret::{Redacted, Secret};
 use crate::wire::{put_fixed, set_u16, set_u32, slice, u16_at, u32_at, utf16le};
 use crate::wire::{Result, WireError};
 use alloc::vec::Vec;
 use hmac::{Hmac, KeyInit, Mac};
 use md4::{Digest, Md4};
 use md5::Md5;
+use zeroize::Zeroize;
 
 /// Message signature.
 pub const SIGNATURE: &[u8; 8] = b"NTLMSSP\0";
@@ -149,11 +151,12 @@ fn hmac_md5(key: &[u8], parts: &[&[u8]]) -> [u8; 16] {
     out
 }
 
-/// Who logs in.
+/// Who logs in. The password is a [`Secret`]: redacted in `Debug`,
+/// zeroed on drop.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Credentials {
     pub user: alloc::string::String,
-    pub password: alloc::string::String,
+    pub password: Secret,
     pub domain: alloc::string::String,
     pub workstation: alloc::string::String,
 }
@@ -178,7 +181,10 @@ pub fn nt_hash(password: &str) -> [u8; 16] {
 pub fn ntowfv2(password: &str, user: &str, domain: &str) -> [u8; 16] {
     let mut ud = user.to_uppercase();
     ud.push_str(domain);
-    hmac_md5(&nt_hash(password), &[&utf16le(&ud)])
+    let mut h = nt_hash(password);
+    let key = hmac_md5(&h, &[&utf16le(&ud)]);
+    h.zeroize();
+    key
 }
 
 /// The session base key from NTOWFv2 and the NTProofStr (the first 16
@@ -281,8 +287,9 @@ impl<'a> Challenge<'a> {
     }
 }
 
-/// The NTLMv2 computation of MS-NLMP 3.3.2.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The NTLMv2 computation of MS-NLMP 3.3.2. The session key is redacted
+/// in `Debug` and zeroed on drop.
+#[derive(Clone, PartialEq, Eq)]
 pub struct NtlmV2 {
     /// NTProofStr followed by the client blob.
     pub nt_response: Vec<u8>,
@@ -290,6 +297,22 @@ pub struct NtlmV2 {
     pub lm_response: Vec<u8>,
     /// The session base key (= exported session key without KEY_EXCH).
     pub session_key: [u8; 16],
+}
+
+impl core::fmt::Debug for NtlmV2 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("NtlmV2")
+            .field("nt_response", &self.nt_response)
+            .field("lm_response", &self.lm_response)
+            .field("session_key", &Redacted)
+            .finish()
+    }
+}
+
+impl Drop for NtlmV2 {
+    fn drop(&mut self) {
+        self.session_key.zeroize();
+    }
 }
 
 /// Computes the NTLMv2 responses and session key. `time` is a FILETIME.
@@ -302,7 +325,7 @@ pub fn ntlmv2(
     lm_zero: bool,
 ) -> NtlmV2 {
     use field::client_challenge as f;
-    let key = ntowfv2(&creds.password, &creds.user, &creds.domain);
+    let mut key = ntowfv2(&creds.password, &creds.user, &creds.domain);
     let mut blob = Vec::with_capacity(f::AV_PAIRS + target_info.len() + BLOB_TRAILER);
     let b = put_fixed(&mut blob, f::AV_PAIRS);
     b[f::RESP_TYPE] = CLIENT_CHALLENGE_VERSION;
@@ -321,10 +344,12 @@ pub fn ntlmv2(
         v.extend_from_slice(client_challenge);
         v
     };
+    let session_key = hmac_md5(&key, &[&proof]);
+    key.zeroize();
     NtlmV2 {
         nt_response,
         lm_response,
-        session_key: hmac_md5(&key, &[&proof]),
+        session_key,
     }
 }
 
@@ -538,7 +563,7 @@ mod tests {
         // A user with an empty password is not anonymous.
         let named = Credentials {
             user: "u".into(),
-            ..creds
+            ..creds.clone()
         };
         assert!(!named.is_anonymous());
     }

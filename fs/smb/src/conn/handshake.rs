@@ -207,7 +207,7 @@ impl Connection {
                 &client_challenge,
                 self.clock.filetime(),
             );
-            (token, Some(key))
+            (token, Some(zeroize::Zeroizing::new(key)))
         };
         let auth_setup = SessionSetupRequest {
             token: &auth_token,

@@ -26,7 +26,8 @@ use super::eacache::{self, EACACHE_DESIGNS};
 pub struct CifsOpts {
     pub vers: Vec<u16>,
     pub username: String,
-    pub password: String,
+    /// Redacted in `Debug`, zeroed on drop ([`smb::Secret`]).
+    pub password: smb::Secret,
     pub domain: String,
     pub uid: u32,
     pub forceuid: bool,
@@ -415,7 +416,7 @@ impl Default for CifsOpts {
         CifsOpts {
             vers: parse_vers("default").expect("default is a vers"),
             username: String::new(),
-            password: String::new(),
+            password: smb::Secret::default(),
             domain: String::new(),
             uid: 0,
             forceuid: false,
@@ -535,7 +536,7 @@ impl CifsOpts {
                     match val.split_once('%') {
                         Some((u, p)) => {
                             o.username = u.to_string();
-                            o.password = p.to_string();
+                            o.password = p.into();
                             pass_set = true;
                         }
                         None => o.username = val.to_string(),
@@ -543,7 +544,7 @@ impl CifsOpts {
                     user_set = true;
                 }
                 "password" | "pass" => {
-                    o.password = val.to_string();
+                    o.password = val.into();
                     pass_set = true;
                 }
                 "domain" | "dom" => {
