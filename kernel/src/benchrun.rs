@@ -115,7 +115,16 @@ pub fn pingpong() -> bool {
 pub fn run(p: &Params) -> ! {
     let (used0, live0, _) = memory_figures();
     log::info!("bench: {p} on {} online CPUs", smp::online_count());
+    fs::sync::pvqspinlock::events::reset();
     let r = run_to(p, &mut Console);
+    let ev = fs::sync::pvqspinlock::events::read();
+    // Warmup and measurement together; zero unless lock=pvqspinlock.
+    kprintln!(
+        "pvqspinlock: steals={} head_locks={} head_wait_max_us={}",
+        ev.steals,
+        ev.head_locks,
+        ev.head_wait_max_ns / 1000
+    );
     // Let every CPU pass quiescent states so the run's callbacks drain.
     rcu::synchronize_rcu();
     let (used, live, pending) = memory_figures();

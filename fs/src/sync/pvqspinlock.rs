@@ -64,7 +64,7 @@
 
 use super::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
 use super::lockword::LockWord;
-use super::qspinlock::{self, Node, Waits, LOCKED, LOCKED_MASK, MAX_NODES};
+use super::qspinlock::{self, Node, Waits, LOCKED, LOCKED_MASK, MAX_NODES, TAIL_MASK};
 use super::spinwait::{SpinWait, SPIN_TURNS};
 
 /// The locked byte of a lock whose queue head has halted and entered the
@@ -98,7 +98,13 @@ pub fn lock(w: &impl LockWord) {
 #[inline]
 fn try_steal(w: &impl LockWord) -> bool {
     let v = w.load(Ordering::Relaxed);
-    v & LOCKED_MASK == 0 && w.cas(v, v | LOCKED, Ordering::Acquire).is_ok()
+    if v & LOCKED_MASK == 0 && w.cas(v, v | LOCKED, Ordering::Acquire).is_ok() {
+        if v & TAIL_MASK != 0 {
+            events::steal();
+        }
+        return true;
+    }
+    false
 }
 
 /// Release the lock; if the queue head halted on it, kick it.
@@ -194,12 +200,14 @@ fn wait_head(w: &impl LockWord, tail: u32) -> u32 {
     let p = crate::platform::get();
     let addr = w.addr();
     let mut hashed = false;
+    let since = p.now_ns();
     loop {
         let mut wait = SpinWait::new();
         for _ in 0..SPIN_TURNS {
             let v = w.load(Ordering::Relaxed);
             if v & LOCKED_MASK == 0 {
                 if w.cas(v, v | LOCKED, Ordering::Acquire).is_ok() {
+                    events::head_locked(since);
                     return v | LOCKED;
                 }
                 continue;
@@ -224,6 +232,7 @@ fn wait_head(w: &impl LockWord, tail: u32) -> u32 {
                     match w.cas(v, v | LOCKED, Ordering::Acquire) {
                         Ok(_) => {
                             let _ = unhash(addr);
+                            events::head_locked(since);
                             return v | LOCKED;
                         }
                         Err(now) => {
@@ -277,6 +286,87 @@ impl Waits for Halt {
     #[inline]
     fn kick_node(succ: &Node, tail: u32) {
         kick_node(succ, tail)
+    }
+}
+
+// ------------------------------------------------------------ events
+
+/// What the paravirt lock's waiters did (Linux's `lockevent` counters
+/// `pv_lock_stealing` and friends): locks taken past a queue, locks taken
+/// by a queue head, and the longest wait of a head, from becoming the head
+/// to holding the lock. Each CPU counts in its own line, only on the slow
+/// paths; plain (not loom) atomics, as they order nothing.
+pub mod events {
+    use core::sync::atomic::{AtomicU64, Ordering};
+
+    use crate::platform::MAX_CPUS;
+
+    #[repr(align(128))]
+    struct Slot {
+        steals: AtomicU64,
+        head_locks: AtomicU64,
+        head_wait_max_ns: AtomicU64,
+    }
+
+    #[allow(clippy::declare_interior_mutable_const)]
+    const SLOT: Slot = Slot {
+        steals: AtomicU64::new(0),
+        head_locks: AtomicU64::new(0),
+        head_wait_max_ns: AtomicU64::new(0),
+    };
+    static SLOTS: [Slot; MAX_CPUS] = [SLOT; MAX_CPUS];
+
+    fn mine() -> &'static Slot {
+        &SLOTS[crate::platform::get().cpu_id() % MAX_CPUS]
+    }
+
+    /// A lock taken while a queue waited.
+    pub(super) fn steal() {
+        let s = mine();
+        s.steals
+            .store(s.steals.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// A queue head took the lock; it had been the head since `since`.
+    pub(super) fn head_locked(since: u64) {
+        let s = mine();
+        s.head_locks
+            .store(s.head_locks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        let waited = crate::platform::get().now_ns().saturating_sub(since);
+        if waited > s.head_wait_max_ns.load(Ordering::Relaxed) {
+            s.head_wait_max_ns.store(waited, Ordering::Relaxed);
+        }
+    }
+
+    /// The sums over every CPU (a snapshot while locks are in use).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Events {
+        /// Locks taken past a waiting queue.
+        pub steals: u64,
+        /// Locks taken by a queue head.
+        pub head_locks: u64,
+        /// The longest a head waited for the lock, in nanoseconds.
+        pub head_wait_max_ns: u64,
+    }
+
+    /// Every CPU's events so far.
+    pub fn read() -> Events {
+        SLOTS.iter().fold(Events::default(), |e, s| Events {
+            steals: e.steals + s.steals.load(Ordering::Relaxed),
+            head_locks: e.head_locks + s.head_locks.load(Ordering::Relaxed),
+            head_wait_max_ns: e
+                .head_wait_max_ns
+                .max(s.head_wait_max_ns.load(Ordering::Relaxed)),
+        })
+    }
+
+    /// Start counting afresh (no lock in use: a benchmark's start).
+    pub fn reset() {
+        for s in &SLOTS {
+            s.steals.store(0, Ordering::Relaxed);
+            s.head_locks.store(0, Ordering::Relaxed);
+            s.head_wait_max_ns.store(0, Ordering::Relaxed);
+        }
     }
 }
 

@@ -54,7 +54,7 @@ pub(super) const LOCKED_MASK: u32 = 0xff;
 const PENDING: u32 = 1 << 8;
 const TAIL_IDX_SHIFT: u32 = 16;
 const TAIL_CPU_SHIFT: u32 = 18;
-const TAIL_MASK: u32 = 0xffff_0000;
+pub(super) const TAIL_MASK: u32 = 0xffff_0000;
 /// How long a waiter that sees a pending→locked hand-over in flight waits
 /// for it to finish before queueing (Linux's `_Q_PENDING_LOOPS` on x86: 1).
 const PENDING_LOOPS: u32 = 1;
