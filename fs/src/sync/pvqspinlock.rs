@@ -26,9 +26,15 @@
 //!   RUNNING` and kicks its CPU ([`kick_node`]). Each side stores, issues a
 //!   full fence, then reads what the other stored: at least one sees the
 //!   other, so either the waiter does not halt or the kicker kicks.
-//! - **The queue head** spins on the lock word for [`SPIN_TURNS`]; then it
-//!   enters `(lock word, its node)` in a hash table and turns the locked
-//!   byte from `LOCKED` into [`SLOW`], and halts while it reads `SLOW`.
+//! - **The queue head** spins on the lock word for [`SPIN_TURNS`], holding
+//!   the pending bit meanwhile; then it lets the bit go, enters `(lock
+//!   word, its node)` in a hash table, turns the locked byte from `LOCKED`
+//!   into [`SLOW`], and halts while it reads `SLOW`.
+//! - **Lock stealing**: a CPU that arrives while a queue waits takes a
+//!   free locked byte past it only while the pending bit is clear, i.e.
+//!   while the head is halted, or waking, or not yet the head (Linux's
+//!   hybrid unfair trylock). A running head is not overtaken; a halted one
+//!   does not leave the lock idle for the host's wake-up.
 //! - **The unlock** subtracts `LOCKED` from the locked byte as the queued
 //!   lock does. Normally that leaves 0; if a head had marked it `SLOW` it
 //!   leaves 2, still held, so nobody can take the lock while the unlocker
@@ -47,11 +53,10 @@
 //!   form), not lazily at the next unlock (Linux since 4.5 marks the lock
 //!   `SLOW` on the halted successor's behalf and leaves the kick to the
 //!   unlocker, and lets other CPUs steal the lock meanwhile). The early
-//!   kick overlaps the host's wake-up with the holder's critical section;
-//!   with no lock stealing here, a lazily kicked head would leave the lock
-//!   free and untaken for a whole wake-up.
-//! - No pending bit: a paravirt lock queues its second waiter too, as
-//!   Linux's does, so that every waiter has a node to halt on.
+//!   kick overlaps the host's wake-up with the holder's critical section.
+//! - No pending waiter: a paravirt lock queues its second waiter too, as
+//!   Linux's does, so that every waiter has a node to halt on; the pending
+//!   bit only marks a spinning head, as in Linux's paravirt lock.
 //! - No `pv_wait_early` (halting at once when the predecessor is halted)
 //!   and no hypercall: the kick is an IPI.
 //!
@@ -64,7 +69,7 @@
 
 use super::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
 use super::lockword::LockWord;
-use super::qspinlock::{self, Node, Waits, LOCKED, LOCKED_MASK, MAX_NODES, TAIL_MASK};
+use super::qspinlock::{self, Node, Waits, LOCKED, LOCKED_MASK, MAX_NODES, PENDING, TAIL_MASK};
 use super::spinwait::{SpinWait, SPIN_TURNS};
 
 /// The locked byte of a lock whose queue head has halted and entered the
@@ -92,13 +97,15 @@ pub fn lock(w: &impl LockWord) {
     qspinlock::queue::<Halt>(w, true);
 }
 
-/// Take the lock if the locked byte is free, whether or not a queue waits
-/// (Linux's hybrid unfair trylock, in its one-look form): a running CPU
-/// does not wait behind a queue head that is halted or not yet awake.
+/// Take the lock if the locked byte is free and no queue head is spinning
+/// for it (Linux's hybrid unfair trylock, in its one-look form): a running
+/// CPU does not wait behind a queue head that is halted or not yet awake,
+/// but does not overtake one that is running either. A spinning head holds
+/// the pending bit ([`wait_head`]), as in Linux's `pv_wait_head_or_lock`.
 #[inline]
 fn try_steal(w: &impl LockWord) -> bool {
     let v = w.load(Ordering::Relaxed);
-    if v & LOCKED_MASK == 0 && w.cas(v, v | LOCKED, Ordering::Acquire).is_ok() {
+    if v & (LOCKED_MASK | PENDING) == 0 && w.cas(v, v | LOCKED, Ordering::Acquire).is_ok() {
         if v & TAIL_MASK != 0 {
             events::steal();
         }
@@ -194,26 +201,35 @@ fn kick_node(succ: &Node, tail: u32) {
 }
 
 /// The queue head (tail code `tail`): spin, then halt, until it has taken
-/// the locked byte with a cmpxchg (others may take a free byte too, see
-/// [`try_steal`]). Returns the lock value it set.
+/// the locked byte with a cmpxchg. While it spins it holds the pending bit,
+/// so that no running CPU takes the lock past it ([`try_steal`]); before
+/// it halts it lets the bit go, so that the lock does not sit free while
+/// the host wakes its vCPU (Linux's `pv_wait_head_or_lock`: `set_pending`,
+/// `trylock_clear_pending`, `clear_pending`). Returns the lock value it
+/// set.
 fn wait_head(w: &impl LockWord, tail: u32) -> u32 {
     let p = crate::platform::get();
     let addr = w.addr();
     let mut hashed = false;
     let since = p.now_ns();
     loop {
+        // Only the head sets or clears PENDING on this kind of lock.
+        w.fetch_or(PENDING, Ordering::Relaxed);
         let mut wait = SpinWait::new();
         for _ in 0..SPIN_TURNS {
             let v = w.load(Ordering::Relaxed);
             if v & LOCKED_MASK == 0 {
-                if w.cas(v, v | LOCKED, Ordering::Acquire).is_ok() {
+                // (*,1,0) -> (*,0,1)
+                let mine = (v & !PENDING) | LOCKED;
+                if w.cas(v, mine, Ordering::Acquire).is_ok() {
                     events::head_locked(since);
-                    return v | LOCKED;
+                    return mine;
                 }
                 continue;
             }
             wait.turn();
         }
+        w.fetch_and(!PENDING, Ordering::Relaxed);
         // The byte left SLOW (and its release step, 2) only through an
         // unlock, which took our entry out first.
         let b = w.load(Ordering::Relaxed) & LOCKED_MASK;
@@ -525,6 +541,47 @@ mod tests {
         t.join().unwrap();
         assert_eq!(w.load(Ordering::Relaxed), 0, "word left dirty");
         assert_eq!(entries_for(addr), 0, "hash entry left behind");
+    }
+
+    /// A queue head that spins holds the pending bit: seen from outside,
+    /// the word of a held lock with a waiter shows PENDING with its tail.
+    #[test]
+    fn a_spinning_head_holds_the_pending_bit() {
+        let w = Arc::new(AtomicU32::new(0));
+        lock(&*w);
+        let t = {
+            let w = w.clone();
+            std::thread::spawn(move || {
+                lock(&*w);
+                unlock(&*w);
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let v = w.load(Ordering::Relaxed);
+            if v & PENDING != 0 && v & TAIL_MASK != 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "head never set PENDING: {v:#x}");
+            std::thread::yield_now();
+        }
+        unlock(&*w);
+        t.join().unwrap();
+        assert_eq!(w.load(Ordering::Relaxed), 0, "word left dirty");
+    }
+
+    /// A free locked byte is not taken past a queue whose head holds the
+    /// pending bit (it is spinning for it), and is taken while the bit is
+    /// clear (the head halted): Linux's hybrid unfair trylock.
+    #[test]
+    fn no_steal_past_a_spinning_head() {
+        let tail = TAIL_MASK & (1 << 18);
+        let w = AtomicU32::new(tail | PENDING);
+        assert!(!try_steal(&w), "stole past a spinning head");
+        assert_eq!(w.load(Ordering::Relaxed), tail | PENDING);
+        let w = AtomicU32::new(tail);
+        assert!(try_steal(&w), "did not take a lock whose head is halted");
+        assert_eq!(w.load(Ordering::Relaxed), tail | LOCKED);
     }
 
     #[test]

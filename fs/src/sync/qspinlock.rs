@@ -51,7 +51,7 @@ pub const MAX_NODES: usize = 4;
 
 pub(super) const LOCKED: u32 = 1;
 pub(super) const LOCKED_MASK: u32 = 0xff;
-const PENDING: u32 = 1 << 8;
+pub(super) const PENDING: u32 = 1 << 8;
 const TAIL_IDX_SHIFT: u32 = 16;
 const TAIL_CPU_SHIFT: u32 = 18;
 pub(super) const TAIL_MASK: u32 = 0xffff_0000;
