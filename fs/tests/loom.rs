@@ -11,10 +11,10 @@
 //! Each model checks one property over every interleaving (bounded by
 //! `LOOM_MAX_PREEMPTIONS`, 3 unless set) and uses the crate's own code: under
 //! `--cfg loom` `fs::sync` is built on loom's atomics and RCU runs on
-//! `fs::sync::model` (grace periods end only at an explicit
-//! `synchronize_rcu`, which waits for readers through loom atomics). The
-//! grace-period machines of the kernel's and host mode's RCU themselves are
-//! modelled in `fs/tests/loom_rcu.rs`.
+//! `fs::sync::model`, whose grace periods are host mode's epoch machine
+//! (`fs::sync::epoch`) and end only at an explicit `synchronize_rcu`. The
+//! grace-period machines of the kernel's and host mode's RCU are also
+//! modelled on their own in `fs/tests/loom_rcu.rs`.
 //!
 //! The dcache itself cannot run under loom (its global table is a process
 //! static, and loom objects live for one execution), so the noalloc models

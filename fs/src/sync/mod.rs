@@ -27,12 +27,13 @@
 //!   slots as CPUs and an epoch-based RCU.
 //! - [`budget`] (feature `std`): host mode's memory budget, a counting
 //!   global allocator that the host platform's admission answers from.
-//! - [`model`] (`--cfg loom` only): the platform loom models run on, with a
-//!   simple RCU whose grace period waits for readers through loom atomics.
+//! - [`model`] (`--cfg loom` only): the platform loom models run on, whose
+//!   RCU is [`epoch`]'s machine over loom atomics.
 //!
 //! Every module here but `budget` (plain counters around the system
-//! allocator) is modelled with loom (`RUSTFLAGS="--cfg loom"`), see
-//! `fs/tests/loom.rs`. Nothing here knows about dentries.
+//! allocator) and `host`'s thread and `membarrier` plumbing is modelled
+//! with loom (`RUSTFLAGS="--cfg loom"`), see `fs/tests/loom.rs` and
+//! `fs/tests/loom_rcu.rs`. Nothing here knows about dentries.
 
 /// A constructor that is `const` in normal builds and a plain `fn` under
 /// `--cfg loom`, whose model-checked atomics have no const constructors.

@@ -1,21 +1,17 @@
 //! The platform loom models run on (`--cfg loom` only).
 //!
-//! Loom explores every interleaving of a few model threads, so the RCU here
-//! is as small as a correct one can be, built from the same loom atomics as
-//! the primitives it protects:
-//! - each model thread owns one `active` flag; entering its outermost
-//!   read-side section stores `true` and issues a SeqCst fence, leaving
-//!   stores `false` (Release);
+//! Its RCU is host mode's epoch machine ([`super::epoch`], the code
+//! `super::host` runs, with readers that fence), built from the same loom
+//! atomics as the primitives it protects:
+//! - each model thread owns one reader slot; its outermost read-side
+//!   section enters and leaves it as host mode's readers do;
 //! - `call_rcu` queues on the calling thread and never frees anything;
-//! - `synchronize_rcu` takes the caller's queue, issues a SeqCst fence, waits
-//!   until every other thread's flag reads `false` (Acquire), and only then
-//!   runs the queued destructors.
+//! - `synchronize_rcu` takes the caller's queue, snapshots the epoch,
+//!   advances it (as host mode's `synchronize_rcu` does) until the queue is
+//!   due, and only then runs the queued destructors.
 //!
-//! That is the host platform's fence pairing (reader: flag, fence, loads;
-//! writer: unlink, fence, flag check) without epochs: either the writer sees
-//! the reader's flag and waits for it to leave, or the reader's loads come
-//! after the unlink and cannot find the object. Reclamation happens only at
-//! an explicit `synchronize_rcu`, so a model decides where grace periods end.
+//! Reclamation happens only at an explicit `synchronize_rcu`, so a model
+//! decides where grace periods end.
 //!
 //! The paravirt lock's halt and kick ([`Platform::halt_while`],
 //! [`Platform::kick`]) are modelled as x86 runs them: each CPU has a
@@ -37,7 +33,8 @@
 use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
 
-use super::atomic::{fence, spin_loop, AtomicBool, Ordering};
+use super::atomic::{fence, spin_loop, Ordering};
+use super::epoch::{due, Epoch, Slot};
 use super::rcu::Retired;
 use crate::platform::Platform;
 
@@ -45,7 +42,8 @@ use crate::platform::Platform;
 pub const MODEL_CPUS: usize = loom::MAX_THREADS;
 
 struct Readers {
-    active: [AtomicBool; MODEL_CPUS],
+    epoch: Epoch,
+    slots: [Slot; MODEL_CPUS],
 }
 
 /// One CPU's halt: whether a kick is pending, and the `hlt` to wait in.
@@ -56,7 +54,8 @@ struct Halt {
 
 loom::lazy_static! {
     static ref READERS: Readers = Readers {
-        active: core::array::from_fn(|_| AtomicBool::new(false)),
+        epoch: Epoch::new(),
+        slots: core::array::from_fn(|_| Slot::new()),
     };
     static ref HALTS: Vec<Halt> = (0..MODEL_CPUS)
         .map(|_| Halt {
@@ -86,7 +85,7 @@ loom::thread_local! {
 /// Initialise this execution's platform state (call first in every model,
 /// on the model's main thread).
 pub fn init() {
-    let _ = &READERS.active;
+    let _ = &READERS.slots;
     let _ = HALTS.len();
     super::qspinlock::model_init();
     super::pvqspinlock::model_init();
@@ -119,9 +118,7 @@ impl Platform for ModelPlatform {
             let n = l.nest.get();
             l.nest.set(n + 1);
             if n == 0 {
-                READERS.active[l.cpu].store(true, Ordering::Relaxed);
-                // Pairs with the fence in synchronize_rcu.
-                fence(Ordering::SeqCst);
+                READERS.epoch.enter(&READERS.slots[l.cpu], false);
             }
         })
     }
@@ -132,7 +129,7 @@ impl Platform for ModelPlatform {
             assert!(n > 0, "rcu_read_unlock without rcu_read_lock");
             l.nest.set(n - 1);
             if n == 1 {
-                READERS.active[l.cpu].store(false, Ordering::Release);
+                READERS.slots[l.cpu].exit();
             }
         })
     }
@@ -144,18 +141,18 @@ impl Platform for ModelPlatform {
     }
 
     fn synchronize_rcu(&self) {
-        let (me, nest) = LOCAL.with(|l| (l.cpu, l.nest.get()));
+        let nest = LOCAL.with(|l| l.nest.get());
         assert_eq!(nest, 0, "synchronize_rcu inside an RCU read-side section");
         let batch = LOCAL.with(|l| core::mem::take(&mut *l.queue.borrow_mut()));
-        // Everything in `batch` was unlinked before this fence.
-        fence(Ordering::SeqCst);
-        for (cpu, a) in READERS.active.iter().enumerate() {
-            if cpu == me {
-                continue;
-            }
-            while a.load(Ordering::Acquire) {
-                spin_loop();
-            }
+        // Everything in `batch` was unlinked before this snapshot.
+        let retired = READERS.epoch.snap();
+        while !due(
+            retired,
+            READERS
+                .epoch
+                .try_advance(&READERS.slots, || fence(Ordering::SeqCst)),
+        ) {
+            spin_loop();
         }
         // Destructors may retire more objects: those wait for the next call.
         for obj in batch {
