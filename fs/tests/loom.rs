@@ -313,7 +313,7 @@ fn spinlock_every_kind_excludes() {
 /// model runs longer than `make test` can afford: over 15 minutes here);
 /// the broken one needs two to show its bug, and loom stops at the first.
 fn qspinlock_three_cpus(bound: usize, lock: fn(&AtomicU32)) {
-    three_cpus(bound, lock, |w| qspinlock::unlock(w));
+    three_cpus(bound, lock, qspinlock::unlock);
 }
 
 /// [`qspinlock_three_cpus`]'s model for any lock and unlock.
@@ -364,7 +364,7 @@ fn three_cpus(bound: usize, lock: fn(&AtomicU32), unlock: fn(&AtomicU32)) {
 
 #[test]
 fn qspinlock_pending_and_queue_exclude() {
-    qspinlock_three_cpus(1, |w| qspinlock::lock(w));
+    qspinlock_three_cpus(1, qspinlock::lock);
 }
 
 /// The queue head no longer waits for the pending waiter to take the lock:
@@ -383,7 +383,7 @@ fn qspinlock_without_pending_wait_fails() {
 /// the word ends free.
 #[test]
 fn pvqspinlock_halts_are_always_kicked() {
-    three_cpus(1, |w| pvqspinlock::lock(w), |w| pvqspinlock::unlock(w));
+    three_cpus(1, pvqspinlock::lock, pvqspinlock::unlock);
 }
 
 /// The queued waiter reads its node before it says it is halting: the
