@@ -11,9 +11,36 @@
 //! | design | rule | QUERY_INFO for coreutils 9.7 `ls -la` of N entries without EAs |
 //! |---|---|---|
 //! | `always` | every call asks (Linux 6.12, the baseline) | N+2 cold, N+2 warm |
-//! | `negcache` | an inode answered "no EAs" is believed for its attribute window; per tree connect, after K such answers and none with EAs, entries whose attributes did not show EAs are answered locally until the window passes, an entry with EAs is seen or a reconnect | K cold, 0 warm |
-//! | `easize` (default) | the EaSize the server sent with the attributes (QUERY_DIRECTORY's, or FileAllInformation's) is 0 → an empty list, answered locally within the attribute window; unknown (reparse points, where the field holds the tag) → `negcache` | 0 cold, 0 warm |
+//! | `negcache` (opt-in, riskier) | an inode answered "no EAs" is believed for its attribute window; per tree connect, after K such answers and none with EAs, entries listed with EaSize 0 are answered locally until the window passes, an entry with EAs is seen or a reconnect | K cold, 0 warm |
+//! | `easize` (default) | an inode's own "no EAs" answer is believed for its attribute window; EaSize 0 with the attributes (QUERY_DIRECTORY's, or FileAllInformation's) is an empty list only on a tree connect whose server has shown that it fills the field (see below) | 0 cold, 0 warm where trusted; N+2 cold, 0 warm where not |
 //! | `off` | no `user.` attributes at all: EOPNOTSUPP, nothing sent (as `nouser_xattr`) | 0 |
+//!
+//! Trusting EaSize, per tree connect (`TconEa` in `mod.rs`): *unknown* at
+//! the start; *honest* once a non-reparse entry arrives with an EaSize
+//! that is a length (1 to 65536: a reparse tag is larger), which a server
+//! that does not fill the field never sends; *liar*, for good, once an EA
+//! query finds EAs on an inode whose EaSize, fresh and recorded at the same
+//! EA generation, said 0. Samba fills EaSize from the file's EAs
+//! (honest at the first entry with EAs); ksmbd's `smb2_populate_readdir_entry`
+//! writes the reparse tag there, 0 for every regular file and directory,
+//! and answers FileAllInformation's EASize with 0 always, so it never
+//! shows the proof and is never trusted; Windows fills it as NTFS keeps
+//! it. A share where no entry has EAs proves nothing either: there the
+//! default asks once per inode and window (what `always` asks, cold).
+//! `negcache`'s per-tcon stop still takes EaSize 0 without proof: against
+//! ksmbd it hides EAs for one window (opt-in, for servers known to fill
+//! the field: Samba, Windows).
+//!
+//! A local "no EAs" never stands for an answer the server would not give:
+//! a refused EA class is EOPNOTSUPP (every design asks once, as `always`
+//! would meet it), and a tree connect that ever answered EACCES stops
+//! trusting EaSize (the listing cannot say which entries this user may
+//! read the EAs of).
+//!
+//! Lost updates: each inode has an EA generation, bumped by every local EA
+//! change and every invalidation (a write, a rename, a ChangeTime that
+//! moved); a request samples the mount's EA clock before it is sent, and
+//! its reply records nothing on an inode bumped after the sample.
 //!
 //! Staleness bound: an EA added on the server to an entry answered (or
 //! listed) as having none shows once that inode's attribute window
@@ -37,6 +64,9 @@ pub struct EaCtx {
     /// still inside the attribute window (`None`: unknown, stale, or a
     /// reparse point).
     pub ea_size: Option<u32>,
+    /// This tree connect's server has shown that it fills EaSize, and
+    /// never that it does not (see the module doc).
+    pub tcon_trusts_easize: bool,
     /// NO_EAS answers on this tree connect since the last reset.
     pub tcon_no_eas: u32,
     /// Has this tree connect ever answered with EAs?
@@ -79,9 +109,11 @@ pub enum EaSends {
     /// K NO_EAS answers while none showed EAs (`negcache`): K cold, 0 warm;
     /// one refusal, then nothing.
     PerInodeAndTcon,
-    /// EaSize 0 with the attributes is an empty list; unknown falls back to
-    /// [`EaSends::PerInodeAndTcon`] (`easize`): 0 cold, 0 warm; asks only
-    /// for entries whose EaSize is not 0.
+    /// Per-inode NO_EAS for the attribute window; EaSize 0 with the
+    /// attributes is an empty list where the tree connect has shown that it
+    /// fills EaSize (`easize`): there 0 cold, 0 warm, asking only for
+    /// entries whose EaSize is not 0; elsewhere N+2 cold, 0 warm; one
+    /// refusal, then nothing.
     TrustsEaSize,
     /// Never sends; every call is EOPNOTSUPP (`off`, as `nouser_xattr`).
     Never,
@@ -130,7 +162,8 @@ fn negcache_rule(c: &EaCtx) -> EaAnswer {
     if c.since_no_eas_ms.is_some_and(|t| t < c.window_ms) {
         return EaAnswer::NoEas;
     }
-    let attrs_say_none = c.ea_size.is_none_or(|s| s == 0);
+    // Unknown (what a local change leaves) is never "none".
+    let attrs_say_none = c.ea_size == Some(0);
     let tcon_stopped = !c.tcon_positive
         && c.tcon_no_eas >= c.k
         && c.since_tcon_stop_ms.is_some_and(|t| t < c.window_ms);
@@ -146,7 +179,7 @@ impl EaCacheDesign for NegCache {
         "negcache"
     }
     fn help(&self) -> &'static str {
-        "remember NO_EAS per inode for the attribute window; stop per tree connect after K NO_EAS answers"
+        "remember NO_EAS per inode for the attribute window; stop per tree connect after K NO_EAS answers (trusts EaSize 0 unproven: hides EAs on ksmbd)"
     }
     fn decide(&self, c: &EaCtx) -> EaAnswer {
         negcache_rule(c)
@@ -161,14 +194,18 @@ impl EaCacheDesign for EaSize {
         "easize"
     }
     fn help(&self) -> &'static str {
-        "EaSize 0 in the listing or FileAllInformation: an empty list, locally, within the attribute window; unknown: negcache"
+        "an inode's own NO_EAS for the attribute window; EaSize 0 an empty list only where the server has shown that it fills EaSize"
     }
     fn decide(&self, c: &EaCtx) -> EaAnswer {
-        match c.ea_size {
-            _ if c.tcon_refused => EaAnswer::Unsupported,
-            Some(0) => EaAnswer::NoEas,
-            Some(_) => EaAnswer::Ask,
-            None => negcache_rule(c),
+        if c.tcon_refused {
+            EaAnswer::Unsupported
+        } else if c.since_no_eas_ms.is_some_and(|t| t < c.window_ms)
+            || (c.ea_size == Some(0) && c.tcon_trusts_easize)
+        {
+            // Its own answer, or a proven EaSize 0.
+            EaAnswer::NoEas
+        } else {
+            EaAnswer::Ask
         }
     }
     fn sends(&self) -> EaSends {
@@ -265,6 +302,7 @@ mod tests {
         EaCtx {
             since_no_eas_ms: None,
             ea_size: Some(0),
+            tcon_trusts_easize: false,
             tcon_no_eas: 0,
             tcon_positive: false,
             since_tcon_stop_ms: None,
@@ -318,7 +356,12 @@ mod tests {
             since_tcon_stop_ms: Some(5),
             ..no_size
         };
-        assert_eq!(NegCache.decide(&stopped), NoEas, "tcon stopped");
+        assert_eq!(NegCache.decide(&stopped), Ask, "tcon stopped, unknown");
+        let stopped = EaCtx {
+            ea_size: Some(0),
+            ..stopped
+        };
+        assert_eq!(NegCache.decide(&stopped), NoEas, "tcon stopped, EaSize 0");
         let c = EaCtx {
             ea_size: Some(19),
             ..stopped
@@ -343,24 +386,47 @@ mod tests {
 
     #[test]
     fn easize() {
-        assert_eq!(EaSize.decide(&ctx()), NoEas, "EaSize 0: no EAs at all");
+        assert_eq!(EaSize.decide(&ctx()), Ask, "EaSize 0, unproven: asks");
+        let trusted = EaCtx {
+            tcon_trusts_easize: true,
+            ..ctx()
+        };
+        assert_eq!(EaSize.decide(&trusted), NoEas, "EaSize 0, proven");
+        let c = EaCtx {
+            ea_size: None,
+            tcon_no_eas: 8,
+            since_tcon_stop_ms: Some(5),
+            ..trusted
+        };
+        assert_eq!(EaSize.decide(&c), Ask, "no per-tcon stop: unknown asks");
+        let c = EaCtx {
+            tcon_refused: true,
+            ..trusted
+        };
+        assert_eq!(EaSize.decide(&c), Unsupported, "refused class");
         let c = EaCtx {
             ea_size: Some(15),
-            since_no_eas_ms: Some(1),
-            ..ctx()
+            ..trusted
         };
         assert_eq!(EaSize.decide(&c), Ask, "has EAs: asks");
+        // Attributes showing EAs forget the inode's own NO_EAS when they
+        // are recorded, so an answer still standing is the newer one.
+        let c = EaCtx {
+            since_no_eas_ms: Some(1),
+            ..c
+        };
+        assert_eq!(EaSize.decide(&c), NoEas, "its own answer, newer");
         let c = EaCtx {
             ea_size: None,
             ..ctx()
         };
-        assert_eq!(EaSize.decide(&c), Ask, "unknown: the negcache rule");
+        assert_eq!(EaSize.decide(&c), Ask, "unknown: asks");
         let c = EaCtx {
             ea_size: None,
             since_no_eas_ms: Some(1),
             ..ctx()
         };
-        assert_eq!(EaSize.decide(&c), NoEas, "unknown: the negcache rule");
+        assert_eq!(EaSize.decide(&c), NoEas, "its own answer");
     }
 
     #[test]
@@ -393,13 +459,17 @@ mod tests {
             ea_size: Some(19),
             ..ctx()
         };
+        let trusted = EaCtx {
+            tcon_trusts_easize: true,
+            ..ctx()
+        };
         for d in EACACHE_DESIGNS {
-            let got = [fresh, unknown, remembered, with_eas].map(|c| d.decide(&c));
+            let got = [fresh, unknown, remembered, with_eas, trusted].map(|c| d.decide(&c));
             let want = match d.sends() {
-                EaSends::EveryCall => [Ask, Ask, Ask, Ask],
-                EaSends::PerInodeAndTcon => [Ask, Ask, NoEas, Ask],
-                EaSends::TrustsEaSize => [NoEas, Ask, NoEas, Ask],
-                EaSends::Never => [Unsupported; 4],
+                EaSends::EveryCall => [Ask, Ask, Ask, Ask, Ask],
+                EaSends::PerInodeAndTcon => [Ask, Ask, NoEas, Ask, Ask],
+                EaSends::TrustsEaSize => [Ask, Ask, NoEas, Ask, NoEas],
+                EaSends::Never => [Unsupported; 5],
             };
             assert_eq!(got, want, "{}: {:?}", d.name(), d.sends());
         }

@@ -26,7 +26,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
 use super::eacache::{EaAnswer, EaCtx};
-use super::{data_errno, CifsFs, CifsInode};
+use super::{data_errno, CifsFs, CifsInode, EaSizeTrust};
 use crate::errno::{Errno, KResult};
 use crate::inode::Inode;
 use crate::simple_xattr::{under_prefix, USER_PREFIX};
@@ -56,10 +56,14 @@ impl CifsFs {
         let window = self.attr_window(inode);
         let since = |ms: u64| (ms != 0).then(|| now.saturating_sub(ms));
         let attrs_fresh = now.saturating_sub(ci.attr_ms.load(Ordering::Relaxed)) < window;
-        let size = ci.ea_size.load(Ordering::Relaxed);
+        let (size, no_eas_ms) = {
+            let e = ci.ea.lock();
+            (e.size, e.no_eas_ms)
+        };
         EaCtx {
-            since_no_eas_ms: since(ci.no_eas_ms.load(Ordering::Relaxed)),
+            since_no_eas_ms: since(no_eas_ms),
             ea_size: (size != u32::MAX && attrs_fresh).then_some(size),
+            tcon_trusts_easize: t.trusts_easize(),
             tcon_no_eas: t.no_eas,
             tcon_positive: t.positive,
             since_tcon_stop_ms: t.stop_ms.map(|s| now.saturating_sub(s)),
@@ -75,7 +79,9 @@ impl CifsFs {
         let ci = cifs_inode(inode)?;
         let now = self.now();
         let design = self.opts.effective_eacache();
-        match design.decide(&self.ea_ctx(inode, ci, now)) {
+        let sample = self.ea_sample();
+        let ctx = self.ea_ctx(inode, ci, now);
+        match design.decide(&ctx) {
             EaAnswer::Unsupported => return Err(Errno::EOPNOTSUPP),
             EaAnswer::NoEas => {
                 self.ea_local.fetch_add(1, Ordering::Relaxed);
@@ -85,6 +91,11 @@ impl CifsFs {
         }
         self.ea_queries.fetch_add(1, Ordering::Relaxed);
         let r = self.conn.lock().query_eas(&ci.path());
+        // EAs found where a fresh EaSize, recorded at the generation this
+        // query was sent at, said 0: the server does not fill EaSize.
+        let contradicted = matches!(&r, Ok(eas) if !eas.is_empty())
+            && ctx.ea_size == Some(0)
+            && ci.ea.lock().generation <= sample;
         let generation = self.conn.lock().generation();
         let mut t = self.tcon.lock();
         t.follow(generation);
@@ -96,9 +107,20 @@ impl CifsFs {
                 t.refused = true;
                 Err(Errno::EOPNOTSUPP)
             }
-            Err(e) => Err(data_errno(e)),
+            Err(e) => {
+                let e = data_errno(e);
+                if e == Errno::EACCES {
+                    // What EaSize says is no longer what this user would
+                    // be answered.
+                    t.denied = true;
+                }
+                Err(e)
+            }
             Ok(eas) if eas.is_empty() => {
-                ci.no_eas_ms.store(now.max(1), Ordering::Relaxed);
+                drop(t);
+                ci.record_no_eas(now, sample);
+                let mut t = self.tcon.lock();
+                t.follow(generation);
                 let window = self.attr_window(inode);
                 if t.stop_ms.is_some_and(|s| now.saturating_sub(s) >= window) {
                     // The stop's window passed: count again.
@@ -113,7 +135,11 @@ impl CifsFs {
             }
             Ok(eas) => {
                 t.positive = true;
-                ci.no_eas_ms.store(0, Ordering::Relaxed);
+                if contradicted {
+                    t.trust = EaSizeTrust::Liar;
+                }
+                drop(t);
+                ci.ea.lock().no_eas_ms = 0;
                 Ok(eas)
             }
         }
@@ -162,7 +188,7 @@ impl CifsFs {
             .conn
             .lock()
             .set_ea(&path, ea, value.unwrap_or_default());
-        ci.forget_eas();
+        ci.forget_eas(&self.ea_clock);
         r.map_err(data_errno)
     }
 

@@ -48,7 +48,7 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use core::fmt;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::dcache::{self, d_hash, DRef};
 use crate::errno::{Errno, KResult};
@@ -75,12 +75,8 @@ pub struct CifsInode {
     /// The directory listing was fetched at (directories).
     list_ms: AtomicU64,
     list_valid: AtomicBool,
-    /// EaSize the server sent with the attributes (listing or
-    /// FileAllInformation), as old as `attr_ms`; `u32::MAX`: unknown or a
-    /// reparse point (where a listing's field holds the tag).
-    ea_size: AtomicU32,
-    /// When the server last said it has no EAs (0: not known).
-    no_eas_ms: AtomicU64,
+    /// What the server said of its EAs, and the generation that guards it.
+    ea: SpinLock<EaState>,
     /// FILE_ATTRIBUTE_REPARSE_POINT was set in its last attributes.
     reparse: AtomicBool,
     /// When its WSL metadata EAs were last read (reparse points; 0: never).
@@ -94,8 +90,7 @@ impl CifsInode {
             attr_ms: AtomicU64::new(now),
             list_ms: AtomicU64::new(0),
             list_valid: AtomicBool::new(false),
-            ea_size: AtomicU32::new(u32::MAX),
-            no_eas_ms: AtomicU64::new(0),
+            ea: SpinLock::new(EaState::default()),
             reparse: AtomicBool::new(false),
             wsl_ms: AtomicU64::new(0),
         }
@@ -108,21 +103,106 @@ impl CifsInode {
 
     /// The inode changed (written, truncated, renamed, its EAs set): what
     /// we knew of its EAs (a NO_EAS answer, an EaSize, the WSL EAs) no
-    /// longer holds.
-    fn forget_eas(&self) {
-        self.no_eas_ms.store(0, Ordering::Relaxed);
-        self.ea_size.store(u32::MAX, Ordering::Relaxed);
+    /// longer holds, and a reply to a request sent before now must not
+    /// teach it again: its generation moves past every sample taken so
+    /// far (`clock` is the mount's [`CifsFs::ea_clock`]).
+    fn forget_eas(&self, clock: &AtomicU64) {
+        let g = clock.fetch_add(1, Ordering::AcqRel) + 1;
+        let mut e = self.ea.lock();
+        e.generation = g;
+        e.size = u32::MAX;
+        e.no_eas_ms = 0;
         self.wsl_ms.store(0, Ordering::Relaxed);
     }
 
-    /// What the server's attributes said of its EAs.
-    fn set_ea_info(&self, attributes: u32, ea_size: Option<u32>) {
+    /// What the server's attributes said of its EAs, from a request sent
+    /// after `sample` was read from the EA clock: recorded only if nothing
+    /// changed the inode's EAs since (else the EaSize is left unknown). A
+    /// ChangeTime other than the last one seen forgets the inode's own
+    /// NO_EAS answer (an EA change moves ctime, not mtime) and moves the
+    /// generation past replies still in flight, and an EaSize that shows
+    /// EAs forgets that answer too. Returns the EaSize recorded.
+    fn set_ea_info(
+        &self,
+        attributes: u32,
+        ea_size: Option<u32>,
+        ctime: u64,
+        sample: u64,
+        clock: &AtomicU64,
+    ) -> u32 {
         let reparse = attributes & ATTR_REPARSE != 0;
         self.reparse.store(reparse, Ordering::Relaxed);
-        let ea = if reparse { None } else { ea_size };
-        self.ea_size
-            .store(ea.unwrap_or(u32::MAX), Ordering::Relaxed);
+        let size = if reparse { None } else { ea_size }.unwrap_or(u32::MAX);
+        let mut e = self.ea.lock();
+        if e.generation > sample {
+            return u32::MAX;
+        }
+        if e.ctime != 0 && ctime != e.ctime {
+            e.generation = clock.fetch_add(1, Ordering::AcqRel) + 1;
+            e.no_eas_ms = 0;
+        }
+        if easize_is_proof(size) {
+            e.no_eas_ms = 0;
+        }
+        e.ctime = ctime;
+        e.size = size;
+        size
     }
+
+    /// The server answered NO_EAS to a query sent after `sample`: believed
+    /// unless the inode's EAs changed since.
+    fn record_no_eas(&self, now: u64, sample: u64) {
+        let mut e = self.ea.lock();
+        if e.generation <= sample {
+            e.no_eas_ms = now.max(1);
+        }
+    }
+}
+
+/// Per-inode EA state (see [`eacache`]'s module doc, "Lost updates").
+struct EaState {
+    /// EA clock value of the last local change or invalidation (0: none).
+    generation: u64,
+    /// EaSize the server sent with the attributes (listing or
+    /// FileAllInformation), as old as `attr_ms`; `u32::MAX`: unknown or a
+    /// reparse point (where a listing's field holds the tag).
+    size: u32,
+    /// When the server last said it has no EAs (0: not known).
+    no_eas_ms: u64,
+    /// ChangeTime of the last attributes recorded (FILETIME; 0: none).
+    ctime: u64,
+}
+
+impl Default for EaState {
+    fn default() -> Self {
+        EaState {
+            generation: 0,
+            size: u32::MAX,
+            no_eas_ms: 0,
+            ctime: 0,
+        }
+    }
+}
+
+/// Does this EaSize of a non-reparse entry prove that the server fills the
+/// field? A length: not 0 (what a server that does not fill it sends) and
+/// no larger than a whole EA list can be (64 KiB; a reparse tag, which
+/// ksmbd writes there for special files, is far larger).
+fn easize_is_proof(size: u32) -> bool {
+    (1..=0x1_0000).contains(&size)
+}
+
+/// Whether a tree connect's EaSize is believed (see [`eacache`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum EaSizeTrust {
+    /// Nothing shown yet: EaSize 0 proves nothing.
+    #[default]
+    Unknown,
+    /// A non-reparse entry came with an EaSize that is a length.
+    Honest,
+    /// An EA was found where a fresh EaSize said 0: never believed again
+    /// on this mount.
+    Liar,
 }
 
 /// FILETIME (100 ns since 1601) to ns since the Unix epoch (0 before it).
@@ -143,6 +223,11 @@ struct TconEa {
     stop_ms: Option<u64>,
     /// The server refused the EA query class itself.
     refused: bool,
+    /// Whether EaSize 0 means "no EAs" here.
+    trust: EaSizeTrust,
+    /// An EA query was refused with EACCES: EaSize cannot say which
+    /// entries this user may read the EAs of.
+    denied: bool,
     /// The connection generation this state belongs to.
     generation: u64,
 }
@@ -151,11 +236,29 @@ impl TconEa {
     /// Start over if the connection was re-established since.
     fn follow(&mut self, generation: u64) {
         if self.generation != generation {
+            // A liar stays one: the server behind the name is the same.
+            let trust = match self.trust {
+                EaSizeTrust::Liar => EaSizeTrust::Liar,
+                _ => EaSizeTrust::Unknown,
+            };
             *self = TconEa {
                 generation,
+                trust,
                 ..TconEa::default()
             };
         }
+    }
+
+    /// An entry's attributes showed `size` (as recorded): proof, if it is
+    /// one, makes an unknown tree connect honest.
+    fn saw_easize(&mut self, size: u32) {
+        if easize_is_proof(size) && self.trust == EaSizeTrust::Unknown {
+            self.trust = EaSizeTrust::Honest;
+        }
+    }
+
+    fn trusts_easize(&self) -> bool {
+        self.trust == EaSizeTrust::Honest && !self.denied
     }
 }
 
@@ -164,6 +267,12 @@ pub struct CifsFs {
     conn: SpinLock<Connection>,
     pub opts: CifsOpts,
     tcon: SpinLock<TconEa>,
+    /// The EA clock: inodes' EA generations are values of it, and a
+    /// request samples it before it is sent (see [`CifsInode::forget_eas`]).
+    ea_clock: AtomicU64,
+    /// Tests only: run once between the next listing's reply and its
+    /// application ([`CifsFs::on_next_listing_reply`]).
+    listing_hook: SpinLock<Option<ListingHook>>,
     /// EA queries sent for `listxattr`/`getxattr`/`removexattr`.
     pub ea_queries: AtomicU64,
     /// Those calls the EA-cache design answered without the server.
@@ -182,6 +291,9 @@ pub struct CifsFs {
     /// mount's character mapping): each failed its listing with EIO.
     pub bad_names: AtomicU64,
 }
+
+/// What [`CifsFs::on_next_listing_reply`] runs.
+type ListingHook = Box<dyn FnOnce() + Send>;
 
 /// Local inode numbers (never a server's IndexNumber as long as servers
 /// stay below 2^62, as Samba's and Windows' do).
@@ -227,6 +339,13 @@ impl CifsFs {
     /// Reset the per-tcon counters (benchmarks: count from the mount on).
     pub fn reset_stats(&self) {
         self.conn.lock().reset_stats();
+    }
+
+    /// Tests: run `f` once, on the thread of the next directory listing,
+    /// after its reply has arrived and before anything in it is applied
+    /// (a deterministic place for an operation that races the listing).
+    pub fn on_next_listing_reply(&self, f: impl FnOnce() + Send + 'static) {
+        *self.listing_hook.lock() = Some(Box::new(f));
     }
 
     fn map<T>(r: Result<T, SmbError>) -> KResult<T> {
@@ -283,12 +402,13 @@ impl CifsFs {
         let Some(ci) = inode.private::<CifsInode>() else {
             return Ok(());
         };
-        ci.forget_eas();
+        ci.forget_eas(&self.ea_clock);
         match attrs {
             Some(a) => Self::apply_close(inode, &a),
             None => {
+                let sample = self.ea_sample();
                 let st = Self::map(self.conn.lock().stat(&ci.path()))?;
-                Self::apply_stat(inode, &st);
+                self.apply_stat(inode, &st, sample);
             }
         }
         ci.attr_ms.store(self.now(), Ordering::Relaxed);
@@ -349,20 +469,53 @@ impl CifsFs {
         })
     }
 
-    fn apply_stat(inode: &Inode, st: &FileStat) {
-        inode.set_size(st.end_of_file);
-        Self::apply_times(inode, &st.times);
-        if let Some(c) = inode.private::<CifsInode>() {
-            c.set_ea_info(st.attributes, st.ea_size);
+    /// The EA clock now: read before a request is sent, so that its reply
+    /// records nothing on an inode whose EAs changed meanwhile.
+    fn ea_sample(&self) -> u64 {
+        self.ea_clock.load(Ordering::Acquire)
+    }
+
+    /// An entry's attributes showed EaSize `size`: the tree connect learns
+    /// whether its server fills the field.
+    fn saw_easize(&self, size: u32) {
+        if easize_is_proof(size) {
+            let generation = self.conn.lock().generation();
+            let mut t = self.tcon.lock();
+            t.follow(generation);
+            t.saw_easize(size);
         }
     }
 
-    fn apply_listing(inode: &Inode, e: &DirInfo, now: u64) {
+    /// FileAllInformation's attributes, from a request sent after `sample`.
+    fn apply_stat(&self, inode: &Inode, st: &FileStat, sample: u64) {
+        inode.set_size(st.end_of_file);
+        Self::apply_times(inode, &st.times);
+        if let Some(c) = inode.private::<CifsInode>() {
+            let size = c.set_ea_info(
+                st.attributes,
+                st.ea_size,
+                st.times.change,
+                sample,
+                &self.ea_clock,
+            );
+            self.saw_easize(size);
+        }
+    }
+
+    /// One listed entry's attributes, from a listing sent after `sample`.
+    fn apply_listing(&self, inode: &Inode, e: &DirInfo, now: u64, sample: u64) {
         inode.set_size(e.end_of_file);
         inode.set_mtime_ns(filetime_to_unix_ns(e.times.last_write));
         if let Some(c) = inode.private::<CifsInode>() {
             c.attr_ms.store(now, Ordering::Relaxed);
-            c.set_ea_info(e.attributes, e.ea_size);
+            let size = c.set_ea_info(
+                e.attributes,
+                e.ea_size,
+                e.times.change,
+                sample,
+                &self.ea_clock,
+            );
+            self.saw_easize(size);
         }
     }
 }
@@ -378,12 +531,13 @@ impl FsOps for CifsFs {
 
     fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> KResult<Option<Arc<Inode>>> {
         let path = Self::child_path(dir, name, self.opts.remap)?;
+        let sample = self.ea_sample();
         let r = self.conn.lock().stat(&path);
         match r {
             Ok(st) => {
                 let now = self.now();
                 let i = self.make_inode(sb, path, st.directory, st.end_of_file, st.file_id, now);
-                Self::apply_stat(&i, &st);
+                self.apply_stat(&i, &st, sample);
                 Ok(Some(i))
             }
             Err(e) if e.errno() == Errno::ENOENT => Ok(None),
@@ -411,8 +565,9 @@ impl FsOps for CifsFs {
         };
         let now = self.now();
         if now.saturating_sub(ci.attr_ms.load(Ordering::Relaxed)) >= self.attr_window(inode) {
+            let sample = self.ea_sample();
             let st = Self::map(self.conn.lock().stat(&ci.path()))?;
-            Self::apply_stat(inode, &st);
+            self.apply_stat(inode, &st, sample);
             ci.attr_ms.store(now, Ordering::Relaxed);
         }
         self.wsl_refresh(inode, ci, now)
@@ -504,7 +659,7 @@ impl FsOps for CifsFs {
         Self::apply_times(&i, &st.times);
         if let Some(ci) = i.private::<CifsInode>() {
             // A new object has no EAs (and an empty listing).
-            ci.ea_size.store(0, Ordering::Relaxed);
+            ci.ea.lock().size = 0;
             if kind == FileType::Dir {
                 ci.list_ms.store(now, Ordering::Relaxed);
                 ci.list_valid.store(true, Ordering::Relaxed);
@@ -542,7 +697,7 @@ impl FsOps for CifsFs {
         Self::map(self.conn.lock().rename(&old, &new))?;
         if let Some(ci) = inode.private::<CifsInode>() {
             *ci.path.lock() = new.clone();
-            ci.forget_eas();
+            ci.forget_eas(&self.ea_clock);
             ci.list_valid.store(false, Ordering::Relaxed);
         }
         let mut m = self.inos.lock();
@@ -563,7 +718,14 @@ impl FsOps for CifsFs {
         {
             return Ok(());
         }
+        let sample = self.ea_sample();
         let entries = Self::map(self.conn.lock().list_dir(&ci.path()))?;
+        // Tests: the reply is in, not applied yet (the window of a racing
+        // setxattr).
+        let hook = self.listing_hook.lock().take();
+        if let Some(f) = hook {
+            f();
+        }
         // Names as the VFS shows them (the wire's mapped characters back),
         // every one checked before anything reaches the dcache.
         let local: alloc::vec::Vec<String> = entries
@@ -584,14 +746,14 @@ impl FsOps for CifsFs {
             let existing = dcache::d_lookup(dir, name, hash);
             let is_dir = e.attributes & ATTR_DIRECTORY != 0;
             match existing.as_ref().and_then(|d| d.inode_arc()) {
-                Some(i) if i.is_dir() == is_dir => Self::apply_listing(&i, e, now),
+                Some(i) if i.is_dir() == is_dir => self.apply_listing(&i, e, now, sample),
                 _ => {
                     if let Some(old) = existing.as_ref() {
                         dir.dir_seq.write(|| dcache::d_delete(old));
                     }
                     let path = Self::child_path(&inode, name, self.opts.remap)?;
                     let child = self.make_inode(sb, path, is_dir, e.end_of_file, e.file_id, now);
-                    Self::apply_listing(&child, e, now);
+                    self.apply_listing(&child, e, now, sample);
                     let d = dcache::d_alloc(dir.arc(), name, hash)?;
                     dir.dir_seq.write(|| dcache::d_add(d.arc(), Some(child)));
                 }
@@ -676,6 +838,16 @@ pub fn mount(
             "cifs: mount failed: Operation not supported (unix: the SMB 3.1.1 POSIX extensions are not spoken here; mount with nounix)".into(),
         )));
     }
+    if let Some(why) = clock
+        .weak_random()
+        .filter(|_| (o.sign || o.seal) && !o.weakrandom)
+    {
+        // Their keys and nonces would rest on a guessable source.
+        return Err(MountError::Opts(OptError(format!(
+            "cifs: {} needs a cryptographic random source and this machine has none ({why}); mount with weakrandom to accept it",
+            if o.seal { "seal" } else { "sign" }
+        ))));
+    }
     let mut conn = Connection::new(cfg, connector, clock);
     conn.connect().map_err(MountError::Smb)?;
     let root_stat = conn.stat("").map_err(MountError::Smb)?;
@@ -684,6 +856,8 @@ pub fn mount(
         conn: SpinLock::new(conn),
         opts: o,
         tcon: SpinLock::new(TconEa::default()),
+        ea_clock: AtomicU64::new(0),
+        listing_hook: SpinLock::new(None),
         ea_queries: AtomicU64::new(0),
         ea_local: AtomicU64::new(0),
         wsl_queries: AtomicU64::new(0),
@@ -705,7 +879,7 @@ pub fn mount(
             root_stat.file_id,
             now,
         );
-        CifsFs::apply_stat(&root, &root_stat);
+        fs.apply_stat(&root, &root_stat, 0);
         root
     };
     let root = dcache::d_alloc_root(sb.clone(), root_inode);

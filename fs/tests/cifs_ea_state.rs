@@ -1,0 +1,190 @@
+//! The cifs client's EA state against a loopback Samba: what it remembers
+//! never hides an EA that exists or one it has just set.
+//!
+//! - `negcache`'s per-tree-connect stop answers only for entries whose
+//!   attributes said EaSize 0, never for "unknown" (what a setxattr leaves);
+//! - a reply to a request sent before a setxattr records nothing (the EA
+//!   generation): a listing's reply held until a setxattr has run, then
+//!   applied, leaves the new EA visible; the same with listings running
+//!   beside a setxattr/getxattr loop;
+//! - EaSize 0 is believed only on a tree connect whose server has shown
+//!   that it fills the field; before that, only an inode's own answer is.
+//!
+//! The share: directory `d000` with `user.proof` (the EaSize that proves
+//! Samba fills the field, when listed) and regular files `f0`..`f3`.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use fs::errno::Errno;
+use fs::fstype::cifs::{self, CifsFs};
+use fs::inode::SuperBlock;
+use fs::vfs::Vfs;
+use qemu::samba::{entry_name, set_xattr, Fixture, FixtureOpts};
+use smb::{StdClock, TcpConnector};
+
+fn fixture(proof: bool) -> Option<Fixture> {
+    if let Err(why) = Fixture::available() {
+        qemu::fixtures::skip("cifs_ea_state", "Samba", why);
+        return None;
+    }
+    let other_xattrs = if proof {
+        vec![(entry_name(0), "user.proof".into(), b"1".to_vec())]
+    } else {
+        Vec::new()
+    };
+    Some(
+        Fixture::start(&FixtureOpts {
+            entries: 1,
+            other_xattrs,
+            files: (0..4).map(|i| (format!("f{i}"), b"x".to_vec())).collect(),
+            ..FixtureOpts::default()
+        })
+        .expect("samba fixture"),
+    )
+}
+
+fn mount(fx: &Fixture, opts: &str) -> (Arc<Vfs>, Arc<SuperBlock>) {
+    let v = Vfs::new_tmpfs("").unwrap();
+    v.mkdir(b"/mnt", 0o755).unwrap();
+    let o = format!("username={},password={},{opts}", fx.user, fx.password);
+    let sb = cifs::mount(
+        &v,
+        &format!("//127.0.0.1/{}", fx.share),
+        b"/mnt",
+        &o,
+        Box::new(TcpConnector {
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, fx.port)),
+            timeout_ms: 5000,
+        }),
+        Box::new(StdClock::default()),
+    )
+    .unwrap_or_else(|e| panic!("mount {o}: {e}"));
+    (Arc::new(v), sb)
+}
+
+fn queries(sb: &SuperBlock) -> u64 {
+    let fs = sb.ops_as::<CifsFs>().unwrap();
+    fs.ea_queries.load(Ordering::Relaxed)
+}
+
+/// Issue 48, point 7: two NO_EAS answers stop the tree connect from
+/// asking; a setxattr then leaves the file's EA state unknown, which the
+/// stop must not read as "none".
+#[test]
+fn negcache_stop_never_reads_unknown_as_none() {
+    let Some(fx) = fixture(false) else { return };
+    let (v, _sb) = mount(&fx, "eacache=negcache,eacache_k=2,acregmax=60,acdirmax=60");
+    assert_eq!(v.xattr_names(b"/mnt/f1", true), Ok(vec![]));
+    assert_eq!(v.xattr_names(b"/mnt/f2", true), Ok(vec![]));
+    v.setxattr(b"/mnt/f2", b"user.x", b"v", 0).unwrap();
+    assert_eq!(
+        v.xattr_value(b"/mnt/f2", b"user.x", true),
+        Ok(b"v".to_vec())
+    );
+    assert_eq!(
+        v.xattr_names(b"/mnt/f2", true),
+        Ok(vec![b"user.x".to_vec()])
+    );
+}
+
+/// Issue 48, points 6 and 2: a listing sent before a setxattr, its reply
+/// applied after it (the reply is held at the client's hook while the
+/// setxattr runs): the listing's EaSize 0 is older than the EA and must
+/// not be recorded.
+#[test]
+fn a_listing_older_than_a_setxattr_records_nothing() {
+    let Some(fx) = fixture(true) else { return };
+    let (v, sb) = mount(&fx, "eacache=easize,acregmax=60,acdirmax=0");
+    let fs = sb.ops_as::<CifsFs>().unwrap();
+    v.readdir(b"/mnt").unwrap();
+    // d000's EaSize proved that Samba fills the field: f2's 0 is believed.
+    let q0 = queries(&sb);
+    assert_eq!(v.xattr_names(b"/mnt/f2", true), Ok(vec![]));
+    assert_eq!(queries(&sb), q0, "EaSize 0 on an honest tree connect");
+    let set = v.clone();
+    fs.on_next_listing_reply(move || {
+        set.setxattr(b"/mnt/f2", b"user.x", b"1", 0).unwrap();
+    });
+    v.readdir(b"/mnt").unwrap();
+    assert_eq!(
+        v.xattr_value(b"/mnt/f2", b"user.x", true),
+        Ok(b"1".to_vec()),
+        "the EA set while the listing was in flight"
+    );
+}
+
+/// The same race without a hook: listings (and, for `negcache`, a
+/// listxattr) run beside a loop of setxattr, getxattr, removexattr on one
+/// file; every getxattr right after a successful setxattr must find the
+/// EA.
+#[test]
+fn getxattr_after_setxattr_beside_listings() {
+    let Some(fx) = fixture(true) else { return };
+    const ROUNDS: usize = 3000;
+    for design in ["easize", "negcache"] {
+        let (v, _sb) = mount(
+            &fx,
+            &format!("eacache={design},eacache_k=2,acregmax=60,acdirmax=0"),
+        );
+        v.readdir(b"/mnt").unwrap();
+        let stop = AtomicBool::new(false);
+        let listings = AtomicU64::new(0);
+        let stale = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = v.readdir(b"/mnt");
+                    let _ = v.xattr_names(b"/mnt/f3", true);
+                    listings.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            let mut stale = 0;
+            for i in 0..ROUNDS {
+                let val = format!("{i}");
+                v.setxattr(b"/mnt/f3", b"user.x", val.as_bytes(), 0)
+                    .unwrap();
+                match v.xattr_value(b"/mnt/f3", b"user.x", true) {
+                    Ok(got) => assert_eq!(got, val.as_bytes(), "{design}: round {i}"),
+                    Err(Errno::ENODATA) => stale += 1,
+                    Err(e) => panic!("{design}: round {i}: getxattr: {e}"),
+                }
+                // Back to no EAs (EaSize 0 in the next listings); a stale
+                // "none" may make this ENODATA too: not what is counted.
+                let _ = v.removexattr(b"/mnt/f3", b"user.x");
+            }
+            stop.store(true, Ordering::Relaxed);
+            stale
+        });
+        eprintln!(
+            "eacache={design}: {stale} of {ROUNDS} getxattr after setxattr answered ENODATA \
+             ({} listings beside)",
+            listings.load(Ordering::Relaxed)
+        );
+        assert_eq!(stale, 0, "{design}: stale_after_set");
+    }
+}
+
+/// What-to-build, first bullet: on a tree connect whose server has shown
+/// no EaSize other than 0, EaSize 0 is not believed: an EA that the server
+/// gained after the listing (as ksmbd's listings show 0 for every file
+/// with EAs) is found; what is remembered is the inode's own answer.
+#[test]
+fn easize_zero_is_believed_only_where_proven() {
+    let Some(fx) = fixture(false) else { return };
+    let (v, sb) = mount(&fx, "eacache=easize,acregmax=60,acdirmax=60");
+    v.readdir(b"/mnt").unwrap();
+    set_xattr(&fx.share_dir.join("f1"), "user.late", b"y").unwrap();
+    let q0 = queries(&sb);
+    assert_eq!(
+        v.xattr_names(b"/mnt/f1", true),
+        Ok(vec![b"user.late".to_vec()]),
+        "EaSize 0 from a tree connect that never proved it fills the field"
+    );
+    // The size call and the fetch each ask (EAs found are not kept).
+    assert_eq!(queries(&sb), q0 + 2);
+    // f0's own NO_EAS answer is remembered for the window.
+    assert_eq!(v.xattr_names(b"/mnt/f0", true), Ok(vec![]));
+    assert_eq!(v.xattr_names(b"/mnt/f0", true), Ok(vec![]));
+    assert_eq!(queries(&sb), q0 + 3, "its own answer, once");
+}
