@@ -770,3 +770,75 @@ fn null_credentials_make_a_keyless_guest_session() {
         assert_eq!(c.cipher(), None, "{proto:?}");
     }
 }
+
+// --------------------------------------------- weak randomness (issue 49)
+
+/// The host clock with a random source that says it is not cryptographic
+/// (what the kernel's clock says on a CPU without RDRAND or RDSEED).
+struct WeakClock(smb::StdClock);
+
+impl smb::Clock for WeakClock {
+    fn now_ms(&self) -> u64 {
+        self.0.now_ms()
+    }
+    fn filetime(&self) -> u64 {
+        self.0.filetime()
+    }
+    fn fill_random(&self, buf: &mut [u8]) {
+        self.0.fill_random(buf)
+    }
+    fn weak_random(&self) -> Option<&'static str> {
+        Some("TSC + splitmix fallback")
+    }
+}
+
+/// A cifs mount of the hostile server with `opts` and `clock`.
+fn mount_with_clock(
+    l: &hostile::Listening,
+    opts: &str,
+    clock: Box<dyn smb::Clock>,
+) -> Result<(), String> {
+    let v = fs::vfs::Vfs::new_tmpfs("").unwrap();
+    v.mkdir(b"/mnt", 0o755).unwrap();
+    let connector = smb::TcpConnector {
+        addr: l.addr,
+        timeout_ms: 5000,
+    };
+    fs::fstype::cifs::mount(
+        &v,
+        "//127.0.0.1/share",
+        b"/mnt",
+        &format!("username=u,password=p{opts}"),
+        Box::new(connector),
+        clock,
+    )
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
+/// On a machine whose random source is not cryptographic, `sign` and
+/// `seal` (whose keys and nonces rest on it) are refused before any
+/// connection, naming the source and the way out; `weakrandom` accepts
+/// it; a mount that asks for neither is not concerned. The host's own
+/// clock (getrandom) is cryptographic: `sign` mounts with it.
+#[test]
+fn sign_and_seal_refused_on_a_weak_random_source() {
+    let l = server_on(Case::Honest, Proto::SMB311_SIGNED);
+    for opts in [",sign", ",seal", ",seal,sign"] {
+        let e =
+            mount_with_clock(&l, opts, Box::new(WeakClock(Default::default()))).expect_err(opts);
+        assert!(
+            e.contains("needs a cryptographic random source")
+                && e.contains("TSC + splitmix fallback")
+                && e.contains("weakrandom"),
+            "{opts}: {e}"
+        );
+    }
+    assert_eq!(l.server.connections.load(SeqCst), 0);
+    for opts in [",sign,weakrandom", ""] {
+        mount_with_clock(&l, opts, Box::new(WeakClock(Default::default())))
+            .unwrap_or_else(|e| panic!("{opts}: {e}"));
+    }
+    mount_with_clock(&l, ",sign", Box::new(smb::StdClock::default())).expect("host clock");
+    assert_eq!(smb::Clock::weak_random(&smb::StdClock::default()), None);
+}

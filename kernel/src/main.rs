@@ -73,6 +73,9 @@ pub extern "C" fn kernel_main(start_info: u32) -> ! {
         layout.heap_start,
         layout.frames
     );
+    // The source of the SMB client's keys and nonces, named so a log
+    // shows whether `sign` and `seal` can be had (see `arch::rand`).
+    log::info!("rand: {}", arch::rand::source().name());
     if config.poison == Some(true) {
         mm::poison::enable();
         log::info!("mm: poisoning freed memory (poison=1)");

@@ -69,8 +69,17 @@ pub trait Clock: Send {
     fn now_ms(&self) -> u64;
     /// Wall time as a FILETIME (100 ns since 1601), for NTLMv2.
     fn filetime(&self) -> u64;
-    /// Fills `buf` with unpredictable bytes (client challenge, salt, GUID).
+    /// Fills `buf` with unpredictable bytes (client challenge, preauth
+    /// salt, ClientGuid, nonce salt): on 3.0.x a session's fresh keys rest
+    /// on the client challenge alone, so this must be a cryptographic
+    /// generator wherever signing or sealing is wanted.
     fn fill_random(&self, buf: &mut [u8]);
+    /// Why [`Clock::fill_random`] is *not* a cryptographic generator here
+    /// (`None`: it is). The cifs mount refuses `sign` and `seal` on a weak
+    /// source unless the user opts in (`weakrandom`).
+    fn weak_random(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A transport whose "server" is a function from each sent message to the
@@ -287,7 +296,15 @@ mod tcp {
                 .unwrap_or_default();
             116_444_736_000_000_000u64 + (d.as_nanos() / 100) as u64
         }
+        /// The OS's CSPRNG (`getrandom`: getrandom(2) on Linux). Should it
+        /// fail (no such syscall, a seccomp filter), std's per-process
+        /// SipHash keys, which the OS seeded, stretched over a counter:
+        /// unpredictable to the network, but said so by
+        /// [`Clock::weak_random`].
         fn fill_random(&self, buf: &mut [u8]) {
+            if getrandom::fill(buf).is_ok() {
+                return;
+            }
             use std::collections::hash_map::RandomState;
             use std::hash::{BuildHasher, Hasher};
             for (i, chunk) in buf.chunks_mut(8).enumerate() {
@@ -297,6 +314,12 @@ mod tcp {
                 let v = h.finish().to_le_bytes();
                 chunk.copy_from_slice(&v[..chunk.len()]);
             }
+        }
+        fn weak_random(&self) -> Option<&'static str> {
+            let mut probe = [0u8; 1];
+            getrandom::fill(&mut probe)
+                .err()
+                .map(|_| "getrandom failed: std's SipHash keys over a counter")
         }
     }
 }

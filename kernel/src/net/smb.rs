@@ -1,7 +1,8 @@
 //! The fs crate's SMB seams over the guest stack: [`SmbTransport`] (SMB2
 //! messages with the 4-byte direct-TCP framing over a [`TcpStream`]),
 //! [`SmbConnector`] (a fresh connection per connect or reconnect) and
-//! [`KernelClock`] (monotonic ms from the TSC, a FILETIME, RDRAND entropy).
+//! [`KernelClock`] (monotonic ms from the TSC, a FILETIME, RDSEED/RDRAND
+//! entropy, and whether it fell back to the TSC).
 //!
 //! Touches: `crate::net::tcp`, `crate::time`, `crate::arch::rand`.
 
@@ -127,5 +128,9 @@ impl Clock for KernelClock {
     }
     fn fill_random(&self, buf: &mut [u8]) {
         crate::arch::rand::fill(buf);
+    }
+    fn weak_random(&self) -> Option<&'static str> {
+        let s = crate::arch::rand::source();
+        (!s.cryptographic()).then(|| s.name())
     }
 }

@@ -123,6 +123,12 @@ fn shell_quote(s: &str) -> String {
 /// The `-cpu` value under KVM when none is given (see [`QemuConfig::cpu_arg`]).
 pub const KVM_DEFAULT_CPU: &str = "host,-arch-capabilities";
 
+/// The `-cpu` value under TCG when none is given: `max`, every feature TCG
+/// emulates, among them RDRAND and RDSEED (QEMU 7.2 and later), which the
+/// guest's SMB client draws its keys and nonces from. QEMU's own default,
+/// `qemu64`, has neither, and the guest would fall back to the TSC.
+pub const TCG_DEFAULT_CPU: &str = "max";
+
 /// Everything that determines the QEMU command line. Build it with
 /// [`QemuConfig::new`] and the chained setters; [`QemuConfig::args`] gives the
 /// exact argument list (no side effects), [`Runner`] runs it.
@@ -261,12 +267,13 @@ impl QemuConfig {
     /// KVM (`host`, what kernel developers run), without the
     /// IA32_ARCH_CAPABILITIES MSR: the emulated `/dev/kvm` of our test
     /// machines refuses to set it, and QEMU then aborts ("failed to set MSR
-    /// 0x10a"); our guests never read it. Else none (QEMU's default model).
+    /// 0x10a"); our guests never read it. Under TCG [`TCG_DEFAULT_CPU`]
+    /// (`max`: RDRAND and RDSEED for the guest's random source).
     pub fn cpu_arg(&self) -> Option<&str> {
         match (&self.cpu, self.accel) {
             (Some(c), _) => Some(c),
             (None, Accel::Kvm) => Some(KVM_DEFAULT_CPU),
-            (None, Accel::Tcg) => None,
+            (None, Accel::Tcg) => Some(TCG_DEFAULT_CPU),
         }
     }
 
@@ -379,9 +386,8 @@ mod tests {
             "isa-debug-exit,iobase=0xf4,iosize=0x04"
         ));
         assert!(a.contains(&"-no-reboot".to_string()));
-        assert!(!a
-            .iter()
-            .any(|s| s == "-netdev" || s == "-initrd" || s == "-cpu"));
+        assert!(pair(&a, "-cpu", TCG_DEFAULT_CPU));
+        assert!(!a.iter().any(|s| s == "-netdev" || s == "-initrd"));
     }
 
     #[test]
@@ -398,8 +404,9 @@ mod tests {
         assert!(pair(&strs(&cfg.args()), "-cpu", "host,-arch-capabilities"));
         assert_eq!(cfg.cpu_model(), "host,-arch-capabilities");
         let cfg = QemuConfig::new("k").accel(Accel::Tcg);
-        assert!(!strs(&cfg.args()).contains(&"-cpu".to_string()));
-        assert_eq!(cfg.cpu_model(), "qemu64");
+        assert!(pair(&strs(&cfg.args()), "-cpu", "max"));
+        assert_eq!(cfg.cpu_model(), "max");
+        assert_eq!(cfg.clone().cpu("qemu64").cpu_model(), "qemu64");
         assert_eq!(cfg.cpu("max").cpu_model(), "max");
     }
 

@@ -59,6 +59,10 @@ pub struct CifsOpts {
     pub wsize: u32,
     /// Encrypt every request (`seal`).
     pub seal: bool,
+    /// `weakrandom`: allow `sign` and `seal` although the machine's
+    /// random source is not cryptographic (their keys and nonces rest on
+    /// it); refused without it.
+    pub weakrandom: bool,
     /// `cache=`: the attribute-cache policy.
     pub cache: CachePolicy,
     /// `unix`/`posix`/`linux`: ask for the SMB 3.1.1 POSIX extensions
@@ -105,7 +109,7 @@ impl fmt::Display for OptError {
 /// The implemented option names, for help texts.
 pub const OPTION_NAMES: &str = "vers= username=|user= password=|pass= domain=|dom= credentials= \
 uid= forceuid gid= forcegid file_mode= dir_mode= acregmax= acdirmax= actimeo= noac soft hard \
-serverino noserverino sign seal sec= cache=strict|loose|none unix nounix mapposix mapchars \
+serverino noserverino sign seal weakrandom sec= cache=strict|loose|none unix nounix mapposix mapchars \
 iocharset=utf8 rsize= wsize= sloppy user_xattr nouser_xattr eacache=DESIGN eacache_k= \
 (wslea=, wslea_k=: their old names)";
 
@@ -224,6 +228,9 @@ pub const OPTIONS: &[OptSpec] = &[
         "signed replies are always verified",
     ),
     imp("seal", Kind::Flag),
+    // This project's: accept `sign`/`seal` on a machine whose random
+    // source is not cryptographic (the kernel's TSC fallback).
+    imp("weakrandom", Kind::Flag),
     imp("noac", Kind::Flag),
     nop("fsc", Kind::Flag, NO_DATA_CACHE),
     nop(
@@ -437,6 +444,7 @@ impl Default for CifsOpts {
             rsize: DEFAULT_IOSIZE,
             wsize: DEFAULT_IOSIZE,
             seal: false,
+            weakrandom: false,
             cache: CachePolicy::Strict,
             unix: false,
             remap: Remap::Sfm,
@@ -580,6 +588,7 @@ impl CifsOpts {
                 "serverino" => o.noserverino = negated,
                 "sign" => o.sign = true,
                 "seal" => o.seal = true,
+                "weakrandom" => o.weakrandom = true,
                 "sec" => match val {
                     "ntlmssp" | "ntlmv2" | "nontlm" => {}
                     "ntlmsspi" | "ntlmv2i" => o.sign = true,

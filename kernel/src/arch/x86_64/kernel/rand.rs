@@ -1,18 +1,87 @@
-//! Hardware entropy for protocol nonces: RDRAND when CPUID says the CPU has
-//! it (QEMU's TCG `-cpu max` does; the default `qemu64` does not), else the
-//! TSC mixed through a 64-bit finaliser. Not a cryptographic generator in
-//! the fallback case — good enough for SMB client challenges in a test
-//! guest, and said so.
+//! Hardware entropy for protocol nonces and keys: RDSEED when CPUID says
+//! the CPU has it, else RDRAND (both the CPU's own DRBG, seeded from its
+//! noise source: a cryptographic generator), else — QEMU's default TCG
+//! model `qemu64` has neither — the TSC mixed through a 64-bit
+//! finaliser, which is **not** cryptographic: its output can be guessed
+//! by anyone who can estimate the TSC. [`source`] says which one this CPU
+//! uses (the boot log names it), and [`Source::cryptographic`] lets the
+//! cifs mount refuse `sign` and `seal` on the fallback.
 //!
-//! Touches: CPUID, RDRAND, the TSC; one atomic counter.
+//! Touches: CPUID, RDSEED, RDRAND, the TSC; one atomic counter.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
 static MIX: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
 
+/// Where [`u64`] draws from on this CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// RDSEED (CPUID.(7,0):EBX bit 18), RDRAND when it runs dry.
+    Rdseed,
+    /// RDRAND (CPUID.1:ECX bit 30).
+    Rdrand,
+    /// Neither: the TSC through splitmix, not cryptographic.
+    TscFallback,
+}
+
+impl Source {
+    /// The name the boot log gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Rdseed => "RDSEED (RDRAND when it runs dry)",
+            Source::Rdrand => "RDRAND",
+            Source::TscFallback => {
+                "TSC + splitmix fallback: the CPU has no RDRAND or RDSEED; not cryptographic"
+            }
+        }
+    }
+
+    /// Whether keys and nonces drawn from it can be trusted.
+    pub fn cryptographic(self) -> bool {
+        self != Source::TscFallback
+    }
+}
+
 /// Whether RDRAND is available (CPUID.1:ECX bit 30).
 pub fn has_rdrand() -> bool {
     super::processor::cpuid(1, 0).2 & (1 << 30) != 0
+}
+
+/// Whether RDSEED is available (CPUID.(EAX=7,ECX=0):EBX bit 18; leaf 7
+/// exists when CPUID.0:EAX ≥ 7).
+pub fn has_rdseed() -> bool {
+    super::processor::cpuid(0, 0).0 >= 7 && super::processor::cpuid(7, 0).1 & (1 << 18) != 0
+}
+
+/// The source this CPU gives [`u64`].
+pub fn source() -> Source {
+    if has_rdseed() {
+        Source::Rdseed
+    } else if has_rdrand() {
+        Source::Rdrand
+    } else {
+        Source::TscFallback
+    }
+}
+
+fn rdseed() -> Option<u64> {
+    if !has_rdseed() {
+        return None;
+    }
+    for _ in 0..10 {
+        let v: u64;
+        let ok: u8;
+        // SAFETY: CPUID said RDSEED exists; it writes two registers and
+        // the flags, nothing in memory.
+        unsafe {
+            core::arch::asm!("rdseed {v}", "setc {ok}", v = out(reg) v, ok = out(reg_byte) ok,
+                options(nomem, nostack))
+        };
+        if ok == 1 {
+            return Some(v);
+        }
+    }
+    None
 }
 
 fn rdrand() -> Option<u64> {
@@ -41,9 +110,10 @@ fn splitmix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// 64 unpredictable-enough bits.
+/// 64 bits from [`source`]: RDSEED, RDRAND, or (neither present, or both
+/// failing ten times in a row) the TSC fallback.
 pub fn u64() -> u64 {
-    if let Some(v) = rdrand() {
+    if let Some(v) = rdseed().or_else(rdrand) {
         return v;
     }
     let tsc = super::processor::rdtsc();
