@@ -1,9 +1,14 @@
 //! Points: the measured runs of one (source, accel, host, testcase, design,
-//! cpus) gathered together, and the one run that speaks for them.
+//! cpus) of one session gathered together, and the one run that speaks for
+//! them.
 //!
 //! A point can hold several runs: `bench sweep --repeat N` measures each
-//! point N times, and `bench report` may merge directories that measured the
-//! same point. The report and the plot show one figure per point, taken from
+//! point N times, once per round. Runs of two sessions (two sweeps, or two
+//! directories given to `bench report`) are two points, never pooled: the
+//! machine's conditions differ between sessions by more than the effects
+//! measured, and a round number means nothing across them. Rows that claim
+//! one session but repeat a round of a point are refused by
+//! [`check_not_pooled`]. The report and the plot show one figure per point, taken from
 //! the run whose `average` is the median — for an even count the *lower*
 //! median, so the figure is always one real run's and never the mean of two.
 //! Its per-second min/max and its per-op counters come from that same run:
@@ -75,12 +80,16 @@ pub struct Paired {
 
 /// `a ÷ b` paired by repetition round: the ratio of the two runs of each
 /// round (`rep`) that both points ran exactly once, then the median of
-/// those ratios. Runs of one round follow each other within seconds, so
-/// they share the machine's mood; on a noisy host (a VM whose speed drifts
+/// those ratios. The sweep runs the two runs of a round back to back
+/// (`sweep::plan`'s ABBA order), so they share the machine's mood; on a noisy host (a VM whose speed drifts
 /// by ±20 % over a minute) the per-round ratio is much steadier than the
 /// ratio of two medians taken at different moments. `None` unless at least
 /// two rounds pair up.
 pub fn paired_ratio(a: &Point, b: &Point) -> Option<Paired> {
+    // Rounds of two sessions are unrelated.
+    if a.median().session != b.median().session {
+        return None;
+    }
     let once = |p: &Point, rep: u32| {
         let mut it = p.runs().iter().filter(|r| r.rep == rep);
         match (it.next(), it.next()) {
@@ -112,16 +121,46 @@ pub fn paired_ratio(a: &Point, b: &Point) -> Option<Paired> {
 /// per point that is the rows' own order, so a report listing points reads
 /// exactly as one listing rows did; under `--repeat` it is the sweep's plan.
 pub fn points(rows: &[Row]) -> Vec<Point<'_>> {
-    let mut index: BTreeMap<Key, usize> = BTreeMap::new();
+    let mut index: BTreeMap<(Key, &str), usize> = BTreeMap::new();
     let mut runs: Vec<Vec<&Row>> = Vec::new();
     for r in rows.iter().filter(|r| r.is_ok()) {
-        let i = *index.entry(key(r)).or_insert_with(|| {
+        let i = *index.entry((key(r), &r.session)).or_insert_with(|| {
             runs.push(Vec::new());
             runs.len() - 1
         });
         runs[i].push(r);
     }
     runs.into_iter().filter_map(Point::new).collect()
+}
+
+/// Refuse rows that pool sessions: two ok runs of one point (same
+/// session) in the same round. A sweep writes each round of a point once,
+/// so a repeat means rows of two sessions were put under one name (two
+/// directories concatenated into one raw.csv without a `session` column).
+pub fn check_not_pooled(rows: &[Row]) -> Result<(), String> {
+    let mut seen: BTreeMap<(Key, &str, u32), usize> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate().filter(|(_, r)| r.is_ok()) {
+        if let Some(first) = seen.insert((key(r), &r.session, r.rep), i) {
+            let session = if r.session.is_empty() {
+                "no session".to_string()
+            } else {
+                format!("session `{}`", r.session)
+            };
+            return Err(format!(
+                "pooled sessions: rows {} and {} are both round {} of {} {} {} at {} CPUs ({session}); \
+                 a round runs once per session, so these rows come from two sessions: give each \
+                 session's directory to `bench report` on its own, or set their `session` column",
+                first + 2,
+                i + 2,
+                r.rep,
+                r.source,
+                r.testcase,
+                r.design,
+                r.cpus
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -183,6 +222,32 @@ mod tests {
         let b2 = [run(1, 10, 0.0), run(2, 5, 0.0), run(2, 6, 0.0)];
         let b2 = Point::new(b2.iter().collect()).unwrap();
         assert_eq!(paired_ratio(&a, &b2), None);
+    }
+
+    #[test]
+    fn pooled_sessions_are_refused_and_sessions_stay_apart() {
+        // Round 1 twice under one (empty) session: two sweeps pooled.
+        let pooled = vec![run(1, 10, 0.0), run(2, 11, 0.0), run(1, 12, 0.0)];
+        let e = check_not_pooled(&pooled).unwrap_err();
+        assert!(
+            e.contains("pooled sessions: rows 2 and 4 are both round 1"),
+            "{e}"
+        );
+        // The same rows named by session: two points, neither pooled.
+        let mut split = pooled.clone();
+        split[2].session = "results/locks".into();
+        assert_eq!(check_not_pooled(&split), Ok(()));
+        let pts = points(&split);
+        assert_eq!(pts.len(), 2);
+        assert_eq!((pts[0].count(), pts[1].count()), (2, 1));
+        // A ratio never pairs rounds of two sessions.
+        let mut other = vec![run(1, 20, 0.0), run(2, 22, 0.0)];
+        for r in &mut other {
+            r.session = "results/locks".into();
+            r.cpus = 2;
+        }
+        let a = Point::new(other.iter().collect()).unwrap();
+        assert_eq!(paired_ratio(&a, &pts[0]), None);
     }
 
     #[test]

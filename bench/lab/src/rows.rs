@@ -17,14 +17,23 @@
 //! `host_cores` (the host cores the run could use: this process's CPU
 //! affinity when the row was made; for guest rows `cpus` is the vCPU count,
 //! so `cpus > host_cores` marks an overcommitted run, whose figures depend
-//! on the host's scheduler; empty where unknown).
+//! on the host's scheduler; empty where unknown), then `session` (the sweep
+//! that made the row: its result directory's name; a row read from a file
+//! without the column belongs to the directory `bench report` read it
+//! from), `loadavg` (the host's 1-minute load average, from `/proc/loadavg`,
+//! when the run ended), `steal` (the share of the host's CPU time stolen
+//! by its hypervisor while the run ran, in %, from `/proc/stat`) and
+//! `yields` (host mode's spin yields: a lock waiter gave its thread away,
+//! so there were more spinners than CPUs; 0 for a guest, which never
+//! yields); each of the three empty where the source cannot say.
 //!
-//! `rep`, `transfers`, `cpu_model` and `host_cores` came later, each
-//! appended: files written before them ([`HEADER_V1`], 17 columns;
-//! [`HEADER_V2`], 18; [`HEADER_V3`], 19; [`HEADER_V4`], 20) are still read,
-//! rows without `rep` as repetition 1, rows without `transfers` with none,
-//! rows without `cpu_model` with an empty one, rows without `host_cores`
-//! with none.
+//! `rep`, `transfers`, `cpu_model`, `host_cores` and the last four came
+//! later, each appended: files written before them ([`HEADER_V1`], 17
+//! columns; [`HEADER_V2`], 18; [`HEADER_V3`], 19; [`HEADER_V4`], 20;
+//! [`HEADER_V5`], 21) are still read, rows without `rep` as repetition 1,
+//! rows without `transfers` with none, rows without `cpu_model` with an
+//! empty one, rows without `host_cores` or the load columns with none and
+//! rows without `session` with an empty one.
 //! Writing always uses the current [`HEADER`].
 //!
 //! Touches: the files it is asked to read or write.
@@ -67,6 +76,12 @@ pub fn key(r: &Row) -> Key {
 /// The header line of raw.csv.
 pub const HEADER: &str =
     "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
+allocs,shared_stores,fallbacks,locks,status,note,rep,transfers,cpu_model,host_cores,\
+session,loadavg,steal,yields";
+
+/// The header of raw.csv files written before the `session` column.
+pub const HEADER_V5: &str =
+    "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
 allocs,shared_stores,fallbacks,locks,status,note,rep,transfers,cpu_model,host_cores";
 
 /// The header of raw.csv files written before the `host_cores` column.
@@ -95,7 +110,8 @@ const FIELDS_V1: usize = 17;
 const FIELDS_V2: usize = 18;
 const FIELDS_V3: usize = 19;
 const FIELDS_V4: usize = 20;
-const FIELDS: usize = 21;
+const FIELDS_V5: usize = 21;
+const FIELDS: usize = 25;
 
 /// One run.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -127,6 +143,15 @@ pub struct Row {
     pub cpu_model: String,
     /// The host cores the run could use (`None`: unknown, or an old row).
     pub host_cores: Option<usize>,
+    /// The sweep (session) the run belongs to; runs of one point from two
+    /// sessions are two points, never one.
+    pub session: String,
+    /// The host's 1-minute load average when the run ended.
+    pub loadavg: Option<f64>,
+    /// Percent of the host's CPU time stolen while the run ran.
+    pub steal: Option<f64>,
+    /// Spin yields in the run (host mode); `None`: the source cannot say.
+    pub yields: Option<u64>,
 }
 
 /// The host cores this process may run on (its CPU affinity), which every
@@ -162,6 +187,7 @@ impl Row {
             transfers: p.and_then(|p| p.transfers),
             cpu_model: String::new(),
             host_cores: Some(this_host_cores()),
+            ..Row::default()
         }
     }
 
@@ -230,6 +256,13 @@ impl Row {
         if let Some(c) = self.host_cores {
             let _ = write!(s, "{c}");
         }
+        s.push(',');
+        s.push_str(&quote(&self.session));
+        let _ = write!(s, ",{},", opt(self.loadavg));
+        let _ = write!(s, "{},", opt(self.steal));
+        if let Some(y) = self.yields {
+            let _ = write!(s, "{y}");
+        }
         s
     }
 
@@ -293,6 +326,21 @@ impl Row {
                 None | Some("") => None,
                 Some(v) => Some(v.parse().map_err(|_| format!("bad host_cores '{v}'"))?),
             },
+            session: f.get(21).cloned().unwrap_or_default(),
+            loadavg: if f.len() > 22 {
+                opt(22, "loadavg")?
+            } else {
+                None
+            },
+            steal: if f.len() > 23 {
+                opt(23, "steal")?
+            } else {
+                None
+            },
+            yields: match f.get(24).map(String::as_str) {
+                None | Some("") => None,
+                Some(v) => Some(v.parse().map_err(|_| format!("bad yields '{v}'"))?),
+            },
         })
     }
 }
@@ -347,6 +395,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
     let mut lines = text.lines().enumerate();
     let fields = match lines.next().map(|(_, h)| h.trim_end()) {
         Some(h) if h == HEADER => FIELDS,
+        Some(h) if h == HEADER_V5 => FIELDS_V5,
         Some(h) if h == HEADER_V4 => FIELDS_V4,
         Some(h) if h == HEADER_V3 => FIELDS_V3,
         Some(h) if h == HEADER_V2 => FIELDS_V2,
@@ -394,7 +443,7 @@ mod tests {
         // Written back, it gains the column.
         let again = to_csv(&rows);
         assert!(again.starts_with(&format!("{HEADER}\n")));
-        assert!(again.contains("not pinned\",1,,,\n"), "{again}");
+        assert!(again.contains("not pinned\",1,,,,,,,\n"), "{again}");
         assert_eq!(parse_csv(&again).unwrap(), rows);
     }
 
@@ -404,8 +453,8 @@ mod tests {
         r.rep = 3;
         let text = to_csv(std::slice::from_ref(&r));
         assert!(
-            text.ends_with(",3,,,\n"),
-            "rep, transfers, cpu_model, host_cores: {text}"
+            text.ends_with(",3,,,,,,,\n"),
+            "rep, transfers, cpu_model, host_cores, session, loadavg, steal, yields: {text}"
         );
         let back = parse_csv(&text).unwrap();
         assert_eq!(back, vec![r]);
@@ -420,9 +469,9 @@ mod tests {
         let mut r = v2[0].clone();
         r.transfers = Some(3.5);
         let text = to_csv(std::slice::from_ref(&r));
-        assert!(text.ends_with(",2,3.500,,\n"), "{text}");
+        assert!(text.ends_with(",2,3.500,,,,,,\n"), "{text}");
         assert_eq!(parse_csv(&text).unwrap(), vec![r]);
-        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,x,,\n")).unwrap_err();
+        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,x,,,,,,\n")).unwrap_err();
         assert!(e.contains("bad transfers"), "{e}");
     }
 
@@ -435,7 +484,7 @@ mod tests {
         r.cpu_model = "Intel(R) Xeon(R) CPU @ 2.20GHz, 8 cores".into();
         let text = to_csv(std::slice::from_ref(&r));
         assert!(
-            text.ends_with(",2,1.000,\"Intel(R) Xeon(R) CPU @ 2.20GHz, 8 cores\",\n"),
+            text.ends_with(",2,1.000,\"Intel(R) Xeon(R) CPU @ 2.20GHz, 8 cores\",,,,,\n"),
             "{text}"
         );
         assert_eq!(parse_csv(&text).unwrap(), vec![r]);
@@ -451,13 +500,13 @@ mod tests {
         let mut r = v4[0].clone();
         r.host_cores = Some(1);
         let text = to_csv(std::slice::from_ref(&r));
-        assert!(text.ends_with(",TCG qemu64,1\n"), "{text}");
+        assert!(text.ends_with(",TCG qemu64,1,,,,\n"), "{text}");
         assert_eq!(parse_csv(&text).unwrap(), vec![r.clone()]);
         assert_eq!(r.cpus, 2);
         assert!(r.overcommitted(), "2 CPUs on 1 host core");
         r.host_cores = Some(2);
         assert!(!r.overcommitted(), "2 CPUs on 2 host cores");
-        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,,,two\n")).unwrap_err();
+        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,,,two,,,,\n")).unwrap_err();
         assert!(e.contains("bad host_cores"), "{e}");
     }
 
@@ -471,9 +520,35 @@ mod tests {
         assert!(parse_csv(&format!("{HEADER_V2}\n{OLD_LINE},2,1.0\n")).is_err());
         assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE},1,1.0,m\n")).is_err());
         for bad in ["0", "x", "-1", ""] {
-            let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},{bad},,,\n")).unwrap_err();
+            let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},{bad},,,,,,,\n")).unwrap_err();
             assert!(e.contains("bad rep"), "{bad}: {e}");
         }
         assert!(parse_csv("source,accel\n").is_err());
+        // A line of the header before `session` under the new one.
+        assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE},1,,,\n")).is_err());
+    }
+
+    #[test]
+    fn reads_and_writes_the_session_and_load_columns() {
+        // A file from before `session` (21 fields): none of the four.
+        let v5 = parse_csv(&format!("{HEADER_V5}\n{OLD_LINE},1,,,2\n")).unwrap();
+        let r = &v5[0];
+        assert_eq!(
+            (r.session.as_str(), r.loadavg, r.steal, r.yields),
+            ("", None, None, None)
+        );
+        let mut r = r.clone();
+        r.session = "20261206-0300".into();
+        r.loadavg = Some(2.5);
+        r.steal = Some(0.25);
+        r.yields = Some(17);
+        let text = to_csv(std::slice::from_ref(&r));
+        assert!(
+            text.ends_with(",2,20261206-0300,2.500,0.250,17\n"),
+            "{text}"
+        );
+        assert_eq!(parse_csv(&text).unwrap(), vec![r]);
+        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,,,2,s,1.0,0.0,many\n")).unwrap_err();
+        assert!(e.contains("bad yields"), "{e}");
     }
 }

@@ -46,6 +46,7 @@ fn row(
         transfers: per_op.map(|p| if cpus > 1 { p[1] / 2.0 } else { 0.0 }),
         cpu_model: String::new(),
         host_cores: None,
+        ..Row::default()
     }
 }
 
@@ -272,13 +273,20 @@ fn report_from_synthetic_csv() {
         "{goals}"
     );
     assert!(
-        goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× | met"),
+        goals
+            .contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | unpaired | no verdict: unpaired |"),
         "{goals}"
     );
-    // The transient baseline is judged against Linux's tmpfs on the same
-    // host: 1.10× ÷ (1.0 M ÷ 0.9 M = 1.11×).
+    // Single runs: no ratio goal pairs (one round each), so each says
+    // `unpaired` where it used to fall back to the ratio of the two runs
+    // (transient 1.10× ÷ linux-tmpfs 1.11× = 0.99, "met"), and no per-op
+    // goal gets a verdict from a point of one run.
     assert!(
-        goals.contains("| host `h1` | transient's 2-task scaling within 25 % of Linux tmpfs's | transient 1.10× ÷ linux-tmpfs 1.11× = 0.99 | met |"),
+        goals.contains("| host `h1` | transient's 2-task scaling within 25 % of Linux tmpfs's | unpaired | no verdict: unpaired |"),
+        "{goals}"
+    );
+    assert!(
+        goals.contains("noalloc ÷ transient at 2 tasks ≥ 5× | unpaired | no verdict: unpaired |"),
         "{goals}"
     );
     // Allocations per miss are a goal alone (1 CPU) only.
@@ -287,11 +295,16 @@ fn report_from_synthetic_csv() {
         "{goals}"
     );
     assert!(!goals.contains("2 CPUs | transient per op"), "{goals}");
+    assert!(goals.contains("| guest `h1` 2 CPUs | noalloc per op: allocs = 0, shared_stores = 0 | allocs=0.000 shared_stores=0.500 | no verdict: flagged (n=1) |"), "{goals}");
     assert!(
-        goals.contains("noalloc ÷ transient at 2 tasks ≥ 5× | 17.27× | met"),
+        !goals.contains("| met |") && !goals.contains("NOT met"),
         "{goals}"
     );
-    assert!(goals.contains("| guest `h1` 2 CPUs | noalloc per op: allocs = 0, shared_stores = 0 | allocs=0.000 shared_stores=0.500 | NOT met |"), "{goals}");
+    // The table says so on each line.
+    assert!(
+        host.contains("| 0.000 | 1 | n/a | n/a | n/a | n=1 |"),
+        "n, loadavg, steal, yields, flag: {host}"
+    );
 
     // Skipped runs with their reason.
     let skipped = between(&md, "## Not run");
@@ -523,4 +536,89 @@ fn overcommitted_runs_are_marked_and_left_out_of_ratios() {
         r.host_cores = None;
     }
     assert!(!benchlab::report::render(&rows).contains("Overcommitted"));
+}
+
+/// The report's rules: pooled sessions refused, a configuration never
+/// divided by itself, a flagged point kept out of every verdict.
+#[test]
+fn the_reports_rules_refuse_pooling_self_ratios_and_flagged_verdicts() {
+    // Two sessions' rows under one name: round 1 of every point twice.
+    let mut pooled = repeated("h1");
+    pooled.extend(repeated("h1").into_iter().filter(|r| r.rep == 1));
+    let dir = write_dir("pooled", &pooled);
+    let out = tmpdir("pooled-out");
+    let e = benchlab::sweep::merge(std::slice::from_ref(&dir), &out).unwrap_err();
+    assert!(
+        e.contains("pooled sessions") && e.contains("round 1"),
+        "{e}"
+    );
+    assert!(!out.join("report.md").exists(), "nothing written");
+    // The same rows as two directories are two sessions, each its own table.
+    let first = write_dir("pooled-first", &repeated("h1"));
+    let other = write_dir("pooled-second", &repeated("h1"));
+    benchlab::sweep::merge(&[first.clone(), other.clone()], &out).unwrap();
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert_eq!(md.matches("## Host mode").count(), 2, "{md}");
+
+    // A self-ratio: the default lock named, divided by the unnamed default.
+    let mut rows = repeated("h1");
+    for r in repeated("h1").into_iter().filter(|r| r.source == "host") {
+        rows.push(Row {
+            design: format!("{} lock=qspinlock", r.design),
+            average: r.average * 116 / 100,
+            ..r
+        });
+    }
+    let md = benchlab::report::render(&rows);
+    let designs = between(&md, "## Designs compared");
+    assert!(
+        designs.contains(
+            "| transient lock=qspinlock | refused: transient lock=qspinlock is transient |"
+        ),
+        "{designs}"
+    );
+    assert!(!designs.contains("1.16×"), "{designs}");
+    assert!(benchlab::report::self_ratio(
+        "transient+qspinlock",
+        "transient"
+    ));
+    assert!(!benchlab::report::self_ratio(
+        "transient+ticket",
+        "transient"
+    ));
+
+    // A flagged point: spin yields in one run of noalloc at 2 CPUs. The
+    // goal's ratio is still shown; its verdict is withheld.
+    let mut rows = repeated("h1");
+    rows.iter_mut()
+        .find(|r| r.design == "noalloc" && r.cpus == 2 && r.rep == 2)
+        .unwrap()
+        .yields = Some(3);
+    let md = benchlab::report::render(&rows);
+    let goals = between(&md, "## Design goals");
+    assert!(
+        goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× (median of 3 rounds' ratios, 1.44–2.10) | no verdict: flagged (yields) |"),
+        "{goals}"
+    );
+    // Efficiency above 105 %: transient at 2 CPUs made 2.2× its 1-CPU rate.
+    let mut rows = repeated("h1");
+    for r in rows
+        .iter_mut()
+        .filter(|r| r.design == "transient" && r.cpus == 2)
+    {
+        r.average = 2_200_000;
+    }
+    let md = benchlab::report::render(&rows);
+    assert!(
+        between(&md, "## Host mode").contains("| 3 | n/a | n/a | n/a | eff>105% |"),
+        "{md}"
+    );
+    let goals = between(&md, "## Design goals");
+    assert!(
+        goals.contains("noalloc ÷ transient at 2 tasks ≥ 5× | 9.09× (median of 3 rounds' ratios, 8.64–9.55) | no verdict: flagged (eff>105%) |"),
+        "{goals}"
+    );
+    for d in [dir, first, other, out] {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }

@@ -2,12 +2,17 @@
 //! ([`GOALS`], see docs/designs.md), checked against the figures where they
 //! exist, with the reason for each goal.
 //!
+//! A verdict needs evidence: a ratio goal whose points do not pair round by
+//! round says `unpaired`, and a goal that rests on a flagged point (n = 1,
+//! spin yields, efficiency above 105 %: [`super::flags`]) says which flag;
+//! neither gives `met` or `NOT met`.
+//!
 //! Touches nothing but the points it is given.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use super::point;
+use super::{flags, point};
 use bench::markdown::{Align, Table};
 
 use crate::points::{self, Point};
@@ -69,39 +74,63 @@ const GOALS: &[Goal] = &[
     },
 ];
 
-/// `a`'s ops/s over `b`'s: with repeated runs round by round (the steadier
-/// estimate on a noisy machine), else the medians' ratio; and how it was
-/// taken, for the report.
-fn scaling(a: &Point, b: &Point) -> (f64, String) {
-    match points::paired_ratio(a, b) {
-        Some(p) => (
+/// `a`'s ops/s over `b`'s round by round, and how it was taken, for the
+/// report; `None` when the rounds do not pair (no fallback to the medians'
+/// ratio: two medians taken at different times are not a paired figure).
+fn scaling(a: &Point, b: &Point) -> Option<(f64, String)> {
+    points::paired_ratio(a, b).map(|p| {
+        (
             p.median,
             format!(
                 " (median of {} rounds' ratios, {:.2}–{:.2})",
                 p.rounds, p.min, p.max
             ),
-        ),
-        None => (
-            a.median().average as f64 / b.median().average as f64,
-            String::new(),
-        ),
-    }
+        )
+    })
 }
+
+/// The flags of `ps` as a verdict ("no verdict: flagged (n=1)"), or `None`
+/// when none is flagged.
+fn flagged(ps: &[&Point], fair: &[Point]) -> Option<String> {
+    let mut all: Vec<&str> = Vec::new();
+    for p in ps {
+        for f in flags(p, fair) {
+            if !all.contains(&f) {
+                all.push(f);
+            }
+        }
+    }
+    (!all.is_empty()).then(|| format!("no verdict: flagged ({})", all.join(", ")))
+}
+
+/// What the report prints when the rounds do not pair.
+const UNPAIRED: &str = "unpaired";
 
 /// The "Design goals" section: [`GOALS`] checked where the figures exist.
 pub(super) fn write_goals(s: &mut String, pts: &[Point]) {
     let mut lines: Vec<[String; 4]> = Vec::new();
     let mark = |ok: bool| if ok { "met" } else { "NOT met" };
-    let hosts: BTreeSet<(String, String)> = pts
+    let hosts: BTreeSet<(String, String, String)> = pts
         .iter()
         .map(|p| p.median())
         .filter(|r| r.source == "host")
-        .map(|r| (r.accel.clone(), r.host.clone()))
+        .map(|r| (r.accel.clone(), r.host.clone(), r.session.clone()))
         .collect();
-    for (accel, host) in &hosts {
-        let g = ("host".to_string(), accel.clone(), host.clone());
+    for (accel, host, session) in &hosts {
+        let g = (
+            "host".to_string(),
+            accel.clone(),
+            host.clone(),
+            session.clone(),
+        );
         let pt = |(design, cpus): (&str, usize)| point(pts, &g, "statneg", design, cpus);
-        let lg = ("linux-host".to_string(), accel.clone(), host.clone());
+        let lg = (
+            "linux-host".to_string(),
+            accel.clone(),
+            host.clone(),
+            session.clone(),
+        );
+        let host = &super::host_cell(&g);
         let lpt = |(design, cpus): (&str, usize)| point(pts, &lg, "statneg", design, cpus);
         for goal in GOALS {
             match goal.check {
@@ -109,12 +138,18 @@ pub(super) fn write_goals(s: &mut String, pts: &[Point]) {
                     let (Some(a), Some(b)) = (pt(num), pt(den)) else {
                         continue;
                     };
-                    let (r, how) = scaling(a, b);
+                    let (measured, verdict) = match scaling(a, b) {
+                        None => (UNPAIRED.to_string(), format!("no verdict: {UNPAIRED}")),
+                        Some((r, how)) => (
+                            format!("{r:.2}×{how}"),
+                            flagged(&[a, b], pts).unwrap_or_else(|| mark(ok(r)).to_string()),
+                        ),
+                    };
                     lines.push([
                         format!("host `{host}`"),
                         goal.text.to_string(),
-                        format!("{r:.2}×{how}"),
-                        mark(ok(r)).to_string(),
+                        measured,
+                        verdict,
                     ]);
                 }
                 Check::LikeLinux(design, linux, ok) => {
@@ -126,13 +161,22 @@ pub(super) fn write_goals(s: &mut String, pts: &[Point]) {
                     ) else {
                         continue;
                     };
-                    let ((ours, _), (theirs, _)) = (scaling(a2, a1), scaling(l2, l1));
-                    let r = ours / theirs;
+                    let (measured, verdict) = match (scaling(a2, a1), scaling(l2, l1)) {
+                        (Some((ours, _)), Some((theirs, _))) => {
+                            let r = ours / theirs;
+                            (
+                                format!("{design} {ours:.2}× ÷ {linux} {theirs:.2}× = {r:.2}"),
+                                flagged(&[a2, a1, l2, l1], pts)
+                                    .unwrap_or_else(|| mark(ok(r)).to_string()),
+                            )
+                        }
+                        _ => (UNPAIRED.to_string(), format!("no verdict: {UNPAIRED}")),
+                    };
                     lines.push([
                         format!("host `{host}`"),
                         goal.text.to_string(),
-                        format!("{design} {ours:.2}× ÷ {linux} {theirs:.2}× = {r:.2}"),
-                        mark(ok(r)).to_string(),
+                        measured,
+                        verdict,
                     ]);
                 }
                 Check::PerOp(..) => {}
@@ -140,15 +184,21 @@ pub(super) fn write_goals(s: &mut String, pts: &[Point]) {
         }
     }
     // The counters checked are the median run's, as in the tables.
-    for r in pts
-        .iter()
-        .map(|p| p.median())
-        .filter(|r| (r.source == "host" || r.source == "guest") && r.testcase == "statneg")
-    {
+    for p in pts.iter().filter(|p| {
+        let r = p.median();
+        (r.source == "host" || r.source == "guest") && r.testcase == "statneg"
+    }) {
+        let r = p.median();
         let (Some(a), Some(ss)) = (r.allocs, r.shared_stores) else {
             continue;
         };
-        let who = format!("{} `{}` {} CPUs", r.source, r.host, r.cpus);
+        let g = (
+            r.source.clone(),
+            r.accel.clone(),
+            r.host.clone(),
+            r.session.clone(),
+        );
+        let who = format!("{} `{}` {} CPUs", r.source, super::host_cell(&g), r.cpus);
         for goal in GOALS {
             let Check::PerOp(design, at, ok) = goal.check else {
                 continue;
@@ -158,7 +208,7 @@ pub(super) fn write_goals(s: &mut String, pts: &[Point]) {
                     who.clone(),
                     goal.text.to_string(),
                     format!("allocs={a:.3} shared_stores={ss:.3}"),
-                    mark(ok(a, ss)).to_string(),
+                    flagged(&[p], pts).unwrap_or_else(|| mark(ok(a, ss)).to_string()),
                 ]);
             }
         }

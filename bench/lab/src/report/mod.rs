@@ -3,13 +3,23 @@
 //! ([`goals`]) checked against the figures, and the runs that were skipped.
 //!
 //! Rows from several runs or hosts can be merged: tables group by
-//! (source, accel, host). A (testcase, design, cpus) point measured more than
-//! once — `bench sweep --repeat N`, or merged directories — shows as one line
+//! (source, accel, host, session). Sessions are never pooled: rows that put
+//! two sessions under one name are refused ([`check`]). A (testcase,
+//! design, cpus) point measured more than once in a session — `bench sweep
+//! --repeat N` — shows as one line
 //! taken from its median run ([`super::points`]), and every ratio uses that
 //! run's figures; the table then also gives each point's number of runs and
 //! the spread of their averages. The ratio goals pair the runs
-//! of each repetition round instead ([`points::paired_ratio`]) when they
-//! can.
+//! of each repetition round ([`points::paired_ratio`]); a goal whose
+//! points do not pair says `unpaired` and gives no verdict (a ratio of two
+//! medians taken at different times is not evidence for a goal).
+//!
+//! Every line carries its point's n (runs), and its median run's load
+//! average, steal and spin yields ("n/a" where the source cannot say). A
+//! point with n = 1, any spin yields, or a scaling efficiency above 105 %
+//! is flagged ([`flags`]) and feeds no verdict. A ratio of a configuration
+//! to itself (`transient lock=qspinlock` ÷ `transient`, qspinlock being the
+//! default) is refused.
 //!
 //! With `bench predict` models ([`render_with`]) a "Predicted scaling"
 //! section follows: the model's inputs and predicted ops/s at 1..64 CPUs
@@ -66,12 +76,73 @@ fn opt3(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into())
 }
 
-/// A (source, accel, host) group.
-type Group = (String, String, String);
+/// A (source, accel, host, session) group.
+type Group = (String, String, String, String);
 
 /// Whether the median run `r` belongs to group `g`.
 fn in_group(r: &Row, g: &Group) -> bool {
-    r.source == g.0 && r.accel == g.1 && r.host == g.2
+    r.source == g.0 && r.accel == g.1 && r.host == g.2 && r.session == g.3
+}
+
+/// `host`, and its session in parentheses when the rows name one.
+fn host_cell(g: &Group) -> String {
+    if g.3.is_empty() {
+        g.2.clone()
+    } else {
+        format!("{} ({})", g.2, g.3)
+    }
+}
+
+/// Refuse what the report must not show: rows that pool sessions
+/// ([`points::check_not_pooled`]). `bench sweep` and `bench report` call it
+/// before writing anything.
+pub fn check(rows: &[Row]) -> Result<(), String> {
+    points::check_not_pooled(rows)
+}
+
+/// The (design, lock) a design label names: `transient`, `transient+ticket`
+/// and `transient lock=ticket` spellings alike, the default lock where none
+/// is named. `None` for a label naming an unknown lock.
+pub fn configuration(label: &str) -> Option<(&str, bench::params::LockKind)> {
+    use bench::params::LockKind;
+    let (design, lock) = match label.split_once(" lock=").or_else(|| label.split_once('+')) {
+        Some((d, l)) => (d, l.parse::<LockKind>().ok()?),
+        None => (label, LockKind::DEFAULT),
+    };
+    Some((design, lock))
+}
+
+/// True when `a` and `b` are one configuration under two labels: their
+/// ratio would divide a configuration by itself.
+pub fn self_ratio(a: &str, b: &str) -> bool {
+    a == b || configuration(a).is_some_and(|c| configuration(b) == Some(c))
+}
+
+/// Why point `p` feeds no verdict (empty: it may): a single run (`n=1`),
+/// spin yields in any of its runs (`yields`), or a scaling efficiency
+/// above 105 % against its group's 1-CPU point in `fair` (`eff>105%`),
+/// which more work per CPU than alone cannot be, so something else moved.
+pub fn flags(p: &Point, fair: &[Point]) -> Vec<&'static str> {
+    let r = p.median();
+    let mut f = Vec::new();
+    if p.count() == 1 {
+        f.push("n=1");
+    }
+    if p.runs().iter().any(|r| r.yields.is_some_and(|y| y > 0)) {
+        f.push("yields");
+    }
+    let g = (
+        r.source.clone(),
+        r.accel.clone(),
+        r.host.clone(),
+        r.session.clone(),
+    );
+    if let Some(one) = ops(fair, &g, &r.testcase, &r.design, 1).filter(|o| *o > 0.0) {
+        if r.average as f64 > 1.05 * r.cpus as f64 * one {
+            f.push("eff>105%");
+        }
+    }
+    f
 }
 
 /// The (source, accel, host) groups present, in display order.
@@ -79,7 +150,14 @@ fn groups(pts: &[Point]) -> Vec<Group> {
     let mut g: Vec<Group> = pts
         .iter()
         .map(|p| p.median())
-        .map(|r| (r.source.clone(), r.accel.clone(), r.host.clone()))
+        .map(|r| {
+            (
+                r.source.clone(),
+                r.accel.clone(),
+                r.host.clone(),
+                r.session.clone(),
+            )
+        })
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -109,13 +187,14 @@ fn ops(pts: &[Point], g: &Group, testcase: &str, design: &str, cpus: usize) -> O
         .map(|r| r.average as f64)
 }
 
-/// Ops/s for a source on a host whatever the accelerator (the Linux guest
-/// may have run under tcg in one directory and kvm in another): the median
-/// run of all those points' runs pooled.
+/// Ops/s for a source on a host and session whatever the accelerator (the
+/// Linux guest may have run under tcg or kvm): the median run of those
+/// points' runs.
 fn ops_any_accel(
     pts: &[Point],
     source: &str,
     host: &str,
+    session: &str,
     testcase: &str,
     design: &str,
     cpus: usize,
@@ -126,6 +205,7 @@ fn ops_any_accel(
         .filter(|r| {
             r.source == source
                 && r.host == host
+                && r.session == session
                 && r.testcase == testcase
                 && r.design == design
                 && r.cpus == cpus
@@ -194,6 +274,14 @@ pub fn render_opts(
     );
 
     let pts = points::points(rows);
+    let _ = writeln!(
+        s,
+        "Each line gives its point's number of runs (*n*) and, for the run it shows, the host's load \
+         average, steal (% of the host's CPU time taken by its hypervisor during the run) and spin yields \
+         (host mode: a lock waiter gave its thread away); *n/a* where the source cannot say. A \
+         point with n = 1, any spin yields, or scaling efficiency above 105 % is flagged and \
+         feeds no verdict below. Sessions (sweeps) are never pooled: each has its own tables.\n"
+    );
     if pts.iter().any(|p| p.count() > 1) {
         let _ = writeln!(
             s,
@@ -359,9 +447,14 @@ fn write_overcommit_note(s: &mut String, rows: &[Row], kept: bool) {
 }
 
 fn write_group(s: &mut String, pts: &[Point], fair: &[Point], g: &Group) {
+    let session = if g.3.is_empty() {
+        String::new()
+    } else {
+        format!(", session `{}`", g.3)
+    };
     let _ = writeln!(
         s,
-        "## {} — source `{}`, accel `{}`, host `{}`\n",
+        "## {} — source `{}`, accel `{}`, host `{}`{session}\n",
         source_title(&g.0),
         g.0,
         g.1,
@@ -407,6 +500,13 @@ fn write_group(s: &mut String, pts: &[Point], fair: &[Point], g: &Group) {
     if repeated {
         cols.extend([("runs", Right), ("spread of ops/s", Right)]);
     }
+    cols.extend([
+        ("n", Right),
+        ("loadavg", Right),
+        ("steal", Right),
+        ("yields", Right),
+        ("flagged", Left),
+    ]);
     let mut t = Table::new(cols);
     for p in mine {
         let r = p.median();
@@ -437,6 +537,14 @@ fn write_group(s: &mut String, pts: &[Point], fair: &[Point], g: &Group) {
             cells.push(p.count().to_string());
             cells.push(format!("{}–{}", human(lo as f64), human(hi as f64)));
         }
+        let na = || "n/a".to_string();
+        cells.extend([
+            p.count().to_string(),
+            r.loadavg.map_or_else(na, |v| format!("{v:.2}")),
+            r.steal.map_or_else(na, |v| format!("{v:.1} %")),
+            r.yields.map_or_else(na, |v| v.to_string()),
+            flags(p, fair).join(", "),
+        ]);
         t.row(cells);
     }
     s.push_str(&t.into_string());
@@ -472,14 +580,19 @@ fn write_design_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
             let b = ops(pts, g, &t, base, c);
             for d in designs {
                 let o = ops(pts, g, &t, &d, c);
+                let cell = if self_ratio(&d, base) {
+                    format!("refused: {d} is {base}")
+                } else {
+                    ratio(o, b)
+                };
                 lines.push([
                     g.0.to_string(),
                     g.1.to_string(),
-                    g.2.to_string(),
+                    host_cell(g),
                     t.clone(),
                     c.to_string(),
                     d,
-                    ratio(o, b),
+                    cell,
                 ]);
             }
         }
@@ -542,7 +655,7 @@ fn write_linux_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
                 .map(|d| {
                     ratio(
                         Some(r.average as f64),
-                        ops_any_accel(pts, ref_source, &g.2, "statneg", d, r.cpus),
+                        ops_any_accel(pts, ref_source, &g.2, &g.3, "statneg", d, r.cpus),
                     )
                 })
                 .collect();
@@ -551,7 +664,7 @@ fn write_linux_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
             }
             let mut line = vec![
                 g.0.to_string(),
-                g.2.to_string(),
+                host_cell(g),
                 r.design.clone(),
                 r.cpus.to_string(),
                 human(r.average as f64),

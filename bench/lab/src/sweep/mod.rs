@@ -19,12 +19,17 @@
 //! Touches: child processes it starts (this binary, `qemu-run`), the
 //! output directory, and stat() of `/dev/shm/nonexistent`, `/tmp/nonexistent`.
 //!
+//! Each row also records its session (the directory's name), the host's
+//! load average and steal around the run (`load`) and host mode's spin
+//! yields.
+//!
 //! The code is in four parts: the flags (`args`), the plan and the order
 //! of its runs (`plan`), one function per source that makes a run and
 //! turns its output into rows (`sources`), and here the loop that runs
 //! the plan and writes the results.
 
 mod args;
+mod load;
 mod plan;
 mod sources;
 
@@ -145,6 +150,11 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
     > = Default::default();
     let runs = dir.join("runs");
     let _ = std::fs::create_dir_all(&runs);
+    // The session every row of this sweep belongs to: its directory's name.
+    let session = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut rows: Vec<Row> = Vec::new();
     for (rep, job) in order {
         // With repetitions, the label and the saved output name say which.
@@ -156,14 +166,18 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
         } else {
             (job_label(job), String::new())
         };
+        // Spin yields host mode reported on stderr (a guest never yields).
+        let yields = std::cell::Cell::new(None);
         // Keep every run's own output beside raw.csv (best effort).
         let save = |name: &str, stdout: &str, stderr: &str| {
+            yields.set(Some(spin_yields(stderr)));
             let _ = std::fs::write(
                 runs.join(format!("{name}{suffix}.txt")),
                 format!("{stdout}\n--- stderr ---\n{stderr}"),
             );
         };
         pb.set_message(label.clone());
+        let stat0 = load::cpu_times();
         let new_rows = match job {
             Job::Host(p) => vec![run_host(p, &host, &save)],
             Job::Guest(p) => vec![run_guest(p, &host, &kernel, &runner, &accel, &save)],
@@ -192,8 +206,18 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
                 run_linux_guest(paths, kernel, *cpus, a.warmup, a.secs, &host, &accel)
             }
         };
+        let steal = load::steal_percent(stat0, load::cpu_times());
+        let loadavg = load::loadavg();
         for mut row in new_rows {
             row.rep = rep;
+            row.session = session.clone();
+            row.loadavg = loadavg;
+            row.steal = steal;
+            row.yields = match job {
+                Job::Host(_) => yields.get(),
+                Job::Guest(_) => Some(0),
+                _ => None,
+            };
             if !row.is_ok() {
                 pb.println(format!("{label}: {}: {}", row.status, row.note));
             }
@@ -206,6 +230,17 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
     write_outputs(&dir, &rows)?;
     check_some_ran(&rows, &dir)?;
     Ok(dir)
+}
+
+/// The spin yields host mode's note on `stderr` counts (`bench: note: N
+/// spin yields in …`); 0 without the note.
+pub fn spin_yields(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("bench: note: "))
+        .filter_map(|l| l.split_once(" spin yields"))
+        .filter_map(|(n, _)| n.parse::<u64>().ok())
+        .sum()
 }
 
 /// Write report.md and scaling.svg (raw.csv is written by the caller).
@@ -221,6 +256,7 @@ pub fn write_outputs_with(
     models: &[crate::predict::Model],
     validation: &str,
 ) -> Result<(), String> {
+    report::check(rows)?;
     std::fs::write(
         dir.join("report.md"),
         report::render_full(rows, models, validation),
@@ -268,8 +304,18 @@ pub fn merge_opts(dirs: &[PathBuf], out: &Path, with_overcommit: bool) -> Result
             }
             raw
         };
-        all.extend(rows::read(&p)?);
+        // Rows from before the `session` column, merged from several
+        // directories, belong to the directory they were read from: two
+        // directories are two sessions.
+        let mut read = rows::read(&p)?;
+        if dirs.len() > 1 {
+            for r in read.iter_mut().filter(|r| r.session.is_empty()) {
+                r.session = d.display().to_string();
+            }
+        }
+        all.extend(read);
     }
+    report::check(&all)?;
     std::fs::create_dir_all(out).map_err(|e| format!("creating {}: {e}", out.display()))?;
     rows::write(&out.join("raw.csv"), &all)?;
     write_outputs_with(out, &all, &models, &validation)?;
