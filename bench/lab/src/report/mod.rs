@@ -288,8 +288,11 @@ pub fn render_opts(
             "Some points were measured more than once. Each such point is shown by its median run \
              (by ops/s; the lower median for an even count), with that run's own min–max and \
              per-op counters; ratios and the plot use the same run. The scaling goals divide \
-             the runs of each round (`rep`) and take the median of those ratios: runs of one \
-             round follow each other within seconds, so they share the machine's conditions.\n"
+             the runs of each round (`rep`) and take the median of those ratios. `bench sweep` runs \
+             the two runs a ratio divides back to back within a round (one design at its CPU \
+             counts in a row) and every second round backwards, so each pair alternates which \
+             goes first (ABBA); rows of another sweep order only pair as well as that order \
+             put them side by side.\n"
         );
     }
     // The runs ratios may use: overcommitted ones only when asked, since

@@ -6,7 +6,10 @@
 //! each run's own output (stdout, stderr) in `OUT/<timestamp>/runs/`.
 //!
 //! With `--repeat N` every run is made N times, in N *rounds*: the whole
-//! plan once, then the whole plan again, and so on (see [`plan::run_order`]).
+//! plan once, then the whole plan backwards, and so on; the plan puts the
+//! runs a ratio divides side by side, so each such pair runs back to back
+//! in every round, in alternating order (ABBA; see [`plan::plan`] and
+//! [`plan::run_order`]).
 //! Each row records its round as `rep`, and the report shows each point's
 //! median run. A run with a setup cost repeats it: each Linux-guest run
 //! boots its own QEMU (the guest's build is made once and cached).

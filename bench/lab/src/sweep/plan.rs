@@ -21,6 +21,14 @@ pub(super) enum Job {
     },
 }
 
+/// Every run of the sweep, in the order a round makes them: per testcase
+/// and source, one configuration (design and lock, Linux directory or
+/// kernel) after another, each at all its CPU counts in a row. The CPU
+/// counts snake: ascending for the first configuration, descending for the
+/// second, and so on. So the runs a scaling ratio divides (one
+/// configuration at two CPU counts) are neighbours, and so are two
+/// neighbouring configurations at the CPU count where they meet (the design
+/// ratios at 2 CPUs of `--designs transient,noalloc --cpus 1,2`).
 pub(super) fn plan(a: &SweepArgs) -> Vec<Job> {
     let mut jobs = Vec::new();
     // No --designs: every design of the registry.
@@ -32,51 +40,62 @@ pub(super) fn plan(a: &SweepArgs) -> Vec<Job> {
     let mut sources = a.sources.clone();
     sources.sort();
     sources.dedup();
+    let mut locks = a.locks.clone();
+    locks.dedup();
     for &bench in &a.testcases {
-        for &cpus in &a.cpus {
-            for &src in &sources {
-                match src {
-                    Source::Guest | Source::Host => {
-                        let mut locks = a.locks.clone();
-                        locks.dedup();
-                        for &design in &designs {
-                            for &lock in &locks {
+        for &src in &sources {
+            // One closure per configuration: the job at a CPU count.
+            let mut configs: Vec<Box<dyn Fn(usize) -> Job>> = Vec::new();
+            match src {
+                Source::Guest | Source::Host => {
+                    for &design in &designs {
+                        for &lock in &locks {
+                            let (warmup, secs) = (a.warmup, a.secs);
+                            configs.push(Box::new(move |cpus| {
                                 let p = Params {
                                     bench,
                                     tasks: cpus,
                                     design,
-                                    warmup: a.warmup,
-                                    secs: a.secs,
+                                    warmup,
+                                    secs,
                                     lock,
                                     pause: 0,
                                     names: bench::params::DEFAULT_NAMES,
                                 };
-                                jobs.push(if src == Source::Guest {
+                                if src == Source::Guest {
                                     Job::Guest(p)
                                 } else {
                                     Job::Host(p)
-                                });
-                            }
+                                }
+                            }));
                         }
                     }
-                    // The Linux references measure statneg only.
-                    Source::LinuxHost if bench == Bench::Statneg => {
-                        for d in &a.linux_dirs {
-                            jobs.push(Job::LinuxHost {
-                                dir: d.clone(),
-                                cpus,
-                            });
-                        }
+                }
+                // The Linux references measure statneg only.
+                Source::LinuxHost if bench == Bench::Statneg => {
+                    for d in &a.linux_dirs {
+                        let dir = d.clone();
+                        configs.push(Box::new(move |cpus| Job::LinuxHost {
+                            dir: dir.clone(),
+                            cpus,
+                        }));
                     }
-                    Source::LinuxGuest if bench == Bench::Statneg => {
-                        for k in &a.kernels() {
-                            jobs.push(Job::LinuxGuest {
-                                cpus,
-                                kernel: k.clone(),
-                            })
-                        }
+                }
+                Source::LinuxGuest if bench == Bench::Statneg => {
+                    for k in a.kernels() {
+                        configs.push(Box::new(move |cpus| Job::LinuxGuest {
+                            cpus,
+                            kernel: k.clone(),
+                        }));
                     }
-                    _ => {}
+                }
+                _ => {}
+            }
+            for (i, job) in configs.iter().enumerate() {
+                if i % 2 == 0 {
+                    jobs.extend(a.cpus.iter().map(|&c| job(c)));
+                } else {
+                    jobs.extend(a.cpus.iter().rev().map(|&c| job(c)));
                 }
             }
         }
@@ -87,15 +106,24 @@ pub(super) fn plan(a: &SweepArgs) -> Vec<Job> {
 /// The order runs are made in: `(rep, job)` pairs, `rep` counting from 1.
 ///
 /// Repetitions go in rounds over the whole plan — every job once, then
-/// every job again — rather than N back-to-back runs of each job. Slow drift
-/// on the machine (another build starting, the CPU warming) then falls on
-/// every point of a round alike, instead of on whichever point happened to
-/// be running, so ratios between points stay fair. For one design at cpus
-/// 1,2 and N = 3 the order is 1, 2, 1, 2, 1, 2. It is the simplest order the
-/// plan allows: the plan itself is not touched.
+/// every job again — rather than N back-to-back runs of each job, and
+/// every second round runs the plan backwards (ABBA). The plan puts the two
+/// runs a ratio divides next to each other ([`plan`]), so within a round
+/// they run back to back, seconds apart, and share the machine's state;
+/// reversing alternate rounds swaps which of the two goes first, so a drift
+/// within a pair (the CPU warming, a neighbour starting) favours each side
+/// in turn instead of always the same one. For one design at cpus 1,2 and
+/// N = 3 the order is 1, 2, 2, 1, 1, 2.
 pub(super) fn run_order(jobs: &[Job], repeat: u32) -> Vec<(u32, &Job)> {
     (1..=repeat)
-        .flat_map(|rep| jobs.iter().map(move |j| (rep, j)))
+        .flat_map(|rep| {
+            let round: Vec<&Job> = if rep % 2 == 1 {
+                jobs.iter().collect()
+            } else {
+                jobs.iter().rev().collect()
+            };
+            round.into_iter().map(move |j| (rep, j))
+        })
         .collect()
 }
 
@@ -299,11 +327,12 @@ mod tests {
                 other => panic!("only host jobs planned, got {other:?}"),
             })
             .collect();
-        // 1, 2, 1, 2, 1, 2 CPUs: each round runs every point once.
+        // 1, 2, 2, 1, 1, 2 CPUs: each round runs every point once, the
+        // pair back to back, first one way round, then the other (ABBA).
         assert_eq!(
             order,
-            [(1, 1), (1, 2), (2, 1), (2, 2), (3, 1), (3, 2)],
-            "interleaved by rounds"
+            [(1, 1), (1, 2), (2, 2), (2, 1), (3, 1), (3, 2)],
+            "ABBA rounds"
         );
 
         // With two designs each round still holds every point once, in the
@@ -315,10 +344,22 @@ mod tests {
             .map(|(rep, j)| (rep, job_label(j)))
             .collect();
         let round: Vec<String> = jobs.iter().map(job_label).collect();
-        assert_eq!(round.len(), 4);
+        // A design's two CPU counts side by side, snaking: transient 1, 2,
+        // then noalloc 2, 1 (so the two designs at 2 CPUs meet too).
+        assert_eq!(
+            round,
+            [
+                "host statneg transient cpus=1",
+                "host statneg transient cpus=2",
+                "host statneg noalloc cpus=2",
+                "host statneg noalloc cpus=1",
+            ]
+        );
         assert_eq!(labels.len(), 8);
         for (i, (rep, l)) in labels.iter().enumerate() {
-            assert_eq!((*rep as usize, l), (i / 4 + 1, &round[i % 4]));
+            // Round 2 runs the plan backwards.
+            let j = if i < 4 { i } else { 7 - i };
+            assert_eq!((*rep as usize, l), (i / 4 + 1, &round[j]));
         }
 
         // The default is one run of everything, in plan order.
