@@ -171,7 +171,11 @@ fn main() -> ExitCode {
                 eprintln!(
                     "linuxref: {cpus} vCPUs: boot+runs {:.1} s{}",
                     rep.wall.as_secs_f64(),
-                    if boot.first_crash.is_some() { " (retried=1)" } else { "" }
+                    if boot.first_crash.is_some() {
+                        " (retried=1)"
+                    } else {
+                        ""
+                    }
                 );
                 for (fs, r) in rep.results {
                     rows.push((format!("linux-guest {} ({accel})", rep.uname), fs, cpus, r));
