@@ -842,3 +842,52 @@ fn sign_and_seal_refused_on_a_weak_random_source() {
     mount_with_clock(&l, ",sign", Box::new(smb::StdClock::default())).expect("host clock");
     assert_eq!(smb::Clock::weak_random(&smb::StdClock::default()), None);
 }
+
+// ---------------------------------- a TargetInfo near 64 KiB (issue 49)
+
+/// A CHALLENGE whose TargetInfo is 65,400 bytes (it fits the
+/// SESSION_SETUP response's u16 buffer length) makes an AUTHENTICATE of
+/// 65,556 bytes, past the u16 SecurityBufferLength of the SESSION_SETUP
+/// request that would carry it: the mount fails with
+/// EIO and the reason, and the server never receives the wrapped,
+/// malformed AUTHENTICATE (2 requests: NEGOTIATE and the first
+/// SESSION_SETUP).
+#[test]
+fn huge_target_info_is_a_clean_error() {
+    let tamper: hostile::Tamper = Arc::new(|h, r| {
+        if h.command != hostile::wire::cmd::SESSION_SETUP || r.len() < 12 {
+            return;
+        }
+        let st = u32::from_le_bytes([r[8], r[9], r[10], r[11]]);
+        if st != hostile::wire::status::MORE_PROCESSING_REQUIRED {
+            return;
+        }
+        let n: u16 = 65_392;
+        let mut c = b"NTLMSSP\0".to_vec();
+        c.extend_from_slice(&2u32.to_le_bytes());
+        c.extend_from_slice(&[0, 0, 0, 0, 56, 0, 0, 0]); // target name
+        c.extend_from_slice(&0x0080_8215u32.to_le_bytes()); // flags, TARGET_INFO
+        c.extend_from_slice(&[7; 8]); // server challenge
+        c.extend_from_slice(&[0; 8]);
+        let ti_len = n + 4 + 4;
+        c.extend_from_slice(&ti_len.to_le_bytes());
+        c.extend_from_slice(&ti_len.to_le_bytes());
+        c.extend_from_slice(&56u32.to_le_bytes());
+        c.extend_from_slice(&[0; 8]); // version
+        c.extend_from_slice(&1u16.to_le_bytes()); // MsvAvNbComputerName
+        c.extend_from_slice(&n.to_le_bytes());
+        c.extend(std::iter::repeat_n(b'A', n as usize));
+        c.extend_from_slice(&[0; 4]); // MsvAvEOL
+        r.truncate(hostile::wire::HEADER_LEN);
+        r.extend_from_slice(&hostile::wire::session_body(&c));
+    });
+    let s = Server::with_tamper(Case::Honest, &[("hello.txt", HELLO)], &[], tamper);
+    let l = hostile::serve_tcp(s).expect("hostile server");
+    let (_sh, out) = try_mount(&l, "");
+    assert_eq!(out.last().unwrap(), "err EIO", "{out:?}");
+    assert!(
+        out.iter().any(|l| l.contains("TargetInfo too long")),
+        "{out:?}"
+    );
+    assert_eq!(l.server.requests.load(SeqCst), 2);
+}

@@ -209,6 +209,15 @@ impl Connection {
             );
             (token, Some(zeroize::Zeroizing::new(key)))
         };
+        // Every length in the AUTHENTICATE and SESSION_SETUP's
+        // SecurityBufferLength is a u16: a CHALLENGE whose TargetInfo
+        // nears 64 KiB (echoed in the NTLMv2 response) would wrap them
+        // into a malformed request. Refused before it is sent.
+        if auth_token.len() > u16::MAX as usize {
+            return Err(SmbError::Protocol(
+                "NTLM CHALLENGE TargetInfo too long: the AUTHENTICATE would exceed 64 KiB",
+            ));
+        }
         let auth_setup = SessionSetupRequest {
             token: &auth_token,
             ..negotiate_setup
