@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use super::{parse_wis, Fs, LinuxRefError, Paths, WisResult};
-use crate::runner::{Accel, GuestStatus, QemuConfig, Runner};
+use crate::runner::{Accel, GuestStatus, Runner};
 
 /// One boot of the reference guest.
 #[derive(Clone, Debug)]
@@ -294,12 +294,11 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
         Some(ko) => with_extra_module(&paths.initramfs, ko, &extra_dir)?,
         None => paths.initramfs.clone(),
     };
-    let mut cfg = QemuConfig::new(&paths.kernel)
+    let mut cfg = super::guest_config(&paths.kernel, run.accel)
         .initrd(&initrd)
         .disk(&paths.ext4_image)
         .smp(run.cpus)
         .memory("512M".parse().expect("constant size"))
-        .accel(run.accel)
         .cmdline(cmdline);
     if let Some(c) = &run.cifs {
         for d in [&c.stats_dir, &c.marks_dir] {

@@ -69,6 +69,25 @@ pub use walks::{
     WalksReport,
 };
 
+/// The reference guest's QEMU configuration for `kernel` under `accel`: under
+/// TCG the `qemu64` CPU model every Linux figure of the project was measured
+/// on, not the runner's default (`max`, which our kernel asks for its
+/// RDRAND): `max` would also hand Linux 5-level paging, PCID and the like,
+/// and move its figures. Linux draws its keys from its own pool either way.
+pub fn guest_config(
+    kernel: &std::path::Path,
+    accel: crate::runner::Accel,
+) -> crate::runner::QemuConfig {
+    let cfg = crate::runner::QemuConfig::new(kernel).accel(accel);
+    match accel {
+        crate::runner::Accel::Tcg => cfg.cpu(LINUX_TCG_CPU),
+        _ => cfg,
+    }
+}
+
+/// The CPU model of the reference guest under TCG (see [`guest_config`]).
+pub const LINUX_TCG_CPU: &str = "qemu64";
+
 /// The metapackage whose dependency names the current cloud kernel.
 pub const KERNEL_METAPACKAGE: &str = "linux-image-cloud-amd64";
 /// The package that provides a static busybox.

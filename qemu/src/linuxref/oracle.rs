@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::{Fs, LinuxRefError, Paths};
-use crate::runner::{Accel, GuestStatus, QemuConfig, Runner};
+use crate::runner::{Accel, GuestStatus, Runner};
 
 /// The `/init` of the oracle's boot (`bench/linux/oracle-init.sh`): tmpfs
 /// and ext4 mounted, the oracle on each filesystem asked for, power off.
@@ -233,11 +233,10 @@ pub fn run_oracle(
     }
     let fs_list = fss.iter().map(|f| f.name()).collect::<Vec<_>>().join(",");
     let initramfs = oracle_initramfs(paths, build_dir)?;
-    let cfg = QemuConfig::new(&paths.kernel)
+    let cfg = super::guest_config(&paths.kernel, Accel::Tcg)
         .initrd(&initramfs)
         .smp(cpus)
         .memory("512M".parse().expect("constant size"))
-        .accel(Accel::Tcg)
         .disk(&paths.ext4_image)
         .cmdline(format!(
             "console=ttyS0 quiet loglevel=1 panic=-1 no_timer_check rdinit=/init oracle.fs={fs_list} \

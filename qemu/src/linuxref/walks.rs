@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{LinuxRefError, Paths};
-use crate::runner::{Accel, GuestStatus, QemuConfig, Runner};
+use crate::runner::{Accel, GuestStatus, Runner};
 
 /// The guest's `/init` for the walks boot.
 pub fn walks_script() -> PathBuf {
@@ -423,12 +423,11 @@ pub fn run_walks(
     fs::create_dir_all(&dir)
         .map_err(|e| LinuxRefError::Guest(format!("{}: {e}", dir.display())))?;
     let initramfs = walks_initramfs(&kernel.paths, &dir)?;
-    let cfg = QemuConfig::new(&kernel.paths.kernel)
+    let cfg = super::guest_config(&kernel.paths.kernel, Accel::Tcg)
         .initrd(&initramfs)
         .disk(&kernel.paths.ext4_image)
         .smp(1)
         .memory("512M".parse().expect("constant size"))
-        .accel(Accel::Tcg)
         .cmdline("console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init");
     let out = Runner::new(cfg)
         .timeout(Duration::from_secs(300))

@@ -280,9 +280,7 @@ pub(super) fn run_linux_guest(
                 );
                 row.cpu_model = super::super::guest_cpu_model(
                     resolved.name(),
-                    qemu::runner::QemuConfig::new(&paths.kernel)
-                        .accel(resolved)
-                        .cpu_model(),
+                    qemu::linuxref::guest_config(&paths.kernel, resolved).cpu_model(),
                 );
                 let kernel = format!("{}{rwsem}{retried}", paths.describe());
                 row.note = if row.note.is_empty() {
