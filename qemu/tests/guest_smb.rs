@@ -162,7 +162,12 @@ fn guest_mounts_and_lists_share_over_virtio_net() {
         (1..=8).contains(&cold),
         "easize lists without per-entry EA queries: {cold}"
     );
-    assert_eq!(warm, 0, "warm listing is served from the caches");
+    // Warm, every entry's "no EAs" is remembered; the one entry that has an
+    // EA is asked again (EA lists are not cached, as in Linux).
+    assert!(
+        warm <= 1,
+        "warm listing asks at most about the entry with an EA: {warm}"
+    );
     assert!(
         serial.contains("QueryDirectories: "),
         "Stats lines: {serial}"
