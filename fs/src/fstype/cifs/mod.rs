@@ -848,7 +848,10 @@ pub fn mount(
             if o.seal { "seal" } else { "sign" }
         ))));
     }
-    if let Some(why) = clock.weak_random().filter(|_| (o.sign || o.seal) && !o.weakrandom) {
+    if let Some(why) = clock
+        .weak_random()
+        .filter(|_| (o.sign || o.seal) && !o.weakrandom)
+    {
         // Their keys and nonces would rest on a guessable source.
         return Err(MountError::Opts(OptError(format!(
             "cifs: {} needs a cryptographic random source and this machine has none ({why}); mount with weakrandom to accept it",
