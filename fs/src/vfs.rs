@@ -30,6 +30,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::dcache::{self, d_hash, d_lookup, DRef, Dentry, D_MOUNTED};
 use crate::errno::{Errno, KResult};
+use crate::fault::{race_point, RacePoint};
 use crate::fstype::tmpfs;
 use crate::inode::{Inode, SuperBlock};
 use crate::mount::{Mount, MountTable, Namespace};
@@ -472,6 +473,7 @@ impl Vfs {
             LastType::Root => return Err(Errno::EBUSY),
             LastType::Norm => {}
         }
+        race_point(RacePoint::Rmdir);
         let dir = p.dir.inode_arc().ok_or(Errno::ENOENT)?;
         let _lk = dir.i_rwsem.write();
         let victim = Self::lookup_victim(&p, &dir)?;
@@ -513,11 +515,21 @@ impl Vfs {
         if !remote && !po.dir.sb.ops.writable() {
             return Err(Errno::EROFS);
         }
+        race_point(RacePoint::RenameLookup);
         let dc = dcache::dcache();
         let rename_lock = dc.rename_lock.lock();
         let odir = po.dir.inode_arc().ok_or(Errno::ENOENT)?;
         let ndir = pn.dir.inode_arc().ok_or(Errno::ENOENT)?;
+        race_point(RacePoint::RenameLock);
         let _locks = lock_two(po.dir.arc(), &odir, pn.dir.arc(), &ndir);
+        // Either directory may have been removed (rmdir, or a rename over
+        // it) between our lookups and these locks: nothing may move into or
+        // out of a dead directory (Linux: `IS_DEADDIR` in
+        // `lookup_one_qstr_excl` and `may_create`). Their `i_rwsem`s, held
+        // now, are what a removal marks them dead under.
+        if odir.is_dead() || ndir.is_dead() {
+            return Err(Errno::ENOENT);
+        }
         let old_d = Self::lookup_victim(&po, &odir)?;
         let old_inode = old_d.inode_arc().ok_or(Errno::ENOENT)?;
         namei::check_name(&pn.last)?;
@@ -687,6 +699,7 @@ impl Vfs {
         if mp.is_negative() {
             return Err(Errno::ENOENT);
         }
+        race_point(RacePoint::Mount);
         let m = Arc::new(Mount::new(root, Some(mnt), Some(mp)));
         // On ENOSPC the new root goes with `m`, never visible to anyone.
         self.mounts.attach(m)
