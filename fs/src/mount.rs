@@ -225,6 +225,31 @@ impl MountTable {
         })
     }
 
+    /// The mount visible at `dentry` in `parent` (the top of its stack),
+    /// counted: under `mount_lock`, so that no umount runs meanwhile.
+    pub fn top_at(&self, parent: &Mount, dentry: &Dentry) -> Option<Arc<Mount>> {
+        let _lock = self.mount_lock.lock();
+        let g = RcuGuard::new();
+        self.lookup(parent, dentry, &g).cloned()
+    }
+
+    /// Mounts attached to a dentry that is no longer linked: its inode
+    /// removed or gone, or (not a filesystem root) out of the hash. Each
+    /// such mount is invisible and leaked; rmdir, rename and mount keep
+    /// this 0 (the oracle of `fs/tests/vfsstress.rs`).
+    pub fn on_unlinked(&self) -> usize {
+        let entries = self.entries.lock();
+        entries
+            .iter()
+            .filter(|e| {
+                e.mnt.mountpoint.as_ref().is_some_and(|mp| {
+                    mp.inode_arc().is_none_or(|i| i.is_dead())
+                        || (!mp.is_root() && !mp.is_hashed())
+                })
+            })
+            .count()
+    }
+
     /// Every mount, oldest first (owned references).
     pub fn all(&self) -> Vec<Arc<Mount>> {
         let entries = self.entries.lock();

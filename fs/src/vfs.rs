@@ -481,14 +481,19 @@ impl Vfs {
         if !inode.is_dir() {
             return Err(Errno::ENOTDIR);
         }
-        if victim.flags() & D_MOUNTED != 0 {
-            return Err(Errno::EBUSY);
-        }
         let remote = p.dir.sb.ops.remote();
         if !remote && !p.dir.sb.ops.writable() {
             return Err(Errno::EROFS);
         }
+        // The victim's own i_rwsem: a mount holds it from its check that
+        // the directory lives to its attach, so D_MOUNTED read here and
+        // the death marked below are one step to it (Linux's vfs_rmdir
+        // checks is_local_mountpoint and sets S_DEAD and dont_mount under
+        // the same inode lock lock_mount takes).
         let _vlk = inode.i_rwsem.write();
+        if victim.flags() & D_MOUNTED != 0 {
+            return Err(Errno::EBUSY);
+        }
         if remote {
             // The server knows whether it is empty; the cache may not.
             p.dir.sb.ops.remove(&dir, &p.last, &inode)?;
@@ -568,15 +573,23 @@ impl Vfs {
                 return Err(Errno::EISDIR);
             }
         }
+        // The children's i_rwsems, source first (Linux 6.12's vfs_rename
+        // locks the source directory and the target): a mount holds its
+        // mountpoint's from its check that the directory lives to its
+        // attach, so the D_MOUNTED checks below and the target's death are
+        // one step to it. (Linux locks a source directory only when it
+        // changes parents; here always, so that a mount cannot slip
+        // between the check and the move.)
+        let _olk = old_inode.is_dir().then(|| old_inode.i_rwsem.write());
         if old_d.flags() & D_MOUNTED != 0 {
             return Err(Errno::EBUSY);
         }
         if let (Some(nd), Some(ni)) = (new_d.as_ref(), new_inode.as_ref()) {
+            let _vlk = ni.is_dir().then(|| ni.i_rwsem.write());
             if nd.flags() & D_MOUNTED != 0 {
                 return Err(Errno::EBUSY);
             }
             if ni.is_dir() {
-                let _vlk = ni.i_rwsem.write();
                 if !remote && dcache::has_positive_children(nd) {
                     return Err(Errno::ENOTEMPTY);
                 }
@@ -605,8 +618,8 @@ impl Vfs {
         }
         if remote && old_inode.is_dir() {
             // Its children were looked up under the old path: drop them
-            // from the cache; the next walk asks again under the new one.
-            let _clk = old_inode.i_rwsem.write();
+            // from the cache; the next walk asks again under the new one
+            // (its i_rwsem is held: `_olk`).
             for c in dcache::children(&old_d) {
                 old_d.dir_seq.write(|| dcache::d_drop(&c));
             }
@@ -695,19 +708,45 @@ impl Vfs {
             follow: true,
             directory: true,
         };
-        let (mnt, mp) = namei::resolve(&self.mounts, path, lf)?;
-        if mp.is_negative() {
-            return Err(Errno::ENOENT);
+        let (mut mnt, mut mp) = namei::resolve(&self.mounts, path, lf)?;
+        loop {
+            let inode = mp.inode_arc().ok_or(Errno::ENOENT)?;
+            race_point(RacePoint::Mount);
+            // Linux `lock_mount`: the mountpoint's inode lock, held from the
+            // check that it lives to the attach. rmdir and a rename over it
+            // check D_MOUNTED and mark it dead under the same lock, so
+            // exactly one of them wins.
+            let _lk = inode.i_rwsem.write();
+            // Removed (rmdir, or renamed over) since we looked it up:
+            // Linux's `cant_mount`, and `d_set_mounted`'s `d_unlinked`.
+            if inode.is_dead() || mp.is_negative() || (!mp.is_root() && !mp.is_hashed()) {
+                return Err(Errno::ENOENT);
+            }
+            // Something was mounted here since we looked (mounts here hold
+            // this lock too, so nothing more can come now): go on top of it,
+            // as `do_lock_mount` does.
+            if mp.flags() & D_MOUNTED != 0 {
+                if let Some(top) = self.mounts.top_at(&mnt, &mp) {
+                    mp = top.root.dget();
+                    mnt = top;
+                    continue;
+                }
+            }
+            let m = Arc::new(Mount::new(root, Some(mnt), Some(mp)));
+            // On ENOSPC the new root goes with `m`, never visible to anyone.
+            return self.mounts.attach(m);
         }
-        race_point(RacePoint::Mount);
-        let m = Arc::new(Mount::new(root, Some(mnt), Some(mp)));
-        // On ENOSPC the new root goes with `m`, never visible to anyone.
-        self.mounts.attach(m)
     }
 
     /// Mounts in this namespace, the root included.
     pub fn mount_count(&self) -> usize {
         self.mounts.count()
+    }
+
+    /// Mounts attached to a directory that was removed (invisible, never
+    /// to be unmounted): 0 unless a mount raced a removal and both won.
+    pub fn leaked_mounts(&self) -> usize {
+        self.mounts.on_unlinked()
     }
 
     /// `sysctl fs.mount-max=N` for this namespace (default

@@ -1,11 +1,13 @@
 //! Races between the operations that change the namespace (issue #47,
-//! point 1): a rename into a directory being removed. Each answer is Linux's: the
+//! points 1 and 2): a rename into a directory being removed, a mount on a
+//! directory being removed or renamed over. Each answer is Linux's: the
 //! operation that comes second fails with the errno Linux gives it, and
 //! nothing is lost or left hanging on a dead dentry.
 //!
 //! Deterministic where a race point ([`fs::fault::arm_race`]) can run the
 //! other operation between one operation's lookups and its locks; a
-//! bounded loop of two threads beside them.
+//! bounded loop of two threads where the window is inside the other
+//! operation's locks (rmdir between its `D_MOUNTED` check and its removal).
 //!
 //! Every test runs every ENOENT design of the registry (each mounts its
 //! root with that design). Touches only the fs crate's public API.
@@ -87,6 +89,131 @@ fn rename_into_a_directory_renamed_over_meanwhile_is_enoent() {
         assert_eq!(v.read_file(b"/a/f").as_deref(), Ok(&b"f"[..]), "{o}: /a/f");
         assert_eq!(v.stat(b"/t").unwrap().ino, ino_x, "{o}: /t is the old /x");
         assert!(v.readdir(b"/t").unwrap().is_empty(), "{o}");
+    });
+}
+
+/// A mount count of 1 (the root) and no mount on an unlinked dentry.
+fn no_mounts_left(v: &Vfs, o: &str) {
+    assert_eq!(v.leaked_mounts(), 0, "{o}: a mount on a removed directory");
+    assert_eq!(v.mount_count(), 1, "{o}: a mount was left attached");
+}
+
+/// Point 2: `mount` looked `/m` up; `rmdir("/m")` runs before the mount
+/// holds it. Linux: the mount fails with ENOENT (`cant_mount` under the
+/// inode lock, `d_set_mounted`'s `d_unlinked`), nothing is attached.
+#[test]
+fn mount_on_a_directory_removed_meanwhile_is_enoent() {
+    each_design("vfs_races::mount_on_removed", |o| {
+        let v = vfs(o);
+        v.mkdir(b"/m", 0o755).unwrap();
+        let rm = race(RacePoint::Mount, &v, |v| v.rmdir(b"/m"));
+        let r = v.mount("tmpfs", b"/m", o);
+        assert_eq!(fired(&rm), Ok(()), "{o}: rmdir /m");
+        assert_eq!(r, Err(Errno::ENOENT), "{o}: mount on the removed /m");
+        no_mounts_left(&v, o);
+    });
+}
+
+/// Point 2 against rename: `rename("/x", "/t")` over the empty `/t` runs
+/// inside a mount's window on `/t`. Linux: ENOENT (the old `/t` is dead).
+#[test]
+fn mount_on_a_directory_renamed_over_meanwhile_is_enoent() {
+    each_design("vfs_races::mount_on_renamed_over", |o| {
+        let v = vfs(o);
+        v.mkdir(b"/x", 0o755).unwrap();
+        v.mkdir(b"/t", 0o755).unwrap();
+        let over = race(RacePoint::Mount, &v, |v| v.rename(b"/x", b"/t"));
+        let r = v.mount("tmpfs", b"/t", o);
+        assert_eq!(fired(&over), Ok(()), "{o}: rename /x /t");
+        assert_eq!(r, Err(Errno::ENOENT), "{o}: mount on the dead /t");
+        no_mounts_left(&v, o);
+        // /t is the old /x, unmounted: what is created there stays there.
+        v.write_file(b"/t/f", b"f").unwrap();
+        assert_eq!(v.readdir(b"/t").unwrap().len(), 1, "{o}");
+    });
+}
+
+/// The other order of point 2: the mount runs inside rmdir's (and
+/// rename's) window, so the removal must see it: EBUSY, the mount stays.
+#[test]
+fn removing_a_directory_mounted_meanwhile_is_ebusy() {
+    each_design("vfs_races::remove_mounted_meanwhile", |o| {
+        let v = vfs(o);
+        v.mkdir(b"/m", 0o755).unwrap();
+        v.mkdir(b"/x", 0o755).unwrap();
+        let opts = o.to_string();
+        let mnt = race(RacePoint::Rmdir, &v, move |v| {
+            v.mount("tmpfs", b"/m", &opts)
+        });
+        assert_eq!(v.rmdir(b"/m"), Err(Errno::EBUSY), "{o}: rmdir /m");
+        assert_eq!(fired(&mnt), Ok(()), "{o}");
+        // Renaming over it, or renaming it, is EBUSY too.
+        assert_eq!(v.rename(b"/x", b"/m"), Err(Errno::EBUSY), "{o}");
+        assert_eq!(v.rename(b"/m", b"/y"), Err(Errno::EBUSY), "{o}");
+        v.mkdir(b"/n", 0o755).unwrap();
+        let opts = o.to_string();
+        let mnt = race(RacePoint::RenameLock, &v, move |v| {
+            v.mount("tmpfs", b"/n", &opts)
+        });
+        assert_eq!(
+            v.rename(b"/x", b"/n"),
+            Err(Errno::EBUSY),
+            "{o}: rename over /n"
+        );
+        assert_eq!(fired(&mnt), Ok(()), "{o}");
+        assert_eq!(v.mount_count(), 3, "{o}");
+    });
+}
+
+/// A mount whose mountpoint was moved (not removed) meanwhile goes where
+/// the directory went, as in Linux (the mount is on the dentry, not on
+/// the path): both succeed, and the mount is visible at the new name.
+#[test]
+fn mount_on_a_directory_moved_meanwhile_follows_it() {
+    each_design("vfs_races::mount_on_moved", |o| {
+        let v = vfs(o);
+        v.mkdir(b"/x", 0o755).unwrap();
+        let mv = race(RacePoint::Mount, &v, |v| v.rename(b"/x", b"/y"));
+        assert_eq!(v.mount("tmpfs", b"/x", o), Ok(()), "{o}: mount /x");
+        assert_eq!(fired(&mv), Ok(()), "{o}: rename /x /y");
+        v.write_file(b"/y/inside", b"i").unwrap();
+        assert_eq!(v.mount_count(), 2, "{o}");
+        assert_eq!(v.rmdir(b"/y"), Err(Errno::EBUSY), "{o}");
+    });
+}
+
+/// Where no race point reaches (rmdir between its `D_MOUNTED` check and
+/// its removal, both under its locks): `tries` rounds of two threads
+/// started together, one `mount`ing `/m`, one `rmdir`ing it. Exactly one
+/// may win; the loser's errno is Linux's (ENOENT for the mount, EBUSY for
+/// rmdir).
+#[test]
+fn mount_and_rmdir_of_one_directory_one_wins() {
+    each_design("vfs_races::mount_rmdir_loop", |o| {
+        let v = vfs(o);
+        let tries = 400;
+        let (mut mounted, mut removed) = (0, 0);
+        for i in 0..tries {
+            let m = format!("/m{i}");
+            v.mkdir(m.as_bytes(), 0o755).unwrap();
+            let b = Arc::new(Barrier::new(2));
+            let (v2, b2, m2, o2) = (v.clone(), b.clone(), m.clone(), o.to_string());
+            let t = std::thread::spawn(move || {
+                b2.wait();
+                v2.mount("tmpfs", m2.as_bytes(), &o2)
+            });
+            b.wait();
+            let rm = v.rmdir(m.as_bytes());
+            let mnt = t.join().unwrap();
+            match (mnt, rm) {
+                (Ok(()), Err(Errno::EBUSY)) => mounted += 1,
+                (Err(Errno::ENOENT), Ok(())) => removed += 1,
+                other => panic!("{o}: try {i}: mount, rmdir = {other:?}"),
+            }
+        }
+        assert_eq!(v.leaked_mounts(), 0, "{o}");
+        assert_eq!(v.mount_count(), 1 + mounted, "{o}");
+        println!("{o}: mount won {mounted}, rmdir won {removed} of {tries}");
     });
 }
 
