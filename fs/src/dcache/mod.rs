@@ -566,6 +566,13 @@ fn unhash(d: &Dentry) {
 /// Give `d` its inode (or none: negative) and hash it (Linux `d_add`).
 /// Caller holds the parent's `i_rwsem` exclusively; the answer of an
 /// in-lookup dentry goes through [`d_add_in_lookup`] instead.
+///
+/// A cached negative that turns positive here (a filesystem whose
+/// negatives expire, asked again under the parent's lock: the VFS's
+/// `lookup_locked`) stops being a cached negative: counted so, and out of
+/// the ENOENT design's care (`forget`). Otherwise negbound kept counting
+/// it in its directory's tally, and once it was moved and killed took
+/// one from its new directory's (issue 47, point 5).
 pub fn d_add(d: &Arc<Dentry>, inode: Option<Arc<Inode>>) {
     debug_assert!(
         d.flags() & D_PAR_LOOKUP == 0,
@@ -577,6 +584,7 @@ pub fn d_add(d: &Arc<Dentry>, inode: Option<Arc<Inode>>) {
 fn d_add_locked(d: &Arc<Dentry>, inode: Option<Arc<Inode>>) {
     let g = d.lockref.lock();
     let negative = inode.is_none();
+    let was_negative_hashed = d.is_hashed() && d.is_negative();
     d.d_seq.write(|| {
         d.inode.replace(inode);
         if !d.is_hashed() {
@@ -584,25 +592,28 @@ fn d_add_locked(d: &Arc<Dentry>, inode: Option<Arc<Inode>>) {
         }
     });
     drop(g);
-    if negative {
-        stats::inc(Event::NegativeCreated);
+    match (was_negative_hashed, negative) {
+        // Confirmed negative again: the same cached negative.
+        (true, true) => {}
+        (false, true) => stats::inc(Event::NegativeCreated),
+        (true, false) => {
+            stats::inc(Event::NegativeDestroyed);
+            d.sb.design().forget(&design::Last {
+                sb: &d.sb,
+                dentry: d,
+            });
+        }
+        (false, false) => {}
     }
 }
 
 /// Turn `d` (negative or fresh) into a positive dentry for `inode` and make
-/// sure it is hashed. Caller holds the parent's `i_rwsem` exclusively and
-/// has opened the parent's `dir_seq` write section.
+/// sure it is hashed ([`d_add`] with an inode: a cached negative it was
+/// leaves the counts and the design's care there). Caller holds the
+/// parent's `i_rwsem` exclusively and has opened the parent's `dir_seq`
+/// write section.
 pub fn d_instantiate(d: &Arc<Dentry>, inode: Arc<Inode>) {
-    let was_negative_hashed = d.is_hashed() && d.is_negative();
     d_add(d, Some(inode));
-    if was_negative_hashed {
-        stats::inc(Event::NegativeDestroyed);
-        d.sb.design().forget(&design::Last {
-            sb: &d.sb,
-            dentry: d,
-        });
-    }
-    // d_add counted a negative creation only for None; nothing else to do.
 }
 
 /// Make `d` unreachable by lookups (Linux `d_drop`). Caller holds the
