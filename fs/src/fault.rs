@@ -102,7 +102,8 @@ pub enum RacePoint {
     Mount,
     /// `rmdir`: the parent looked up and held; its `i_rwsem` not taken yet.
     Rmdir,
-    /// `umount`: the mount looked up and held; `mount_lock` not taken yet.
+    /// `umount`: the mount looked up and counted; `mount_lock` not taken
+    /// yet (what runs here adds to its count only while it runs).
     Umount,
 }
 

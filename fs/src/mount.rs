@@ -9,20 +9,30 @@
 //! and publish inside its write section; a walk crosses mounts without
 //! locks or stores (RCU-walk reads the chain, as it reads the dcache's) and
 //! proves afterwards, by re-checking `mount_lock`'s count (`mount_seq` in
-//! the trace), that nothing was mounted
-//! meanwhile. Mounts are never freed while their namespace lives (there is
-//! no umount yet), so a walk may borrow them for its whole duration.
+//! the trace), that nothing was mounted or unmounted meanwhile.
+//!
+//! A mount lives while anything counts it (an `Arc`): its hash entry, the
+//! mounts on it, and whoever stands in it with references: a ref-walk, an
+//! operation's parent, an open file. A walk that found it without a count
+//! (RCU) takes one as Linux's `legitimize_mnt` does ([`MountTable::hold`]):
+//! the count first, then proof that `mount_lock` did not move. `umount`
+//! ([`MountTable::umount`]) opens `mount_lock`'s write section first and
+//! counts afterwards: either it sees the walk's count (EBUSY, Linux's
+//! `propagate_mount_busy`) or the walk sees the section (and lets go). A
+//! walk without a count may borrow a mount for as long as its RCU guard
+//! lives (the hash entry's count goes through `call_rcu`).
 //!
 //! A namespace holds at most [`MOUNT_MAX`] mounts, its root included
 //! (Linux's `fs.mount-max` sysctl, same default); one more is ENOSPC.
 //!
-//! Touches: the mountpoint dentry's `D_MOUNTED` flag.
+//! Touches: the mountpoint dentry's `D_MOUNTED` flag; an unmounted tree
+//! (torn down with `d_genocide`).
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use crate::dcache::{DRef, Dentry, D_MOUNTED};
+use crate::dcache::{self, DRef, Dentry, D_MOUNTED};
 use crate::errno::{Errno, KResult};
 use crate::inode::SuperBlock;
 use crate::sync::rcu::{RcuCell, RcuGuard};
@@ -71,6 +81,17 @@ pub struct Mount {
     /// The root dentry of our superblock (counted).
     pub root: DRef,
     pub sb: Arc<SuperBlock>,
+    /// Mounts alive whose `parent` is this one, attached or not: their
+    /// references are in this mount's `Arc` count but are not users (an
+    /// unmounted child keeps its parent until RCU frees it). Raised after
+    /// the child holds the reference, lowered before it lets go of it, so
+    /// that it never exceeds what the count holds for children.
+    kids: AtomicUsize,
+    /// Mounts attached on or inside this one (`mount_lock`): while any,
+    /// umount is EBUSY (Linux's non-empty `mnt_mounts`).
+    attached_kids: AtomicUsize,
+    /// Unmounted (`mount_lock`): nothing may be attached to it any more.
+    detached: AtomicBool,
 }
 
 /// A mount's entry on its mount-hash chain (Linux keeps `mnt_hash` in the
@@ -85,7 +106,9 @@ pub struct Mount {
 struct HashEntry {
     link: RcuLink<HashEntry>,
     mnt: Arc<Mount>,
-    /// Index in `MountTable::entries` of this stack's bottom entry.
+    /// Its own slot in `MountTable::entries`.
+    slot: usize,
+    /// The slot of this stack's bottom entry.
     bottom: usize,
     /// On a bottom entry with mounts stacked above it: the top one.
     top: RcuCell<HashEntry>,
@@ -103,12 +126,18 @@ impl Mount {
     /// A mount of `root` (no parent yet).
     pub fn new(root: DRef, parent: Option<Arc<Mount>>, mountpoint: Option<DRef>) -> Self {
         let sb = root.sb.clone();
+        if let Some(p) = &parent {
+            p.kids.fetch_add(1, Ordering::SeqCst);
+        }
         Mount {
             id: NEXT_MNT.fetch_add(1, Ordering::Relaxed),
             parent,
             mountpoint,
             root,
             sb,
+            kids: AtomicUsize::new(0),
+            attached_kids: AtomicUsize::new(0),
+            detached: AtomicBool::new(false),
         }
     }
 
@@ -131,6 +160,8 @@ impl Drop for Mount {
     fn drop(&mut self) {
         let mut next = self.parent.take();
         while let Some(parent) = next {
+            // No longer its kid, before the reference goes (see `kids`).
+            parent.kids.fetch_sub(1, Ordering::SeqCst);
             // Dropping the unwrapped mount re-enters this `drop` with its
             // parent already taken: one level, never more.
             next = Arc::into_inner(parent).and_then(|mut m| m.parent.take());
@@ -155,8 +186,8 @@ pub struct MountTable {
     hash: RcuHashTable<HashEntry>,
     /// The namespace's root mount.
     root: Arc<Mount>,
-    /// Every entry of `hash`, oldest first (writers and teardown only).
-    entries: SpinLock<Vec<Arc<HashEntry>>>,
+    /// Every entry of `hash` (writers and teardown only).
+    entries: SpinLock<Slots>,
     /// Mounts in the namespace, the root included.
     count: AtomicUsize,
     /// The limit on `count` (`fs.mount-max`).
@@ -172,7 +203,10 @@ impl MountTable {
         MountTable {
             hash: RcuHashTable::new(MOUNT_HASH_ORDER),
             root,
-            entries: SpinLock::new(Vec::new()),
+            entries: SpinLock::new(Slots {
+                slots: Vec::new(),
+                free: Vec::new(),
+            }),
             count: AtomicUsize::new(1),
             max: AtomicUsize::new(MOUNT_MAX),
             mount_lock: SeqLock::new(),
@@ -243,8 +277,7 @@ impl MountTable {
             .iter()
             .filter(|e| {
                 e.mnt.mountpoint.as_ref().is_some_and(|mp| {
-                    mp.inode_arc().is_none_or(|i| i.is_dead())
-                        || (!mp.is_root() && !mp.is_hashed())
+                    mp.inode_arc().is_none_or(|i| i.is_dead()) || (!mp.is_root() && !mp.is_hashed())
                 })
             })
             .count()
@@ -284,9 +317,13 @@ impl MountTable {
         let (Some(parent), Some(mp)) = (&m.parent, &m.mountpoint) else {
             return Err(Errno::EINVAL);
         };
+        // Unmounted since the caller looked its mountpoint up (Linux
+        // `do_lock_mount`'s `!is_mounted`).
+        if parent.detached.load(Ordering::Relaxed) {
+            return Err(Errno::ENOENT);
+        }
         let mut entries = self.entries.lock();
-        entries.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-        let idx = entries.len();
+        let idx = entries.reserve()?;
         // On the root of a mount that is itself mounted somewhere: one more
         // on that stack, whose bottom entry learns its new top.
         let bottom = if core::ptr::eq(&**mp, &**parent.root_arc()) {
@@ -301,6 +338,7 @@ impl MountTable {
         let entry = Arc::new(HashEntry {
             link: RcuLink::new(),
             mnt: m.clone(),
+            slot: idx,
             bottom: bottom.unwrap_or(idx),
             top: RcuCell::new(None),
         });
@@ -309,11 +347,133 @@ impl MountTable {
         lock.write(|| {
             chain.lock().push_front(entry.clone());
             if let Some(b) = bottom {
-                entries[b].top.replace(Some(entry.clone()));
+                entries.at(b).top.replace(Some(entry.clone()));
             }
         });
-        entries.push(entry);
+        entries.put(idx, entry);
+        parent.attached_kids.fetch_add(1, Ordering::Relaxed);
         self.count.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Is `m` the namespace's root mount (never unmounted, so a walk
+    /// standing in it needs no count on it)?
+    #[inline]
+    pub fn is_root(&self, m: &Mount) -> bool {
+        core::ptr::eq(m, &*self.root)
+    }
+
+    /// A counted reference to `m`, found under RCU while `mount_lock`
+    /// read `seq` (Linux `legitimize_mnt`): take the count, then prove that
+    /// no writer opened `mount_lock` since. `Err(())`: one did (an umount
+    /// may have counted without us and be tearing `m` down); let go and
+    /// look again. The namespace root needs no count (`Ok(None)`), only
+    /// the check.
+    #[inline]
+    #[allow(clippy::result_unit_err)]
+    pub fn hold(&self, m: &Arc<Mount>, seq: u32) -> Result<Option<Arc<Mount>>, ()> {
+        let held = if self.is_root(m) {
+            None
+        } else {
+            let h = m.clone();
+            // The count before the check, against umount's section before
+            // its count (Linux's smp_mb in __legitimize_mnt and do_umount).
+            fence(Ordering::SeqCst);
+            Some(h)
+        };
+        if self.mount_lock.read_retry(seq) {
+            return Err(());
+        }
+        Ok(held)
+    }
+
+    /// The visible mount at (`parent`, `dentry`), counted ([`Self::hold`]
+    /// in a loop, as Linux's `lookup_mnt`): what a ref-walk crosses into.
+    pub fn lookup_held(&self, parent: &Mount, dentry: &Dentry) -> Option<Arc<Mount>> {
+        loop {
+            let seq = self.mount_lock.read_begin();
+            let g = RcuGuard::new();
+            let m = self.lookup(parent, dentry, &g)?;
+            if let Ok(h) = self.hold(m, seq) {
+                return Some(h.unwrap_or_else(|| m.clone()));
+            }
+        }
+    }
+
+    /// Unmount `m` (Linux `do_umount` without `MNT_DETACH`): EBUSY while
+    /// anything but its hash entry and `callers` references counts it
+    /// (Linux's `propagate_mount_busy(mnt, 2)`: an open file, a walk or an
+    /// operation standing in it, a mount on it or inside it) and for the
+    /// namespace root; else it leaves the hash (a walk that crossed into
+    /// it without a count sees `mount_lock` move and starts over), its
+    /// mountpoint is no longer `D_MOUNTED` (unless another mount is there)
+    /// and its tree is torn down (`d_genocide`: what RCU readers still see
+    /// is freed after a grace period). Call with no lock held.
+    pub fn umount(&self, m: &Arc<Mount>, callers: usize) -> Result<(), Errno> {
+        let (Some(parent), Some(mp)) = (&m.parent, &m.mountpoint) else {
+            return Err(Errno::EBUSY);
+        };
+        let lock = self.mount_lock.lock();
+        // The section first, then the count (see `hold`).
+        lock.write_begin();
+        fence(Ordering::SeqCst);
+        let g = RcuGuard::new();
+        let chain = self.hash.bucket(place_hash(parent, mp));
+        let entry = chain.iter(&g).find(|e| Arc::ptr_eq(&e.get().mnt, m));
+        let Some(entry) = entry.map(|e| e.to_arc()) else {
+            // Unmounted already (by a racing umount).
+            lock.write_end();
+            return Err(Errno::EINVAL);
+        };
+        // Users: the count less the hash entry's, the callers' and the
+        // mounts that name it their parent (read after the count: a kid
+        // lowers `kids` before it lets go, so this never undercounts), or
+        // a mount attached on or inside it.
+        let strong = Arc::strong_count(m);
+        fence(Ordering::SeqCst);
+        let kids = m.kids.load(Ordering::SeqCst);
+        if m.attached_kids.load(Ordering::Relaxed) != 0 || strong.saturating_sub(kids) > 1 + callers
+        {
+            lock.write_end();
+            return Err(Errno::EBUSY);
+        }
+        let mut entries = self.entries.lock();
+        // The top of a stack: its bottom entry's top is now the mount
+        // below (or nothing, when that is the bottom itself).
+        if entry.bottom != entry.slot {
+            let below = match (&parent.parent, &parent.mountpoint) {
+                (Some(pp), Some(pmp)) => self.entry_at(pp, pmp, &g).map(|e| e.slot),
+                _ => None,
+            };
+            let new_top = below
+                .filter(|&b| b != entry.bottom)
+                .and_then(|b| entries.slots[b].clone());
+            entries.at(entry.bottom).top.replace(new_top);
+        }
+        chain.lock().remove(&entry);
+        entries.take(entry.slot);
+        drop(entries);
+        if !chain.iter(&g).any(|e| {
+            let e = e.get();
+            e.mnt
+                .parent
+                .as_ref()
+                .is_some_and(|p| Arc::ptr_eq(p, parent))
+                && e.mnt
+                    .mountpoint
+                    .as_ref()
+                    .is_some_and(|d| core::ptr::eq(&**d, &**mp))
+        }) {
+            mp.clear_flag(D_MOUNTED);
+        }
+        m.detached.store(true, Ordering::Relaxed);
+        parent.attached_kids.fetch_sub(1, Ordering::Relaxed);
+        self.count.fetch_sub(1, Ordering::Relaxed);
+        lock.write_end();
+        drop(lock);
+        drop(g);
+        drop(entry);
+        dcache::d_genocide(m.root_arc());
         Ok(())
     }
 }
@@ -328,9 +488,97 @@ impl Drop for MountTable {
     }
 }
 
+/// The table's entries by slot. A slot is freed by umount and reused by
+/// the next mount (a bottom entry's slot is named by the entries stacked
+/// on it, so slots do not move; a stack's bottom is never unmounted while
+/// something is stacked on it: that mount counts it, EBUSY).
+struct Slots {
+    slots: Vec<Option<Arc<HashEntry>>>,
+    free: Vec<usize>,
+}
+
+impl Slots {
+    /// A slot for one more entry (ENOMEM when the table cannot grow).
+    fn reserve(&mut self) -> Result<usize, Errno> {
+        if let Some(&i) = self.free.last() {
+            return Ok(i);
+        }
+        self.slots.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        // Room to free it again without allocating (umount must not fail
+        // for memory).
+        self.free
+            .try_reserve(self.slots.len() + 1 - self.free.len())
+            .map_err(|_| Errno::ENOMEM)?;
+        Ok(self.slots.len())
+    }
+
+    /// Fill slot `i`, which [`Slots::reserve`] returned.
+    fn put(&mut self, i: usize, e: Arc<HashEntry>) {
+        if i == self.slots.len() {
+            self.slots.push(Some(e));
+        } else {
+            let f = self.free.pop();
+            debug_assert_eq!(f, Some(i));
+            self.slots[i] = Some(e);
+        }
+    }
+
+    /// Empty slot `i` for reuse.
+    fn take(&mut self, i: usize) -> Option<Arc<HashEntry>> {
+        let e = self.slots.get_mut(i)?.take();
+        if e.is_some() {
+            self.free.push(i);
+        }
+        e
+    }
+
+    fn at(&self, i: usize) -> &HashEntry {
+        self.slots[i].as_ref().expect("a stack's bottom entry")
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Arc<HashEntry>> {
+        self.slots.iter().flatten()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `hold`'s contract with `umount` (Linux `legitimize_mnt` against
+    /// `do_umount`): a count taken and proved before an umount makes it
+    /// EBUSY; a lookup made before an umount cannot be proved after it.
+    #[test]
+    fn a_hold_and_an_umount_see_each_other() {
+        let v = crate::vfs::Vfs::new_tmpfs("").unwrap();
+        v.mkdir(b"/m", 0o755).unwrap();
+        v.mount("tmpfs", b"/m", "").unwrap();
+        let ns = v.mnt_ns();
+        let root = ns.root().root.dget();
+        let mp = crate::dcache::d_lookup(&root, b"m", crate::dcache::d_hash(&root, b"m")).unwrap();
+        let found = |seq: u32| {
+            let g = RcuGuard::new();
+            let m = ns.lookup(ns.root(), &mp, &g).expect("mounted");
+            (m.clone(), ns.hold(m, seq).map(|h| h.is_some()))
+        };
+        // Held: umount is EBUSY (the caller's reference is `m`).
+        let seq = ns.mount_lock.read_begin();
+        let g = RcuGuard::new();
+        let held = ns.hold(ns.lookup(ns.root(), &mp, &g).unwrap(), seq);
+        drop(g);
+        let held = held.expect("nothing moved").expect("counted");
+        let (m, _) = found(seq);
+        assert_eq!(ns.umount(&m, 1), Err(Errno::EBUSY));
+        drop(held);
+        // Looked up before the umount, proved after it: refused.
+        let seq = ns.mount_lock.read_begin();
+        let g = RcuGuard::new();
+        let borrowed = ns.lookup(ns.root(), &mp, &g).unwrap();
+        assert_eq!(ns.umount(&m, 1), Ok(()));
+        assert!(ns.hold(borrowed, seq).is_err(), "a hold across an umount");
+        drop(g);
+        assert!(ns.lookup(ns.root(), &mp, &RcuGuard::new()).is_none());
+    }
 
     /// A stack deeper than `fs.mount-max`, freed in the worst order (every
     /// mount below the top already let go of by all but its child), on a

@@ -142,6 +142,10 @@ pub struct Nd<'g> {
     /// In RCU-walk?
     pub rcu: bool,
     mnt: &'g Arc<Mount>,
+    /// In ref-walk, a count on `mnt` unless it is the namespace root (an
+    /// umount of it is EBUSY while we stand in it; Linux's `path.mnt`
+    /// reference). `None` in RCU-walk: `mount_seq` proves it instead.
+    held: Option<Arc<Mount>>,
     d: Pos<'g>,
     /// `d_seq` of `d`, sampled when we stepped on it (RCU-walk).
     seq: u32,
@@ -168,6 +172,7 @@ impl<'g> Nd<'g> {
             ns,
             rcu,
             mnt,
+            held: None,
             d,
             seq,
             m_seq,
@@ -205,14 +210,16 @@ impl<'g> Nd<'g> {
         debug_assert!(self.rcu, "try_to_unlazy outside RCU-walk");
         stats::fallback(why);
         walk_event!(Unlazy, d: &self.d, why);
-        // Nothing was mounted or unmounted since we started.
-        if self.ns.mount_lock.read_retry(self.m_seq) {
+        // Nothing was mounted or unmounted since we started: checked after
+        // taking a count on our mount (`MountTable::hold`, Linux
+        // `legitimize_mnt`), so an umount either sees the count or we see it.
+        let Ok(held) = self.ns.hold(self.mnt, self.m_seq) else {
             walk_event!(UnlazyFailed, d: &self.d, how: UnlazyFail::MountSeq(self.mount_seq()));
             return Err(WalkErr::Restart);
-        }
+        };
         let Pos::Rcu(r) = self.d else { return Ok(()) };
         let d_seq = || SeqNote::check("d_seq", self.seq, r.d_seq.peek());
-        let Some(held) = dcache::dget_not_dead(r) else {
+        let Some(held_d) = dcache::dget_not_dead(r) else {
             stats::fallback(FallbackReason::Dead);
             walk_event!(UnlazyFailed, d: r.get(), how: UnlazyFail::Dead);
             return Err(WalkErr::Restart);
@@ -221,11 +228,12 @@ impl<'g> Nd<'g> {
         // parent and inode did not change since we sampled d_seq.
         if r.d_seq.read_retry(self.seq) {
             walk_event!(UnlazyFailed, d: r.get(), how: UnlazyFail::DSeq(d_seq()));
-            drop(held);
+            drop(held_d);
             return Err(WalkErr::Restart);
         }
         walk_event!(Unlazied, d: r.get(), seq: d_seq());
-        self.d = Pos::Ref(held);
+        self.d = Pos::Ref(held_d);
+        self.held = held;
         self.rcu = false;
         Ok(())
     }
@@ -262,6 +270,11 @@ impl<'g> Nd<'g> {
                         Pos::Ref(mp.dget())
                     };
                     self.mnt = parent_mnt;
+                    if !self.rcu {
+                        // Safe to count without `hold`: the mount we
+                        // leave, which we count, counts its parent.
+                        self.held = (!self.ns.is_root(parent_mnt)).then(|| parent_mnt.clone());
+                    }
                     walk_event!(DotDotMount, d: &self.d, rcu: self.rcu, mount: parent_mnt.id);
                 }
                 _ => return Ok(()), // the namespace root: `..` stays
@@ -476,8 +489,27 @@ impl<'g> Nd<'g> {
     ) -> WResult<Option<&'g [u8]>> {
         walk_event!(StepInto, name, d: &child, rcu: self.rcu);
         let mut mnt = self.mnt;
+        // In ref-walk, the count on each mount crossed into (the last one
+        // replaces `self.held`).
+        let mut held: Option<Option<Arc<Mount>>> = None;
         while child.flags() & D_MOUNTED != 0 {
-            let Some(m) = self.ns.lookup(mnt, &child, self.g) else {
+            let m = if self.rcu {
+                self.ns.lookup(mnt, &child, self.g)
+            } else {
+                // Linux `lookup_mnt`: look and count until `mount_lock`
+                // says no umount ran in between.
+                loop {
+                    let seq = self.ns.mount_lock.read_begin();
+                    let Some(m) = self.ns.lookup(mnt, &child, self.g) else {
+                        break None;
+                    };
+                    if let Ok(h) = self.ns.hold(m, seq) {
+                        held = Some(h);
+                        break Some(m);
+                    }
+                }
+            };
+            let Some(m) = m else {
                 break;
             };
             walk_event!(MountHere, name, d: &child, mount: m.id, fs: m.sb.ops.fs_type(),
@@ -531,6 +563,9 @@ impl<'g> Nd<'g> {
         }
         walk_event!(Onto, name, d: &child, rcu: self.rcu);
         self.mnt = mnt;
+        if let Some(h) = held {
+            self.held = h;
+        }
         self.d = child;
         self.seq = cseq;
         Ok(None)
@@ -540,6 +575,7 @@ impl<'g> Nd<'g> {
     fn jump_root(&mut self) {
         let mnt = self.ns.root();
         self.mnt = mnt;
+        self.held = None;
         if self.rcu {
             let r = RcuRef::from_arc(mnt.root_arc());
             self.seq = r.d_seq.raw_begin();
@@ -718,6 +754,22 @@ impl<'g> Resolved<'_, 'g> {
     /// `complete_walk` + `path_get`).
     pub fn take_ref(&mut self) -> WResult<(Arc<Mount>, DRef)> {
         self.nd.take_ref()
+    }
+    /// A count on the final dentry's mount for what outlives the walk (an
+    /// open file: umount is EBUSY while it is open), without leaving
+    /// RCU-walk; `None` for the namespace root, which is never unmounted.
+    pub fn mount_held(&mut self) -> WResult<Option<Arc<Mount>>> {
+        let nd = &mut *self.nd;
+        if !nd.rcu {
+            return Ok(nd.held.clone());
+        }
+        if nd.ns.is_root(nd.mnt) {
+            // Nothing to count; `complete_walk` checks `mount_seq`.
+            return Ok(None);
+        }
+        nd.ns
+            .hold(nd.mnt, nd.m_seq)
+            .map_err(|()| nd.restart(FallbackReason::GlobalSeq))
     }
 }
 

@@ -62,11 +62,18 @@ impl Drop for Vfs {
     }
 }
 
+/// What opening finds: the superblock, the inode and the mount (counted,
+/// `None` on the namespace root).
+type Opened = (Arc<SuperBlock>, Arc<Inode>, Option<Arc<Mount>>);
+
 /// An open file. Reads and writes go through the inode it was opened on,
 /// whatever happens to its name afterwards.
 pub struct File {
     inode: Arc<Inode>,
     sb: Arc<SuperBlock>,
+    /// The mount it was opened through, counted (umount is EBUSY while
+    /// the file is open); `None` on the namespace root.
+    _mnt: Option<Arc<Mount>>,
     pos: AtomicU64,
     flags: OpenFlags,
 }
@@ -163,12 +170,8 @@ impl Vfs {
                 follow: !flags.contains(OpenFlags::NOFOLLOW),
                 directory: flags.contains(OpenFlags::DIRECTORY),
             };
-            let (sb, inode) = filename_lookup(&self.mounts, path, lf, &mut |r| {
-                r.inode()
-                    .map(|i| (r.dentry().sb.clone(), i.to_arc()))
-                    .ok_or(WalkErr::Errno(Errno::ENOENT))
-            })?;
-            return self.open_inode(sb, inode, flags);
+            let (sb, inode, mnt) = self.lookup_open(path, lf)?;
+            return self.open_inode(sb, inode, mnt, flags);
         }
         // O_CREAT: follow a final symlink (unless O_EXCL) by re-walking
         // "<parent path>/<target>", at most MAXSYMLINKS times.
@@ -239,12 +242,8 @@ impl Vfs {
                         follow: true,
                         directory: false,
                     };
-                    let (sb, inode) = filename_lookup(&self.mounts, path, lf, &mut |r| {
-                        r.inode()
-                            .map(|i| (r.dentry().sb.clone(), i.to_arc()))
-                            .ok_or(WalkErr::Errno(Errno::ENOENT))
-                    })?;
-                    return self.open_inode(sb, inode, flags).map(Ok);
+                    let (sb, inode, mnt) = self.lookup_open(path, lf)?;
+                    return self.open_inode(sb, inode, mnt, flags).map(Ok);
                 }
                 if inode.is_symlink() {
                     if flags.contains(OpenFlags::NOFOLLOW) {
@@ -253,7 +252,8 @@ impl Vfs {
                     return Ok(Err(inode.link_body().to_vec()));
                 }
                 drop(lk);
-                return self.open_inode(p.dir.sb.clone(), inode, flags).map(Ok);
+                let mnt = self.held(&p.mnt);
+                return self.open_inode(p.dir.sb.clone(), inode, mnt, flags).map(Ok);
             }
         }
         if flags.contains(OpenFlags::DIRECTORY) {
@@ -266,15 +266,31 @@ impl Vfs {
         Ok(Ok(File {
             inode,
             sb: p.dir.sb.clone(),
+            _mnt: self.held(&p.mnt),
             pos: AtomicU64::new(0),
             flags,
         }))
+    }
+
+    /// What an open file keeps of the mount it was opened through.
+    fn held(&self, m: &Arc<Mount>) -> Option<Arc<Mount>> {
+        (!self.mounts.is_root(m)).then(|| m.clone())
+    }
+
+    /// The superblock, inode and (counted) mount of the file at `path`.
+    fn lookup_open(&self, path: &[u8], lf: LookupFlags) -> KResult<Opened> {
+        filename_lookup(&self.mounts, path, lf, &mut |r| {
+            let inode = r.inode().ok_or(WalkErr::Errno(Errno::ENOENT))?.to_arc();
+            let mnt = r.mount_held()?;
+            Ok((r.dentry().sb.clone(), inode, mnt))
+        })
     }
 
     fn open_inode(
         &self,
         sb: Arc<SuperBlock>,
         inode: Arc<Inode>,
+        mnt: Option<Arc<Mount>>,
         flags: OpenFlags,
     ) -> KResult<File> {
         if inode.is_dir() && access_mode(flags) != 0 {
@@ -292,6 +308,7 @@ impl Vfs {
         Ok(File {
             inode,
             sb,
+            _mnt: mnt,
             pos: AtomicU64::new(0),
             flags,
         })
@@ -736,6 +753,28 @@ impl Vfs {
             // On ENOSPC the new root goes with `m`, never visible to anyone.
             return self.mounts.attach(m);
         }
+    }
+
+    /// `umount(2)` without flags: unmount the filesystem mounted at `path`
+    /// (the top one, when mounts are stacked there). As Linux: ENOENT if
+    /// `path` does not exist, EINVAL if it is not the root of a mount,
+    /// EBUSY while anything stands in the mount (an open file, a walk or
+    /// an operation holding a place in it, another mount on or inside it)
+    /// and for the namespace root. The unmounted tree is torn down; the
+    /// directory below shows again.
+    pub fn umount(&self, path: &[u8]) -> KResult<()> {
+        let lf = LookupFlags {
+            follow: true,
+            directory: false,
+        };
+        let (mnt, d) = namei::resolve(&self.mounts, path, lf)?;
+        if !Arc::ptr_eq(d.arc(), mnt.root_arc()) {
+            return Err(Errno::EINVAL);
+        }
+        drop(d);
+        race_point(RacePoint::Umount);
+        // Our own count (`mnt`) is the caller's, as Linux's path reference.
+        self.mounts.umount(&mnt, 1)
     }
 
     /// Mounts in this namespace, the root included.

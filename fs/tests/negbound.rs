@@ -22,10 +22,13 @@ use fs::types::FileType;
 use fs::vfs::Vfs;
 use fs::KResult;
 
-/// The server: names by (directory inode number, name).
+/// A name on the server: (directory inode number, name).
+type Key = (u64, Vec<u8>);
+
+/// The server: its names.
 #[derive(Default)]
 struct Server {
-    names: Mutex<HashMap<(u64, Vec<u8>), Arc<Inode>>>,
+    names: Mutex<HashMap<Key, Arc<Inode>>>,
     next_ino: AtomicU64,
     /// Are negative answers still believed?
     negatives_valid: AtomicBool,
@@ -149,7 +152,11 @@ fn a_counted_negative_made_positive_leaves_the_tally() {
     // rename's lookup asks the server, which knows x now: the negative
     // dentry turns positive and must leave /m's tally.
     v.rename(b"/m/x", b"/m/sub/x").unwrap();
-    assert_eq!(tally(&v, b"/m"), 0, "the negative turned positive is forgotten");
+    assert_eq!(
+        tally(&v, b"/m"),
+        0,
+        "the negative turned positive is forgotten"
+    );
     assert_eq!(v.stat(b"/m/sub/x").unwrap().ino, x.ino);
 
     // Killed in its new directory, it takes nothing from that tally.
