@@ -44,7 +44,7 @@ BENCH_ARGS ?=
 # fs::dcache::design::DESIGNS).
 DESIGNS ?=
 
-.PHONY: help setup setup-run build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot \
+.PHONY: help setup setup-run build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot vfsstress \
         bench smb-bench demo-trace linuxref linux-patched linux-boots linux-patched-build linux-oracle linux-vfsh linux-walks linux-fstests test-fstests lint explore bench-static test-kvm test-designs \
         test-generated generated
 
@@ -55,6 +55,7 @@ help:
 	@echo "make run        setup-run + build + boot the demo (DEMO_CMDLINE='$(DEMO_CMDLINE)', DEMO_SMP=$(DEMO_SMP))"
 	@echo "make test       setup + host tests + loom models + QEMU boot tests at $(BOOT_TEST_SMPS) vCPUs"
 	@echo "make test-loom  the loom models only (fs/tests/loom.rs, fs/tests/loom_rcu.rs)"
+	@echo "make vfsstress  walks while the tree moves and mounts come and go, VFSSTRESS_SECS=$(VFSSTRESS_SECS) s per design (fs/tests/vfsstress.rs)"
 	@echo "make test-generated  generated files in git equal what their command makes; docs links resolve"
 	@echo "make test-kvm   the KVM smoke plus selftest under --accel kvm (skips listed with reasons; where /dev/kvm opens)"
 	@echo "make boot       boot once: SMP=$(SMP) MEM=$(MEM) CMDLINE='$(CMDLINE)' ACCEL=$(ACCEL) TIMEOUT=$(TIMEOUT)"
@@ -107,6 +108,22 @@ test-host:
 # rebuilds the dependencies, so it gets its own target directory.
 test-loom:
 	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(TARGET_DIR)/loom $(CARGO) test --release -p fs --test loom --test loom_rcu
+
+# vfsstress (fs/tests/vfsstress.rs) minutes long: VFSSTRESS_SECS per ENOENT
+# design (VFSSTRESS_DESIGNS: comma-separated, empty = all); `make test` runs
+# it 1.5 s per design. Prints one line per design,
+#   vfsstress design=D secs=S ops=N lost=0 wrong=0 leaked_mounts=0
+# and on a failure the end of the log (kept in $(TARGET_DIR)/vfsstress.log).
+VFSSTRESS_SECS ?= 60
+VFSSTRESS_DESIGNS ?=
+vfsstress:
+	@echo "vfsstress: $(VFSSTRESS_SECS) s per design (build, then run; log: $(TARGET_DIR)/vfsstress.log)"
+	@mkdir -p $(TARGET_DIR); log=$(TARGET_DIR)/vfsstress.log; \
+	FS_VFSSTRESS_SECS=$(VFSSTRESS_SECS) $(if $(VFSSTRESS_DESIGNS),FS_VFSSTRESS_DESIGNS=$(VFSSTRESS_DESIGNS)) \
+	  $(CARGO) test --release -p fs --test vfsstress -- --nocapture >$$log 2>&1; rc=$$?; \
+	grep '^vfsstress ' $$log; \
+	if [ $$rc -ne 0 ]; then tail -n 40 $$log; echo "vfsstress: FAILED (exit $$rc; log: $$log)"; fi; \
+	exit $$rc
 
 # A design added as docs/designs.md says (fs feature test-design) must be
 # taken by every surface and run by every per-design test; own target dir.

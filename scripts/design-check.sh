@@ -42,8 +42,8 @@ export FS_DESIGNS_RAN_LOG=$work/ran.log VFSH_DIFF_SEQS=${VFSH_DIFF_SEQS:-400}
 : >"$FS_DESIGNS_RAN_LOG"
 cargo test --release -p fs --features test-design \
     --test stress --test differential --test enomem --test vfsh_scripts \
-    --test vfsh_regressions --test vfsh_stats_trace --test fuzz_replay -- \
-    rcu_stress_all_designs random_sequences_agree_with_linux \
+    --test vfsh_regressions --test vfsh_stats_trace --test fuzz_replay --test vfsstress -- \
+    rcu_stress_all_designs random_sequences_agree_with_linux vfsstress_all_designs \
     every_operation_returns_enomem a_later_allocation_failing \
     missing_names_with_every_7th scripts_give_expected_output_on_every_design \
     remount_after_an_earlier_namespace stats_lines_and_counters_move path_walk_runs_every_design
@@ -64,7 +64,8 @@ for test in stress::rcu_stress_all_designs \
     vfsh_scripts::scripts_give_expected_output_on_every_design \
     vfsh_regressions::namespaces_in_turn_stay_independent \
     vfsh_stats_trace::stats_lines_and_counters_move \
-    fuzz_replay::path_walk_runs_every_design; do
+    fuzz_replay::path_walk_runs_every_design \
+    vfsstress::vfsstress_all_designs; do
     if grep -qE "^designs ran by $test:.* $NEW( |$)" "$FS_DESIGNS_RAN_LOG"; then
         echo "ran $NEW: $test"
     else
