@@ -387,19 +387,6 @@ impl MountTable {
         Ok(held)
     }
 
-    /// The visible mount at (`parent`, `dentry`), counted ([`Self::hold`]
-    /// in a loop, as Linux's `lookup_mnt`): what a ref-walk crosses into.
-    pub fn lookup_held(&self, parent: &Mount, dentry: &Dentry) -> Option<Arc<Mount>> {
-        loop {
-            let seq = self.mount_lock.read_begin();
-            let g = RcuGuard::new();
-            let m = self.lookup(parent, dentry, &g)?;
-            if let Ok(h) = self.hold(m, seq) {
-                return Some(h.unwrap_or_else(|| m.clone()));
-            }
-        }
-    }
-
     /// Unmount `m` (Linux `do_umount` without `MNT_DETACH`): EBUSY while
     /// anything but its hash entry and `callers` references counts it
     /// (Linux's `propagate_mount_busy(mnt, 2)`: an open file, a walk or an

@@ -27,7 +27,9 @@
 //! counted with its [`FallbackReason`].
 //!
 //! Differences from Linux, on purpose: (1) the RCU guard is held for the
-//! whole walk, also in ref-walk (our tmpfs lookups never sleep); (2) `stat`
+//! whole walk, also in ref-walk (our tmpfs lookups never sleep; a remote
+//! filesystem's lookup holds every grace period up for its round trip,
+//! measured in docs/vfs-locking.md); (2) `stat`
 //! reads the attributes inside the RCU-walk and validates them with `d_seq`
 //! instead of taking a reference in `complete_walk` (Linux's statx always
 //! ends with a reference on the target); (3) a noalloc miss can end the walk

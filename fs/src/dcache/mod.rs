@@ -14,8 +14,11 @@
 //! | LRU spinlock              | the unused-dentry list and the shrinker                        |
 //! | inode `i_rwsem`           | a directory's entries: shared for lookups that ask the fs, exclusive for changes |
 //!
-//! Lock order: `rename_lock` → `i_rwsem` (ancestor first) → parent `d_lock`
-//! → child `d_lock` → hash / in-lookup bucket → LRU.
+//! Lock order: `rename_lock` → parents' `i_rwsem` (ancestor first) →
+//! children's `i_rwsem` (a rename's source, then its target; rmdir's
+//! victim; a mountpoint) → `mount_lock` → parent `d_lock` → child `d_lock`
+//! → hash / in-lookup bucket → LRU. Each rule, where it is enforced and
+//! the test that shows it: docs/vfs-locking.md.
 //!
 //! The invariant every RCU reader relies on: a dentry found in a chain
 //! under an RCU guard stays allocated until the guard is dropped; whether it
