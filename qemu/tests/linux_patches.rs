@@ -11,6 +11,19 @@ use std::process::Command;
 
 const FILE: &str = "linux_patches";
 
+/// The tests of this file run in parallel threads, and a fresh checkout has
+/// no source yet: two `apt-get update`s on one private list directory would
+/// collide on its lock. One fetch at a time.
+static FETCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn linux_source(
+    build_dir: &std::path::Path,
+    release: qemu::linuxref::Release,
+) -> Result<std::path::PathBuf, qemu::linuxref::SkipReason> {
+    let _one = FETCH.lock().unwrap_or_else(|e| e.into_inner());
+    qemu::linuxref::ensure_linux_source(build_dir, release)
+}
+
 #[test]
 fn every_series_applies_and_compiles() {
     for tool in [
@@ -36,7 +49,7 @@ fn every_series_applies_and_compiles() {
         if !dir.is_dir() {
             continue;
         }
-        let tree = match qemu::linuxref::ensure_linux_source(&build_dir, release) {
+        let tree = match linux_source(&build_dir, release) {
             Ok(t) => t,
             Err(why) => return qemu::fixtures::skip(FILE, &release.source_package(), why),
         };
@@ -54,7 +67,7 @@ fn check_posting_refuses_the_v1_form() {
     let root = qemu::runner::workspace_root();
     let dir = root.join(qemu::linuxref::patches_dir(release));
     let build_dir = qemu::linuxref::default_build_dir();
-    let tree = match qemu::linuxref::ensure_linux_source(&build_dir, release) {
+    let tree = match linux_source(&build_dir, release) {
         Ok(t) => t,
         Err(why) => return qemu::fixtures::skip(FILE, &release.source_package(), why),
     };
