@@ -295,8 +295,11 @@ fn the_kernel_build_has_no_step_points() {
         me.windows(mark.len()).any(|w| w == mark),
         "the teaching build should carry the step texts"
     );
-    let elf = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/x86_64-unknown-none/release/kernel");
+    // Where the Makefile builds it: CARGO_TARGET_DIR if set, else target/.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let elf = target.join("x86_64-unknown-none/release/kernel");
     let Ok(k) = std::fs::read(&elf) else {
         qemu::fixtures::skip(
             "race",
