@@ -34,11 +34,29 @@ use super::slab;
 /// moment may together dip into the reserve by one allocation each, which
 /// the reserve is large enough to absorb.
 pub fn may_alloc(bytes: usize) -> bool {
+    may_alloc_above(bytes, heap::reserve())
+}
+
+/// Admission for the reserve's own users (RCU callback segments): like
+/// [`may_alloc`], but down to half of [`heap::reserve`]. The lower half
+/// is kept for the allocations that cannot ask at all (a CPU's result
+/// vector, console formatting). A segment is a 512-byte slab object, the
+/// class dentries live in: when segments could refill that class from the
+/// reserve until talc was empty, admitted dentries took the refills (the
+/// slab-has-free path of [`may_alloc`]) 32 KiB at a time, the whole
+/// reserve went to the dcache, and the next kernel allocation panicked.
+pub fn may_alloc_from_reserve(bytes: usize) -> bool {
+    may_alloc_above(bytes, heap::reserve() / 2)
+}
+
+/// Would `bytes` leave the free heap at or above `floor` (in the worst
+/// case), or can the slab serve it from free objects?
+fn may_alloc_above(bytes: usize, floor: usize) -> bool {
     let class = Layout::from_size_align(bytes.max(1), 8)
         .ok()
         .and_then(slab::class_of);
     let worst = class.map_or(bytes, slab::refill_bytes);
-    if heap::free() >= heap::reserve().saturating_add(worst) {
+    if heap::free() >= floor.saturating_add(worst) {
         return true;
     }
     class.is_some_and(slab::has_free)

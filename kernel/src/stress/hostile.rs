@@ -6,7 +6,8 @@
 //! purpose. Every miss leaves a negative dentry, so only the dcache's own
 //! bounds (the LRU limit, reclaim when memory admission refuses) keep the
 //! guest alive. Once a second CPU 0 samples the live dentries, the LRU and
-//! the heap; the verdict: no wrong answer, no panic, the heap never full,
+//! the heap; the verdict: no wrong answer, no panic, the heap never full
+//! (callbacks queued while a grace period waits counted at each sample),
 //! no RCU callback leaked for want of a queue segment, and everything
 //! freed at the end.
 //!
@@ -63,6 +64,7 @@ pub fn hostile_stress(secs: u32, design: Design) -> bool {
     let live_max = AtomicU64::new(0);
     let unused_max = AtomicUsize::new(0);
     let heap_max = AtomicUsize::new(0);
+    let rcu_pending_max = AtomicUsize::new(0);
     let c0 = fs::stats::snapshot();
     let leaked0 = rcu::leaked();
     let t0 = time::now_ns();
@@ -112,6 +114,8 @@ pub fn hostile_stress(secs: u32, design: Design) -> bool {
                     live_max.fetch_max(live, Ordering::Relaxed);
                     unused_max.fetch_max(unused, Ordering::Relaxed);
                     heap_max.fetch_max(used, Ordering::Relaxed);
+                    let pending = (0..n).map(rcu::pending).sum();
+                    rcu_pending_max.fetch_max(pending, Ordering::Relaxed);
                     let t = (now - t0) / 1_000_000_000;
                     if t.is_multiple_of(10) {
                         kprintln!(
@@ -136,7 +140,7 @@ pub fn hostile_stress(secs: u32, design: Design) -> bool {
     let heap_peak = heap_max.load(Ordering::Relaxed);
     let leaked = rcu::leaked() - leaked0;
     kprintln!(
-        "stress=hostile design={design} cpus={n} secs={secs} lookups={lookups} per_cpu_per_s={} enoent={enoent} enomem={enomem} wrong={other} ms={ms} negative_created={} shrunk={} dentries_live_max={} nr_unused_max={} heap_used_max_kib={} of {} free_kib_min={} stats_enomem={} rcu_leaked={leaked} dentries_live={base}->{live}",
+        "stress=hostile design={design} cpus={n} secs={secs} lookups={lookups} per_cpu_per_s={} enoent={enoent} enomem={enomem} wrong={other} ms={ms} negative_created={} shrunk={} dentries_live_max={} nr_unused_max={} heap_used_max_kib={} of {} free_kib_min={} reserve_kib={} stats_enomem={} rcu_pending_max={} rcu_leaked={leaked} dentries_live={base}->{live}",
         lookups * 1000 / (ms.max(1) * n as u64),
         c.negative_created,
         c.shrunk,
@@ -145,7 +149,9 @@ pub fn hostile_stress(secs: u32, design: Design) -> bool {
         heap_peak >> 10,
         heap_size >> 10,
         heap_size.saturating_sub(heap_peak) >> 10,
-        c.enomem
+        crate::mm::heap::reserve() >> 10,
+        c.enomem,
+        rcu_pending_max.load(Ordering::Relaxed)
     );
     other == 0 && enoent > 0 && live == base && heap_peak < heap_size && leaked == 0
 }

@@ -55,7 +55,8 @@
 //! spares (up to [`SPARES`]) and refilled at callback time only while the
 //! heap is above its admission watermark. A new segment comes from the
 //! allocator while memory is plentiful, else from the spares, else from the
-//! heap's reserve (which exists for allocations like this one).
+//! upper half of the heap's reserve (which exists for allocations like
+//! this one); the lower half stays for allocations that cannot fail.
 //!
 //! Back-pressure: [`room`] (`Platform::call_rcu_room`) makes sure the
 //! calling CPU can queue `n` more callbacks without allocating, fallibly.
@@ -115,9 +116,14 @@ struct Queue {
     len: usize,
 }
 
-/// A fresh empty segment, or `None` if the allocator has no 2 KiB now.
+/// A fresh empty segment, or `None` if it would take the lower half of
+/// the heap's reserve (kept for allocations that cannot fail,
+/// [`crate::mm::allocator::may_alloc_from_reserve`]) or the allocator has
+/// none.
 fn new_segment() -> Option<VecDeque<Retired>> {
-    if FAIL_SEGMENTS.load(Ordering::Relaxed) {
+    if FAIL_SEGMENTS.load(Ordering::Relaxed)
+        || !crate::mm::allocator::may_alloc_from_reserve(SEG_BYTES)
+    {
         return None;
     }
     let mut v = VecDeque::new();
