@@ -54,8 +54,8 @@ T=/sys/kernel/tracing
 # RCU Tasks Trace, itself SRCU in 7.3) does not wait for a kprobe handler
 # that another CPU is running with only preemption off; a 2-vCPU 7.3.4
 # guest crashed at address 0 from such handlers while its triggers were
-# being taken down (docs/linux-reference.md, "A guest that never loses a
-# run"). With one CPU online no handler runs beside the change.
+# being taken down (docs/linux-guest-crash.md, "A reference guest that
+# never loses a run"). With one CPU online no handler runs beside the change.
 solo() {
     v=1
     [ "$1" = on ] && v=0

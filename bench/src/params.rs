@@ -305,7 +305,7 @@ pub struct Params {
     /// operation: a gap between operations that is the same on every CPU
     /// count, so a 1-CPU run prices it. Tasks that run the same loop with no
     /// gap fall into step behind a shared lock, and how they line up decides
-    /// how often one finds another's transient dentry (docs/designs.md,
+    /// how often one finds another's transient dentry (docs/scaling-model.md,
     /// "Where it does not hold: past 2 CPUs"); a few hints shift that.
     pub pause: u32,
     /// Distinct names of `statneg-many` (per task) and `statmix`.

@@ -7,7 +7,7 @@
 //! Task 0 times batches of [`ROUNDS_PER_BATCH`] round trips on the
 //! executor's clock; the figure is the median batch, which shrugs off the
 //! batches a loaded machine preempted. This is the `t_x` of the scaling
-//! model in `bench predict` (docs/designs.md).
+//! model in `bench predict` (docs/scaling-model.md).
 //!
 //! The same code runs on host threads (`bench pingpong`) and in the guest
 //! (`demo=pingpong`): it needs only an [`Executor`]. Output, one line:

@@ -92,7 +92,7 @@ pub struct Config {
 /// host): the paravirt lock, because guests usually run with more vCPUs
 /// than the host has cores free (64-vCPU selftest on 2 cores:
 /// `fs_lookups_all_cpus_per_design` 113-253 ms in 10 boots, against
-/// 138 ms to 88 s with qspinlock; docs/designs.md).
+/// 138 ms to 88 s with qspinlock; docs/overcommit.md).
 pub const GUEST_LOCK: bench::params::LockKind = bench::params::LockKind::Pvqspinlock;
 
 /// What `demo=` runs.

@@ -168,7 +168,7 @@ enum Cmd {
         perf: bool,
     },
     /// Predict ops/s at 1..64 CPUs per design and lock kind from 1-CPU runs
-    /// and the transfer latency (docs/designs.md, "Predicting scaling").
+    /// and the transfer latency (docs/scaling-model.md).
     Predict(benchlab::predict::PredictArgs),
     /// Merge the raw.csv of several result directories into one report.
     Report {

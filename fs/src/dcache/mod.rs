@@ -1045,8 +1045,8 @@ mod tests {
     /// lines; the lockref (written by every reference and child change),
     /// the list links (written when a sibling comes or goes) and the
     /// `Arc`'s counts (in front of a line-aligned value) on none of them.
-    /// docs/designs.md gives what this saves a hit beside misses in the
-    /// same directory.
+    /// docs/lookup-path.md ("Where the fields sit") gives what this saves a
+    /// hit beside misses in the same directory.
     #[test]
     fn dentry_layout_keeps_the_walk_off_the_lockref_line() {
         assert_eq!(align_of::<DentryInner>(), 64);

@@ -13,7 +13,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 // ---- the line census ------------------------------------------------------
 //
 // Per line the census books what the model needs to price the line when
-// several CPUs share it (docs/designs.md, "Predicting scaling"):
+// several CPUs share it (docs/scaling-model.md):
 //
 // - every store, and which of them carry no transfer tag (the `Arc` counts
 //   and list heads a dentry's lifetime writes: [`census_untagged_store`]);

@@ -68,7 +68,7 @@ const CHECK_EVERY: u32 = 16;
 /// Spin turns before a waiter halts. Linux spins `SPIN_THRESHOLD` = 2^15
 /// `pause`s; under QEMU's TCG a `pause` leaves the translated code, which
 /// costs far more than on hardware, so ours is shorter (see
-/// `docs/designs.md`, "pvqspinlock"). Loom halts after one turn, so that
+/// `docs/overcommit.md`). Loom halts after one turn, so that
 /// its models reach every halt.
 #[cfg(not(loom))]
 pub const SPIN_TURNS: u32 = 1 << 10;

@@ -9,7 +9,7 @@
 //! often CPUs find each other's dentry at N; this measures what those
 //! spans, and the sharing they lead to, really are at N, so the term's
 //! errors can be told apart from the cost term's (docs/predict-probes.md,
-//! "spans", and docs/designs.md, "Where it does not hold"). `bench predict
+//! "spans", and docs/scaling-model.md, "Where it does not hold"). `bench predict
 //! --validate` times them in each round of a design that allocates and
 //! prints the spans table (`tables::spans_table`).
 //!

@@ -50,7 +50,7 @@ pub(super) fn write_predictions(s: &mut String, pts: &[Point], models: &[Model],
     );
     let _ = writeln!(
         s,
-        "Predicted figures come from the model of docs/designs.md (\"Predicting scaling\"): each \
+        "Predicted figures come from the model of docs/scaling-model.md: each \
          design's 1-CPU figures (ns per op, and for every line the tasks share, found by a census \
          of two tasks' operations taking turns on one thread: its visits, lockref fast paths, \
          stores inside its own holds, holds and hold time; the hottest line and the rest are \
@@ -149,7 +149,7 @@ fn write_predicted_allocs(s: &mut String, pts: &[Point], models: &[Model]) {
     let _ = writeln!(
         s,
         "Predicted allocs/op (concurrent misses of one name share each other's hashed dentry; \
-         docs/designs.md, \"The sharing term\"):\n"
+         docs/scaling-model.md, \"The sharing term\"):\n"
     );
     let mut t = predicted_cpus_table();
     for &m in &alloc {

@@ -4,7 +4,7 @@
 //! the holds) and one cache-line transfer latency `t_x`. Every shared line
 //! is a queueing station, solved by approximate mean-value analysis, with
 //! the lock kind's handoff ([`extra_transfers`]) and the sharing term
-//! ([`allocating_fraction`]); docs/designs.md, "Predicting scaling", writes
+//! ([`allocating_fraction`]); docs/scaling-model.md writes
 //! it out with its assumptions and where it holds.
 //!
 //! Touches nothing (arithmetic only).
@@ -178,7 +178,7 @@ pub struct Prediction {
     pub found: f64,
     /// Total ops/s without the sharing term (every op allocates): the
     /// lower end where sharing is overestimated (beyond 2 CPUs, see
-    /// docs/designs.md).
+    /// docs/scaling-model.md).
     pub ops_no_sharing: f64,
 }
 

@@ -1,5 +1,5 @@
 //! Tests of the scaling model (`super`): hand-computed cases and the
-//! shapes docs/designs.md claims.
+//! shapes docs/scaling-model.md claims.
 
 use super::*;
 
