@@ -13,60 +13,142 @@ use std::path::{Path, PathBuf};
 use super::LinuxRefError;
 use crate::runner::GuestStatus;
 
-/// What a line that opens a kernel crash report starts with (after the
-/// printk timestamp), as `lib/bug.c`, `arch/x86/mm/fault.c`,
-/// `kernel/panic.c` and the lockup detectors print them.
-const OPENERS: &[&str] = &[
+/// What a line that opens the report of a kernel that died starts with
+/// (after the printk timestamp): `arch/x86/mm/fault.c`'s `BUG:` lines,
+/// `arch/x86/kernel/dumpstack.c`'s `Oops:` header (every `die()`, a general
+/// protection fault and an invalid opcode included; before 6.x the header
+/// began with the fault's name), `lib/bug.c`'s `kernel BUG at` and
+/// `kernel/panic.c`'s panic line (a panic with no oops before it: init
+/// killed, a watchdog set to panic, sysrq-c).
+const FATAL: &[&str] = &[
     "BUG: ",
     "Oops: ",
     "kernel BUG at ",
+    "Kernel BUG at ",
     "general protection fault",
-    "watchdog: BUG: soft lockup",
-    "rcu: INFO: rcu_sched detected stalls",
-    "rcu: INFO: rcu_preempt detected stalls",
     "Kernel panic - not syncing",
 ];
 
+/// What a line that opens the report of a kernel that is stuck, but alive,
+/// starts with: `kernel/watchdog.c`'s soft and hard lockups,
+/// `kernel/workqueue.c`'s lockup, `kernel/hung_task.c`'s blocked task and
+/// every RCU stall warning (`rcu: INFO: rcu_preempt detected stalls`,
+/// `self-detected stall`, `detected expedited stalls`, the tasks flavours).
+/// Checked before [`FATAL`], whose `BUG: ` would take the workqueue's.
+const STUCK: &[(&str, &str)] = &[
+    ("watchdog: BUG: soft lockup", ""),
+    ("watchdog: Watchdog detected hard LOCKUP", ""),
+    ("BUG: workqueue lockup", ""),
+    ("INFO: task ", "blocked for more than"),
+    ("rcu: INFO: ", "stall"),
+];
+
 /// At most this many lines of a crash report are quoted (the whole console
-/// is on disk).
+/// is on disk); the line that ends the report is always among them.
 const MAX_QUOTED: usize = 40;
 
-/// Strips a printk timestamp (`[   10.336117] `).
+/// The printk record in a console line: the text after its timestamp
+/// (`[   10.336117] `), wherever on the line that stands (a user-space
+/// write in flight on the same serial port can put its text before it);
+/// the trimmed line when it has none.
 fn message(line: &str) -> &str {
-    let t = line.trim_start();
-    match t.strip_prefix('[').and_then(|r| r.split_once("] ")) {
-        Some((stamp, rest)) if stamp.trim().parse::<f64>().is_ok() => rest,
-        _ => t,
+    let mut rest = line;
+    while let Some(i) = rest.find('[') {
+        rest = &rest[i + 1..];
+        if let Some((stamp, msg)) = rest.split_once("] ") {
+            let digits = stamp.trim_start();
+            if digits.contains('.')
+                && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
+                && digits.chars().any(|c| c.is_ascii_digit())
+            {
+                return msg;
+            }
+        }
     }
+    line.trim_start()
 }
 
-/// The kernel's crash report in `console`, if it holds one: from the first
-/// line that opens a report to the `Kernel panic - not syncing` line that
-/// ends it (or [`MAX_QUOTED`] lines), the register dumps left out.
-pub fn crash_report(console: &str) -> Option<Vec<String>> {
-    let lines: Vec<&str> = console.lines().collect();
-    let start = lines
+/// Whether a report's line opens one, and of which kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opens {
+    /// The kernel died (or will: an oops in a task that is not init leaves
+    /// a kernel that may hang, and whose figures are not to be believed).
+    Fatal,
+    /// The kernel reports itself stuck.
+    Stuck,
+}
+
+fn opens(m: &str) -> Option<Opens> {
+    if STUCK
         .iter()
-        .position(|l| OPENERS.iter().any(|o| message(l).starts_with(o)))?;
-    let mut out = Vec::new();
-    for l in &lines[start..] {
-        let m = message(l);
-        // Register dumps (RAX: ... R15: ...) and the code bytes say nothing
-        // a reader of the summary needs; the console file has them.
-        let is_regs = m.len() > 4
-            && m.as_bytes()[0] == b'R'
-            && m.split_whitespace()
-                .next()
-                .is_some_and(|w| w.ends_with(':'))
-            && !m.starts_with("RIP:");
-        if !is_regs && !m.starts_with("Code: ") {
-            out.push(m.trim_end().to_string());
-        }
-        if m.starts_with("Kernel panic - not syncing") || out.len() >= MAX_QUOTED {
-            break;
-        }
+        .any(|(start, has)| m.starts_with(start) && m.contains(has))
+    {
+        return Some(Opens::Stuck);
     }
-    Some(out)
+    FATAL
+        .iter()
+        .any(|o| m.starts_with(o))
+        .then_some(Opens::Fatal)
+}
+
+/// A kernel's report cut out of a console ([`crash_report`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrashReport {
+    /// The report's lines, register dumps and code bytes left out.
+    pub lines: Vec<String>,
+    /// The kernel died (a [`FATAL`] opener), rather than reported itself
+    /// stuck.
+    pub fatal: bool,
+}
+
+/// The kernel's report in `console`, if it holds one: from the first line
+/// that opens the report of a kernel that died (else of one that is stuck)
+/// to the `Kernel panic - not syncing` line after it (else the oops' `---[
+/// end trace` line, else the console's end), the register dumps left out,
+/// at most [`MAX_QUOTED`] lines with the last always among them.
+pub fn crash_report(console: &str) -> Option<CrashReport> {
+    let lines: Vec<&str> = console.lines().collect();
+    let first = |kind| lines.iter().position(|l| opens(message(l)) == Some(kind));
+    let (start, fatal) = match first(Opens::Fatal) {
+        Some(i) => (i, true),
+        None => (first(Opens::Stuck)?, false),
+    };
+    let after = |pat: &str| {
+        lines[start..]
+            .iter()
+            .position(|l| message(l).starts_with(pat))
+            .map(|i| start + i)
+    };
+    let end = after("Kernel panic - not syncing")
+        .or_else(|| after("---[ end trace"))
+        .unwrap_or(lines.len() - 1);
+    let mut out: Vec<String> = lines[start..=end]
+        .iter()
+        .map(|l| message(l))
+        .filter(|m| {
+            // Register dumps (RAX: ... R15: ...) and the code bytes say
+            // nothing a reader of the summary needs; the console file has
+            // them.
+            let is_regs = m.len() > 4
+                && m.as_bytes()[0] == b'R'
+                && m.split_whitespace()
+                    .next()
+                    .is_some_and(|w| w.ends_with(':'))
+                && !m.starts_with("RIP:");
+            !is_regs && !m.starts_with("Code: ")
+        })
+        .map(|m| m.trim_end().to_string())
+        .collect();
+    if out.len() > MAX_QUOTED {
+        let last = out.pop().unwrap_or_default();
+        let cut = out.len() - (MAX_QUOTED - 2);
+        out.truncate(MAX_QUOTED - 2);
+        out.push(format!(
+            "... ({cut} lines left out; the console file has them)"
+        ));
+        out.push(last);
+    }
+    Some(CrashReport { lines: out, fatal })
 }
 
 /// Writes `console` to `DIR/consoles/WHAT-N.txt` beside `kernel` (the first
@@ -97,19 +179,43 @@ pub fn keep_console(kernel: &Path, what: &str, console: &str) -> Option<PathBuf>
 }
 
 /// The error for a guest (`what`, booting `kernel`) that did not finish:
-/// [`LinuxRefError::Panic`] with the crash report when the console holds one,
-/// else [`LinuxRefError::Guest`] with the console's last lines. The console
-/// is kept on disk either way.
+/// [`LinuxRefError::Panic`] with the kernel's report when it died, else
+/// [`LinuxRefError::Guest`], with the kernel's report when it said it was
+/// stuck (a lockup, a stall, a blocked task: a hang, which a second boot
+/// would repeat, so not retried), else the console's last lines. The
+/// console is kept on disk either way.
 pub fn unfinished(kernel: &Path, what: &str, status: &GuestStatus, console: &str) -> LinuxRefError {
+    error(kernel, what, status, console, crash_report(console), false)
+}
+
+/// The error of a guest whose console is `console`: the console kept, the
+/// report quoted.
+fn error(
+    kernel: &Path,
+    what: &str,
+    status: &GuestStatus,
+    console: &str,
+    report: Option<CrashReport>,
+    finished: bool,
+) -> LinuxRefError {
     let kept = keep_console(kernel, what, console);
     let kept_note = kept
         .as_ref()
         .map_or(String::new(), |p| format!("; console: {}", p.display()));
-    match crash_report(console) {
-        Some(lines) => LinuxRefError::Panic {
-            what: format!("{what} ({status}{kept_note})"),
-            lines,
+    let finished_note = if finished {
+        "; it finished, but its kernel oopsed"
+    } else {
+        ""
+    };
+    match report {
+        Some(r) if r.fatal => LinuxRefError::Panic {
+            what: format!("{what} ({status}{finished_note}{kept_note})"),
+            lines: r.lines,
         },
+        Some(r) => LinuxRefError::Guest(format!(
+            "{what} did not finish ({status}{kept_note}); the kernel said it was stuck:\n{}",
+            indent(&r.lines)
+        )),
         None => {
             let tail: Vec<&str> = console.lines().rev().take(15).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
@@ -195,6 +301,8 @@ mod tests {
     #[test]
     fn a_crash_report_is_cut_out_without_registers() {
         let r = crash_report(CRASH).expect("a crash");
+        assert!(r.fatal);
+        let r = r.lines;
         assert_eq!(
             r.first().map(String::as_str),
             Some("BUG: kernel NULL pointer dereference, address: 0000000000000000")
@@ -210,9 +318,141 @@ mod tests {
             .any(|l| l.starts_with("RAX:") || l.starts_with("Code:")));
     }
 
+    /// The 7.3.4 crash as a 2-vCPU guest printed it in full: more lines
+    /// than are quoted, its panic line last.
+    fn whole_crash() -> String {
+        let mut c = String::from(
+            "linuxref-begin fs=tmpfs\n\
+[   10.100000] BUG: kernel NULL pointer dereference, address: 0000000000000000\n\
+[   10.100001] #PF: supervisor instruction fetch in kernel mode\n\
+[   10.100002] #PF: error_code(0x0010) - not-present page\n\
+[   10.100003] PGD 0 P4D 0\n\
+[   10.100004] Oops: Oops: 0010 [#1] SMP NOPTI\n\
+[   10.100005] CPU: 0 UID: 0 PID: 1 Comm: init Not tainted 7.3.4+deb13-cloud-amd64 #1 PREEMPT(lazy)\n\
+[   10.100006] Hardware name: QEMU Standard PC (Q35 + ICH9, 2009), BIOS 1.16.2-debian-1.16.2-1 04/01/2014\n\
+[   10.100007] RIP: 0010:0x0\n\
+[   10.100008] Code: Unable to access opcode bytes at 0xffffffffffffffd6.\n\
+[   10.100009] RSP: 0018:ffffa4c280003e48 EFLAGS: 00010046\n\
+[   10.100010] RAX: 0000000000000000 RBX: ffff8e4b41c0b000 RCX: 0000000000000000\n\
+[   10.100011] Call Trace:\n\
+[   10.100012]  <IRQ>\n",
+        );
+        for i in 0..40 {
+            c.push_str(&format!("[   10.1001{i:02}]  frame_{i}+0x1c5/0x520\n"));
+        }
+        c.push_str(
+            "[   10.100200]  </TASK>\n\
+[   10.100201] ---[ end trace 0000000000000000 ]---\n\
+[   10.100202] RIP: 0010:0x0\n\
+[   10.100203] Kernel panic - not syncing: Fatal exception in interrupt\n\
+[   10.100204] Kernel Offset: 0x6800000 from 0xffffffff81000000\n",
+        );
+        c
+    }
+
+    #[test]
+    fn a_long_report_keeps_its_panic_line() {
+        let r = crash_report(&whole_crash()).expect("a crash");
+        assert!(r.fatal);
+        assert_eq!(r.lines.len(), MAX_QUOTED);
+        assert!(r.lines[0].starts_with("BUG: kernel NULL pointer"));
+        assert_eq!(
+            r.lines.last().map(String::as_str),
+            Some("Kernel panic - not syncing: Fatal exception in interrupt")
+        );
+        assert!(r.lines[MAX_QUOTED - 2].contains("lines left out"));
+    }
+
+    /// Each kind of report as the kernel prints it (its first lines), and
+    /// whether it says the kernel died.
+    const REPORTS: &[(&str, bool)] = &[
+        // arch/x86/mm/fault.c
+        ("BUG: unable to handle page fault for address: ffffc90000bd3000", true),
+        // A general protection fault's die() header, 6.12 and before 6.x.
+        ("Oops: general protection fault, probably for non-canonical address 0xdead000000000100: 0000 [#1] PREEMPT SMP NOPTI", true),
+        ("general protection fault, probably for non-canonical address 0xdead000000000100: 0000 [#1] SMP PTI", true),
+        // BUG_ON(): lib/bug.c, then the die() header of its ud2.
+        ("kernel BUG at fs/dcache.c:1842!", true),
+        ("Oops: invalid opcode: 0000 [#1] PREEMPT SMP NOPTI", true),
+        // Panics with no oops before them.
+        ("Kernel panic - not syncing: sysrq triggered crash", true),
+        ("Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000100", true),
+        ("Kernel panic - not syncing: softlockup: hung tasks", true),
+        // Stuck, not dead.
+        ("watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [statneg:91]", false),
+        ("watchdog: Watchdog detected hard LOCKUP on cpu 1", false),
+        ("BUG: workqueue lockup - pool cpus=1 node=0 flags=0x0 nice=0 stuck for 31s!", false),
+        ("INFO: task init:1 blocked for more than 122 seconds.", false),
+        ("rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:", false),
+        ("rcu: INFO: rcu_preempt self-detected stall on CPU", false),
+        ("rcu: INFO: rcu_sched detected expedited stalls on CPUs/tasks: { 1-... } 21002 jiffies s: 377 root: 0x2/.", false),
+        ("rcu: INFO: rcu_tasks_trace detected stalls on tasks:", false),
+    ];
+
+    #[test]
+    fn every_kind_of_report_is_recognised() {
+        for &(opener, fatal) in REPORTS {
+            let console = format!(
+                "linuxref-begin fs=tmpfs\n[   12.345678] {opener}\n[   12.345679] CPU: 1 UID: 0 PID: 91 Comm: statneg\n"
+            );
+            let r = crash_report(&console).unwrap_or_else(|| panic!("not recognised: {opener}"));
+            assert_eq!((r.fatal, r.lines[0].as_str()), (fatal, opener));
+        }
+        // Not reports: a warning, a line that only mentions one.
+        for l in [
+            "WARNING: CPU: 0 PID: 1 at kernel/trace/trace_kprobe.c:1 foo+0x1/0x2",
+            "INFO: task list printed",
+            "rcu: INFO: nothing to see",
+        ] {
+            assert_eq!(crash_report(&format!("[    1.000000] {l}\n")), None, "{l}");
+        }
+    }
+
+    #[test]
+    fn a_report_behind_user_output_on_its_line_is_found() {
+        // The guest's shell had written part of a line when the kernel
+        // printed.
+        let console = "linuxref-begin fs=tmpfs\nspin_lock=12[   10.101010] BUG: kernel NULL pointer dereference, address: 0000000000000000\n[   10.101018] Kernel panic - not syncing: Fatal exception in interrupt\n";
+        let r = crash_report(console).expect("a crash");
+        assert!(r.fatal);
+        assert!(
+            r.lines[0].starts_with("BUG: kernel NULL pointer"),
+            "{:?}",
+            r.lines
+        );
+    }
+
+    #[test]
+    fn a_stuck_kernel_that_timed_out_is_a_hang_not_a_crash() {
+        let dir = std::env::temp_dir().join(format!("linuxref-stuck-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let kernel = dir.join("bzImage");
+        let console = "linuxref-begin fs=tmpfs\n\
+[   40.000000] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [statneg:91]\n\
+[   40.000001] CPU: 1 UID: 0 PID: 91 Comm: statneg\n";
+        let e = unfinished(&kernel, "x", &GuestStatus::TimedOut, console);
+        let LinuxRefError::Guest(m) = &e else {
+            panic!("a hang taken for a crash: {e}")
+        };
+        assert!(m.contains("stuck") && m.contains("soft lockup"), "{m}");
+        // A retry is for crashes only.
+        let r: Retried<()> =
+            retry_on_panic(|| Err(unfinished(&kernel, "x", &GuestStatus::TimedOut, console)));
+        assert_eq!(r.suffix(), "");
+        // A stuck kernel that then panicked (softlockup_panic) is a crash.
+        let panicked =
+            format!("{console}[   40.1] Kernel panic - not syncing: softlockup: hung tasks\n");
+        let e = unfinished(&kernel, "x", &GuestStatus::NoDebugExit, &panicked);
+        assert!(matches!(e, LinuxRefError::Panic { .. }), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_clean_console_has_no_crash() {
-        assert!(crash_report("linuxref-begin fs=tmpfs\nlinuxref-done\n").is_none());
+        assert_eq!(
+            crash_report("linuxref-begin fs=tmpfs\nlinuxref-done\n"),
+            None
+        );
         // "BUG" inside a line is not an opener.
         assert!(crash_report("[ 1.0] checking for BUG: nothing\n").is_none());
     }
