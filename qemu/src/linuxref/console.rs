@@ -1,8 +1,8 @@
 //! A reference guest that did not finish: the kernel's own report of the
 //! crash (an oops, a BUG, a panic) cut out of its console, the whole console
 //! kept on disk beside the kernel image, and the one retry a crashed boot
-//! gets. Every Linux-guest runner (statneg, the oracle, the walks) ends an
-//! unfinished boot through [`unfinished`], and every figure it prints comes
+//! gets. Every Linux-guest runner (statneg, the oracle, the walks) judges
+//! each boot's console through [`judge`], and every figure it prints comes
 //! through [`retry_on_panic`], so a run that needed a second boot says so
 //! (`retried=1` on its line) and a run that crashed twice is reported with
 //! both crashes' lines. Touches only `DIR/consoles/` next to the kernel.
@@ -176,6 +176,30 @@ pub fn keep_console(kernel: &Path, what: &str, console: &str) -> Option<PathBuf>
             .ok()
             .map(|()| p)
     })
+}
+
+/// How a guest (`what`, booting `kernel`) ended, from its console and
+/// whether its runner saw it `finished` (its done marker, QEMU's end as
+/// asked). A kernel that died, or oopsed and went on, is
+/// [`LinuxRefError::Panic`] with its report, finished or not: an oops in a
+/// task other than init does not stop the guest, but the figures of a kernel
+/// that oopsed are not to be believed, and the crash is what to retry. A
+/// guest that did not finish otherwise is [`LinuxRefError::Guest`], with the
+/// kernel's report when it said it was stuck (a lockup, a stall, a blocked
+/// task: a hang, not retried), else the console's last lines. The console is
+/// kept on disk whenever there is an error.
+pub fn judge(
+    kernel: &Path,
+    what: &str,
+    status: &GuestStatus,
+    console: &str,
+    finished: bool,
+) -> Result<(), LinuxRefError> {
+    let report = crash_report(console);
+    if finished && !report.as_ref().is_some_and(|r| r.fatal) {
+        return Ok(());
+    }
+    Err(error(kernel, what, status, console, report, finished))
 }
 
 /// The error for a guest (`what`, booting `kernel`) that did not finish:
@@ -444,6 +468,48 @@ mod tests {
             format!("{console}[   40.1] Kernel panic - not syncing: softlockup: hung tasks\n");
         let e = unfinished(&kernel, "x", &GuestStatus::NoDebugExit, &panicked);
         assert!(matches!(e, LinuxRefError::Panic { .. }), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_finished_guest_whose_kernel_oopsed_is_a_crash() {
+        let dir = std::env::temp_dir().join(format!("linuxref-judge-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let kernel = dir.join("bzImage");
+        // An oops in statneg's thread: the task dies, init goes on, the
+        // counting run fails and the guest powers off as usual.
+        let oopsed = "linuxref-begin fs=tmpfs\n\
+[   11.000000] BUG: unable to handle page fault for address: ffffc90000bd3000\n\
+[   11.000001] Oops: Oops: 0000 [#1] SMP NOPTI\n\
+[   11.000002] CPU: 1 UID: 0 PID: 91 Comm: statneg Not tainted 7.3.4+deb13-cloud-amd64 #1\n\
+[   11.000003] ---[ end trace 0000000000000000 ]---\n\
+error: the counting run did not run\n\
+linuxref-end fs=tmpfs rc=0\n\
+linuxref-done\n";
+        let e = judge(&kernel, "g", &GuestStatus::NoDebugExit, oopsed, true).unwrap_err();
+        let LinuxRefError::Panic { what, lines } = &e else {
+            panic!("not a crash: {e}")
+        };
+        assert!(
+            what.contains("it finished, but its kernel oopsed"),
+            "{what}"
+        );
+        assert_eq!(
+            lines.last().map(String::as_str),
+            Some("---[ end trace 0000000000000000 ]---")
+        );
+        assert!(dir.join("consoles/g-1.txt").exists());
+        // Retried like any crash.
+        let r: Retried<()> =
+            retry_on_panic(|| judge(&kernel, "g", &GuestStatus::NoDebugExit, oopsed, true));
+        assert_eq!(r.suffix(), " retried=1");
+        // A finished guest with a clean console, or one that was only
+        // stuck for a while, passes (and keeps no console).
+        let stuck = "[   40.0] rcu: INFO: rcu_preempt self-detected stall on CPU\nlinuxref-done\n";
+        for c in ["linuxref-done\n", stuck] {
+            assert!(judge(&kernel, "ok", &GuestStatus::NoDebugExit, c, true).is_ok());
+        }
+        assert!(!dir.join("consoles/ok-1.txt").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -330,15 +330,14 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
     let _ = std::fs::remove_dir_all(&extra_dir);
     let out = out?;
     let serial = out.serial_output.replace('\r', "");
-    if !serial.contains("linuxref-done") {
-        let what = format!("the guest ({} vCPUs)", run.cpus);
-        return Err(super::unfinished(
-            &paths.kernel,
-            &what,
-            &out.status,
-            &serial,
-        ));
-    }
+    let what = format!("the guest ({} vCPUs)", run.cpus);
+    super::judge(
+        &paths.kernel,
+        &what,
+        &out.status,
+        &serial,
+        serial.contains("linuxref-done"),
+    )?;
     if !matches!(out.status, GuestStatus::NoDebugExit) {
         return Err(LinuxRefError::Guest(format!(
             "unexpected end after the runs: {}",

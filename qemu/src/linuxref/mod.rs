@@ -44,7 +44,9 @@ pub use build::{
     AptSource, PRIVATE_SUITES,
 };
 pub use cifsmod::{ensure_cifs_module, patch_series, patch_series_dir, CifsModule};
-pub use console::{crash_report, indent, keep_console, retry_on_panic, unfinished, Retried};
+pub use console::{
+    crash_report, indent, judge, keep_console, retry_on_panic, unfinished, CrashReport, Retried,
+};
 pub use guest::{
     dropped_options, guest_cmdline, parse_listings, parse_xattr_lines, run_guest, run_host_statneg,
     run_statneg, trace_counts, CifsListing, CifsRun, EaCheck, GuestReport, GuestRun, XattrSeen,

@@ -250,15 +250,13 @@ pub fn run_oracle(
         .run()
         .map_err(|e| LinuxRefError::Guest(e.to_string()))?;
     let serial = out.serial_output.replace('\r', "");
-    if !serial.contains("linuxref-done") || !matches!(out.status, GuestStatus::NoDebugExit) {
-        let what = format!("the oracle's guest ({cpus} vCPUs)");
-        return Err(super::unfinished(
-            &paths.kernel,
-            &what,
-            &out.status,
-            &serial,
-        ));
-    }
+    super::judge(
+        &paths.kernel,
+        &format!("the oracle's guest ({cpus} vCPUs)"),
+        &out.status,
+        &serial,
+        serial.contains("linuxref-done") && matches!(out.status, GuestStatus::NoDebugExit),
+    )?;
     let reports = parse_oracle(&serial)?;
     if reports.iter().map(|r| r.fs).ne(fss.iter().copied()) {
         return Err(LinuxRefError::Parse(format!(

@@ -436,14 +436,13 @@ pub fn run_walks(
         .map_err(|e| LinuxRefError::Guest(e.to_string()))?;
     let serial = out.serial_output.replace('\r', "");
     let _ = fs::write(dir.join("console.txt"), &serial);
-    if !serial.contains("linuxref-done") || !matches!(out.status, GuestStatus::NoDebugExit) {
-        return Err(super::unfinished(
-            &kernel.paths.kernel,
-            "the walks guest",
-            &out.status,
-            &serial,
-        ));
-    }
+    super::judge(
+        &kernel.paths.kernel,
+        "the walks guest",
+        &out.status,
+        &serial,
+        serial.contains("linuxref-done") && matches!(out.status, GuestStatus::NoDebugExit),
+    )?;
     parse_walks(&serial)
 }
 
