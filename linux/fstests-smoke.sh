@@ -6,7 +6,8 @@
 # whenever the guest cannot run fstests. Without fstests' source
 # (FSTESTS_SRC unset and no snapshot) it is skipped with fstests.sh's note
 # on what to fetch. Before the guest it checks `fstests.sh --compare` on
-# made-up results (no guest needed). Writes what fstests.sh writes.
+# made-up results and the crash reader on made-up consoles (no guest
+# needed). Writes what fstests.sh writes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +34,24 @@ if [ $crc != 1 ] || [ "$cmp" != "$want" ]; then
     exit 1
 fi
 echo "fstests --compare: a new failure named and refused, a base-only failure allowed"
+
+# The crash reader fstests.sh asks whether a guest that did not finish
+# crashed (booted once more) or hung (not): a panic, a stall, nothing.
+lr=target/release/linuxref
+printf '%s\n' 'generic/023 ' '[   10.1] BUG: kernel NULL pointer dereference, address: 0000000000000000' \
+    '[   10.2] RAX: 0 RBX: 0' '[   10.3] Kernel panic - not syncing: Fatal exception in interrupt' >"$t/crashed.txt"
+printf '%s\n' 'generic/023 ' '[  40.1] rcu: INFO: rcu_preempt self-detected stall on CPU' >"$t/stuck.txt"
+printf '%s\n' 'generic/023 ' 'generic/024 ' >"$t/quiet.txt"
+for want in "crashed 0" "stuck 3" "quiet 1"; do
+    set -- $want
+    rep=$("$lr" --crash-report "$t/$1.txt")
+    rc=$?
+    if [ "$rc" != "$2" ] || { [ "$1" = crashed ] && [ "$(echo "$rep" | tail -1)" != "Kernel panic - not syncing: Fatal exception in interrupt" ]; }; then
+        printf 'fstests smoke FAILED: %s --crash-report on a %s console: status %s (not %s):\n%s\n' "$lr" "$1" "$rc" "$2" "$rep" >&2
+        exit 1
+    fi
+done
+echo "fstests crash reader: a panic is a crash, a stall a hang, a quiet console neither"
 
 out=$(bash linux/fstests.sh --kernels debian --fs tmpfs --tests generic/023,generic/024,generic/025)
 rc=$?

@@ -42,8 +42,10 @@
 # `--budget SECS` stops check (SIGINT: it writes its summary) after SECS.
 # A guest whose kernel crashes (an oops, a BUG, a panic before fstests-end)
 # is reported with the crash's lines and booted once more: that run's line
-# ends in `retried=1`. Every other kernel and filesystem still runs; the exit
-# status is 1 at the end if a run did not finish.
+# ends in `retried=1`. One that hangs (a timeout, even one the kernel
+# reports as a lockup or stall) is reported, not booted again. Every other
+# kernel and filesystem still runs; the exit status is 1 at the end if a run
+# did not finish.
 #
 # fstests itself comes from FSTESTS_SRC (a checkout or a `git archive`
 # tarball) or, when unset, the snapshot ../shared/vendor/fstests-63a29724a85f.tar.gz;
@@ -392,15 +394,18 @@ report() {
     return 0
 }
 
-# crash_lines CONSOLE: the kernel's crash report in CONSOLE (from the line
-# that opens it to "Kernel panic - not syncing", register dumps left out);
-# status 1 when there is none. As qemu/src/linuxref/console.rs reads one.
+# crash_lines CONSOLE: the kernel's report in CONSOLE, read as every
+# Linux-guest runner reads one (qemu/src/linuxref/console.rs, through
+# `linuxref --crash-report`): status 0 when the kernel died (a crash: booted
+# once more), 3 when it only said it was stuck (a lockup, a stall, a blocked
+# task: a hang, not booted again), 1 when there is no report.
 crash_lines() {
-    tr -d '\r' <"$1" | sed 's/^\[ *[0-9.]*\] //' | awk '
-        !on && /^(BUG: |Oops: |kernel BUG at |general protection fault|watchdog: BUG: soft lockup|rcu: INFO: rcu_(sched|preempt) detected stalls|Kernel panic - not syncing)/ { on = 1 }
-        on && !/^R[0-9A-Z][0-9A-Z]*: / && !/^Code: / { print; n++ }
-        on && (/^Kernel panic - not syncing/ || n >= 40) { exit }
-        END { exit !on }'
+    local bin=$ROOT/target/release/linuxref
+    if [ ! -x "$bin" ]; then
+        say "no $bin to read the console's crash report with (cargo build --release -p qemu)"
+        return 1
+    fi
+    "$bin" --crash-report "$1"
 }
 
 # run_one KERNEL FS: one guest. Status 0 when it finished, 3 when its kernel
@@ -485,9 +490,13 @@ run_one() {
         debugfs -R "dump /$f $out/$f" "$run/results.img" >/dev/null 2>&1 || true
     done
     rm -rf "$run"
-    local finished=1 crashed=0
+    local finished=1 crashed=0 report_rc=1
     grep -q '^fstests-end ' "$out/console.txt" || finished=0
-    if [ $finished = 0 ] && crash_lines "$out/console.txt" >"$out/crash.txt"; then crashed=1; fi
+    if [ $finished = 0 ]; then
+        report_rc=0
+        crash_lines "$out/console.txt" >"$out/crash.txt" || report_rc=$?
+        [ $report_rc = 0 ] && crashed=1
+    fi
     if [ $crashed = 1 ] && [ -z "${RETRIED:-}" ]; then
         # The retry's directory replaces this one: keep the crashed console.
         mv "$out/console.txt" "$out/../$glabel.crashed-console.txt"
@@ -499,7 +508,10 @@ run_one() {
     grep -E '^(fstests-dropped|fstests-cifs|fstests-extra|fstests: )' "$out/console.txt" | sed 's/^/  /' >&2 || true
     if [ $finished = 0 ]; then
         say "kernel=$label fs=$fs: the guest did not finish (wall ${wall} s; results/fstests/$label/$fs/$glabel/console.txt)"
-        [ $crashed = 1 ] && sed 's/^/    /' "$out/crash.txt" >&2
+        if [ $report_rc = 0 ] || [ $report_rc = 3 ]; then
+            [ $report_rc = 3 ] && say "kernel=$label fs=$fs: its kernel said it was stuck:"
+            sed 's/^/    /' "$out/crash.txt" >&2
+        fi
         return 1
     fi
     rm -f "$out/crash.txt"

@@ -100,6 +100,14 @@ struct Args {
     /// (e.g. `cifs-eacache`, for linux/fstests.sh).
     #[arg(long, value_name = "SERIES")]
     cifs_module: Option<String>,
+
+    /// Only read a guest's console FILE (linux/fstests.sh's, for one) and
+    /// print the kernel's report in it, as every Linux-guest runner reads
+    /// one: status 0 when the kernel died (a crash, to boot once more), 3
+    /// when it only said it was stuck (a hang), 1 when there is no report,
+    /// 2 when FILE cannot be read.
+    #[arg(long, value_name = "FILE")]
+    crash_report: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -108,6 +116,24 @@ fn main() -> ExitCode {
         .build_dir
         .clone()
         .unwrap_or_else(linuxref::default_build_dir);
+    if let Some(file) = &args.crash_report {
+        let console = match std::fs::read(file) {
+            Ok(b) => String::from_utf8_lossy(&b).replace('\r', ""),
+            Err(e) => {
+                eprintln!("linuxref: {}: {e}", file.display());
+                return ExitCode::from(2);
+            }
+        };
+        return match linuxref::crash_report(&console) {
+            Some(r) => {
+                for l in &r.lines {
+                    println!("{l}");
+                }
+                ExitCode::from(if r.fatal { 0 } else { 3 })
+            }
+            None => ExitCode::from(1),
+        };
+    }
     if args.fetch_source {
         return match linuxref::ensure_linux_source(&build_dir, args.linux_release) {
             Ok(tree) => {
