@@ -54,14 +54,39 @@ T=/sys/kernel/tracing
 # RCU Tasks Trace, itself SRCU in 7.3) does not wait for a kprobe handler
 # that another CPU is running with only preemption off; a 2-vCPU 7.3.4
 # guest crashed at address 0 from such handlers while its triggers were
-# being taken down (docs/linux-guest-crash.md, "A reference guest that
-# never loses a run"). With one CPU online no handler runs beside the change.
+# being taken down (docs/linux-guest-crash.md). With one CPU online no
+# handler on another CPU runs beside the change, nor can a free on another
+# CPU overlap a handler; a handler in an interrupt on CPU 0, on top of the
+# change, still can run (the one whole trace's faulting handler did), so
+# solo rules out the cross-CPU lead only and the boot counts are its
+# evidence. Each CPU's state is read back: a write
+# the kernel refused (EBUSY) would leave the change unprotected (on), or
+# the counted statneg pinning its threads to fewer CPUs than it was asked
+# to (off: statneg pins to the CPUs sched_getaffinity gives, which is what
+# nproc counts); either is said (linuxref-solo-failed) and is status 1.
+# A write to online returns once the CPU is active, so statneg started
+# after `solo off` sees every CPU. SYSCPU is only ever changed by the test
+# of this function (qemu/src/linuxref/build.rs).
+SYSCPU=${SYSCPU:-/sys/devices/system/cpu}
+NPROC=${NPROC:-$(nproc)}
 solo() {
     v=1
     [ "$1" = on ] && v=0
-    for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
-        [ -w "$c" ] && echo $v > "$c"
+    solo_rc=0
+    for c in "$SYSCPU"/cpu[1-9]*/online; do
+        [ -e "$c" ] || continue
+        echo $v 2>/dev/null > "$c"
+        now=$(cat "$c" 2>/dev/null)
+        if [ "$now" != $v ]; then
+            echo "linuxref-solo-failed $1: ${c%/online} online=${now:-?}" >&2
+            solo_rc=1
+        fi
     done
+    if [ "$1" = off ] && [ "$(nproc)" != "$NPROC" ]; then
+        echo "linuxref-solo-failed off: nproc=$(nproc), booted with $NPROC" >&2
+        solo_rc=1
+    fi
+    return $solo_rc
 }
 echo "linuxref: kernel $(uname -r), $(nproc) cpus, fs=$FS threads=$THREADS warmup=$WARMUP secs=$SECS count=$COUNT"
 
@@ -74,17 +99,18 @@ PROBES="d_alloc:d_alloc d_alloc_parallel:d_alloc_parallel __d_alloc:__d_alloc lo
 # in tracefs' saved_cmdlines and would print as <...>.
 HIST='hist:keys=common_pid if comm == "statneg"'
 # One counted statneg: hits of every probe by statneg's threads, then its ops.
+# A solo that failed fails the run (count-failed): see solo.
 count_run() {
-    solo on
+    solo on || echo "count-failed=1"
     for e in $T/events/lr/*/; do echo "$HIST" > ${e}trigger || echo "count-failed=1"; done
-    solo off
+    solo off || echo "count-failed=1"
     /statneg --count "$1" $THREADS $2 || echo "count-failed=1"
-    solo on
+    solo on || echo "count-failed=1"
     for e in $T/events/lr/*/; do
         echo "$(basename $e)=$(awk '/hitcount:/ { s += $NF } END { print s + 0 }' ${e}hist)"
         echo "!$HIST" > ${e}trigger
     done
-    solo off
+    solo off || echo "count-failed=1"
 }
 count_fs() {
     : > /tmp/missing
@@ -98,7 +124,9 @@ count_fs() {
     awk -F= 'NR == FNR { b[$1] = $2; next } { d[$1] = $2 - b[$1] }
     END {
         ops = d["count-ops"]
-        if (ops <= 0 || ("count-failed" in d)) { print "error: the counting run did not run"; exit }
+        # A failure in either run (the baseline too) fails the count.
+        if ("count-failed" in b || "count-failed" in d) { print "error: the counting run failed (count-failed)"; exit }
+        if (ops <= 0) { print "error: the counting run did not run"; exit }
         a = ("__d_alloc" in d) ? d["__d_alloc"] : d["d_alloc"]
         l = d["spin_lock"] + d["spin_lock_nested"] + d["spin_lock_irq"] + d["spin_lock_irqsave"] + d["spin_lock_bh"] + d["spin_trylock"]
         printf "per-op: allocs=%.3f locks=%.3f rwsem=%.3f fallbacks=%.3f\n", a / ops, l / ops, (d["down_read"] + d["down_write"]) / ops, d["lookup_slow"] / ops

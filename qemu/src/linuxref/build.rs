@@ -730,6 +730,76 @@ mod tests {
     use super::*;
     use crate::linuxref::modules::{modinfo_depends, modinfo_softdeps, module_name};
 
+    /// init.sh's `solo`, run by a host shell (the guest's busybox when the
+    /// host has one) against a made-up sysfs: each CPU's state read back,
+    /// a refused write and a CPU count short of the boot's are failures.
+    fn solo(sysfs: &Path, nproc: &str, arg: &str) -> (bool, String) {
+        let start = INIT_SCRIPT.find("SYSCPU=${SYSCPU").expect("solo's set-up");
+        let body = &INIT_SCRIPT[start..];
+        let end = body.find("\n}\n").expect("solo's end") + 3;
+        let script = format!("{}solo {arg}", &body[..end]);
+        let shell = if Path::new("/usr/bin/busybox").exists() {
+            vec!["/usr/bin/busybox", "sh"]
+        } else {
+            vec!["sh"]
+        };
+        let out = std::process::Command::new(shell[0])
+            .args(&shell[1..])
+            .arg("-c")
+            .arg(&script)
+            .env("SYSCPU", sysfs)
+            .env("NPROC", nproc)
+            .output()
+            .expect("a shell");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn solo_reads_back_every_cpu_and_the_cpu_count() {
+        let dir = std::env::temp_dir().join(format!("linuxref-solo-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        for c in ["cpu0", "cpu1", "cpu2"] {
+            fs::create_dir_all(dir.join(c)).unwrap();
+        }
+        for c in ["cpu1", "cpu2"] {
+            fs::write(dir.join(c).join("online"), "1\n").unwrap();
+        }
+        let host = String::from_utf8(std::process::Command::new("nproc").output().unwrap().stdout)
+            .unwrap();
+        let host = host.trim();
+        let online = |c: &str| fs::read_to_string(dir.join(c).join("online")).unwrap();
+        assert_eq!(solo(&dir, host, "on"), (true, String::new()));
+        assert_eq!(
+            (online("cpu1"), online("cpu2")),
+            ("0\n".into(), "0\n".into())
+        );
+        assert_eq!(solo(&dir, host, "off"), (true, String::new()));
+        assert_eq!(online("cpu2"), "1\n");
+        // Fewer CPUs than the guest booted with after `solo off`.
+        let (ok, said) = solo(&dir, "999", "off");
+        assert!(
+            !ok && said.contains("linuxref-solo-failed off: nproc="),
+            "{said}"
+        );
+        // A CPU whose state cannot be changed (the kernel refused the
+        // write): both ways.
+        fs::remove_file(dir.join("cpu2/online")).unwrap();
+        fs::create_dir(dir.join("cpu2/online")).unwrap();
+        for arg in ["on", "off"] {
+            let (ok, said) = solo(&dir, host, arg);
+            assert!(!ok, "{arg}: {said}");
+            assert!(
+                said.contains(&format!("linuxref-solo-failed {arg}: "))
+                    && said.contains("cpu2 online=?"),
+                "{said}"
+            );
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn picks_the_versioned_cloud_kernel() {
         let out = "linux-image-cloud-amd64\n  Depends: linux-image-6.1.0-57-cloud-amd64\n";

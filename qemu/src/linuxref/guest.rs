@@ -350,9 +350,19 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
         let section = guest_section(&serial, *fs)?;
         let r = parse_wis(section)?;
         if run.count > 0 && r.per_op.is_none() {
+            // What the guest said about it: its error line and any CPU that
+            // did not go offline or come back (init.sh's solo).
+            let said: Vec<&str> = section
+                .lines()
+                .filter(|l| l.starts_with("error:") || l.starts_with("linuxref-solo-failed"))
+                .collect();
             return Err(LinuxRefError::Parse(format!(
                 "the counting run on {fs} printed no per-op line: {}",
-                section.lines().last().unwrap_or("")
+                if said.is_empty() {
+                    section.lines().last().unwrap_or("").to_string()
+                } else {
+                    said.join("; ")
+                }
             )));
         }
         results.push((*fs, r));
