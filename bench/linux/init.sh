@@ -8,7 +8,7 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
-FS=tmpfs,ext4 THREADS=1 WARMUP=1 SECS=3 COUNT=0 STACKS=0 UNC= CIFS= CIFSKO= LSV= EASHOW= EACHECK=
+FS=tmpfs,ext4 THREADS=1 WARMUP=1 SECS=3 COUNT=0 STACKS=0 UNC= CIFS= CIFSKO= LSV= EASHOW= EACHECK= CRASH=
 for w in $(cat /proc/cmdline); do
     case $w in
         lr.cifsko=*) CIFSKO=${w#lr.cifsko=} ;;
@@ -23,6 +23,7 @@ for w in $(cat /proc/cmdline); do
         lr.stacks=*) STACKS=${w#lr.stacks=} ;;
         lr.unc=*) UNC=${w#lr.unc=} ;;
         lr.cifs=*) CIFS="$CIFS ${w#lr.cifs=}" ;;
+        lr.crash=*) CRASH=${w#lr.crash=} ;;
     esac
 done
 # lr.cifsko=PATH: that cifs.ko (a second initramfs archive) instead of the
@@ -88,6 +89,19 @@ solo() {
     fi
     return $solo_rc
 }
+# crash PHASE: a test hook, never in a measurement (lr.crash=timed|count,
+# set by the host's LINUXREF_TEST_CRASH, qemu/src/linuxref/guest.rs): the
+# kernel panics on purpose before the first timed statneg (timed) or in the
+# first counting run, its probes and triggers armed and every CPU online
+# (count), so that the host's crash path runs end to end. sysrq-c where the
+# kernel has it, else init exits (a panic too: "Attempted to kill init!").
+crash() {
+    [ "$CRASH" = "$1" ] || return 0
+    echo "linuxref: crashing on purpose (lr.crash=$1)" >&2
+    sync
+    [ -w /proc/sysrq-trigger ] && echo c > /proc/sysrq-trigger
+    exit 1
+}
 echo "linuxref: kernel $(uname -r), $(nproc) cpus, fs=$FS threads=$THREADS warmup=$WARMUP secs=$SECS count=$COUNT"
 
 PROBES="d_alloc:d_alloc d_alloc_parallel:d_alloc_parallel __d_alloc:__d_alloc lookup_slow:__lookup_slow
@@ -104,6 +118,7 @@ count_run() {
     solo on || echo "count-failed=1"
     for e in $T/events/lr/*/; do echo "$HIST" > ${e}trigger || echo "count-failed=1"; done
     solo off || echo "count-failed=1"
+    crash count
     /statneg --count "$1" $THREADS $2 || echo "count-failed=1"
     solo on || echo "count-failed=1"
     for e in $T/events/lr/*/; do
@@ -161,6 +176,7 @@ count_fs() {
 }
 for fs in $(echo $FS | tr , ' '); do
     echo "linuxref-begin fs=$fs"
+    crash timed
     /statneg /mnt/$fs/missing-name $THREADS $WARMUP $SECS
     rc=$?
     [ $rc = 0 ] && [ "$COUNT" != 0 ] && count_fs $fs

@@ -579,7 +579,11 @@ pub(super) fn download(dir: &Path, package: &str, apt: &AptSource) -> Result<Pat
 /// - `lr.eashow=ENTRY`: after each listing, ENTRY's xattrs (`xattr list`);
 /// - `lr.eacheck=NAME:ENTRY:WAIT`: after variant NAME's listings, an EA set
 ///   on ENTRY through a second (`nosharesock`) mount, and ENTRY's xattrs seen
-///   by the first mount at once and WAIT seconds later.
+///   by the first mount at once and WAIT seconds later;
+/// - `lr.crash=timed|count`: a test hook, never in a measurement (the host
+///   sets it only under `LINUXREF_TEST_CRASH`, see `guest.rs`): the kernel
+///   panics on purpose before the first timed statneg, or in the first
+///   counting run with its probes and triggers armed.
 ///
 /// Then it powers off.
 const INIT_SCRIPT: &str = include_str!("../../../bench/linux/init.sh");

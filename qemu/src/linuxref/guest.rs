@@ -256,6 +256,48 @@ pub fn guest_cmdline(run: &GuestRun) -> String {
     cmdline
 }
 
+/// The test hook's variable: `LINUXREF_TEST_CRASH=PHASE:N` makes the first
+/// N guests that this process boots through [`run_guest`] panic on purpose
+/// at PHASE (init.sh's `lr.crash`: `timed`, before the first timed statneg;
+/// `count`, in the first counting run, probes and triggers armed), so that
+/// the crash path of every runner built on [`run_guest`] can be run end to
+/// end without waiting for a real crash: under
+/// `LINUXREF_TEST_CRASH=count:1`, `linux-patched --kernels debian --cpus 2`
+/// prints its lines with ` retried=1` and exits 0; under `count:2` it prints
+/// none and exits 1. Never set in a measurement.
+pub const TEST_CRASH_VAR: &str = "LINUXREF_TEST_CRASH";
+
+/// Guests booted by [`run_guest`] while [`TEST_CRASH_VAR`] is set.
+static TEST_CRASH_BOOTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// [`TEST_CRASH_VAR`]'s value read: the phase and how many boots crash.
+fn parse_test_crash(v: &str) -> Result<(&'static str, u32), LinuxRefError> {
+    let bad = || {
+        LinuxRefError::Args(format!(
+            "{TEST_CRASH_VAR}={v}: want timed:N or count:N (crash the first N boots)"
+        ))
+    };
+    let (phase, n) = v.split_once(':').ok_or_else(bad)?;
+    let phase = match phase {
+        "timed" => "timed",
+        "count" => "count",
+        _ => return Err(bad()),
+    };
+    Ok((phase, n.parse().map_err(|_| bad())?))
+}
+
+/// The `lr.crash` word for this boot, if the test hook asks for one
+/// (`boots` counts this process's boots under the hook).
+fn test_crash_word(
+    var: Option<&str>,
+    boots: &std::sync::atomic::AtomicU32,
+) -> Result<Option<String>, LinuxRefError> {
+    let Some(v) = var else { return Ok(None) };
+    let (phase, n) = parse_test_crash(v)?;
+    let this = boots.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Ok((this < n).then(|| format!(" lr.crash={phase}")))
+}
+
 /// Boots the guest once and runs statneg on every filesystem in `run.fs`
 /// (then the counting run, then the cifs listings, as asked).
 pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefError> {
@@ -278,7 +320,11 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
     }
     // x86 keeps COMMAND_LINE_SIZE (2048) bytes of it; a longer one boots
     // a guest that prints nothing.
-    let cmdline = guest_cmdline(run);
+    let mut cmdline = guest_cmdline(run);
+    let hook = std::env::var(TEST_CRASH_VAR).ok();
+    if let Some(word) = test_crash_word(hook.as_deref(), &TEST_CRASH_BOOTS)? {
+        cmdline.push_str(&word);
+    }
     if cmdline.len() >= 2048 {
         return Err(LinuxRefError::Args(format!(
             "the guest command line is {} bytes (x86 keeps 2047): fewer cifs variants per boot",
@@ -691,6 +737,35 @@ mod tests {
         assert!(guest_cmdline(&run).ends_with(
             " lr.ls=old:9.1 lr.eashow=d000 lr.eacheck=base:d009:3 lr.cifsko=/extra/cifs.ko"
         ));
+    }
+
+    #[test]
+    fn the_crash_hook_crashes_the_first_n_boots_only() {
+        use std::sync::atomic::AtomicU32;
+        let boots = AtomicU32::new(0);
+        assert_eq!(test_crash_word(None, &boots).unwrap(), None);
+        let words: Vec<_> = (0..3)
+            .map(|_| test_crash_word(Some("count:2"), &boots).unwrap())
+            .collect();
+        assert_eq!(
+            words,
+            [
+                Some(" lr.crash=count".to_string()),
+                Some(" lr.crash=count".to_string()),
+                None
+            ]
+        );
+        let boots = AtomicU32::new(0);
+        assert_eq!(
+            test_crash_word(Some("timed:1"), &boots).unwrap().as_deref(),
+            Some(" lr.crash=timed")
+        );
+        for bad in ["count", "oops:1", "count:x", "count:-1"] {
+            assert!(matches!(
+                test_crash_word(Some(bad), &AtomicU32::new(0)),
+                Err(LinuxRefError::Args(_))
+            ));
+        }
     }
 
     #[test]
