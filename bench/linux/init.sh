@@ -91,12 +91,13 @@ solo() {
 }
 # crash PHASE: a test hook, never in a measurement (lr.crash=timed|count,
 # set by the host's LINUXREF_TEST_CRASH, qemu/src/linuxref/guest.rs): the
-# kernel panics on purpose before the first timed statneg (timed) or in the
-# first counting run, its probes and triggers armed and every CPU online
-# (count), so that the host's crash path runs end to end. sysrq-c where the
-# kernel has it, else init exits (a panic too: "Attempted to kill init!").
+# kernel panics on purpose in the last filesystem's run (the others finish
+# first), before its timed statneg (timed) or in its first counting run,
+# probes and triggers armed and every CPU online (count), so that the
+# host's crash path runs end to end. sysrq-c where the kernel has it, else
+# init exits (a panic too: "Attempted to kill init!").
 crash() {
-    [ "$CRASH" = "$1" ] || return 0
+    [ "$CRASH" = "$1" ] && [ "$fs" = "${FS##*,}" ] || return 0
     echo "linuxref: crashing on purpose (lr.crash=$1)" >&2
     sync
     [ -w /proc/sysrq-trigger ] && echo c > /proc/sysrq-trigger

@@ -18,8 +18,9 @@
 //!
 //! A guest whose kernel crashes is booted once more (`retried=1` ends that
 //! kernel's lines, and the crash's lines go to stderr); one that crashes
-//! twice is reported, and the run goes on with the other kernels and exits
-//! non-zero at the end. `--boots N` measures instead how often each kernel's
+//! twice is reported, the lines of the filesystems its last boot finished
+//! before the crash are printed ending in `crashed_later=1`, and the run
+//! goes on with the other kernels and exits non-zero at the end. `--boots N` measures instead how often each kernel's
 //! counting guest crashes: N boots per kernel and vCPU count, one
 //! `linuxboot kernel=K vcpus=N boots=B finished=F crashed=C other=O` line
 //! each, every crashed console kept in `consoles/` beside the kernel image.
@@ -222,6 +223,19 @@ fn main() -> ExitCode {
             let boot = linuxref::retry_on_panic(|| linuxref::run_guest(paths, &run));
             boot.report_first_crash(&format!("linux-patched: {k} at {cpus} vCPUs"));
             let retried = boot.suffix();
+            let line = |fs: &Fs, r: &linuxref::WisResult, suffix: &str| {
+                let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+                let p = r.per_op;
+                println!(
+                    "linuxpatch kernel={} fs={fs} vcpus={cpus} ops_per_s={} allocs={} locks={} rwsem={} fallbacks={}{suffix}",
+                    k.label(),
+                    r.average,
+                    f(p.map(|p| p.allocs)),
+                    f(p.map(|p| p.locks)),
+                    f(p.and_then(|p| p.rwsem)),
+                    f(p.map(|p| p.fallbacks)),
+                );
+            };
             match boot.result {
                 Ok(rep) => {
                     if rep.uname != paths.kernel_release && k.variant().is_some() {
@@ -229,22 +243,20 @@ fn main() -> ExitCode {
                         failed = true;
                     }
                     for (fs, r) in &rep.results {
-                        let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
-                        let p = r.per_op;
-                        println!(
-                            "linuxpatch kernel={} fs={fs} vcpus={cpus} ops_per_s={} allocs={} locks={} rwsem={} fallbacks={}{retried}",
-                            k.label(),
-                            r.average,
-                            f(p.map(|p| p.allocs)),
-                            f(p.map(|p| p.locks)),
-                            f(p.and_then(|p| p.rwsem)),
-                            f(p.map(|p| p.fallbacks)),
-                        );
+                        line(fs, r, retried);
                     }
                 }
                 Err(e) => {
                     eprintln!("linux-patched: {k} at {cpus} vCPUs: {e}");
                     failed = true;
+                    // A boot whose kernel crashed (twice) still finished
+                    // the filesystems before the crash: their lines, from
+                    // the last boot, say so.
+                    if let linuxref::LinuxRefError::Panic { console, .. } = &e {
+                        for (fs, r) in linuxref::finished_runs(console, &run) {
+                            line(&fs, &r, &format!("{retried} crashed_later=1"));
+                        }
+                    }
                 }
             }
         }

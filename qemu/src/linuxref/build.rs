@@ -582,8 +582,9 @@ pub(super) fn download(dir: &Path, package: &str, apt: &AptSource) -> Result<Pat
 ///   by the first mount at once and WAIT seconds later;
 /// - `lr.crash=timed|count`: a test hook, never in a measurement (the host
 ///   sets it only under `LINUXREF_TEST_CRASH`, see `guest.rs`): the kernel
-///   panics on purpose before the first timed statneg, or in the first
-///   counting run with its probes and triggers armed.
+///   panics on purpose in the last filesystem's run, before its timed
+///   statneg or in its first counting run with the probes and triggers
+///   armed.
 ///
 /// Then it powers off.
 const INIT_SCRIPT: &str = include_str!("../../../bench/linux/init.sh");

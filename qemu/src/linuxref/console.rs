@@ -235,6 +235,7 @@ fn error(
         Some(r) if r.fatal => LinuxRefError::Panic {
             what: format!("{what} ({status}{finished_note}{kept_note})"),
             lines: r.lines,
+            console: console.to_string(),
         },
         Some(r) => LinuxRefError::Guest(format!(
             "{what} did not finish ({status}{kept_note}); the kernel said it was stuck:\n{}",
@@ -487,7 +488,7 @@ error: the counting run did not run\n\
 linuxref-end fs=tmpfs rc=0\n\
 linuxref-done\n";
         let e = judge(&kernel, "g", &GuestStatus::NoDebugExit, oopsed, true).unwrap_err();
-        let LinuxRefError::Panic { what, lines } = &e else {
+        let LinuxRefError::Panic { what, lines, .. } = &e else {
             panic!("not a crash: {e}")
         };
         assert!(
@@ -528,6 +529,7 @@ linuxref-done\n";
         let crash = || LinuxRefError::Panic {
             what: "guest".into(),
             lines: vec!["BUG: x".into()],
+            console: String::new(),
         };
         // Crashed once, then finished: the result, and the crash kept.
         let mut boots = 0;
@@ -569,7 +571,7 @@ linuxref-done\n";
             &GuestStatus::NoDebugExit,
             CRASH,
         );
-        let LinuxRefError::Panic { what, lines } = &e else {
+        let LinuxRefError::Panic { what, lines, .. } = &e else {
             panic!("not a crash: {e}")
         };
         assert!(lines[0].starts_with("BUG: kernel NULL pointer"));

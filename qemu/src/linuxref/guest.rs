@@ -258,13 +258,15 @@ pub fn guest_cmdline(run: &GuestRun) -> String {
 
 /// The test hook's variable: `LINUXREF_TEST_CRASH=PHASE:N` makes the first
 /// N guests that this process boots through [`run_guest`] panic on purpose
-/// at PHASE (init.sh's `lr.crash`: `timed`, before the first timed statneg;
-/// `count`, in the first counting run, probes and triggers armed), so that
+/// in the last filesystem's run, at PHASE (init.sh's `lr.crash`: `timed`,
+/// before its timed statneg; `count`, in its first counting run, probes and
+/// triggers armed), so that
 /// the crash path of every runner built on [`run_guest`] can be run end to
 /// end without waiting for a real crash: under
 /// `LINUXREF_TEST_CRASH=count:1`, `linux-patched --kernels debian --cpus 2`
-/// prints its lines with ` retried=1` and exits 0; under `count:2` it prints
-/// none and exits 1. Never set in a measurement.
+/// prints its lines with ` retried=1` and exits 0; under `count:2` it
+/// prints only the lines of the filesystems before the last, ending in
+/// ` retried=1 crashed_later=1`, and exits 1. Never set in a measurement.
 pub const TEST_CRASH_VAR: &str = "LINUXREF_TEST_CRASH";
 
 /// Guests booted by [`run_guest`] while [`TEST_CRASH_VAR`] is set.
@@ -449,6 +451,21 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
             .collect(),
         wall: out.wall,
     })
+}
+
+/// The runs of `run` that a guest which did not finish (its kernel
+/// crashed, say) had finished, from its console: each filesystem whose
+/// section ended with status 0 and, when `run` counts, printed its per-op
+/// line. They were measured before the crash; a caller that prints them
+/// says where they come from.
+pub fn finished_runs(serial: &str, run: &GuestRun) -> Vec<(Fs, WisResult)> {
+    run.fs
+        .iter()
+        .filter_map(|fs| {
+            let r = parse_wis(guest_section(serial, *fs).ok()?).ok()?;
+            (run.count == 0 || r.per_op.is_some()).then_some((*fs, r))
+        })
+        .collect()
 }
 
 /// The `linuxref-dropped variant=V option=O` lines, as (V, O).
@@ -766,6 +783,30 @@ mod tests {
                 Err(LinuxRefError::Args(_))
             ));
         }
+    }
+
+    #[test]
+    fn the_runs_a_crashed_guest_finished_are_found() {
+        let run = GuestRun {
+            count: 100,
+            ..GuestRun::statneg(2, vec![Fs::Tmpfs, Fs::Ext4], 1, 3)
+        };
+        // tmpfs timed and counted; ext4 timed, then the kernel crashed in
+        // its counting run.
+        let serial = format!(
+            "linuxref-begin fs=tmpfs\n{REPORT}per-op: allocs=0.5 locks=3.0 rwsem=0.5 fallbacks=0.5\n\
+             linuxref-end fs=tmpfs rc=0\nlinuxref-begin fs=ext4\n{REPORT}\
+             [   20.0] Kernel panic - not syncing: Fatal exception in interrupt\n"
+        );
+        let done = finished_runs(&serial, &run);
+        assert_eq!(done.len(), 1);
+        assert_eq!(done[0].0, Fs::Tmpfs);
+        assert_eq!(done[0].1.per_op.map(|p| p.locks), Some(3.0));
+        // A timed run whose counting run printed no per-op line is not
+        // finished when the run counts.
+        let uncounted =
+            serial.replace("per-op: allocs=0.5 locks=3.0 rwsem=0.5 fallbacks=0.5\n", "");
+        assert!(finished_runs(&uncounted, &run).is_empty());
     }
 
     #[test]

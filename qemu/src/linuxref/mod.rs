@@ -48,9 +48,9 @@ pub use console::{
     crash_report, indent, judge, keep_console, retry_on_panic, unfinished, CrashReport, Retried,
 };
 pub use guest::{
-    dropped_options, guest_cmdline, parse_listings, parse_xattr_lines, run_guest, run_host_statneg,
-    run_statneg, trace_counts, CifsListing, CifsRun, EaCheck, GuestReport, GuestRun, XattrSeen,
-    DEFAULT_COUNT_ITERS, MARKER_PORT,
+    dropped_options, finished_runs, guest_cmdline, parse_listings, parse_xattr_lines, run_guest,
+    run_host_statneg, run_statneg, trace_counts, CifsListing, CifsRun, EaCheck, GuestReport,
+    GuestRun, XattrSeen, DEFAULT_COUNT_ITERS, MARKER_PORT,
 };
 pub use kbuild::{
     broken_dir, ensure_kernel, kernel_image, patches_dir, select_kernel, Kernel, BROKEN_DIR,
@@ -351,9 +351,14 @@ impl std::error::Error for SkipReason {}
 pub enum LinuxRefError {
     /// QEMU did not run, or the guest did not finish.
     Guest(String),
-    /// The guest's kernel crashed: `what` booted, and the crash report's
-    /// lines ([`crash_report`]).
-    Panic { what: String, lines: Vec<String> },
+    /// The guest's kernel crashed: `what` booted, the crash report's lines
+    /// ([`crash_report`]) and the whole console (what the guest finished
+    /// before the crash is in it: [`finished_runs`]).
+    Panic {
+        what: String,
+        lines: Vec<String>,
+        console: String,
+    },
     /// The output did not hold a well-formed report.
     Parse(String),
     /// The host statneg could not run.
@@ -366,7 +371,7 @@ impl fmt::Display for LinuxRefError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LinuxRefError::Guest(m) => write!(f, "Linux reference guest: {m}"),
-            LinuxRefError::Panic { what, lines } => {
+            LinuxRefError::Panic { what, lines, .. } => {
                 write!(
                     f,
                     "Linux reference guest: {what}: the kernel crashed:\n{}",
