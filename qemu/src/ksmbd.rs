@@ -72,6 +72,9 @@ const TOOLS_PACKAGES: &[&str] = &[
 ];
 
 /// The shared libraries copied from those packages (with the loader).
+/// No gconv modules: `ksmbd.adduser` finds no UTF-16LE converter and says
+/// so, then hashes through glibc's built-in UCS-2LE, the same bytes for
+/// any password inside the BMP (the fixture's are ASCII).
 const TOOLS_LIBS: &[&str] = &[
     "libc.so.6",
     "libm.so.6",
@@ -377,7 +380,7 @@ impl Fixture {
             ));
         }
         let build = crate::linuxref::default_build_dir();
-        ensure_image(&build).map_err(|e| format!("ksmbd guest: {e}"))
+        ensure_image(&build).map_err(|e| missing(&e))
     }
 
     /// Boot `image` with `opts`'s share; returns once the forwarded port
@@ -521,6 +524,26 @@ impl Drop for Fixture {
         if std::env::var_os("KSMBD_FIXTURE_KEEP").is_none() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+    }
+}
+
+/// What [`ensure_image`]'s error says is missing, in the fixture's words
+/// (the reference guest's own wording speaks of skipping that guest).
+pub fn missing(e: &SkipReason) -> String {
+    match e {
+        SkipReason::MissingTool { tool, package } => format!(
+            "the ksmbd guest cannot be built: `{tool}` is missing (Debian package {package}; \
+             `make setup` as root)"
+        ),
+        SkipReason::PackageUnavailable { package, detail } => format!(
+            "the ksmbd guest cannot be built: Debian package {package} cannot be had ({}); \
+             it is fetched once into build/ (the Debian 13 archive must be reachable)",
+            detail.trim()
+        ),
+        SkipReason::BuildFailed { step, detail } => format!(
+            "the ksmbd guest cannot be built: {step} failed: {}",
+            detail.trim()
+        ),
     }
 }
 
@@ -793,6 +816,22 @@ mod tests {
         assert!(text.contains("k/s\0"));
         assert!(text.contains("abc"));
         assert!(text.contains("TRAILER!!!\0"));
+    }
+
+    #[test]
+    fn a_missing_package_is_named() {
+        let m = missing(&SkipReason::PackageUnavailable {
+            package: "ksmbd-tools".into(),
+            detail: "E: Unable to locate package ksmbd-tools\n".into(),
+        });
+        assert!(
+            m.contains("Debian package ksmbd-tools cannot be had"),
+            "{m}"
+        );
+        assert!(
+            m.contains("E: Unable to locate package ksmbd-tools)"),
+            "{m}"
+        );
     }
 
     #[test]
