@@ -45,7 +45,7 @@ BENCH_ARGS ?=
 DESIGNS ?=
 
 .PHONY: help setup setup-run build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot vfsstress \
-        bench smb-bench demo-trace linuxref linux-patched linux-boots linux-patched-build linux-oracle linux-vfsh linux-walks linux-fstests test-fstests lint explore bench-static test-kvm test-designs \
+        bench smb-bench eacache-check demo-trace linuxref linux-patched linux-boots linux-patched-build linux-oracle linux-vfsh linux-walks linux-fstests test-fstests lint explore bench-static test-kvm test-designs \
         test-generated generated
 
 help:
@@ -61,6 +61,7 @@ help:
 	@echo "make boot       boot once: SMP=$(SMP) MEM=$(MEM) CMDLINE='$(CMDLINE)' ACCEL=$(ACCEL) TIMEOUT=$(TIMEOUT)"
 	@echo "make bench      the design sweep (DESIGNS='$(DESIGNS)': ENOENT designs, comma-separated, empty = all; BENCH_ARGS='$(BENCH_ARGS)')"
 	@echo "make smb-bench  the SMB sweep (SMB_DESIGNS='$(SMB_DESIGNS)': EA-cache designs, empty = all; SMB_ARGS='$(SMB_ARGS)')"
+	@echo "make eacache-check  EAs answered as absent, per server (Samba, ksmbd guest, impacket) and EA-cache design"
 	@echo "make bench-static  a statically linked bench binary ($(BENCH_STATIC)) for bare machines"
 	@echo "make demo-trace boot with demo=trace (one traced stat per design)"
 	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs (LINUX_RELEASE=$(LINUX_RELEASE): 6.12 or 7.3)"
@@ -176,6 +177,19 @@ SMB_DESIGNS ?=
 SMB_ARGS ?=
 smb-bench: build
 	$(CARGO) run --release -p benchlab --bin bench -- smb-sweep $(SMB_DESIGNS) $(SMB_ARGS)
+
+# `make eacache-check`: per server (Samba, ksmbd in a QEMU guest, impacket)
+# and EA-cache design, EAs answered as absent and round trips of `ls -la`
+# (fs/tests/eacache_check.rs; `make test` runs the same test). One line each:
+#   eacache-check server=S client=proto design=D default=yes|no hidden=H stale_after_set=S lsla_rt_cold=C lsla_rt_warm=W
+# and ksmbd's EaSize per entry and class (`ksmbd-easize`); log in
+# $(TARGET_DIR)/eacache-check.log.
+eacache-check:
+	@mkdir -p $(TARGET_DIR); log=$(TARGET_DIR)/eacache-check.log; \
+	REQUIRE_FIXTURES=1 $(CARGO) test --release -p fs --test eacache_check -- --nocapture --test-threads=1 >$$log 2>&1; rc=$$?; \
+	grep -oE '(eacache-check|ksmbd-easize) .*' $$log; \
+	if [ $$rc -ne 0 ]; then tail -n 40 $$log; echo "eacache-check: FAILED (exit $$rc; log: $$log)"; fi; \
+	exit $$rc
 
 demo-trace: build-qemu-run build-kernel
 	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(SMP) --cmdline "demo=trace" $(QEMU_RUN_FLAGS)

@@ -4,7 +4,9 @@
 //! - [`runner`]: builds and runs the QEMU command line for our kernel.
 //! - [`samba`]: a loopback-only Samba server started for a test or benchmark.
 //! - [`impacket`]: impacket's smbserver.py (SMB 2.0.2 only) as a second server for tests.
-//! - [`process`]: the guard both servers run under (spawn, wait for the
+//! - [`ksmbd`]: Linux's in-kernel SMB server (ksmbd) in a QEMU Linux guest, on a
+//!   forwarded loopback port.
+//! - [`process`]: the guard the servers run under (spawn, wait for the
 //!   port, SIGTERM and reap on drop).
 //! - [`hostile`]: a hostile SMB2 server scriptable per reply, and a
 //!   man in the middle that strikes dialects from NEGOTIATE.
@@ -19,6 +21,7 @@ extern crate alloc;
 pub mod fixtures;
 pub mod hostile;
 pub mod impacket;
+pub mod ksmbd;
 pub mod linuxref;
 pub mod process;
 pub mod relay;

@@ -251,7 +251,7 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
 /// The kernel image in unpacked kernel packages: `boot/vmlinuz-*` (6.1,
 /// 6.12), or from 6.19 on `usr/lib/modules/ABI/vmlinuz` (`vmlinuz.unsigned`
 /// in `linux-binary-unsigned-*`).
-fn kernel_image(kroot: &Path) -> Option<PathBuf> {
+pub(crate) fn kernel_image(kroot: &Path) -> Option<PathBuf> {
     if let Some(p) = find_file(&kroot.join("boot"), |n| n.starts_with("vmlinuz-")) {
         return Some(p);
     }
@@ -530,7 +530,7 @@ fn pick_kernel_package(apt_cache_depends: &str) -> Option<String> {
 }
 
 /// `apt-get download PACKAGE` into `dir` (reusing a file already there).
-pub(super) fn download(dir: &Path, package: &str, apt: &AptSource) -> Result<PathBuf, SkipReason> {
+pub(crate) fn download(dir: &Path, package: &str, apt: &AptSource) -> Result<PathBuf, SkipReason> {
     let prefix = format!("{package}_");
     if let Some(p) = find_file(dir, |n| n.starts_with(&prefix) && n.ends_with(".deb")) {
         return Ok(p);

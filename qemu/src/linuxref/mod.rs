@@ -43,6 +43,8 @@ pub use build::{
     default_build_dir, ensure_built, ensure_release, lrtime_source, statneg_source, xattr_source,
     AptSource, PRIVATE_SUITES,
 };
+/// What the ksmbd guest (`crate::ksmbd`) builds with.
+pub(crate) use build::{download, kernel_image as package_kernel_image};
 pub use cifsmod::{ensure_cifs_module, patch_series, patch_series_dir, CifsModule};
 pub use console::{
     crash_report, indent, judge, keep_console, retry_on_panic, unfinished, CrashReport, Retried,
@@ -56,6 +58,7 @@ pub use kbuild::{
     broken_dir, ensure_kernel, kernel_image, patches_dir, select_kernel, Kernel, BROKEN_DIR,
     PATCHES_DIR,
 };
+pub(crate) use modules::{decompressed_modules, module_load_order};
 pub use oracle::{
     casefold_line, casefold_source, oracle_line, oracle_source, oracle_verdict, parse_casefold,
     parse_oracle, run_oracle, Casefold, OracleReport,

@@ -59,7 +59,7 @@ pub(super) fn module_bytes(file: &Path) -> Result<Vec<u8>, SkipReason> {
 
 /// `modules` with every `.ko.xz` replaced by its decompressed `.ko` in
 /// `dir` (busybox insmod takes plain ELF).
-pub(super) fn decompressed_modules(
+pub(crate) fn decompressed_modules(
     dir: &Path,
     modules: &[PathBuf],
 ) -> Result<Vec<PathBuf>, SkipReason> {
@@ -87,7 +87,7 @@ pub(super) fn decompressed_modules(
 /// `softdep=` modules (cifs asks for its crypto that way) are loaded first
 /// when they exist as modules and skipped otherwise; so is a wanted module
 /// of [`OPTIONAL_MODULES`] that the package lacks.
-pub(super) fn module_load_order(
+pub(crate) fn module_load_order(
     modules_root: &Path,
     wanted: &[&str],
 ) -> Result<Vec<PathBuf>, SkipReason> {
