@@ -518,6 +518,8 @@ impl Vfs {
             return Err(Errno::ENOTEMPTY);
         }
         inode.mark_dead();
+        // Its cached negatives go with it (Linux `vfs_rmdir`).
+        dcache::shrink_dcache_parent(&victim);
         dir.dec_nlink();
         Self::remove_locked(&p.dir, &victim);
         Ok(())
@@ -617,6 +619,8 @@ impl Vfs {
                         .rename(&odir, &po.last, &old_inode, &ndir, &pn.last)?;
                 }
                 ni.mark_dead();
+                // Its cached negatives go with it (Linux `vfs_rename`).
+                dcache::shrink_dcache_parent(nd);
                 ndir.dec_nlink();
             } else {
                 if remote {
