@@ -14,8 +14,12 @@
 //! negatives, the others pass by construction. Touches only the fs crate's
 //! public API.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use fs::dcache::{self, design, DRef};
 use fs::errno::Errno;
+use fs::fault::{arm_race, disarm_race, RacePoint};
 use fs::namei::{self, LookupFlags};
 use fs::vfs::Vfs;
 
@@ -75,5 +79,32 @@ fn rename_over_a_directory_leaves_no_cached_name_under_it() {
         let t = dentry(&v, b"/t");
         v.rename(b"/x", b"/t").unwrap();
         nothing_hashed_under(&t, &format!("{o}: the old /t"));
+    });
+}
+
+/// A walk that stands on `/d` and misses `x` reaches `lookup_slow`;
+/// `rmdir("/d")` runs before it takes the directory's lock. The walk
+/// answers ENOENT and hashes nothing under the dead directory.
+#[test]
+fn a_lookup_in_a_directory_removed_meanwhile_hashes_nothing_there() {
+    each_design("dead_dir::lookup_slow_in_removed", |o| {
+        let v = Rc::new(Vfs::new_tmpfs(o).unwrap());
+        v.mkdir(b"/d", 0o755).unwrap();
+        let d = dentry(&v, b"/d");
+        let out = Rc::new(RefCell::new(None));
+        let (o2, v2) = (out.clone(), v.clone());
+        arm_race(RacePoint::LookupSlow, move || {
+            *o2.borrow_mut() = Some(v2.rmdir(b"/d"))
+        });
+        let r = v.stat(b"/d/x");
+        // noalloc answers a tmpfs miss without lookup_slow.
+        let fired = !disarm_race();
+        assert_eq!(r.err(), Some(Errno::ENOENT), "{o}: stat /d/x");
+        if fired {
+            assert_eq!(*out.borrow(), Some(Ok(())), "{o}: rmdir /d");
+        } else {
+            v.rmdir(b"/d").unwrap();
+        }
+        nothing_hashed_under(&d, &format!("{o}: the removed /d"));
     });
 }
