@@ -321,6 +321,14 @@ impl Vfs {
     /// `lookup_one` under the parent's lock); tmpfs only looks in the cache.
     fn lookup_locked(p: &Parent, dir: &Inode) -> KResult<Option<DRef>> {
         namei::check_name(&p.last)?;
+        // Removed (rmdir, or a rename over it) between the caller's lookup
+        // and its lock: nothing is in it, and a remote filesystem must not
+        // be asked (cifs asks by the path the dead directory still carries,
+        // which may name a new one). Linux `lookup_one_qstr_excl`'s
+        // `IS_DEADDIR`.
+        if dir.is_dead() {
+            return Err(Errno::ENOENT);
+        }
         let hash = d_hash(&p.dir, &p.last);
         let existing = d_lookup(&p.dir, &p.last, hash);
         let sb = &p.dir.sb;
