@@ -601,7 +601,7 @@ fn d_add_locked(d: &Arc<Dentry>, inode: Option<Arc<Inode>>) {
         (false, true) => stats::inc(Event::NegativeCreated),
         (true, false) => {
             stats::inc(Event::NegativeDestroyed);
-            d.sb.design().forget(&design::Last {
+            design::forget(&design::Last {
                 sb: &d.sb,
                 dentry: d,
             });
@@ -723,7 +723,7 @@ fn dentry_kill(
     });
     lru_del(d);
     drop(g);
-    d.sb.design().forget(&design::Last {
+    design::forget(&design::Last {
         sb: &d.sb,
         dentry: d,
     });
