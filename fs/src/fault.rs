@@ -105,6 +105,10 @@ pub enum RacePoint {
     /// `umount`: the mount looked up and counted; `mount_lock` not taken
     /// yet (what runs here adds to its count only while it runs).
     Umount,
+    /// A walk's `lookup_slow`: the directory held and its inode in hand;
+    /// its `i_rwsem` not taken yet (what runs here may take it: rmdir of
+    /// that directory, a rename over it).
+    LookupSlow,
 }
 
 #[cfg(feature = "std")]

@@ -386,7 +386,14 @@ impl<'g> Nd<'g> {
         // count: a line every CPU's misses in this directory share.
         stats::census_arc(&dir);
         let _dir_drop = stats::CensusArcDrop(&dir);
+        crate::fault::race_point(crate::fault::RacePoint::LookupSlow);
         let _shared = dir.i_rwsem.read();
+        // Removed since we stepped on it (rmdir, or a rename over it, marks
+        // it dead under the lock we now hold): nothing may be looked up,
+        // let alone hashed, in it (Linux `__lookup_slow`'s `IS_DEADDIR`).
+        if dir.is_dead() {
+            return Err(WalkErr::Errno(Errno::ENOENT));
+        }
         walk_event!(Slow, name, dir: parent);
         // Borrowed, not cloned: the superblock outlives the parent we hold,
         // and a clone would write its reference count, a line every CPU's

@@ -321,6 +321,14 @@ impl Vfs {
     /// `lookup_one` under the parent's lock); tmpfs only looks in the cache.
     fn lookup_locked(p: &Parent, dir: &Inode) -> KResult<Option<DRef>> {
         namei::check_name(&p.last)?;
+        // Removed (rmdir, or a rename over it) between the caller's lookup
+        // and its lock: nothing is in it, and a remote filesystem must not
+        // be asked (cifs asks by the path the dead directory still carries,
+        // which may name a new one). Linux `lookup_one_qstr_excl`'s
+        // `IS_DEADDIR`.
+        if dir.is_dead() {
+            return Err(Errno::ENOENT);
+        }
         let hash = d_hash(&p.dir, &p.last);
         let existing = d_lookup(&p.dir, &p.last, hash);
         let sb = &p.dir.sb;
@@ -518,6 +526,8 @@ impl Vfs {
             return Err(Errno::ENOTEMPTY);
         }
         inode.mark_dead();
+        // Its cached negatives go with it (Linux `vfs_rmdir`).
+        dcache::shrink_dcache_parent(&victim);
         dir.dec_nlink();
         Self::remove_locked(&p.dir, &victim);
         Ok(())
@@ -617,6 +627,8 @@ impl Vfs {
                         .rename(&odir, &po.last, &old_inode, &ndir, &pn.last)?;
                 }
                 ni.mark_dead();
+                // Its cached negatives go with it (Linux `vfs_rename`).
+                dcache::shrink_dcache_parent(nd);
                 ndir.dec_nlink();
             } else {
                 if remote {

@@ -104,8 +104,12 @@ pub trait EnoentDesign: Sync {
     /// The dentry leaves the design's care: it is being killed (dead,
     /// unhashed, no lock held) or a negative just became positive
     /// (`d_instantiate`, the parent's `i_rwsem` held exclusively). Undo
-    /// what [`retain_negative`](Self::retain_negative) counted. May be
-    /// called more than once for one dentry: be idempotent. Default: nothing.
+    /// what [`retain_negative`](Self::retain_negative) counted. Called on
+    /// every design, not only the mount's current one ([`forget`]: a
+    /// remount may have changed the design since this one counted the
+    /// dentry), so it must do nothing, cheaply (no store), for a dentry it
+    /// did not count, and may be called more than once for one dentry: be
+    /// idempotent. Default: nothing.
     fn forget(&self, _d: &Last<'_>) {}
     /// What this design promises on a tmpfs (a complete dcache), which the
     /// kernel selftest and the host tests check against the allocation
@@ -260,7 +264,9 @@ impl EnoentDesign for NegBound {
         room
     }
     fn forget(&self, d: &Last<'_>) {
-        if d.dentry.design_state.words[COUNTED].swap(0, Ordering::AcqRel) == 1 {
+        let counted = &d.dentry.design_state.words[COUNTED];
+        // Every kill asks every design: no store unless we counted it.
+        if counted.load(Ordering::Relaxed) == 1 && counted.swap(0, Ordering::AcqRel) == 1 {
             if let Some(dir) = d.parent() {
                 dir.design_state.words[TALLY].fetch_sub(1, Ordering::AcqRel);
             }
@@ -301,6 +307,16 @@ impl EnoentDesign for Probe {
     }
     fn tmpfs_misses(&self) -> TmpfsMisses {
         Negative.tmpfs_misses()
+    }
+}
+
+/// `d` leaves the care of whichever design counted it (killed, or a
+/// negative made positive): every design's [`EnoentDesign::forget`], since
+/// the mount's design now need not be the one it had when the dentry was
+/// retained (a remount changes it, and prunes unused dentries after).
+pub fn forget(d: &Last<'_>) {
+    for design in DESIGNS {
+        design.forget(d);
     }
 }
 

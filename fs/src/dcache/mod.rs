@@ -601,7 +601,7 @@ fn d_add_locked(d: &Arc<Dentry>, inode: Option<Arc<Inode>>) {
         (false, true) => stats::inc(Event::NegativeCreated),
         (true, false) => {
             stats::inc(Event::NegativeDestroyed);
-            d.sb.design().forget(&design::Last {
+            design::forget(&design::Last {
                 sb: &d.sb,
                 dentry: d,
             });
@@ -723,7 +723,7 @@ fn dentry_kill(
     });
     lru_del(d);
     drop(g);
-    d.sb.design().forget(&design::Last {
+    design::forget(&design::Last {
         sb: &d.sb,
         dentry: d,
     });
@@ -915,6 +915,50 @@ pub fn children(dir: &Dentry) -> Vec<Arc<Dentry>> {
 pub fn all_children(dir: &Dentry) -> Vec<Arc<Dentry>> {
     let g = dir.lockref.lock();
     g.children.to_vec()
+}
+
+/// Drop what a directory being removed still has cached (Linux
+/// `shrink_dcache_parent`, which `vfs_rmdir` and `vfs_rename` call on the
+/// victim): every child is unhashed, and the unused ones on the LRU are
+/// killed now. Otherwise the negatives a design caches there stayed hashed
+/// under a dead dentry, pinning it from the LRU until the shrinker came.
+/// A child someone still holds is killed when they let go (unhashed, it
+/// is not worth caching); an unused one is left to the shrinker when the
+/// RCU callback queue has no room for its kill (as [`shrink`] stops).
+/// Allocates nothing: a batch of children at a time on the stack, as
+/// [`d_genocide`] takes them. Caller holds `dir`'s `i_rwsem` exclusively
+/// (so no lookup adds a child meanwhile: `lookup_slow` answers ENOENT in a
+/// dead directory) and has marked its inode dead.
+pub fn shrink_dcache_parent(dir: &Dentry) {
+    let p = crate::platform::get();
+    // Children seen that stay on the list (in use, or left to the
+    // shrinker): the next batch starts after them.
+    let mut skip = 0;
+    loop {
+        let mut batch: [Option<Arc<Dentry>>; GENOCIDE_BATCH] = [const { None }; GENOCIDE_BATCH];
+        let n = dir.lockref.lock().children.fill_from(skip, &mut batch);
+        if n == 0 {
+            return;
+        }
+        // The directory's set of children changes (R2), although only
+        // misses become misses of another kind.
+        dir.dir_seq.write(|| {
+            for c in batch.iter().flatten() {
+                d_drop(c);
+            }
+        });
+        for c in batch.into_iter().flatten() {
+            if c.on_lru() && p.call_rcu_room(mem::RCU_PER_KILL) {
+                let taken = dcache().lru.lock().remove(&c);
+                if let Some(v) = taken {
+                    shrink_one(v);
+                }
+            }
+            if c.on_sibling_list() {
+                skip += 1;
+            }
+        }
+    }
 }
 
 /// Does `dir` have positive children? (rmdir's emptiness test)
