@@ -35,7 +35,7 @@ use smb::wire::compound::split;
 use smb::wire::create::{parse_close, CreateResponse, FileId, FileTimes};
 use smb::wire::dirinfo;
 use smb::wire::ea::{parse_full_ea_list, WslEas};
-use smb::wire::error::ErrorResponse;
+use smb::wire::error_response::ErrorResponse;
 use smb::wire::header::{flags, Header, HeaderRepr};
 use smb::wire::info;
 use smb::wire::negotiate::{dialect, NegotiateResponse};

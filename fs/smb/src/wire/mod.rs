@@ -18,7 +18,7 @@ pub mod compound;
 pub mod create;
 pub mod dirinfo;
 pub mod ea;
-pub mod error;
+pub mod error_response;
 pub mod header;
 pub mod info;
 pub mod ioctl;

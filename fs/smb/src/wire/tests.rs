@@ -10,7 +10,7 @@ use super::compound::split;
 use super::create::{parse_close, CreateResponse};
 use super::dirinfo::{self, class};
 use super::ea::{parse_full_ea_list, WslEas};
-use super::error::ErrorResponse;
+use super::error_response::ErrorResponse;
 use super::header::{flags, HeaderRepr};
 use super::info;
 use super::negotiate::{dialect, sign_alg, NegotiateResponse, HASH_SHA512};
