@@ -5,7 +5,7 @@
 //! size, after which the accessors cannot panic. [`HeaderRepr`] is the parsed
 //! form used by the state machine and by `emit`.
 
-use super::{put_fixed, set_u16, set_u32, set_u64, Result, WireError};
+use super::{expect_structure_size, put_fixed, set_u16, set_u32, set_u64, Result, WireError};
 use alloc::vec::Vec;
 use core::ops::Range;
 
@@ -88,9 +88,12 @@ impl<T: AsRef<[u8]>> Header<T> {
         if b[field::PROTOCOL] != PROTOCOL_ID {
             return Err(WireError::new("not an SMB2 header"));
         }
-        if le16(b, field::STRUCTURE_SIZE) != STRUCTURE_SIZE {
-            return Err(WireError::new("bad header structure size"));
-        }
+        expect_structure_size(
+            b,
+            field::STRUCTURE_SIZE,
+            STRUCTURE_SIZE,
+            "bad header structure size",
+        )?;
         Ok(Header { buffer })
     }
 

@@ -5,11 +5,13 @@
 //! the fixed 64-byte header has a zero-copy view ([`header::Header`]) whose
 //! field offsets live in a private `field` module and a validated
 //! [`header::HeaderRepr`]; every request body has a `Repr` with `emit` and
-//! every reply body a `Repr` with `parse`. All parsing goes through the
-//! checked accessors below, so a short, truncated or hostile buffer yields a
-//! [`WireError`] and never a panic or an out-of-bounds slice. Offsets inside
-//! a message are relative to the start of its SMB2 header, as the protocol
-//! defines them.
+//! every reply body a `Repr` with `parse`. Every reply body enters through
+//! one gate, [`reply`] (StructureSize, then the fixed part, then typed
+//! fields and data areas by one offset rule). All parsing goes through the
+//! checked accessors below, so a short, truncated or hostile buffer yields
+//! a [`WireError`] and never a panic or an out-of-bounds slice. Offsets
+//! inside a message are relative to the start of its SMB2 header, as the
+//! protocol defines them.
 //!
 //! This layer keeps no state, takes no locks and never touches a transport;
 //! sessions, credits, signing and retries live in [`super::conn`].
@@ -35,8 +37,6 @@ pub mod write;
 
 #[cfg(test)]
 mod tests;
-
-pub use reply::ReplyBody;
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -107,6 +107,22 @@ pub fn bytes16_at(buf: &[u8], off: usize) -> Result<[u8; 16]> {
     let mut a = [0u8; 16];
     a.copy_from_slice(s);
     Ok(a)
+}
+
+/// Checks that the StructureSize (a little-endian u16) at `off` of `buf` is
+/// `want`, or fails with `what`: the one place a StructureSize is read, for
+/// the header's gate ([`header::Header::new_checked`]) and the reply gate
+/// ([`reply::ReplyBody::new_checked`]).
+pub(crate) fn expect_structure_size(
+    buf: &[u8],
+    off: usize,
+    want: u16,
+    what: &'static str,
+) -> Result<()> {
+    if u16_at(buf, off)? != want {
+        return Err(WireError::new(what));
+    }
+    Ok(())
 }
 
 /// Appends a little-endian u16.
