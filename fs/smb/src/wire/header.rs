@@ -19,6 +19,8 @@ const STRUCTURE_SIZE: u16 = HEADER_LEN as u16;
 const PROCESS_ID: u32 = 0xfeff;
 /// Where the signature lies in a header (what signing leaves out).
 pub const SIGNATURE: Range<usize> = field::SIGNATURE;
+/// Where NextCommand lies in a header (the compound chain's link).
+pub const NEXT_COMMAND: usize = field::NEXT_COMMAND;
 
 /// Header flag bits.
 pub mod flags {

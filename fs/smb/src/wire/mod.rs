@@ -7,8 +7,9 @@
 //! [`header::HeaderRepr`]; every request body has a `Repr` with `emit` and
 //! every reply body a `Repr` with `parse`. Every reply body enters through
 //! one gate, [`reply`] (StructureSize, then the fixed part, then typed
-//! fields and data areas by one offset rule). All parsing goes through the
-//! checked accessors below, so a short, truncated or hostile buffer yields
+//! fields and data areas by one offset rule), and every list chained by an
+//! offset to its next entry is walked by one walker, [`chain`]. All parsing
+//! goes through the checked accessors below, so a short, truncated or hostile buffer yields
 //! a [`WireError`] and never a panic or an out-of-bounds slice. Offsets
 //! inside a message are relative to the start of its SMB2 header, as the
 //! protocol defines them.
@@ -16,6 +17,7 @@
 //! This layer keeps no state, takes no locks and never touches a transport;
 //! sessions, credits, signing and retries live in [`super::conn`].
 
+pub mod chain;
 pub mod compound;
 pub mod create;
 pub mod dirinfo;
