@@ -35,16 +35,17 @@ use smb::wire::compound::split;
 use smb::wire::create::{parse_close, CreateResponse, FileId, FileTimes};
 use smb::wire::dirinfo;
 use smb::wire::ea::{parse_full_ea_list, WslEas};
-use smb::wire::error::ErrorResponse;
+use smb::wire::error_response::ErrorResponse;
+use smb::wire::from_utf16le;
 use smb::wire::header::{flags, Header, HeaderRepr};
 use smb::wire::info;
 use smb::wire::negotiate::{dialect, NegotiateResponse};
 use smb::wire::netbios;
 use smb::wire::query::OutputResponse;
 use smb::wire::read::ReadResponse;
+use smb::wire::reply::{Reply, ReplyBody};
 use smb::wire::session::{parse_small, SessionSetupResponse};
 use smb::wire::tree::TreeConnectResponse;
-use smb::wire::{from_utf16le, ReplyBody};
 use smb::{Clock, Config, Connection, Connector, Signing, Transport, TransportError};
 
 /// The targets, by the names of their `fuzz/fuzz_targets/*.rs` and
@@ -163,13 +164,14 @@ pub fn smb_wire(data: &[u8]) {
         parse_payloads(rest);
         let _ = FileId::parse(rest, sel as usize);
         let _ = FileTimes::parse(rest, sel as usize);
-        // The offset rule on any message, fixed part and area.
-        let size = rest
-            .get(64..66)
-            .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
-        if let Ok(body) = ReplyBody::new(rest, size, sel as usize % 72, "structure size") {
+        // The gate and the offset rule on any message, as the reply type
+        // the selector picks: fixed part, fields and area.
+        let kind = Reply::ALL[sel as usize % Reply::ALL.len()];
+        if let Ok(body) = ReplyBody::new_checked(rest, kind) {
             let len = rest.len().saturating_sub(sel as usize / 2);
+            let _ = (body.u64(sel as usize % 72), body.bytes16(sel as usize));
             let _ = body.area(sel as usize, len);
+            let _ = body.area_to_end(sel as usize);
             let _ = body.read_data(sel as usize, len);
         }
         let _ = from_utf16le(rest);

@@ -1,10 +1,11 @@
 //! Compound chains (MS-SMB2 3.2.4.1.4 / 3.3.5.2.7): several messages in one
 //! frame, each but the last padded to 8 bytes with `NextCommand` giving the
-//! distance to the next header. [`chain`] builds one; [`split`] cuts a
+//! distance to the next header. [`chain()`] builds one; [`split`] cuts a
 //! received frame into its messages with every offset checked.
 
-use super::header::{Header, HEADER_LEN};
-use super::{pad_to, Result, WireError};
+use super::chain::{self, Rule};
+use super::header::{Header, HEADER_LEN, NEXT_COMMAND};
+use super::{pad_to, Result};
 use alloc::vec::Vec;
 use core::ops::Range;
 
@@ -13,6 +14,16 @@ pub const MAX_CHAIN: usize = 32;
 /// Every member but the last is padded so the next header starts 8-aligned
 /// (MS-SMB2 3.2.4.1.4).
 const MEMBER_ALIGN: usize = 8;
+
+/// The chain of a received compound: NextCommand 8-aligned, at least a
+/// header, at most [`MAX_CHAIN`] members.
+const CHAIN: Rule = Rule {
+    next_at: NEXT_COMMAND,
+    align: MEMBER_ALIGN,
+    min: HEADER_LEN,
+    max: MAX_CHAIN,
+    what: "bad NextCommand",
+};
 
 /// Joins whole messages (each starting with its header) into one chain:
 /// pads every member but the last to 8 bytes and sets its NextCommand.
@@ -37,29 +48,18 @@ pub fn chain(msgs: &[Vec<u8>]) -> (Vec<u8>, Vec<Range<usize>>) {
     (out, ranges)
 }
 
-/// Cuts a received frame into its messages. Each range starts at a valid
-/// header; a NextCommand that is unaligned, shorter than a header or points
-/// past the end is an error.
+/// Cuts a received frame into its messages ([`chain::walk`]). Each range
+/// starts at a valid header; a NextCommand that is unaligned, shorter than
+/// a header or points past the end is an error, as is a chain of more than
+/// [`MAX_CHAIN`] members.
 pub fn split(frame: &[u8]) -> Result<Vec<Range<usize>>> {
     let mut out = Vec::new();
-    let mut off = 0usize;
-    loop {
-        let rest = frame.get(off..).ok_or(WireError::new("chain offset"))?;
-        let h = Header::new_checked(rest)?;
-        let next = h.next_command() as usize;
-        if next == 0 {
-            out.push(off..frame.len());
-            return Ok(out);
-        }
-        if !next.is_multiple_of(MEMBER_ALIGN) || next < HEADER_LEN || next >= rest.len() {
-            return Err(WireError::new("bad NextCommand"));
-        }
-        out.push(off..off + next);
-        off += next;
-        if out.len() >= MAX_CHAIN {
-            return Err(WireError::new("chain too long"));
-        }
+    for member in chain::walk(frame, CHAIN) {
+        let m = member?;
+        Header::new_checked(m.bytes)?;
+        out.push(m.at..m.at + m.bytes.len());
     }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! CREATE (MS-SMB2 2.2.13, 2.2.14) and CLOSE (2.2.15, 2.2.16).
 
 use super::header::HEADER_LEN;
-use super::{put_fixed, set_u16, set_u32, set_u64, slice, u16_at, u32_at, u64_at, u8_at, utf16le};
-use super::{Result, WireError};
+use super::reply::{Reply, ReplyBody};
+use super::{put_fixed, set_u16, set_u32, set_u64, u64_at, utf16le, Result};
 use alloc::vec::Vec;
 
 /// Field offsets, each relative to the start of its structure (after the
@@ -50,7 +50,8 @@ mod field {
         pub const LEN: usize = BUFFER;
     }
 
-    /// SMB2 CREATE Response (MS-SMB2 2.2.14).
+    /// SMB2 CREATE Response (MS-SMB2 2.2.14); its StructureSize and length
+    /// are the reply gate's ([`crate::wire::reply::Reply::Create`]).
     pub mod create_response {
         pub const STRUCTURE_SIZE: usize = 0;
         pub const OPLOCK_LEVEL: usize = 2;
@@ -66,8 +67,6 @@ mod field {
         pub const FILE_ID: usize = 64;
         pub const CREATE_CONTEXTS_OFFSET: usize = 80;
         pub const CREATE_CONTEXTS_LENGTH: usize = 84;
-        /// Length of the fixed part.
-        pub const LEN: usize = 88;
     }
 
     /// SMB2 CLOSE Request (MS-SMB2 2.2.15).
@@ -80,7 +79,8 @@ mod field {
         pub const LEN: usize = 24;
     }
 
-    /// SMB2 CLOSE Response (MS-SMB2 2.2.16).
+    /// SMB2 CLOSE Response (MS-SMB2 2.2.16); its StructureSize and length
+    /// are the reply gate's ([`crate::wire::reply::Reply::Close`]).
     pub mod close_response {
         pub const STRUCTURE_SIZE: usize = 0;
         pub const FLAGS: usize = 2;
@@ -91,20 +91,14 @@ mod field {
         pub const ALLOCATION_SIZE: usize = 40;
         pub const END_OF_FILE: usize = 48;
         pub const FILE_ATTRIBUTES: usize = 56;
-        /// Length of the structure.
-        pub const LEN: usize = 60;
     }
 }
 
 /// StructureSize of the CREATE request (MS-SMB2 2.2.13): the 56-byte fixed
 /// part plus one byte of Buffer, whatever the name's length.
 const CREATE_REQUEST_SIZE: u16 = 57;
-/// StructureSize of the CREATE response (MS-SMB2 2.2.14).
-const CREATE_RESPONSE_SIZE: u16 = 89;
 /// StructureSize of the CLOSE request (MS-SMB2 2.2.15).
 const CLOSE_REQUEST_SIZE: u16 = 24;
-/// StructureSize of the CLOSE response (MS-SMB2 2.2.16).
-const CLOSE_RESPONSE_SIZE: u16 = 60;
 
 /// Zero bytes of Buffer sent for an empty name (the share root); they end
 /// the message on an 8-byte boundary (64 + 56 + 8 = 128).
@@ -271,18 +265,15 @@ impl CreateResponse {
     /// Parses a whole response message (header included).
     pub fn parse(msg: &[u8]) -> Result<Self> {
         use field::create_response as f;
-        let b = slice(msg, HEADER_LEN, f::LEN)?;
-        if u16_at(b, f::STRUCTURE_SIZE)? != CREATE_RESPONSE_SIZE {
-            return Err(WireError::new("create structure size"));
-        }
+        let body = ReplyBody::new_checked(msg, Reply::Create)?;
         Ok(CreateResponse {
-            oplock: u8_at(b, f::OPLOCK_LEVEL)?,
-            create_action: u32_at(b, f::CREATE_ACTION)?,
-            times: FileTimes::parse(b, f::TIMES)?,
-            allocation_size: u64_at(b, f::ALLOCATION_SIZE)?,
-            end_of_file: u64_at(b, f::END_OF_FILE)?,
-            attributes: u32_at(b, f::FILE_ATTRIBUTES)?,
-            file_id: FileId::parse(b, f::FILE_ID)?,
+            oplock: body.u8(f::OPLOCK_LEVEL)?,
+            create_action: body.u32(f::CREATE_ACTION)?,
+            times: FileTimes::parse(body.fixed(), f::TIMES)?,
+            allocation_size: body.u64(f::ALLOCATION_SIZE)?,
+            end_of_file: body.u64(f::END_OF_FILE)?,
+            attributes: body.u32(f::FILE_ATTRIBUTES)?,
+            file_id: FileId::parse(body.fixed(), f::FILE_ID)?,
         })
     }
 }
@@ -326,26 +317,21 @@ pub struct CloseAttrs {
 /// Parses a CLOSE response and its post-query attributes.
 pub fn parse_close_attrs(msg: &[u8]) -> Result<Option<CloseAttrs>> {
     use field::close_response as f;
-    parse_close(msg)?;
-    let b = slice(msg, HEADER_LEN, f::LEN)?;
-    if u16_at(b, f::FLAGS)? & CLOSE_POSTQUERY_ATTRIB == 0 {
+    let body = ReplyBody::new_checked(msg, Reply::Close)?;
+    if body.u16(f::FLAGS)? & CLOSE_POSTQUERY_ATTRIB == 0 {
         return Ok(None);
     }
     Ok(Some(CloseAttrs {
-        times: FileTimes::parse(b, f::TIMES)?,
-        allocation_size: u64_at(b, f::ALLOCATION_SIZE)?,
-        end_of_file: u64_at(b, f::END_OF_FILE)?,
-        attributes: u32_at(b, f::FILE_ATTRIBUTES)?,
+        times: FileTimes::parse(body.fixed(), f::TIMES)?,
+        allocation_size: body.u64(f::ALLOCATION_SIZE)?,
+        end_of_file: body.u64(f::END_OF_FILE)?,
+        attributes: body.u32(f::FILE_ATTRIBUTES)?,
     }))
 }
 
 /// Checks a CLOSE response body.
 pub fn parse_close(msg: &[u8]) -> Result<()> {
-    use field::close_response as f;
-    if u16_at(msg, HEADER_LEN + f::STRUCTURE_SIZE)? != CLOSE_RESPONSE_SIZE {
-        return Err(WireError::new("close structure size"));
-    }
-    slice(msg, HEADER_LEN, f::LEN).map(|_| ())
+    ReplyBody::new_checked(msg, Reply::Close).map(|_| ())
 }
 
 #[cfg(test)]

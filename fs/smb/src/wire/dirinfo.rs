@@ -7,6 +7,7 @@
 //! holds the reparse tag instead. [`DirInfo`] keeps the two apart so a
 //! caller never mistakes a tag for an EA size.
 
+use super::chain::{self, Rule};
 use super::create::FileTimes;
 use super::{from_utf16le, slice, u32_at, u64_at, Result, WireError};
 use alloc::string::String;
@@ -116,15 +117,21 @@ pub fn fixed_len(class: u8) -> Option<usize> {
     }
 }
 
-/// Parses one output buffer of records of `class`.
+/// Parses one output buffer of records of `class`, chained by their
+/// NextEntryOffset: 8-aligned, at least the fixed part ([`chain`]).
 pub fn parse(class: u8, buf: &[u8]) -> Result<Vec<DirInfo>> {
     use field::common as f;
     let fixed = fixed_len(class).ok_or(WireError::new("unsupported dir class"))?;
+    let rule = Rule {
+        next_at: f::NEXT_ENTRY_OFFSET,
+        align: RECORD_ALIGN,
+        min: fixed,
+        max: usize::MAX,
+        what: "bad NextEntryOffset",
+    };
     let mut out = Vec::new();
-    let mut off = 0usize;
-    loop {
-        let rec = buf.get(off..).ok_or(WireError::new("dir record offset"))?;
-        let next = u32_at(rec, f::NEXT_ENTRY_OFFSET)? as usize;
+    for entry in chain::walk(buf, rule) {
+        let rec = entry?.bytes;
         slice(rec, 0, fixed)?;
         let times = FileTimes::parse(rec, f::TIMES)?;
         let end_of_file = u64_at(rec, f::END_OF_FILE)?;
@@ -167,14 +174,8 @@ pub fn parse(class: u8, buf: &[u8]) -> Result<Vec<DirInfo>> {
             reparse_tag,
             file_id,
         });
-        if next == 0 {
-            return Ok(out);
-        }
-        if next < fixed || !next.is_multiple_of(RECORD_ALIGN) || next >= rec.len() {
-            return Err(WireError::new("bad NextEntryOffset"));
-        }
-        off += next;
     }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -233,9 +234,16 @@ mod tests {
         );
         assert_eq!(l[1].ea_size, None);
         assert_eq!(l[1].reparse_tag, Some(0xa000_001d));
-        // A NextEntryOffset inside the fixed part is refused.
-        b[0] = 8;
-        assert!(parse(class::FULL_DIRECTORY, &b).is_err());
+        // A name that runs into the next record is refused (FileNameLength
+        // 6 in a 72-byte record whose name begins at 68).
+        let mut long = b.clone();
+        long[60] = 6;
+        assert!(parse(class::FULL_DIRECTORY, &long).is_err());
+        // A NextEntryOffset inside the fixed part, or unaligned, is refused.
+        for next in [8, 70] {
+            b[0] = next;
+            assert!(parse(class::FULL_DIRECTORY, &b).is_err(), "{next}");
+        }
     }
 
     #[test]

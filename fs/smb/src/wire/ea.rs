@@ -8,6 +8,7 @@
 //! FILE_FULL_EA_INFORMATION list (Samba returns all EAs of the file and
 //! ignores the list), or STATUS_NO_EAS_ON_FILE.
 
+use super::chain::{self, Rule};
 use super::{pad_to, put_fixed, set_u32, slice, u16_at, u32_at, u8_at, Result, WireError};
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -48,8 +49,19 @@ mod field {
 
 /// EaName ends with a NUL that EaNameLength does not count.
 const NAME_NUL: usize = 1;
-/// Entries of a FILE_GET_EA_INFORMATION list start 4-aligned.
-const GET_EA_ALIGN: usize = 4;
+/// Entries of FILE_GET_EA_INFORMATION and FILE_FULL_EA_INFORMATION lists
+/// start 4-aligned (MS-FSCC 2.4.15, 2.4.15.1: "each MUST be aligned on a
+/// 4-byte boundary"; Samba, ksmbd and Windows pad so).
+const EA_ALIGN: usize = 4;
+
+/// The chain of a FILE_FULL_EA_INFORMATION list.
+const FULL_EA_CHAIN: Rule = Rule {
+    next_at: field::full_ea::NEXT_ENTRY_OFFSET,
+    align: EA_ALIGN,
+    min: field::full_ea::LEN,
+    max: usize::MAX,
+    what: "bad ea NextEntryOffset",
+};
 /// Length of the `$LXUID`, `$LXGID` and `$LXMOD` values (one u32).
 const WSL_U32_LEN: usize = 4;
 
@@ -71,7 +83,7 @@ pub fn emit_get_ea_list(names: &[&str]) -> Vec<u8> {
         out.extend_from_slice(n.as_bytes());
         out.push(0); // the NUL after EaName
         if i + 1 < names.len() {
-            pad_to(&mut out, GET_EA_ALIGN);
+            pad_to(&mut out, EA_ALIGN);
             let next = (out.len() - start) as u32;
             set_u32(&mut out[start..], f::NEXT_ENTRY_OFFSET, next);
         }
@@ -109,18 +121,18 @@ pub fn parse_full_ea_list(buf: &[u8]) -> Result<Vec<FullEa>> {
     parse_full_ea_list_counted(buf).map(|l| l.eas)
 }
 
-/// Parses a FILE_FULL_EA_INFORMATION list: entries must lie inside `buf`
-/// (or the whole list is an error); names are checked as [`EaList`] says.
+/// Parses a FILE_FULL_EA_INFORMATION list: entries chained by their
+/// NextEntryOffset (4-aligned, at least the fixed part: [`chain`]), each
+/// inside its own bytes (or the whole list is an error); names are checked
+/// as [`EaList`] says.
 pub fn parse_full_ea_list_counted(buf: &[u8]) -> Result<EaList> {
     let mut out = EaList::default();
     if buf.is_empty() {
         return Ok(out);
     }
     use field::full_ea as f;
-    let mut off = 0usize;
-    loop {
-        let rec = buf.get(off..).ok_or(WireError::new("ea offset"))?;
-        let next = u32_at(rec, f::NEXT_ENTRY_OFFSET)? as usize;
+    for entry in chain::walk(buf, FULL_EA_CHAIN) {
+        let rec = entry?.bytes;
         let flags = u8_at(rec, f::FLAGS)?;
         let name_len = u8_at(rec, f::EA_NAME_LENGTH)? as usize;
         let value_len = u16_at(rec, f::EA_VALUE_LENGTH)? as usize;
@@ -141,14 +153,8 @@ pub fn parse_full_ea_list_counted(buf: &[u8]) -> Result<EaList> {
                 value: value.to_vec(),
             });
         }
-        if next == 0 {
-            return Ok(out);
-        }
-        if next < f::LEN || next >= rec.len() {
-            return Err(WireError::new("bad ea NextEntryOffset"));
-        }
-        off += next;
     }
+    Ok(out)
 }
 
 /// A FILE_FULL_EA_INFORMATION list of one entry, for SET_INFO: `name`
@@ -263,6 +269,40 @@ mod tests {
         assert_eq!(names, ["a", core::str::from_utf8(&fits).unwrap()]);
         assert_eq!(r.bad_names, 3);
         assert_eq!(parse_full_ea_list(&l).unwrap().len(), 2);
+    }
+
+    /// The chain rule of a FILE_FULL_EA_INFORMATION list (MS-FSCC
+    /// 2.4.15): the next entry begins 4-aligned, after the fixed part and
+    /// inside the list, and an entry's name and value stay inside it.
+    #[test]
+    fn full_ea_entries_are_4_aligned_and_stay_inside() {
+        let mut l = full(b"ab", b"1", true);
+        l.extend(full(b"c", b"2", false));
+        assert_eq!(parse_full_ea_list(&l).unwrap().len(), 2);
+        // 8 + "abc\0" + "1" = 13 bytes, NextEntryOffset 13: unaligned.
+        let mut u = alloc::vec![13, 0, 0, 0, 0, 3, 1, 0];
+        u.extend_from_slice(b"abc\0"); // EaName, NUL
+        u.push(b'1'); // EaValue
+        u.extend(full(b"d", b"2", false));
+        assert_eq!(
+            parse_full_ea_list(&u).unwrap_err().what,
+            "bad ea NextEntryOffset"
+        );
+        // Padded to 16, it is a list.
+        u[0] = 16;
+        u.splice(13..13, [0, 0, 0]);
+        assert_eq!(parse_full_ea_list(&u).unwrap().len(), 2);
+        // A value that runs into the next entry (EaValueLength 5 in a
+        // 12-byte entry) is refused.
+        let mut over = l.clone();
+        over[6] = 5;
+        assert!(parse_full_ea_list(&over).is_err());
+        // An offset inside the fixed part or past the end is refused.
+        for next in [4u8, 40] {
+            let mut bad = l.clone();
+            bad[0] = next;
+            assert!(parse_full_ea_list(&bad).is_err(), "{next}");
+        }
     }
 
     #[test]

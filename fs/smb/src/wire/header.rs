@@ -5,7 +5,7 @@
 //! size, after which the accessors cannot panic. [`HeaderRepr`] is the parsed
 //! form used by the state machine and by `emit`.
 
-use super::{put_fixed, set_u16, set_u32, set_u64, Result, WireError};
+use super::{expect_structure_size, put_fixed, set_u16, set_u32, set_u64, Result, WireError};
 use alloc::vec::Vec;
 use core::ops::Range;
 
@@ -19,6 +19,8 @@ const STRUCTURE_SIZE: u16 = HEADER_LEN as u16;
 const PROCESS_ID: u32 = 0xfeff;
 /// Where the signature lies in a header (what signing leaves out).
 pub const SIGNATURE: Range<usize> = field::SIGNATURE;
+/// Where NextCommand lies in a header (the compound chain's link).
+pub const NEXT_COMMAND: usize = field::NEXT_COMMAND;
 
 /// Header flag bits.
 pub mod flags {
@@ -88,9 +90,12 @@ impl<T: AsRef<[u8]>> Header<T> {
         if b[field::PROTOCOL] != PROTOCOL_ID {
             return Err(WireError::new("not an SMB2 header"));
         }
-        if le16(b, field::STRUCTURE_SIZE) != STRUCTURE_SIZE {
-            return Err(WireError::new("bad header structure size"));
-        }
+        expect_structure_size(
+            b,
+            field::STRUCTURE_SIZE,
+            STRUCTURE_SIZE,
+            "bad header structure size",
+        )?;
         Ok(Header { buffer })
     }
 

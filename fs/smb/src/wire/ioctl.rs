@@ -4,7 +4,8 @@
 //! rewrote the NEGOTIATE exchange. Stateless.
 
 use super::header::HEADER_LEN;
-use super::{bytes16_at, put_fixed, put_u16, set_u16, set_u32, u16_at, u32_at, ReplyBody};
+use super::reply::{Reply, ReplyBody};
+use super::{bytes16_at, put_fixed, put_u16, set_u16, set_u32, u16_at, u32_at};
 use super::{Result, WireError};
 use alloc::vec::Vec;
 
@@ -35,7 +36,8 @@ mod field {
         pub const LEN: usize = BUFFER;
     }
 
-    /// SMB2 IOCTL Response (MS-SMB2 2.2.32).
+    /// SMB2 IOCTL Response (MS-SMB2 2.2.32); its StructureSize and length
+    /// are the reply gate's ([`crate::wire::reply::Reply::Ioctl`]).
     pub mod response {
         pub const STRUCTURE_SIZE: usize = 0;
         pub const RESERVED: usize = 2;
@@ -47,7 +49,6 @@ mod field {
         pub const OUTPUT_COUNT: usize = 36;
         pub const FLAGS: usize = 40;
         pub const RESERVED2: usize = 44;
-        pub const LEN: usize = 48;
     }
 
     /// VALIDATE_NEGOTIATE_INFO response (MS-SMB2 2.2.32.6).
@@ -62,8 +63,6 @@ mod field {
 
 /// StructureSize of the request: the fixed part plus one byte of Buffer.
 const REQUEST_SIZE: u16 = 57;
-/// StructureSize of the response.
-const RESPONSE_SIZE: u16 = 49;
 
 /// The VALIDATE_NEGOTIATE_INFO request: what the client sent in its
 /// NEGOTIATE, repeated under the session's signature.
@@ -113,13 +112,12 @@ impl ValidateNegotiateResponse {
     /// Parses a whole IOCTL response message (header included).
     pub fn parse(msg: &[u8]) -> Result<Self> {
         use field::response as f;
-        let body = ReplyBody::new(msg, RESPONSE_SIZE, f::LEN, "ioctl structure size")?;
-        let b = body.fixed();
-        if u32_at(b, f::CTL_CODE)? != FSCTL_VALIDATE_NEGOTIATE_INFO {
+        let body = ReplyBody::new_checked(msg, Reply::Ioctl)?;
+        if body.u32(f::CTL_CODE)? != FSCTL_VALIDATE_NEGOTIATE_INFO {
             return Err(WireError::new("ioctl ctl code"));
         }
-        let off = u32_at(b, f::OUTPUT_OFFSET)? as usize;
-        let len = u32_at(b, f::OUTPUT_COUNT)? as usize;
+        let off = body.u32(f::OUTPUT_OFFSET)? as usize;
+        let len = body.u32(f::OUTPUT_COUNT)? as usize;
         if len < field::vni::LEN {
             return Err(WireError::new("validate negotiate output too short"));
         }

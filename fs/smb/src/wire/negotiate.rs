@@ -3,7 +3,8 @@
 //! and signing capabilities.
 
 use super::header::HEADER_LEN;
-use super::{bytes16_at, put_fixed, put_u16, set_u16, set_u32, slice, u16_at, u32_at, ReplyBody};
+use super::reply::{Reply, ReplyBody};
+use super::{put_fixed, put_u16, set_u16, set_u32, slice, u16_at};
 use super::{Result, WireError};
 use alloc::vec::Vec;
 
@@ -84,7 +85,8 @@ mod field {
         pub const LEN: usize = DIALECTS;
     }
 
-    /// SMB2 NEGOTIATE Response (MS-SMB2 2.2.4).
+    /// SMB2 NEGOTIATE Response (MS-SMB2 2.2.4); its StructureSize and
+    /// length are the reply gate's ([`crate::wire::reply::Reply::Negotiate`]).
     pub mod response {
         pub const STRUCTURE_SIZE: usize = 0;
         pub const SECURITY_MODE: usize = 2;
@@ -100,8 +102,6 @@ mod field {
         pub const SECURITY_BUFFER_OFFSET: usize = 56;
         pub const SECURITY_BUFFER_LENGTH: usize = 58;
         pub const CONTEXT_OFFSET: usize = 60;
-        /// Length of the fixed part.
-        pub const LEN: usize = 64;
     }
 
     /// SMB2 NEGOTIATE_CONTEXT (MS-SMB2 2.2.3.1).
@@ -134,9 +134,6 @@ mod field {
 
 /// StructureSize of the NEGOTIATE request (MS-SMB2 2.2.3).
 const REQUEST_SIZE: u16 = 36;
-/// StructureSize of the NEGOTIATE response (MS-SMB2 2.2.4): the 64-byte
-/// fixed part plus one byte of Buffer.
-const RESPONSE_SIZE: u16 = 65;
 /// Negotiate contexts start 8-aligned (relative to the header).
 const CONTEXT_ALIGN: usize = 8;
 /// Most negotiate contexts accepted in a response.
@@ -271,19 +268,18 @@ impl NegotiateResponse {
     /// Parses a whole response message (header included).
     pub fn parse(msg: &[u8]) -> Result<Self> {
         use field::response as f;
-        let body = ReplyBody::new(msg, RESPONSE_SIZE, f::LEN, "negotiate structure size")?;
-        let b = body.fixed();
-        let security_mode = u16_at(b, f::SECURITY_MODE)?;
-        let dialect = u16_at(b, f::DIALECT)?;
-        let ctx_count = u16_at(b, f::CONTEXT_COUNT)? as usize;
-        let server_guid = bytes16_at(b, f::SERVER_GUID)?;
-        let capabilities = u32_at(b, f::CAPABILITIES)?;
-        let max_transact = u32_at(b, f::MAX_TRANSACT)?;
-        let max_read = u32_at(b, f::MAX_READ)?;
-        let max_write = u32_at(b, f::MAX_WRITE)?;
-        let sec_off = u16_at(b, f::SECURITY_BUFFER_OFFSET)? as usize;
-        let sec_len = u16_at(b, f::SECURITY_BUFFER_LENGTH)? as usize;
-        let ctx_off = u32_at(b, f::CONTEXT_OFFSET)? as usize;
+        let body = ReplyBody::new_checked(msg, Reply::Negotiate)?;
+        let security_mode = body.u16(f::SECURITY_MODE)?;
+        let dialect = body.u16(f::DIALECT)?;
+        let ctx_count = body.u16(f::CONTEXT_COUNT)? as usize;
+        let server_guid = body.bytes16(f::SERVER_GUID)?;
+        let capabilities = body.u32(f::CAPABILITIES)?;
+        let max_transact = body.u32(f::MAX_TRANSACT)?;
+        let max_read = body.u32(f::MAX_READ)?;
+        let max_write = body.u32(f::MAX_WRITE)?;
+        let sec_off = body.u16(f::SECURITY_BUFFER_OFFSET)? as usize;
+        let sec_len = body.u16(f::SECURITY_BUFFER_LENGTH)? as usize;
+        let ctx_off = body.u32(f::CONTEXT_OFFSET)? as usize;
         let security_buffer = body.area(sec_off, sec_len)?.to_vec();
         let mut r = NegotiateResponse {
             security_mode,
@@ -304,11 +300,13 @@ impl NegotiateResponse {
         if ctx_count > MAX_CONTEXTS {
             return Err(WireError::new("too many negotiate contexts"));
         }
-        if ctx_count > 0 {
-            // The context list is a data area too: from its offset to the
-            // end of the message, by the same rule.
-            body.area(ctx_off, msg.len().saturating_sub(ctx_off).max(1))?;
+        if ctx_count == 0 {
+            return Ok(r);
         }
+        // The context list is a data area too: from its offset to the end
+        // of the message, by the same rule. Contexts after the first begin
+        // 8-aligned, counted from the start of the header.
+        let list = body.area_to_end(ctx_off)?;
         use field::context as c;
         let mut off = ctx_off;
         for i in 0..ctx_count {
@@ -318,9 +316,10 @@ impl NegotiateResponse {
                     .ok_or(WireError::new("context offset"))?
                     & !(CONTEXT_ALIGN - 1);
             }
-            let ty = u16_at(msg, off + c::CONTEXT_TYPE)?;
-            let len = u16_at(msg, off + c::DATA_LENGTH)? as usize;
-            let data = slice(msg, off + c::DATA, len)?;
+            let at = off - ctx_off;
+            let ty = u16_at(list, at + c::CONTEXT_TYPE)?;
+            let len = u16_at(list, at + c::DATA_LENGTH)? as usize;
+            let data = slice(list, at + c::DATA, len)?;
             // A response names exactly one choice in each context.
             match ty {
                 ctx::PREAUTH_INTEGRITY => {

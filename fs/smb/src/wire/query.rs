@@ -5,8 +5,9 @@
 
 use super::create::FileId;
 use super::header::HEADER_LEN;
+use super::reply::{Reply, ReplyBody};
 use super::Result;
-use super::{put_fixed, set_u16, set_u32, u16_at, u32_at, utf16le, ReplyBody};
+use super::{put_fixed, set_u16, set_u32, utf16le};
 use alloc::vec::Vec;
 
 /// Field offsets, each relative to the start of its body (after the
@@ -49,13 +50,12 @@ mod field {
     }
 
     /// SMB2 QUERY_DIRECTORY Response (MS-SMB2 2.2.34) and SMB2 QUERY_INFO
-    /// Response (2.2.38): the same layout.
+    /// Response (2.2.38): the same layout; its StructureSize and length are
+    /// the reply gate's ([`crate::wire::reply::Reply::QueryOutput`]).
     pub mod output_response {
         pub const STRUCTURE_SIZE: usize = 0;
         pub const OUTPUT_BUFFER_OFFSET: usize = 2;
         pub const OUTPUT_BUFFER_LENGTH: usize = 4;
-        /// Length of the fixed part.
-        pub const LEN: usize = 8;
     }
 }
 
@@ -65,9 +65,6 @@ const QUERY_DIRECTORY_REQUEST_SIZE: u16 = 33;
 /// StructureSize of the QUERY_INFO request (MS-SMB2 2.2.37): the 40-byte
 /// fixed part plus one byte of Buffer.
 const QUERY_INFO_REQUEST_SIZE: u16 = 41;
-/// StructureSize of the QUERY_DIRECTORY and QUERY_INFO responses (MS-SMB2
-/// 2.2.34, 2.2.38).
-const OUTPUT_RESPONSE_SIZE: u16 = 9;
 
 /// QUERY_DIRECTORY flags.
 pub mod qd_flags {
@@ -165,15 +162,9 @@ impl<'a> OutputResponse<'a> {
     /// Parses a whole response message (header included).
     pub fn parse(msg: &'a [u8]) -> Result<Self> {
         use field::output_response as f;
-        let body = ReplyBody::new(
-            msg,
-            OUTPUT_RESPONSE_SIZE,
-            f::LEN,
-            "query response structure size",
-        )?;
-        let b = body.fixed();
-        let off = u16_at(b, f::OUTPUT_BUFFER_OFFSET)? as usize;
-        let len = u32_at(b, f::OUTPUT_BUFFER_LENGTH)? as usize;
+        let body = ReplyBody::new_checked(msg, Reply::QueryOutput)?;
+        let off = body.u16(f::OUTPUT_BUFFER_OFFSET)? as usize;
+        let len = body.u32(f::OUTPUT_BUFFER_LENGTH)? as usize;
         Ok(OutputResponse {
             data: body.area(off, len)?,
         })

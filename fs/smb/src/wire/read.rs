@@ -2,8 +2,9 @@
 
 use super::create::FileId;
 use super::header::HEADER_LEN;
+use super::reply::{Reply, ReplyBody};
 use super::Result;
-use super::{put_fixed, set_u16, set_u32, set_u64, u32_at, u8_at, ReplyBody};
+use super::{put_fixed, set_u16, set_u32, set_u64};
 use alloc::vec::Vec;
 
 /// Field offsets, each relative to the start of its body (after the
@@ -31,7 +32,8 @@ mod field {
         pub const LEN: usize = BUFFER + 1;
     }
 
-    /// SMB2 READ Response (MS-SMB2 2.2.20).
+    /// SMB2 READ Response (MS-SMB2 2.2.20); its StructureSize and length
+    /// are the reply gate's ([`crate::wire::reply::Reply::Read`]).
     pub mod response {
         pub const STRUCTURE_SIZE: usize = 0;
         pub const DATA_OFFSET: usize = 2;
@@ -39,21 +41,17 @@ mod field {
         pub const DATA_LENGTH: usize = 4;
         pub const DATA_REMAINING: usize = 8;
         pub const RESERVED2: usize = 12;
-        /// Length of the fixed part.
-        pub const LEN: usize = 16;
     }
 }
 
 /// StructureSize of the READ request (MS-SMB2 2.2.19): the 48-byte fixed
 /// part plus one byte of Buffer.
 const REQUEST_SIZE: u16 = 49;
-/// StructureSize of the READ response (MS-SMB2 2.2.20).
-const RESPONSE_SIZE: u16 = 17;
 
 /// Padding asked of the server: where, counted from the start of the
 /// header, the data should begin in the reply (right after its fixed part:
 /// 64 + 16).
-const REPLY_DATA_OFFSET: u8 = (HEADER_LEN + field::response::LEN) as u8;
+const REPLY_DATA_OFFSET: u8 = (HEADER_LEN + Reply::Read.fixed_len()) as u8;
 
 /// A READ request body.
 #[derive(Clone, Copy, Debug)]
@@ -95,13 +93,12 @@ impl<'a> ReadResponse<'a> {
     /// Parses a whole response message (header included).
     pub fn parse(msg: &'a [u8]) -> Result<Self> {
         use field::response as f;
-        let body = ReplyBody::new(msg, RESPONSE_SIZE, f::LEN, "read structure size")?;
-        let b = body.fixed();
-        let off = u8_at(b, f::DATA_OFFSET)? as usize;
-        let len = u32_at(b, f::DATA_LENGTH)? as usize;
+        let body = ReplyBody::new_checked(msg, Reply::Read)?;
+        let off = body.u8(f::DATA_OFFSET)? as usize;
+        let len = body.u32(f::DATA_LENGTH)? as usize;
         Ok(ReadResponse {
             data: body.read_data(off, len)?,
-            remaining: u32_at(b, f::DATA_REMAINING)?,
+            remaining: body.u32(f::DATA_REMAINING)?,
         })
     }
 }

@@ -1,7 +1,8 @@
 //! SESSION_SETUP (MS-SMB2 2.2.5, 2.2.6) and LOGOFF (2.2.7, 2.2.8).
 
 use super::header::HEADER_LEN;
-use super::{put_fixed, set_u16, set_u32, set_u64, u16_at, ReplyBody, Result, WireError};
+use super::reply::{Reply, ReplyBody};
+use super::{put_fixed, set_u16, set_u32, set_u64, Result};
 use alloc::vec::Vec;
 
 /// Field offsets, each relative to the start of its body (after the
@@ -24,14 +25,13 @@ mod field {
         pub const LEN: usize = BUFFER;
     }
 
-    /// SMB2 SESSION_SETUP Response (MS-SMB2 2.2.6).
+    /// SMB2 SESSION_SETUP Response (MS-SMB2 2.2.6); its StructureSize and
+    /// length are the reply gate's ([`crate::wire::reply::Reply::SessionSetup`]).
     pub mod response {
         pub const STRUCTURE_SIZE: usize = 0;
         pub const SESSION_FLAGS: usize = 2;
         pub const SECURITY_BUFFER_OFFSET: usize = 4;
         pub const SECURITY_BUFFER_LENGTH: usize = 6;
-        /// Length of the fixed part.
-        pub const LEN: usize = 8;
     }
 
     /// SMB2 LOGOFF Request and Response (MS-SMB2 2.2.7, 2.2.8), and
@@ -47,9 +47,8 @@ mod field {
 /// StructureSize of the SESSION_SETUP request (MS-SMB2 2.2.5): the 24-byte
 /// fixed part plus one byte of Buffer.
 const REQUEST_SIZE: u16 = 25;
-/// StructureSize of the SESSION_SETUP response (MS-SMB2 2.2.6).
-const RESPONSE_SIZE: u16 = 9;
-/// StructureSize of LOGOFF, TREE_DISCONNECT and their responses.
+/// StructureSize of the LOGOFF and TREE_DISCONNECT requests (their
+/// responses' is the reply gate's, [`Reply::Small`]).
 const SMALL_SIZE: u16 = 4;
 
 /// A SESSION_SETUP request body.
@@ -94,11 +93,10 @@ impl<'a> SessionSetupResponse<'a> {
     /// Parses a whole response message (header included).
     pub fn parse(msg: &'a [u8]) -> Result<Self> {
         use field::response as f;
-        let body = ReplyBody::new(msg, RESPONSE_SIZE, f::LEN, "session setup structure size")?;
-        let b = body.fixed();
-        let session_flags = u16_at(b, f::SESSION_FLAGS)?;
-        let off = u16_at(b, f::SECURITY_BUFFER_OFFSET)? as usize;
-        let len = u16_at(b, f::SECURITY_BUFFER_LENGTH)? as usize;
+        let body = ReplyBody::new_checked(msg, Reply::SessionSetup)?;
+        let session_flags = body.u16(f::SESSION_FLAGS)?;
+        let off = body.u16(f::SECURITY_BUFFER_OFFSET)? as usize;
+        let len = body.u16(f::SECURITY_BUFFER_LENGTH)? as usize;
         Ok(SessionSetupResponse {
             session_flags,
             token: body.area(off, len)?,
@@ -116,10 +114,7 @@ pub fn emit_small(out: &mut Vec<u8>) {
 
 /// Checks a LOGOFF / TREE_DISCONNECT response body.
 pub fn parse_small(msg: &[u8]) -> Result<()> {
-    if u16_at(msg, HEADER_LEN + field::small::STRUCTURE_SIZE)? != SMALL_SIZE {
-        return Err(WireError::new("structure size 4 expected"));
-    }
-    Ok(())
+    ReplyBody::new_checked(msg, Reply::Small).map(|_| ())
 }
 
 #[cfg(test)]

@@ -5,12 +5,15 @@
 
 use super::create::FileId;
 use super::header::HEADER_LEN;
-use super::{put_fixed, set_u16, set_u32, set_u64, slice, u16_at, utf16le, Result, WireError};
+use super::reply::{Reply, ReplyBody};
+use super::{put_fixed, set_u16, set_u32, set_u64, utf16le, Result};
 use alloc::vec::Vec;
 
 /// Field offsets, each relative to the start of its structure (after the
 /// header for a body), named as MS-SMB2 and MS-FSCC name them. Every field
-/// of a layout is listed, including those the client leaves zero.
+/// of a layout is listed, including those the client leaves zero. The
+/// SET_INFO Response (MS-SMB2 2.2.40) is its StructureSize alone, which the
+/// reply gate reads ([`crate::wire::reply::Reply::SetInfo`]).
 #[allow(dead_code)]
 mod field {
     /// SMB2 SET_INFO Request (MS-SMB2 2.2.39).
@@ -29,13 +32,6 @@ mod field {
         pub const LEN: usize = BUFFER;
     }
 
-    /// SMB2 SET_INFO Response (MS-SMB2 2.2.40).
-    pub mod response {
-        pub const STRUCTURE_SIZE: usize = 0;
-        /// Length of the structure.
-        pub const LEN: usize = 2;
-    }
-
     /// FILE_RENAME_INFORMATION_TYPE_2 (MS-FSCC FileRenameInformation, the
     /// form SMB2 uses: RootDirectory is 8 bytes).
     pub mod rename {
@@ -52,8 +48,6 @@ mod field {
 /// StructureSize of the SET_INFO request (MS-SMB2 2.2.39): the 32-byte
 /// fixed part plus one byte of Buffer.
 const REQUEST_SIZE: u16 = 33;
-/// StructureSize of the SET_INFO response (MS-SMB2 2.2.40).
-const RESPONSE_SIZE: u16 = 2;
 
 /// Info classes set with SET_INFO (info type 1, file).
 pub mod class {
@@ -119,18 +113,13 @@ pub fn end_of_file_info(size: u64) -> Vec<u8> {
 
 /// Checks a SET_INFO response body (StructureSize 2).
 pub fn parse_set_info(msg: &[u8]) -> Result<()> {
-    use field::response as f;
-    let b = slice(msg, HEADER_LEN, f::LEN)?;
-    if u16_at(b, f::STRUCTURE_SIZE)? != RESPONSE_SIZE {
-        return Err(WireError::new("set_info structure size"));
-    }
-    Ok(())
+    ReplyBody::new_checked(msg, Reply::SetInfo).map(|_| ())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::u32_at;
+    use crate::wire::{u16_at, u32_at};
 
     #[test]
     fn set_info_layout() {

@@ -5,22 +5,26 @@
 //! real reply (exhaustive for truncations, proptest for mutations) which
 //! must give errors, never panics. Every captured request is also emitted
 //! again from its decoded fields and must match the capture byte for byte.
+//! Every reply type the gate lists ([`Reply::ALL`]) is fed short bodies,
+//! wrong StructureSizes and data areas pointing outside.
 
 use super::compound::split;
 use super::create::{parse_close, CreateResponse};
 use super::dirinfo::{self, class};
 use super::ea::{parse_full_ea_list, WslEas};
-use super::error::ErrorResponse;
+use super::error_response::ErrorResponse;
 use super::header::{flags, HeaderRepr};
 use super::info;
 use super::negotiate::{dialect, sign_alg, NegotiateResponse, HASH_SHA512};
 use super::query::OutputResponse;
 use super::read::ReadResponse;
+use super::reply::Reply;
 use super::session::SessionSetupResponse;
 use super::tree::TreeConnectResponse;
-use super::{cmd, status, u16_at, u32_at};
+use super::{cmd, status, u16_at, u32_at, WireError};
 use crate::crypto::{PreauthHash, SignAlg, Signer};
 use crate::ntlm::{self, Challenge};
+use alloc::vec;
 use alloc::vec::Vec;
 
 fn frames(bytes: &[u8]) -> Vec<Vec<u8>> {
@@ -602,5 +606,178 @@ fn every_data_area_obeys_the_offset_rule() {
         let mut m = msg.clone();
         m[66] = off;
         assert!(ReadResponse::parse(&m).is_err(), "{off}: past the end");
+    }
+}
+
+/// A reply parser, its parsed form dropped.
+type Parser = fn(&[u8]) -> Result<(), WireError>;
+
+/// Every parser of a reply type, by the gate's own list: a new [`Reply`]
+/// does not compile until it has its parsers here.
+fn parsers_of(kind: Reply) -> Vec<Parser> {
+    use super::create::parse_close_attrs;
+    use super::ioctl::ValidateNegotiateResponse;
+    use super::session::parse_small;
+    use super::setinfo::parse_set_info;
+    use super::write::parse_write;
+    match kind {
+        Reply::Error => vec![|m| ErrorResponse::parse(m).map(drop)],
+        Reply::Negotiate => vec![|m| NegotiateResponse::parse(m).map(drop)],
+        Reply::SessionSetup => vec![|m| SessionSetupResponse::parse(m).map(drop)],
+        Reply::Small => vec![parse_small],
+        Reply::TreeConnect => vec![|m| TreeConnectResponse::parse(m).map(drop)],
+        Reply::Create => vec![|m| CreateResponse::parse(m).map(drop)],
+        Reply::Close => vec![parse_close, |m| parse_close_attrs(m).map(drop)],
+        Reply::Read => vec![|m| ReadResponse::parse(m).map(drop)],
+        Reply::Write => vec![|m| parse_write(m).map(drop)],
+        Reply::Ioctl => vec![|m| ValidateNegotiateResponse::parse(m).map(drop)],
+        Reply::QueryOutput => vec![|m| OutputResponse::parse(m).map(drop)],
+        Reply::SetInfo => vec![parse_set_info],
+    }
+}
+
+/// Where a data area's offset and length sit in a reply body: (position
+/// after the header, width in bytes); no offset field: the area begins
+/// right after the fixed part (ERROR's ErrorData); no length field: it
+/// runs to the end of the message (NEGOTIATE's context list).
+struct AreaFields {
+    offset: Option<(usize, usize)>,
+    length: Option<(usize, usize)>,
+}
+
+/// An honest reply body of `kind` (after the header) and its data areas,
+/// written out from MS-SMB2 here, independently of the parsers' `field`
+/// modules.
+fn honest_body(kind: Reply) -> (Vec<u8>, Vec<AreaFields>) {
+    let put = |b: &mut Vec<u8>, at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
+    let area = |o: (usize, usize), l: (usize, usize)| AreaFields {
+        offset: Some(o),
+        length: Some(l),
+    };
+    let mut b = vec![0u8; kind.fixed_len()];
+    put(&mut b, 0, &kind.structure_size().to_le_bytes());
+    let areas = match kind {
+        Reply::Error => {
+            put(&mut b, 4, &2u32.to_le_bytes()); // ByteCount
+            b.extend_from_slice(&[0xaa, 0xbb]); // ErrorData
+            vec![AreaFields {
+                offset: None,
+                length: Some((4, 4)),
+            }]
+        }
+        Reply::Negotiate => {
+            // 3.1.1: a security buffer, then one signing context.
+            put(&mut b, 4, &0x0311u16.to_le_bytes()); // DialectRevision
+            put(&mut b, 6, &1u16.to_le_bytes()); // NegotiateContextCount
+            put(&mut b, 56, &128u16.to_le_bytes()); // SecurityBufferOffset
+            put(&mut b, 58, &4u16.to_le_bytes()); // SecurityBufferLength
+            put(&mut b, 60, &136u32.to_le_bytes()); // NegotiateContextOffset
+            b.extend_from_slice(b"SPNG\0\0\0\0");
+            b.extend_from_slice(&[8, 0, 4, 0, 0, 0, 0, 0, 1, 0, 2, 0]);
+            vec![
+                area((56, 2), (58, 2)),
+                AreaFields {
+                    offset: Some((60, 4)),
+                    length: None,
+                },
+            ]
+        }
+        Reply::SessionSetup => {
+            put(&mut b, 4, &72u16.to_le_bytes()); // SecurityBufferOffset
+            put(&mut b, 6, &4u16.to_le_bytes()); // SecurityBufferLength
+            b.extend_from_slice(b"NTLM");
+            vec![area((4, 2), (6, 2))]
+        }
+        Reply::Read => {
+            b[2] = 80; // DataOffset
+            put(&mut b, 4, &3u32.to_le_bytes()); // DataLength
+            b.extend_from_slice(b"xyz");
+            vec![area((2, 1), (4, 4))]
+        }
+        Reply::Ioctl => {
+            put(&mut b, 4, &0x0014_0204u32.to_le_bytes()); // CtlCode
+            put(&mut b, 32, &112u32.to_le_bytes()); // OutputOffset
+            put(&mut b, 36, &24u32.to_le_bytes()); // OutputCount
+            b.extend_from_slice(&[0; 24]);
+            vec![area((32, 4), (36, 4))]
+        }
+        Reply::QueryOutput => {
+            put(&mut b, 2, &72u16.to_le_bytes()); // OutputBufferOffset
+            put(&mut b, 4, &4u32.to_le_bytes()); // OutputBufferLength
+            b.extend_from_slice(&[1, 2, 3, 4]);
+            vec![area((2, 2), (4, 4))]
+        }
+        Reply::Small
+        | Reply::TreeConnect
+        | Reply::Create
+        | Reply::Close
+        | Reply::Write
+        | Reply::SetInfo => vec![],
+    };
+    (b, areas)
+}
+
+/// The reply gate, for every reply type it lists: an empty body, every
+/// body shorter than the fixed part (one byte short among them), every
+/// wrong StructureSize, and every data offset or length that points
+/// outside the message are errors of the wire class (EIO at the VFS),
+/// never a panic; the honest reply parses.
+#[test]
+fn every_reply_type_refuses_short_and_wrong_sized_bodies() {
+    let refused = |kind: Reply, m: &[u8], why: &str| {
+        for (i, parse) in parsers_of(kind).into_iter().enumerate() {
+            let e = parse(m).expect_err(&alloc::format!("{kind:?} parser {i}: {why}"));
+            assert!(
+                matches!(crate::SmbError::from(e), crate::SmbError::Wire(_)),
+                "{kind:?}: {why}"
+            );
+        }
+    };
+    for &kind in Reply::ALL {
+        let (body, areas) = honest_body(kind);
+        let msg = reply(cmd::NEGOTIATE, &body);
+        for (i, parse) in parsers_of(kind).into_iter().enumerate() {
+            assert_eq!(parse(&msg), Ok(()), "{kind:?} parser {i}: the honest reply");
+        }
+        refused(kind, &reply(cmd::NEGOTIATE, &[]), "empty body");
+        for n in 0..kind.fixed_len() {
+            refused(kind, &msg[..64 + n], &alloc::format!("{n}-byte body"));
+        }
+        for size in (0..=u16::MAX).filter(|&s| s != kind.structure_size()) {
+            let mut m = msg.clone();
+            m[64..66].copy_from_slice(&size.to_le_bytes());
+            refused(kind, &m, &alloc::format!("StructureSize {size}"));
+        }
+        for a in &areas {
+            let set = |at: usize, width: usize, v: u64| {
+                let mut m = msg.clone();
+                m[64 + at..64 + at + width].copy_from_slice(&v.to_le_bytes()[..width]);
+                m
+            };
+            if let Some((at, width)) = a.offset {
+                let max = u64::MAX >> (64 - 8 * width);
+                let mut outside = vec![msg.len() as u64, max];
+                if kind != Reply::Read {
+                    // READ's one exception: below the fixed part is "right
+                    // after it".
+                    outside.extend([0, 63, 64 + kind.fixed_len() as u64 - 1]);
+                }
+                for off in outside {
+                    let why = alloc::format!("data offset {off}");
+                    refused(kind, &set(at, width, off), &why);
+                }
+            }
+            if let Some((at, width)) = a.length {
+                let max = u64::MAX >> (64 - 8 * width);
+                let past = (msg.len() - 64 - kind.fixed_len() + 1) as u64;
+                for len in [past, max] {
+                    refused(
+                        kind,
+                        &set(at, width, len),
+                        &alloc::format!("data length {len}"),
+                    );
+                }
+            }
+        }
     }
 }

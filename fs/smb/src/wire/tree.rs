@@ -2,7 +2,8 @@
 //! [`super::session::emit_small`].
 
 use super::header::HEADER_LEN;
-use super::{put_fixed, set_u16, slice, u16_at, u32_at, u8_at, utf16le, Result, WireError};
+use super::reply::{Reply, ReplyBody};
+use super::{put_fixed, set_u16, utf16le, Result};
 use alloc::vec::Vec;
 
 /// Field offsets, each relative to the start of its body (after the
@@ -22,7 +23,8 @@ mod field {
         pub const LEN: usize = BUFFER;
     }
 
-    /// SMB2 TREE_CONNECT Response (MS-SMB2 2.2.10).
+    /// SMB2 TREE_CONNECT Response (MS-SMB2 2.2.10); its StructureSize and
+    /// length are the reply gate's ([`crate::wire::reply::Reply::TreeConnect`]).
     pub mod response {
         pub const STRUCTURE_SIZE: usize = 0;
         pub const SHARE_TYPE: usize = 2;
@@ -30,16 +32,12 @@ mod field {
         pub const SHARE_FLAGS: usize = 4;
         pub const CAPABILITIES: usize = 8;
         pub const MAXIMAL_ACCESS: usize = 12;
-        /// Length of the body.
-        pub const LEN: usize = 16;
     }
 }
 
 /// StructureSize of the TREE_CONNECT request (MS-SMB2 2.2.9): the 8-byte
 /// fixed part plus one byte of Buffer.
 const REQUEST_SIZE: u16 = 9;
-/// StructureSize of the TREE_CONNECT response (MS-SMB2 2.2.10).
-const RESPONSE_SIZE: u16 = 16;
 
 /// A TREE_CONNECT request body for the UNC path `\\server\share`.
 #[derive(Clone, Debug)]
@@ -74,15 +72,12 @@ impl TreeConnectResponse {
     /// Parses a whole response message (header included).
     pub fn parse(msg: &[u8]) -> Result<Self> {
         use field::response as f;
-        let b = slice(msg, HEADER_LEN, f::LEN)?;
-        if u16_at(b, f::STRUCTURE_SIZE)? != RESPONSE_SIZE {
-            return Err(WireError::new("tree connect structure size"));
-        }
+        let body = ReplyBody::new_checked(msg, Reply::TreeConnect)?;
         Ok(TreeConnectResponse {
-            share_type: u8_at(b, f::SHARE_TYPE)?,
-            share_flags: u32_at(b, f::SHARE_FLAGS)?,
-            capabilities: u32_at(b, f::CAPABILITIES)?,
-            maximal_access: u32_at(b, f::MAXIMAL_ACCESS)?,
+            share_type: body.u8(f::SHARE_TYPE)?,
+            share_flags: body.u32(f::SHARE_FLAGS)?,
+            capabilities: body.u32(f::CAPABILITIES)?,
+            maximal_access: body.u32(f::MAXIMAL_ACCESS)?,
         })
     }
 }

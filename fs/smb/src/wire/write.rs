@@ -2,7 +2,8 @@
 
 use super::create::FileId;
 use super::header::HEADER_LEN;
-use super::{put_fixed, set_u16, set_u32, set_u64, slice, u16_at, u32_at, Result, WireError};
+use super::reply::{Reply, ReplyBody};
+use super::{put_fixed, set_u16, set_u32, set_u64, Result};
 use alloc::vec::Vec;
 
 /// Field offsets, each relative to the start of its body (after the
@@ -28,7 +29,8 @@ mod field {
         pub const LEN: usize = BUFFER;
     }
 
-    /// SMB2 WRITE Response (MS-SMB2 2.2.22).
+    /// SMB2 WRITE Response (MS-SMB2 2.2.22); its StructureSize and length
+    /// are the reply gate's ([`crate::wire::reply::Reply::Write`]).
     pub mod response {
         pub const STRUCTURE_SIZE: usize = 0;
         pub const RESERVED: usize = 2;
@@ -36,16 +38,12 @@ mod field {
         pub const REMAINING: usize = 8;
         pub const WRITE_CHANNEL_INFO_OFFSET: usize = 12;
         pub const WRITE_CHANNEL_INFO_LENGTH: usize = 14;
-        /// Length of the fixed part.
-        pub const LEN: usize = 16;
     }
 }
 
 /// StructureSize of the WRITE request (MS-SMB2 2.2.21): the 48-byte fixed
 /// part plus one byte of Buffer.
 const REQUEST_SIZE: u16 = 49;
-/// StructureSize of the WRITE response (MS-SMB2 2.2.22).
-const RESPONSE_SIZE: u16 = 17;
 
 /// A WRITE request body; the data follows the fixed part (DataOffset
 /// [`HEADER_LEN`] + 48).
@@ -83,16 +81,13 @@ impl WriteRequest<'_> {
 /// Bytes written, from a whole WRITE response message.
 pub fn parse_write(msg: &[u8]) -> Result<u32> {
     use field::response as f;
-    let b = slice(msg, HEADER_LEN, f::LEN)?;
-    if u16_at(b, f::STRUCTURE_SIZE)? != RESPONSE_SIZE {
-        return Err(WireError::new("write structure size"));
-    }
-    u32_at(b, f::COUNT)
+    ReplyBody::new_checked(msg, Reply::Write)?.u32(f::COUNT)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::{u16_at, u32_at};
 
     #[test]
     fn write_request_layout() {

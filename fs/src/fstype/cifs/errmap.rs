@@ -225,4 +225,25 @@ mod tests {
             "Input/output error (status 0xc0ffffff)"
         );
     }
+
+    /// What the SMB reply gate refuses, for every reply type it lists (a
+    /// body one byte short of its fixed part, a wrong StructureSize), is
+    /// EIO at the VFS, as Linux's `smb2_check_message` makes it.
+    #[test]
+    fn reply_gate_refusals_are_eio() {
+        use smb::wire::reply::{Reply, ReplyBody};
+        for &kind in Reply::ALL {
+            let mut msg = alloc::vec![0u8; 64 + kind.fixed_len()];
+            let wrong = kind.structure_size() ^ 0x100;
+            msg[64..66].copy_from_slice(&wrong.to_le_bytes());
+            let refusals = [
+                ReplyBody::new_checked(&msg[..msg.len() - 1], kind),
+                ReplyBody::new_checked(&msg, kind),
+            ];
+            for r in refusals {
+                let e = SmbError::Wire(r.expect_err("refused"));
+                assert_eq!(e.errno(), Errno::EIO, "{kind:?}: {e}");
+            }
+        }
+    }
 }

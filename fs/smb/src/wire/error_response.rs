@@ -1,20 +1,21 @@
 //! The SMB2 ERROR response body (MS-SMB2 2.2.2): what a failed command
 //! carries instead of its own response.
 
-use super::header::HEADER_LEN;
-use super::{slice, u16_at, u32_at, u8_at, Result, WireError};
+use super::reply::{Reply, ReplyBody};
+use super::Result;
 
-/// Field offsets of SMB2 ERROR Response (MS-SMB2 2.2.2), after the header.
+/// Field offsets of SMB2 ERROR Response (MS-SMB2 2.2.2), after the header;
+/// its StructureSize and length are the reply gate's ([`Reply::Error`]).
+#[allow(dead_code)]
 mod field {
     pub const STRUCTURE_SIZE: usize = 0;
     pub const CONTEXT_COUNT: usize = 2;
+    pub const RESERVED: usize = 3;
     pub const BYTE_COUNT: usize = 4;
+    /// ErrorData, right after the fixed part: a data area of ByteCount
+    /// bytes.
     pub const ERROR_DATA: usize = 8;
 }
-
-/// StructureSize of the ERROR response (MS-SMB2 2.2.2): the 8-byte fixed
-/// part plus one byte of ErrorData.
-const STRUCTURE_SIZE: u16 = 9;
 
 /// A parsed ERROR response body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,19 +29,11 @@ impl<'a> ErrorResponse<'a> {
     /// Windows send StructureSize 9 with ByteCount 0 and one pad byte;
     /// some servers omit the pad byte, which is accepted.
     pub fn parse(msg: &'a [u8]) -> Result<Self> {
-        if u16_at(msg, HEADER_LEN + field::STRUCTURE_SIZE)? != STRUCTURE_SIZE {
-            return Err(WireError::new("error structure size"));
-        }
-        let context_count = u8_at(msg, HEADER_LEN + field::CONTEXT_COUNT)?;
-        let count = u32_at(msg, HEADER_LEN + field::BYTE_COUNT)? as usize;
-        let data = if count == 0 {
-            &[][..]
-        } else {
-            slice(msg, HEADER_LEN + field::ERROR_DATA, count)?
-        };
+        let body = ReplyBody::new_checked(msg, Reply::Error)?;
+        let count = body.u32(field::BYTE_COUNT)? as usize;
         Ok(ErrorResponse {
-            context_count,
-            data,
+            context_count: body.u8(field::CONTEXT_COUNT)?,
+            data: body.area(body.floor(), count)?,
         })
     }
 }
