@@ -182,7 +182,8 @@ const DOMAIN: &str = "domain name too long for NTLM (64 KiB)";
 const USER: &str = "user name too long for NTLM (64 KiB)";
 const WORKSTATION: &str = "workstation name too long for NTLM (64 KiB)";
 const TARGET_NAME: &str = "server name too long for the NTLM target name (64 KiB)";
-const MESSAGE: &str = "NTLM AUTHENTICATE too long: it would exceed 64 KiB";
+const MESSAGE: &str = "NTLM CHALLENGE TargetInfo too long: the AUTHENTICATE would exceed 64 KiB";
+const NAMES: &str = "user, domain and workstation names too long together for NTLM (64 KiB)";
 
 /// A length as its u16 field, or [`TooLong`] naming the field.
 fn len16(n: usize, what: &'static str) -> core::result::Result<u16, TooLong> {
@@ -564,13 +565,23 @@ fn build_authenticate(
 ) -> core::result::Result<Vec<u8>, TooLong> {
     use field::authenticate_message as a;
     use field::fields as t;
-    const NAMES: [&str; 6] = [NT_RESPONSE, NT_RESPONSE, DOMAIN, USER, WORKSTATION, MESSAGE];
+    const FIELDS: [&str; 6] = [NT_RESPONSE, NT_RESPONSE, DOMAIN, USER, WORKSTATION, MESSAGE];
     let total = a::PAYLOAD + fields.iter().map(|f| f.len()).sum::<usize>();
     let mut lens = [0u16; 6];
     for (i, f) in fields.iter().enumerate() {
-        lens[i] = len16(f.len(), NAMES[i])?;
+        lens[i] = len16(f.len(), FIELDS[i])?;
     }
-    len16(total, MESSAGE)?;
+    // Too long only together: blamed on the server's TargetInfo (in the
+    // NtChallengeResponse) when that outweighs the mount's own names.
+    let names: usize = fields[2..5].iter().map(|f| f.len()).sum();
+    len16(
+        total,
+        if fields[1].len() >= names {
+            MESSAGE
+        } else {
+            NAMES
+        },
+    )?;
     let mut v = Vec::with_capacity(total);
     let b = put_fixed(&mut v, a::PAYLOAD);
     b[field::SIGNATURE].copy_from_slice(SIGNATURE);
@@ -912,7 +923,7 @@ mod tests {
                     ..base.clone()
                 },
                 "cifs/s",
-                MESSAGE,
+                NAMES,
             ),
         ];
         for (c, spn, what) in cases {
@@ -938,6 +949,16 @@ mod tests {
         let ch = Challenge::parse(&big).unwrap();
         let r = authenticate_message(&base, &ch, &neg, "cifs/s", &[1; 8], 0).map(|_| ());
         assert_eq!(r, Err(TooLong(NT_RESPONSE)));
+        // A TargetInfo whose response fits while the message does not.
+        let mut pair = alloc::vec![1u8, 0];
+        pair.extend_from_slice(&65_380u16.to_le_bytes());
+        pair.extend(core::iter::repeat_n(b'A', 65_380));
+        let big = challenge_4_2_4(&pair);
+        let ch = Challenge::parse(&big).unwrap();
+        let r = authenticate_message(&base, &ch, &neg, "cifs/s", &[1; 8], 0).map(|_| ());
+        assert_eq!(r, Err(TooLong(MESSAGE)));
+        assert!(TooLong(MESSAGE).from_server());
+        assert!(!TooLong(NAMES).from_server());
         assert!(TooLong(NT_RESPONSE).from_server());
         assert!(!TooLong(USER).from_server());
     }
