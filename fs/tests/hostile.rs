@@ -989,3 +989,72 @@ fn impacket_mounts_with_the_mic_and_does_not_check_it() {
         assert_eq!(out.last().unwrap(), "ok hello", "{how:?}: {out:?}");
     }
 }
+
+// ------------------------- the 3.0.x sealer's SessionId (issue 49)
+
+/// The SessionId the 3.0.x sealer binds into every nonce comes from the
+/// final SESSION_SETUP response, which must now be signed on 3.x: a MITM
+/// that changes it (its low byte flipped, the signature left) gets the
+/// mount refused before any request goes out under the session —
+/// EACCES, the signature named — on 3.0 and 3.0.2, with and without
+/// `seal`; the untouched mounts succeed, sealed where asked.
+#[test]
+fn mitm_final_session_id_is_refused() {
+    let Some(fx) = samba(None) else { return };
+    let target = format!("127.0.0.1:{}", fx.port).parse().unwrap();
+    let mut failed = Vec::new();
+    for opts in [
+        ",vers=3.0",
+        ",vers=3.0.2",
+        ",vers=3.0,seal",
+        ",vers=3.0.2,seal",
+    ] {
+        let honest = mitm::start_with(target, Rewrite::default()).unwrap();
+        let out = mount_via(&fx, honest.addr.port(), opts);
+        if !out.last().unwrap().starts_with("ok ") {
+            failed.push(format!("untouched {opts}: {out:?}"));
+        }
+        let rw = Rewrite {
+            final_session_id: true,
+            ..Rewrite::default()
+        };
+        let m = mitm::start_with(target, rw).unwrap();
+        let out = mount_via(&fx, m.addr.port(), opts);
+        println!("session id {opts}: {out:?}");
+        let refused = out.last().unwrap() == "err EACCES"
+            && out
+                .iter()
+                .any(|l| l.contains("the final SESSION_SETUP response's signature is invalid"));
+        if m.replies_rewritten.load(SeqCst) != 1 || !refused {
+            failed.push(format!("{opts}: {out:?}"));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// A server that names one session in its CHALLENGE reply and another in
+/// its (signed) final response gets the mount refused with EIO: requests
+/// would carry the first while the 3.0.x sealer binds the second. Before
+/// the check, this mount succeeded.
+#[test]
+fn final_session_id_must_match_the_challenge() {
+    for proto in [Proto::SMB30_SIGNED, Proto::SMB311_SIGNED] {
+        let tamper: hostile::Tamper = Arc::new(|h, r| {
+            let st = u32::from_le_bytes([r[8], r[9], r[10], r[11]]);
+            if h.command == hostile::wire::cmd::SESSION_SETUP && st == 0 {
+                r[40..48].copy_from_slice(&0x5678u64.to_le_bytes());
+            }
+        });
+        let s = Server::with_tamper(Case::Honest, &[("hello.txt", HELLO)], &[], tamper);
+        let mut s = Arc::try_unwrap(s).ok().unwrap();
+        s.proto = proto;
+        let l = hostile::serve_tcp(Arc::new(s)).expect("hostile server");
+        let (_sh, out) = try_mount(&l, "");
+        assert_eq!(out.last().unwrap(), "err EIO", "{proto:?}: {out:?}");
+        assert!(
+            out.iter()
+                .any(|l| l.contains("the final SESSION_SETUP response names another session")),
+            "{proto:?}: {out:?}"
+        );
+    }
+}

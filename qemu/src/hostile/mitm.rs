@@ -31,6 +31,7 @@ const HDR: usize = 64;
 const FLAGS: usize = 16;
 const FLAG_RESPONSE: u32 = 0x1;
 const FLAG_SIGNED: u32 = 0x8;
+const SESSION_ID: usize = 40;
 const SIGNATURE: usize = 48;
 const SESSION_SETUP: u16 = 1;
 const TREE_CONNECT: u16 = 3;
@@ -74,6 +75,10 @@ pub struct Rewrite {
     pub share_encrypt: Strip,
     /// The NTLMSSP AUTHENTICATE of SESSION_SETUP requests.
     pub authenticate: Option<AuthBend>,
+    /// The SessionId of the final SESSION_SETUP response (status
+    /// SUCCESS): its low byte flipped, the signature left (it no longer
+    /// verifies).
+    pub final_session_id: bool,
 }
 
 /// A running MITM; it serves connections in background threads for as
@@ -183,6 +188,10 @@ pub fn bend_reply(f: &mut [u8], rw: &Rewrite) -> Bent {
     let status = u32::from_le_bytes([f[8], f[9], f[10], f[11]]);
     if status != 0 {
         return out;
+    }
+    if command == SESSION_SETUP && rw.final_session_id {
+        f[SESSION_ID] ^= 1;
+        out.changed = true;
     }
     let (at, mask, how) = match command {
         SESSION_SETUP => (

@@ -294,7 +294,19 @@ impl Connection {
                 "the final SESSION_SETUP response is unsigned",
             ));
         }
+        // The SessionId is covered by the final response's signature,
+        // required above on 3.x: the 3.0.x sealer binds it into every
+        // nonce's AAD. Requests name the one the (unsigned) CHALLENGE
+        // reply gave; the two must agree, or requests would carry one
+        // SessionId while the sealer binds another (3.1.1's preauth hash
+        // covers the first too; on 3.0.x only this comparison does).
         let session_id = auth_reply.hdr.session_id;
+        if session_id != self.link_mut()?.session_id {
+            self.link = None;
+            return Err(SmbError::Protocol(
+                "the final SESSION_SETUP response names another session",
+            ));
+        }
         let mut nonce_salt = [0u8; 4];
         self.clock.fill_random(&mut nonce_salt);
         let sealer = neg.cipher.map(|c| match neg.dialect {
