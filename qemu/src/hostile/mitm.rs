@@ -11,7 +11,8 @@
 //! encryption a server asks for: SESSION_FLAG_ENCRYPT_DATA in the final
 //! SESSION_SETUP response, SHAREFLAG_ENCRYPT_DATA in a TREE_CONNECT
 //! response, leaving the signature (which then no longer verifies) or
-//! stripping it too (SIGNED flag and signature cleared). It cannot forge
+//! stripping it too (SIGNED flag and signature cleared), and change the
+//! final SESSION_SETUP response's SessionId. It cannot forge
 //! signatures nor open sealed frames, so a client that believes those
 //! flags only from signed responses notices; one that does not sends in
 //! clear what the server wanted sealed. The proxy watches for exactly
