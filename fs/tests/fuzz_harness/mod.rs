@@ -632,10 +632,24 @@ pub fn ntlm(data: &[u8]) {
         domain: "DOM".into(),
         workstation: "WS".into(),
     };
-    let (auth, key) = ntlm::authenticate_message(&creds, &ch, &[1; 8], 133_000_000_000_000_000);
-    // Fact: what we build is an NTLMSSP AUTHENTICATE (type 3).
+    let negotiate = ntlm::negotiate_message();
+    let built = ntlm::authenticate_message(
+        &creds,
+        &ch,
+        &negotiate,
+        "cifs/fuzz",
+        &[1; 8],
+        133_000_000_000_000_000,
+    );
+    // A TargetInfo near 64 KiB is refused, never wrapped.
+    let Ok((auth, key)) = built else {
+        return;
+    };
+    // Fact: what we build is an NTLMSSP AUTHENTICATE (type 3) that fits
+    // its u16 lengths.
     assert_eq!(&auth[..8], ntlm::SIGNATURE, "AUTHENTICATE signature");
     assert_eq!(auth[8], 3, "AUTHENTICATE type");
+    assert!(auth.len() <= u16::MAX as usize, "AUTHENTICATE length");
     let _ = key;
 }
 

@@ -4,11 +4,15 @@
 //!
 //! Client to server it can strike dialects from the NEGOTIATE request's
 //! list (each struck entry becomes a copy of the lowest dialect offered,
-//! so no length or offset changes). Server to client it can clear the
+//! so no length or offset changes), and bend the NTLMSSP AUTHENTICATE of
+//! the final SESSION_SETUP request ([`AuthBend`]: a MIC byte, or the
+//! workstation name, which the NTLMv2 response does not cover and only
+//! the MIC does), as a relay would. Server to client it can clear the
 //! encryption a server asks for: SESSION_FLAG_ENCRYPT_DATA in the final
 //! SESSION_SETUP response, SHAREFLAG_ENCRYPT_DATA in a TREE_CONNECT
 //! response, leaving the signature (which then no longer verifies) or
-//! stripping it too (SIGNED flag and signature cleared). It cannot forge
+//! stripping it too (SIGNED flag and signature cleared), and change the
+//! final SESSION_SETUP response's SessionId. It cannot forge
 //! signatures nor open sealed frames, so a client that believes those
 //! flags only from signed responses notices; one that does not sends in
 //! clear what the server wanted sealed. The proxy watches for exactly
@@ -28,6 +32,7 @@ const HDR: usize = 64;
 const FLAGS: usize = 16;
 const FLAG_RESPONSE: u32 = 0x1;
 const FLAG_SIGNED: u32 = 0x8;
+const SESSION_ID: usize = 40;
 const SIGNATURE: usize = 48;
 const SESSION_SETUP: u16 = 1;
 const TREE_CONNECT: u16 = 3;
@@ -50,6 +55,16 @@ pub enum Strip {
     FlagAndSignature,
 }
 
+/// How the client's NTLMSSP AUTHENTICATE is bent on its way to the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthBend {
+    /// The first byte of the MIC (MS-NLMP 2.2.1.3, offset 72) flipped.
+    MicByte,
+    /// The first byte of the workstation name flipped: covered by the MIC
+    /// alone (not by the NTLMv2 response nor, on 3.0.x, by any key).
+    Workstation,
+}
+
 /// What the proxy bends.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rewrite {
@@ -59,6 +74,12 @@ pub struct Rewrite {
     pub session_encrypt: Strip,
     /// SHAREFLAG_ENCRYPT_DATA of TREE_CONNECT responses.
     pub share_encrypt: Strip,
+    /// The NTLMSSP AUTHENTICATE of SESSION_SETUP requests.
+    pub authenticate: Option<AuthBend>,
+    /// The SessionId of the final SESSION_SETUP response (status
+    /// SUCCESS): its low byte flipped, the signature left (it no longer
+    /// verifies).
+    pub final_session_id: bool,
 }
 
 /// A running MITM; it serves connections in background threads for as
@@ -67,6 +88,8 @@ pub struct Mitm {
     pub addr: SocketAddr,
     /// NEGOTIATE requests rewritten so far.
     pub rewritten: Arc<AtomicU64>,
+    /// AUTHENTICATE messages bent so far.
+    pub auth_rewritten: Arc<AtomicU64>,
     /// Server responses rewritten so far (flags struck).
     pub replies_rewritten: Arc<AtomicU64>,
     /// The server asked for encryption (a session or share flag) on some
@@ -107,6 +130,41 @@ pub fn strike_dialect(msg: &mut [u8], strike: u16) -> bool {
     changed
 }
 
+/// Applies `how` to the NTLMSSP AUTHENTICATE carried by the SMB2
+/// SESSION_SETUP request `msg` (one message, raw NTLMSSP token); true if
+/// anything changed.
+pub fn bend_authenticate(msg: &mut [u8], how: AuthBend) -> bool {
+    const SESSION_SETUP_REQ: [u8; 2] = [1, 0];
+    if msg.len() < HDR + 24 || msg[..4] != *b"\xfeSMB" || msg[12..14] != SESSION_SETUP_REQ {
+        return false;
+    }
+    if msg[FLAGS] & FLAG_RESPONSE as u8 != 0 {
+        return false;
+    }
+    // SecurityBufferOffset (from the header) and Length: body 12 and 14.
+    let off = u16::from_le_bytes([msg[HDR + 12], msg[HDR + 13]]) as usize;
+    let len = u16::from_le_bytes([msg[HDR + 14], msg[HDR + 15]]) as usize;
+    let Some(t) = msg.get_mut(off..off + len) else {
+        return false;
+    };
+    if t.len() < 88 || t[..8] != *b"NTLMSSP\0" || t[8..12] != [3, 0, 0, 0] {
+        return false;
+    }
+    let at = match how {
+        AuthBend::MicByte => 72,
+        AuthBend::Workstation => {
+            let wlen = u16::from_le_bytes([t[44], t[45]]) as usize;
+            let woff = u32::from_le_bytes([t[48], t[49], t[50], t[51]]) as usize;
+            if wlen == 0 || woff >= t.len() {
+                return false;
+            }
+            woff
+        }
+    };
+    t[at] ^= 1;
+    true
+}
+
 /// What [`bend_reply`] saw and did to one server frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Bent {
@@ -131,6 +189,10 @@ pub fn bend_reply(f: &mut [u8], rw: &Rewrite) -> Bent {
     let status = u32::from_le_bytes([f[8], f[9], f[10], f[11]]);
     if status != 0 {
         return out;
+    }
+    if command == SESSION_SETUP && rw.final_session_id {
+        f[SESSION_ID] ^= 1;
+        out.changed = true;
     }
     let (at, mask, how) = match command {
         SESSION_SETUP => (
@@ -183,6 +245,7 @@ pub fn start_with(target: SocketAddr, rw: Rewrite) -> std::io::Result<Mitm> {
     let m = Mitm {
         addr: l.local_addr()?,
         rewritten: Arc::default(),
+        auth_rewritten: Arc::default(),
         replies_rewritten: Arc::default(),
         asked: Arc::default(),
         clear_after_ask: Arc::default(),
@@ -190,6 +253,7 @@ pub fn start_with(target: SocketAddr, rw: Rewrite) -> std::io::Result<Mitm> {
     };
     let counts = Counts {
         rewritten: m.rewritten.clone(),
+        auth_rewritten: m.auth_rewritten.clone(),
         replies_rewritten: m.replies_rewritten.clone(),
         asked: m.asked.clone(),
         clear_after_ask: m.clear_after_ask.clone(),
@@ -212,6 +276,7 @@ pub fn start_with(target: SocketAddr, rw: Rewrite) -> std::io::Result<Mitm> {
 #[derive(Clone)]
 struct Counts {
     rewritten: Arc<AtomicU64>,
+    auth_rewritten: Arc<AtomicU64>,
     replies_rewritten: Arc<AtomicU64>,
     asked: Arc<AtomicBool>,
     clear_after_ask: Arc<AtomicU64>,
@@ -267,6 +332,11 @@ fn relay(client: TcpStream, server: TcpStream, rw: Rewrite, counts: Counts) {
         if let Some(strike) = rw.strike {
             if strike_dialect(&mut f, strike) {
                 counts.rewritten.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        if let Some(how) = rw.authenticate {
+            if bend_authenticate(&mut f, how) {
+                counts.auth_rewritten.fetch_add(1, Ordering::SeqCst);
             }
         }
         if asked_here.load(Ordering::SeqCst) && f.get(..4) == Some(b"\xfeSMB") {

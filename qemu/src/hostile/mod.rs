@@ -9,7 +9,10 @@
 //! drained to zero, interim replies forever or every 2 s, a reply's data
 //! offset pointing into its header or fixed part or past its end, a file
 //! that never ends, EA names Linux cannot show — and a per-reply hook
-//! ([`Server::tamper`]) for anything else a test wants to script. [`mitm`]
+//! ([`Server::tamper`]) for anything else a test wants to script. With
+//! [`Server::require_mic`] it behaves as a Windows server that requires
+//! the NTLM MIC (a timestamp in its CHALLENGE, STATUS_LOGON_FAILURE for an
+//! AUTHENTICATE whose MIC is missing or does not verify). [`mitm`]
 //! is the other attacker: a proxy in front of a real server that rewrites
 //! the client's NEGOTIATE or strips the encryption flags of the server's
 //! SESSION_SETUP and TREE_CONNECT responses.
@@ -215,6 +218,10 @@ pub struct Server {
     pub requests: AtomicU64,
     /// Rewrites each reply last (see [`Tamper`]).
     pub tamper: Option<Tamper>,
+    /// Behave as a Windows server that requires the NTLM MIC: the
+    /// CHALLENGE carries a timestamp, and an AUTHENTICATE without a MIC
+    /// that verifies gets STATUS_LOGON_FAILURE.
+    pub require_mic: bool,
 }
 
 /// Per-connection state.
@@ -233,6 +240,10 @@ struct Conn {
     preauth: [u8; 64],
     /// The signing key, once the session is set up (signed protos).
     key: Option<[u8; 16]>,
+    /// The NTLMSSP NEGOTIATE and CHALLENGE of this connection (the MIC
+    /// covers them).
+    ntlm_negotiate: Vec<u8>,
+    ntlm_challenge: Vec<u8>,
 }
 
 impl Conn {
@@ -247,6 +258,8 @@ impl Conn {
             listed: 0,
             preauth: [0; 64],
             key: None,
+            ntlm_negotiate: Vec::new(),
+            ntlm_challenge: Vec::new(),
         }
     }
 }
@@ -302,6 +315,7 @@ impl Server {
             connections: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             tamper: None,
+            require_mic: false,
         })
     }
 
@@ -475,9 +489,22 @@ impl Server {
             ),
             cmd::SESSION_SETUP => {
                 if c.requests <= 2 {
-                    let t = wire::ntlm_challenge();
+                    // A FILETIME in 2023, when a Windows-like server wants
+                    // a MIC (it asks with a timestamp).
+                    let ts = self.require_mic.then_some(133_200_000_000_000_000);
+                    let t = wire::ntlm_challenge_at(ts);
+                    let at = m.windows(8).position(|w| w == b"NTLMSSP\0");
+                    c.ntlm_negotiate = at.map_or(Vec::new(), |a| m[a..].to_vec());
+                    c.ntlm_challenge = t.clone();
                     (status::MORE_PROCESSING_REQUIRED, wire::session_body(&t))
                 } else {
+                    if self.require_mic {
+                        let mic =
+                            sign::mic_verifies(m, &c.ntlm_negotiate, &c.ntlm_challenge, PASSWORD);
+                        if mic != Some(true) {
+                            return err(status::LOGON_FAILURE);
+                        }
+                    }
                     if self.proto.sign {
                         if let Some(k) = sign::session_key(m, PASSWORD) {
                             c.key = Some(match self.proto.dialect {

@@ -1,6 +1,7 @@
 //! The hostile server's side of SMB 3.0 and 3.1.1 signing: the NTLMv2
 //! session key from the client's AUTHENTICATE (the server knows the
-//! password), the SP800-108 signing keys of MS-SMB2 3.1.4.2 (3.1.1's over
+//! password), the check of the AUTHENTICATE's MIC (MS-NLMP 3.1.5.1.2, as
+//! a Windows server makes it), the SP800-108 signing keys of MS-SMB2 3.1.4.2 (3.1.1's over
 //! the preauth integrity hash), and AES-CMAC signatures. Written from the
 //! specifications (MS-NLMP 3.3.2, MS-SMB2 3.1.4.1), not from the client,
 //! so a mistake in one is not mirrored in the other. Pure functions.
@@ -55,6 +56,45 @@ pub fn session_key(request: &[u8], password: &str) -> Option<[u8; 16]> {
     let nt_hash: [u8; 16] = Md4::digest(utf16(password)).into();
     let ntowfv2 = hmac_md5(&nt_hash, &[&utf16(&user), domain]);
     Some(hmac_md5(&ntowfv2, &[nt.get(..16)?]))
+}
+
+/// What the AUTHENTICATE inside `request` says of its MIC: `None` when
+/// its NTLMv2 response's MsvAvFlags does not announce one (or there is
+/// no such message), else whether the MIC verifies: HMAC-MD5 under the
+/// session key for `password` over `negotiate` || `challenge` || the
+/// AUTHENTICATE with its MIC (bytes 72..88) zeroed.
+pub fn mic_verifies(
+    request: &[u8],
+    negotiate: &[u8],
+    challenge: &[u8],
+    password: &str,
+) -> Option<bool> {
+    let at = request.windows(8).position(|w| w == b"NTLMSSP\0")?;
+    let m = &request[at..];
+    let nt = field(m, 20)?;
+    // AV pairs after NTProofStr (16) and the blob's fixed 28 bytes.
+    let mut pairs = nt.get(44..)?;
+    let mut flags = 0u32;
+    while pairs.len() >= 4 {
+        let id = u16::from_le_bytes([pairs[0], pairs[1]]);
+        let len = u16::from_le_bytes([pairs[2], pairs[3]]) as usize;
+        let v = pairs.get(4..4 + len)?;
+        if id == 0 {
+            break;
+        }
+        if id == 6 && len == 4 {
+            flags = u32::from_le_bytes(v.try_into().ok()?);
+        }
+        pairs = &pairs[4 + len..];
+    }
+    if flags & 0x2 == 0 {
+        return None;
+    }
+    let key = session_key(request, password)?;
+    let mut zeroed = m.get(..88)?.to_vec();
+    zeroed[72..88].fill(0);
+    let want = hmac_md5(&key, &[negotiate, challenge, &zeroed, &m[88..]]);
+    Some(want[..] == m[72..88])
 }
 
 /// The SP800-108 counter-mode KDF with HMAC-SHA256 (MS-SMB2 3.1.4.2),

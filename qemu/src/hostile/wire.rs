@@ -31,6 +31,7 @@ pub mod status {
     pub const OBJECT_NAME_COLLISION: u32 = 0xc000_0035;
     pub const NOT_SUPPORTED: u32 = 0xc000_00bb;
     pub const INVALID_PARAMETER: u32 = 0xc000_000d;
+    pub const LOGON_FAILURE: u32 = 0xc000_006d;
 }
 
 pub const HEADER_LEN: usize = 64;
@@ -311,6 +312,13 @@ pub fn session_body(token: &[u8]) -> Vec<u8> {
 
 /// An NTLMSSP CHALLENGE with an empty target name and just MsvAvEOL.
 pub fn ntlm_challenge() -> Vec<u8> {
+    ntlm_challenge_at(None)
+}
+
+/// The same CHALLENGE, with an MsvAvTimestamp (FILETIME) when `ts` is
+/// given, as every Windows server since Vista sends (and asks for a MIC
+/// with).
+pub fn ntlm_challenge_at(ts: Option<u64>) -> Vec<u8> {
     let mut t = Vec::new();
     t.extend_from_slice(b"NTLMSSP\0");
     t.u32(2);
@@ -318,8 +326,13 @@ pub fn ntlm_challenge() -> Vec<u8> {
     t.u32(0x0080_0000 | 0x0008_0000 | 0x0000_0200 | 0x1); // TARGET_INFO | ESS | NTLM | UNICODE
     t.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
     t.zeros(8);
-    t.u16(4).u16(4).u32(56); // TargetInfoFields
+    let ti_len = if ts.is_some() { 16 } else { 4 };
+    t.u16(ti_len).u16(ti_len).u32(56); // TargetInfoFields
     t.zeros(8); // Version
+    if let Some(ts) = ts {
+        t.u16(7).u16(8); // MsvAvTimestamp
+        t.extend_from_slice(&ts.to_le_bytes());
+    }
     t.u16(0).u16(0); // MsvAvEOL
     t
 }

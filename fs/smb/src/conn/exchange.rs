@@ -157,7 +157,11 @@ impl Connection {
                     let e = SmbError::Protocol("request from server");
                     return Err(self.fail_pending(&reqs, &mids, &replies, e));
                 }
-                link.credits = (link.credits + hdr.credits as u32).min(65_535);
+                // Credits are granted only by a reply that answers an
+                // outstanding request and has passed the checks its kind
+                // gets (below): a frame nobody asked for (an oplock break,
+                // which grants none, a stale or duplicate reply, or one
+                // forged unsigned on a signing link) grants nothing.
                 let Some(i) = mids.iter().position(|&x| x == hdr.message_id) else {
                     continue; // unsolicited (oplock break) or a stale reply
                 };
@@ -179,6 +183,10 @@ impl Connection {
                         return Err(self.fail_pending(&reqs, &mids, &replies, e));
                     }
                     deadline = self.clock.now_ms().saturating_add(timeout).min(total);
+                    // MS-SMB2 exempts interim replies from signing (the
+                    // server grants the request's credits in them, so
+                    // they must count); sealed, they are authenticated.
+                    link.credits = (link.credits + hdr.credits as u32).min(65_535);
                     continue;
                 }
                 let is_signed = hdr.flags & flags::SIGNED != 0;
@@ -199,6 +207,11 @@ impl Connection {
                 if !good {
                     return Err(self.fail_pending(&reqs, &mids, &replies, SmbError::BadSignature));
                 }
+                // Verified (or sealed, or not required to be signed: a
+                // SESSION_SETUP reply before the key exists, whose final
+                // one `session_setup` verifies and drops the link on
+                // failure, credits and all).
+                link.credits = (link.credits + hdr.credits as u32).min(65_535);
                 self.note_reply(&hdr, sid, tid);
                 replies[i] = Some(Reply {
                     hdr,

@@ -195,29 +195,33 @@ impl Connection {
         // Null credentials authenticate anonymously: no response over an
         // empty password that anyone could recompute, hence no key.
         let anonymous = self.cfg.creds.is_anonymous();
-        let (auth_token, session_key) = if anonymous {
+        let built = if anonymous {
             let ws = &self.cfg.creds.workstation;
-            (ntlm::anonymous_authenticate_message(&challenge, ws), None)
+            ntlm::anonymous_authenticate_message(&challenge, ws).map(|t| (t, None))
         } else {
             let mut client_challenge = [0u8; 8];
             self.clock.fill_random(&mut client_challenge);
-            let (token, key) = ntlm::authenticate_message(
+            let spn = format!("cifs/{}", self.cfg.server);
+            ntlm::authenticate_message(
                 &self.cfg.creds,
                 &challenge,
+                &negotiate_token,
+                &spn,
                 &client_challenge,
                 self.clock.filetime(),
-            );
-            (token, Some(zeroize::Zeroizing::new(key)))
+            )
+            .map(|(t, k)| (t, Some(zeroize::Zeroizing::new(k))))
         };
         // Every length in the AUTHENTICATE and SESSION_SETUP's
         // SecurityBufferLength is a u16: a CHALLENGE whose TargetInfo
-        // nears 64 KiB (echoed in the NTLMv2 response) would wrap them
-        // into a malformed request. Refused before it is sent.
-        if auth_token.len() > u16::MAX as usize {
-            return Err(SmbError::Protocol(
-                "NTLM CHALLENGE TargetInfo too long: the AUTHENTICATE would exceed 64 KiB",
-            ));
-        }
+        // nears 64 KiB (echoed in the NTLMv2 response), or a name that
+        // long, would wrap them into a malformed request. Refused before
+        // anything is sent: EIO for the server's part, EINVAL for ours.
+        let (auth_token, session_key) = match built {
+            Ok(b) => b,
+            Err(e) if e.from_server() => return Err(SmbError::Protocol(e.0)),
+            Err(e) => return Err(SmbError::Invalid(e.0)),
+        };
         let auth_setup = SessionSetupRequest {
             token: &auth_token,
             ..negotiate_setup
@@ -290,7 +294,19 @@ impl Connection {
                 "the final SESSION_SETUP response is unsigned",
             ));
         }
+        // The SessionId is covered by the final response's signature,
+        // required above on 3.x: the 3.0.x sealer binds it into every
+        // nonce's AAD. Requests name the one the (unsigned) CHALLENGE
+        // reply gave; the two must agree, or requests would carry one
+        // SessionId while the sealer binds another (3.1.1's preauth hash
+        // covers the first too; on 3.0.x only this comparison does).
         let session_id = auth_reply.hdr.session_id;
+        if session_id != self.link_mut()?.session_id {
+            self.link = None;
+            return Err(SmbError::Protocol(
+                "the final SESSION_SETUP response names another session",
+            ));
+        }
         let mut nonce_salt = [0u8; 4];
         self.clock.fill_random(&mut nonce_salt);
         let sealer = neg.cipher.map(|c| match neg.dialect {

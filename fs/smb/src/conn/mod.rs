@@ -17,8 +17,11 @@
 //! stream); on a soft mount it is not retried and surfaces as EIO.
 //!
 //! Message ids and credits: each request consumes `max(1, CreditCharge)`
-//! ids and credits; every reply (interim ones too) returns the credits the
-//! server granted. A STATUS_PENDING interim reply (async header) restarts
+//! ids and credits; the credits a server grants count only from a reply
+//! to an outstanding request that passed verification (signed, sealed, or
+//! not required to be signed) and from its interim replies (which MS-SMB2
+//! leaves unsigned); a frame nobody asked for grants nothing, so one
+//! forged on a signing link cannot inflate them. A STATUS_PENDING interim reply (async header) restarts
 //! the wait for the final reply with the same MessageId. Replies to
 //! requests not outstanding (oplock breaks, late replies) are skipped.
 //!

@@ -281,6 +281,34 @@ fn signed_session_rejects_unsigned_and_forged_replies() {
     c.exchange(vec![echo_req()], true).unwrap();
 }
 
+/// Credits come only from replies that passed verification: on a signed
+/// link, frames forged unsigned — one for a message id nobody asked
+/// about, a duplicate of the answered request — grant nothing; an interim
+/// reply (which MS-SMB2 leaves unsigned) and the signed final reply grant
+/// theirs. Before, the stray frame's 30,000 counted (30,008).
+#[test]
+fn credits_count_only_from_verified_replies() {
+    let key = [9u8; 16];
+    let mut c = conn(1000);
+    let t = FnTransport::new(move |f: &[u8]| {
+        let h = requests(f)[0];
+        let mut stray = h;
+        stray.message_id = 999;
+        let mut good = reply(&h, 0, Some(0x5), 2);
+        Signer::smb2(&key).sign(&mut good);
+        vec![
+            reply(&stray, 0, None, 30_000),
+            reply(&h, status::PENDING, Some(0x5), 3),
+            good.clone(),
+            reply(&h, 0, Some(0x5), 30_000),
+        ]
+    });
+    c.test_link(Box::new(t), Some(Signer::smb2(&key)));
+    c.exchange(vec![echo_req()], true).unwrap();
+    // 4 - 1 charged + 3 (interim) + 2 (final, signed).
+    assert_eq!(c.credits(), 8);
+}
+
 impl Connection {
     /// Installs an up link over `t` without a handshake (dialect 2.1, the
     /// given signer), for driving `exchange` against a fake server.
