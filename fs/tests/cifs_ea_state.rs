@@ -188,3 +188,41 @@ fn easize_zero_is_believed_only_where_proven() {
     assert_eq!(v.xattr_names(b"/mnt/f0", true), Ok(vec![]));
     assert_eq!(queries(&sb), q0 + 3, "its own answer, once");
 }
+
+/// Two names of one file (a hard link made on the server): a setxattr
+/// through one name must not leave the other's "no EAs" standing, whether
+/// that "none" was the inode's own answer or a trusted EaSize 0. Linux
+/// (serverino) gives both names one inode; this client gives the second
+/// name an inode of its own, so the change must reach it by FileId.
+#[test]
+fn a_setxattr_through_one_hard_link_reaches_the_other() {
+    let Some(fx) = fixture(true) else { return };
+    std::fs::hard_link(fx.share_dir.join("f1"), fx.share_dir.join("h1")).unwrap();
+    std::fs::hard_link(fx.share_dir.join("f2"), fx.share_dir.join("h2")).unwrap();
+    let (v, _sb) = mount(&fx, "eacache=easize,acregmax=60,acdirmax=60");
+    // Trusted EaSize 0 (d000 proved the field) for both names of f1.
+    v.readdir(b"/mnt").unwrap();
+    assert_eq!(v.xattr_names(b"/mnt/h1", true), Ok(vec![]));
+    v.setxattr(b"/mnt/f1", b"user.x", b"v", 0).unwrap();
+    assert_eq!(
+        v.xattr_value(b"/mnt/h1", b"user.x", true),
+        Ok(b"v".to_vec()),
+        "set through f1, read through h1 (EaSize 0 listed before the set)"
+    );
+    // The inode's own NO_EAS answer, then a set through the other name.
+    let (v, _sb) = mount_again(&fx);
+    assert_eq!(v.xattr_names(b"/mnt/h2", true), Ok(vec![]));
+    assert_eq!(v.xattr_names(b"/mnt/f2", true), Ok(vec![]));
+    v.setxattr(b"/mnt/f2", b"user.y", b"w", 0).unwrap();
+    assert_eq!(
+        v.xattr_value(b"/mnt/h2", b"user.y", true),
+        Ok(b"w".to_vec()),
+        "set through f2, read through h2 (its own NO_EAS answered before the set)"
+    );
+}
+
+/// A second mount of the fixture that has seen no listing (its tree
+/// connect has proved nothing yet).
+fn mount_again(fx: &Fixture) -> (Arc<Vfs>, Arc<SuperBlock>) {
+    mount(fx, "eacache=easize,acregmax=60,acdirmax=60")
+}

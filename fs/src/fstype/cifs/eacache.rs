@@ -41,6 +41,10 @@
 //! change and every invalidation (a write, a rename, a ChangeTime that
 //! moved); a request samples the mount's EA clock before it is sent, and
 //! its reply records nothing on an inode bumped after the sample.
+//! A file with two names (a hard link) has two inodes here (the second
+//! name's inode number is a local one), so a setxattr through one name is
+//! also recorded by the server's FileId, and the other name's inode
+//! believes nothing it learned from a request sampled before it.
 //!
 //! Staleness bound: an EA added on the server to an entry answered (or
 //! listed) as having none shows once that inode's attribute window

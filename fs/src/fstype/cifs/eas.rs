@@ -50,6 +50,9 @@ fn cifs_inode(inode: &Inode) -> KResult<&CifsInode> {
 impl CifsFs {
     /// What the design may look at for `inode` now.
     fn ea_ctx(&self, inode: &Inode, ci: &CifsInode, now: u64) -> EaCtx {
+        // A local EA change through another name of the same file, later
+        // than what this inode learned, makes that unknown.
+        let linked = self.ea_linked_generation(ci);
         let generation = self.conn.lock().generation();
         let mut t = self.tcon.lock();
         t.follow(generation);
@@ -58,7 +61,18 @@ impl CifsFs {
         let attrs_fresh = now.saturating_sub(ci.attr_ms.load(Ordering::Relaxed)) < window;
         let (size, no_eas_ms) = {
             let e = ci.ea.lock();
-            (e.size, e.no_eas_ms)
+            (
+                if e.size_sample >= linked {
+                    e.size
+                } else {
+                    u32::MAX
+                },
+                if e.no_eas_sample >= linked {
+                    e.no_eas_ms
+                } else {
+                    0
+                },
+            )
         };
         EaCtx {
             since_no_eas_ms: since(no_eas_ms),
@@ -188,7 +202,8 @@ impl CifsFs {
             .conn
             .lock()
             .set_ea(&path, ea, value.unwrap_or_default());
-        ci.forget_eas(&self.ea_clock);
+        let g = ci.forget_eas(&self.ea_clock);
+        self.ea_changed_here(ci, g);
         r.map_err(data_errno)
     }
 

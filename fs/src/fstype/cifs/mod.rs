@@ -81,11 +81,16 @@ pub struct CifsInode {
     reparse: AtomicBool,
     /// When its WSL metadata EAs were last read (reparse points; 0: never).
     wsl_ms: AtomicU64,
+    /// The server's FileId (IndexNumber) of the file it stands for, even
+    /// where the inode number is a local one: the key under which a local
+    /// EA change reaches this file's other names ([`CifsFs::ea_linked`]).
+    file_id: AtomicU64,
 }
 
 impl CifsInode {
-    fn new(path: String, now: u64) -> Self {
+    fn new(path: String, now: u64, file_id: Option<u64>) -> Self {
         CifsInode {
+            file_id: AtomicU64::new(file_id.unwrap_or(0)),
             path: SpinLock::new(path),
             attr_ms: AtomicU64::new(now),
             list_ms: AtomicU64::new(0),
@@ -106,13 +111,14 @@ impl CifsInode {
     /// longer holds, and a reply to a request sent before now must not
     /// teach it again: its generation moves past every sample taken so
     /// far (`clock` is the mount's [`CifsFs::ea_clock`]).
-    fn forget_eas(&self, clock: &AtomicU64) {
+    fn forget_eas(&self, clock: &AtomicU64) -> u64 {
         let g = clock.fetch_add(1, Ordering::AcqRel) + 1;
         let mut e = self.ea.lock();
         e.generation = g;
         e.size = u32::MAX;
         e.no_eas_ms = 0;
         self.wsl_ms.store(0, Ordering::Relaxed);
+        g
     }
 
     /// What the server's attributes said of its EAs, from a request sent
@@ -146,6 +152,7 @@ impl CifsInode {
         }
         e.ctime = ctime;
         e.size = size;
+        e.size_sample = sample;
         size
     }
 
@@ -155,6 +162,7 @@ impl CifsInode {
         let mut e = self.ea.lock();
         if e.generation <= sample {
             e.no_eas_ms = now.max(1);
+            e.no_eas_sample = sample;
         }
     }
 }
@@ -171,6 +179,11 @@ struct EaState {
     no_eas_ms: u64,
     /// ChangeTime of the last attributes recorded (FILETIME; 0: none).
     ctime: u64,
+    /// EA clock samples of the requests that taught `size` and
+    /// `no_eas_ms`: a local EA change through another name of the same
+    /// file, later than the sample, makes them unknown.
+    size_sample: u64,
+    no_eas_sample: u64,
 }
 
 impl Default for EaState {
@@ -180,6 +193,8 @@ impl Default for EaState {
             size: u32::MAX,
             no_eas_ms: 0,
             ctime: 0,
+            size_sample: 0,
+            no_eas_sample: 0,
         }
     }
 }
@@ -270,6 +285,13 @@ pub struct CifsFs {
     /// The EA clock: inodes' EA generations are values of it, and a
     /// request samples it before it is sent (see [`CifsInode::forget_eas`]).
     ea_clock: AtomicU64,
+    /// Local EA changes by server FileId: the EA clock value of the last
+    /// one and when it was made. A file with two names (a hard link) has
+    /// two inodes here (the second name's number is a local one), so a
+    /// setxattr through one name reaches the other through this map;
+    /// entries older than the longest attribute window are dropped, as
+    /// everything learned before them has expired by then.
+    ea_linked: SpinLock<alloc::collections::BTreeMap<u64, (u64, u64)>>,
     /// Tests only: run once between the next listing's reply and its
     /// application ([`CifsFs::on_next_listing_reply`]).
     listing_hook: SpinLock<Option<ListingHook>>,
@@ -447,7 +469,8 @@ impl CifsFs {
         } else {
             (FileType::File, self.opts.file_mode)
         };
-        let i = Inode::with_private(ino, kind, mode, Box::new(CifsInode::new(path, now)));
+        let id = id.filter(|&i| i != 0);
+        let i = Inode::with_private(ino, kind, mode, Box::new(CifsInode::new(path, now, id)));
         i.set_owner(self.opts.uid, self.opts.gid, mode);
         i.set_size(size);
         Arc::new(i)
@@ -475,6 +498,31 @@ impl CifsFs {
         self.ea_clock.load(Ordering::Acquire)
     }
 
+    /// A local EA change to `ci` (generation `g`, from
+    /// [`CifsInode::forget_eas`]): every other name of the same server
+    /// file forgets what it learned before `g`.
+    fn ea_changed_here(&self, ci: &CifsInode, g: u64) {
+        let id = ci.file_id.load(Ordering::Relaxed);
+        if id == 0 {
+            return;
+        }
+        let now = self.now();
+        let keep = self.opts.acregmax_ms.max(self.opts.acdirmax_ms);
+        let mut m = self.ea_linked.lock();
+        m.retain(|_, &mut (_, at)| now.saturating_sub(at) < keep);
+        m.insert(id, (g, now));
+    }
+
+    /// The generation of the last local EA change to the server file `ci`
+    /// stands for, through any of its names (0: none in the window).
+    fn ea_linked_generation(&self, ci: &CifsInode) -> u64 {
+        let id = ci.file_id.load(Ordering::Relaxed);
+        if id == 0 {
+            return 0;
+        }
+        self.ea_linked.lock().get(&id).map_or(0, |&(g, _)| g)
+    }
+
     /// An entry's attributes showed EaSize `size`: the tree connect learns
     /// whether its server fills the field.
     fn saw_easize(&self, size: u32) {
@@ -491,6 +539,9 @@ impl CifsFs {
         inode.set_size(st.end_of_file);
         Self::apply_times(inode, &st.times);
         if let Some(c) = inode.private::<CifsInode>() {
+            if let Some(id) = st.file_id.filter(|&i| i != 0) {
+                c.file_id.store(id, Ordering::Relaxed);
+            }
             let size = c.set_ea_info(
                 st.attributes,
                 st.ea_size,
@@ -508,6 +559,9 @@ impl CifsFs {
         inode.set_mtime_ns(filetime_to_unix_ns(e.times.last_write));
         if let Some(c) = inode.private::<CifsInode>() {
             c.attr_ms.store(now, Ordering::Relaxed);
+            if let Some(id) = e.file_id.filter(|&i| i != 0) {
+                c.file_id.store(id, Ordering::Relaxed);
+            }
             let size = c.set_ea_info(
                 e.attributes,
                 e.ea_size,
@@ -659,7 +713,11 @@ impl FsOps for CifsFs {
         Self::apply_times(&i, &st.times);
         if let Some(ci) = i.private::<CifsInode>() {
             // A new object has no EAs (and an empty listing).
-            ci.ea.lock().size = 0;
+            let sample = self.ea_sample();
+            let mut e = ci.ea.lock();
+            e.size = 0;
+            e.size_sample = sample;
+            drop(e);
             if kind == FileType::Dir {
                 ci.list_ms.store(now, Ordering::Relaxed);
                 ci.list_valid.store(true, Ordering::Relaxed);
@@ -867,6 +925,7 @@ pub fn mount(
         opts: o,
         tcon: SpinLock::new(TconEa::default()),
         ea_clock: AtomicU64::new(0),
+        ea_linked: SpinLock::new(alloc::collections::BTreeMap::new()),
         listing_hook: SpinLock::new(None),
         ea_queries: AtomicU64::new(0),
         ea_local: AtomicU64::new(0),
