@@ -226,3 +226,27 @@ fn a_setxattr_through_one_hard_link_reaches_the_other() {
 fn mount_again(fx: &Fixture) -> (Arc<Vfs>, Arc<SuperBlock>) {
     mount(fx, "eacache=easize,acregmax=60,acdirmax=60")
 }
+
+/// A directory renamed through this client: an EA set on a file under
+/// it by its new path lands on that file, and is read back there (the
+/// file's server path follows its parent's rename, as Linux's cifs builds
+/// every path from the dentry).
+#[test]
+fn a_setxattr_under_a_renamed_directory_reaches_its_file() {
+    let Some(fx) = fixture(true) else { return };
+    std::fs::create_dir(fx.share_dir.join("rd")).unwrap();
+    std::fs::write(fx.share_dir.join("rd/g"), b"x").unwrap();
+    let (v, _sb) = mount(&fx, "eacache=easize,acregmax=60,acdirmax=60");
+    v.readdir(b"/mnt/rd").unwrap();
+    assert_eq!(v.xattr_names(b"/mnt/rd/g", true), Ok(vec![]));
+    v.rename(b"/mnt/rd", b"/mnt/rn").unwrap();
+    assert_eq!(
+        v.setxattr(b"/mnt/rn/g", b"user.z", b"1", 0),
+        Ok(()),
+        "setxattr under the renamed directory"
+    );
+    assert_eq!(
+        v.xattr_value(b"/mnt/rn/g", b"user.z", true),
+        Ok(b"1".to_vec())
+    );
+}
