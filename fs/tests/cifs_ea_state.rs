@@ -197,34 +197,36 @@ fn easize_zero_is_believed_only_where_proven() {
 #[test]
 fn a_setxattr_through_one_hard_link_reaches_the_other() {
     let Some(fx) = fixture(true) else { return };
-    std::fs::hard_link(fx.share_dir.join("f1"), fx.share_dir.join("h1")).unwrap();
-    std::fs::hard_link(fx.share_dir.join("f2"), fx.share_dir.join("h2")).unwrap();
-    let (v, _sb) = mount(&fx, "eacache=easize,acregmax=60,acdirmax=60");
-    // Trusted EaSize 0 (d000 proved the field) for both names of f1.
-    v.readdir(b"/mnt").unwrap();
-    assert_eq!(v.xattr_names(b"/mnt/h1", true), Ok(vec![]));
-    v.setxattr(b"/mnt/f1", b"user.x", b"v", 0).unwrap();
-    assert_eq!(
-        v.xattr_value(b"/mnt/h1", b"user.x", true),
-        Ok(b"v".to_vec()),
-        "set through f1, read through h1 (EaSize 0 listed before the set)"
-    );
-    // The inode's own NO_EAS answer, then a set through the other name.
-    let (v, _sb) = mount_again(&fx);
-    assert_eq!(v.xattr_names(b"/mnt/h2", true), Ok(vec![]));
-    assert_eq!(v.xattr_names(b"/mnt/f2", true), Ok(vec![]));
-    v.setxattr(b"/mnt/f2", b"user.y", b"w", 0).unwrap();
-    assert_eq!(
-        v.xattr_value(b"/mnt/h2", b"user.y", true),
-        Ok(b"w".to_vec()),
-        "set through f2, read through h2 (its own NO_EAS answered before the set)"
-    );
-}
-
-/// A second mount of the fixture that has seen no listing (its tree
-/// connect has proved nothing yet).
-fn mount_again(fx: &Fixture) -> (Arc<Vfs>, Arc<SuperBlock>) {
-    mount(fx, "eacache=easize,acregmax=60,acdirmax=60")
+    for f in ["f0", "f1", "f2", "f3"] {
+        let h = f.replace('f', "h");
+        std::fs::hard_link(fx.share_dir.join(f), fx.share_dir.join(h)).unwrap();
+    }
+    // serverino (the second name's number made up here) and noserverino
+    // (every number made up): the FileId is the file's identity in both.
+    for (extra, [a, b]) in [("", ["1", "2"]), (",noserverino", ["0", "3"])] {
+        let opts = format!("eacache=easize,acregmax=60,acdirmax=60{extra}");
+        let path = |p: &str, n: &str| format!("/mnt/{p}{n}").into_bytes();
+        // Trusted EaSize 0 (d000 proved the field) for both names.
+        let (v, _sb) = mount(&fx, &opts);
+        v.readdir(b"/mnt").unwrap();
+        assert_eq!(v.xattr_names(&path("h", a), true), Ok(vec![]));
+        v.setxattr(&path("f", a), b"user.x", b"v", 0).unwrap();
+        assert_eq!(
+            v.xattr_value(&path("h", a), b"user.x", true),
+            Ok(b"v".to_vec()),
+            "{opts}: set through f{a}, read through h{a} (EaSize 0 listed before the set)"
+        );
+        // The inode's own NO_EAS answer, then a set through the other name.
+        let (v, _sb) = mount(&fx, &opts);
+        assert_eq!(v.xattr_names(&path("h", b), true), Ok(vec![]));
+        assert_eq!(v.xattr_names(&path("f", b), true), Ok(vec![]));
+        v.setxattr(&path("f", b), b"user.y", b"w", 0).unwrap();
+        assert_eq!(
+            v.xattr_value(&path("h", b), b"user.y", true),
+            Ok(b"w".to_vec()),
+            "{opts}: set through f{b}, read through h{b} (its own NO_EAS answered before the set)"
+        );
+    }
 }
 
 /// A directory renamed through this client: an EA set on a file under
