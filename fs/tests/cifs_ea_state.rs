@@ -166,9 +166,9 @@ fn getxattr_after_setxattr_beside_listings() {
 }
 
 /// What-to-build, first bullet: on a tree connect whose server has shown
-/// no EaSize other than 0, EaSize 0 is not believed: an EA that the server
-/// gained after the listing (as ksmbd's listings show 0 for every file
-/// with EAs) is found; what is remembered is the inode's own answer.
+/// no EaSize other than 0, EaSize 0 is not believed: what is remembered is
+/// the inode's own answer, and an EA that the server gained after the
+/// listing (as ksmbd's listings show 0 for every file with EAs) is found.
 #[test]
 fn easize_zero_is_believed_only_where_proven() {
     let Some(fx) = fixture(false) else { return };
@@ -176,17 +176,17 @@ fn easize_zero_is_believed_only_where_proven() {
     v.readdir(b"/mnt").unwrap();
     set_xattr(&fx.share_dir.join("f1"), "user.late", b"y").unwrap();
     let q0 = queries(&sb);
+    // f0's own NO_EAS answer is remembered for the window.
+    assert_eq!(v.xattr_names(b"/mnt/f0", true), Ok(vec![]));
+    assert_eq!(v.xattr_names(b"/mnt/f0", true), Ok(vec![]));
+    assert_eq!(queries(&sb), q0 + 1, "its own answer, once");
     assert_eq!(
         v.xattr_names(b"/mnt/f1", true),
         Ok(vec![b"user.late".to_vec()]),
         "EaSize 0 from a tree connect that never proved it fills the field"
     );
     // The size call and the fetch each ask (EAs found are not kept).
-    assert_eq!(queries(&sb), q0 + 2);
-    // f0's own NO_EAS answer is remembered for the window.
-    assert_eq!(v.xattr_names(b"/mnt/f0", true), Ok(vec![]));
-    assert_eq!(v.xattr_names(b"/mnt/f0", true), Ok(vec![]));
-    assert_eq!(queries(&sb), q0 + 3, "its own answer, once");
+    assert_eq!(queries(&sb), q0 + 3);
 }
 
 /// Two names of one file (a hard link made on the server): a setxattr
@@ -250,5 +250,33 @@ fn a_setxattr_under_a_renamed_directory_reaches_its_file() {
     assert_eq!(
         v.xattr_value(b"/mnt/rn/g", b"user.z", true),
         Ok(b"1".to_vec())
+    );
+}
+
+/// An EA another client (here: the server's side) adds after a listing
+/// said EaSize 0 is no proof that the server does not fill EaSize: the
+/// server's own attributes for that file now show the EA. Such a change
+/// must not make an honest server a liar for the rest of the mount, or
+/// EaSize 0 is never believed there again (every entry asked, each
+/// window, as on ksmbd).
+#[test]
+fn an_ea_added_elsewhere_does_not_make_an_honest_server_a_liar() {
+    let Some(fx) = fixture(false) else { return };
+    let (v, sb) = mount(&fx, "eacache=easize,acregmax=60,acdirmax=0");
+    v.readdir(b"/mnt").unwrap();
+    set_xattr(&fx.share_dir.join("f1"), "user.late", b"y").unwrap();
+    assert_eq!(
+        v.xattr_names(b"/mnt/f1", true),
+        Ok(vec![b"user.late".to_vec()])
+    );
+    // The next listing shows f1's EaSize (Samba fills it): EaSize 0 of
+    // the others is believed from then on.
+    v.readdir(b"/mnt").unwrap();
+    let q0 = queries(&sb);
+    assert_eq!(v.xattr_names(b"/mnt/f2", true), Ok(vec![]));
+    assert_eq!(
+        queries(&sb),
+        q0,
+        "EaSize 0 on a tree connect whose server showed that it fills the field"
     );
 }

@@ -20,7 +20,10 @@
 //! that is a length (1 to 65536: a reparse tag is larger), which a server
 //! that does not fill the field never sends; *liar*, for good, once an EA
 //! query finds EAs on an inode whose EaSize, fresh and recorded at the same
-//! EA generation, said 0. Samba fills EaSize from the file's EAs
+//! EA generation, said 0, and the file's own attributes (FileAllInformation,
+//! asked once then) still show no EaSize: an EA another client added after
+//! the listing shows there on an honest server, and proves it instead.
+//! Samba fills EaSize from the file's EAs
 //! (honest at the first entry with EAs); ksmbd's `smb2_populate_readdir_entry`
 //! writes the reparse tag there, 0 for every regular file and directory,
 //! and answers FileAllInformation's EASize with 0 always, so it never

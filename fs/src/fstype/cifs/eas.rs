@@ -110,6 +110,12 @@ impl CifsFs {
         let contradicted = matches!(&r, Ok(eas) if !eas.is_empty())
             && ctx.ea_size == Some(0)
             && ci.ea.lock().generation <= sample;
+        // Or an EA added since the listing (another client, the server's
+        // own side): an honest server's own attributes for the file show
+        // it now. Asked once, while the tree connect is still unknown.
+        let liar = contradicted
+            && self.tcon.lock().trust == EaSizeTrust::Unknown
+            && !self.easize_shows_eas(inode, ci);
         let generation = self.conn.lock().generation();
         let mut t = self.tcon.lock();
         t.follow(generation);
@@ -149,7 +155,7 @@ impl CifsFs {
             }
             Ok(eas) => {
                 t.positive = true;
-                if contradicted {
+                if liar && t.trust == EaSizeTrust::Unknown {
                     t.trust = EaSizeTrust::Liar;
                 }
                 drop(t);
@@ -157,6 +163,19 @@ impl CifsFs {
                 Ok(eas)
             }
         }
+    }
+
+    /// EAs were found where a fresh EaSize said 0: do the file's own
+    /// attributes (FileAllInformation) show them now? An honest server's
+    /// do (Samba, Windows: the EaSize that proves the field, recorded and
+    /// taught to the tree connect); ksmbd's EASize is 0 always. An error
+    /// is "no": the tree connect is then not trusted, the safe side.
+    fn easize_shows_eas(&self, inode: &Inode, ci: &CifsInode) -> bool {
+        let sample = self.ea_sample();
+        let r = self.conn.lock().stat(&ci.path());
+        let Ok(st) = r else { return false };
+        self.apply_stat(inode, &st, sample);
+        st.attributes & super::ATTR_REPARSE == 0 && st.ea_size.is_some_and(super::easize_is_proof)
     }
 
     /// `listxattr`: `user.NAME\0` for every EA.
