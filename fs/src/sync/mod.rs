@@ -27,11 +27,13 @@
 //!   slots as CPUs and an epoch-based RCU.
 //! - [`budget`] (feature `std`): host mode's memory budget, a counting
 //!   global allocator that the host platform's admission answers from.
+//! - [`residue`] (feature `std`): a test allocator that looks in every
+//!   block freed for a byte pattern (a password left behind unzeroed).
 //! - [`model`] (`--cfg loom` only): the platform loom models run on, whose
 //!   RCU is [`epoch`]'s machine over loom atomics.
 //!
-//! Every module here but `budget` (plain counters around the system
-//! allocator) and `host`'s thread and `membarrier` plumbing is modelled
+//! Every module here but `budget` and `residue` (plain counters around
+//! the system allocator) and `host`'s thread and `membarrier` plumbing is modelled
 //! with loom (`RUSTFLAGS="--cfg loom"`), see `fs/tests/loom.rs` and
 //! `fs/tests/loom_rcu.rs`. Nothing here knows about dentries.
 
@@ -63,6 +65,8 @@ pub mod qspinlock;
 pub mod rawlock;
 pub mod rcu;
 pub mod rculist;
+#[cfg(all(feature = "std", not(loom)))]
+pub mod residue;
 pub mod seqcount;
 pub mod spinlock;
 pub mod spinwait;
