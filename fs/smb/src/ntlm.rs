@@ -220,11 +220,15 @@ impl Credentials {
     }
 }
 
-/// The NT hash: MD4 of the UTF-16LE password.
+/// The NT hash: MD4 of the UTF-16LE password. The UTF-16LE copy of the
+/// password and the digest's own copy are zeroed before they are freed.
 pub fn nt_hash(password: &str) -> [u8; 16] {
-    let d = Md4::digest(utf16le(password));
+    let mut wide = utf16le(password);
+    let mut d = Md4::digest(&wide);
+    wide.as_mut_slice().zeroize();
     let mut out = [0u8; 16];
     out.copy_from_slice(&d);
+    d.as_mut_slice().zeroize();
     out
 }
 
