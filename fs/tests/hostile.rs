@@ -771,6 +771,43 @@ fn null_credentials_make_a_keyless_guest_session() {
     }
 }
 
+/// A session the client authenticated with a password is not turned into
+/// a keyless guest session by the (unsigned) IS_GUEST flag, even where
+/// guest sessions are allowed: a man in the middle who sets IS_GUEST and
+/// strips the final SESSION_SETUP response's signature would otherwise
+/// get every later request unsigned and unencrypted, and could forge
+/// every reply. On 3.x (and wherever signing is required) the mount fails
+/// with `Unverified` (EACCES); before this rule it connected with no
+/// signer and no sealer.
+#[test]
+fn unsigned_guest_flag_does_not_unkey_an_authenticated_session() {
+    for proto in [Proto::SMB30_SIGNED, Proto::SMB311_SIGNED] {
+        let tamper: hostile::Tamper = Arc::new(|h, r| {
+            let st = u32::from_le_bytes([r[8], r[9], r[10], r[11]]);
+            if h.command == hostile::wire::cmd::SESSION_SETUP && st == 0 {
+                // SessionFlags |= IS_GUEST; SIGNED cleared, signature zero.
+                r[66] |= 0x1;
+                r[16] &= !0x8;
+                r[48..64].fill(0);
+            }
+        });
+        let s = Server::with_tamper(Case::Honest, &[("hello.txt", HELLO)], &[], tamper);
+        let mut s = Arc::try_unwrap(s).ok().unwrap();
+        s.proto = proto;
+        let l = hostile::serve_tcp(Arc::new(s)).expect("hostile server");
+        let mut cfg = smb::Config::new("127.0.0.1", "share", "u", hostile::PASSWORD);
+        cfg.allow_guest = true;
+        let mut c = smb::Connection::tcp(cfg, l.addr);
+        let r = c.connect();
+        assert!(
+            matches!(r, Err(smb::SmbError::Unverified(_))),
+            "{proto:?}: {r:?}, signer {:?}, signs all {}",
+            c.signing_alg(),
+            c.signs_all()
+        );
+    }
+}
+
 // --------------------------------------------- weak randomness (issue 49)
 
 /// The host clock with a random source that says it is not cryptographic

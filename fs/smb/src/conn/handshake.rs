@@ -247,6 +247,24 @@ impl Connection {
             return Err(SmbError::Auth("server mapped the login to guest"));
         }
         let server_wants_seal = response.session_flags & SESSION_FLAG_ENCRYPT_DATA != 0;
+        // IS_GUEST / IS_NULL come unsigned (a server does not sign a
+        // guest session's response). For a session the client
+        // authenticated with a secret they would drop the key, signing
+        // and encryption, so they are not believed where that loses
+        // something: on 3.x (signed TREE_CONNECT, encryption flags
+        // believed only signed) and wherever signing is required; a man
+        // in the middle who sets the flag and strips the signature gets
+        // EACCES, not a session it can forge every reply on. A 2.x
+        // session that signs nothing anyway may still be mapped to guest.
+        let unkeys = neg.dialect >= dialect::SMB3_0
+            || self.cfg.signing == Signing::On
+            || self.link_mut()?.sign_all;
+        if server_guest && session_key.is_some() && unkeys {
+            self.link = None;
+            return Err(SmbError::Unverified(
+                "the final SESSION_SETUP response says guest for a session authenticated with a password",
+            ));
+        }
         // A null session is a guest session whatever the (unsigned) flags
         // say: the client sent no secret, so it has no key.
         let key = match session_key {
