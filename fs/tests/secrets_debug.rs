@@ -2,7 +2,8 @@
 //! password, an NT hash or a session, signing or sealing key — the cifs
 //! mount options, the smb crate's `Config` and `Credentials`, the NTLMv2
 //! result, `Signer` on each dialect, `Sealer` with each cipher — is
-//! formatted with `{:?}` and `{:#?}`, and none of the secrets appears, in
+//! formatted with `{:?}` and `{:#?}`, and none of the secrets (the
+//! sealing keys of both directions among them) appears, in
 //! any of the forms `Debug` could print it: the text, the bytes as a
 //! decimal array (compact or one per line), or hex. Touches nothing.
 
@@ -73,6 +74,17 @@ fn no_secret_in_any_debug_output() {
     ];
     for s in &signers {
         secrets.push(("signing key", forms(&s.key)));
+    }
+    // The sealer's keys (both directions, 3.0.x and 3.1.1), derived as
+    // `Sealer::smb30` and `Sealer::smb311` derive them.
+    use smb::crypto::kdf;
+    for (label, context) in [
+        (&b"SMB2AESCCM\0"[..], &b"ServerIn \0"[..]),
+        (b"SMB2AESCCM\0", b"ServerOut\0"),
+        (b"SMBC2SCipherKey\0", &preauth.0[..]),
+        (b"SMBS2CCipherKey\0", &preauth.0[..]),
+    ] {
+        secrets.push(("sealing key", forms(&kdf(&session_key, label, context))));
     }
     let sealers = [
         Sealer::smb30(&session_key, 7, [1; 4]),
