@@ -318,6 +318,9 @@ fn the_windows_alone_are_timed_per_cpu_at_two_cpus() {
     // dentry hashed was hashed by a slow walk and was unhashed and timed.
     assert_eq!(w.own_hash + d.parallel_found, d.dentry_alloc, "{w:?} {d:?}");
     assert_eq!(w.hashed, w.own_hash, "{w:?}");
-    assert!(w.slow > 0 && w.slow < 2 * n, "some walks hit: {w:?}");
+    // Whether any walk hits the other thread's transient dentry depends on
+    // the two threads overlapping, which a loaded host does not promise
+    // (every walk missed in one CI run): only the bounds are asserted.
+    assert!(w.slow > 0 && w.slow <= 2 * n, "{w:?}");
     assert!(w.hashed_ns > 0 && w.own_hash_ns < w.slow_ns, "{w:?}");
 }
