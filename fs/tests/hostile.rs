@@ -856,7 +856,8 @@ fn mount_with_clock(
 /// On a machine whose random source is not cryptographic, `sign` and
 /// `seal` (whose keys and nonces rest on it) are refused before any
 /// connection, naming the source and the way out; `weakrandom` accepts
-/// it; a mount that asks for neither is not concerned. The host's own
+/// it; so is a server that requires signing, and a mount of a server that
+/// requires neither is not concerned. The host's own
 /// clock (getrandom) is cryptographic: `sign` mounts with it.
 #[test]
 fn sign_and_seal_refused_on_a_weak_random_source() {
@@ -872,10 +873,22 @@ fn sign_and_seal_refused_on_a_weak_random_source() {
         );
     }
     assert_eq!(l.server.connections.load(SeqCst), 0);
-    for opts in [",sign,weakrandom", ""] {
+    for opts in [",sign,weakrandom", ",weakrandom"] {
         mount_with_clock(&l, opts, Box::new(WeakClock(Default::default())))
             .unwrap_or_else(|e| panic!("{opts}: {e}"));
     }
+    // A server that requires signing gets no signed session on the weak
+    // source either (it mounted before).
+    let e = mount_with_clock(&l, "", Box::new(WeakClock(Default::default())))
+        .expect_err("a server that requires signing");
+    assert!(
+        e.contains("signing needs a cryptographic random source") && e.contains("weakrandom"),
+        "{e}"
+    );
+    // A server that requires neither: not concerned.
+    let plain = server_on(Case::Honest, Proto::SMB21);
+    mount_with_clock(&plain, "", Box::new(WeakClock(Default::default())))
+        .expect("an unsigned 2.1 server");
     mount_with_clock(&l, ",sign", Box::new(smb::StdClock::default())).expect("host clock");
     assert_eq!(smb::Clock::weak_random(&smb::StdClock::default()), None);
 }

@@ -55,6 +55,15 @@ impl Connection {
     /// signing contexts when 3.1.1 is among them), checks the server picked
     /// one of them, and records on the link the dialect, LARGE_MTU, the
     /// size limits and whether the server requires signing.
+    /// A session that will sign or seal, on a clock whose random source
+    /// is not cryptographic, without `weakrandom`: refused (its client
+    /// challenge and salts could be guessed). The mount options `sign` and
+    /// `seal` are refused earlier, before any connection; this catches a
+    /// server that requires either.
+    fn weak_random_refused(&self) -> bool {
+        !self.cfg.accept_weak_random && self.clock.weak_random().is_some()
+    }
+
     pub(super) fn negotiate(&mut self) -> SmbResult<Negotiated> {
         let client_mode = match self.cfg.signing {
             Signing::On => security_mode::SIGNING_ENABLED | security_mode::SIGNING_REQUIRED,
@@ -138,6 +147,11 @@ impl Connection {
         }
         let sign_all = self.cfg.signing == Signing::On
             || response.security_mode & security_mode::SIGNING_REQUIRED != 0;
+        if sign_all && self.weak_random_refused() {
+            return Err(SmbError::Invalid(
+                "signing needs a cryptographic random source and this machine has none; mount with weakrandom to accept it",
+            ));
+        }
         let link = self.link_mut()?;
         link.dialect = response.dialect;
         link.large_mtu = response.capabilities & CAP_LARGE_MTU != 0;
@@ -332,6 +346,12 @@ impl Connection {
             _ => Sealer::smb30(&session_key, session_id, nonce_salt),
         });
         let encrypt = self.cfg.seal || server_wants_seal;
+        if encrypt && self.weak_random_refused() {
+            self.link = None;
+            return Err(SmbError::Invalid(
+                "the server requires encryption, which needs a cryptographic random source, and this machine has none; mount with weakrandom to accept it",
+            ));
+        }
         if encrypt && sealer.is_none() {
             return Err(SmbError::EncryptionUnavailable("no common cipher"));
         }

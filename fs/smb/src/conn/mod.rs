@@ -141,6 +141,12 @@ pub struct Config {
     /// Encrypt every request after SESSION_SETUP (`seal`); the mount fails
     /// if the server cannot. Off: encrypt only when the server requires it.
     pub seal: bool,
+    /// Go on when the server requires signing or encryption although the
+    /// [`crate::Clock`]'s random source is not cryptographic (the mount
+    /// option `weakrandom`). Off: such a session is refused with
+    /// [`SmbError::Invalid`], since its client challenge, nonce salt and
+    /// preauth salt would be guessable.
+    pub accept_weak_random: bool,
     /// Ciphers offered in the 3.1.1 context, preferred first.
     pub ciphers: Vec<u16>,
     /// Memory admission: asked before a reply's data is kept (listing
@@ -181,6 +187,7 @@ impl Config {
             credit_request: 256,
             trace_capacity: 65_536,
             allow_guest: false,
+            accept_weak_random: false,
             seal: false,
             ciphers: vec![cipher::AES_128_GCM, cipher::AES_128_CCM],
             admit: |_| true,

@@ -889,22 +889,13 @@ pub fn mount(
     }
     cfg.seal = o.seal;
     cfg.allow_guest = o.null_session;
+    cfg.accept_weak_random = o.weakrandom;
     if o.unix {
         // Linux: "Server does not support mounting with posix SMB3.11
         // extensions"; this client never asks for them.
         return Err(MountError::Opts(OptError(
             "cifs: mount failed: Operation not supported (unix: the SMB 3.1.1 POSIX extensions are not spoken here; mount with nounix)".into(),
         )));
-    }
-    if let Some(why) = clock
-        .weak_random()
-        .filter(|_| (o.sign || o.seal) && !o.weakrandom)
-    {
-        // Their keys and nonces would rest on a guessable source.
-        return Err(MountError::Opts(OptError(format!(
-            "cifs: {} needs a cryptographic random source and this machine has none ({why}); mount with weakrandom to accept it",
-            if o.seal { "seal" } else { "sign" }
-        ))));
     }
     if let Some(why) = clock
         .weak_random()

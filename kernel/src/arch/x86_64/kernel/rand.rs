@@ -9,9 +9,14 @@
 //!
 //! Touches: CPUID, RDSEED, RDRAND, the TSC; one atomic counter.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 static MIX: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
+/// Set for good the first time the hardware gave nothing usable and
+/// [`u64`] fell back to the TSC: from then on [`source`] says so, so that
+/// `sign` and `seal` are refused on a machine whose keys may already have
+/// come from the fallback.
+static HW_FAILED: AtomicBool = AtomicBool::new(false);
 
 /// Where [`u64`] draws from on this CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +27,10 @@ pub enum Source {
     Rdrand,
     /// Neither: the TSC through splitmix, not cryptographic.
     TscFallback,
+    /// RDSEED or RDRAND exists but failed (ten refusals in a row, or the
+    /// stuck values 0 and all-ones that broken parts return with the carry
+    /// set): the TSC fallback was used, and stays the source named.
+    HwFailed,
 }
 
 impl Source {
@@ -33,12 +42,15 @@ impl Source {
             Source::TscFallback => {
                 "TSC + splitmix fallback: the CPU has no RDRAND or RDSEED; not cryptographic"
             }
+            Source::HwFailed => {
+                "TSC + splitmix fallback: RDSEED/RDRAND failed or returned a stuck value; not cryptographic"
+            }
         }
     }
 
     /// Whether keys and nonces drawn from it can be trusted.
     pub fn cryptographic(self) -> bool {
-        self != Source::TscFallback
+        !matches!(self, Source::TscFallback | Source::HwFailed)
     }
 }
 
@@ -55,7 +67,9 @@ pub fn has_rdseed() -> bool {
 
 /// The source this CPU gives [`u64`].
 pub fn source() -> Source {
-    if has_rdseed() {
+    if HW_FAILED.load(Ordering::Relaxed) {
+        Source::HwFailed
+    } else if has_rdseed() {
         Source::Rdseed
     } else if has_rdrand() {
         Source::Rdrand
@@ -77,7 +91,7 @@ fn rdseed() -> Option<u64> {
             core::arch::asm!("rdseed {v}", "setc {ok}", v = out(reg) v, ok = out(reg_byte) ok,
                 options(nomem, nostack))
         };
-        if ok == 1 {
+        if ok == 1 && !stuck(v) {
             return Some(v);
         }
     }
@@ -97,11 +111,18 @@ fn rdrand() -> Option<u64> {
             core::arch::asm!("rdrand {v}", "setc {ok}", v = out(reg) v, ok = out(reg_byte) ok,
                 options(nomem, nostack))
         };
-        if ok == 1 {
+        if ok == 1 && !stuck(v) {
             return Some(v);
         }
     }
     None
+}
+
+/// 0 and all-ones with the carry set are what RDRAND parts with a known
+/// erratum return forever (Linux checks for the same at boot); one honest
+/// draw in 2^63 is refused with them, which costs a retry.
+fn stuck(v: u64) -> bool {
+    v == 0 || v == u64::MAX
 }
 
 fn splitmix(mut z: u64) -> u64 {
@@ -111,10 +132,14 @@ fn splitmix(mut z: u64) -> u64 {
 }
 
 /// 64 bits from [`source`]: RDSEED, RDRAND, or (neither present, or both
-/// failing ten times in a row) the TSC fallback.
+/// failing ten times in a row or stuck) the TSC fallback; a failure of
+/// present hardware is remembered ([`Source::HwFailed`]).
 pub fn u64() -> u64 {
     if let Some(v) = rdseed().or_else(rdrand) {
         return v;
+    }
+    if has_rdseed() || has_rdrand() {
+        HW_FAILED.store(true, Ordering::Relaxed);
     }
     let tsc = super::processor::rdtsc();
     let k = MIX.fetch_add(0x9e37_79b9_7f4a_7c15 ^ tsc, Ordering::Relaxed);
