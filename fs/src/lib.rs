@@ -38,8 +38,6 @@ pub mod simple_xattr;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sync;
-#[cfg(feature = "std")]
-pub mod tools;
 pub mod trace;
 pub mod types;
 pub mod vfs;

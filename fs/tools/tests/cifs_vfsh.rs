@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use fs::tools::shell::Shell;
+use fstools::shell::Shell;
 use qemu::samba::{Fixture, FixtureOpts};
 
 fn fixture() -> Option<Fixture> {

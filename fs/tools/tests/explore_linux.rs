@@ -3,7 +3,7 @@
 //! (docs/explore/index.html, `make explore`).
 //!
 //! - every function a committed walk names has its place on the page
-//!   (`fs::tools::explore::linux::place`); a new kernel that calls a
+//!   (`fstools::explore::linux::place`); a new kernel that calls a
 //!   function nobody placed fails here until it is placed;
 //! - every walk the page shows is the committed one, call for call, and
 //!   its rows hold every call exactly once and every step of ours, each
@@ -18,11 +18,11 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use fs::tools::explore::linux;
+use fstools::explore::linux;
 use serde_json::Value;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn committed_walks() -> Vec<linux::Walk> {

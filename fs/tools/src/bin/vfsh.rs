@@ -3,7 +3,7 @@
 //! `vfsh [-o OPTS] [SCRIPT]` reads commands one per line from SCRIPT (or from
 //! standard input) and prints exactly one result line per command on standard
 //! output, plus `# ` lines for `stats` and `trace`. The command set and the
-//! output format are described in `fs::tools::shell` (they are a contract). Lines
+//! output format are described in `fstools::shell` (they are a contract). Lines
 //! rejected as `err EINVAL` are also explained on standard error.
 //!
 //! Touches: the script file or standard input, standard output and error.
@@ -12,7 +12,7 @@
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::ExitCode;
 
-use fs::tools::shell::{self, Shell};
+use fstools::shell::{self, Shell};
 
 const HELP: &str = "usage: vfsh [-o OPTS] [--mem-budget SIZE] [SCRIPT]
 

@@ -1,6 +1,6 @@
 //! The client against a hostile server (issue 29): `qemu::hostile`'s
 //! scripted SMB 2.1 server on a loopback port, driven through vfsh
-//! (`fs::tools::shell`) and the fs API as a user would. Every case must end within
+//! (`fstools::shell`) and the fs API as a user would. Every case must end within
 //! 60 s in a Linux-worded error (or the right bytes), never a panic, a
 //! hang or unbounded memory:
 //!
@@ -35,7 +35,7 @@
 
 use fs::errno::Errno;
 use fs::fstype::cifs::CifsFs;
-use fs::tools::shell::Shell;
+use fstools::shell::Shell;
 use fs::vfs::OpenFlags;
 use qemu::hostile::{self, mitm, Case, Proto, Server};
 use std::sync::atomic::Ordering::SeqCst;

@@ -1,7 +1,7 @@
 //! Tests of vfsh's parser and output lines (`super`).
 
 use super::*;
-use crate::vfs::FileType;
+use fs::vfs::FileType;
 
 #[test]
 fn parse_words_and_arity() {

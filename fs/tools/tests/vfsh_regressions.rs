@@ -9,7 +9,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use fs::tools::shell::Shell;
+use fstools::shell::Shell;
 
 /// Run `f` on its own thread; fail if it does not finish within `limit`
 /// (a hung thread is left behind: the test binary ends anyway).

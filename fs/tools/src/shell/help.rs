@@ -4,7 +4,7 @@
 //!
 //! The commands come from [`super::USAGE`], the race steps from the
 //! parser's own lists and the designs from the registry
-//! ([`crate::dcache::design::DESIGNS`]), so the help names what the shell
+//! ([`fs::dcache::design::DESIGNS`]), so the help names what the shell
 //! takes. Touches nothing.
 
 use std::format;
@@ -12,8 +12,8 @@ use std::string::String;
 use std::vec::Vec;
 
 use super::{xattr_cmds, RACE_BARE, RACE_NAMED, USAGE};
-use crate::dcache::design::{self, DESIGNS};
-use crate::fstype::tmpfs::DEFAULT_DESIGN;
+use fs::dcache::design::{self, DESIGNS};
+use fs::fstype::tmpfs::DEFAULT_DESIGN;
 
 /// What each usage line of [`USAGE`] does, in its order.
 const DOES: &[(&str, &str)] = &[

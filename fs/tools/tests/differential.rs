@@ -1,7 +1,7 @@
 //! Differential test: vfsh's engine against host Linux, line by line.
 //!
 //! Random command sequences (seeded, reproducible) over a small name alphabet
-//! run through `fs::tools::shell::Shell` (our tmpfs) and through real system calls on
+//! run through `fstools::shell::Shell` (our tmpfs) and through real system calls on
 //! a fresh Linux tmpfs that the test thread has chrooted into (see
 //! `vfsh_linux`), and every result line must be the same. Fixed sequences
 //! cover the edge cases of the path walk (`.`, `..`, trailing slashes, empty
@@ -39,7 +39,7 @@ use std::sync::{Mutex, Once};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use fs::tools::shell::Shell;
+use fstools::shell::Shell;
 use vfsh_linux::{in_sandbox, LinuxShell, Sandbox};
 
 /// The ENOENT designs; sequence `i` starts on design `i % 3`.
@@ -420,8 +420,8 @@ fn run_sides(sb: &mut Sandbox, opts: &str, trace: bool, cmds: &[String], keep_go
     let mut bad = if sh.is_none() { Some(0) } else { None };
     for (i, cmd) in cmds.iter().enumerate() {
         watch_command(cmd);
-        if let Ok(Some(fs::tools::shell::Cmd::Mount { path: Some(p), .. })) =
-            fs::tools::shell::parse(cmd)
+        if let Ok(Some(fstools::shell::Cmd::Mount { path: Some(p), .. })) =
+            fstools::shell::parse(cmd)
         {
             if vfsh_linux::resolves_to_root(&p) {
                 // Not comparable (see `resolves_to_root`): the run ends here.

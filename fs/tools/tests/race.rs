@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use fs::tools::shell::Shell;
+use fstools::shell::Shell;
 use serde_json::Value;
 
 const PATH: &str = "/a/b/missing";
@@ -298,7 +298,7 @@ fn the_kernel_build_has_no_step_points() {
     // Where the Makefile builds it: CARGO_TARGET_DIR if set, else target/.
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
     let elf = target.join("x86_64-unknown-none/release/kernel");
     let Ok(k) = std::fs::read(&elf) else {
         qemu::fixtures::skip(

@@ -3,7 +3,7 @@
 //! [`Sandbox`] gives the calling thread a private mount namespace and a chroot
 //! into a fresh tmpfs, so that `/` in a command means the root of that tmpfs
 //! (as `/` means the root tmpfs in vfsh). [`LinuxShell`] parses lines with
-//! `fs::tools::shell::parse` and answers each command with the matching system call,
+//! `fstools::shell::parse` and answers each command with the matching system call,
 //! formatting results exactly as vfsh does.
 //!
 //! Touches: the calling thread's filesystem context (root, cwd: the thread
@@ -15,7 +15,7 @@
 use std::ffi::{CStr, CString};
 use std::io;
 
-use fs::tools::shell::{self, Cmd};
+use fstools::shell::{self, Cmd};
 use fs::vfs::FileType;
 
 /// Linux errno names for the values a path system call can return here.
@@ -82,7 +82,7 @@ impl LinuxShell {
         LinuxShell {}
     }
 
-    /// Like `fs::tools::shell::Shell::exec`: the output lines of one input line.
+    /// Like `fstools::shell::Shell::exec`: the output lines of one input line.
     /// `stats` prints no counters here and `trace` changes nothing.
     pub fn exec(&mut self, line: &str) -> Vec<String> {
         match shell::parse(line) {

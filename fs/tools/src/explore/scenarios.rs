@@ -7,7 +7,7 @@
 use std::string::{String, ToString};
 use std::vec::Vec;
 
-use crate::tools::shell::Shell;
+use crate::shell::Shell;
 
 /// One scenario of the page.
 #[derive(Clone, Copy, Debug)]
@@ -213,7 +213,7 @@ pub fn all() -> Vec<Scenario> {
         .iter()
         .rposition(|s| s.group == "designs")
         .map_or(0, |i| i + 1);
-    let extra: Vec<Scenario> = crate::dcache::design::DESIGNS
+    let extra: Vec<Scenario> = fs::dcache::design::DESIGNS
         .iter()
         .filter(|d| {
             !SCENARIOS
@@ -223,7 +223,7 @@ pub fn all() -> Vec<Scenario> {
         .map(|d| Scenario {
             id: d.name(),
             group: "designs",
-            title: alloc::boxed::Box::leak(
+            title: Box::leak(
                 std::format!("ENOENT, {} design", d.name()).into_boxed_str(),
             ),
             design: d.name(),

@@ -17,7 +17,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use fs::tools::shell::Shell;
+use fstools::shell::Shell;
 
 fn note(msg: &str) {
     let _ = writeln!(std::io::stderr(), "{msg}");
@@ -350,7 +350,7 @@ fn binary_help_lists_every_command_step_and_design() {
     assert_eq!(lines[lines.len() - 2..], ["ok", "err EINVAL"], "{out}");
     let help = &lines[..lines.len() - 2];
     assert!(help.iter().all(|l| l.starts_with("# ")), "{out}");
-    for u in fs::tools::shell::USAGE {
+    for u in fstools::shell::USAGE {
         assert!(
             help.contains(&format!("#   {u}").as_str()),
             "no `{u}`:\n{out}"

@@ -1,7 +1,7 @@
 //! The shell's side of the walk steps (`teaching` feature): `trace json`
 //! lines, the dentry tree they carry, and the race hook behind `vfsh race`.
 //!
-//! `namei` hands every walk step to [`step_sink`] (a [`crate::walk_event::WalkEvent`]
+//! `namei` hands every walk step to [`step_sink`] (a [`fs::walk_event::WalkEvent`]
 //! seen as a [`Step`]).
 //! For the shell command that is running on this thread it
 //! - writes the step as one JSON line (when `trace json` is on): the step
@@ -28,10 +28,10 @@ use std::sync::Arc;
 use std::vec::Vec;
 
 use super::{self as shell, Cmd};
-use crate::dcache::{self, Dentry, D_MOUNTED, D_PAR_LOOKUP};
-use crate::stats::{self, Counters, FallbackReason};
-use crate::vfs::Vfs;
-use crate::walk_event::{mirrors, Step};
+use fs::dcache::{self, Dentry, D_MOUNTED, D_PAR_LOOKUP};
+use fs::stats::{self, Counters, FallbackReason};
+use fs::vfs::Vfs;
+use fs::walk_event::{mirrors, Step};
 
 /// A command armed to run at a walk step (`race STEP CMD…`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,7 +86,7 @@ pub fn in_race() -> bool {
 
 /// Start watching the steps of one shell command on this thread.
 pub fn begin(vfs: Arc<Vfs>, json: bool, race: Option<Armed>, ids: Ids) {
-    crate::walk_event::set_step_sink(step_sink);
+    fs::walk_event::set_step_sink(step_sink);
     let a = Active {
         vfs,
         json,
@@ -181,7 +181,7 @@ fn dentry_fields(out: &mut String, ids: &mut Ids, d: &Dentry, parent: Option<u32
 /// The whole dentry tree of the namespace as a JSON array: each dentry once,
 /// parents before children; a mount's root hangs under its mountpoint.
 fn tree_json(out: &mut String, vfs: &Vfs, ids: &mut Ids) {
-    let mounts = vfs.mounts.all();
+    let mounts = vfs.mnt_ns().all();
     out.push('[');
     let mut first = true;
     let root = vfs.mnt_ns().root().root_arc().clone();

@@ -1,7 +1,7 @@
 //! `explore`: writes the step-through page of the lookup walk
 //! (docs/explore/index.html, `make explore`).
 //!
-//! Runs every scenario of `fs::tools::explore::scenarios` through the vfsh engine
+//! Runs every scenario of `fstools::explore::scenarios` through the vfsh engine
 //! with `trace on` and `trace json`, finds the source line of each step's
 //! function, and writes one self-contained HTML file: the page template
 //! (`page.html`, with its CSS and JS inline) with the data as one JSON
@@ -9,7 +9,7 @@
 //!
 //! Beside a scenario the page shows Linux's own walk of the same stat: the
 //! committed function graphs of docs/explore/linux/ (`make linux-walks`),
-//! aligned with our steps by `fs::tools::explore::linux`, each difference
+//! aligned with our steps by `fstools::explore::linux`, each difference
 //! with its reason from docs/lookup-path.md. A committed walk that names a
 //! function the page does not place, or a difference without a reason,
 //! fails the run.
@@ -25,8 +25,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use fs::tools::explore::{linux, scenarios};
-use fs::tools::shell::steps::json_str;
+use fstools::explore::{linux, scenarios};
+use fstools::shell::steps::json_str;
 
 const PAGE: &str = include_str!("page.html");
 

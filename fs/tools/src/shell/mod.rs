@@ -4,8 +4,8 @@
 //! takes one input line and returns the output lines. The format is a
 //! contract other tools rely on; it is described here once.
 //!
-//! Touches: one [`Vfs`] per shell, the global counters ([`crate::stats`]) and
-//! the trace flag and sink ([`crate::trace`]). Host only (`std`).
+//! Touches: one [`Vfs`] per shell, the global counters ([`fs::stats`]) and
+//! the trace flag and sink ([`fs::trace`]). Host only (`std`).
 //!
 //! # Commands (one per line, paths absolute)
 //!
@@ -36,7 +36,7 @@
 //!
 //! A tmpfs mounted without `enoent=` (the root of `vfsh` without `-o`, or
 //! `mount "" P`) has the ENOENT design
-//! [`crate::fstype::tmpfs::DEFAULT_DESIGN`] (`noalloc`).
+//! [`fs::fstype::tmpfs::DEFAULT_DESIGN`] (`noalloc`).
 //!
 //! # Output (exactly one result line per command)
 //!
@@ -101,18 +101,18 @@ use std::string::{String, ToString};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::vec::Vec;
 
-use crate::errno::{Errno, KResult};
-use crate::stats;
-use crate::trace;
-use crate::vfs::{OpenFlags, Vfs};
+use fs::errno::{Errno, KResult};
+use fs::stats;
+use fs::trace;
+use fs::vfs::{OpenFlags, Vfs};
 
 pub use text::{escape_text, escape_word, ls_line, ok_with, stat_line, unescape};
 use text::{is_blank, path_word};
 
 /// The ENOENT designs `mount enoent=D` takes: the names of the registry,
-/// [`crate::dcache::design::DESIGNS`], in its order.
+/// [`fs::dcache::design::DESIGNS`], in its order.
 pub fn designs() -> impl Iterator<Item = &'static str> + Clone {
-    crate::dcache::design::DESIGNS.iter().map(|d| d.name())
+    fs::dcache::design::DESIGNS.iter().map(|d| d.name())
 }
 
 /// One parsed command.
@@ -451,7 +451,7 @@ pub struct Shell {
     #[cfg(feature = "teaching")]
     ids: steps::Ids,
     /// The cifs mounts made with `mount cifs` (for `stats`).
-    cifs: Vec<std::sync::Arc<crate::inode::SuperBlock>>,
+    cifs: Vec<std::sync::Arc<fs::inode::SuperBlock>>,
     /// The counters at the last `stats reset` (zero: none yet), which
     /// `stats` subtracts.
     stats_base: stats::Counters,
@@ -594,7 +594,7 @@ impl Shell {
             return self.run_fs(cmd);
         }
         let users = STEP_USERS.fetch_add(1, Ordering::SeqCst) + 1;
-        crate::walk_event::enable_steps(users > 0);
+        fs::walk_event::enable_steps(users > 0);
         let ids = core::mem::take(&mut self.ids);
         steps::begin(self.vfs.clone(), self.json, self.race.take(), ids);
         let result = self.run_fs(cmd);
@@ -608,13 +608,13 @@ impl Shell {
             self.race = Some(r);
         }
         let users = STEP_USERS.fetch_sub(1, Ordering::SeqCst) - 1;
-        crate::walk_event::enable_steps(users > 0);
+        fs::walk_event::enable_steps(users > 0);
         result
     }
 
     /// `mount cifs`: connect now (a bad password fails the mount).
     fn mount_cifs(&mut self, source: &str, path: &[u8], opts: &str) -> Vec<String> {
-        use crate::fstype::cifs::{self, errmap::SmbErrno, MountError};
+        use fs::fstype::cifs::{self, errmap::SmbErrno, MountError};
         use smb::{StdClock, TcpConnector};
         use std::net::ToSocketAddrs;
         let fail = |why: String, e: Errno| vec![std::format!("# {why}"), err_line(e)];
@@ -657,7 +657,7 @@ impl Shell {
             Ok(sb) => {
                 // Options given by an old name say what they mean now.
                 let mut out: Vec<String> = sb
-                    .ops_as::<crate::fstype::cifs::CifsFs>()
+                    .ops_as::<fs::fstype::cifs::CifsFs>()
                     .map(|fs| {
                         fs.opts
                             .notes
@@ -685,7 +685,7 @@ impl Shell {
     fn cifs_stats_lines(&self) -> Vec<String> {
         let mut out = Vec::new();
         for sb in &self.cifs {
-            if let Some(fs) = sb.ops_as::<crate::fstype::cifs::CifsFs>() {
+            if let Some(fs) = sb.ops_as::<fs::fstype::cifs::CifsFs>() {
                 for l in fs.render_stats().lines() {
                     out.push(std::format!("# {l}"));
                 }

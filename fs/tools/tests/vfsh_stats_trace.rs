@@ -8,7 +8,7 @@
 //! Touches: the global counters and trace flag (other tests in this binary
 //! may bump the counters concurrently; every check here is monotonic).
 
-use fs::tools::shell::Shell;
+use fstools::shell::Shell;
 
 const COUNTERS: [&str; 23] = [
     "lookups",

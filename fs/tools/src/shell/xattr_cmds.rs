@@ -15,9 +15,9 @@ use std::string::String;
 use std::vec::Vec;
 
 use super::{escape_word, ls_line, ok_with, path_word, Cmd, ParseError};
-use crate::errno::KResult;
-use crate::vfs::Vfs;
-use crate::xattr::{XATTR_CREATE, XATTR_REPLACE};
+use fs::errno::KResult;
+use fs::vfs::Vfs;
+use fs::xattr::{XATTR_CREATE, XATTR_REPLACE};
 
 /// Usage lines (in `vfsh --help` through [`super::USAGE`]).
 pub const USAGE: [&str; 4] = [

@@ -7,7 +7,7 @@ use std::string::{String, ToString};
 use std::vec::Vec;
 
 use super::ParseError;
-use crate::vfs::FileType;
+use fs::vfs::FileType;
 
 pub(super) fn is_blank(c: char) -> bool {
     c == ' ' || c == '\t'
