@@ -195,7 +195,7 @@ demo-trace: build-qemu-run build-kernel
 	$(QEMU_RUN) --kernel $(KERNEL_ELF) --smp $(SMP) --cmdline "demo=trace" $(QEMU_RUN_FLAGS)
 
 # The step-through page of the lookup walk: every scenario of
-# fs/src/tools/explore/scenarios.rs through the vfsh engine, with Linux's
+# fs/tools/src/explore/scenarios.rs through the vfsh engine, with Linux's
 # walks of docs/explore/linux/ beside them, into one self-contained HTML
 # file; then (with Chromium) the screenshots the README and
 # docs/lookup-path.md show: SHOT=FILE:WIDTHxHEIGHT:ANCHOR each.
@@ -203,7 +203,7 @@ EXPLORE_SHOTS := docs/explore/screenshot.png:1280x1280:race-rename@9 \
 	docs/explore/linux-transient.png:1280x2000:transient@14:linux=debian-6.12.117 \
 	docs/explore/linux-negative.png:1280x1100:negative@10:linux \
 	docs/explore/linux-noalloc.png:1280x1000:noalloc@10:linux
-EXPLORE_RUN := $(CARGO) run --release -p fs --bin explore --
+EXPLORE_RUN := $(CARGO) run --release -p fstools --bin explore --
 explore:
 	$(EXPLORE_RUN) --out docs/explore/index.html
 	@if command -v chromium >/dev/null; then \
@@ -256,7 +256,7 @@ linux-oracle: build-host
 		$(TARGET_DIR)/release/linux-patched --linux-release $$r --fs tmpfs,ext4 --cpus 2 --oracle 60; \
 	done
 
-# The Linux half of the vfsh scripts (fs/tests/scripts) in the reference
+# The Linux half of the vfsh scripts (fs/tools/tests/scripts) in the reference
 # guest under Debian's kernel and each of ours: the same answers as recorded.
 linux-vfsh: linux-patched-build
 	bash linux/vfsh-guest.sh $(LINUX_RELEASE)

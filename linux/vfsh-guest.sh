@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# vfsh-guest.sh: the Linux half of the vfsh scripts (fs/tests/scripts),
-# run by fs/examples/vfsh-linux inside the reference guest under each kernel
+# vfsh-guest.sh: the Linux half of the vfsh scripts (fs/tools/tests/scripts),
+# run by fs/tools/examples/vfsh-linux inside the reference guest under each kernel
 # given, compared with the scripts' recorded Linux answers (NAME.out).
 #
 #   linux/vfsh-guest.sh RELEASE [KERNEL_IMAGE...]
@@ -28,12 +28,12 @@ if (($# == 0)); then
         "$kbuild/negative/bzImage" "$kbuild/noalloc/bzImage"
 fi
 RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR=target/static \
-    cargo build -q --release -p fs --example vfsh-linux --target x86_64-unknown-linux-gnu
+    cargo build -q --release -p fstools --example vfsh-linux --target x86_64-unknown-linux-gnu
 work=build/kbuild/vfsh-$release
 rm -rf "$work/root"
 mkdir -p "$work/root/scripts"
 cp target/static/x86_64-unknown-linux-gnu/release/examples/vfsh-linux "$work/root/"
-cp fs/tests/scripts/*.vfsh fs/tests/scripts/*.out "$work/root/scripts/"
+cp fs/tools/tests/scripts/*.vfsh fs/tools/tests/scripts/*.out "$work/root/scripts/"
 cat > "$work/root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox mkdir -p /proc /sys /dev

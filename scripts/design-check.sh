@@ -33,7 +33,7 @@ bad() {
 }
 
 echo "=== design-check: build with the added design '$NEW'"
-cargo build --release -p fs --features test-design --bin vfsh
+cargo build --release -p fstools --features test-design --bin vfsh
 cargo build --release -p benchlab --features test-design --bin bench
 cargo build --release -p kernel --features test-design --target x86_64-unknown-none
 
@@ -41,12 +41,14 @@ echo "=== design-check: per-design host tests"
 export FS_DESIGNS_RAN_LOG=$work/ran.log VFSH_DIFF_SEQS=${VFSH_DIFF_SEQS:-400}
 : >"$FS_DESIGNS_RAN_LOG"
 cargo test --release -p fs --features test-design \
-    --test stress --test differential --test enomem --test vfsh_scripts \
-    --test vfsh_regressions --test vfsh_stats_trace --test fuzz_replay --test vfsstress -- \
-    rcu_stress_all_designs random_sequences_agree_with_linux vfsstress_all_designs \
+    --test stress --test enomem --test fuzz_replay --test vfsstress -- \
+    rcu_stress_all_designs vfsstress_all_designs \
     every_operation_returns_enomem a_later_allocation_failing \
-    missing_names_with_every_7th scripts_give_expected_output_on_every_design \
-    remount_after_an_earlier_namespace stats_lines_and_counters_move path_walk_runs_every_design
+    missing_names_with_every_7th path_walk_runs_every_design
+cargo test --release -p fstools --features test-design \
+    --test differential --test vfsh_scripts --test vfsh_regressions --test vfsh_stats_trace -- \
+    random_sequences_agree_with_linux scripts_give_expected_output_on_every_design \
+    remount_after_an_earlier_namespace stats_lines_and_counters_move
 cargo test --release -p fs --features test-design \
     --test cifs_samba --test cifs_eas --test cifs_xattr --test cifs_impacket -- \
     ls_la_per_eacache_design ea_support_no_every_design \

@@ -29,11 +29,11 @@
 # rows are not committed), docs/bench/statneg-many.md (a sweep whose raw.csv
 # is not committed), docs/explore/linux/*.json (make linux-walks: ftrace in
 # the reference guest), and docs/explore/*.png (Chromium's rendering, which
-# moves with its version and fonts; fs/tests/explore_page.rs checks the
+# moves with its version and fonts; fs/tools/tests/explore_page.rs checks the
 # page itself in Chromium).
 #
 # Usage: EXPLORE_RUN=CMD BENCH_RUN=CMD scripts/generated-check.sh [--write]
-#   EXPLORE_RUN: runs the explore binary (default: cargo run --release -p fs --bin explore --)
+#   EXPLORE_RUN: runs the explore binary (default: cargo run --release -p fstools --bin explore --)
 #   BENCH_RUN:   runs the bench binary (default: cargo run --release -p benchlab --bin bench --)
 # Prints `generated: N files as committed` and exits 0, or the differences,
 # `generated: M of N files differ` and exits 1 (`--write`: `generated: N
@@ -50,7 +50,7 @@ case "${1:-}" in
     exit 2
     ;;
 esac
-explore_run=${EXPLORE_RUN:-cargo run --release -p fs --bin explore --}
+explore_run=${EXPLORE_RUN:-cargo run --release -p fstools --bin explore --}
 bench_run=${BENCH_RUN:-cargo run --release -p benchlab --bin bench --}
 
 tmp=$(mktemp -d)

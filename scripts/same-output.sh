@@ -14,7 +14,7 @@
 #   vfsh-readme        the README's first vfsh session (trace on, stat)
 #   vfsh-DESIGN        per ENOENT design: mkdir, stat a missing name twice
 #                      with trace on, stats
-#   vfsh-script-NAME   every fs/tests/scripts/*.vfsh of BASE, run at both
+#   vfsh-script-NAME   every fs/tools/tests/scripts/*.vfsh of BASE, run at both
 #                      (the same input files on both sides)
 #   vfsh-errors        bad input: unknown command, bad -o design
 #   help-*             vfsh, qemu-run, bench, latency-relay --help
@@ -69,10 +69,13 @@ export CARGO_TARGET_DIR=$target
 inputs=$work/inputs
 rm -rf "$inputs"
 mkdir -p "$inputs/scripts"
-git archive "$base_rev" fs/tests/scripts 2>/dev/null | tar -x -m -C "$inputs" || true
-if [[ -d $inputs/fs/tests/scripts ]]; then
-    cp "$inputs"/fs/tests/scripts/*.vfsh "$inputs/scripts/" 2>/dev/null || true
-fi
+# The scripts live with the vfsh crate: fs/tools/tests/scripts since the
+# shell left fs (fstools), fs/tests/scripts before.
+for d in fs/tools/tests/scripts fs/tests/scripts; do
+    git archive "$base_rev" "$d" 2>/dev/null | tar -x -m -C "$inputs" || continue
+    cp "$inputs/$d"/*.vfsh "$inputs/scripts/" 2>/dev/null || true
+    break
+done
 
 # -m: files get the time of extraction, not the commit's: cargo must not
 # take a tree exported over an older build's as unchanged.
@@ -85,7 +88,13 @@ export_tree() { # REV DIR
 build_side() { # DIR
     (
         cd "$1"
-        cargo build --release -q -p fs --bins
+        # vfsh and explore: package fstools (fs/tools/) since the tools
+        # left the fs crate; package fs before.
+        if [[ -e fs/tools/Cargo.toml ]]; then
+            cargo build --release -q -p fstools --bins
+        else
+            cargo build --release -q -p fs --bins
+        fi
         cargo build --release -q -p qemu --bins
         # The `bench` binary: package benchlab (bench/lab/) since the lab
         # left the no_std bench crate; package bench before.
@@ -145,7 +154,7 @@ run_outputs() { # DIR OUT
     "$bin/qemu-run" --help >"$out/help-qemu-run" 2>&1 || true
     "$bin/bench" --help >"$out/help-bench" 2>&1 || true
     "$bin/latency-relay" --help >"$out/help-latency-relay" 2>&1 || true
-    if [[ -e $dir/fs/src/bin/explore/main.rs ]]; then
+    if [[ -e $dir/fs/tools/src/bin/explore/main.rs || -e $dir/fs/src/bin/explore/main.rs ]]; then
         (cd "$dir" && "$bin/explore" --out "$out/explore-page" >/dev/null 2>&1) || echo "explore failed" >"$out/explore-page"
     fi
     if [[ $kernel_outputs == 1 ]]; then

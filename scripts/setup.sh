@@ -33,7 +33,7 @@ RUN_PACKAGES=(qemu-system-x86 gcc libc6-dev)
 # busybox-static/e2fsprogs/cpio (and gcc/libc6-dev's static libc for
 # statneg) for the Linux reference guest, python3-venv for the impacket
 # fixture's virtual environment, chromium for the step-through page's
-# browser test (fs/tests/explore_page.rs) and `make explore`'s screenshot,
+# browser test (fs/tools/tests/explore_page.rs) and `make explore`'s screenshot,
 # linux-perf for `bench rcu-reader --perf` (bench/lab/tests/rcu_reader.rs),
 # make flex bison bc libelf-dev libssl-dev ccache git for our Linux builds
 # (linux/kbuild.sh, linux/check-series.sh: `make linux-patched`, the patch

@@ -252,7 +252,7 @@ pub fn mirrors(func: &str) -> (&'static str, &'static str) {
         ),
         "complete_walk" => ("complete_walk", "fs/src/namei.rs: Nd::complete_walk"),
         "filename_lookup" => ("filename_lookup", "fs/src/namei.rs: filename_lookup"),
-        "race" => ("(none: the race command)", "fs/src/tools/shell/steps.rs"),
+        "race" => ("(none: the race command)", "fs/tools/src/shell/steps.rs"),
         _ => ("?", "fs/src/namei.rs"),
     }
 }

@@ -1,7 +1,7 @@
 //! `vfsh-linux DIR`: the Linux half of the vfsh scripts, as a program, for
 //! the reference guest (statically linked): runs every `DIR/NAME.vfsh`
 //! against the running kernel in a fresh tmpfs sandbox (the same code as
-//! `fs/tests/vfsh_scripts.rs`' Linux side) and compares with `NAME.out`,
+//! `fs/tools/tests/vfsh_scripts.rs`' Linux side) and compares with `NAME.out`,
 //! Linux's recorded answers. Prints `vfsh-linux script=NAME same|differs`
 //! per script, the first differing lines, then `vfsh-linux scripts=N
 //! differ=D`; exits 1 when D > 0. Root only (mount namespace, chroot).

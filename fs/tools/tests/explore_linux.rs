@@ -58,7 +58,7 @@ fn every_function_of_a_committed_walk_is_placed() {
             assert!(
                 linux::place(&c.function).is_some(),
                 "{}: the page does not place Linux function `{}` \
-                 (fs/src/tools/explore/linux.rs: PLACES)",
+                 (fs/tools/src/explore/linux.rs: PLACES)",
                 w.file,
                 c.function
             );

@@ -179,7 +179,7 @@ fn page_steps_every_scenario_in_chromium() {
             assert_eq!(r["rcu_to_ref_shown"], true, "{}: RCU→ref not shown", s.id);
         }
         // Linux's walk beside it: every call of the committed walk shown,
-        // in order (fs/tests/explore_linux.rs checks the data itself).
+        // in order (fs/tools/tests/explore_linux.rs checks the data itself).
         let want = linux::walks_for(s.id, &walks);
         match want.first() {
             None => assert!(

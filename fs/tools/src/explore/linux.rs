@@ -343,7 +343,7 @@ fn linux_groups(w: &Walk) -> Result<Vec<Group>, String> {
     for (i, c) in w.calls.iter().enumerate() {
         let Some(p) = place(&c.function) else {
             return Err(std::format!(
-                "{}: the page does not place Linux function `{}` (fs/src/tools/explore/linux.rs: PLACES)",
+                "{}: the page does not place Linux function `{}` (fs/tools/src/explore/linux.rs: PLACES)",
                 w.file,
                 c.function
             ));

@@ -114,7 +114,7 @@ fn linux_inputs(root: &str) -> Result<(Vec<linux::Walk>, BTreeMap<String, String
         let w = linux::parse_walk(&rel, &text)?;
         if let Some(c) = w.calls.iter().find(|c| linux::place(&c.function).is_none()) {
             return Err(format!(
-                "{rel}: the page does not place Linux function `{}` (fs/src/tools/explore/linux.rs: PLACES)",
+                "{rel}: the page does not place Linux function `{}` (fs/tools/src/explore/linux.rs: PLACES)",
                 c.function
             ));
         }
