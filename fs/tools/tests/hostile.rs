@@ -35,8 +35,8 @@
 
 use fs::errno::Errno;
 use fs::fstype::cifs::CifsFs;
-use fstools::shell::Shell;
 use fs::vfs::OpenFlags;
+use fstools::shell::Shell;
 use qemu::hostile::{self, mitm, Case, Proto, Server};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;

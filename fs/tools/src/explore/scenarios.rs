@@ -223,9 +223,7 @@ pub fn all() -> Vec<Scenario> {
         .map(|d| Scenario {
             id: d.name(),
             group: "designs",
-            title: Box::leak(
-                std::format!("ENOENT, {} design", d.name()).into_boxed_str(),
-            ),
+            title: Box::leak(std::format!("ENOENT, {} design", d.name()).into_boxed_str()),
             design: d.name(),
             setup: AB,
             race: None,

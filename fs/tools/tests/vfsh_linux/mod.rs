@@ -15,8 +15,8 @@
 use std::ffi::{CStr, CString};
 use std::io;
 
-use fstools::shell::{self, Cmd};
 use fs::vfs::FileType;
+use fstools::shell::{self, Cmd};
 
 /// Linux errno names for the values a path system call can return here.
 pub fn errno_name(e: i32) -> String {
