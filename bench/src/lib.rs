@@ -6,6 +6,8 @@
 //!
 //! - [`params`]: the `bench=… tasks=… design=… warmup=… secs=…` words.
 //! - [`workloads`]: statneg and its relatives (one file each).
+//! - [`coreutils`]: the system calls of coreutils 9.7's `ls -la`, the cifs
+//!   seed's workload (the kernel's `smb=` run, `bench lsla`, the cifs tests).
 //! - [`driver`]: one task per CPU, per-second sampling, the [`driver::Executor`]
 //!   trait a platform implements.
 //! - [`output`]: will-it-scale's output format, written and parsed.
@@ -21,6 +23,7 @@
 
 extern crate alloc;
 
+pub mod coreutils;
 pub mod driver;
 pub mod markdown;
 pub mod output;

@@ -23,7 +23,6 @@
 
 extern crate alloc;
 
-pub mod coreutils;
 pub mod dcache;
 pub mod errno;
 pub mod fault;

@@ -90,7 +90,7 @@ fn ls_la(fx: &Fixture, d: &dyn EaCacheDesign, to: u32) -> (u64, u64, u64) {
     .unwrap_or_else(|e| panic!("mount {o}: {e}"));
     let fs = sb.ops_as::<CifsFs>().unwrap();
     let q0 = fs.with_stats(|s| s.get(cmd::QUERY_INFO).total);
-    let l = fs::coreutils::ls_la(&v, b"/mnt")
+    let l = bench::coreutils::ls_la(&v, b"/mnt")
         .unwrap_or_else(|e| panic!("{design}, refusal {to:#x}: ls -la: {e}"));
     assert_eq!(l.entries.len(), ENTRIES);
     for (i, e) in l.entries.iter().enumerate() {

@@ -1,11 +1,11 @@
 //! The `cifs` filesystem type against a real loopback Samba: coreutils
-//! 9.7's `ls -la` (lstat + llistxattr of every name, `fs::coreutils`) under
+//! 9.7's `ls -la` (lstat + llistxattr of every name, `bench::coreutils`) under
 //! each EA-cache design, cold and warm, counting what the client sent and
 //! checking that entries with EAs list them under every design.
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use fs::coreutils::{ls_la, LsListing};
+use bench::coreutils::{ls_la, LsListing};
 use fs::errno::Errno;
 use fs::fstype::cifs::eacache::{EaCacheDesign, EaSends};
 use fs::fstype::cifs::{self, eacache, CifsFs};

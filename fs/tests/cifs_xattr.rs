@@ -140,7 +140,7 @@ fn an_ea_added_on_the_server_shows_after_the_window() {
                 .map(|n| String::from_utf8_lossy(n).into_owned())
                 .collect::<Vec<_>>()
         };
-        fs::coreutils::ls_la(&v, b"/mnt").unwrap();
+        bench::coreutils::ls_la(&v, b"/mnt").unwrap();
         let before = names(&v);
         set_xattr(&fx.share_dir.join(entry_name(i)), "user.late", b"1").unwrap();
         let soon = names(&v);

@@ -2,7 +2,7 @@
 //! at /mnt with the fs crate's `cifs` filesystem over `crate::net`, and run
 //! `lsla` — the calls of coreutils 9.7's `ls -la /mnt` (lstat and
 //! llistxattr of /mnt, readdir, lstat and llistxattr of `.`, `..` and every
-//! entry: [`fs::coreutils::ls_la`]) — once cold and once warm (inside the
+//! entry: [`bench::coreutils::ls_la`]) — once cold and once warm (inside the
 //! attribute-cache window). Prints
 //! every entry of the cold listing (`ls: MODE UID GID SIZE NAME`), the
 //! client's `/proc/fs/cifs/Stats` lines, and one summary line:
@@ -188,7 +188,7 @@ fn listing(vfs: &Vfs, fs: &CifsFs) -> Result<Listing, String> {
     let (f0, q0) = counts();
     let recv0 = crate::net::smb::RECV_NS.load(core::sync::atomic::Ordering::Relaxed);
     let t0 = crate::time::now_ns();
-    let l = fs::coreutils::ls_la(vfs, MOUNT_POINT).map_err(|e| format!("ls -la /mnt: {e:?}"))?;
+    let l = bench::coreutils::ls_la(vfs, MOUNT_POINT).map_err(|e| format!("ls -la /mnt: {e:?}"))?;
     let secs = secs_since(t0);
     let recv1 = crate::net::smb::RECV_NS.load(core::sync::atomic::Ordering::Relaxed);
     let (f1, q1) = counts();

@@ -1,6 +1,6 @@
 //! `lsla`: the cifs seed's experiment — coreutils 9.7's `ls -la` of a share
 //! of N entries over a delayed link (its calls: lstat and llistxattr of
-//! every name, [`fs::coreutils::ls_la`]), per EA-cache design (`eacache=`),
+//! every name, [`bench::coreutils::ls_la`]), per EA-cache design (`eacache=`),
 //! cold then warm — in host mode:
 //! the fs crate's SMB client on host threads, a loopback Samba started for
 //! the run, and the latency relay between them as the independent observer.
@@ -144,12 +144,12 @@ impl Drop for Relay {
 }
 
 /// coreutils 9.7's `ls -la /mnt`.
-fn ls_la(v: &Vfs) -> Result<fs::coreutils::LsListing, String> {
-    fs::coreutils::ls_la(v, b"/mnt").map_err(|e| format!("ls -la /mnt: {e}"))
+fn ls_la(v: &Vfs) -> Result<bench::coreutils::LsListing, String> {
+    bench::coreutils::ls_la(v, b"/mnt").map_err(|e| format!("ls -la /mnt: {e}"))
 }
 
 /// The (name, uid, gid, mode) of a listing's entries.
-fn owners(l: &fs::coreutils::LsListing) -> Vec<(String, u32, u32, u32)> {
+fn owners(l: &bench::coreutils::LsListing) -> Vec<(String, u32, u32, u32)> {
     l.entries
         .iter()
         .map(|e| {
@@ -170,7 +170,7 @@ fn ea_entry(entries: usize, ea_entries: usize, i: usize) -> String {
 /// nothing — except where the mount has no `user.` names at all
 /// (`unsupported`: `eacache=off`, `nouser_xattr`): EOPNOTSUPP everywhere.
 pub fn check_eas(
-    l: &fs::coreutils::LsListing,
+    l: &bench::coreutils::LsListing,
     cfg: &LslaConfig,
     unsupported: bool,
 ) -> Result<(), String> {

@@ -18,10 +18,10 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::errno::{Errno, KResult};
-use crate::types::{FileType, Stat};
-use crate::vfs::Vfs;
-use crate::xattr::split_list;
+use fs::errno::{Errno, KResult};
+use fs::types::{FileType, Stat};
+use fs::vfs::Vfs;
+use fs::xattr::split_list;
 
 /// The buffer 9.7's `ls` gives its first `llistxattr` of each name.
 pub const LS_XATTR_BUF: usize = 152;
