@@ -269,10 +269,10 @@ fn main() -> ExitCode {
                     ),
                     command: command.clone(),
                     guest: vec![
-                        "bench/linux/walks.sh".into(),
-                        "bench/linux/walkstat.c".into(),
+                        "qemu/linuxref/walks.sh".into(),
+                        "qemu/linuxref/walkstat.c".into(),
                     ],
-                    filter: "bench/linux/walk-functions.txt".into(),
+                    filter: "qemu/linuxref/walk-functions.txt".into(),
                     filtered_out: dropped,
                     note: "durations in microseconds as function_graph measured them under \
                            QEMU's TCG with tracing on: their order, not their size, is the point"

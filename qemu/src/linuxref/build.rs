@@ -57,17 +57,17 @@ const DEFAULT_ARCHIVE: &str = "http://deb.debian.org/debian";
 
 /// The C source of statneg.
 pub fn statneg_source() -> PathBuf {
-    crate::runner::workspace_root().join("bench/linux/statneg.c")
+    crate::runner::workspace_root().join("qemu/linuxref/statneg.c")
 }
 
 /// The C source of lrtime (runs a command, prints its wall time).
 pub fn lrtime_source() -> PathBuf {
-    crate::runner::workspace_root().join("bench/linux/lrtime.c")
+    crate::runner::workspace_root().join("qemu/linuxref/lrtime.c")
 }
 
 /// The C source of xattr (lists and sets extended attributes).
 pub fn xattr_source() -> PathBuf {
-    crate::runner::workspace_root().join("bench/linux/xattr.c")
+    crate::runner::workspace_root().join("qemu/linuxref/xattr.c")
 }
 
 /// The workspace's default build directory (`build/`).
@@ -587,7 +587,7 @@ pub(crate) fn download(dir: &Path, package: &str, apt: &AptSource) -> Result<Pat
 ///   armed.
 ///
 /// Then it powers off.
-const INIT_SCRIPT: &str = include_str!("../../../bench/linux/init.sh");
+const INIT_SCRIPT: &str = include_str!("../../linuxref/init.sh");
 
 fn build_initramfs(
     dir: &Path,

@@ -21,17 +21,17 @@ use crate::runner::{Accel, GuestStatus, Runner};
 
 /// The `/init` of the oracle's boot (`bench/linux/oracle-init.sh`): tmpfs
 /// and ext4 mounted, the oracle on each filesystem asked for, power off.
-const ORACLE_INIT: &str = include_str!("../../../bench/linux/oracle-init.sh");
+const ORACLE_INIT: &str = include_str!("../../linuxref/oracle-init.sh");
 
 /// The C source of the oracle.
 pub fn oracle_source() -> PathBuf {
-    crate::runner::workspace_root().join("bench/linux/dcache-oracle.c")
+    crate::runner::workspace_root().join("qemu/linuxref/dcache-oracle.c")
 }
 
 /// The case-folding check the oracle's boot runs after it
 /// (`bench/linux/casefold.c`, on a tmpfs mounted with `-o casefold`).
 pub fn casefold_source() -> PathBuf {
-    crate::runner::workspace_root().join("bench/linux/casefold.c")
+    crate::runner::workspace_root().join("qemu/linuxref/casefold.c")
 }
 
 /// What the case-folding check answered in one boot: its checks and wrong

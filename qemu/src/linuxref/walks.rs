@@ -28,17 +28,17 @@ use crate::runner::{Accel, GuestStatus, Runner};
 
 /// The guest's `/init` for the walks boot.
 pub fn walks_script() -> PathBuf {
-    crate::runner::workspace_root().join("bench/linux/walks.sh")
+    crate::runner::workspace_root().join("qemu/linuxref/walks.sh")
 }
 
 /// The C source of `/walkstat`.
 pub fn walkstat_source() -> PathBuf {
-    crate::runner::workspace_root().join("bench/linux/walkstat.c")
+    crate::runner::workspace_root().join("qemu/linuxref/walkstat.c")
 }
 
 /// The committed list of the lookup path's functions.
 pub fn function_list() -> PathBuf {
-    crate::runner::workspace_root().join("bench/linux/walk-functions.txt")
+    crate::runner::workspace_root().join("qemu/linuxref/walk-functions.txt")
 }
 
 /// One call of the function graph.
