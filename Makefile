@@ -262,7 +262,7 @@ linux-vfsh: linux-patched-build
 	bash linux/vfsh-guest.sh $(LINUX_RELEASE)
 
 # Linux's own walk of the step-through page's stats: ftrace's function
-# graph of one warm stat per case (bench/linux/walks.sh) under Debian's
+# graph of one warm stat per case (qemu/linuxref/walks.sh) under Debian's
 # 6.12 and 7.3 kernels and those of our builds that exist (nothing is built
 # here), one JSON per kernel and case into docs/explore/linux/; then
 # `make explore` puts them on the page.

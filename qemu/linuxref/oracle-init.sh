@@ -35,7 +35,7 @@ for fs in $(echo $FS | tr , ' '); do
     echo "dcache-oracle-exit fs=$fs rc=$?"
 done
 # Case folding (tmpfs has it from 6.13 on): what a casefolded directory
-# must answer, on every kernel alike (bench/linux/casefold.c).
+# must answer, on every kernel alike (qemu/linuxref/casefold.c).
 mkdir -p /mnt/ci
 if mount -t tmpfs -o casefold tmpfs /mnt/ci 2>/dev/null; then
     /casefold /mnt/ci

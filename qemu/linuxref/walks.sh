@@ -5,13 +5,13 @@
 # (a second archive holds it and /walkstat) and reuses the rest: busybox,
 # the module list, the ext4 disk.
 #
-# Each case: the directory tree made, walkstat (bench/linux/walkstat.c)
+# Each case: the directory tree made, walkstat (qemu/linuxref/walkstat.c)
 # chroots into the filesystem's root, stats PATH twice untraced (warm), then
 # once with tracing on, its own pid the only one traced; three tries each. The tracer is
 # function_graph with set_graph_function on the stat entry point (the first
 # of ENTRIES this kernel can trace), interrupts left out, each closing brace
 # named (funcgraph-tail). The host keeps the lookup path's functions
-# (bench/linux/walk-functions.txt) out of the graph.
+# (qemu/linuxref/walk-functions.txt) out of the graph.
 #
 # Prints: `linuxwalk-kernel RELEASE`, `linuxwalk-tracers LIST`, and per case
 # `linuxwalk-begin case=C fs=F root=R path=P entry=E`, the trace file,

@@ -1,5 +1,5 @@
 /*
- * walkstat: one traced stat() for `make linux-walks` (bench/linux/walks.sh).
+ * walkstat: one traced stat() for `make linux-walks` (qemu/linuxref/walks.sh).
  *
  *   walkstat TRACEFS ROOT PATH
  *

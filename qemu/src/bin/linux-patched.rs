@@ -9,7 +9,7 @@
 //! `linuxpatch kernel=K fs=F vcpus=N ops_per_s=X allocs=A locks=L rwsem=R fallbacks=F`
 //!
 //! where K is the full release (`6.12.117-noalloc`, `7.3.4-vanilla`).
-//! With `--oracle SECS` it runs the stress oracle (`bench/linux/dcache-oracle.c`)
+//! With `--oracle SECS` it runs the stress oracle (`qemu/linuxref/dcache-oracle.c`)
 //! instead, once per kernel on the largest vCPU count, on each filesystem,
 //! printing
 //! `linuxoracle kernel=K vcpus=N secs=S stats=N exact=E wrong=W fs=F`; it fails

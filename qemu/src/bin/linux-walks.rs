@@ -2,8 +2,8 @@
 //! the reference guest under each kernel asked for (Debian's, and those of
 //! our builds whose bzImage exists: it never builds one) on 1 vCPU, traces
 //! one warm `stat()` per case with ftrace's function graph
-//! (`bench/linux/walks.sh`, `bench/linux/walkstat.c`), keeps the lookup
-//! path's functions (`bench/linux/walk-functions.txt`) and writes one JSON
+//! (`qemu/linuxref/walks.sh`, `qemu/linuxref/walkstat.c`), keeps the lookup
+//! path's functions (`qemu/linuxref/walk-functions.txt`) and writes one JSON
 //! per kernel and case into `--out` (default docs/explore/linux/):
 //! `KERNEL.CASE.json`, e.g. `debian-6.12.117.tmpfs-missing.json`.
 //!

@@ -57,17 +57,17 @@ const DEFAULT_ARCHIVE: &str = "http://deb.debian.org/debian";
 
 /// The C source of statneg.
 pub fn statneg_source() -> PathBuf {
-    crate::runner::workspace_root().join("qemu/linuxref/statneg.c")
+    super::guest_file("statneg.c")
 }
 
 /// The C source of lrtime (runs a command, prints its wall time).
 pub fn lrtime_source() -> PathBuf {
-    crate::runner::workspace_root().join("qemu/linuxref/lrtime.c")
+    super::guest_file("lrtime.c")
 }
 
 /// The C source of xattr (lists and sets extended attributes).
 pub fn xattr_source() -> PathBuf {
-    crate::runner::workspace_root().join("qemu/linuxref/xattr.c")
+    super::guest_file("xattr.c")
 }
 
 /// The workspace's default build directory (`build/`).
@@ -555,7 +555,7 @@ pub(crate) fn download(dir: &Path, package: &str, apt: &AptSource) -> Result<Pat
     }
 }
 
-/// The guest's /init (`bench/linux/init.sh`, beside the C programs it
+/// The guest's /init (`qemu/linuxref/init.sh`, beside the C programs it
 /// runs), driven by `lr.*` words of the kernel command line:
 /// - `lr.fs=tmpfs,ext4 lr.threads=N lr.warmup=S lr.secs=S`: the timed
 ///   statneg on each filesystem (no probe is registered while it runs);

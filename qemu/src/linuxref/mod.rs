@@ -1,6 +1,6 @@
 //! The Linux references for statneg: a Debian cloud kernel booted under the
 //! same QEMU settings as our kernel, with a busybox initramfs that runs the C
-//! statneg (`bench/linux/statneg.c`) on tmpfs and on an ext4 virtio disk; and
+//! statneg (`qemu/linuxref/statneg.c`) on tmpfs and on an ext4 virtio disk; and
 //! the same C program run natively on the host (`statneg-host`).
 //!
 //! Building ([`ensure_built`]) touches only `BUILD_DIR/linuxref/`: it runs
@@ -24,9 +24,22 @@
 //! - `oracle`: the dcache stress oracle in the guest, on tmpfs and ext4.
 //! - `walks`: ftrace's function graph of single stats in the guest (`make linux-walks`).
 //! - `console`: a guest that did not finish: its crash report, its console kept, one retry.
+//!
+//! The guest's own files (its `/init` scripts, the C programs built static
+//! for it, the walks' function list) are this crate's, in `qemu/linuxref/`
+//! ([`guest_file`]); nothing else reads them.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// One of the reference guest's own files, by name: `qemu/linuxref/NAME`
+/// (an `/init` script, a C program built static for the guest, the walks'
+/// function list).
+pub fn guest_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("linuxref")
+        .join(name)
+}
 
 mod build;
 mod cifsmod;

@@ -1,4 +1,4 @@
-//! The dcache stress oracle in the reference guest: `bench/linux/dcache-oracle.c`
+//! The dcache stress oracle in the reference guest: `qemu/linuxref/dcache-oracle.c`
 //! (create/unlink/rename churn against concurrent stats, every answer checked
 //! against what the churn allowed) on the guest's tmpfs and on its ext4 disk
 //! (a patch must not change a filesystem it does not target), under any
@@ -7,7 +7,7 @@
 //! The reference initramfs is reused unchanged: a second newc archive is
 //! appended to it (the kernel unpacks concatenated archives in order), holding
 //! the static oracle and an `/init` of its own
-//! (`bench/linux/oracle-init.sh`) that replaces the reference's for this
+//! (`qemu/linuxref/oracle-init.sh`) that replaces the reference's for this
 //! boot; the ext4 image is attached `snapshot=on`, as for statneg. Touches
 //! `BUILD_DIR/kbuild/oracle-REL/` and QEMU.
 
@@ -19,19 +19,19 @@ use std::time::Duration;
 use super::{Fs, LinuxRefError, Paths};
 use crate::runner::{Accel, GuestStatus, Runner};
 
-/// The `/init` of the oracle's boot (`bench/linux/oracle-init.sh`): tmpfs
+/// The `/init` of the oracle's boot (`qemu/linuxref/oracle-init.sh`): tmpfs
 /// and ext4 mounted, the oracle on each filesystem asked for, power off.
 const ORACLE_INIT: &str = include_str!("../../linuxref/oracle-init.sh");
 
 /// The C source of the oracle.
 pub fn oracle_source() -> PathBuf {
-    crate::runner::workspace_root().join("qemu/linuxref/dcache-oracle.c")
+    super::guest_file("dcache-oracle.c")
 }
 
 /// The case-folding check the oracle's boot runs after it
-/// (`bench/linux/casefold.c`, on a tmpfs mounted with `-o casefold`).
+/// (`qemu/linuxref/casefold.c`, on a tmpfs mounted with `-o casefold`).
 pub fn casefold_source() -> PathBuf {
-    crate::runner::workspace_root().join("qemu/linuxref/casefold.c")
+    super::guest_file("casefold.c")
 }
 
 /// What the case-folding check answered in one boot: its checks and wrong

@@ -5,10 +5,10 @@
 //!
 //! The boot reuses the reference initramfs unchanged with a second newc
 //! archive appended (the kernel unpacks concatenated archives in order):
-//! `bench/linux/walks.sh` as `/init` and the static `bench/linux/walkstat.c`
+//! `qemu/linuxref/walks.sh` as `/init` and the static `qemu/linuxref/walkstat.c`
 //! as `/walkstat`. The guest prints each case's trace file between markers;
 //! [`parse_graph`] reads function_graph's text, and [`keep_lookup_path`]
-//! keeps the functions of the committed list (`bench/linux/walk-functions.txt`:
+//! keeps the functions of the committed list (`qemu/linuxref/walk-functions.txt`:
 //! fs/namei.c, fs/dcache.c, the filesystems' lookups, the locks), each
 //! one's depth counted among the kept ones.
 //!
@@ -28,17 +28,17 @@ use crate::runner::{Accel, GuestStatus, Runner};
 
 /// The guest's `/init` for the walks boot.
 pub fn walks_script() -> PathBuf {
-    crate::runner::workspace_root().join("qemu/linuxref/walks.sh")
+    super::guest_file("walks.sh")
 }
 
 /// The C source of `/walkstat`.
 pub fn walkstat_source() -> PathBuf {
-    crate::runner::workspace_root().join("qemu/linuxref/walkstat.c")
+    super::guest_file("walkstat.c")
 }
 
 /// The committed list of the lookup path's functions.
 pub fn function_list() -> PathBuf {
-    crate::runner::workspace_root().join("qemu/linuxref/walk-functions.txt")
+    super::guest_file("walk-functions.txt")
 }
 
 /// One call of the function graph.

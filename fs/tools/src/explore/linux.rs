@@ -31,7 +31,7 @@ pub enum Place {
     Linux(&'static str),
 }
 
-/// Every function `bench/linux/walk-functions.txt` keeps, placed.
+/// Every function `qemu/linuxref/walk-functions.txt` keeps, placed.
 pub const PLACES: &[(&str, Place)] = &[
     // fs/stat.c and the syscall: the frame around the walk.
     ("__x64_sys_newfstatat", Place::Next),
