@@ -31,7 +31,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use fs::stats::Counters;
 
-use crate::output::{self, PerOpCounts, Sample, SampleTime, Timing};
+use formats::output::{self, PerOpCounts, Sample, SampleTime, Timing};
 
 /// Nanoseconds in a second.
 pub const NS_PER_SEC: u64 = 1_000_000_000;

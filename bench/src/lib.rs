@@ -10,10 +10,7 @@
 //!   seed's workload (the kernel's `smb=` run, `bench lsla`, the cifs tests).
 //! - [`driver`]: one task per CPU, per-second sampling, the [`driver::Executor`]
 //!   trait a platform implements.
-//! - [`output`]: will-it-scale's output format, written and parsed.
 //! - [`pingpong`]: cache-line transfer latency between two CPUs.
-//! - [`markdown`]: the one markdown table writer (report, predict, Linux
-//!   reference).
 //!
 //! The guest kernel calls [`run_params`] with its own executor; host mode
 //! calls it with benchlab's `HostExecutor`. Without `std` the crate is
@@ -25,8 +22,6 @@ extern crate alloc;
 
 pub mod coreutils;
 pub mod driver;
-pub mod markdown;
-pub mod output;
 pub mod params;
 pub mod pingpong;
 pub mod workloads;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bench::driver::{run, Body, Executor, RunConfig, RunError};
-use bench::output::parse;
+use formats::output::parse;
 
 /// Std threads; `inline` chooses where the monitor runs.
 struct Threads {
@@ -325,7 +325,7 @@ fn a_stalled_sampler_reports_rates_over_real_time() {
 /// A sample that came a tenth of its window late or less is not flagged.
 #[test]
 fn late_means_more_than_a_tenth_past_the_window() {
-    use bench::output::is_late;
+    use formats::output::is_late;
     let w = 1_000_000_000;
     assert!(!is_late(w, w));
     assert!(!is_late(w + w / 10, w));

@@ -10,7 +10,7 @@
 
 use core::fmt;
 
-use bench::output::PerOpCounts;
+use formats::output::PerOpCounts;
 
 /// The narrowest design column: the width of today's table.
 pub const MIN_DESIGN_WIDTH: usize = 10;

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-use bench::markdown::{Align, Table};
+use formats::markdown::{Align, Table};
 use fs::fstype::cifs::{self, CifsFs};
 use fs::vfs::Vfs;
 use qemu::relay::{load_stats_dir, Totals};

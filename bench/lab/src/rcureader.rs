@@ -46,7 +46,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::proc::run_with_timeout;
-use bench::output;
+use formats::output;
 
 /// The reader mode a child runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -41,7 +41,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use bench::output::RunOutput;
+use formats::output::RunOutput;
 
 /// The identity of a point: what ran where. Ordered field by field, in
 /// this order.

@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use bench::output::parse;
 use benchlab::sweep::{default_kernel, default_runner, runner_accel};
+use formats::output::parse;
 
 fn bench_exe() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bench"))

@@ -4,8 +4,8 @@
 
 use std::process::Command;
 
-use bench::output::parse;
 use benchlab::predict;
+use formats::output::parse;
 
 fn bench_exe() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bench"))

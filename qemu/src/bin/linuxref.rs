@@ -12,8 +12,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bench::markdown::{Align::Left, Table};
 use clap::Parser;
+use formats::markdown::{Align::Left, Table};
 use qemu::linuxref::{self, Fs, GuestRun, Release};
 use qemu::runner::Accel;
 

@@ -3,14 +3,15 @@
 //! `measurement`, the same lines, `average:N`, and from the guest's
 //! counting run `per-op: allocs=A locks=L rwsem=R fallbacks=F`.
 //!
-//! The parsing itself is [`bench::output`] (bench's parser); this adds what a
-//! shared console needs: kernel messages (`[   12.3] …`) are dropped
-//! first, and `average` must be the mean of the measurement totals.
+//! The parsing itself is [`formats::output`] (the one parser, for our
+//! driver's output too); this adds what a shared console needs: kernel
+//! messages (`[   12.3] …`) are dropped first, and `average` must be the
+//! mean of the measurement totals.
 //!
 //! Touches nothing; allocates for the parsed result only.
 
 use super::LinuxRefError;
-pub use bench::output::{PerOp, RunOutput as WisResult, Sample};
+pub use formats::output::{PerOp, RunOutput as WisResult, Sample};
 
 /// Parses will-it-scale's format out of `text` (see the module doc).
 pub fn parse_wis(text: &str) -> Result<WisResult, LinuxRefError> {
@@ -19,9 +20,9 @@ pub fn parse_wis(text: &str) -> Result<WisResult, LinuxRefError> {
         .map(|l| l.trim_end_matches('\r'))
         .filter(|l| !is_kernel_message(l))
         .collect();
-    let r =
-        bench::output::parse(&clean.join("\n")).map_err(|e| LinuxRefError::Parse(e.to_string()))?;
-    let mean = bench::output::average(&r.measurement);
+    let r = formats::output::parse(&clean.join("\n"))
+        .map_err(|e| LinuxRefError::Parse(e.to_string()))?;
+    let mean = formats::output::average(&r.measurement);
     if mean != r.average {
         return Err(LinuxRefError::Parse(format!(
             "average:{} is not the mean of the totals ({mean})",

@@ -33,9 +33,9 @@ use clap::Args;
 
 use super::exec::HostExecutor;
 use super::rows::{self, Row};
-use bench::output;
 use bench::params::Params;
 use bench::pingpong;
+use formats::output;
 use model::{Inputs, LockKind};
 
 mod census_run;

@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use bench::output::RunOutput;
 use bench::params::Params;
+use formats::output::RunOutput;
 
 use super::model::{Inputs, LockKind};
 use super::spans::{self, Spans};

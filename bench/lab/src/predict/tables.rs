@@ -9,9 +9,9 @@ use std::fmt::Write as _;
 use super::spans;
 use super::{Model, Spent};
 use crate::predict::model::{self, Inputs, LockKind};
-use bench::markdown::Align::{self, Left, Right};
-use bench::markdown::Table;
-use bench::output;
+use formats::markdown::Align::{self, Left, Right};
+use formats::markdown::Table;
+use formats::output;
 
 /// One round's 2-CPU check of one design and lock kind.
 #[derive(Clone, Debug, PartialEq)]

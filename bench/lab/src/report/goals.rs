@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::{flags, point};
-use bench::markdown::{Align, Table};
+use formats::markdown::{Align, Table};
 
 use crate::points::{self, Point};
 

@@ -35,7 +35,7 @@ use super::human;
 use super::points::{self, Point};
 use super::predict::Model;
 use super::rows::{self, Row};
-use bench::markdown::{
+use formats::markdown::{
     Align::{Left, Right},
     Table,
 };

@@ -12,8 +12,8 @@ use crate::points::Point;
 use crate::predict::model::CPUS;
 use crate::predict::{cpus_columns, Model};
 use crate::rows::Row;
-use bench::markdown::Align::{self, Left, Right};
-use bench::markdown::Table;
+use formats::markdown::Align::{self, Left, Right};
+use formats::markdown::Table;
 
 /// The host-mode run of a model's point at `cpus`, if any: a row of
 /// `design lock=KIND` (what `bench predict --validate` writes), of

@@ -12,8 +12,8 @@ use super::super::rows::Key;
 use super::super::rows::Row;
 use super::plan::design_label;
 use super::Source;
-use bench::output;
 use bench::params::Params;
+use formats::output;
 
 fn run_limit(warmup: u32, secs: u32, extra: u64) -> Duration {
     Duration::from_secs(warmup as u64 + secs as u64 + extra)

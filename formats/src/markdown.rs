@@ -3,7 +3,7 @@
 //! `bench predict` and the Linux reference print.
 //!
 //! ```
-//! use bench::markdown::{Align, Table};
+//! use formats::markdown::{Align, Table};
 //! let mut t = Table::new([("design", Align::Left), ("ops/s", Align::Right)]);
 //! t.row(["noalloc", "1.2 M"]);
 //! assert_eq!(t.to_string(), "| design | ops/s |\n|---|---:|\n| noalloc | 1.2 M |\n");

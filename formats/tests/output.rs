@@ -1,7 +1,7 @@
 //! will-it-scale's output format: write → parse round trip, the seed's own
 //! output, and malformed text.
 
-use bench::output::{self, parse, PerOpCounts, RunOutput, Sample, SampleTime, Timing};
+use formats::output::{self, parse, PerOpCounts, RunOutput, Sample, SampleTime, Timing};
 
 /// The seed's `./statneg_processes -t 10` output (tmpfs, Linux), verbatim.
 const SEED: &str = "\
