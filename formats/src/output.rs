@@ -37,8 +37,9 @@
 //! sample covers a stall); `late=` counts them. Output without the line
 //! parses, with [`RunOutput::timing`] `None`.
 //!
-//! This file is the one parser of the format: the `qemu` crate uses it for
-//! the Linux reference guest's output too.
+//! This file is the one writer and parser of the format: `bench`'s driver
+//! writes it, and the `qemu` crate reads the Linux reference guest's output
+//! with it too; both stand above this crate.
 //!
 //! The parser skips anything before `testcase:` and after the block (a
 //! guest's boot log, a runner's notes), but is strict inside it.
