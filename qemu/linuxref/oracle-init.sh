@@ -28,6 +28,13 @@ mount -t tmpfs -o size=64m tmpfs /mnt/tmpfs || echo "dcache-oracle: tmpfs mount 
 i=0
 while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 mount -t ext4 /dev/vda /mnt/ext4 || echo "dcache-oracle: ext4 mount failed"
+# Booted with one CPU online (maxcpus=1, qemu/src/linuxref/oracle.rs): the
+# others come up now that the modules are in, so that no CPU runs kernel
+# text while another patches it at boot (docs/linux-guest-crash.md). The
+# host checks the count printed here against the vCPUs it gave.
+for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
+    [ -e "$c" ] && echo 1 > "$c"
+done
 echo "dcache-oracle-kernel $(uname -r) $(nproc) cpus"
 for fs in $(echo $FS | tr , ' '); do
     echo "dcache-oracle-begin fs=$fs"

@@ -741,7 +741,8 @@ mod tests {
     fn solo(sysfs: &Path, nproc: &str, arg: &str) -> (bool, String) {
         let start = INIT_SCRIPT.find("SYSCPU=${SYSCPU").expect("solo's set-up");
         let body = &INIT_SCRIPT[start..];
-        let end = body.find("\n}\n").expect("solo's end") + 3;
+        let solo = body.find("\nsolo() {").expect("solo's definition");
+        let end = solo + body[solo..].find("\n}\n").expect("solo's end") + 3;
         let script = format!("{}solo {arg}", &body[..end]);
         let shell = if Path::new("/usr/bin/busybox").exists() {
             vec!["/usr/bin/busybox", "sh"]
@@ -760,6 +761,32 @@ mod tests {
             out.status.success(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
+    }
+
+    /// init.sh's `present_cpus`: the guest boots with one CPU online, so
+    /// the count it checks `solo off` against is the CPUs QEMU gave it.
+    #[test]
+    fn the_cpu_count_is_the_present_cpus_not_the_online_ones() {
+        let start = INIT_SCRIPT.find("present_cpus() {").expect("present_cpus");
+        let body = &INIT_SCRIPT[start..];
+        let end = body.find("\n}\n").expect("its end") + 3;
+        let dir = std::env::temp_dir().join(format!("linuxref-present-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        for (present, want) in [("0-1\n", "2"), ("0\n", "1"), ("0-15\n", "16")] {
+            fs::write(dir.join("present"), present).unwrap();
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("{}present_cpus", &body[..end]))
+                .env("SYSCPU", &dir)
+                .output()
+                .expect("a shell");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout).trim(),
+                want,
+                "{present}"
+            );
+        }
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]

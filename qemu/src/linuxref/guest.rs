@@ -218,11 +218,14 @@ pub fn run_statneg(
 
 /// The kernel command line of `run` (`no_timer_check`: under TCG on a
 /// loaded host the boot-time check of the IO-APIC timer can miss its
-/// ticks and panic, "IO-APIC + timer doesn't work").
+/// ticks and panic, "IO-APIC + timer doesn't work"; `maxcpus=1`: init.sh
+/// brings the other vCPUs up once the boot's text patching is done, see
+/// [`super::BOOT_ONE_CPU`]).
 pub fn guest_cmdline(run: &GuestRun) -> String {
     let fs_list: Vec<&str> = run.fs.iter().map(|f| f.name()).collect();
     let mut cmdline = format!(
-        "console=ttyS0 quiet loglevel=1 panic=-1 no_timer_check rdinit=/init lr.fs={} lr.threads={} lr.warmup={} lr.secs={} lr.count={}",
+        "console=ttyS0 quiet loglevel=1 panic=-1 no_timer_check {} rdinit=/init lr.fs={} lr.threads={} lr.warmup={} lr.secs={} lr.count={}",
+        super::BOOT_ONE_CPU,
         fs_list.join(","),
         run.cpus,
         run.warmup,
@@ -427,12 +430,16 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
             )));
         }
     }
-    let uname = serial
+    let kernel_line = serial
         .lines()
         .find_map(|l| l.strip_prefix("linuxref: kernel "))
-        .and_then(|r| r.split(',').next())
+        .unwrap_or_default();
+    let uname = kernel_line
+        .split(',')
+        .next()
         .unwrap_or_default()
         .to_string();
+    super::check_online_cpus(kernel_line.split(',').nth(1).unwrap_or_default(), run.cpus)?;
     Ok(GuestReport {
         results,
         sections,

@@ -106,6 +106,36 @@ pub fn guest_config(
 /// The CPU model of the reference guest under TCG (see [`guest_config`]).
 pub const LINUX_TCG_CPU: &str = "qemu64";
 
+/// On every multi-vCPU guest's command line: the kernel boots on one CPU
+/// and the guest's init brings the others up once its modules are in.
+/// A kernel patches its own text while it boots (static keys flipped by
+/// initcalls, modules' jump labels) and when probes are armed; under
+/// QEMU 7.2's multi-threaded TCG a vCPU running a site that another vCPU
+/// patches dies at address 0 or on an int3 nobody claims
+/// (`scripts/linux-pokes.sh`: every 2-vCPU boot within 100 kprobe
+/// arm/disarm cycles, none with one CPU online; docs/linux-guest-crash.md).
+pub const BOOT_ONE_CPU: &str = "maxcpus=1";
+
+/// Checks the guest's own count of online CPUs (`N cpus`, as its init
+/// prints it once it has brought them up) against the vCPUs it was given:
+/// a guest that could not bring one up would measure fewer CPUs than its
+/// line says.
+pub fn check_online_cpus(said: &str, vcpus: u32) -> Result<(), LinuxRefError> {
+    let online = said
+        .trim()
+        .strip_suffix(" cpus")
+        .and_then(|n| n.trim().parse::<u32>().ok());
+    match online {
+        Some(n) if n == vcpus => Ok(()),
+        Some(n) => Err(LinuxRefError::Guest(format!(
+            "the guest brought {n} of its {vcpus} vCPUs online"
+        ))),
+        None => Err(LinuxRefError::Parse(format!(
+            "no online CPU count (`N cpus`) in the guest's kernel line: `{said}`"
+        ))),
+    }
+}
+
 /// The metapackage whose dependency names the current cloud kernel.
 pub const KERNEL_METAPACKAGE: &str = "linux-image-cloud-amd64";
 /// The package that provides a static busybox.
@@ -406,6 +436,16 @@ impl std::error::Error for LinuxRefError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_guest_short_of_its_vcpus_is_refused() {
+        assert!(check_online_cpus(" 2 cpus", 2).is_ok());
+        assert!(check_online_cpus("1 cpus", 1).is_ok());
+        let short = check_online_cpus(" 1 cpus", 2).unwrap_err().to_string();
+        assert!(short.contains("brought 1 of its 2 vCPUs online"), "{short}");
+        assert!(check_online_cpus("", 2).is_err());
+        assert!(check_online_cpus(" two cpus", 2).is_err());
+    }
 
     #[test]
     fn fs_names_round_trip() {

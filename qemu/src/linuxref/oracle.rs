@@ -239,8 +239,9 @@ pub fn run_oracle(
         .memory("512M".parse().expect("constant size"))
         .disk(&paths.ext4_image)
         .cmdline(format!(
-            "console=ttyS0 quiet loglevel=1 panic=-1 no_timer_check rdinit=/init oracle.fs={fs_list} \
-             oracle.readers={readers} oracle.secs={secs}"
+            "console=ttyS0 quiet loglevel=1 panic=-1 no_timer_check {} rdinit=/init \
+             oracle.fs={fs_list} oracle.readers={readers} oracle.secs={secs}",
+            super::BOOT_ONE_CPU
         ));
     let out = Runner::new(cfg)
         .timeout(Duration::from_secs(
@@ -258,6 +259,11 @@ pub fn run_oracle(
         serial.contains("linuxref-done") && matches!(out.status, GuestStatus::NoDebugExit),
     )?;
     let reports = parse_oracle(&serial)?;
+    let kernel_line = serial
+        .lines()
+        .find_map(|l| l.strip_prefix("dcache-oracle-kernel "))
+        .unwrap_or_default();
+    super::check_online_cpus(kernel_line.split_once(' ').map_or("", |(_, n)| n), cpus)?;
     if reports.iter().map(|r| r.fs).ne(fss.iter().copied()) {
         return Err(LinuxRefError::Parse(format!(
             "the oracle ran on {:?}, not on {fs_list}",
