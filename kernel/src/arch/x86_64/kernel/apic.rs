@@ -2,16 +2,33 @@
 //! periodic timer tick, and inter-processor interrupts (INIT, SIPI, fixed).
 //! Also masks the legacy 8259 PICs, which the kernel never uses.
 //!
+//! The interrupt vectors live here (as Linux keeps them in
+//! `asm/irq_vectors.h`): every one of them reaches a CPU through its local
+//! APIC (the timer's LVT entry, the spurious-vector register, IPIs sent
+//! through the ICR). `interrupts` builds the IDT from them and `smp` sends
+//! them; neither is imported here.
+//!
 //! The LAPIC page (0xFEE00000 unless the MADT says otherwise) is reached
 //! through the boot identity map. Each CPU programs only its own LAPIC; ICR
 //! writes are done with interrupts off so the high/low pair is not split.
 
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
+use ::x86_64::instructions::interrupts::without_interrupts;
 use ::x86_64::instructions::port::Port;
 
-use super::interrupts::{without, SPURIOUS_VECTOR, TIMER_VECTOR};
 use super::processor;
+
+/// LAPIC timer tick.
+pub const TIMER_VECTOR: u8 = 0x20;
+/// "Look at your mailbox" IPI.
+pub const WAKEUP_VECTOR: u8 = 0xF0;
+/// IPI used by the self-tests.
+pub const TEST_VECTOR: u8 = 0xF1;
+/// The paravirt lock's kick (`fs::sync::pvqspinlock`).
+pub const KICK_VECTOR: u8 = 0xF2;
+/// LAPIC spurious interrupt vector.
+pub const SPURIOUS_VECTOR: u8 = 0xFF;
 
 const REG_ID: usize = 0x20;
 const REG_TPR: usize = 0x80;
@@ -125,7 +142,7 @@ pub fn eoi() {
 }
 
 fn send_icr(apic_id: u32, low: u32) {
-    without(|| {
+    without_interrupts(|| {
         while read(REG_ICR_LOW) & ICR_PENDING != 0 {
             processor::pause();
         }

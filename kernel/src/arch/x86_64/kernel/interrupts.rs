@@ -6,11 +6,10 @@
 //! frame is writable, so a handler can resume elsewhere (the fault probes in
 //! `probe`).
 //!
-//! This file, `apic` and `probe` import each other on purpose: the
-//! dispatcher acknowledges the local APIC (`apic::eoi`) and asks `probe` for
-//! a fixup, while `apic` programs the vectors this file owns and `probe`'s
-//! fixups rewrite this file's [`TrapFrame`]. Linux's x86 has the same shape
-//! (the APIC code and the IDT, the exception table and the trap handlers).
+//! The vectors are `apic`'s (every one arrives through the local APIC);
+//! this file reads them and acknowledges the APIC (`apic::eoi`), and `apic`
+//! imports nothing from here. The dispatcher asks `probe` for a fixup, and
+//! `probe`'s fixups rewrite this file's [`TrapFrame`].
 //!
 //! - Exceptions 0..31: a breakpoint (#BP) is counted and resumed; a page
 //!   fault at a registered probe instruction is fixed up; anything else is
@@ -31,19 +30,9 @@
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{apic, backtrace, core_local, gdt, probe};
+use super::apic::{self, KICK_VECTOR, SPURIOUS_VECTOR, TEST_VECTOR, TIMER_VECTOR, WAKEUP_VECTOR};
+use super::{backtrace, core_local, gdt, probe};
 use crate::percpu::{per_cpu, PerCpu};
-
-/// LAPIC timer tick.
-pub const TIMER_VECTOR: u8 = 0x20;
-/// "Look at your mailbox" IPI.
-pub const WAKEUP_VECTOR: u8 = 0xF0;
-/// IPI used by the self-tests.
-pub const TEST_VECTOR: u8 = 0xF1;
-/// The paravirt lock's kick (`fs::sync::pvqspinlock`).
-pub const KICK_VECTOR: u8 = 0xF2;
-/// LAPIC spurious interrupt vector.
-pub const SPURIOUS_VECTOR: u8 = 0xFF;
 
 /// IPIs received per CPU (wake-up and test vectors).
 pub static IPIS: PerCpu<AtomicUsize> = per_cpu!(AtomicUsize::new(0));

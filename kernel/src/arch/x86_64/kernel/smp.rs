@@ -19,7 +19,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use super::super::start::trampoline;
-use super::interrupts::WAKEUP_VECTOR;
+use super::apic::{KICK_VECTOR, TEST_VECTOR, WAKEUP_VECTOR};
 use super::{apic, core_local, processor};
 use crate::percpu::{per_cpu, PerCpu, MAX_CPUS};
 
@@ -217,12 +217,12 @@ pub fn poll_mailbox() -> bool {
 
 /// Send a test IPI to `cpu`.
 pub fn send_test_ipi(cpu: usize) {
-    apic::send_ipi(apic_id_of(cpu), super::interrupts::TEST_VECTOR);
+    apic::send_ipi(apic_id_of(cpu), TEST_VECTOR);
 }
 
 /// Kick `cpu` out of a paravirt lock's halt (`processor::halt_while`).
 pub fn pv_kick(cpu: usize) {
-    apic::send_ipi(apic_id_of(cpu), super::interrupts::KICK_VECTOR);
+    apic::send_ipi(apic_id_of(cpu), KICK_VECTOR);
 }
 
 /// Send a wake-up IPI to `cpu`.
