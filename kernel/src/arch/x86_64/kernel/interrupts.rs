@@ -6,10 +6,9 @@
 //! frame is writable, so a handler can resume elsewhere (the fault probes in
 //! `probe`).
 //!
-//! The vectors are `apic`'s (every one arrives through the local APIC);
-//! this file reads them and acknowledges the APIC (`apic::eoi`), and `apic`
-//! imports nothing from here. The dispatcher asks `probe` for a fixup, and
-//! `probe`'s fixups rewrite this file's [`TrapFrame`].
+//! This file reads `apic` (the vectors, which are the local APIC's, and
+//! `eoi`), `probe` (the page-fault fixup) and the leaf `trap_frame` (the
+//! frame's layout); none of them reads this file.
 //!
 //! - Exceptions 0..31: a breakpoint (#BP) is counted and resumed; a page
 //!   fault at a registered probe instruction is fixed up; anything else is
@@ -31,6 +30,7 @@ use core::arch::global_asm;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::apic::{self, KICK_VECTOR, SPURIOUS_VECTOR, TEST_VECTOR, TIMER_VECTOR, WAKEUP_VECTOR};
+use super::trap_frame::TrapFrame;
 use super::{backtrace, core_local, gdt, probe};
 use crate::percpu::{per_cpu, PerCpu};
 
@@ -38,34 +38,6 @@ use crate::percpu::{per_cpu, PerCpu};
 pub static IPIS: PerCpu<AtomicUsize> = per_cpu!(AtomicUsize::new(0));
 /// Paravirt lock kicks received per CPU.
 pub static KICKS: PerCpu<AtomicUsize> = per_cpu!(AtomicUsize::new(0));
-
-/// Registers saved by `isr_common`, lowest address first.
-#[repr(C)]
-#[derive(Debug)]
-pub struct TrapFrame {
-    pub rax: u64,
-    pub rbx: u64,
-    pub rcx: u64,
-    pub rdx: u64,
-    pub rsi: u64,
-    pub rdi: u64,
-    pub rbp: u64,
-    pub r8: u64,
-    pub r9: u64,
-    pub r10: u64,
-    pub r11: u64,
-    pub r12: u64,
-    pub r13: u64,
-    pub r14: u64,
-    pub r15: u64,
-    pub vector: u64,
-    pub error_code: u64,
-    pub rip: u64,
-    pub cs: u64,
-    pub rflags: u64,
-    pub rsp: u64,
-    pub ss: u64,
-}
 
 global_asm!(
     r#"
@@ -184,7 +156,6 @@ struct Idt([IdtEntry; 256]);
 
 const _: () = assert!(core::mem::size_of::<IdtEntry>() == 16);
 const _: () = assert!(core::mem::size_of::<Idt>() == 4096);
-const _: () = assert!(core::mem::size_of::<TrapFrame>() == 22 * 8);
 
 static IDT: spin::Once<Idt> = spin::Once::new();
 

@@ -23,6 +23,7 @@ pub mod processor;
 pub mod rand;
 pub mod serial;
 pub mod smp;
+pub mod trap_frame;
 pub mod trap_test;
 
 pub use core_local::cpu_id;

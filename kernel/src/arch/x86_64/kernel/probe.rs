@@ -2,11 +2,15 @@
 //! an error instead of a crash (an exception table with one entry, as Linux's
 //! `extable` does for user copies). Used by the self-tests to take a real
 //! page fault on purpose and check what the handler saw.
+//!
+//! The trap dispatcher in `interrupts` calls [`fixup`] with the saved
+//! registers; their layout comes from the leaf `trap_frame`, so this file
+//! does not read `interrupts`.
 
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::interrupts::TrapFrame;
+use super::trap_frame::TrapFrame;
 
 global_asm!(
     r#"
