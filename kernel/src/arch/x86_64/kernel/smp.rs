@@ -5,9 +5,10 @@
 //! APs, waits 10 ms, and sends two rounds of STARTUP IPIs (the second only to
 //! APs not yet online). All APs run the trampoline concurrently; each finds
 //! its stack by APIC id and enters [`ap_entry64`].
-//! This file and `start::trampoline` import each other because an AP's path
-//! is a loop: out of here into the trampoline (installed and given its
-//! stacks from here), and back into [`ap_entry64`] in long mode.
+//! This file reads `start::trampoline` and not the other way round: it
+//! installs the trampoline and hands it each AP's stack and the entry,
+//! [`ap_entry64`], as data (Linux's `initial_code`), so the assembly names
+//! no symbol of this file.
 //!
 //! Cross-CPU calls: each CPU has a mailbox holding a pointer to a [`Job`] on
 //! the caller's stack. [`call_on`] fills the mailboxes, sends a wake-up IPI,
@@ -100,7 +101,7 @@ pub fn start_aps(apic_ids: &[u32], timeout_ms: u64) -> usize {
         return online_count();
     }
     let (frame, _) = ::x86_64::registers::control::Cr3::read();
-    trampoline::install(frame.start_address().as_u64());
+    trampoline::install(frame.start_address().as_u64(), ap_entry64);
     let page = (trampoline::TRAMPOLINE_BASE >> 12) as u8;
 
     for &apic in &aps {

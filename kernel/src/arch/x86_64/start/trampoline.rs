@@ -2,10 +2,16 @@
 //! physical [`TRAMPOLINE_BASE`] (the SIPI vector page), which switches to
 //! protected mode, enables PAE and long mode with the boot CPU's CR3, picks
 //! its stack from [`AP_STACK_TOPS`] by initial APIC id (CPUID leaf 1), and
-//! calls `ap_entry64(apic_id)`.
+//! calls the entry [`install`] was given, with the APIC id as argument.
+//!
+//! The entry is handed over as data ([`AP_ENTRY`]), not named in the
+//! assembly, as Linux's `smpboot.c` sets `initial_code` for `head_64.S` to
+//! jump through: the trampoline reads nothing of `kernel::smp`, which
+//! installs it and gives it its stacks and entry. No symbol reference
+//! demands a circle here.
 //!
 //! Touches: physical page [`TRAMPOLINE_BASE`] (reserved: the frame allocator
-//! never hands out memory below 1 MiB) and [`AP_STACK_TOPS`].
+//! never hands out memory below 1 MiB), [`AP_STACK_TOPS`] and [`AP_ENTRY`].
 
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +22,10 @@ pub const TRAMPOLINE_BASE: usize = 0x8000;
 /// Stack top of each AP, indexed by APIC id; written by the boot CPU before
 /// it sends the SIPIs.
 pub static AP_STACK_TOPS: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
+
+/// Address of the 64-bit entry every AP calls (`extern "C" fn(apic_id: u32)
+/// -> !`); written by [`install`] before any SIPI is sent.
+pub static AP_ENTRY: AtomicU64 = AtomicU64::new(0);
 
 global_asm!(
     r#"
@@ -75,6 +85,7 @@ tramp64:
     xor %ebp, %ebp
     mov %ebx, %edi
     movabs ${entry}, %rax
+    mov (%rax), %rax
     call *%rax
 1:  cli
     hlt
@@ -96,7 +107,7 @@ ap_trampoline_end:
     .section .text
     "#,
     stacks = sym AP_STACK_TOPS,
-    entry = sym super::super::kernel::smp::ap_entry64,
+    entry = sym AP_ENTRY,
     options(att_syntax)
 );
 
@@ -106,9 +117,10 @@ extern "C" {
     static ap_trampoline_cr3: u8;
 }
 
-/// Copy the trampoline to [`TRAMPOLINE_BASE`] and patch in `cr3` (the boot
-/// CPU's page table root, below 4 GiB).
-pub fn install(cr3: u64) {
+/// Copy the trampoline to [`TRAMPOLINE_BASE`], patch in `cr3` (the boot
+/// CPU's page table root, below 4 GiB) and record `entry`, where each AP
+/// goes in long mode on its own stack, called with its APIC id.
+pub fn install(cr3: u64, entry: extern "C" fn(u32) -> !) {
     assert!(
         cr3 < (1 << 32),
         "AP trampoline needs a page table root below 4 GiB"
@@ -126,6 +138,7 @@ pub fn install(cr3: u64) {
         core::ptr::copy_nonoverlapping(start as *const u8, TRAMPOLINE_BASE as *mut u8, len);
         core::ptr::write_volatile((TRAMPOLINE_BASE + cr3_off) as *mut u32, cr3 as u32);
     }
+    AP_ENTRY.store(entry as usize as u64, Ordering::SeqCst);
     core::sync::atomic::fence(Ordering::SeqCst);
 }
 
