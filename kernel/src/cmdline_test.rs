@@ -8,7 +8,7 @@
 
 use alloc::format;
 
-use crate::selftest::{ensure, TestResult};
+use crate::ktest::{ensure, TestResult};
 
 pub(crate) fn cmdline_parser() -> TestResult {
     use kernel::cmdline::{parse, CmdlineError};

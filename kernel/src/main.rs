@@ -5,7 +5,8 @@
 //! Module map: `arch` (everything x86), `mm` (frames, heap, slab, stacks),
 //! `time`, `smp` (CPU sets, run closures on CPUs), `sync::rcu` (QSBR RCU +
 //! the fs crate's platform), `console` (serial + log), `exit` (status codes),
-//! `panic`, `selftest`, `benchrun` (bench=), `demo` (demo=, trace=),
+//! `panic`, `selftest` (the self-test runner; `ktest` is the bodies'
+//! harness), `benchrun` (bench=), `demo` (demo=, trace=),
 //! `stress` (stress=), `drivers` (PCI, virtio-net), `net` (smoltcp TCP/IP,
 //! blocking sockets, SMB transport), `smbmount` (smb=: mount a share and
 //! list it); the command-line parser is `kernel::cmdline` in the
@@ -27,6 +28,7 @@ mod console;
 mod demo;
 mod drivers;
 mod exit;
+mod ktest;
 #[allow(unsafe_code)]
 mod mm;
 mod net;

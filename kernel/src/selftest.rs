@@ -1,9 +1,9 @@
 //! The in-guest self-tests (`selftest` on the command line): this file holds
 //! the list and the runner; the bodies live beside what they test (the
-//! Asterinas habit), sharing [`TestResult`], [`ensure!`], [`ncpus`] and
-//! [`wait_until`] from here. So the list imports each body and each body
-//! imports these helpers, a circle this layout keeps on purpose (a test
-//! stays beside the code it tests). The bodies:
+//! Asterinas habit) and share one leaf harness, `crate::ktest` (the result
+//! type, `ensure!`, `ncpus`, `wait_until`). This file imports the bodies,
+//! the bodies import the harness, the harness imports neither: a line, not
+//! a circle. The bodies:
 //!
 //! - `mm::alloc_test` (frames, heap, slab under concurrent use from every
 //!   CPU), `mm::poison_test` (free-memory poisoning), `mm::stack_test`
@@ -28,31 +28,15 @@
 //! (`N passed, M failed, K skipped`). Where nothing is skipped the output
 //! is as it always was.
 
-use alloc::string::String;
-
 use crate::cmdline_test;
 use crate::console::kprintln;
+use crate::ktest::{ncpus, TestResult};
 use crate::mm::{alloc_test, poison_test, slab, stack_test};
 use crate::smp;
 use crate::sync::{fs_test, rcu, rcu_test};
 use crate::time;
 
-/// What a test body returns: `Err(reason)` fails it. The bodies live beside
-/// the subsystems they test and share this type, [`ensure!`], [`ncpus`] and
-/// [`wait_until`].
-pub(crate) type TestResult = Result<(), String>;
 type Test = (&'static str, fn() -> TestResult);
-
-/// `ensure!(cond, "reason {x}")`: fail the test with the formatted reason
-/// unless `cond` holds.
-macro_rules! ensure {
-    ($cond:expr, $($arg:tt)*) => {
-        if !$cond {
-            return Err(alloc::format!($($arg)*));
-        }
-    };
-}
-pub(crate) use ensure;
 
 const TESTS: &[Test] = &[
     ("cmdline_parser", cmdline_test::cmdline_parser),
@@ -218,21 +202,4 @@ pub fn run() -> Summary {
         heap_size >> 10
     );
     sum
-}
-
-/// CPUs the kernel knows (started or not).
-pub(crate) fn ncpus() -> usize {
-    smp::cpu_count()
-}
-
-/// Spin (with quiescent states) until `cond` or `timeout_ms`.
-pub(crate) fn wait_until(timeout_ms: u64, cond: impl Fn() -> bool) -> bool {
-    let deadline = time::now_ns() + timeout_ms * 1_000_000;
-    while !cond() {
-        if time::now_ns() > deadline {
-            return false;
-        }
-        crate::arch::processor::pause();
-    }
-    true
 }

@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{frame, slab};
-use crate::selftest::{ensure, ncpus, TestResult};
+use crate::ktest::{ensure, ncpus, TestResult};
 use crate::smp::{self, CpuSet};
 
 pub(crate) fn frame_alloc_all_cpus() -> TestResult {

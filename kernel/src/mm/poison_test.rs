@@ -21,8 +21,7 @@ use core::alloc::Layout;
 
 use super::{heap, poison, slab};
 use crate::arch::interrupts;
-
-type TestResult = Result<(), String>;
+use crate::ktest::TestResult;
 
 /// Poisoning on for the guard's life; the previous state comes back on
 /// drop.

@@ -9,7 +9,7 @@
 use alloc::string::String;
 
 use crate::arch::probe;
-use crate::selftest::{ensure, TestResult};
+use crate::ktest::{ensure, TestResult};
 
 pub(crate) fn guarded_stack() -> TestResult {
     let s = crate::mm::stack::alloc(8192).map_err(String::from)?;

@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::arch::{interrupts, smp as arch_smp};
-use crate::selftest::{ensure, ncpus, wait_until, TestResult};
+use crate::ktest::{ensure, ncpus, wait_until, TestResult};
 use crate::smp::{self, CpuSet};
 
 pub(crate) fn cross_cpu_calls() -> TestResult {

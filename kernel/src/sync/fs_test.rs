@@ -16,7 +16,7 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::rcu;
 use super::rcu_test::DropFlag;
-use crate::selftest::{ensure, ncpus, TestResult};
+use crate::ktest::{ensure, ncpus, TestResult};
 use crate::smp::{self, CpuSet};
 
 pub(crate) fn fs_platform() -> TestResult {

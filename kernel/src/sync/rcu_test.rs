@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::rcu;
-use crate::selftest::{ensure, ncpus, wait_until, TestResult};
+use crate::ktest::{ensure, ncpus, wait_until, TestResult};
 use crate::smp::{self, CpuSet};
 use crate::time;
 

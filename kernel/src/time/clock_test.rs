@@ -8,7 +8,7 @@
 
 use alloc::vec::Vec;
 
-use crate::selftest::{ensure, ncpus, wait_until, TestResult};
+use crate::ktest::{ensure, ncpus, wait_until, TestResult};
 use crate::smp::{self, CpuSet};
 use crate::time;
 

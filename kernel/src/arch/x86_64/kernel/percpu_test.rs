@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
 use super::{apic, core_local};
-use crate::selftest::{ensure, ncpus, TestResult};
+use crate::ktest::{ensure, ncpus, TestResult};
 use crate::smp::{self, CpuSet};
 
 pub(crate) fn percpu_data() -> TestResult {

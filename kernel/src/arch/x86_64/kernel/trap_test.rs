@@ -11,7 +11,7 @@ use alloc::format;
 use core::sync::atomic::Ordering;
 
 use super::{core_local, probe};
-use crate::selftest::{ensure, TestResult};
+use crate::ktest::{ensure, TestResult};
 use crate::smp::{self, CpuSet};
 
 pub(crate) fn exception_breakpoint() -> TestResult {
