@@ -1,6 +1,7 @@
 //! The in-kernel test harness: what every self-test body shares, and
 //! nothing else. [`TestResult`] (what a body returns), [`ensure!`] (fail
-//! with a reason), [`ncpus`] and [`wait_until`].
+//! with a reason), [`ncpus`], [`wait_until`] and [`DropFlag`] (an object
+//! that counts its drops: what an RCU callback or a deferred drop freed).
 //!
 //! A leaf among the tests: the bodies (`*_test.rs`, beside what they test)
 //! import it, the runner (`crate::selftest`) imports the bodies, and this
@@ -8,6 +9,8 @@
 //! No body imports another.
 
 use alloc::string::String;
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::{smp, time};
 
@@ -40,4 +43,13 @@ pub(crate) fn wait_until(timeout_ms: u64, cond: impl Fn() -> bool) -> bool {
         crate::arch::processor::pause();
     }
     true
+}
+
+/// Counts its drops: what an RCU callback freed.
+pub(crate) struct DropFlag(pub(crate) Arc<AtomicUsize>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
 }

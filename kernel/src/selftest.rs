@@ -1,9 +1,9 @@
 //! The in-guest self-tests (`selftest` on the command line): this file holds
 //! the list and the runner; the bodies live beside what they test (the
 //! Asterinas habit) and share one leaf harness, `crate::ktest` (the result
-//! type, `ensure!`, `ncpus`, `wait_until`). This file imports the bodies,
-//! the bodies import the harness, the harness imports neither: a line, not
-//! a circle. The bodies:
+//! type, `ensure!`, `ncpus`, `wait_until`, `DropFlag`). This file imports
+//! the bodies, the bodies import the harness, the harness imports neither,
+//! and no body imports another: a line, not a circle. The bodies:
 //!
 //! - `mm::alloc_test` (frames, heap, slab under concurrent use from every
 //!   CPU), `mm::poison_test` (free-memory poisoning), `mm::stack_test`

@@ -15,8 +15,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::rcu;
-use super::rcu_test::DropFlag;
-use crate::ktest::{ensure, ncpus, TestResult};
+use crate::ktest::{ensure, ncpus, DropFlag, TestResult};
 use crate::smp::{self, CpuSet};
 
 pub(crate) fn fs_platform() -> TestResult {

@@ -6,8 +6,7 @@
 //!
 //! Safe code only; beside the RCU they exercise. Touches: [`super::rcu`]
 //! (its segment fault hook, left off), the heap (filled and given back),
-//! every CPU through `crate::smp`. [`DropFlag`] is shared with
-//! `sync::fs_test`.
+//! every CPU through `crate::smp`.
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -15,18 +14,9 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::rcu;
-use crate::ktest::{ensure, ncpus, wait_until, TestResult};
+use crate::ktest::{ensure, ncpus, wait_until, DropFlag, TestResult};
 use crate::smp::{self, CpuSet};
 use crate::time;
-
-/// Counts its drops: what an RCU callback freed.
-pub(crate) struct DropFlag(pub(crate) Arc<AtomicUsize>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
 
 pub(crate) fn rcu_waits_for_reader() -> TestResult {
     // same CPU: a callback cannot run while this CPU is inside a read section
