@@ -37,9 +37,11 @@ mod percpu;
 mod selftest;
 mod smbmount;
 mod smp;
+mod smp_test;
 mod stress;
 mod sync;
 mod time;
+mod time_test;
 
 use console::kprintln;
 use exit::{exit, ExitCode};

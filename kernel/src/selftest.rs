@@ -10,8 +10,8 @@
 //!   (guarded stacks);
 //! - `arch::percpu_test` (per-core data and CPU ids), `arch::trap_test`
 //!   (a breakpoint, page faults through the probe, caught);
-//! - `time::clock_test` (TSC against the reference clock, ticks),
-//!   `smp::cross_cpu_test` (cross-CPU calls and IPIs);
+//! - `time_test` (TSC against the reference clock, ticks), `smp_test`
+//!   (cross-CPU calls and IPIs);
 //! - `sync::rcu_test` (grace periods, callbacks, `call_rcu` short of
 //!   memory), `sync::fs_test` (the fs crate on this kernel's platform);
 //! - `cmdline_test` (the library's command-line parser, in the guest).
@@ -34,7 +34,7 @@ use crate::ktest::{ncpus, TestResult};
 use crate::mm::{alloc_test, poison_test, slab, stack_test};
 use crate::smp;
 use crate::sync::{fs_test, rcu, rcu_test};
-use crate::time;
+use crate::{smp_test, time, time_test};
 
 type Test = (&'static str, fn() -> TestResult);
 
@@ -58,20 +58,17 @@ const TESTS: &[Test] = &[
         "poison_freed_inode_reads_as_poison",
         poison_test::freed_inode_reads_as_poison,
     ),
-    (
-        "tsc_vs_reference_clock",
-        time::clock_test::tsc_vs_reference_clock,
-    ),
+    ("tsc_vs_reference_clock", time_test::tsc_vs_reference_clock),
     (
         "clock_monotonic_across_cpus",
-        time::clock_test::clock_monotonic_across_cpus,
+        time_test::clock_monotonic_across_cpus,
     ),
     (
         "timer_ticks_on_every_cpu",
-        time::clock_test::timer_ticks_on_every_cpu,
+        time_test::timer_ticks_on_every_cpu,
     ),
-    ("cross_cpu_calls", smp::cross_cpu_test::cross_cpu_calls),
-    ("ipi_delivery", smp::cross_cpu_test::ipi_delivery),
+    ("cross_cpu_calls", smp_test::cross_cpu_calls),
+    ("ipi_delivery", smp_test::ipi_delivery),
     ("rcu_waits_for_reader", rcu_test::rcu_waits_for_reader),
     ("rcu_call_rcu_all_cpus", rcu_test::rcu_call_rcu_all_cpus),
     ("rcu_grace_periods_idle", rcu_test::rcu_grace_periods_idle),

@@ -10,8 +10,6 @@
 //! let per_cpu_ops: Vec<u64> = smp::run_on_collect(&CpuSet::first(8), |cpu| work(cpu));
 //! ```
 
-pub mod cross_cpu_test;
-
 use alloc::vec::Vec;
 
 use crate::arch::smp as arch_smp;

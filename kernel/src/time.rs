@@ -8,8 +8,6 @@
 //! Touches: the clocks only through `crate::arch::clock`; per-CPU
 //! tick counters. `on_tick` runs in interrupt context: atomics only.
 
-pub mod clock_test;
-
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::arch::processor::rdtsc;
