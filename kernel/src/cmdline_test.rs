@@ -3,8 +3,9 @@
 //! it must work before the heap exists (a known line parses, an unknown key
 //! and a bad value are refused with the word they name).
 //!
-//! Safe code only; beside the binary's other modules because the parser lives
-//! in the library half of this crate. Touches nothing but the parser.
+//! Safe code only; beside `cmdline.rs`, but declared by the binary
+//! (`main.rs`), since it runs in the guest and the parser lives in the
+//! library half of this crate. Touches nothing but the parser.
 
 use alloc::format;
 

@@ -2,8 +2,8 @@
 //! every CPU and on subsets, results collected in CPU order, and the test
 //! and wake-up IPIs reaching each application processor.
 //!
-//! Safe code only. Touches: every CPU through `crate::smp`, the IPI
-//! counters of `crate::arch::interrupts`.
+//! Safe code only; beside `smp.rs`. Touches: every CPU through
+//! `crate::smp`, the IPI counters of `crate::arch::interrupts`.
 
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -3,8 +3,8 @@
 //! across CPUs, and the tick on every CPU at no more than its configured
 //! rate.
 //!
-//! Safe code only. Touches: the reference clock through `crate::arch::clock`,
-//! the tick counters, every CPU through `crate::smp`.
+//! Safe code only; beside `time.rs`. Touches: the reference clock through
+//! `crate::arch::clock`, the tick counters, every CPU through `crate::smp`.
 
 use alloc::vec::Vec;
 
