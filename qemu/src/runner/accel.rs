@@ -1,57 +1,22 @@
-//! Accelerator choice: the [`Accel`] QEMU runs with, what the user asked for
-//! ([`AccelChoice`]), and the `auto` probe that times a tiny guest under TCG
-//! and KVM and caches its verdict.
+//! Accelerator choice: what the user asked for ([`AccelChoice`]), and the
+//! `auto` probe that times a tiny guest under TCG and KVM and caches its
+//! verdict, an [`Accel`].
 //!
 //! It touches `/dev/kvm` (opened to see whether it exists), spawns QEMU for
 //! the probe, and writes the verdict file in the cache directory.
 //!
-//! It and `config` import each other: a [`QemuConfig`] carries the [`Accel`]
-//! a run uses and renders it as QEMU's arguments, and the probe here builds
-//! a `QemuConfig` to time its tiny guest. They are one concern (how QEMU is
-//! started) in two files for size.
+//! It reads `config` and not the other way round: [`Accel`] is one of the
+//! command line's values and lives there, and the probe here builds a
+//! [`QemuConfig`] to time its tiny guest.
 
-use std::fmt;
 use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::config::{MemSize, QemuConfig};
+use super::config::{Accel, MemSize, QemuConfig};
 use super::status::GuestStatus;
 use super::{workspace_root, Runner, DEBUG_EXIT_IOBASE};
-
-/// An accelerator QEMU actually runs with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Accel {
-    /// Multi-threaded TCG (`-accel tcg,thread=multi`): one host thread per vCPU.
-    Tcg,
-    /// Hardware virtualization through `/dev/kvm` (`-accel kvm`).
-    Kvm,
-}
-
-impl Accel {
-    /// The lower-case name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Accel::Tcg => "tcg",
-            Accel::Kvm => "kvm",
-        }
-    }
-
-    /// The value given to QEMU's `-accel` option.
-    pub fn qemu_arg(self) -> &'static str {
-        match self {
-            Accel::Tcg => "tcg,thread=multi",
-            Accel::Kvm => "kvm",
-        }
-    }
-}
-
-impl fmt::Display for Accel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// What the user asked for: a fixed accelerator or `auto` (see [`resolve_accel`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,14 +1,47 @@
-//! The QEMU command line: [`QemuConfig`] and the validated values it holds
-//! ([`MemSize`], [`GuestFwd`]). Building the argument list has no side
-//! effects; [`super::Runner`] runs it.
+//! The QEMU command line: [`QemuConfig`] and the values it holds ([`Accel`],
+//! and the validated [`MemSize`] and [`GuestFwd`]). Building the argument
+//! list has no side effects; [`super::Runner`] runs it. It imports nothing
+//! from `accel`, which resolves a user's choice to an [`Accel`].
 
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use super::accel::Accel;
 use super::{RunError, DEBUG_EXIT_IOBASE, DEFAULT_QEMU};
+
+/// An accelerator QEMU actually runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accel {
+    /// Multi-threaded TCG (`-accel tcg,thread=multi`): one host thread per vCPU.
+    Tcg,
+    /// Hardware virtualization through `/dev/kvm` (`-accel kvm`).
+    Kvm,
+}
+
+impl Accel {
+    /// The lower-case name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Accel::Tcg => "tcg",
+            Accel::Kvm => "kvm",
+        }
+    }
+
+    /// The value given to QEMU's `-accel` option.
+    pub fn qemu_arg(self) -> &'static str {
+        match self {
+            Accel::Tcg => "tcg,thread=multi",
+            Accel::Kvm => "kvm",
+        }
+    }
+}
+
+impl fmt::Display for Accel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Longest kernel command line (bytes) a boot carries. Our kernel keeps
 /// 4096 bytes of `hvm_start_info`'s command line and refuses a longer one;

@@ -28,9 +28,10 @@
 //! whatever QEMU printed on stderr (see [`GuestStatus::from_qemu_exit_and_serial`]).
 //!
 //! # Files
-//! - `config.rs`: the command line ([`QemuConfig`], [`MemSize`], [`GuestFwd`]).
+//! - `config.rs`: the command line ([`QemuConfig`], [`Accel`], [`MemSize`],
+//!   [`GuestFwd`]).
 //! - `status.rs`: [`GuestStatus`], QEMU's exit mapped back to the guest's value.
-//! - `accel.rs`: [`Accel`], [`AccelChoice`] and the `auto` probe.
+//! - `accel.rs`: [`AccelChoice`] and the `auto` probe that resolves it.
 //! - `selftest.rs`: [`SelftestReport`], our kernel's `selftest` output read
 //!   back (passed, failed, skipped with the reason).
 //! - here: [`Runner`] (spawn, stream, timeout) and the paths tests boot from.
@@ -40,8 +41,10 @@ mod config;
 mod selftest;
 mod status;
 
-pub use accel::{default_cache_dir, probe_elf, resolve_accel, Accel, AccelChoice};
-pub use config::{cmdline_too_long, GuestFwd, MemSize, QemuConfig, KVM_DEFAULT_CPU, MAX_CMDLINE};
+pub use accel::{default_cache_dir, probe_elf, resolve_accel, AccelChoice};
+pub use config::{
+    cmdline_too_long, Accel, GuestFwd, MemSize, QemuConfig, KVM_DEFAULT_CPU, MAX_CMDLINE,
+};
 pub use selftest::{SelftestReport, Verdict};
 pub use status::{announced_status, GuestStatus};
 
