@@ -50,27 +50,23 @@ T=/sys/kernel/tracing
 # same either way.
 [ -w /proc/sys/debug/kprobes-optimization ] && echo 0 > /proc/sys/debug/kprobes-optimization
 # solo on|off: every CPU but CPU 0 offline, or back online. Every change to
-# the probes and their hist triggers is made solo: 7.3 frees a removed
-# trigger's data after tracepoint_synchronize_unregister(), which (SRCU and
-# RCU Tasks Trace, itself SRCU in 7.3) does not wait for a kprobe handler
-# that another CPU is running with only preemption off; a 2-vCPU 7.3.4
-# guest crashed at address 0 from such handlers while its triggers were
-# being taken down (docs/linux-guest-crash.md). With one CPU online no
-# handler on another CPU runs beside the change, nor can a free on another
-# CPU overlap a handler; a handler in an interrupt on CPU 0, on top of the
-# change, still can run (the one whole trace's faulting handler did), so
-# solo rules out the cross-CPU lead only and the boot counts are its
-# evidence. Each CPU's state is read back: a write
-# the kernel refused (EBUSY) would leave the change unprotected (on), or
-# the counted statneg pinning its threads to fewer CPUs than it was asked
-# to (off: statneg pins to the CPUs sched_getaffinity gives, which is what
-# nproc counts); either is said (linuxref-solo-failed) and is status 1.
+# the probes and their hist triggers is made solo: arming a probe (and
+# adding or removing a trigger, which enables or disables its event)
+# patches the probed function's fentry site, and under QEMU's
+# multi-threaded TCG a vCPU that runs a site while another patches it can
+# call address 0 or die on an int3 nobody claims (docs/linux-guest-crash.md;
+# scripts/linux-pokes.sh reproduces it, and shows solo ending it). Each
+# CPU's state is read back: a write the kernel refused (EBUSY) would
+# leave the change unprotected (on), or the counted statneg pinning its
+# threads to fewer CPUs than it was asked to (off: statneg pins to the
+# CPUs sched_getaffinity gives, which is what nproc counts); either is
+# said (linuxref-solo-failed) and is status 1.
 # A write to online returns once the CPU is active, so statneg started
 # after `solo off` sees every CPU. SYSCPU is only ever changed by the test
 # of this function (qemu/src/linuxref/build.rs).
 SYSCPU=${SYSCPU:-/sys/devices/system/cpu}
 # The CPUs QEMU gave the guest (present: "0" or "0-N"), not nproc: the
-# guest boots with one online (see online_at_boot).
+# guest boots with one online (see the `solo off` after the set-up).
 present_cpus() {
     p=$(cat "$SYSCPU/present" 2>/dev/null || echo 0)
     echo $((${p##*[-,]} + 1))
