@@ -893,6 +893,76 @@ fn sign_and_seal_refused_on_a_weak_random_source() {
     assert_eq!(smb::Clock::weak_random(&smb::StdClock::default()), None);
 }
 
+/// The host clock whose random source turns weak for good at its first
+/// draw of `fails_at` bytes, as the kernel's does when RDSEED and RDRAND
+/// fail during a draw (`Source::HwFailed`): the bytes of that draw and
+/// every later one are the fallback's. The handshake draws the
+/// ClientGuid (16 bytes) and preauth salt (32) in NEGOTIATE, the client
+/// challenge (8) and the nonce salt (4) in SESSION_SETUP.
+struct FailingClock {
+    inner: smb::StdClock,
+    fails_at: usize,
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl FailingClock {
+    fn boxed(fails_at: usize) -> Box<dyn smb::Clock> {
+        Box::new(FailingClock {
+            inner: Default::default(),
+            fails_at,
+            failed: Default::default(),
+        })
+    }
+}
+
+impl smb::Clock for FailingClock {
+    fn now_ms(&self) -> u64 {
+        self.inner.now_ms()
+    }
+    fn filetime(&self) -> u64 {
+        self.inner.filetime()
+    }
+    fn fill_random(&self, buf: &mut [u8]) {
+        if buf.len() == self.fails_at {
+            self.failed.store(true, SeqCst);
+        }
+        self.inner.fill_random(buf)
+    }
+    fn weak_random(&self) -> Option<&'static str> {
+        self.failed
+            .load(SeqCst)
+            .then_some("TSC + splitmix fallback: RDSEED/RDRAND failed")
+    }
+}
+
+/// A random source that fails during the handshake, after the checks at
+/// mount and in NEGOTIATE found it sound, keys no session: the client
+/// challenge (8 bytes) or the nonce salt (4) came from the fallback, so
+/// `sign` and a server that requires signing are refused (EINVAL, the
+/// reason named) unless `weakrandom`. Before the check after the last
+/// draw, both mounted with a signing key over the fallback's challenge.
+#[test]
+fn random_source_failing_mid_handshake_keys_no_session() {
+    let l = server_on(Case::Honest, Proto::SMB311_SIGNED);
+    for fails_at in [8, 4] {
+        for opts in [",sign", ""] {
+            let e = mount_with_clock(&l, opts, FailingClock::boxed(fails_at))
+                .expect_err(&format!("{opts}, failing at a {fails_at}-byte draw"));
+            assert!(
+                e.contains("Invalid argument")
+                    && e.contains("cryptographic random source")
+                    && e.contains("weakrandom"),
+                "{opts}, {fails_at}: {e}"
+            );
+        }
+        mount_with_clock(&l, ",sign,weakrandom", FailingClock::boxed(fails_at))
+            .unwrap_or_else(|e| panic!("weakrandom, {fails_at}: {e}"));
+    }
+    // A failure in NEGOTIATE's draws is caught there, as before.
+    let e = mount_with_clock(&l, ",sign", FailingClock::boxed(32)).expect_err("salt");
+    assert!(e.contains("cryptographic random source"), "{e}");
+}
+
 // ---------------------------------- a TargetInfo near 64 KiB (issue 49)
 
 /// A CHALLENGE whose TargetInfo is 65,400 bytes (it fits the

@@ -346,11 +346,19 @@ impl Connection {
             _ => Sealer::smb30(&session_key, session_id, nonce_salt),
         });
         let encrypt = self.cfg.seal || server_wants_seal;
-        if encrypt && self.weak_random_refused() {
+        // Every draw the session's keys and nonces rest on (ClientGuid and
+        // preauth salt in NEGOTIATE, client challenge and nonce salt here)
+        // is behind us, so the source is asked again: one that failed
+        // during them says so now (the kernel's HwFailed is set by the
+        // failing draw itself), and the checks at mount and in NEGOTIATE,
+        // which ran before the last draws, could not have seen it.
+        if (encrypt || self.link_mut()?.sign_all) && self.weak_random_refused() {
             self.link = None;
-            return Err(SmbError::Invalid(
-                "the server requires encryption, which needs a cryptographic random source, and this machine has none; mount with weakrandom to accept it",
-            ));
+            return Err(SmbError::Invalid(if encrypt {
+                "encryption needs a cryptographic random source and this machine has none; mount with weakrandom to accept it"
+            } else {
+                "signing needs a cryptographic random source and this machine has none; mount with weakrandom to accept it"
+            }));
         }
         if encrypt && sealer.is_none() {
             return Err(SmbError::EncryptionUnavailable("no common cipher"));
