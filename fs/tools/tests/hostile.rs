@@ -963,6 +963,60 @@ fn random_source_failing_mid_handshake_keys_no_session() {
     assert!(e.contains("cryptographic random source"), "{e}");
 }
 
+/// A signed 3.0 server that does not require signing but has the
+/// ENCRYPTION capability, whose final SESSION_SETUP response
+/// (`session`) or TREE_CONNECT response (`share`) asks for encryption,
+/// signed as an honest server signs it.
+fn server_asking_encryption(session: bool, share: bool) -> hostile::Listening {
+    let tamper: hostile::Tamper = Arc::new(move |h, r| {
+        let st = u32::from_le_bytes([r[8], r[9], r[10], r[11]]);
+        match h.command {
+            hostile::wire::cmd::NEGOTIATE => {
+                // SecurityMode: SIGNING_REQUIRED cleared; Capabilities |=
+                // SMB2_GLOBAL_CAP_ENCRYPTION.
+                r[66] &= !0x2;
+                r[88] |= 0x40;
+            }
+            // SessionFlags |= SMB2_SESSION_FLAG_ENCRYPT_DATA.
+            hostile::wire::cmd::SESSION_SETUP if st == 0 && session => r[66] |= 0x4,
+            // ShareFlags |= SMB2_SHAREFLAG_ENCRYPT_DATA (0x8000).
+            hostile::wire::cmd::TREE_CONNECT if st == 0 && share => r[69] |= 0x80,
+            _ => {}
+        }
+    });
+    let s = Server::with_tamper(Case::Honest, &[("hello.txt", HELLO)], &[], tamper);
+    let mut s = Arc::try_unwrap(s).ok().unwrap();
+    s.proto = Proto::SMB30_SIGNED;
+    hostile::serve_tcp(Arc::new(s)).expect("hostile server")
+}
+
+/// A server that asks for encryption, for the session or for the share,
+/// gets no sealed session on a weak random source without `weakrandom`
+/// (EINVAL, the reason named), and no request after the one whose reply
+/// asked for it. Before the check in TREE_CONNECT, the share's flag
+/// switched encryption on with a nonce salt from the weak source, and the
+/// next request went out sealed.
+#[test]
+fn encryption_a_server_asks_for_refused_on_a_weak_random_source() {
+    for (session, share, after) in [(true, false, 3), (false, true, 4)] {
+        let l = server_asking_encryption(session, share);
+        let e = mount_with_clock(&l, "", Box::new(WeakClock(Default::default())))
+            .expect_err("encryption on a weak source");
+        assert!(
+            e.contains("Invalid argument")
+                && e.contains("encryption")
+                && e.contains("cryptographic random source")
+                && e.contains("weakrandom"),
+            "session {session}, share {share}: {e}"
+        );
+        assert_eq!(
+            l.server.requests.load(SeqCst),
+            after,
+            "session {session}, share {share}: requests after the refusal"
+        );
+    }
+}
+
 // ---------------------------------- a TargetInfo near 64 KiB (issue 49)
 
 /// A CHALLENGE whose TargetInfo is 65,400 bytes (it fits the

@@ -377,7 +377,9 @@ impl Connection {
     /// later request go in clear (Samba also refuses an unsigned
     /// TREE_CONNECT on 3.1.1). Sealed instead when the session encrypts.
     /// A share that requires encryption (SHAREFLAG_ENCRYPT_DATA) switches
-    /// it on for every later request. Records the tree id on the link.
+    /// it on for every later request (refused on a weak random source
+    /// without `weakrandom`, as a session's is). Records the tree id on
+    /// the link.
     pub(super) fn tree_connect(&mut self, neg: &Negotiated, session: &Session) -> SmbResult<()> {
         let unc = self.cfg.unc();
         let sign = !session.guest && (self.link_mut()?.sign_all || neg.dialect >= dialect::SMB3_0);
@@ -401,11 +403,20 @@ impl Connection {
             return Err(SmbError::Share(reply.hdr.status));
         }
         let response = self.body(&reply, TreeConnectResponse::parse)?;
+        let weak = self.weak_random_refused();
         let link = self.link_mut()?;
         if response.share_flags & SHAREFLAG_ENCRYPT_DATA != 0 && !link.encrypt {
             if link.sealer.is_none() {
                 return Err(SmbError::EncryptionUnavailable(
                     "the share requires encryption and this session cannot encrypt",
+                ));
+            }
+            // The sealer's nonce salt came from the clock's source, as a
+            // session's encryption would (SESSION_SETUP refuses that one).
+            if weak {
+                self.link = None;
+                return Err(SmbError::Invalid(
+                    "the share requires encryption, which needs a cryptographic random source, and this machine has none; mount with weakrandom to accept it",
                 ));
             }
             link.encrypt = true;
