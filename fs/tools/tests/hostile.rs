@@ -893,6 +893,33 @@ fn sign_and_seal_refused_on_a_weak_random_source() {
     assert_eq!(smb::Clock::weak_random(&smb::StdClock::default()), None);
 }
 
+/// A null session (`sec=none`) has no key, so a weak random source
+/// takes nothing from it: a server that requires signing still gets the
+/// keyless guest session it would get on a sound source. Before the
+/// NEGOTIATE check left anonymous credentials alone it was refused
+/// ("signing needs a cryptographic random source").
+#[test]
+fn null_session_not_refused_on_a_weak_random_source() {
+    let l = server_on(Case::Honest, Proto::SMB311_SIGNED);
+    let v = fs::vfs::Vfs::new_tmpfs("").unwrap();
+    v.mkdir(b"/mnt", 0o755).unwrap();
+    let connector = smb::TcpConnector {
+        addr: l.addr,
+        timeout_ms: 5000,
+    };
+    fs::fstype::cifs::mount(
+        &v,
+        "//127.0.0.1/share",
+        b"/mnt",
+        "sec=none",
+        Box::new(connector),
+        Box::new(WeakClock(Default::default())),
+    )
+    .map_err(|e| e.to_string())
+    .expect("a null session on a weak source");
+    assert_eq!(v.stat(b"/mnt/hello.txt").unwrap().size, HELLO.len() as u64);
+}
+
 /// The host clock whose random source turns weak for good at its first
 /// draw of `fails_at` bytes, as the kernel's does when RDSEED and RDRAND
 /// fail during a draw (`Source::HwFailed`): the bytes of that draw and

@@ -147,7 +147,9 @@ impl Connection {
         }
         let sign_all = self.cfg.signing == Signing::On
             || response.security_mode & security_mode::SIGNING_REQUIRED != 0;
-        if sign_all && self.weak_random_refused() {
+        // Refused before the AUTHENTICATE goes out; a null session, which
+        // will have no key, is left alone.
+        if sign_all && !self.cfg.creds.is_anonymous() && self.weak_random_refused() {
             return Err(SmbError::Invalid(
                 "signing needs a cryptographic random source and this machine has none; mount with weakrandom to accept it",
             ));
