@@ -51,19 +51,21 @@ impl Connection {
         self.validate_negotiate(&neg, &session)
     }
 
-    /// NEGOTIATE: offers `Config::dialects` (with the 3.1.1 preauth and
-    /// signing contexts when 3.1.1 is among them), checks the server picked
-    /// one of them, and records on the link the dialect, LARGE_MTU, the
-    /// size limits and whether the server requires signing.
-    /// A session that will sign or seal, on a clock whose random source
-    /// is not cryptographic, without `weakrandom`: refused (its client
-    /// challenge and salts could be guessed). The mount options `sign` and
-    /// `seal` are refused earlier, before any connection; this catches a
-    /// server that requires either.
+    /// Whether a session that will sign or seal must be refused: the
+    /// clock's random source is not cryptographic (its client challenge
+    /// and salts could be guessed) and `weakrandom` was not given. The
+    /// mount options `sign` and `seal` are refused before any connection;
+    /// this catches a server that requires signing (NEGOTIATE) or
+    /// encryption (SESSION_SETUP, TREE_CONNECT), and a source that failed
+    /// during the handshake's own draws (asked again after the last one).
     fn weak_random_refused(&self) -> bool {
         !self.cfg.accept_weak_random && self.clock.weak_random().is_some()
     }
 
+    /// NEGOTIATE: offers `Config::dialects` (with the 3.1.1 preauth and
+    /// signing contexts when 3.1.1 is among them), checks the server picked
+    /// one of them, and records on the link the dialect, LARGE_MTU, the
+    /// size limits and whether the server requires signing.
     pub(super) fn negotiate(&mut self) -> SmbResult<Negotiated> {
         let client_mode = match self.cfg.signing {
             Signing::On => security_mode::SIGNING_ENABLED | security_mode::SIGNING_REQUIRED,
