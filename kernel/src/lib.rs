@@ -1,10 +1,11 @@
 //! The kernel's hardware-free modules, also built for the host so their unit
-//! tests run with `cargo test -p kernel --lib`: the command-line parser
-//! and the demo's table. The bootable kernel is the `kernel` binary
+//! tests run with `cargo test -p kernel --lib`: the command-line parser,
+//! the demo's table and the random source's sanity rules. The bootable kernel is the `kernel` binary
 //! (`main.rs`), which uses this library.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_code)]
 
 pub mod cmdline;
 pub mod demotable;
+pub mod randcheck;
 pub mod smbargs;

@@ -75,8 +75,11 @@ pub trait Clock: Send {
     /// generator wherever signing or sealing is wanted.
     fn fill_random(&self, buf: &mut [u8]);
     /// Why [`Clock::fill_random`] is *not* a cryptographic generator here
-    /// (`None`: it is). The cifs mount refuses `sign` and `seal` on a weak
-    /// source unless the user opts in (`weakrandom`).
+    /// (`None`: it is). Once `Some`, it must stay `Some`: the handshake
+    /// asks it again after its last draw, to see a source that failed
+    /// during the draws. The cifs mount refuses `sign` and `seal`, and a
+    /// session a server makes sign or seal, on a weak source unless the
+    /// user opts in (`weakrandom`).
     fn weak_random(&self) -> Option<&'static str> {
         None
     }

@@ -893,6 +893,157 @@ fn sign_and_seal_refused_on_a_weak_random_source() {
     assert_eq!(smb::Clock::weak_random(&smb::StdClock::default()), None);
 }
 
+/// A null session (`sec=none`) has no key, so a weak random source
+/// takes nothing from it: a server that requires signing still gets the
+/// keyless guest session it would get on a sound source. Before the
+/// NEGOTIATE check left anonymous credentials alone it was refused
+/// ("signing needs a cryptographic random source").
+#[test]
+fn null_session_not_refused_on_a_weak_random_source() {
+    let l = server_on(Case::Honest, Proto::SMB311_SIGNED);
+    let v = fs::vfs::Vfs::new_tmpfs("").unwrap();
+    v.mkdir(b"/mnt", 0o755).unwrap();
+    let connector = smb::TcpConnector {
+        addr: l.addr,
+        timeout_ms: 5000,
+    };
+    fs::fstype::cifs::mount(
+        &v,
+        "//127.0.0.1/share",
+        b"/mnt",
+        "sec=none",
+        Box::new(connector),
+        Box::new(WeakClock(Default::default())),
+    )
+    .map_err(|e| e.to_string())
+    .expect("a null session on a weak source");
+    assert_eq!(v.stat(b"/mnt/hello.txt").unwrap().size, HELLO.len() as u64);
+}
+
+/// The host clock whose random source turns weak for good at its first
+/// draw of `fails_at` bytes, as the kernel's does when RDSEED and RDRAND
+/// fail during a draw (`Source::HwFailed`): the bytes of that draw and
+/// every later one are the fallback's. The handshake draws the
+/// ClientGuid (16 bytes) and preauth salt (32) in NEGOTIATE, the client
+/// challenge (8) and the nonce salt (4) in SESSION_SETUP.
+struct FailingClock {
+    inner: smb::StdClock,
+    fails_at: usize,
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl FailingClock {
+    fn boxed(fails_at: usize) -> Box<dyn smb::Clock> {
+        Box::new(FailingClock {
+            inner: Default::default(),
+            fails_at,
+            failed: Default::default(),
+        })
+    }
+}
+
+impl smb::Clock for FailingClock {
+    fn now_ms(&self) -> u64 {
+        self.inner.now_ms()
+    }
+    fn filetime(&self) -> u64 {
+        self.inner.filetime()
+    }
+    fn fill_random(&self, buf: &mut [u8]) {
+        if buf.len() == self.fails_at {
+            self.failed.store(true, SeqCst);
+        }
+        self.inner.fill_random(buf)
+    }
+    fn weak_random(&self) -> Option<&'static str> {
+        self.failed
+            .load(SeqCst)
+            .then_some("TSC + splitmix fallback: RDSEED/RDRAND failed")
+    }
+}
+
+/// A random source that fails during the handshake, after the checks at
+/// mount and in NEGOTIATE found it sound, keys no session: the client
+/// challenge (8 bytes) or the nonce salt (4) came from the fallback, so
+/// `sign` and a server that requires signing are refused (EINVAL, the
+/// reason named) unless `weakrandom`. Before the check after the last
+/// draw, both mounted with a signing key over the fallback's challenge.
+#[test]
+fn random_source_failing_mid_handshake_keys_no_session() {
+    let l = server_on(Case::Honest, Proto::SMB311_SIGNED);
+    for fails_at in [8, 4] {
+        for opts in [",sign", ""] {
+            let e = mount_with_clock(&l, opts, FailingClock::boxed(fails_at))
+                .expect_err(&format!("{opts}, failing at a {fails_at}-byte draw"));
+            assert!(
+                e.contains("Invalid argument")
+                    && e.contains("cryptographic random source")
+                    && e.contains("weakrandom"),
+                "{opts}, {fails_at}: {e}"
+            );
+        }
+        mount_with_clock(&l, ",sign,weakrandom", FailingClock::boxed(fails_at))
+            .unwrap_or_else(|e| panic!("weakrandom, {fails_at}: {e}"));
+    }
+    // A failure in NEGOTIATE's draws is caught there, as before.
+    let e = mount_with_clock(&l, ",sign", FailingClock::boxed(32)).expect_err("salt");
+    assert!(e.contains("cryptographic random source"), "{e}");
+}
+
+/// A signed 3.0 server that does not require signing but has the
+/// ENCRYPTION capability, whose final SESSION_SETUP response
+/// (`session`) or TREE_CONNECT response (`share`) asks for encryption,
+/// signed as an honest server signs it.
+fn server_asking_encryption(session: bool, share: bool) -> hostile::Listening {
+    let tamper: hostile::Tamper = Arc::new(move |h, r| {
+        let st = u32::from_le_bytes([r[8], r[9], r[10], r[11]]);
+        match h.command {
+            hostile::wire::cmd::NEGOTIATE => {
+                // SecurityMode: SIGNING_REQUIRED cleared; Capabilities |=
+                // SMB2_GLOBAL_CAP_ENCRYPTION.
+                r[66] &= !0x2;
+                r[88] |= 0x40;
+            }
+            // SessionFlags |= SMB2_SESSION_FLAG_ENCRYPT_DATA.
+            hostile::wire::cmd::SESSION_SETUP if st == 0 && session => r[66] |= 0x4,
+            // ShareFlags |= SMB2_SHAREFLAG_ENCRYPT_DATA (0x8000).
+            hostile::wire::cmd::TREE_CONNECT if st == 0 && share => r[69] |= 0x80,
+            _ => {}
+        }
+    });
+    let s = Server::with_tamper(Case::Honest, &[("hello.txt", HELLO)], &[], tamper);
+    let mut s = Arc::try_unwrap(s).ok().unwrap();
+    s.proto = Proto::SMB30_SIGNED;
+    hostile::serve_tcp(Arc::new(s)).expect("hostile server")
+}
+
+/// A server that asks for encryption, for the session or for the share,
+/// gets no sealed session on a weak random source without `weakrandom`
+/// (EINVAL, the reason named), and no request after the one whose reply
+/// asked for it. Before the check in TREE_CONNECT, the share's flag
+/// switched encryption on with a nonce salt from the weak source, and the
+/// next request went out sealed.
+#[test]
+fn encryption_a_server_asks_for_refused_on_a_weak_random_source() {
+    for (session, share, after) in [(true, false, 3), (false, true, 4)] {
+        let l = server_asking_encryption(session, share);
+        let e = mount_with_clock(&l, "", Box::new(WeakClock(Default::default())))
+            .expect_err("encryption on a weak source");
+        assert!(
+            e.contains("Invalid argument")
+                && e.contains("encryption")
+                && e.contains("cryptographic random source")
+                && e.contains("weakrandom"),
+            "session {session}, share {share}: {e}"
+        );
+        assert_eq!(
+            l.server.requests.load(SeqCst),
+            after,
+            "session {session}, share {share}: requests after the refusal"
+        );
+    }
+}
+
 // ---------------------------------- a TargetInfo near 64 KiB (issue 49)
 
 /// A CHALLENGE whose TargetInfo is 65,400 bytes (it fits the

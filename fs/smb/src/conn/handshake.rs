@@ -51,19 +51,21 @@ impl Connection {
         self.validate_negotiate(&neg, &session)
     }
 
-    /// NEGOTIATE: offers `Config::dialects` (with the 3.1.1 preauth and
-    /// signing contexts when 3.1.1 is among them), checks the server picked
-    /// one of them, and records on the link the dialect, LARGE_MTU, the
-    /// size limits and whether the server requires signing.
-    /// A session that will sign or seal, on a clock whose random source
-    /// is not cryptographic, without `weakrandom`: refused (its client
-    /// challenge and salts could be guessed). The mount options `sign` and
-    /// `seal` are refused earlier, before any connection; this catches a
-    /// server that requires either.
+    /// Whether a session that will sign or seal must be refused: the
+    /// clock's random source is not cryptographic (its client challenge
+    /// and salts could be guessed) and `weakrandom` was not given. The
+    /// mount options `sign` and `seal` are refused before any connection;
+    /// this catches a server that requires signing (NEGOTIATE) or
+    /// encryption (SESSION_SETUP, TREE_CONNECT), and a source that failed
+    /// during the handshake's own draws (asked again after the last one).
     fn weak_random_refused(&self) -> bool {
         !self.cfg.accept_weak_random && self.clock.weak_random().is_some()
     }
 
+    /// NEGOTIATE: offers `Config::dialects` (with the 3.1.1 preauth and
+    /// signing contexts when 3.1.1 is among them), checks the server picked
+    /// one of them, and records on the link the dialect, LARGE_MTU, the
+    /// size limits and whether the server requires signing.
     pub(super) fn negotiate(&mut self) -> SmbResult<Negotiated> {
         let client_mode = match self.cfg.signing {
             Signing::On => security_mode::SIGNING_ENABLED | security_mode::SIGNING_REQUIRED,
@@ -147,7 +149,9 @@ impl Connection {
         }
         let sign_all = self.cfg.signing == Signing::On
             || response.security_mode & security_mode::SIGNING_REQUIRED != 0;
-        if sign_all && self.weak_random_refused() {
+        // Refused before the AUTHENTICATE goes out; a null session, which
+        // will have no key, is left alone.
+        if sign_all && !self.cfg.creds.is_anonymous() && self.weak_random_refused() {
             return Err(SmbError::Invalid(
                 "signing needs a cryptographic random source and this machine has none; mount with weakrandom to accept it",
             ));
@@ -346,11 +350,19 @@ impl Connection {
             _ => Sealer::smb30(&session_key, session_id, nonce_salt),
         });
         let encrypt = self.cfg.seal || server_wants_seal;
-        if encrypt && self.weak_random_refused() {
+        // Every draw the session's keys and nonces rest on (ClientGuid and
+        // preauth salt in NEGOTIATE, client challenge and nonce salt here)
+        // is behind us, so the source is asked again: one that failed
+        // during them says so now (the kernel's HwFailed is set by the
+        // failing draw itself), and the checks at mount and in NEGOTIATE,
+        // which ran before the last draws, could not have seen it.
+        if (encrypt || self.link_mut()?.sign_all) && self.weak_random_refused() {
             self.link = None;
-            return Err(SmbError::Invalid(
-                "the server requires encryption, which needs a cryptographic random source, and this machine has none; mount with weakrandom to accept it",
-            ));
+            return Err(SmbError::Invalid(if encrypt {
+                "encryption needs a cryptographic random source and this machine has none; mount with weakrandom to accept it"
+            } else {
+                "signing needs a cryptographic random source and this machine has none; mount with weakrandom to accept it"
+            }));
         }
         if encrypt && sealer.is_none() {
             return Err(SmbError::EncryptionUnavailable("no common cipher"));
@@ -369,7 +381,9 @@ impl Connection {
     /// later request go in clear (Samba also refuses an unsigned
     /// TREE_CONNECT on 3.1.1). Sealed instead when the session encrypts.
     /// A share that requires encryption (SHAREFLAG_ENCRYPT_DATA) switches
-    /// it on for every later request. Records the tree id on the link.
+    /// it on for every later request (refused on a weak random source
+    /// without `weakrandom`, as a session's is). Records the tree id on
+    /// the link.
     pub(super) fn tree_connect(&mut self, neg: &Negotiated, session: &Session) -> SmbResult<()> {
         let unc = self.cfg.unc();
         let sign = !session.guest && (self.link_mut()?.sign_all || neg.dialect >= dialect::SMB3_0);
@@ -393,11 +407,20 @@ impl Connection {
             return Err(SmbError::Share(reply.hdr.status));
         }
         let response = self.body(&reply, TreeConnectResponse::parse)?;
+        let weak = self.weak_random_refused();
         let link = self.link_mut()?;
         if response.share_flags & SHAREFLAG_ENCRYPT_DATA != 0 && !link.encrypt {
             if link.sealer.is_none() {
                 return Err(SmbError::EncryptionUnavailable(
                     "the share requires encryption and this session cannot encrypt",
+                ));
+            }
+            // The sealer's nonce salt came from the clock's source, as a
+            // session's encryption would (SESSION_SETUP refuses that one).
+            if weak {
+                self.link = None;
+                return Err(SmbError::Invalid(
+                    "the share requires encryption, which needs a cryptographic random source, and this machine has none; mount with weakrandom to accept it",
                 ));
             }
             link.encrypt = true;

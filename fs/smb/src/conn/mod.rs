@@ -141,11 +141,13 @@ pub struct Config {
     /// Encrypt every request after SESSION_SETUP (`seal`); the mount fails
     /// if the server cannot. Off: encrypt only when the server requires it.
     pub seal: bool,
-    /// Go on when the server requires signing or encryption although the
+    /// Go on when the session signs or encrypts (the server requires
+    /// signing, or encryption for the session or the share) although the
     /// [`crate::Clock`]'s random source is not cryptographic (the mount
     /// option `weakrandom`). Off: such a session is refused with
     /// [`SmbError::Invalid`], since its client challenge, nonce salt and
-    /// preauth salt would be guessable.
+    /// preauth salt would be guessable. A null session has no key and is
+    /// not concerned.
     pub accept_weak_random: bool,
     /// Ciphers offered in the 3.1.1 context, preferred first.
     pub ciphers: Vec<u16>,

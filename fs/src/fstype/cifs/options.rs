@@ -59,9 +59,10 @@ pub struct CifsOpts {
     pub wsize: u32,
     /// Encrypt every request (`seal`).
     pub seal: bool,
-    /// `weakrandom`: allow `sign` and `seal` although the machine's
-    /// random source is not cryptographic (their keys and nonces rest on
-    /// it); refused without it.
+    /// `weakrandom`: allow `sign` and `seal`, and a server that requires
+    /// signing or encryption, although the machine's random source is not
+    /// cryptographic (their keys and nonces rest on it); refused without
+    /// it.
     pub weakrandom: bool,
     /// `cache=`: the attribute-cache policy.
     pub cache: CachePolicy,

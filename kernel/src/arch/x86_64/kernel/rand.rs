@@ -5,18 +5,29 @@
 //! finaliser, which is **not** cryptographic: its output can be guessed
 //! by anyone who can estimate the TSC. [`source`] says which one this CPU
 //! uses (the boot log names it), and [`Source::cryptographic`] lets the
-//! cifs mount refuse `sign` and `seal` on the fallback.
+//! cifs mount refuse `sign` and `seal` on the fallback. Before the first
+//! use the hardware is checked as Linux checks it at boot
+//! ([`kernel::randcheck`]); a part that fails then, or later gives
+//! nothing usable, is not used again.
 //!
-//! Touches: CPUID, RDSEED, RDRAND, the TSC; one atomic counter.
+//! Touches: CPUID, RDSEED, RDRAND, the TSC; one atomic counter, two flags.
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use kernel::randcheck::{samples_sane, stuck, SAMPLES};
+
 static MIX: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
 /// Set for good the first time the hardware gave nothing usable and
-/// [`u64`] fell back to the TSC: from then on [`source`] says so, so that
-/// `sign` and `seal` are refused on a machine whose keys may already have
-/// come from the fallback.
+/// [`u64`] fell back to the TSC, or failed the first-use check: from then
+/// on [`source`] says so, so that `sign` and `seal` are refused on a
+/// machine whose keys may already have come from the fallback, and
+/// [`u64`] draws from the fallback only.
 static HW_FAILED: AtomicBool = AtomicBool::new(false);
+/// Set (Release, after any HW_FAILED store) once the first-use check has
+/// run to its end on some CPU; a CPU that finds it clear (Acquire) runs
+/// the check itself, so no draw and no answer of [`source`] comes before
+/// one has been made.
+static CHECKED: AtomicBool = AtomicBool::new(false);
 
 /// Where [`u64`] draws from on this CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,9 +38,10 @@ pub enum Source {
     Rdrand,
     /// Neither: the TSC through splitmix, not cryptographic.
     TscFallback,
-    /// RDSEED or RDRAND exists but failed (ten refusals in a row, or the
+    /// RDSEED or RDRAND exists but failed (ten refusals in a row, the
     /// stuck values 0 and all-ones that broken parts return with the carry
-    /// set): the TSC fallback was used, and stays the source named.
+    /// set, or draws that do not change before the first use): the TSC
+    /// fallback is used from then on, and is the source named.
     HwFailed,
 }
 
@@ -67,7 +79,8 @@ pub fn has_rdseed() -> bool {
 
 /// The source this CPU gives [`u64`].
 pub fn source() -> Source {
-    if HW_FAILED.load(Ordering::Relaxed) {
+    check_once();
+    if HW_FAILED.load(Ordering::Acquire) {
         Source::HwFailed
     } else if has_rdseed() {
         Source::Rdseed
@@ -118,11 +131,28 @@ fn rdrand() -> Option<u64> {
     None
 }
 
-/// 0 and all-ones with the carry set are what RDRAND parts with a known
-/// erratum return forever (Linux checks for the same at boot); one honest
-/// draw in 2^63 is refused with them, which costs a retry.
-fn stuck(v: u64) -> bool {
-    v == 0 || v == u64::MAX
+/// Linux's boot check (`x86_init_rdrand`), made once before the first
+/// use: [`SAMPLES`] draws in a row must come, and change often enough
+/// ([`samples_sane`]). RDRAND alone, as Linux checks it; RDSEED through
+/// RDRAND when it runs dry, as [`u64`] draws. A failure sets HW_FAILED.
+fn check_once() {
+    if CHECKED.load(Ordering::Acquire) {
+        return;
+    }
+    let sane = |draw: &dyn Fn() -> Option<u64>| {
+        let mut s = [0u64; SAMPLES];
+        for x in &mut s {
+            match draw() {
+                Some(v) => *x = v,
+                None => return false,
+            }
+        }
+        samples_sane(&s)
+    };
+    if (has_rdrand() && !sane(&rdrand)) || (has_rdseed() && !sane(&|| rdseed().or_else(rdrand))) {
+        HW_FAILED.store(true, Ordering::Release);
+    }
+    CHECKED.store(true, Ordering::Release);
 }
 
 fn splitmix(mut z: u64) -> u64 {
@@ -132,14 +162,19 @@ fn splitmix(mut z: u64) -> u64 {
 }
 
 /// 64 bits from [`source`]: RDSEED, RDRAND, or (neither present, or both
-/// failing ten times in a row or stuck) the TSC fallback; a failure of
-/// present hardware is remembered ([`Source::HwFailed`]).
+/// failing ten times in a row or stuck, or the first-use check failed)
+/// the TSC fallback; a failure of present hardware is remembered
+/// ([`Source::HwFailed`]) before the fallback's value is returned, so a
+/// caller that asks [`source`] after its draws sees it.
 pub fn u64() -> u64 {
-    if let Some(v) = rdseed().or_else(rdrand) {
-        return v;
-    }
-    if has_rdseed() || has_rdrand() {
-        HW_FAILED.store(true, Ordering::Relaxed);
+    check_once();
+    if !HW_FAILED.load(Ordering::Acquire) {
+        if let Some(v) = rdseed().or_else(rdrand) {
+            return v;
+        }
+        if has_rdseed() || has_rdrand() {
+            HW_FAILED.store(true, Ordering::Release);
+        }
     }
     let tsc = super::processor::rdtsc();
     let k = MIX.fetch_add(0x9e37_79b9_7f4a_7c15 ^ tsc, Ordering::Relaxed);
