@@ -4,6 +4,9 @@
 //! the `benchlab` crate in `bench/lab/`, which also builds the `bench`
 //! binary.
 //!
+//! - [`cmdline`]: the one parser of command-line words (splitter, key-table
+//!   type, Linux-worded errors, help), for the kernel's command line and
+//!   host mode's words.
 //! - [`params`]: the `bench=… tasks=… design=… warmup=… secs=…` words.
 //! - [`workloads`]: statneg and its relatives (one file each).
 //! - [`coreutils`]: the system calls of coreutils 9.7's `ls -la`, the cifs
@@ -20,6 +23,7 @@
 
 extern crate alloc;
 
+pub mod cmdline;
 pub mod coreutils;
 pub mod driver;
 pub mod params;
