@@ -7,7 +7,8 @@
 //! - [`cmdline`]: the one parser of command-line words (splitter, key-table
 //!   type, Linux-worded errors, help), for the kernel's command line and
 //!   host mode's words.
-//! - [`params`]: the `bench=… tasks=… design=… warmup=… secs=…` words.
+//! - [`params`]: the `bench=… tasks=… design=… warmup=… secs=…` words, a key
+//!   table of [`cmdline`].
 //! - [`workloads`]: statneg and its relatives (one file each).
 //! - [`coreutils`]: the system calls of coreutils 9.7's `ls -la`, the cifs
 //!   seed's workload (the kernel's `smb=` run, `bench lsla`, the cifs tests).
@@ -46,23 +47,15 @@ use workloads::{VfsBody, Workload};
 /// on the host it installs itself).
 ///
 /// What a kernel does with a command line such as
-/// `console=ttyS0 bench=statneg tasks=4 design=noalloc warmup=2 secs=5`:
+/// `bench=statneg tasks=4 design=noalloc warmup=2 secs=5` (its own keys in
+/// a table beside [`params::keys`]; `kernel/src/cmdline.rs`):
 ///
 /// ```ignore
-/// let mut b = bench::params::ParamsBuilder::new();
-/// for word in cmdline.split_ascii_whitespace() {
-///     match word.split_once('=') {
-///         Some((k, v)) if bench::params::is_key(k) => b.set(k, v)?, // Display lists the keys
-///         _ => { /* the kernel's own words */ }
-///     }
-/// }
-/// if !b.is_empty() {
-///     let params = b.finish()?;
-///     // KernelExecutor implements bench::driver::Executor (tasks on APs, pinned).
-///     match bench::run_params(&params, &KernelExecutor, &mut serial) {
-///         Ok(_) => exit(0),
-///         Err(e) => { writeln!(serial, "bench: {e}"); exit(1) }
-///     }
+/// let params = bench::params::Params::parse_line(cmdline)?; // Linux-worded error
+/// // KernelExecutor implements bench::driver::Executor (tasks on APs, pinned).
+/// match bench::run_params(&params, &KernelExecutor, &mut serial) {
+///     Ok(_) => exit(0),
+///     Err(e) => { writeln!(serial, "bench: {e}"); exit(1) }
 /// }
 /// ```
 pub fn run_params<E, W>(p: &Params, exec: &E, out: &mut W) -> Result<Summary, RunError>

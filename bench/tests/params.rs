@@ -1,8 +1,7 @@
 //! The benchmark words parser: good words, defaults, and every kind of bad word.
 
-use bench::params::{
-    is_key, Bench, Design, LockKind, ParamError, Params, ParamsBuilder, KEYS, MAX_TASKS,
-};
+use bench::cmdline::CmdlineError;
+use bench::params::{Bench, Design, LockKind, Params, HELP, KEYS, MAX_TASKS};
 
 #[test]
 fn full_line_parses() {
@@ -57,29 +56,33 @@ fn limits() {
     assert!(Params::parse_line("bench=statneg secs=3600").is_ok());
 }
 
-fn bad(line: &str) -> ParamError<'_> {
+fn bad(line: &str) -> CmdlineError<'_> {
     Params::parse_line(line).expect_err(line)
 }
 
 #[test]
-fn unknown_key_lists_valid_keys() {
+fn unknown_key_and_the_help() {
     let e = bad("bench=statneg cpus=2");
-    assert_eq!(e, ParamError::UnknownKey("cpus"));
-    let msg = e.to_string();
-    assert!(msg.starts_with("unknown key 'cpus'"), "{msg}");
+    assert_eq!(e, CmdlineError::UnknownKey("cpus"));
+    assert_eq!(e.to_string(), "Unknown parameter `cpus' (ENOENT)");
+    let help = HELP.to_string();
+    assert!(help.starts_with("valid keys:\n"), "{help}");
     for k in KEYS {
         assert!(
-            msg.contains(&format!("{}=", k.key)),
-            "help lacks {}: {msg}",
-            k.key
+            help.contains(&format!("  {}=", k.name)),
+            "help lacks {}: {help}",
+            k.name
         );
         assert!(
-            msg.contains(k.help),
-            "help lacks the help of {}: {msg}",
-            k.key
+            help.contains(k.help),
+            "help lacks the help of {}: {help}",
+            k.name
         );
     }
-    assert_eq!(msg.lines().count(), 2 + KEYS.len());
+    assert_eq!(help.lines().count(), 1 + KEYS.len());
+    for d in Design::all() {
+        assert!(help.contains(d.name()), "{help}");
+    }
 }
 
 #[test]
@@ -91,54 +94,55 @@ fn bad_values() {
         "bench=statneg tasks=-1",
         "bench=statneg tasks=+2",
         "bench=statneg tasks=2x",
-        "bench=statneg tasks=",
         "bench=statneg tasks=99999999999999999999",
         "bench=statneg design=Noalloc",
-        "bench=statneg design=",
         "bench=statneg warmup=3601",
         "bench=statneg secs=0",
         "bench=statneg secs=1.5",
     ] {
         match bad(line) {
-            ParamError::BadValue { .. } => {}
+            CmdlineError::BadValue { .. } => {}
             other => panic!("{line}: {other:?}"),
         }
-        assert!(bad(line).to_string().contains("valid keys:"), "{line}");
+        assert!(
+            bad(line).to_string().contains("' invalid for parameter `"),
+            "{line}"
+        );
+    }
+    for (line, key) in [
+        ("bench=statneg tasks=", "tasks"),
+        ("bench=statneg design=", "design"),
+    ] {
+        assert_eq!(bad(line), CmdlineError::MissingValue(key));
+    }
+    let e = bad("bench=statneg design=nosuch").to_string();
+    for d in Design::all() {
+        assert!(e.contains(d.name()), "{e}");
     }
 }
 
 #[test]
 fn other_errors() {
-    assert_eq!(bad("tasks=2"), ParamError::MissingBench);
-    assert_eq!(bad(""), ParamError::MissingBench);
+    assert_eq!(bad("tasks=2"), CmdlineError::Required("bench"));
+    assert_eq!(bad(""), CmdlineError::Required("bench"));
+    assert_eq!(
+        bad("tasks=2").to_string(),
+        "missing parameter `bench=' (EINVAL)"
+    );
     assert_eq!(
         bad("bench=statneg noalloc"),
-        ParamError::NotKeyValue("noalloc")
+        CmdlineError::UnknownKey("noalloc")
     );
     assert_eq!(
         bad("bench=statneg tasks=1 tasks=2"),
-        ParamError::Repeated("tasks")
+        CmdlineError::Duplicate("tasks")
     );
-    assert_eq!(bad("=3 bench=statneg"), ParamError::UnknownKey(""));
-}
-
-#[test]
-fn kernel_style_delegation() {
-    // A kernel command line mixes its own words with bench words.
-    let cmdline = "console=ttyS0 bench=statpos quiet tasks=4 secs=1";
-    let mut b = ParamsBuilder::new();
-    assert!(b.is_empty());
-    let mut own = Vec::new();
-    for w in cmdline.split_whitespace() {
-        match w.split_once('=') {
-            Some((k, v)) if is_key(k) => b.set(k, v).unwrap(),
-            _ => own.push(w),
-        }
-    }
-    assert_eq!(own, ["console=ttyS0", "quiet"]);
-    let p = b.finish().unwrap();
-    assert_eq!((p.bench, p.tasks, p.secs), (Bench::Statpos, 4, 1));
-    assert!(!is_key("console"));
+    assert_eq!(bad("=3 bench=statneg"), CmdlineError::EmptyKey("=3"));
+    // Words are split the one way everywhere: argv words or one line.
+    assert_eq!(
+        Params::parse_words(["bench=statpos", "tasks=4"]).unwrap(),
+        Params::parse_line(" bench=statpos\ttasks=4 ").unwrap()
+    );
 }
 
 #[test]

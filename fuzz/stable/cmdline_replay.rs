@@ -1,8 +1,9 @@
 //! Stable replay of the `cmdline` fuzz target (the kernel command-line
 //! parser): every file of `fuzz/corpus/cmdline/`, then 20,000 seeded
 //! mutations, no panics and no allocation (the kernel parses before its
-//! heap exists; the harness forbids allocation around the parser). Lives here because the parser needs the `bench`
-//! crate; wired into `make test` as a `bench` integration test:
+//! heap exists; the harness forbids allocation around the parser). Lives
+//! here because the parser is `bench::cmdline` (the kernel's tables are
+//! included by path); wired into `make test` as a `bench` integration test:
 //!
 //! ```toml
 //! [[test]]

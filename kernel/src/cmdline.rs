@@ -1,25 +1,35 @@
 //! The kernel command line: whitespace-separated words, each either a bare
-//! flag (`selftest`) or `key=value`. Parsing is strict: an unknown key, a
+//! flag (`selftest`) or `key=value`, parsed by the one command-line parser
+//! (`bench::cmdline`) against two tables: the kernel's own [`KEYS`] and the
+//! benchmark's (`bench::params::keys`, the words host mode takes too), so
+//! both places accept exactly the same benchmark words with the same
+//! errors. Parsing is strict: an unknown key, a key both tables claim, a
 //! value that does not parse, a flag given a value, a key without its value
-//! or a repeated key is an error, reported with the offending word; the
-//! caller then prints [`Help`] (every key with a one-line description) and
-//! exits non-zero.
+//! or a repeated key is an error naming the word, worded as Linux words a
+//! bad boot parameter; the caller then prints [`Help`] (every key with a
+//! one-line description) and exits non-zero.
 //!
-//! The benchmark words (`bench= tasks= design= warmup= secs=`) are not in
-//! [`KEYS`]: they go to `bench::params`, host mode's parser, so both places
-//! accept exactly the same words. Of those, `lock=` is also taken without
-//! `bench=`: it picks the spinlock kind of every fs lock in any mode
-//! ([`Config::lock`]; a benchmark's own `lock=` is the same word).
+//! What only the whole line decides is checked here, after the words: a
+//! benchmark word without `bench=`, two modes at once, `smbopts=` without
+//! `smb=`. Of the benchmark words, `lock=` is taken in any mode: it picks
+//! the spinlock kind of every fs lock ([`Config::lock`]; a benchmark's own
+//! `lock=` is the same word); `secs=` and `design=` also serve `stress=`.
 //!
 //! Pure code that never allocates (the kernel parses before its heap
 //! exists; errors borrow the words they name): [`parse`] is a function from
 //! bytes to a [`Config`], unit-tested on the host (`cargo test -p kernel
 //! --lib`) and fuzzed with allocation forbidden (`fs/tests/fuzz_harness`).
-//! A line longer than [`MAX_LEN`] is refused ([`parse_boot`]), never cut. To add a key: add a field to [`Config`]
-//! (with its default in `Config::default`) and one [`KeySpec`] line to
-//! [`KEYS`] with a parser from the `value` helpers below.
+//! A line longer than [`MAX_LEN`] is refused ([`parse_boot`]), never cut.
+//! To add a key: add a field to [`Config`] (with its default in
+//! `Config::default`) and one [`Key`] line to [`KEYS`] with a parser from
+//! the `value` helpers.
 
 use core::fmt;
+
+use bench::cmdline::{value, Key, Kind, Values};
+use bench::params::ParamsBuilder;
+
+pub use bench::cmdline::CmdlineError;
 
 /// Longest command line the kernel keeps (bytes, without the NUL). The
 /// boot code copies at most this much and says when the loader passed
@@ -145,42 +155,37 @@ impl Default for Config {
     }
 }
 
-/// How a key takes its value.
-#[derive(Clone, Copy)]
-pub enum Kind {
-    /// Bare word, no `=`.
-    Flag(fn(&mut Config)),
-    /// `key=value`; the parser returns what was expected on error.
-    Value(fn(&mut Config, &str) -> Result<(), &'static str>),
+/// The parse state: the [`Config`] the kernel's keys set and the
+/// benchmark words the benchmark's keys collect, read together once the
+/// line is done ([`Draft::finish`]).
+#[derive(Clone, Debug, Default)]
+pub struct Draft {
+    /// What the kernel's keys set.
+    pub config: Config,
+    /// What the benchmark's keys set.
+    pub bench: ParamsBuilder,
 }
 
-/// One command-line key.
-#[derive(Clone, Copy)]
-pub struct KeySpec {
-    /// The key as typed.
-    pub name: &'static str,
-    /// Value syntax for the help (`""` for flags).
-    pub syntax: &'static str,
-    /// One-line help.
-    pub help: &'static str,
-    /// Flag or value, with its parser.
-    pub kind: Kind,
+impl AsMut<ParamsBuilder> for Draft {
+    fn as_mut(&mut self) -> &mut ParamsBuilder {
+        &mut self.bench
+    }
 }
 
 /// Every key the kernel accepts.
-pub const KEYS: &[KeySpec] = &[
-    KeySpec {
+pub const KEYS: &[Key<Draft>] = &[
+    Key {
         name: "selftest",
-        syntax: "",
+        syntax: Values::Text(""),
         help: "run the in-guest self-tests, print `N passed, M failed`, exit 0 iff M is 0",
-        kind: Kind::Flag(|c| c.selftest = true),
+        kind: Kind::Flag(|d| d.config.selftest = true),
     },
-    KeySpec {
+    Key {
         name: "log",
-        syntax: "off|error|warn|info|debug|trace",
+        syntax: Values::Text("off|error|warn|info|debug|trace"),
         help: "log level of kernel messages (default info)",
-        kind: Kind::Value(|c, v| {
-            c.log = value::one_of(
+        kind: Kind::Value(|d, v| {
+            d.config.log = value::one_of(
                 v,
                 &[
                     ("off", log::LevelFilter::Off),
@@ -195,31 +200,31 @@ pub const KEYS: &[KeySpec] = &[
             Ok(())
         }),
     },
-    KeySpec {
+    Key {
         name: "hz",
-        syntax: "10..1000",
+        syntax: Values::Text("10..1000"),
         help: "per-CPU timer tick frequency in Hz (default 100)",
-        kind: Kind::Value(|c, v| {
-            c.hz = value::int_in(v, 10, 1000, "an integer from 10 to 1000")? as u32;
+        kind: Kind::Value(|d, v| {
+            d.config.hz = value::int_in(v, 10, 1000, "an integer from 10 to 1000")? as u32;
             Ok(())
         }),
     },
-    KeySpec {
+    Key {
         name: "smp_timeout",
-        syntax: "100..600000",
+        syntax: Values::Text("100..600000"),
         help: "milliseconds to wait for all CPUs to come online (default 60000)",
-        kind: Kind::Value(|c, v| {
-            c.smp_timeout_ms =
+        kind: Kind::Value(|d, v| {
+            d.config.smp_timeout_ms =
                 value::int_in(v, 100, 600_000, "an integer from 100 to 600000")? as u32;
             Ok(())
         }),
     },
-    KeySpec {
+    Key {
         name: "crash",
-        syntax: "pagefault|stackoverflow[-ap]|ud|panic",
+        syntax: Values::Text("pagefault|stackoverflow[-ap]|ud|panic"),
         help: "crash on purpose after boot, to see the fault report and exit status",
-        kind: Kind::Value(|c, v| {
-            c.crash = Some(value::one_of(
+        kind: Kind::Value(|d, v| {
+            d.config.crash = Some(value::one_of(
                 v,
                 &[
                     ("pagefault", Crash::PageFault),
@@ -233,21 +238,21 @@ pub const KEYS: &[KeySpec] = &[
             Ok(())
         }),
     },
-    KeySpec {
+    Key {
         name: "trace",
-        syntax: "lookup",
+        syntax: Values::Text("lookup"),
         help: "print every step of every path walk on the console, lines prefixed `# `",
-        kind: Kind::Value(|c, v| {
-            c.trace_lookup = value::one_of(v, &[("lookup", true)], "lookup")?;
+        kind: Kind::Value(|d, v| {
+            d.config.trace_lookup = value::one_of(v, &[("lookup", true)], "lookup")?;
             Ok(())
         }),
     },
-    KeySpec {
+    Key {
         name: "demo",
-        syntax: "trace|table|pingpong",
+        syntax: Values::Text("trace|table|pingpong"),
         help: "trace: trace stat(\"/a/b/missing\") per design; table: 1 s statneg per design, one table; pingpong: cache-line transfer ns between CPUs 0 and 1",
-        kind: Kind::Value(|c, v| {
-            c.demo = Some(value::one_of(
+        kind: Kind::Value(|d, v| {
+            d.config.demo = Some(value::one_of(
                 v,
                 &[
                         ("trace", Demo::Trace),
@@ -259,12 +264,12 @@ pub const KEYS: &[KeySpec] = &[
             Ok(())
         }),
     },
-    KeySpec {
+    Key {
         name: "stress",
-        syntax: "rcu|mem|oom|hostile",
+        syntax: Values::Text("rcu|mem|oom|hostile"),
         help: "rcu: churn vs checked lookups on every CPU (secs=S); mem: 1M missing names per design; oom: fill tmpfs to ENOMEM and recover; hostile: 1M distinct misses/s per CPU for secs=S (60), negative design",
-        kind: Kind::Value(|c, v| {
-            c.stress = Some(value::one_of(
+        kind: Kind::Value(|d, v| {
+            d.config.stress = Some(value::one_of(
                 v,
                 &[
                     ("rcu", Stress::Rcu),
@@ -277,12 +282,12 @@ pub const KEYS: &[KeySpec] = &[
             Ok(())
         }),
     },
-    KeySpec {
+    Key {
         name: "failslab",
-        syntax: "1..1000000000",
+        syntax: Values::Text("1..1000000000"),
         help: "fault injection: every N-th fs allocation fails with ENOMEM (as Linux failslab's interval)",
-        kind: Kind::Value(|c, v| {
-            c.failslab = Some(value::int_in(
+        kind: Kind::Value(|d, v| {
+            d.config.failslab = Some(value::int_in(
                 v,
                 1,
                 1_000_000_000,
@@ -291,12 +296,12 @@ pub const KEYS: &[KeySpec] = &[
             Ok(())
         }),
     },
-    KeySpec {
+    Key {
         name: "poison",
-        syntax: "0|1",
+        syntax: Values::Text("0|1"),
         help: "1: fill freed memory with 0x6b, check the fill on reuse (use-after-free detector); stress=rcu: on unless 0",
-        kind: Kind::Value(|c, v| {
-            c.poison = Some(value::one_of(
+        kind: Kind::Value(|d, v| {
+            d.config.poison = Some(value::one_of(
                 v,
                 &[("0", false), ("1", true)],
                 "0 or 1",
@@ -304,150 +309,51 @@ pub const KEYS: &[KeySpec] = &[
             Ok(())
         }),
     },
-    KeySpec {
+    Key {
         name: "smb",
-        syntax: "//A.B.C.D/SHARE",
+        syntax: Values::Text("//A.B.C.D/SHARE"),
         help: "mount the SMB share at /mnt over virtio-net, run `lsla` cold then warm, exit",
-        kind: Kind::Value(|c, v| {
-            c.smb = Some(crate::smbargs::parse_source(v)?);
+        kind: Kind::Value(|d, v| {
+            d.config.smb = Some(crate::smbargs::parse_source(v)?);
             Ok(())
         }),
     },
-    KeySpec {
+    Key {
         name: "smbopts",
-        syntax: "username=U,password=P,eacache=D,...",
+        syntax: Values::Text("username=U,password=P,eacache=D,..."),
         help: "cifs mount options for `smb=` (as mount -t cifs -o; eacache=DESIGN, nouser_xattr; the designs: docs/designs.md)",
-        kind: Kind::Value(|c, v| {
-            c.smbopts = Some(crate::smbargs::parse_opts(v)?);
+        kind: Kind::Value(|d, v| {
+            d.config.smbopts = Some(crate::smbargs::parse_opts(v)?);
             Ok(())
         }),
     },
-    KeySpec {
+    Key {
         name: "host_cores",
-        syntax: "1..4096",
+        syntax: Values::Text("1..4096"),
         help: "host cores the vCPUs run on (qemu-run passes it; the demo table and benchmark notes name overcommit)",
-        kind: Kind::Value(|c, v| {
-            c.host_cores = Some(value::int_in(v, 1, 4096, "a core count from 1 to 4096")? as u32);
+        kind: Kind::Value(|d, v| {
+            let n = value::int_in(v, 1, 4096, "a core count from 1 to 4096")?;
+            d.config.host_cores = Some(n as u32);
             Ok(())
         }),
     },
-    KeySpec {
+    Key {
         name: "smbread",
-        syntax: "PATH",
+        syntax: Values::Text("PATH"),
         help: "with smb=: after the listing read the share-relative file PATH, print its size and SHA-256",
-        kind: Kind::Value(|c, v| {
-            c.smbread = Some(crate::smbargs::parse_read_path(v)?);
+        kind: Kind::Value(|d, v| {
+            d.config.smbread = Some(crate::smbargs::parse_read_path(v)?);
             Ok(())
         }),
     },
 ];
 
-/// Value parsers for [`KeySpec`] entries.
-pub mod value {
-    /// A decimal integer in `lo..=hi`.
-    pub fn int_in(v: &str, lo: u64, hi: u64, expected: &'static str) -> Result<u64, &'static str> {
-        if v.is_empty() || v.len() > 19 || !v.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(expected);
-        }
-        let n: u64 = v.parse().map_err(|_| expected)?;
-        if n < lo || n > hi {
-            return Err(expected);
-        }
-        Ok(n)
-    }
+/// The benchmark's keys, for the kernel's parse state.
+const BENCH_KEYS: &[Key<Draft>] = &bench::params::keys::<Draft>();
 
-    /// One of the listed words.
-    pub fn one_of<T: Copy>(
-        v: &str,
-        table: &[(&str, T)],
-        expected: &'static str,
-    ) -> Result<T, &'static str> {
-        table
-            .iter()
-            .find(|(k, _)| *k == v)
-            .map(|&(_, t)| t)
-            .ok_or(expected)
-    }
-}
-
-/// Why a command line was rejected.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CmdlineError<'a> {
-    /// The bytes are not UTF-8.
-    NotUtf8,
-    /// A word names no key.
-    UnknownKey(&'a str),
-    /// A word starts with `=`.
-    EmptyKey(&'a str),
-    /// `key=value` where the value does not parse.
-    BadValue {
-        /// The key.
-        key: &'static str,
-        /// The value given.
-        value: &'a str,
-        /// What would have been accepted.
-        expected: bench::params::Values,
-    },
-    /// A value key given as a bare word (or with an empty value).
-    MissingValue(&'static str),
-    /// A flag given a value.
-    UnexpectedValue {
-        /// The flag.
-        key: &'static str,
-        /// The value given.
-        value: &'a str,
-    },
-    /// The same key twice.
-    Duplicate(&'static str),
-    /// A benchmark word other than `secs=`/`design=` without `bench=NAME`.
-    NeedsBench(&'static str),
-    /// Two things to run that exclude each other.
-    Conflict(&'static str, &'static str),
-    /// A setting given without the key it configures (`smbopts=` without
-    /// `smb=`): it would do nothing.
-    Needs {
-        /// The key given.
-        key: &'static str,
-        /// The key it needs.
-        needs: &'static str,
-    },
-    /// The loader passed more than [`MAX_LEN`] bytes; the rest was cut.
-    TooLong {
-        /// How many bytes the kernel kept.
-        max: usize,
-    },
-}
-
-impl fmt::Display for CmdlineError<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CmdlineError::NotUtf8 => write!(f, "the command line is not valid UTF-8"),
-            CmdlineError::UnknownKey(k) => write!(f, "unknown key `{k}`"),
-            CmdlineError::EmptyKey(w) => write!(f, "`{w}` has no key before `=`"),
-            CmdlineError::BadValue {
-                key,
-                value,
-                expected,
-            } => {
-                write!(f, "bad value `{value}` for `{key}`: expected {expected}")
-            }
-            CmdlineError::MissingValue(k) => write!(f, "`{k}` needs a value (`{k}=...`)"),
-            CmdlineError::UnexpectedValue { key, value } => {
-                write!(f, "`{key}` is a flag and takes no value (got `{value}`)")
-            }
-            CmdlineError::Duplicate(k) => write!(f, "`{k}` given more than once"),
-            CmdlineError::NeedsBench(k) => write!(f, "`{k}=` needs `bench=NAME`"),
-            CmdlineError::Conflict(a, b) => write!(f, "`{a}` and `{b}` cannot run together"),
-            CmdlineError::Needs { key, needs } => {
-                write!(f, "`{key}=` does nothing without `{needs}=`")
-            }
-            CmdlineError::TooLong { max } => write!(
-                f,
-                "the command line is longer than {max} bytes (E2BIG); it was cut, so it is refused"
-            ),
-        }
-    }
-}
+/// Every table a kernel command line is parsed against, in the order the
+/// help lists them.
+pub const TABLES: &[&[Key<Draft>]] = &[KEYS, BENCH_KEYS];
 
 /// Parse the command line as the boot code copied it: `truncated` says the
 /// loader passed more than [`MAX_LEN`] bytes, which is refused before the
@@ -466,161 +372,70 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Config, CmdlineError<'_>> {
 
 /// Parse a command line.
 pub fn parse(line: &str) -> Result<Config, CmdlineError<'_>> {
-    let mut cfg = Config::default();
-    let mut seen = [false; 64];
-    let mut bench_words = bench::params::ParamsBuilder::new();
-    let mut other_bench_key = None;
-    for word in line.split_ascii_whitespace() {
-        let (key, value) = match word.split_once('=') {
-            Some((k, v)) => (k, Some(v)),
-            None => (word, None),
-        };
-        if key.is_empty() {
-            return Err(CmdlineError::EmptyKey(word));
-        }
-        if let Some(bk) = bench::params::KEYS.iter().find(|k| k.key == key) {
-            bench_word(&mut cfg, &mut bench_words, bk, value)?;
-            if !matches!(bk.key, "bench" | "secs" | "design" | "lock") {
-                other_bench_key.get_or_insert(bk.key);
-            }
-            continue;
-        }
-        let idx = KEYS
-            .iter()
-            .position(|k| k.name == key)
-            .ok_or(CmdlineError::UnknownKey(key))?;
-        let spec = &KEYS[idx];
-        if seen[idx] {
-            return Err(CmdlineError::Duplicate(spec.name));
-        }
-        seen[idx] = true;
-        match (spec.kind, value) {
-            (Kind::Flag(set), None) => set(&mut cfg),
-            (Kind::Flag(_), Some(v)) => {
-                return Err(CmdlineError::UnexpectedValue {
-                    key: spec.name,
-                    value: v,
-                })
-            }
-            (Kind::Value(_), None) | (Kind::Value(_), Some("")) => {
-                return Err(CmdlineError::MissingValue(spec.name))
-            }
-            (Kind::Value(set), Some(v)) => {
-                set(&mut cfg, v).map_err(|expected| CmdlineError::BadValue {
-                    key: spec.name,
-                    value: v,
-                    expected: expected.into(),
-                })?
-            }
-        }
-    }
-    if bench_words.finish().is_ok() {
-        cfg.bench = bench_words.finish().ok();
-    } else if let Some(k) = other_bench_key {
-        return Err(CmdlineError::NeedsBench(k));
-    } else if cfg.stress.is_none() && (cfg.secs.is_some() || cfg.design.is_some()) {
-        return Err(CmdlineError::NeedsBench(if cfg.secs.is_some() {
-            "secs"
-        } else {
-            "design"
-        }));
-    }
-    let modes = [
-        ("selftest", cfg.selftest),
-        ("bench", cfg.bench.is_some()),
-        ("demo", cfg.demo.is_some()),
-        ("stress", cfg.stress.is_some()),
-        ("smb", cfg.smb.is_some()),
-    ];
-    let mut on = modes.iter().filter(|m| m.1).map(|m| m.0);
-    if let (Some(a), Some(b)) = (on.next(), on.next()) {
-        return Err(CmdlineError::Conflict(a, b));
-    }
-    if cfg.smbopts.is_some() && cfg.smb.is_none() {
-        return Err(CmdlineError::Needs {
-            key: "smbopts",
-            needs: "smb",
-        });
-    }
-    Ok(cfg)
+    let mut draft = Draft::default();
+    bench::cmdline::parse_words(bench::cmdline::words(line), &mut draft, TABLES)?;
+    draft.finish()
 }
 
-/// One benchmark word, checked by `bench::params` (its own table and
-/// errors, mapped onto ours). `secs` and `design` are also kept in `cfg`
-/// for `stress=`.
-fn bench_word<'a>(
-    cfg: &mut Config,
-    words: &mut bench::params::ParamsBuilder,
-    bk: &'static bench::params::KeyInfo,
-    value: Option<&'a str>,
-) -> Result<(), CmdlineError<'a>> {
-    use bench::params::ParamError;
-    let v = match value {
-        None | Some("") => return Err(CmdlineError::MissingValue(bk.key)),
-        Some(v) => v,
-    };
-    words.set(bk.key, v).map_err(|e| match e {
-        ParamError::Repeated(_) => CmdlineError::Duplicate(bk.key),
-        ParamError::BadValue { expected, .. } => CmdlineError::BadValue {
-            key: bk.key,
-            value: v,
-            expected,
-        },
-        _ => CmdlineError::BadValue {
-            key: bk.key,
-            value: v,
-            expected: bk.values,
-        },
-    })?;
-    match bk.key {
-        "secs" => cfg.secs = v.parse().ok(),
-        "design" => cfg.design = bench::params::Design::from_name(v),
-        "lock" => cfg.lock = bench::params::LockKind::from_name(v),
-        _ => {}
+impl Draft {
+    /// The config the whole line makes: the benchmark words become a run
+    /// only with `bench=` (`secs=` and `design=` may serve `stress=`
+    /// instead, `lock=` any mode), at most one mode runs, and a setting
+    /// needs the key it configures.
+    pub fn finish(self) -> Result<Config, CmdlineError<'static>> {
+        let Draft { mut config, bench } = self;
+        config.secs = bench.secs;
+        config.design = bench.design;
+        config.lock = bench.lock;
+        if bench.bench.is_some() {
+            config.bench = Some(bench.finish()?);
+        } else if let Some(k) = bench.run_only_key() {
+            return Err(needs_bench(k));
+        } else if config.stress.is_none() && (config.secs.is_some() || config.design.is_some()) {
+            return Err(needs_bench(if config.secs.is_some() {
+                "secs"
+            } else {
+                "design"
+            }));
+        }
+        let modes = [
+            ("selftest", config.selftest),
+            ("bench", config.bench.is_some()),
+            ("demo", config.demo.is_some()),
+            ("stress", config.stress.is_some()),
+            ("smb", config.smb.is_some()),
+        ];
+        let mut on = modes.iter().filter(|m| m.1).map(|m| m.0);
+        if let (Some(a), Some(b)) = (on.next(), on.next()) {
+            return Err(CmdlineError::Conflict(a, b));
+        }
+        if config.smbopts.is_some() && config.smb.is_none() {
+            return Err(CmdlineError::Needs {
+                key: "smbopts",
+                needs: "smb",
+            });
+        }
+        Ok(config)
     }
-    Ok(())
 }
 
-/// The key reference: one line per key.
+fn needs_bench(key: &'static str) -> CmdlineError<'static> {
+    CmdlineError::Needs {
+        key,
+        needs: "bench",
+    }
+}
+
+/// The key reference: one line per key of both tables.
 pub struct Help;
 
 impl fmt::Display for Help {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "valid kernel command-line keys:")?;
-        for k in KEYS {
-            let word = if k.syntax.is_empty() {
-                k.name.into()
-            } else {
-                Word(k.name, k.syntax.into())
-            };
-            writeln!(f, "  {:<44} {}", word, k.help)?;
+        bench::cmdline::Help {
+            title: "valid kernel command-line keys:",
+            tables: TABLES,
         }
-        for k in bench::params::KEYS {
-            writeln!(f, "  {:<44} {}", Word(k.key, k.values), k.help)?;
-        }
-        Ok(())
-    }
-}
-
-/// `key=syntax` rendered for the help table (padding honoured).
-#[derive(Clone, Copy)]
-struct Word(&'static str, bench::params::Values);
-
-impl From<&'static str> for Word {
-    fn from(s: &'static str) -> Self {
-        Word(s, "".into())
-    }
-}
-
-impl fmt::Display for Word {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use fmt::Write;
-        let mut buf = bench::params::StackStr::<160>::new();
-        let _ = buf.write_str(self.0);
-        if self.1 != bench::params::Values::Text("") {
-            let _ = write!(buf, "={}", self.1);
-        }
-        f.pad(buf.as_str())
+        .fmt(f)
     }
 }
 

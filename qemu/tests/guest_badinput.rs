@@ -65,24 +65,24 @@ fn bad_words_before_the_heap_exit_2() {
         return;
     }
     for (line, why) in [
-        ("bench=statneg tasks=999999", "for `tasks`"),
-        ("bench=statneg secs=-1", "for `secs`"),
-        ("bench=statneg tasks=0", "for `tasks`"),
-        ("bench=statneg design=NOALLOC", "for `design`"),
-        ("bench=statneg warmup=3601", "for `warmup`"),
-        ("stress=rcu secs=3601", "for `secs`"),
+        ("bench=statneg tasks=999999", "for parameter `tasks'"),
+        ("bench=statneg secs=-1", "for parameter `secs'"),
+        ("bench=statneg tasks=0", "for parameter `tasks'"),
+        ("bench=statneg design=NOALLOC", "for parameter `design'"),
+        ("bench=statneg warmup=3601", "for parameter `warmup'"),
+        ("stress=rcu secs=3601", "for parameter `secs'"),
         (
             "bench=statneg bench=statneg",
-            "`bench` given more than once",
+            "parameter `bench' given more than once (EINVAL)",
         ),
         // Item 7: smb= is a mode of its own; smbopts= alone does nothing.
         (
             "selftest smb=//10.0.2.100/share",
-            "`selftest` and `smb` cannot run together",
+            "parameters `selftest' and `smb' cannot run together (EINVAL)",
         ),
         (
             "smbopts=username=u",
-            "`smbopts=` does nothing without `smb=`",
+            "parameter `smbopts' does nothing without `smb=' (EINVAL)",
         ),
     ] {
         assert_refused(&boot(2, "512M", line), line, why);

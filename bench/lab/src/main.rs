@@ -210,7 +210,7 @@ fn main() -> ExitCode {
             let params = match Params::parse_words(words.iter().map(String::as_str)) {
                 Ok(p) => p,
                 Err(e) => {
-                    eprintln!("bench host: {e}");
+                    eprintln!("bench host: {e}\n{}", bench::params::HELP);
                     return ExitCode::from(2);
                 }
             };

@@ -104,7 +104,9 @@ fn host_mode_refuses_bad_words() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("unknown key 'cpus'") && stderr.contains("design="),
+        stderr.contains("bench host: Unknown parameter `cpus' (ENOENT)")
+            && stderr.contains("valid keys:")
+            && stderr.contains("design="),
         "{stderr}"
     );
     assert!(out.stdout.is_empty());

@@ -10,7 +10,7 @@ fn parse_bench(s: &str) -> Result<Bench, String> {
     Bench::from_name(s).ok_or_else(|| {
         format!(
             "unknown testcase '{s}' (valid: {})",
-            bench::params::KEYS[0].values
+            bench::params::KEYS[0].syntax
         )
     })
 }
