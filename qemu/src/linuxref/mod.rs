@@ -15,7 +15,9 @@
 //! `testcase:DESC`, `warmup`, `min:N max:N total:N` per second,
 //! `measurement`, the same lines, `average:N`.
 //!
-//! - `build`: packages, the static statneg, initramfs, ext4 image.
+//! - `build`: the cached build of a release: the static statneg, the kernel, the ext4 image.
+//! - `apt`: where the packages come from (the machine's apt, a private Debian 13 one).
+//! - `initramfs`: the guest's initramfs (busybox, helpers, GNU `ls`, modules, `/init`).
 //! - `guest`: booting the guest and running statneg in it (and on the host).
 //! - `parse`: will-it-scale's format as the guest and the host print it.
 //! - `source`: Debian 13's other packages (each release's source tree, headers, coreutils).
@@ -41,10 +43,12 @@ pub fn guest_file(name: &str) -> PathBuf {
         .join(name)
 }
 
+mod apt;
 mod build;
 mod cifsmod;
 mod console;
 mod guest;
+mod initramfs;
 mod kbuild;
 mod modules;
 mod oracle;
@@ -52,12 +56,13 @@ mod parse;
 mod source;
 mod walks;
 
+/// What the ksmbd guest (`crate::ksmbd`) builds with.
+pub(crate) use apt::download;
+pub use apt::{AptSource, PRIVATE_SUITES};
+pub(crate) use build::kernel_image as package_kernel_image;
 pub use build::{
     default_build_dir, ensure_built, ensure_release, lrtime_source, statneg_source, xattr_source,
-    AptSource, PRIVATE_SUITES,
 };
-/// What the ksmbd guest (`crate::ksmbd`) builds with.
-pub(crate) use build::{download, kernel_image as package_kernel_image};
 pub use cifsmod::{ensure_cifs_module, patch_series, patch_series_dir, CifsModule};
 pub use console::{
     crash_report, indent, judge, keep_console, retry_on_panic, unfinished, CrashReport, Retried,

@@ -17,7 +17,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::build::{download, AptSource, PRIVATE_SUITES};
+use super::apt::{download, AptSource, PRIVATE_SUITES};
 use super::{failed, mkdir, Release, SkipReason};
 
 /// The Debian package holding the 6.12 source tarball.
