@@ -29,12 +29,13 @@ use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::linuxref::{
-    decompressed_modules, download, module_load_order, package_kernel_image, trixie_apt,
-    trixie_deb, AptSource, Release, SkipReason, BUSYBOX_PACKAGE, LINUX_TCG_CPU,
+    decompressed_modules, digest, download, dpkg_x, failed, gcc_static, mkdir, module_load_order,
+    pack_initramfs, package_kernel_image, require_tools, trixie_apt, trixie_deb, AptSource,
+    Release, SkipReason, BUSYBOX_PACKAGE, LINUX_TCG_CPU,
 };
 use crate::process::ServerProcess;
 use crate::runner::{Accel, QemuConfig};
@@ -115,23 +116,16 @@ pub fn ensure_image(build_dir: &Path) -> Result<Image, SkipReason> {
     let dir = dir
         .canonicalize()
         .map_err(|e| failed(&format!("resolving {}", dir.display()), e))?;
-    for (tool, package) in [
+    require_tools(&[
         ("gcc", "gcc"),
         ("cpio", "cpio"),
         ("gzip", "gzip"),
         ("xz", "xz-utils"),
         ("dpkg", "dpkg"),
         ("apt-get", "apt"),
-    ] {
-        if !have_tool(tool) {
-            return Err(SkipReason::MissingTool {
-                tool: tool.into(),
-                package: package.into(),
-            });
-        }
-    }
+    ])?;
     let xattr = dir.join("xattr");
-    build_static(&crate::linuxref::xattr_source(), &xattr)?;
+    gcc_static(&crate::linuxref::xattr_source(), &xattr, &[])?;
     let stamp = dir.join("stamp");
     let sum = digest(&[
         INIT_SCRIPT.as_bytes(),
@@ -246,17 +240,7 @@ pub fn ensure_image(build_dir: &Path) -> Result<Image, SkipReason> {
     write(&root.join("modules/order"), order.as_bytes())?;
     write(&root.join("init"), INIT_SCRIPT.as_bytes())?;
     chmod_x(&root.join("init"))?;
-    let tmp = image.initramfs.with_extension("tmp");
-    run_tool(
-        "packing the initramfs (cpio | gzip)",
-        Command::new("sh")
-            .arg("-c")
-            .arg("cd \"$1\" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -6 > \"$2\"")
-            .arg("sh")
-            .arg(&root)
-            .arg(&tmp),
-    )?;
-    std::fs::rename(&tmp, &image.initramfs).map_err(|e| failed("writing the initramfs", e))?;
+    pack_initramfs(&root, &image.initramfs)?;
     std::fs::copy(&vmlinuz, &image.kernel).map_err(|e| failed("copying vmlinuz", e))?;
     write(
         &stamp,
@@ -373,7 +357,7 @@ impl Fixture {
     /// Why the fixture cannot run here (`Err` with a sentence naming the
     /// missing piece), or the image to boot. Builds the image on first use.
     pub fn prepare() -> Result<Image, String> {
-        if tool_path(crate::runner::DEFAULT_QEMU).is_none() {
+        if crate::samba::which(crate::runner::DEFAULT_QEMU).is_none() {
             return Err(format!(
                 "{} not installed (apt-get install qemu-system-x86)",
                 crate::runner::DEFAULT_QEMU
@@ -687,17 +671,6 @@ fn tail(console: &str) -> String {
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
-fn failed(step: &str, e: io::Error) -> SkipReason {
-    SkipReason::BuildFailed {
-        step: step.into(),
-        detail: e.to_string(),
-    }
-}
-
-fn mkdir(d: &Path) -> Result<(), SkipReason> {
-    std::fs::create_dir_all(d).map_err(|e| failed(&format!("creating {}", d.display()), e))
-}
-
 fn write(p: &Path, data: &[u8]) -> Result<(), SkipReason> {
     std::fs::write(p, data).map_err(|e| failed(&format!("writing {}", p.display()), e))
 }
@@ -712,72 +685,6 @@ fn chmod_x(p: &Path) -> Result<(), SkipReason> {
 fn copy_exec(from: &Path, to: &Path) -> Result<(), SkipReason> {
     std::fs::copy(from, to).map_err(|e| failed(&format!("copying {}", from.display()), e))?;
     chmod_x(to)
-}
-
-fn dpkg_x(deb: &Path, root: &Path) -> Result<(), SkipReason> {
-    run_tool(
-        &format!("dpkg -x {}", deb.display()),
-        Command::new("dpkg").arg("-x").arg(deb).arg(root),
-    )
-    .map(drop)
-}
-
-/// `gcc -static` of a helper unless `out` exists and is newer than `src`.
-fn build_static(src: &Path, out: &Path) -> Result<(), SkipReason> {
-    let newer = |a: &Path, b: &Path| -> Option<bool> {
-        Some(
-            std::fs::metadata(a).ok()?.modified().ok()?
-                >= std::fs::metadata(b).ok()?.modified().ok()?,
-        )
-    };
-    if newer(out, src) == Some(true) {
-        return Ok(());
-    }
-    run_tool(
-        &format!("compiling {} (gcc -static; needs libc6-dev)", src.display()),
-        Command::new("gcc")
-            .args(["-static", "-O2", "-Wall", "-o"])
-            .arg(out)
-            .arg(src),
-    )
-    .map(drop)
-}
-
-fn run_tool(step: &str, cmd: &mut Command) -> Result<String, SkipReason> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| failed(step, e))?;
-    if !out.status.success() {
-        return Err(SkipReason::BuildFailed {
-            step: step.into(),
-            detail: format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stderr),
-                String::from_utf8_lossy(&out.stdout)
-            ),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-fn tool_path(tool: &str) -> Option<PathBuf> {
-    crate::samba::which(tool)
-}
-
-fn have_tool(tool: &str) -> bool {
-    tool_path(tool).is_some()
-}
-
-/// FNV-1a of `parts`, the cache stamp's fingerprint.
-fn digest(parts: &[&[u8]]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for &b in part.iter().chain(b"\0") {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("{h:016x}")
 }
 
 #[cfg(test)]

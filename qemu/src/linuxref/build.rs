@@ -6,11 +6,12 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use super::apt::{current_kernel_package, deb_version, download, AptSource};
 use super::initramfs::{build_initramfs, unpack_trixie_ls, Extra, INIT_SCRIPT};
 use super::modules::{decompressed_modules, find_file, module_load_order};
+use super::tools::{digest, dpkg_x, gcc_static, require_tools, run_tool, tool_path};
 use super::{failed, mkdir, Paths, Release, SkipReason, BUSYBOX_PACKAGE};
 
 /// Modules the guest loads (with their dependencies): the virtio disk and
@@ -79,7 +80,7 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
         release,
         dir: dir.clone(),
     };
-    for (tool, package) in [
+    require_tools(&[
         ("gcc", "gcc"),
         ("cpio", "cpio"),
         ("gzip", "gzip"),
@@ -89,35 +90,31 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
         ("dpkg", "dpkg"),
         ("apt-get", "apt"),
         ("apt-cache", "apt"),
-    ] {
-        if !have_tool(tool) {
-            return Err(SkipReason::MissingTool {
-                tool: tool.into(),
-                package: package.into(),
-            });
-        }
-    }
+    ])?;
 
     // statneg and lrtime are cheap: rebuild whenever a source changed.
     let statneg = dir.join("statneg");
-    build_c(&statneg_source(), &statneg)?;
+    gcc_static(&statneg_source(), &statneg, &["-pthread"])?;
     let lrtime = dir.join("lrtime");
-    build_c(&lrtime_source(), &lrtime)?;
+    gcc_static(&lrtime_source(), &lrtime, &["-pthread"])?;
     let xattr = dir.join("xattr");
-    build_c(&xattr_source(), &xattr)?;
+    gcc_static(&xattr_source(), &xattr, &["-pthread"])?;
     let _ = fs::remove_file(&paths.statneg_host);
     fs::copy(&statneg, &paths.statneg_host).map_err(|e| failed("copying statneg-host", e))?;
 
     // The rest is cached behind a stamp that names what went into the
     // initramfs (the helpers and the init script).
     let stamp = dir.join("stamp");
-    let sum = digest(&[
-        &fs::read(&statneg).unwrap_or_default(),
-        &fs::read(&lrtime).unwrap_or_default(),
-        &fs::read(&xattr).unwrap_or_default(),
-        INIT_SCRIPT.as_bytes(),
-        GUEST_MODULES.join(",").as_bytes(),
-    ]);
+    let sum = format!(
+        "initramfs {}",
+        digest(&[
+            &fs::read(&statneg).unwrap_or_default(),
+            &fs::read(&lrtime).unwrap_or_default(),
+            &fs::read(&xattr).unwrap_or_default(),
+            INIT_SCRIPT.as_bytes(),
+            GUEST_MODULES.join(",").as_bytes(),
+        ])
+    );
     if let Ok(s) = fs::read_to_string(&stamp) {
         let l: Vec<&str> = s.lines().collect();
         if l.len() == 5
@@ -162,7 +159,7 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
         .map(|d| (d, &kroot))
         .chain([(&busybox_deb, &bbroot)])
     {
-        run_tool("dpkg -x", Command::new("dpkg").arg("-x").arg(deb).arg(root))?;
+        dpkg_x(deb, root)?;
     }
     let vmlinuz = kernel_image(&kroot).ok_or_else(|| SkipReason::BuildFailed {
         step: "unpacking the kernel".into(),
@@ -241,72 +238,6 @@ pub(crate) fn kernel_image(kroot: &Path) -> Option<PathBuf> {
     abis.iter()
         .flat_map(|d| [d.join("vmlinuz"), d.join("vmlinuz.unsigned")])
         .find(|p| p.is_file())
-}
-
-/// Where `tool` is: on `PATH`, or in the sbin directories a non-root `PATH` lacks.
-fn tool_path(tool: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin"].iter().map(PathBuf::from))
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file())
-}
-
-fn have_tool(tool: &str) -> bool {
-    tool_path(tool).is_some()
-}
-
-/// Runs a tool to completion; its stderr becomes the failure detail.
-pub(super) fn run_tool(step: &str, cmd: &mut Command) -> Result<String, SkipReason> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| failed(step, e))?;
-    if !out.status.success() {
-        return Err(SkipReason::BuildFailed {
-            step: step.into(),
-            detail: format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stderr),
-                String::from_utf8_lossy(&out.stdout)
-            ),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// A cheap content fingerprint (FNV-1a) of `parts` for the cache stamp.
-fn digest(parts: &[&[u8]]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for &b in part.iter().chain(b"\0") {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("initramfs {h:016x}")
-}
-
-/// Compiles a helper (`gcc -static`) unless `out` is newer than `src`.
-fn build_c(src: &Path, out: &Path) -> Result<(), SkipReason> {
-    let fresh = match (fs::metadata(src), fs::metadata(out)) {
-        (Ok(s), Ok(o)) => match (s.modified(), o.modified()) {
-            (Ok(sm), Ok(om)) => om >= sm,
-            _ => false,
-        },
-        (Err(e), _) => return Err(failed(&format!("reading {}", src.display()), e)),
-        _ => false,
-    };
-    if fresh {
-        return Ok(());
-    }
-    run_tool(
-        &format!("compiling {} (gcc -static; needs libc6-dev)", src.display()),
-        Command::new("gcc")
-            .args(["-static", "-O2", "-pthread", "-Wall", "-o"])
-            .arg(out)
-            .arg(src),
-    )
-    .map(|_| ())
 }
 
 fn build_ext4_image(dir: &Path, out: &Path) -> Result<(), SkipReason> {

@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::build::run_tool;
+use super::tools::{pack_initramfs, run_tool};
 use super::{failed, mkdir, SkipReason};
 
 /// Debian 13 packages holding coreutils 9.7's `ls` and what it links.
@@ -136,17 +136,7 @@ pub(super) fn build_initramfs(
     chmod(root.join("statneg"))?;
     chmod(root.join("lrtime"))?;
     chmod(root.join("xattr"))?;
-    let tmp = out.with_extension("tmp");
-    run_tool(
-        "packing the initramfs (cpio | gzip)",
-        Command::new("sh")
-            .arg("-c")
-            .arg("cd \"$1\" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -6 > \"$2\"")
-            .arg("sh")
-            .arg(&root)
-            .arg(&tmp),
-    )?;
-    fs::rename(&tmp, out).map_err(|e| failed("writing the initramfs", e))
+    pack_initramfs(&root, out)
 }
 
 /// Copies trixie's `ls`, its loader and [`TRIXIE_LS_LIBS`] out of the

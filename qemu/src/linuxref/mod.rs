@@ -17,6 +17,7 @@
 //!
 //! - `build`: the cached build of a release: the static statneg, the kernel, the ext4 image.
 //! - `apt`: where the packages come from (the machine's apt, a private Debian 13 one).
+//! - `tools`: the host programs a build runs (shared with the ksmbd fixture).
 //! - `initramfs`: the guest's initramfs (busybox, helpers, GNU `ls`, modules, `/init`).
 //! - `guest`: booting the guest and running statneg in it (and on the host).
 //! - `parse`: will-it-scale's format as the guest and the host print it.
@@ -54,6 +55,7 @@ mod modules;
 mod oracle;
 mod parse;
 mod source;
+mod tools;
 mod walks;
 
 /// What the ksmbd guest (`crate::ksmbd`) builds with.
@@ -86,6 +88,7 @@ pub use source::{
     ensure_linux_source, tree_release, trixie_apt, trixie_deb, LINUX_SOURCE_PACKAGE,
     LINUX_SOURCE_VERSION,
 };
+pub(crate) use tools::{digest, dpkg_x, gcc_static, pack_initramfs, require_tools};
 pub use walks::{
     entry_subtree, function_list, interrupted, keep_lookup_path, parse_function_list, parse_graph,
     parse_walks, run_walks, walks_script, walkstat_source, Call, CaseTrace, Walk, WalkKernel,

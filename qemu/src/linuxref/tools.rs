@@ -1,0 +1,174 @@
+//! The host programs a guest build runs, shared by the reference guest
+//! ([`super::build`], [`super::initramfs`]) and the ksmbd fixture
+//! (`crate::ksmbd`): checking that they are installed, running one to
+//! completion with its output as the failure detail, `dpkg -x`,
+//! `gcc -static`, packing a staged tree into a gzipped newc initramfs, and
+//! the cache stamps' fingerprint. Touches only the paths its callers name.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::{failed, SkipReason};
+
+/// Where `tool` is: on `PATH`, or in the sbin directories a non-root `PATH` lacks.
+pub(crate) fn tool_path(tool: &str) -> Option<PathBuf> {
+    crate::samba::which(tool)
+}
+
+/// The first of `(tool, package)` that is not installed, as a
+/// [`SkipReason::MissingTool`] naming the package that has it.
+pub(crate) fn require_tools(tools: &[(&str, &str)]) -> Result<(), SkipReason> {
+    match tools.iter().find(|(tool, _)| tool_path(tool).is_none()) {
+        Some((tool, package)) => Err(SkipReason::MissingTool {
+            tool: (*tool).into(),
+            package: (*package).into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Runs a tool to completion; its stderr becomes the failure detail.
+pub(crate) fn run_tool(step: &str, cmd: &mut Command) -> Result<String, SkipReason> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| failed(step, e))?;
+    if !out.status.success() {
+        return Err(SkipReason::BuildFailed {
+            step: step.into(),
+            detail: format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stderr),
+                String::from_utf8_lossy(&out.stdout)
+            ),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `dpkg -x DEB ROOT`: a package's files unpacked under `root`.
+pub(crate) fn dpkg_x(deb: &Path, root: &Path) -> Result<(), SkipReason> {
+    run_tool(
+        &format!("dpkg -x {}", deb.display()),
+        Command::new("dpkg").arg("-x").arg(deb).arg(root),
+    )
+    .map(drop)
+}
+
+/// Compiles a helper (`gcc -static -O2 -Wall FLAGS`) unless `out` is newer
+/// than `src`.
+pub(crate) fn gcc_static(src: &Path, out: &Path, flags: &[&str]) -> Result<(), SkipReason> {
+    let fresh = match (fs::metadata(src), fs::metadata(out)) {
+        (Ok(s), Ok(o)) => match (s.modified(), o.modified()) {
+            (Ok(sm), Ok(om)) => om >= sm,
+            _ => false,
+        },
+        (Err(e), _) => return Err(failed(&format!("reading {}", src.display()), e)),
+        _ => false,
+    };
+    if fresh {
+        return Ok(());
+    }
+    run_tool(
+        &format!("compiling {} (gcc -static; needs libc6-dev)", src.display()),
+        Command::new("gcc")
+            .args(["-static", "-O2"])
+            .args(flags)
+            .args(["-Wall", "-o"])
+            .arg(out)
+            .arg(src),
+    )
+    .map(drop)
+}
+
+/// Packs the staged tree `root` into `out` (`cpio -H newc`, every file
+/// owned by root, names sorted, `gzip -6`), written beside it and renamed
+/// into place so a failed pack never leaves a half archive at `out`.
+pub(crate) fn pack_initramfs(root: &Path, out: &Path) -> Result<(), SkipReason> {
+    let tmp = out.with_extension("tmp");
+    run_tool(
+        "packing the initramfs (cpio | gzip)",
+        Command::new("sh")
+            .arg("-c")
+            .arg("cd \"$1\" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -6 > \"$2\"")
+            .arg("sh")
+            .arg(root)
+            .arg(&tmp),
+    )?;
+    fs::rename(&tmp, out).map_err(|e| failed("writing the initramfs", e))
+}
+
+/// A cheap content fingerprint (FNV-1a, 16 hex digits) of `parts` for a
+/// cache stamp.
+pub(crate) fn digest(parts: &[&[u8]]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in part.iter().chain(b"\0") {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_digest_is_fnv1a_of_the_parts_each_ended_by_a_nul() {
+        // FNV-1a 64 of the empty input is its offset basis; of "\0" one step on.
+        assert_eq!(digest(&[]), "cbf29ce484222325");
+        assert_eq!(digest(&[b""]), format!("{:016x}", 0xaf63_bd4c_8601_b7dfu64));
+        assert_ne!(digest(&[b"ab", b"c"]), digest(&[b"a", b"bc"]));
+    }
+
+    #[test]
+    fn a_missing_tool_names_its_package() {
+        assert!(require_tools(&[("sh", "dash")]).is_ok());
+        match require_tools(&[("sh", "dash"), ("no-such-tool-here", "pkg")]) {
+            Err(SkipReason::MissingTool { tool, package }) => {
+                assert_eq!(
+                    (tool.as_str(), package.as_str()),
+                    ("no-such-tool-here", "pkg")
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_packed_tree_lists_its_files_sorted_and_owned_by_root() {
+        let dir = std::env::temp_dir().join(format!("linuxref-pack-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let root = dir.join("root");
+        fs::create_dir_all(root.join("bin")).unwrap();
+        fs::write(root.join("init"), "#!/bin/sh\n").unwrap();
+        fs::write(root.join("bin/x"), "x").unwrap();
+        let out = dir.join("initramfs.gz");
+        if tool_path("cpio").is_none() {
+            return;
+        }
+        pack_initramfs(&root, &out).unwrap();
+        assert!(!out.with_extension("tmp").exists());
+        let list = Command::new("sh")
+            .arg("-c")
+            .arg("gzip -dc \"$1\" | cpio -t -v --quiet")
+            .arg("sh")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&list.stdout);
+        let names: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split_whitespace().last())
+            .collect();
+        assert_eq!(names, [".", "bin", "bin/x", "init"], "{text}");
+        assert!(text.lines().all(|l| l.contains(" root ")), "{text}");
+        // A tree that is not there: a named failure, nothing at `out`.
+        let missing = dir.join("missing.gz");
+        assert!(pack_initramfs(&dir.join("absent"), &missing).is_err());
+        assert!(!missing.exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
