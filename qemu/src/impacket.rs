@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::process::{ServerProcess, Startup};
-use crate::samba::{free_port, make_temp_dir};
+use crate::process::{start_on_a_free_port, PortRetry, ServerProcess, Startup};
+use crate::samba::make_temp_dir;
 
 /// Where `make setup` puts the virtual environment (relative to the
 /// workspace root).
@@ -38,6 +38,13 @@ const STARTUP: Startup = Startup {
     poll: Duration::from_millis(20),
     settle: None,
     tail_sep: ": ",
+};
+
+/// Three ports at most, whatever made a start fail.
+const PORT_RETRY: PortRetry = PortRetry {
+    name: "smbserver.py",
+    tries: 3,
+    only_on: None,
 };
 
 /// A running smbserver.py.
@@ -100,18 +107,16 @@ impl Server {
         for i in 0..dirs {
             std::fs::create_dir(s.share_dir.join(format!("d{i:03}")))?;
         }
-        let mut last = None;
-        for _ in 0..3 {
-            s.port = free_port()?;
-            match s.spawn_and_wait(Duration::from_secs(20)) {
-                Ok(()) => return Ok(s),
-                Err(e) => {
-                    s.stop();
-                    last = Some(e);
-                }
-            }
-        }
-        Err(last.unwrap_or_else(|| io::Error::other("smbserver.py did not start")))
+        start_on_a_free_port(
+            &mut s,
+            &PORT_RETRY,
+            |s, port, _| {
+                s.port = port;
+                s.spawn_and_wait(Duration::from_secs(20))
+            },
+            Server::stop,
+        )?;
+        Ok(s)
     }
 
     /// `127.0.0.1:PORT`.

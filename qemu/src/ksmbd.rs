@@ -37,9 +37,9 @@ use crate::linuxref::{
     pack_initramfs, package_kernel_image, require_tools, trixie_apt, trixie_deb, AptSource,
     Release, SkipReason, BUSYBOX_PACKAGE, LINUX_TCG_CPU,
 };
-use crate::process::ServerProcess;
+use crate::process::{start_on_a_free_port, PortRetry, ServerProcess};
 use crate::runner::{Accel, QemuConfig};
-use crate::samba::{free_port, make_temp_dir};
+use crate::samba::make_temp_dir;
 
 /// The kernel release whose `ksmbd.ko` runs (the reference guest's 7.3.4).
 pub const RELEASE: Release = Release::V7_3;
@@ -94,6 +94,15 @@ const STAMP_VERSION: &str = "ksmbd-guest 1";
 
 /// The guest side of the forward: ksmbd's port.
 const GUEST_SMB_PORT: u16 = 445;
+
+/// Three ports at most, and only while the port was taken: another process
+/// may take it between the probe and QEMU's bind, and QEMU then exits;
+/// any other failure (the guest did not boot) ends the start.
+const PORT_RETRY: PortRetry = PortRetry {
+    name: "the ksmbd guest",
+    tries: 3,
+    only_on: Some(io::ErrorKind::AddrInUse),
+};
 
 /// The built guest: what [`Fixture::start`] boots.
 #[derive(Clone, Debug)]
@@ -394,24 +403,16 @@ impl Fixture {
             ("ksmbd/spec", Some(spec.as_bytes())),
         ]));
         std::fs::write(&initrd, bytes)?;
-        let mut last_err = None;
-        for _ in 0..3 {
-            // Another process may take the port between our probe and
-            // QEMU's bind; QEMU then exits and we try a fresh port.
-            fx.port = free_port()?;
-            match fx.boot(image, opts, &initrd) {
-                Ok(()) => return Ok(fx),
-                Err(e) => {
-                    fx.stop();
-                    let retry = e.kind() == io::ErrorKind::AddrInUse;
-                    last_err = Some(e);
-                    if !retry {
-                        break;
-                    }
-                }
-            }
-        }
-        Err(last_err.unwrap_or_else(|| io::Error::other("the ksmbd guest did not start")))
+        start_on_a_free_port(
+            &mut fx,
+            &PORT_RETRY,
+            |fx, port, _| {
+                fx.port = port;
+                fx.boot(image, opts, &initrd)
+            },
+            Fixture::stop,
+        )?;
+        Ok(fx)
     }
 
     fn boot(&mut self, image: &Image, opts: &KsmbdOpts, initrd: &Path) -> io::Result<()> {

@@ -4,15 +4,17 @@
 //! it did not, in the words of the fixture's [`Startup`]: it exited, or the
 //! time ran out), and [`ServerProcess::stop`]
 //! (also done on drop) sends SIGTERM, waits up to 5 s, then SIGKILLs; the
-//! process is always reaped. Shared by [`crate::samba`] (smbd) and
-//! [`crate::impacket`] (smbserver.py).
+//! process is always reaped; [`start_on_a_free_port`] tries a start on
+//! fresh ports. Shared by [`crate::samba`] (smbd), [`crate::impacket`]
+//! (smbserver.py) and [`crate::ksmbd`] (QEMU).
 //!
 //! The child's stdin is a pipe held here: should the test process die
 //! without dropping the guard, a server that reads its stdin (smbd in the
 //! foreground, Python's smbserver.py) sees EOF and exits.
 //!
 //! Touches only: the process it spawns, the log file it is given, TCP
-//! connects to the address it is given, and `kill` (to send SIGTERM).
+//! connects to the address it is given, `kill` (to send SIGTERM), and a
+//! bind of loopback port 0 to find a free port.
 
 use std::fs::File;
 use std::io;
@@ -177,6 +179,49 @@ impl Drop for ServerProcess {
     }
 }
 
+/// How many times a fixture tries to start its server, and when it gives up
+/// early: one constant per fixture, read by [`start_on_a_free_port`].
+#[derive(Clone, Copy, Debug)]
+pub struct PortRetry {
+    /// The server in the last error, should no try have run (`smbd`).
+    pub name: &'static str,
+    /// Tries at most, each on a fresh port.
+    pub tries: usize,
+    /// Whether a try that failed with this error is worth another port
+    /// (`None`: every failure is).
+    pub only_on: Option<std::io::ErrorKind>,
+}
+
+/// Starts a fixture's server on a fresh loopback port ([`crate::samba::free_port`]),
+/// up to `retry.tries` times: another process may take the port between the
+/// probe and the server's bind, and the server then fails to start.
+/// `start(fixture, port, attempt)` records the port and starts the server
+/// (attempt 0 first); after a failed try `stop(fixture)` stops what it
+/// started before the next. Returns the last try's error when none worked.
+pub fn start_on_a_free_port<T>(
+    fixture: &mut T,
+    retry: &PortRetry,
+    mut start: impl FnMut(&mut T, u16, usize) -> io::Result<()>,
+    mut stop: impl FnMut(&mut T),
+) -> io::Result<()> {
+    let mut last = None;
+    for attempt in 0..retry.tries {
+        let port = crate::samba::free_port()?;
+        match start(fixture, port, attempt) {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                stop(fixture);
+                let again = retry.only_on.is_none_or(|k| e.kind() == k);
+                last = Some(e);
+                if !again {
+                    break;
+                }
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other(format!("{} did not start", retry.name))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,5 +314,84 @@ mod tests {
             .unwrap();
         p.stop();
         assert_eq!(p.pid(), None);
+    }
+
+    #[test]
+    fn a_start_is_tried_on_fresh_ports_until_one_works_or_a_failure_is_final() {
+        struct Fx {
+            ports: Vec<u16>,
+            stops: usize,
+        }
+        let in_use = || io::Error::from(io::ErrorKind::AddrInUse);
+        let any = PortRetry {
+            name: "srv",
+            tries: 3,
+            only_on: None,
+        };
+        // Fails twice, then starts: three ports tried, two failed tries stopped.
+        let mut fx = Fx {
+            ports: vec![],
+            stops: 0,
+        };
+        let r = start_on_a_free_port(
+            &mut fx,
+            &any,
+            |fx, port, attempt| {
+                fx.ports.push(port);
+                if attempt < 2 {
+                    Err(in_use())
+                } else {
+                    Ok(())
+                }
+            },
+            |fx| fx.stops += 1,
+        );
+        assert!(r.is_ok());
+        assert_eq!((fx.ports.len(), fx.stops), (3, 2));
+        assert!(fx.ports.iter().all(|&p| p != 0));
+        // Never starts: the last error comes back after `tries` tries.
+        let mut fx = Fx {
+            ports: vec![],
+            stops: 0,
+        };
+        let r = start_on_a_free_port(
+            &mut fx,
+            &any,
+            |fx, port, _| {
+                fx.ports.push(port);
+                Err(io::Error::other("no"))
+            },
+            |fx| fx.stops += 1,
+        );
+        assert_eq!(r.unwrap_err().to_string(), "no");
+        assert_eq!((fx.ports.len(), fx.stops), (3, 3));
+        // Retried only on a taken port: another failure ends the tries.
+        let addr_only = PortRetry {
+            only_on: Some(io::ErrorKind::AddrInUse),
+            ..any
+        };
+        let mut fx = Fx {
+            ports: vec![],
+            stops: 0,
+        };
+        let r = start_on_a_free_port(
+            &mut fx,
+            &addr_only,
+            |fx, port, attempt| {
+                fx.ports.push(port);
+                if attempt == 0 {
+                    Err(in_use())
+                } else {
+                    Err(io::Error::other("boot failed"))
+                }
+            },
+            |fx| fx.stops += 1,
+        );
+        assert_eq!(r.unwrap_err().to_string(), "boot failed");
+        assert_eq!((fx.ports.len(), fx.stops), (2, 2));
+        // No tries at all: the server is named.
+        let none = PortRetry { tries: 0, ..any };
+        let r = start_on_a_free_port(&mut fx, &none, |_, _, _| Ok(()), |_| {});
+        assert_eq!(r.unwrap_err().to_string(), "srv did not start");
     }
 }

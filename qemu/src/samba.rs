@@ -24,7 +24,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::process::{ServerProcess, Startup};
+use crate::process::{start_on_a_free_port, PortRetry, ServerProcess, Startup};
 
 /// Where `smbd` is looked for first (Debian's package puts it there).
 pub const SMBD: &str = "/usr/sbin/smbd";
@@ -37,6 +37,14 @@ const STARTUP: Startup = Startup {
     poll: Duration::from_millis(10),
     settle: Some(Duration::from_millis(30)),
     tail_sep: "; log tail:\n",
+};
+
+/// Five ports at most: another process may take the port between the probe
+/// and smbd's bind; then smbd fails and a fresh port is tried.
+const PORT_RETRY: PortRetry = PortRetry {
+    name: "smbd",
+    tries: 5,
+    only_on: None,
 };
 
 /// The WSL EA values put on one share entry (`user.$LXUID` …).
@@ -246,24 +254,20 @@ impl Fixture {
         };
         // From here on, an error drops `fx`, which removes the temp dir.
         fx.populate_share(opts)?;
-        let mut last_err = None;
-        for attempt in 0..5 {
-            // Another process may take the port between our probe and
-            // smbd's bind; then smbd fails and we try a fresh port.
-            fx.port = free_port()?;
-            fx.write_conf(opts)?;
-            if attempt == 0 {
-                fx.set_password()?;
-            }
-            match fx.spawn_and_wait(opts.start_timeout) {
-                Ok(()) => return Ok(fx),
-                Err(e) => {
-                    fx.stop();
-                    last_err = Some(e);
+        start_on_a_free_port(
+            &mut fx,
+            &PORT_RETRY,
+            |fx, port, attempt| {
+                fx.port = port;
+                fx.write_conf(opts)?;
+                if attempt == 0 {
+                    fx.set_password()?;
                 }
-            }
-        }
-        Err(last_err.unwrap_or_else(|| io::Error::other("smbd did not start")))
+                fx.spawn_and_wait(opts.start_timeout)
+            },
+            Fixture::stop,
+        )?;
+        Ok(fx)
     }
 
     /// `127.0.0.1:PORT`.
