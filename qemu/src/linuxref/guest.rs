@@ -121,16 +121,21 @@ pub const MARKER_PORT: u16 = 4450;
 
 impl CifsRun {
     /// The `-netdev` value: the SMB forward to the relay and the marker
-    /// forward to a shell that snapshots the stats dir.
+    /// forward to `qemu/linuxref/marker.sh`, which snapshots the stats dir
+    /// (the directories passed as its arguments).
     pub fn netdev_arg(&self) -> String {
         let smb = crate::runner::GuestFwd::smb(self.relay.clone()).netdev_arg();
-        let script = format!(
-            "read m p v; d={}/${{p#/}}; mkdir -p \"$d\"; cp {}/*.json \"$d\"/ 2>/dev/null; \
-             printf 'HTTP/1.0 200 OK\\r\\nContent-Length: 0\\r\\n\\r\\n'",
-            sh_quote(&self.marks_dir.display().to_string()),
-            sh_quote(&self.stats_dir.display().to_string()),
-        );
-        let cmd = format!("/bin/sh -c {}", sh_quote(&script)).replace(',', ",,");
+        let cmd = [
+            "/bin/sh".to_string(),
+            super::guest_file("marker.sh").display().to_string(),
+            self.marks_dir.display().to_string(),
+            self.stats_dir.display().to_string(),
+        ]
+        .iter()
+        .map(|a| sh_quote(a))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace(',', ",,");
         format!("{smb},guestfwd=tcp:10.0.2.100:{MARKER_PORT}-cmd:{cmd}")
     }
 }
@@ -718,6 +723,42 @@ mod tests {
         );
     }
 
+    /// marker.sh as QEMU runs it: the request on stdin, the snapshot taken
+    /// before the answer.
+    #[test]
+    fn the_marker_responder_copies_the_stats_then_answers() {
+        let dir = std::env::temp_dir().join(format!("linuxref-marker-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (marks, stats) = (dir.join("marks"), dir.join("stats dir"));
+        std::fs::create_dir_all(&stats).unwrap();
+        std::fs::write(stats.join("conn-1.json"), "{}").unwrap();
+        let mut child = std::process::Command::new("/bin/sh")
+            .arg(super::super::guest_file("marker.sh"))
+            .arg(&marks)
+            .arg(&stats)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"GET /cold-base HTTP/1.0\r\n\r\n")
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(marks.join("cold-base/conn-1.json")).unwrap(),
+            "{}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn marker_forward_rides_beside_the_relay() {
         let c = CifsRun {
@@ -732,8 +773,14 @@ mod tests {
         };
         let n = c.netdev_arg();
         assert!(n.starts_with("user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:445-cmd:/bin/relay"));
-        assert!(n.contains(",guestfwd=tcp:10.0.2.100:4450-cmd:/bin/sh -c '"));
-        assert!(n.contains("cp '\\''/tmp/st'\\''/*.json"));
+        let marker = super::super::guest_file("marker.sh");
+        assert!(
+            n.ends_with(&format!(
+                ",guestfwd=tcp:10.0.2.100:4450-cmd:'/bin/sh' '{}' '/tmp/mk' '/tmp/st'",
+                marker.display()
+            )),
+            "{n}"
+        );
         let run = GuestRun {
             cifs: Some(CifsRun {
                 variants: vec![("base".into(), "vers=3.1.1,ip=10.0.2.100".into())],
