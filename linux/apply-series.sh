@@ -10,6 +10,7 @@
 # Exits non-zero, with git's reason, if a patch does not apply.
 set -euo pipefail
 
+lab_git=$(dirname "$(realpath "$0")")/git-lab.sh
 pristine=$(realpath "$1")
 out=$2
 shift 2
@@ -37,7 +38,7 @@ grep -h -E '^(---|\+\+\+) [ab]/' "${patches[@]}" | sed -E 's#^(---|\+\+\+) [ab]/
     done
 cd "$out"
 git init -q
-git -c user.name=vfs-lab -c user.email=vfs-lab@localhost add -A
-git -c user.name=vfs-lab -c user.email=vfs-lab@localhost commit -q --allow-empty -m "pristine $(basename "$pristine") (files the series touches)"
-git -c user.name=vfs-lab -c user.email=vfs-lab@localhost am -q --committer-date-is-author-date "${patches[@]}" ||
+"$lab_git" add -A
+"$lab_git" commit -q --allow-empty -m "pristine $(basename "$pristine") (files the series touches)"
+"$lab_git" am -q --committer-date-is-author-date "${patches[@]}" ||
     { git am --abort 2>/dev/null || true; echo "apply-series: $* does not apply" >&2; exit 1; }

@@ -19,12 +19,14 @@
 //! (and the trixie package cache); the result is cached behind a stamp
 //! naming the release and the patches' contents.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use super::source::{ensure_linux_source, trixie_deb};
+use super::tools::{dpkg_x, require_tools, run_step};
 use super::{failed, mkdir};
 use super::{Release, SkipReason};
 /// Bumped whenever the layout of the build changes.
@@ -101,20 +103,13 @@ pub fn ensure_cifs_module(
             detail: "only the Debian 13 releases (6.12, 7.3) have a source and headers here".into(),
         });
     };
-    for (tool, package) in [
+    require_tools(&[
         ("make", "make"),
         ("gcc", "gcc"),
         ("git", "git"),
         ("strip", "binutils"),
         ("dpkg", "dpkg"),
-    ] {
-        if !have(tool) {
-            return Err(SkipReason::MissingTool {
-                tool: tool.into(),
-                package: package.into(),
-            });
-        }
-    }
+    ])?;
     let patches = patch_series(release, series)?;
     let top = release_dir(&build_dir.join("cifs-mod"), release);
     mkdir(&top)?;
@@ -139,7 +134,7 @@ pub fn ensure_cifs_module(
         });
     }
     let tree = ensure_linux_source(build_dir, release)?;
-    let headers = ensure_kbuild(build_dir, &top, &tree, &abi)?;
+    let (headers, trixie_libdir) = ensure_kbuild(build_dir, &top, &tree, &abi)?;
 
     let started = Instant::now();
     let src = out.join("src");
@@ -147,7 +142,7 @@ pub fn ensure_cifs_module(
     for d in ["fs/smb", "fs/nls"] {
         mkdir(&src.join(d))?;
     }
-    run(
+    run_step(
         "copying fs/smb/client and fs/smb/common",
         Command::new("cp")
             .arg("-r")
@@ -155,7 +150,7 @@ pub fn ensure_cifs_module(
             .arg(tree.join("fs/smb/common"))
             .arg(src.join("fs/smb")),
     )?;
-    run(
+    run_step(
         "copying the fs/nls headers",
         Command::new("sh")
             .arg("-c")
@@ -166,49 +161,38 @@ pub fn ensure_cifs_module(
     )?;
     // The copy becomes its own repository and takes the series with
     // `git am`, as the pristine tree would (and git never mistakes it for
-    // part of a repository around BUILD_DIR).
-    let git = |step: &str, args: &[&str]| {
-        run(
+    // part of a repository around BUILD_DIR); linux/git-lab.sh gives the
+    // commits the lab's identity.
+    let git_lab = crate::runner::workspace_root().join("linux/git-lab.sh");
+    let git = |step: &str, args: &[&OsStr]| {
+        run_step(
             step,
-            Command::new("git")
-                .args([
-                    "-c",
-                    "user.name=vfs-lab",
-                    "-c",
-                    "user.email=vfs-lab@localhost",
-                ])
+            Command::new("sh")
+                .arg(&git_lab)
                 .args(args)
                 .current_dir(&src),
         )
     };
-    git("git init", &["init", "-q"])?;
-    git("git add", &["add", "-A"])?;
+    git("git init", &["init", "-q"].map(OsStr::new))?;
+    git("git add", &["add", "-A"].map(OsStr::new))?;
+    let pristine = format!("Linux {version} (fs/smb, fs/nls headers)");
     git(
         "git commit (pristine)",
-        &[
-            "commit",
-            "-q",
-            "-m",
-            &format!("Linux {version} (fs/smb, fs/nls headers)"),
-        ],
+        &["commit", "-q", "-m", &pristine].map(OsStr::new),
     )?;
     for p in &patches {
-        run(
+        git(
             &format!("git am {}", p.display()),
-            Command::new("git")
-                .args([
-                    "-c",
-                    "user.name=vfs-lab",
-                    "-c",
-                    "user.email=vfs-lab@localhost",
-                ])
-                .args(["am", "-q", "--keep-cr"])
-                .arg(p)
-                .current_dir(&src),
+            &[
+                "am".as_ref(),
+                "-q".as_ref(),
+                "--keep-cr".as_ref(),
+                p.as_os_str(),
+            ],
         )?;
     }
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    run(
+    run_step(
         "make modules (cifs.ko out of tree)",
         Command::new("make")
             .arg("-C")
@@ -220,9 +204,10 @@ pub fn ensure_cifs_module(
                 "CONFIG_DEBUG_INFO_BTF_MODULES=",
             ])
             .arg(format!("-j{jobs}"))
-            .arg("modules"),
+            .arg("modules")
+            .env("TRIXIE_LIBDIR", &trixie_libdir),
     )?;
-    run(
+    run_step(
         "strip --strip-debug cifs.ko",
         Command::new("strip")
             .arg("--strip-debug")
@@ -246,20 +231,24 @@ pub fn ensure_cifs_module(
 }
 
 /// Unpacks the headers and kbuild packages once into `top/kbuild/` and
-/// makes them usable here; returns the headers directory for `make -C`.
+/// makes them usable here; returns the headers directory for `make -C` and
+/// the trixie library directory its wrapped programs run with
+/// (`TRIXIE_LIBDIR` of `qemu/linuxref/trixie-exec.sh`).
 fn ensure_kbuild(
     build_dir: &Path,
     top: &Path,
     tree: &Path,
     abi: &str,
-) -> Result<PathBuf, SkipReason> {
+) -> Result<(PathBuf, PathBuf), SkipReason> {
     let root = top.join("kbuild");
     let headers = root.join(format!("usr/src/linux-headers-{abi}-cloud-amd64"));
+    let libroot = root.join("trixie-libs");
+    let libdir = libroot.join("usr/lib/x86_64-linux-gnu");
     let ready = root.join(".ready");
     if fs::read_to_string(&ready).is_ok_and(|s| s.trim() == KBUILD_STAMP)
         && headers.join("Makefile").is_file()
     {
-        return Ok(headers);
+        return Ok((headers, libdir));
     }
     let _ = fs::remove_dir_all(&root);
     for p in [
@@ -267,11 +256,7 @@ fn ensure_kbuild(
         format!("linux-headers-{abi}-common"),
         format!("linux-kbuild-{abi}"),
     ] {
-        let deb = trixie_deb(build_dir, &p)?;
-        run(
-            &format!("dpkg -x {p}"),
-            Command::new("dpkg").arg("-x").arg(&deb).arg(&root),
-        )?;
+        dpkg_x(&trixie_deb(build_dir, &p)?, &root)?;
     }
     symlinks_inside(&root)?;
     // The arch package's Makefile includes the common one by absolute path.
@@ -288,16 +273,9 @@ fn ensure_kbuild(
     fs::write(&mk, text).map_err(|e| failed("writing the headers' Makefile", e))?;
 
     // trixie's loader and libraries for the glibc-2.38 kbuild programs.
-    let libroot = root.join("trixie-libs");
     for p in WRAPPER_LIB_PACKAGES {
-        let deb = trixie_deb(build_dir, p)?;
-        run(
-            &format!("dpkg -x {p}"),
-            Command::new("dpkg").arg("-x").arg(&deb).arg(&libroot),
-        )?;
+        dpkg_x(&trixie_deb(build_dir, p)?, &libroot)?;
     }
-    let libdir = libroot.join("usr/lib/x86_64-linux-gnu");
-    let loader = libdir.join("ld-linux-x86-64.so.2");
     let kbuild = root.join(format!("usr/lib/linux-kbuild-{abi}"));
     for prog in [
         "scripts/mod/modpost.real-lsb-64",
@@ -309,18 +287,13 @@ fn ensure_kbuild(
             p.extension().and_then(|e| e.to_str()).unwrap_or("")
         ));
         fs::rename(&p, &real).map_err(|e| failed(&format!("moving {prog}"), e))?;
-        let script = format!(
-            "#!/bin/sh\n# {prog} needs glibc 2.38: run it under trixie's loader.\nexec '{}' --library-path '{}' '{}' \"$@\"\n",
-            loader.display(),
-            libdir.display(),
-            real.display()
-        );
-        fs::write(&p, script).map_err(|e| failed(&format!("writing the {prog} wrapper"), e))?;
+        fs::copy(super::guest_file("trixie-exec.sh"), &p)
+            .map_err(|e| failed(&format!("writing the {prog} wrapper"), e))?;
         chmod_x(&p)?;
     }
     // Not packaged: the ASN.1 compiler (a host program of the source tree).
     let asn1 = kbuild.join("scripts/asn1_compiler");
-    run(
+    run_step(
         "compiling scripts/asn1_compiler",
         Command::new("gcc")
             .args(["-O2", "-I"])
@@ -331,7 +304,7 @@ fn ensure_kbuild(
     )?;
     fs::write(&ready, format!("{KBUILD_STAMP}\n"))
         .map_err(|e| failed("writing the kbuild stamp", e))?;
-    Ok(headers)
+    Ok((headers, libdir))
 }
 
 /// The arch headers' Makefile with its remaining absolute `/usr/src/`
@@ -377,35 +350,6 @@ fn chmod_x(p: &Path) -> Result<(), SkipReason> {
         .map_err(|e| failed(&format!("chmod {}", p.display()), e))
 }
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Runs a step; its output's tail becomes the failure detail.
-fn run(step: &str, cmd: &mut Command) -> Result<(), SkipReason> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| failed(step, e))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let tail: Vec<&str> = text.lines().rev().take(12).collect();
-    Err(SkipReason::BuildFailed {
-        step: step.into(),
-        detail: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
-    })
-}
-
 /// FNV-1a of `bytes`, for the stamp.
 fn fnv(bytes: &[u8]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -436,6 +380,39 @@ mod tests {
             headers_makefile_inside("include /usr/src/x/Makefile\n", Path::new("/r")),
             "include /r/usr/src/x/Makefile\n"
         );
+    }
+
+    /// trixie-exec.sh as kbuild runs a wrapped program: the real one beside
+    /// it as NAME.bin, run under the loader of TRIXIE_LIBDIR with every
+    /// argument passed through (here the host's loader and `echo`).
+    #[test]
+    fn the_wrapper_runs_the_real_program_under_the_given_loader() {
+        let libdir = Path::new("/lib/x86_64-linux-gnu");
+        let echo = Path::new("/bin/echo");
+        if !libdir.join("ld-linux-x86-64.so.2").is_file() || !echo.is_file() {
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("cifsmod-wrap-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let prog = dir.join("modpost.real-lsb-64");
+        fs::copy(echo, dir.join("modpost.real-lsb-64.bin")).unwrap();
+        fs::copy(super::super::guest_file("trixie-exec.sh"), &prog).unwrap();
+        chmod_x(&prog).unwrap();
+        let out = Command::new(&prog)
+            .args(["a b", "-c"])
+            .env("TRIXIE_LIBDIR", libdir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "a b -c\n");
+        // Without the library directory the loader is not found: a failure.
+        let out = Command::new(&prog)
+            .env_remove("TRIXIE_LIBDIR")
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -128,19 +128,9 @@ pub fn tree_release(makefile: &str) -> Option<String> {
     Some(format!("{}.{}", get("VERSION")?, get("PATCHLEVEL")?))
 }
 
+/// Runs a step; its stderr and stdout become the failure detail.
 fn run(step: &str, cmd: &mut Command) -> Result<(), SkipReason> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| failed(step, e))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(SkipReason::BuildFailed {
-            step: step.into(),
-            detail: String::from_utf8_lossy(&out.stderr).into_owned(),
-        })
-    }
+    super::tools::run_tool(step, cmd).map(drop)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The host programs a guest build runs, shared by the reference guest
 //! ([`super::build`], [`super::initramfs`]) and the ksmbd fixture
 //! (`crate::ksmbd`): checking that they are installed, running one to
-//! completion with its output as the failure detail, `dpkg -x`,
+//! completion with its output (or its tail) as the failure detail, `dpkg -x`,
 //! `gcc -static`, packing a staged tree into a gzipped newc initramfs, and
 //! the cache stamps' fingerprint. Touches only the paths its callers name.
 
@@ -45,6 +45,29 @@ pub(crate) fn run_tool(step: &str, cmd: &mut Command) -> Result<String, SkipReas
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs a step whose output runs long (a kernel build): on failure the
+/// detail is the last 12 lines of its stdout and then its stderr, where
+/// make's error sits.
+pub(crate) fn run_step(step: &str, cmd: &mut Command) -> Result<(), SkipReason> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| failed(step, e))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tail: Vec<&str> = text.lines().rev().take(12).collect();
+    Err(SkipReason::BuildFailed {
+        step: step.into(),
+        detail: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+    })
 }
 
 /// `dpkg -x DEB ROOT`: a package's files unpacked under `root`.
