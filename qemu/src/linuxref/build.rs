@@ -59,17 +59,70 @@ pub fn ensure_built(build_dir: &Path) -> Result<Paths, SkipReason> {
 }
 
 /// Builds (or finds cached in `build_dir/linuxref/RELEASE/`) the kernel,
-/// initramfs, ext4 image and host statneg of `release`.
+/// initramfs, ext4 image and host statneg of `release`: the release's
+/// paths, the tools, the static helpers, then either the cached build the
+/// stamp vouches for or the packages fetched, unpacked and assembled into
+/// the initramfs and ext4 image, the stamp written last.
 pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipReason> {
-    let top = build_dir.join("linuxref");
-    let dir = top.join(release.name());
+    let paths = release_paths(build_dir, release)?;
+    require_tools(BUILD_TOOLS)?;
+    let helpers = build_helpers(&paths)?;
+    let stamp = Stamp::of(&paths, &helpers);
+    if let Some(cached) = stamp.read(&paths) {
+        return Ok(cached);
+    }
+    let debs = fetch_packages(&paths)?;
+    let trees = unpack_packages(&paths, &debs)?;
+    let (kernel_release, modules) = guest_modules(&paths.dir, &trees.kernel)?;
+    let trixie_ls = unpack_trixie_ls(build_dir, &paths.dir)?;
+    let extra = Extra {
+        statneg: &helpers.statneg,
+        lrtime: &helpers.lrtime,
+        xattr: &helpers.xattr,
+        trixie_ls: &trixie_ls,
+    };
+    build_initramfs(
+        &paths.dir,
+        &trees.busybox,
+        &extra,
+        &modules,
+        &paths.initramfs,
+    )?;
+    build_ext4_image(&paths.dir, &paths.ext4_image)?;
+    let paths = Paths {
+        kernel_package: debs.kernel_packages[0].clone(),
+        package_version: deb_version(&debs.kernel[0]).unwrap_or_default(),
+        kernel_release,
+        ..paths
+    };
+    stamp.write(&paths)?;
+    remove_unpacked(&paths.dir, &trees, &trixie_ls);
+    Ok(paths)
+}
+
+/// The programs a build runs, with the packages that have them.
+const BUILD_TOOLS: &[(&str, &str)] = &[
+    ("gcc", "gcc"),
+    ("cpio", "cpio"),
+    ("gzip", "gzip"),
+    ("xz", "xz-utils"),
+    ("ldd", "libc-bin"),
+    ("mkfs.ext4", "e2fsprogs"),
+    ("dpkg", "dpkg"),
+    ("apt-get", "apt"),
+    ("apt-cache", "apt"),
+];
+
+/// `release`'s cache directory (created, absolute and free of `..`, since
+/// shell steps `cd` into it) and the paths of what is built there; the
+/// package fields are filled once known.
+fn release_paths(build_dir: &Path, release: Release) -> Result<Paths, SkipReason> {
+    let dir = build_dir.join("linuxref").join(release.name());
     mkdir(&dir)?;
-    // Absolute and free of `..`, since shell steps below `cd` into it.
     let dir = dir
         .canonicalize()
         .map_err(|e| failed(&format!("resolving {}", dir.display()), e))?;
-    let top = dir.parent().map(Path::to_path_buf).unwrap_or(dir.clone());
-    let paths = Paths {
+    Ok(Paths {
         kernel: dir.join("vmlinuz"),
         initramfs: dir.join("initramfs.gz"),
         ext4_image: dir.join("ext4.img"),
@@ -78,86 +131,145 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
         package_version: String::new(),
         kernel_release: String::new(),
         release,
-        dir: dir.clone(),
+        dir,
+    })
+}
+
+/// The static helpers the guest runs.
+struct Helpers {
+    statneg: PathBuf,
+    lrtime: PathBuf,
+    xattr: PathBuf,
+}
+
+/// Compiles statneg, lrtime and xattr whenever a source changed (they are
+/// cheap) and copies statneg to `statneg-host`.
+fn build_helpers(paths: &Paths) -> Result<Helpers, SkipReason> {
+    let h = Helpers {
+        statneg: paths.dir.join("statneg"),
+        lrtime: paths.dir.join("lrtime"),
+        xattr: paths.dir.join("xattr"),
     };
-    require_tools(&[
-        ("gcc", "gcc"),
-        ("cpio", "cpio"),
-        ("gzip", "gzip"),
-        ("xz", "xz-utils"),
-        ("ldd", "libc-bin"),
-        ("mkfs.ext4", "e2fsprogs"),
-        ("dpkg", "dpkg"),
-        ("apt-get", "apt"),
-        ("apt-cache", "apt"),
-    ])?;
-
-    // statneg and lrtime are cheap: rebuild whenever a source changed.
-    let statneg = dir.join("statneg");
-    gcc_static(&statneg_source(), &statneg, &["-pthread"])?;
-    let lrtime = dir.join("lrtime");
-    gcc_static(&lrtime_source(), &lrtime, &["-pthread"])?;
-    let xattr = dir.join("xattr");
-    gcc_static(&xattr_source(), &xattr, &["-pthread"])?;
+    gcc_static(&statneg_source(), &h.statneg, &["-pthread"])?;
+    gcc_static(&lrtime_source(), &h.lrtime, &["-pthread"])?;
+    gcc_static(&xattr_source(), &h.xattr, &["-pthread"])?;
     let _ = fs::remove_file(&paths.statneg_host);
-    fs::copy(&statneg, &paths.statneg_host).map_err(|e| failed("copying statneg-host", e))?;
+    fs::copy(&h.statneg, &paths.statneg_host).map_err(|e| failed("copying statneg-host", e))?;
+    Ok(h)
+}
 
-    // The rest is cached behind a stamp that names what went into the
-    // initramfs (the helpers and the init script).
-    let stamp = dir.join("stamp");
-    let sum = format!(
-        "initramfs {}",
-        digest(&[
-            &fs::read(&statneg).unwrap_or_default(),
-            &fs::read(&lrtime).unwrap_or_default(),
-            &fs::read(&xattr).unwrap_or_default(),
-            INIT_SCRIPT.as_bytes(),
-            GUEST_MODULES.join(",").as_bytes(),
-        ])
-    );
-    if let Ok(s) = fs::read_to_string(&stamp) {
-        let l: Vec<&str> = s.lines().collect();
-        if l.len() == 5
-            && l[0] == STAMP_VERSION
-            && l[1] == sum
-            && [&paths.kernel, &paths.initramfs, &paths.ext4_image]
-                .iter()
-                .all(|p| p.is_file())
-        {
-            return Ok(Paths {
-                kernel_package: l[2].to_string(),
-                package_version: l[3].to_string(),
-                kernel_release: l[4].to_string(),
-                ..paths
-            });
+/// The cache stamp: [`STAMP_VERSION`], the digest of what goes into the
+/// initramfs (the helpers, the init script, the module list), then the
+/// kernel package, its version and the kernel release, one a line.
+struct Stamp {
+    file: PathBuf,
+    sum: String,
+}
+
+impl Stamp {
+    fn of(paths: &Paths, h: &Helpers) -> Stamp {
+        let sum = format!(
+            "initramfs {}",
+            digest(&[
+                &fs::read(&h.statneg).unwrap_or_default(),
+                &fs::read(&h.lrtime).unwrap_or_default(),
+                &fs::read(&h.xattr).unwrap_or_default(),
+                INIT_SCRIPT.as_bytes(),
+                GUEST_MODULES.join(",").as_bytes(),
+            ])
+        );
+        Stamp {
+            file: paths.dir.join("stamp"),
+            sum,
         }
     }
 
-    let apt = AptSource::for_release(&top, release)?;
-    let kernel_packages = match release.split_packages() {
+    /// The cached build, when the stamp matches and every output is there.
+    fn read(&self, paths: &Paths) -> Option<Paths> {
+        let s = fs::read_to_string(&self.file).ok()?;
+        let l: Vec<&str> = s.lines().collect();
+        let fresh = l.len() == 5
+            && l[0] == STAMP_VERSION
+            && l[1] == self.sum
+            && [&paths.kernel, &paths.initramfs, &paths.ext4_image]
+                .iter()
+                .all(|p| p.is_file());
+        fresh.then(|| Paths {
+            kernel_package: l[2].to_string(),
+            package_version: l[3].to_string(),
+            kernel_release: l[4].to_string(),
+            ..paths.clone()
+        })
+    }
+
+    fn write(&self, p: &Paths) -> Result<(), SkipReason> {
+        let (sum, package, version, release) = (
+            &self.sum,
+            &p.kernel_package,
+            &p.package_version,
+            &p.kernel_release,
+        );
+        fs::write(
+            &self.file,
+            format!("{STAMP_VERSION}\n{sum}\n{package}\n{version}\n{release}\n"),
+        )
+        .map_err(|e| failed("writing the stamp", e))
+    }
+}
+
+/// The downloaded packages: the kernel's (the image first) and busybox.
+struct Debs {
+    kernel_packages: Vec<String>,
+    kernel: Vec<PathBuf>,
+    busybox: PathBuf,
+}
+
+/// Downloads the release's kernel packages (from its own apt source) and
+/// busybox (from the machine's lists, for every release) into `DIR/debs/`.
+fn fetch_packages(paths: &Paths) -> Result<Debs, SkipReason> {
+    let top = paths.dir.parent().unwrap_or(&paths.dir);
+    let apt = AptSource::for_release(top, paths.release)?;
+    let kernel_packages = match paths.release.split_packages() {
         Some(split) => split,
         None => vec![current_kernel_package(&apt)?],
     };
-    let kernel_package = kernel_packages[0].clone();
-    let debs = dir.join("debs");
+    let debs = paths.dir.join("debs");
     mkdir(&debs)?;
-    let mut kernel_debs = Vec::new();
+    let mut kernel = Vec::new();
     for p in &kernel_packages {
-        kernel_debs.push(download(&debs, p, &apt)?);
+        kernel.push(download(&debs, p, &apt)?);
     }
-    // busybox comes from the machine's own lists for every release.
-    let busybox_deb = download(&debs, BUSYBOX_PACKAGE, &AptSource::machine())?;
-    let package_version = deb_version(&kernel_debs[0]).unwrap_or_default();
+    let busybox = download(&debs, BUSYBOX_PACKAGE, &AptSource::machine())?;
+    Ok(Debs {
+        kernel_packages,
+        kernel,
+        busybox,
+    })
+}
 
-    let kroot = dir.join("kernel-root");
-    let bbroot = dir.join("busybox-root");
+/// The unpacked packages.
+struct Trees {
+    /// The kernel packages' files.
+    kernel: PathBuf,
+    /// busybox-static's files.
+    busybox_root: PathBuf,
+    /// Its `bin/busybox`.
+    busybox: PathBuf,
+}
+
+/// Unpacks the packages (`dpkg -x`) and copies the kernel image to
+/// `paths.kernel`.
+fn unpack_packages(paths: &Paths, debs: &Debs) -> Result<Trees, SkipReason> {
+    let kroot = paths.dir.join("kernel-root");
+    let bbroot = paths.dir.join("busybox-root");
     for root in [&kroot, &bbroot] {
         let _ = fs::remove_dir_all(root);
     }
-    for (deb, root) in kernel_debs
+    for (deb, root) in debs
+        .kernel
         .iter()
         .map(|d| (d, &kroot))
-        .chain([(&busybox_deb, &bbroot)])
+        .chain([(&debs.busybox, &bbroot)])
     {
         dpkg_x(deb, root)?;
     }
@@ -165,7 +277,7 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
         step: "unpacking the kernel".into(),
         detail: format!(
             "no boot/vmlinuz-* or usr/lib/modules/*/vmlinuz* in {}",
-            kernel_packages.join(", ")
+            debs.kernel_packages.join(", ")
         ),
     })?;
     fs::copy(&vmlinuz, &paths.kernel).map_err(|e| failed("copying vmlinuz", e))?;
@@ -176,7 +288,16 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
             detail: "no bin/busybox in the package".into(),
         });
     }
+    Ok(Trees {
+        kernel: kroot,
+        busybox_root: bbroot,
+        busybox,
+    })
+}
 
+/// The kernel release (`uname -r`) and [`GUEST_MODULES`] with their
+/// dependencies in load order, decompressed into `dir/modules-xz/`.
+fn guest_modules(dir: &Path, kroot: &Path) -> Result<(String, Vec<PathBuf>), SkipReason> {
     // Debian 13 is merged-/usr: its modules sit under usr/lib/modules.
     let modules_root = ["lib/modules", "usr/lib/modules"]
         .iter()
@@ -193,33 +314,21 @@ pub fn ensure_release(build_dir: &Path, release: Release) -> Result<Paths, SkipR
         .unwrap_or_default();
     let modules = module_load_order(&modules_root, GUEST_MODULES)?;
     let modules = decompressed_modules(&dir.join("modules-xz"), &modules)?;
-    let trixie_ls = unpack_trixie_ls(build_dir, &dir)?;
-    let extra = Extra {
-        statneg: &statneg,
-        lrtime: &lrtime,
-        xattr: &xattr,
-        trixie_ls: &trixie_ls,
-    };
-    build_initramfs(&dir, &busybox, &extra, &modules, &paths.initramfs)?;
-    build_ext4_image(&dir, &paths.ext4_image)?;
+    Ok((kernel_release, modules))
+}
 
-    fs::write(
-        &stamp,
-        format!("{STAMP_VERSION}\n{sum}\n{kernel_package}\n{package_version}\n{kernel_release}\n"),
-    )
-    .map_err(|e| failed("writing the stamp", e))?;
-    // The unpacked trees are large and no longer needed.
-    let _ = fs::remove_dir_all(&kroot);
-    let _ = fs::remove_dir_all(&bbroot);
-    let _ = fs::remove_dir_all(dir.join("initramfs-root"));
-    let _ = fs::remove_dir_all(dir.join("modules-xz"));
-    let _ = fs::remove_dir_all(&trixie_ls);
-    Ok(Paths {
-        kernel_package,
-        package_version,
-        kernel_release,
-        ..paths
-    })
+/// Removes what the build unpacked and staged: large, and no longer needed
+/// once the stamp is written.
+fn remove_unpacked(dir: &Path, trees: &Trees, trixie_ls: &Path) {
+    for d in [
+        &trees.kernel,
+        &trees.busybox_root,
+        &dir.join("initramfs-root"),
+        &dir.join("modules-xz"),
+        trixie_ls,
+    ] {
+        let _ = fs::remove_dir_all(d);
+    }
 }
 
 /// The kernel image in unpacked kernel packages: `boot/vmlinuz-*` (6.1,
@@ -274,6 +383,50 @@ mod tests {
         );
         assert!(modinfo_depends(b"\0depends=\0").is_empty());
         assert!(modinfo_depends(b"nothing").is_empty());
+    }
+
+    /// The stamp vouches for a build only with its own digest and every
+    /// output in place, and gives back the package fields it was written with.
+    #[test]
+    fn the_stamp_reads_back_only_a_complete_build_of_the_same_inputs() {
+        let root = std::env::temp_dir().join(format!("linuxref-stamp-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let paths = release_paths(&root, Release::V6_12).unwrap();
+        let helpers = Helpers {
+            statneg: paths.dir.join("statneg"),
+            lrtime: paths.dir.join("lrtime"),
+            xattr: paths.dir.join("xattr"),
+        };
+        fs::write(&helpers.statneg, b"v1").unwrap();
+        let stamp = Stamp::of(&paths, &helpers);
+        let built = Paths {
+            kernel_package: "linux-image-6.12.117+deb13-cloud-amd64".into(),
+            package_version: "6.12.117-1".into(),
+            kernel_release: "6.12.117+deb13-cloud-amd64".into(),
+            ..paths.clone()
+        };
+        stamp.write(&built).unwrap();
+        assert!(stamp.read(&paths).is_none(), "no outputs yet");
+        for p in [&paths.kernel, &paths.initramfs, &paths.ext4_image] {
+            fs::write(p, b"x").unwrap();
+        }
+        let cached = stamp.read(&paths).expect("a complete build");
+        assert_eq!(
+            (
+                cached.kernel_package,
+                cached.package_version,
+                cached.kernel_release
+            ),
+            (
+                built.kernel_package.clone(),
+                built.package_version.clone(),
+                built.kernel_release.clone()
+            )
+        );
+        // A helper changed: another digest, the cache is not used.
+        fs::write(&helpers.statneg, b"v2").unwrap();
+        assert!(Stamp::of(&paths, &helpers).read(&paths).is_none());
+        fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
