@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::process::{start_on_a_free_port, PortRetry, ServerProcess, Startup};
+use crate::process::{log_tail, start_on_a_free_port, PortRetry, ServerProcess, Startup};
 use crate::samba::make_temp_dir;
 
 /// Where `make setup` puts the virtual environment (relative to the
@@ -142,21 +142,14 @@ impl Server {
                 .arg(&self.share_dir),
             log,
         )?;
-        let log = &self.log;
         self.server
-            .wait_for_port(self.addr(), timeout, &STARTUP, || log_tail(log, 2000))
+            .wait_for_port_logged(self.addr(), timeout, &STARTUP, &self.log)
     }
 
     /// SIGTERM, up to 5 s, then SIGKILL; always reaped. Idempotent.
     pub fn stop(&mut self) {
         self.server.stop();
     }
-}
-
-/// The last `max` bytes of a log file.
-fn log_tail(log: &Path, max: usize) -> String {
-    let s = std::fs::read(log).unwrap_or_default();
-    String::from_utf8_lossy(&s[s.len().saturating_sub(max)..]).into_owned()
 }
 
 impl Drop for Server {

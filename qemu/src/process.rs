@@ -19,6 +19,7 @@
 use std::fs::File;
 use std::io;
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -119,6 +120,18 @@ impl ServerProcess {
             .map_err(|e| e.into_io(startup, addr, timeout, tail))
     }
 
+    /// [`ServerProcess::wait_for_port`] with the end of the server's `log`
+    /// (its last 2000 bytes) as the tail.
+    pub fn wait_for_port_logged(
+        &mut self,
+        addr: SocketAddr,
+        timeout: Duration,
+        startup: &Startup,
+        log: &Path,
+    ) -> io::Result<()> {
+        self.wait_for_port(addr, timeout, startup, || log_tail(log, 2000))
+    }
+
     fn wait(&mut self, addr: SocketAddr, timeout: Duration, s: &Startup) -> Result<(), NotReady> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -177,6 +190,13 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The last `max` bytes of a log file (a character cut at the start, or
+/// bytes that are not UTF-8, shown as U+FFFD).
+pub fn log_tail(log: &Path, max: usize) -> String {
+    let s = std::fs::read(log).unwrap_or_default();
+    String::from_utf8_lossy(&s[s.len().saturating_sub(max)..]).into_owned()
 }
 
 /// How many times a fixture tries to start its server, and when it gives up
@@ -316,82 +336,70 @@ mod tests {
         assert_eq!(p.pid(), None);
     }
 
+    /// Runs [`start_on_a_free_port`] with a start that answers `outcome(attempt)`:
+    /// the result, the ports tried (none of them 0) and the stops.
+    fn tries(
+        retry: &PortRetry,
+        outcome: impl Fn(usize) -> io::Result<()>,
+    ) -> (io::Result<()>, usize, usize) {
+        let mut fx = (Vec::new(), 0);
+        let r = start_on_a_free_port(
+            &mut fx,
+            retry,
+            |fx, port, attempt| {
+                fx.0.push(port);
+                outcome(attempt)
+            },
+            |fx| fx.1 += 1,
+        );
+        assert!(fx.0.iter().all(|&p| p != 0));
+        (r, fx.0.len(), fx.1)
+    }
+
     #[test]
     fn a_start_is_tried_on_fresh_ports_until_one_works_or_a_failure_is_final() {
-        struct Fx {
-            ports: Vec<u16>,
-            stops: usize,
-        }
-        let in_use = || io::Error::from(io::ErrorKind::AddrInUse);
+        let in_use = || Err(io::Error::from(io::ErrorKind::AddrInUse));
         let any = PortRetry {
             name: "srv",
             tries: 3,
             only_on: None,
         };
         // Fails twice, then starts: three ports tried, two failed tries stopped.
-        let mut fx = Fx {
-            ports: vec![],
-            stops: 0,
-        };
-        let r = start_on_a_free_port(
-            &mut fx,
-            &any,
-            |fx, port, attempt| {
-                fx.ports.push(port);
-                if attempt < 2 {
-                    Err(in_use())
-                } else {
-                    Ok(())
-                }
-            },
-            |fx| fx.stops += 1,
-        );
+        let (r, ports, stops) = tries(&any, |a| if a < 2 { in_use() } else { Ok(()) });
         assert!(r.is_ok());
-        assert_eq!((fx.ports.len(), fx.stops), (3, 2));
-        assert!(fx.ports.iter().all(|&p| p != 0));
+        assert_eq!((ports, stops), (3, 2));
         // Never starts: the last error comes back after `tries` tries.
-        let mut fx = Fx {
-            ports: vec![],
-            stops: 0,
-        };
-        let r = start_on_a_free_port(
-            &mut fx,
-            &any,
-            |fx, port, _| {
-                fx.ports.push(port);
-                Err(io::Error::other("no"))
-            },
-            |fx| fx.stops += 1,
-        );
-        assert_eq!(r.unwrap_err().to_string(), "no");
-        assert_eq!((fx.ports.len(), fx.stops), (3, 3));
+        let (r, ports, stops) = tries(&any, |a| Err(io::Error::other(format!("no {a}"))));
+        assert_eq!(r.unwrap_err().to_string(), "no 2");
+        assert_eq!((ports, stops), (3, 3));
         // Retried only on a taken port: another failure ends the tries.
         let addr_only = PortRetry {
             only_on: Some(io::ErrorKind::AddrInUse),
             ..any
         };
-        let mut fx = Fx {
-            ports: vec![],
-            stops: 0,
-        };
-        let r = start_on_a_free_port(
-            &mut fx,
-            &addr_only,
-            |fx, port, attempt| {
-                fx.ports.push(port);
-                if attempt == 0 {
-                    Err(in_use())
-                } else {
-                    Err(io::Error::other("boot failed"))
-                }
-            },
-            |fx| fx.stops += 1,
-        );
+        let (r, ports, stops) = tries(&addr_only, |a| {
+            if a == 0 {
+                in_use()
+            } else {
+                Err(io::Error::other("boot failed"))
+            }
+        });
         assert_eq!(r.unwrap_err().to_string(), "boot failed");
-        assert_eq!((fx.ports.len(), fx.stops), (2, 2));
+        assert_eq!((ports, stops), (2, 2));
         // No tries at all: the server is named.
-        let none = PortRetry { tries: 0, ..any };
-        let r = start_on_a_free_port(&mut fx, &none, |_, _, _| Ok(()), |_| {});
+        let (r, ports, _) = tries(&PortRetry { tries: 0, ..any }, |_| Ok(()));
         assert_eq!(r.unwrap_err().to_string(), "srv did not start");
+        assert_eq!(ports, 0);
+    }
+
+    #[test]
+    fn a_log_tail_is_the_last_bytes_even_mid_character() {
+        let log = std::env::temp_dir().join(format!("process-log-{}", std::process::id()));
+        std::fs::write(&log, "start\nend: é\n").unwrap();
+        assert_eq!(log_tail(&log, 3), "é\n");
+        assert_eq!(log_tail(&log, 2), "\u{fffd}\n");
+        assert_eq!(log_tail(&log, 100), "start\nend: é\n");
+        std::fs::remove_file(&log).unwrap();
+        assert_eq!(log_tail(&log, 10), "");
     }
 }

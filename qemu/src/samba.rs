@@ -24,7 +24,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::process::{start_on_a_free_port, PortRetry, ServerProcess, Startup};
+use crate::process::{log_tail, start_on_a_free_port, PortRetry, ServerProcess, Startup};
 
 /// Where `smbd` is looked for first (Debian's package puts it there).
 pub const SMBD: &str = "/usr/sbin/smbd";
@@ -439,9 +439,8 @@ impl Fixture {
                 .arg(format!("--configfile={}", self.conf.display())),
             log,
         )?;
-        let log = &self.log;
         self.server
-            .wait_for_port(self.addr(), timeout, &STARTUP, || log_tail(log, 2000))
+            .wait_for_port_logged(self.addr(), timeout, &STARTUP, &self.log)
     }
 
     /// Stop smbd: SIGTERM, wait up to 5 s, then SIGKILL; always reaped.
@@ -571,16 +570,6 @@ pub fn get_xattr(path: &Path, name: &str) -> io::Result<Vec<u8>> {
         )));
     }
     Ok(out.stdout)
-}
-
-/// The last `max` bytes of a log file (from a character boundary).
-fn log_tail(log: &Path, max: usize) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let start = text.len().saturating_sub(max);
-    let start = (start..=text.len())
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(text.len());
-    text[start..].to_string()
 }
 
 /// A free TCP port on 127.0.0.1 (bind to port 0, read it back, release it).
