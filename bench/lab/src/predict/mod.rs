@@ -55,7 +55,8 @@ pub use csv::{
 use csv::{PREDICT_HEADER_V1, PREDICT_HEADER_V2};
 use round::{Gathered, Session};
 pub use tables::{
-    cpus_columns, fit_line, latency_groups, lines_table, table, validation_table, Check,
+    cpus_columns, fit_line, input_cells, input_columns, latency_groups, lines_table, lock_cell,
+    table, validation_table, Check,
 };
 
 /// `bench predict` options.

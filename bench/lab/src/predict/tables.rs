@@ -476,39 +476,55 @@ pub fn cpus_columns() -> impl Iterator<Item = (String, Align)> {
     })
 }
 
+/// The headers of a model's seven measured 1-CPU inputs, in the order
+/// [`input_cells`] formats them: the prediction table and the report's
+/// inputs table both show these columns.
+pub fn input_columns() -> impl Iterator<Item = (String, Align)> {
+    [
+        "1-CPU ns/op",
+        "hot-line stores/op",
+        "holds/op",
+        "hold ns/op",
+        "other shared stores/op",
+        "hashed ns/op",
+        "hit ns/op",
+    ]
+    .into_iter()
+    .map(|h| (h.to_string(), Right))
+}
+
+/// A model's measured 1-CPU inputs as table cells, under
+/// [`input_columns`].
+pub fn input_cells(i: &Inputs) -> [String; 7] {
+    [
+        format!("{:.0}", i.ns_per_op),
+        format!("{:.2}", i.hot_stores),
+        format!("{:.2}", i.hot_holds),
+        format!("{:.1}", i.hold_ns),
+        format!("{:.2}", i.other_stores),
+        format!("{:.0}", i.hashed_ns),
+        format!("{:.0}", i.hit_ns),
+    ]
+}
+
+/// A model's lock kind as a cell, followed by `marker` when its inputs were
+/// measured with the build's own lock rather than this kind.
+pub fn lock_cell(m: &Model, marker: &str) -> String {
+    format!("{}{}", m.lock, if m.lock_measured { "" } else { marker })
+}
+
 /// The prediction table (markdown), one line per design and lock kind.
 pub fn table(models: &[Model]) -> String {
-    let mut cols: Vec<(String, Align)> = [
-        ("design".into(), Left),
-        ("lock".into(), Left),
-        ("1-CPU ns/op".into(), Right),
-        ("hot-line stores/op".into(), Right),
-        ("holds/op".into(), Right),
-        ("hold ns/op".into(), Right),
-        ("other shared stores/op".into(), Right),
-        ("hashed ns/op".into(), Right),
-        ("hit ns/op".into(), Right),
-        ("allocs/op".into(), Right),
-        ("t_x ns".into(), Right),
-    ]
-    .into();
+    let mut cols: Vec<(String, Align)> = [("design".into(), Left), ("lock".into(), Left)].into();
+    cols.extend(input_columns());
+    cols.extend([("allocs/op".into(), Right), ("t_x ns".into(), Right)]);
     cols.extend(cpus_columns());
     let mut t = Table::new(cols);
     for m in models {
         let i = &m.inputs;
-        let mut cells = Vec::from([
-            m.design.to_string(),
-            format!("{}{}", m.lock, if m.lock_measured { "" } else { "*" }),
-            format!("{:.0}", i.ns_per_op),
-            format!("{:.2}", i.hot_stores),
-            format!("{:.2}", i.hot_holds),
-            format!("{:.1}", i.hold_ns),
-            format!("{:.2}", i.other_stores),
-            format!("{:.0}", i.hashed_ns),
-            format!("{:.0}", i.hit_ns),
-            format!("{:.2}", i.allocs),
-            format!("{:.1}", m.transfer_ns),
-        ]);
+        let mut cells = Vec::from([m.design.to_string(), lock_cell(m, "*")]);
+        cells.extend(input_cells(i));
+        cells.extend([format!("{:.2}", i.allocs), format!("{:.1}", m.transfer_ns)]);
         cells.extend(model::CPUS.into_iter().map(|n| {
             let p = m.predict(n);
             let mut c = crate::human(p.ops);

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use crate::human;
 use crate::points::Point;
 use crate::predict::model::CPUS;
-use crate::predict::{cpus_columns, Model};
+use crate::predict::{cpus_columns, input_cells, input_columns, lock_cell, Model};
 use crate::rows::Row;
 use formats::markdown::Align::{self, Left, Right};
 use formats::markdown::Table;
@@ -68,41 +68,32 @@ pub(super) fn write_predictions(s: &mut String, pts: &[Point], models: &[Model],
          that point. Lock kinds marked \\* were not measured with that lock (the build had no \
          `lock=` word): only their handoff model differs.\n"
     );
-    let mut t = Table::new([
-        ("testcase", Left),
-        ("design", Left),
-        ("lock", Left),
-        ("t_x ns", Right),
-        ("1-CPU ns/op", Right),
-        ("hot-line stores/op", Right),
-        ("holds/op", Right),
-        ("hold ns/op", Right),
-        ("other shared stores/op", Right),
-        ("hashed ns/op", Right),
-        ("hit ns/op", Right),
-        ("queued bound", Right),
-    ]);
+    let mut cols: Vec<(String, Align)> = [
+        ("testcase".into(), Left),
+        ("design".into(), Left),
+        ("lock".into(), Left),
+        ("t_x ns".into(), Right),
+    ]
+    .into();
+    cols.extend(input_columns());
+    cols.push(("queued bound".into(), Right));
+    let mut t = Table::new(cols);
     for m in models {
         let i = &m.inputs;
         let bound = crate::predict::model::queued_bound(i, m.transfer_ns);
-        t.row([
+        let mut cells = Vec::from([
             m.testcase.clone(),
             m.design.clone(),
-            format!("{}{}", m.lock, if m.lock_measured { "" } else { "\\*" }),
+            lock_cell(m, "\\*"),
             format!("{:.1}", m.transfer_ns),
-            format!("{:.0}", i.ns_per_op),
-            format!("{:.2}", i.hot_stores),
-            format!("{:.2}", i.hot_holds),
-            format!("{:.1}", i.hold_ns),
-            format!("{:.2}", i.other_stores),
-            format!("{:.0}", i.hashed_ns),
-            format!("{:.0}", i.hit_ns),
-            if bound.is_finite() {
-                human(bound)
-            } else {
-                "none (linear)".into()
-            },
         ]);
+        cells.extend(input_cells(i));
+        cells.push(if bound.is_finite() {
+            human(bound)
+        } else {
+            "none (linear)".into()
+        });
+        t.row(cells);
     }
     s.push_str(&t.into_string());
     if models.iter().any(|m| !m.inputs.lines.is_empty()) {
