@@ -17,10 +17,8 @@
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use bench::params::Design;
-use fs::vfs::Vfs;
-use fs::Errno;
 
-use super::{drain, live_dentries, settle, show};
+use super::{drain, live_dentries, scratch_tmpfs, settle, Misses};
 use crate::console::kprintln;
 use crate::smp::{self, CpuSet};
 use crate::sync::rcu;
@@ -49,17 +47,9 @@ fn name(buf: &mut [u8; 24], cpu: usize, mut i: u64) -> usize {
 pub fn hostile_stress(secs: u32, design: Design) -> bool {
     let n = smp::online_count();
     let base = drain(2000);
-    let vfs = match Vfs::new_tmpfs(&design.mount_opts()) {
-        Ok(v) => v,
-        Err(e) => {
-            kprintln!("stress=hostile: tmpfs {}: {e}", design.mount_opts());
-            return false;
-        }
-    };
-    if let Err(e) = vfs.mkdir(b"/h", 0o755) {
-        kprintln!("stress=hostile: mkdir /h: {e}");
+    let Some(vfs) = scratch_tmpfs("hostile", design, b"/h") else {
         return false;
-    }
+    };
     let (_, heap_size, _) = crate::mm::heap::stats();
     let live_max = AtomicU64::new(0);
     let unused_max = AtomicUsize::new(0);
@@ -71,26 +61,14 @@ pub fn hostile_stress(secs: u32, design: Design) -> bool {
     let end = t0 + secs as u64 * 1_000_000_000;
     let vfs_ref = &vfs;
     let results = smp::run_on_collect(&CpuSet::first(n), |cpu| {
-        let (mut enoent, mut enomem, mut other) = (0u64, 0u64, 0u64);
+        let mut misses = Misses::default();
         let mut buf = [0u8; 24];
         let mut i = 0u64;
         let mut next_sample = t0 + 1_000_000_000;
         loop {
             let len = name(&mut buf, cpu, i);
-            match vfs_ref.stat(&buf[..len]) {
-                Err(Errno::ENOENT) => enoent += 1,
-                Err(Errno::ENOMEM) => enomem += 1,
-                r => {
-                    other += 1;
-                    if other <= 3 {
-                        kprintln!("stress=hostile: {}: {r:?}", show(&buf[..len]));
-                    }
-                }
-            }
+            misses.stat("hostile", vfs_ref, &buf[..len]);
             i += 1;
-            if i.is_multiple_of(64) {
-                rcu::quiescent_state();
-            }
             if i.is_multiple_of(256) {
                 let now = time::now_ns();
                 if now >= end {
@@ -127,14 +105,17 @@ pub fn hostile_stress(secs: u32, design: Design) -> bool {
                 }
             }
         }
-        (enoent, enomem, other)
+        misses
     });
     let ms = (time::now_ns() - t0) / 1_000_000;
     let c = fs::stats::snapshot().delta(&c0);
-    let (enoent, enomem, other) = results
-        .iter()
-        .fold((0, 0, 0), |a, (_, r)| (a.0 + r.0, a.1 + r.1, a.2 + r.2));
-    let lookups = enoent + enomem + other;
+    let total = Misses::sum(&results);
+    let lookups = total.lookups();
+    let Misses {
+        enoent,
+        enomem,
+        wrong: other,
+    } = total;
     drop(vfs);
     let live = settle(base, 5000);
     let heap_peak = heap_max.load(Ordering::Relaxed);

@@ -10,13 +10,10 @@
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use bench::params::Design;
-use fs::vfs::Vfs;
-use fs::Errno;
 
-use super::{designs, drain, settle, show};
+use super::{designs, drain, scratch_tmpfs, settle, Misses};
 use crate::console::kprintln;
 use crate::smp::{self, CpuSet};
-use crate::sync::rcu;
 use crate::time;
 
 /// `stress=mem`: names per design.
@@ -41,53 +38,33 @@ pub fn mem_stress(only: Option<Design>) -> bool {
     fs::dcache::set_max_unused(MEM_LIMIT);
     for d in designs(only) {
         let base = drain(2000);
-        let vfs = match Vfs::new_tmpfs(&d.mount_opts()) {
-            Ok(v) => v,
-            Err(e) => {
-                kprintln!("stress=mem: tmpfs {}: {e}", d.mount_opts());
-                return false;
-            }
-        };
-        if let Err(e) = vfs.mkdir(b"/m", 0o755) {
-            kprintln!("stress=mem: mkdir /m: {e}");
+        let Some(vfs) = scratch_tmpfs("mem", d, b"/m") else {
             return false;
-        }
+        };
         let c0 = fs::stats::snapshot();
         let max_unused = AtomicUsize::new(0);
         let t0 = time::now_ns();
         let vfs_ref = &vfs;
         let results = smp::run_on_collect(&CpuSet::first(n), |cpu| {
-            let (mut enoent, mut enomem, mut other) = (0u64, 0u64, 0u64);
+            let mut misses = Misses::default();
             let mut buf = [0u8; 16];
-            let mut k = 0u64;
             for i in (cpu..MEM_NAMES).step_by(n) {
                 let len = miss_name(&mut buf, i);
-                match vfs_ref.stat(&buf[..len]) {
-                    Err(Errno::ENOENT) => enoent += 1,
-                    Err(Errno::ENOMEM) => enomem += 1,
-                    r => {
-                        other += 1;
-                        if other <= 3 {
-                            kprintln!("stress=mem: {}: {r:?}", show(&buf[..len]));
-                        }
-                    }
-                }
-                k += 1;
-                if k.is_multiple_of(64) {
-                    rcu::quiescent_state();
-                }
-                if cpu == 0 && k.is_multiple_of(1024) {
+                misses.stat("mem", vfs_ref, &buf[..len]);
+                if cpu == 0 && misses.lookups().is_multiple_of(1024) {
                     max_unused.fetch_max(fs::dcache::nr_unused(), Ordering::Relaxed);
                 }
             }
-            (enoent, enomem, other)
+            misses
         });
         let ms = (time::now_ns() - t0) / 1_000_000;
         max_unused.fetch_max(fs::dcache::nr_unused(), Ordering::Relaxed);
         let c = fs::stats::snapshot().delta(&c0);
-        let (enoent, enomem, other) = results
-            .iter()
-            .fold((0, 0, 0), |a, (_, r)| (a.0 + r.0, a.1 + r.1, a.2 + r.2));
+        let Misses {
+            enoent,
+            enomem,
+            wrong: other,
+        } = Misses::sum(&results);
         let (used, _, _) = crate::benchrun::memory_figures();
         let (_, heap_size, _) = crate::mm::heap::stats();
         drop(vfs);

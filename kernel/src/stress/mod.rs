@@ -20,6 +20,8 @@ mod rcu;
 use alloc::vec::Vec;
 
 use bench::params::Design;
+use fs::vfs::Vfs;
+use fs::Errno;
 use kernel::cmdline::Stress;
 
 use crate::console::kprintln;
@@ -67,6 +69,69 @@ fn settle_until(target: Option<i64>, timeout_ms: u64) -> i64 {
         if (pending == 0 && target.is_none_or(|t| live == t)) || time::now_ns() > deadline {
             return live;
         }
+    }
+}
+
+/// A fresh tmpfs with `design`'s mount options and the directory `dir`
+/// made in it; `None` (said on the console as `stress=TEST: ...`) when
+/// either step fails.
+fn scratch_tmpfs(test: &str, design: Design, dir: &[u8]) -> Option<Vfs> {
+    let vfs = match Vfs::new_tmpfs(&design.mount_opts()) {
+        Ok(v) => v,
+        Err(e) => {
+            kprintln!("stress={test}: tmpfs {}: {e}", design.mount_opts());
+            return None;
+        }
+    };
+    if let Err(e) = vfs.mkdir(dir, 0o755) {
+        kprintln!("stress={test}: mkdir {}: {e}", show(dir));
+        return None;
+    }
+    Some(vfs)
+}
+
+/// One CPU's answers to stats of names that must be missing: ENOENT is
+/// right, ENOMEM (memory admission refused) is counted apart, anything
+/// else is wrong.
+#[derive(Clone, Copy, Default)]
+struct Misses {
+    enoent: u64,
+    enomem: u64,
+    wrong: u64,
+}
+
+impl Misses {
+    /// Stat `path`, count the answer (printing the first three wrong ones as
+    /// `stress=TEST: PATH: ANSWER`), and pass a quiescent state every 64
+    /// stats so that this CPU never holds up a grace period for long.
+    fn stat(&mut self, test: &str, vfs: &Vfs, path: &[u8]) {
+        match vfs.stat(path) {
+            Err(Errno::ENOENT) => self.enoent += 1,
+            Err(Errno::ENOMEM) => self.enomem += 1,
+            r => {
+                self.wrong += 1;
+                if self.wrong <= 3 {
+                    kprintln!("stress={test}: {}: {r:?}", show(path));
+                }
+            }
+        }
+        if self.lookups().is_multiple_of(64) {
+            crate::sync::rcu::quiescent_state();
+        }
+    }
+
+    /// Stats counted.
+    fn lookups(&self) -> u64 {
+        self.enoent + self.enomem + self.wrong
+    }
+
+    /// Every CPU's counts added up.
+    fn sum(per_cpu: &[(usize, Misses)]) -> Misses {
+        per_cpu.iter().fold(Misses::default(), |a, (_, m)| Misses {
+            enoent: a.enoent + m.enoent,
+            enomem: a.enomem + m.enomem,
+            wrong: a.wrong + m.wrong,
+        })
     }
 }
 

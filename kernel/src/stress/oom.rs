@@ -18,7 +18,7 @@ use bench::params::Design;
 use fs::vfs::{FileType, OpenFlags, Vfs};
 use fs::Errno;
 
-use super::{designs, drain, settle, show};
+use super::{designs, drain, scratch_tmpfs, settle, show};
 use crate::console::kprintln;
 use crate::sync::rcu;
 
@@ -108,17 +108,9 @@ fn oom_design(d: Design) -> bool {
     use crate::mm::heap;
     let base = drain(2000);
     let free_start = heap::free();
-    let vfs = match Vfs::new_tmpfs(&d.mount_opts()) {
-        Ok(v) => v,
-        Err(e) => {
-            kprintln!("stress=oom: tmpfs {}: {e}", d.mount_opts());
-            return false;
-        }
-    };
-    if let Err(e) = vfs.mkdir(b"/o", 0o755) {
-        kprintln!("stress=oom: mkdir /o: {e}");
+    let Some(vfs) = scratch_tmpfs("oom", d, b"/o") else {
         return false;
-    }
+    };
     let c0 = fs::stats::snapshot();
     let data = [0x5au8; OOM_FILE_BYTES];
     let first = fill(&vfs, b'f', usize::MAX, &data);
