@@ -14,21 +14,20 @@
 //! negatives, the others pass by construction. Touches only the fs crate's
 //! public API.
 
-use std::any::Any;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use fs::dcache::{self, design, DRef};
 use fs::errno::Errno;
 use fs::fault::{arm_race, disarm_race, RacePoint};
-use fs::inode::{FsOps, Inode, SuperBlock};
+use fs::inode::Inode;
 use fs::namei::{self, LookupFlags};
 use fs::types::FileType;
 use fs::vfs::Vfs;
-use fs::KResult;
+
+mod remote;
+use remote::Server;
 
 fn each_design(test: &str, f: impl Fn(&str)) {
     let opts = design::mount_opts();
@@ -116,74 +115,6 @@ fn a_lookup_in_a_directory_removed_meanwhile_hashes_nothing_there() {
     });
 }
 
-/// A name on the server: (directory inode number, name).
-type Key = (u64, Vec<u8>);
-
-/// A remote filesystem's server: names by (directory inode number, name),
-/// as a server that knows a directory by its handle; everything changes
-/// only through its answers.
-#[derive(Default)]
-struct Server {
-    names: Mutex<HashMap<Key, Arc<Inode>>>,
-    next_ino: AtomicU64,
-}
-
-impl Server {
-    fn inode(&self, kind: FileType) -> Arc<Inode> {
-        let ino = 100 + self.next_ino.fetch_add(1, Ordering::Relaxed);
-        Inode::new_arc(ino, kind, 0o755, b"").unwrap()
-    }
-    fn put(&self, dir: &Inode, name: &[u8], i: &Arc<Inode>) {
-        let mut names = self.names.lock().unwrap();
-        names.insert((dir.ino, name.to_vec()), i.clone());
-    }
-    fn has(&self, dir: &Inode, name: &[u8]) -> bool {
-        let names = self.names.lock().unwrap();
-        names.contains_key(&(dir.ino, name.to_vec()))
-    }
-}
-
-struct Remote(Arc<Server>);
-
-impl FsOps for Remote {
-    fn fs_type(&self) -> &'static str {
-        "testremote"
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn lookup(&self, _sb: &SuperBlock, dir: &Inode, name: &[u8]) -> KResult<Option<Arc<Inode>>> {
-        let names = self.0.names.lock().unwrap();
-        Ok(names.get(&(dir.ino, name.to_vec())).cloned())
-    }
-    fn writable(&self) -> bool {
-        false
-    }
-    fn remote(&self) -> bool {
-        true
-    }
-    fn remove(&self, dir: &Inode, name: &[u8], _inode: &Inode) -> KResult<()> {
-        let mut names = self.0.names.lock().unwrap();
-        let key = (dir.ino, name.to_vec());
-        names.remove(&key).map(|_| ()).ok_or(Errno::ENOENT)
-    }
-    fn rename(
-        &self,
-        odir: &Inode,
-        oname: &[u8],
-        _inode: &Inode,
-        ndir: &Inode,
-        nname: &[u8],
-    ) -> KResult<()> {
-        let mut names = self.0.names.lock().unwrap();
-        let i = names
-            .remove(&(odir.ino, oname.to_vec()))
-            .ok_or(Errno::ENOENT)?;
-        names.insert((ndir.ino, nname.to_vec()), i);
-        Ok(())
-    }
-}
-
 /// On a remote filesystem, `rmdir("/m/t/e")` looked `/m/t` up; before it
 /// locks it, `rename("/m/x", "/m/t")` kills that directory, and the server
 /// gives the dead directory's number (its handle) to a new directory
@@ -203,15 +134,9 @@ fn a_change_in_a_remote_directory_removed_meanwhile_is_enoent() {
         server.put(&root, b"t", &t);
         server.put(&root, b"x", &x);
         let idx = design::by_name(o.trim_start_matches("enoent=")).unwrap();
-        let sb = Arc::new(SuperBlock::new(
-            idx,
-            false,
-            Box::new(Remote(server.clone())),
-        ));
         let v = Rc::new(Vfs::new_tmpfs(o).unwrap());
         v.mkdir(b"/m", 0o755).unwrap();
-        v.mount_root(b"/m", dcache::d_alloc_root(sb, root.clone()))
-            .unwrap();
+        server.mount(&v, b"/m", idx, &root);
 
         let out = Rc::new(RefCell::new(None));
         // The old t's number, given again to a new directory.
