@@ -1,5 +1,6 @@
-//! The ENOENT designs: what the lookup path does when a name is not in the
-//! dcache, and whether a negative dentry stays cached. One extension point
+//! The ENOENT policy: what the lookup path does when a name is not in the
+//! dcache, and whether a negative dentry stays cached. Each way of deciding
+//! is an *ENOENT design*, chosen per mount (`enoent=`). One extension point
 //! ([`EnoentDesign`]), one registry ([`DESIGNS`]): every parser, help text,
 //! report and per-design test reads the registry, so a design is a type
 //! implementing the trait plus one entry there (docs/designs.md, "How to
@@ -57,14 +58,17 @@ pub struct Miss<'a> {
     pub name: &'a [u8],
 }
 
-/// A dentry at a decision point of its life: its last reference going away,
-/// or its leaving the design's care (killed, or instantiated).
-pub struct Last<'a> {
+/// A dentry the design is asked to let go of: its last reference going
+/// away ([`EnoentDesign::retain_negative`]: keep it cached?), or its
+/// leaving the design's care ([`EnoentDesign::forget`]: killed, or a
+/// negative instantiated). The other decision point, a name not found, is
+/// a [`Miss`].
+pub struct Release<'a> {
     pub sb: &'a SuperBlock,
     pub dentry: &'a Dentry,
 }
 
-impl Last<'_> {
+impl Release<'_> {
     /// The parent directory's dentry (`None` for a root). Stable here: the
     /// dentry's only reference is the caller's, and a rename moves only
     /// dentries its caller holds. Takes a reference (one atomic add), so
@@ -100,7 +104,7 @@ pub trait EnoentDesign: Sync {
     /// with the dentry's `d_lock` held and its count at 1 (the caller's),
     /// only for a hashed negative dentry. May update design state with
     /// atomics; must not take a lock (the parent's `d_lock` nests outside).
-    fn retain_negative(&self, d: &Last<'_>) -> bool;
+    fn retain_negative(&self, d: &Release<'_>) -> bool;
     /// The dentry leaves the design's care: it is being killed (dead,
     /// unhashed, no lock held) or a negative just became positive
     /// (`d_instantiate`, the parent's `i_rwsem` held exclusively). Undo
@@ -110,7 +114,7 @@ pub trait EnoentDesign: Sync {
     /// dentry), so it must do nothing, cheaply (no store), for a dentry it
     /// did not count, and may be called more than once for one dentry: be
     /// idempotent. Default: nothing.
-    fn forget(&self, _d: &Last<'_>) {}
+    fn forget(&self, _d: &Release<'_>) {}
     /// What this design promises on a tmpfs (a complete dcache), which the
     /// kernel selftest and the host tests check against the allocation
     /// counters. Declared by the design, so a new design brings its own.
@@ -162,7 +166,7 @@ impl EnoentDesign for Transient {
     fn slow_miss(&self, _: &Miss<'_>) -> SlowMiss {
         SlowMiss::AllocAndAsk
     }
-    fn retain_negative(&self, _: &Last<'_>) -> bool {
+    fn retain_negative(&self, _: &Release<'_>) -> bool {
         false
     }
     fn tmpfs_misses(&self) -> TmpfsMisses {
@@ -186,7 +190,7 @@ impl EnoentDesign for Negative {
     fn slow_miss(&self, _: &Miss<'_>) -> SlowMiss {
         SlowMiss::AllocAndAsk
     }
-    fn retain_negative(&self, _: &Last<'_>) -> bool {
+    fn retain_negative(&self, _: &Release<'_>) -> bool {
         true
     }
     fn tmpfs_misses(&self) -> TmpfsMisses {
@@ -214,7 +218,7 @@ impl EnoentDesign for NoAlloc {
             SlowMiss::AllocAndAsk
         }
     }
-    fn retain_negative(&self, d: &Last<'_>) -> bool {
+    fn retain_negative(&self, d: &Release<'_>) -> bool {
         !d.sb.complete
     }
     fn tmpfs_misses(&self) -> TmpfsMisses {
@@ -243,7 +247,7 @@ impl EnoentDesign for NegBound {
     fn slow_miss(&self, _: &Miss<'_>) -> SlowMiss {
         SlowMiss::AllocAndAsk
     }
-    fn retain_negative(&self, d: &Last<'_>) -> bool {
+    fn retain_negative(&self, d: &Release<'_>) -> bool {
         let counted = &d.dentry.design_state.words[COUNTED];
         // Parked before, looked up again and released: already counted.
         if counted.load(Ordering::Relaxed) == 1 {
@@ -263,7 +267,7 @@ impl EnoentDesign for NegBound {
         }
         room
     }
-    fn forget(&self, d: &Last<'_>) {
+    fn forget(&self, d: &Release<'_>) {
         let counted = &d.dentry.design_state.words[COUNTED];
         // Every kill asks every design: no store unless we counted it.
         if counted.load(Ordering::Relaxed) == 1 && counted.swap(0, Ordering::AcqRel) == 1 {
@@ -302,7 +306,7 @@ impl EnoentDesign for Probe {
     fn slow_miss(&self, m: &Miss<'_>) -> SlowMiss {
         Negative.slow_miss(m)
     }
-    fn retain_negative(&self, d: &Last<'_>) -> bool {
+    fn retain_negative(&self, d: &Release<'_>) -> bool {
         Negative.retain_negative(d)
     }
     fn tmpfs_misses(&self) -> TmpfsMisses {
@@ -314,7 +318,7 @@ impl EnoentDesign for Probe {
 /// negative made positive): every design's [`EnoentDesign::forget`], since
 /// the mount's design now need not be the one it had when the dentry was
 /// retained (a remount changes it, and prunes unused dentries after).
-pub fn forget(d: &Last<'_>) {
+pub fn forget(d: &Release<'_>) {
     for design in DESIGNS {
         design.forget(d);
     }

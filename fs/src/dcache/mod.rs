@@ -601,7 +601,7 @@ fn d_add_locked(d: &Arc<Dentry>, inode: Option<Arc<Inode>>) {
         (false, true) => stats::inc(Event::NegativeCreated),
         (true, false) => {
             stats::inc(Event::NegativeDestroyed);
-            design::forget(&design::Last {
+            design::forget(&design::Release {
                 sb: &d.sb,
                 dentry: d,
             });
@@ -646,7 +646,7 @@ fn retain_dentry(d: &Dentry) -> bool {
     if !d.is_negative() {
         return true;
     }
-    d.sb.design().retain_negative(&design::Last {
+    d.sb.design().retain_negative(&design::Release {
         sb: &d.sb,
         dentry: d,
     })
@@ -723,7 +723,7 @@ fn dentry_kill(
     });
     lru_del(d);
     drop(g);
-    design::forget(&design::Last {
+    design::forget(&design::Release {
         sb: &d.sb,
         dentry: d,
     });
