@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use bench::params::Params;
 use benchlab::exec::HostExecutor;
 use benchlab::{linux, now_stamp, sweep, StdoutWriter};
-use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -70,59 +70,7 @@ enum Cmd {
     /// The cifs seed's experiment: coreutils 9.7's `ls -la` of a Samba
     /// share per EA-cache design (`eacache=`) and RTT, cold then warm,
     /// counted by the latency relay.
-    SmbSweep {
-        /// EA-cache designs to run [default: every design of
-        /// fs::fstype::cifs::eacache, in its order].
-        #[arg(value_name = "DESIGN")]
-        designs_pos: Vec<String>,
-        /// The same, comma-separated (added to DESIGN…).
-        #[arg(long, value_delimiter = ',')]
-        designs: Vec<String>,
-        /// Round-trip times to inject, milliseconds.
-        #[arg(long, value_delimiter = ',', default_value = "0,76")]
-        rtts: Vec<u64>,
-        /// Entries (subdirectories) in the share.
-        #[arg(long, default_value_t = 511)]
-        entries: usize,
-        /// How many of them (the first ones) carry WSL EAs.
-        #[arg(long, default_value_t = 0)]
-        wsl: usize,
-        /// How many of them (the last ones) carry the EA `user.x` (every
-        /// listing is checked to show it).
-        #[arg(long, default_value_t = 0)]
-        eas: usize,
-        /// Extra cifs mount options (comma-separated).
-        #[arg(long, default_value = "")]
-        opts: String,
-        /// The latency-relay binary [default: next to this binary].
-        #[arg(long)]
-        relay: Option<PathBuf>,
-        /// Results go to OUT/<timestamp>-smb/.
-        #[arg(long, default_value = "results")]
-        out: PathBuf,
-        /// The real Linux client's rows first (`design=linux-6.12`): the
-        /// reference guest's cifs.ko of this release (6.12, the seed's line;
-        /// 7.3, mainline's; 6.1), or `none`.
-        #[arg(
-            long = "linux-release",
-            visible_alias = "linux",
-            default_value = "6.12",
-            value_name = "RELEASE|none"
-        )]
-        linux: String,
-        /// Also run the seed's variants (noserverino, symlink=none,
-        /// reparse=wsl, vers=3.0), nouser_xattr and the host's `ls` with
-        /// the real client at this RTT.
-        #[arg(long, value_name = "MS")]
-        linux_variants: Option<u64>,
-        /// Also list with cifs.ko built out of tree with this patch series
-        /// of linux/patches/REL/ (`design=linux-REL+eacache`), or `none`.
-        #[arg(long, default_value = "cifs-eacache", value_name = "SERIES|none")]
-        linux_patch: String,
-        /// Where the reference guest is built and cached [default: build/].
-        #[arg(long)]
-        build_dir: Option<PathBuf>,
-    },
+    SmbSweep(SmbSweepArgs),
     /// Read and write MB/s of one file through the cifs mount (host mode,
     /// loopback Samba, 0 ms).
     SmbRw {
@@ -190,6 +138,62 @@ enum Cmd {
     },
 }
 
+// `bench smb-sweep`'s options; the variant's doc comment is its help.
+#[derive(Args, Debug)]
+struct SmbSweepArgs {
+    /// EA-cache designs to run [default: every design of
+    /// fs::fstype::cifs::eacache, in its order].
+    #[arg(value_name = "DESIGN")]
+    designs_pos: Vec<String>,
+    /// The same, comma-separated (added to DESIGN…).
+    #[arg(long, value_delimiter = ',')]
+    designs: Vec<String>,
+    /// Round-trip times to inject, milliseconds.
+    #[arg(long, value_delimiter = ',', default_value = "0,76")]
+    rtts: Vec<u64>,
+    /// Entries (subdirectories) in the share.
+    #[arg(long, default_value_t = 511)]
+    entries: usize,
+    /// How many of them (the first ones) carry WSL EAs.
+    #[arg(long, default_value_t = 0)]
+    wsl: usize,
+    /// How many of them (the last ones) carry the EA `user.x` (every
+    /// listing is checked to show it).
+    #[arg(long, default_value_t = 0)]
+    eas: usize,
+    /// Extra cifs mount options (comma-separated).
+    #[arg(long, default_value = "")]
+    opts: String,
+    /// The latency-relay binary [default: next to this binary].
+    #[arg(long)]
+    relay: Option<PathBuf>,
+    /// Results go to OUT/<timestamp>-smb/.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// The real Linux client's rows first (`design=linux-6.12`): the
+    /// reference guest's cifs.ko of this release (6.12, the seed's line;
+    /// 7.3, mainline's; 6.1), or `none`.
+    #[arg(
+        long = "linux-release",
+        visible_alias = "linux",
+        default_value = "6.12",
+        value_name = "RELEASE|none"
+    )]
+    linux: String,
+    /// Also run the seed's variants (noserverino, symlink=none,
+    /// reparse=wsl, vers=3.0), nouser_xattr and the host's `ls` with
+    /// the real client at this RTT.
+    #[arg(long, value_name = "MS")]
+    linux_variants: Option<u64>,
+    /// Also list with cifs.ko built out of tree with this patch series
+    /// of linux/patches/REL/ (`design=linux-REL+eacache`), or `none`.
+    #[arg(long, default_value = "cifs-eacache", value_name = "SERIES|none")]
+    linux_patch: String,
+    /// Where the reference guest is built and cached [default: build/].
+    #[arg(long)]
+    build_dir: Option<PathBuf>,
+}
+
 /// `bench smb-sweep --help`'s list of designs, from the registry.
 fn eacache_designs_help() -> String {
     let designs = fs::fstype::cifs::eacache::EACACHE_DESIGNS;
@@ -206,273 +210,47 @@ fn main() -> ExitCode {
     let cmd = Cli::command().mut_subcommand("smb-sweep", |c| c.after_help(eacache_designs_help()));
     let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
     match cli.cmd {
-        Cmd::Host { no_pin, words } => {
-            let params = match Params::parse_words(words.iter().map(String::as_str)) {
-                Ok(p) => p,
-                Err(e) => {
-                    eprintln!("bench host: {e}\n{}", bench::params::HELP);
-                    return ExitCode::from(2);
-                }
-            };
-            let exec = HostExecutor::new(!no_pin);
-            eprintln!(
-                "bench: host RCU readers: {}",
-                fs::sync::host::HostPlatform::global().rcu_reader_mode()
-            );
-            let result = bench::run_params(&params, &exec, &mut StdoutWriter::new());
-            if let Some(ms) = benchlab::proc::self_cpu_ms() {
-                // For `bench rcu-reader`: CPU time per op shrugs off the
-                // preemption of a loaded machine that wall time counts.
-                eprintln!("bench: cpu time: {ms} ms (user+sys, all threads)");
-            }
-            if !no_pin && !exec.pinned() {
-                eprintln!("bench: note: tasks not pinned (sched_setaffinity refused)");
-            }
-            match result {
-                Ok(_) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("bench host: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Cmd::SmbRw { size, reps, opts } => match benchlab::smbrw::run(size, reps, &opts) {
-            Ok(rows) => {
-                for r in rows {
-                    println!("{}", r.line());
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("bench smb-rw: {e}");
-                ExitCode::FAILURE
-            }
-        },
+        Cmd::Host { no_pin, words } => host(no_pin, &words),
+        Cmd::SmbRw { size, reps, opts } => smb_rw(size, reps, &opts),
         Cmd::LinuxStat {
             dir,
             tasks,
             warmup,
             secs,
             no_pin,
-        } => {
-            let exec = HostExecutor::new(!no_pin);
-            let r = linux::run(
-                &exec,
-                &dir,
-                tasks as usize,
-                warmup,
-                secs,
-                &mut StdoutWriter::new(),
-            );
-            if !no_pin && !exec.pinned() {
-                eprintln!("bench: note: tasks not pinned (sched_setaffinity refused)");
-            }
-            match r {
-                Ok(_) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("bench linux-stat: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
+        } => linux_stat(&dir, tasks, warmup, secs, no_pin),
         Cmd::Sweep(a) => match sweep::sweep(&a) {
             Ok(dir) => {
                 println!("results in {}", dir.display());
                 ExitCode::SUCCESS
             }
-            Err(e) => {
-                eprintln!("bench sweep: {e}");
-                ExitCode::FAILURE
-            }
+            Err(e) => failed("sweep", e),
         },
-        Cmd::SmbSweep {
-            designs_pos,
-            mut designs,
-            rtts,
-            entries,
-            wsl,
-            eas,
-            opts,
-            relay,
-            out,
-            linux,
-            linux_variants,
-            linux_patch,
-            build_dir,
-        } => {
-            let relay = relay.unwrap_or_else(|| {
-                std::env::current_exe()
-                    .ok()
-                    .and_then(|p| p.parent().map(|d| d.join("latency-relay")))
-                    .unwrap_or_else(|| PathBuf::from("latency-relay"))
-            });
-            designs.splice(0..0, designs_pos);
-            let known = fs::fstype::cifs::eacache::EACACHE_DESIGNS;
-            if designs.is_empty() {
-                designs = known.iter().map(|d| d.name().to_string()).collect();
-            }
-            if let Some(bad) = designs
-                .iter()
-                .find(|d| fs::fstype::cifs::eacache::by_name(d).is_none())
-            {
-                eprintln!(
-                    "bench smb-sweep: no EA-cache design {bad:?} ({})",
-                    fs::fstype::cifs::eacache::names()
-                );
-                return ExitCode::from(2);
-            }
-            let cfg = benchlab::lsla::LslaConfig {
-                designs,
-                rtts_ms: rtts,
-                entries,
-                wsl_entries: wsl,
-                ea_entries: eas,
-                relay_bin: relay,
-                extra_opts: opts,
-            };
-            // The output directory first: a whole experiment must not run
-            // only to find it cannot write its report.
-            let dir = out.join(format!("{}-smb", now_stamp()));
-            if let Err(e) = std::fs::create_dir_all(&dir)
-                .and_then(|_| std::fs::write(dir.join("smb.md"), "(running)\n"))
-            {
-                eprintln!(
-                    "bench smb-sweep: --out {}: {e}; nothing was run",
-                    dir.display()
-                );
-                return ExitCode::FAILURE;
-            }
-            let linux_rows = if linux == "none" {
-                Vec::new()
-            } else {
-                let release = match linux.parse() {
-                    Ok(r) => r,
-                    Err(e) => {
-                        eprintln!("bench smb-sweep: --linux-release: {e}");
-                        return ExitCode::from(2);
-                    }
-                };
-                let lcfg = benchlab::lsla::LinuxLslaConfig {
-                    release,
-                    build_dir: build_dir.unwrap_or_else(qemu::linuxref::default_build_dir),
-                    variants_rtt: linux_variants,
-                    patch: (linux_patch != "none").then_some(linux_patch),
-                };
-                match benchlab::lsla::run_linux(&cfg, &lcfg, |what| eprintln!("{what}")) {
-                    Ok(rows) => rows,
-                    Err(e) => {
-                        eprintln!("lsla design=linux-{linux} skipped: {e}");
-                        Vec::new()
-                    }
-                }
-            };
-            for l in &linux_rows {
-                println!("{}", l.line());
-                for m in &l.module_log {
-                    eprintln!("{} cifs.ko: {m}", l.row.design);
-                }
-            }
-            match benchlab::lsla::run(&cfg, |what| eprintln!("{what}")) {
-                Ok(rows) => {
-                    let report = benchlab::lsla::report_all(&linux_rows, &rows);
-                    if let Err(e) = std::fs::write(dir.join("smb.md"), &report) {
-                        eprintln!("bench smb-sweep: {}: {e}", dir.display());
-                        return ExitCode::FAILURE;
-                    }
-                    for r in &rows {
-                        println!("{}", r.line());
-                    }
-                    println!("report in {}", dir.join("smb.md").display());
-                    if rows.iter().all(|r| r.relay_round_trips == r.client_frames) {
-                        ExitCode::SUCCESS
-                    } else {
-                        eprintln!(
-                            "bench smb-sweep: the relay's and the client's frame counts disagree"
-                        );
-                        ExitCode::FAILURE
-                    }
-                }
-                Err(e) => {
-                    eprintln!("bench smb-sweep: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Cmd::Pingpong { batches, no_pin } => {
-            let exec = HostExecutor::new(!no_pin);
-            if exec.cpus().len() < 2 {
-                eprintln!("bench pingpong: this process may run on one CPU only (EINVAL)");
-                return ExitCode::from(2);
-            }
-            match bench::pingpong::run(&exec, batches as usize) {
-                Ok(r) => {
-                    println!("{r}");
-                    if !no_pin && !exec.pinned() {
-                        eprintln!("bench: note: tasks not pinned (sched_setaffinity refused)");
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("bench pingpong: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
+        Cmd::SmbSweep(a) => smb_sweep(a),
+        Cmd::Pingpong { batches, no_pin } => pingpong(batches, no_pin),
         Cmd::RcuReader {
             rounds,
             secs,
             warmup,
             no_pin,
             perf,
-        } => {
-            use benchlab::rcureader;
-            let cfg = rcureader::Config {
+        } => rcu_reader(
+            &benchlab::rcureader::Config {
                 rounds,
                 warmup,
                 secs,
                 no_pin,
-            };
-            match rcureader::run(&cfg, &mut |l| println!("{l}")) {
-                Ok(s) => println!("{s}"),
-                Err(e) => {
-                    eprintln!("bench rcu-reader: {e}");
-                    return ExitCode::FAILURE;
-                }
-            }
-            if perf {
-                match rcureader::perf_shares(&cfg) {
-                    Ok(shares) => shares.iter().for_each(|p| println!("{p}")),
-                    Err(e) => {
-                        eprintln!("bench rcu-reader: --perf: {e}");
-                        return ExitCode::FAILURE;
-                    }
-                }
-            }
-            ExitCode::SUCCESS
-        }
+            },
+            perf,
+        ),
         Cmd::Report {
             dirs, text: true, ..
-        } => {
-            let dirs: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
-            match benchlab::text::render_dirs(&dirs) {
-                Ok(t) => {
-                    print!("{t}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("bench report --text: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
+        } => report_text(&dirs),
         Cmd::Predict(a) => {
             let exec = HostExecutor::new(!a.no_pin);
             match benchlab::predict::run(&a, &exec) {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("bench predict: {e}");
-                    ExitCode::FAILURE
-                }
+                Err(e) => failed("predict", e),
             }
         }
         Cmd::Report {
@@ -480,20 +258,278 @@ fn main() -> ExitCode {
             out,
             with_overcommit,
             ..
-        } => {
-            let out = out.unwrap_or_else(|| {
-                PathBuf::from("results").join(format!("{}-merged", now_stamp()))
-            });
-            match sweep::merge_opts(&dirs, &out, with_overcommit) {
-                Ok(n) => {
-                    println!("{n} rows merged into {}", out.display());
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("bench report: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+        } => report(&dirs, out, with_overcommit),
+    }
+}
+
+/// `bench WHAT: ERROR` on stderr, and exit status 1.
+fn failed(what: &str, e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("bench {what}: {e}");
+    ExitCode::FAILURE
+}
+
+/// Say so when the tasks were to be pinned and the kernel refused.
+fn note_unpinned(no_pin: bool, exec: &HostExecutor) {
+    if !no_pin && !exec.pinned() {
+        eprintln!("bench: note: tasks not pinned (sched_setaffinity refused)");
+    }
+}
+
+/// `bench host`: one workload on native host threads.
+fn host(no_pin: bool, words: &[String]) -> ExitCode {
+    let params = match Params::parse_words(words.iter().map(String::as_str)) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("bench host: {e}\n{}", bench::params::HELP);
+            return ExitCode::from(2);
         }
+    };
+    let exec = HostExecutor::new(!no_pin);
+    eprintln!(
+        "bench: host RCU readers: {}",
+        fs::sync::host::HostPlatform::global().rcu_reader_mode()
+    );
+    let result = bench::run_params(&params, &exec, &mut StdoutWriter::new());
+    if let Some(ms) = benchlab::proc::self_cpu_ms() {
+        // For `bench rcu-reader`: CPU time per op shrugs off the
+        // preemption of a loaded machine that wall time counts.
+        eprintln!("bench: cpu time: {ms} ms (user+sys, all threads)");
+    }
+    note_unpinned(no_pin, &exec);
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => failed("host", e),
+    }
+}
+
+/// `bench smb-rw`: read and write MB/s through the cifs mount.
+fn smb_rw(size: usize, reps: usize, opts: &str) -> ExitCode {
+    match benchlab::smbrw::run(size, reps, opts) {
+        Ok(rows) => {
+            for r in rows {
+                println!("{}", r.line());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => failed("smb-rw", e),
+    }
+}
+
+/// `bench linux-stat`: host Linux's own stat() of a missing name.
+fn linux_stat(dir: &std::path::Path, tasks: u32, warmup: u32, secs: u32, no_pin: bool) -> ExitCode {
+    let exec = HostExecutor::new(!no_pin);
+    let r = linux::run(
+        &exec,
+        dir,
+        tasks as usize,
+        warmup,
+        secs,
+        &mut StdoutWriter::new(),
+    );
+    note_unpinned(no_pin, &exec);
+    match r {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => failed("linux-stat", e),
+    }
+}
+
+/// `bench smb-sweep`: the options checked, the output directory made, the
+/// real Linux client's rows, then ours, and one report of both.
+fn smb_sweep(a: SmbSweepArgs) -> ExitCode {
+    let cfg = match lsla_config(&a) {
+        Ok(cfg) => cfg,
+        Err(code) => return code,
+    };
+    // The output directory first: a whole experiment must not run only to
+    // find it cannot write its report.
+    let Some(dir) = smb_sweep_dir(&a.out) else {
+        return ExitCode::FAILURE;
+    };
+    let linux_rows = match linux_lsla_rows(&cfg, &a) {
+        Ok(rows) => rows,
+        Err(code) => return code,
+    };
+    for l in &linux_rows {
+        println!("{}", l.line());
+        for m in &l.module_log {
+            eprintln!("{} cifs.ko: {m}", l.row.design);
+        }
+    }
+    match benchlab::lsla::run(&cfg, |what| eprintln!("{what}")) {
+        Ok(rows) => smb_sweep_report(&dir, &linux_rows, &rows),
+        Err(e) => failed("smb-sweep", e),
+    }
+}
+
+/// `bench smb-sweep`'s configuration of our client's runs: the designs
+/// given (every design when none), each checked against the registry
+/// (exit status 2 for an unknown one).
+fn lsla_config(a: &SmbSweepArgs) -> Result<benchlab::lsla::LslaConfig, ExitCode> {
+    let relay = a.relay.clone().unwrap_or_else(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(|d| d.join("latency-relay")))
+            .unwrap_or_else(|| PathBuf::from("latency-relay"))
+    });
+    let mut designs = a.designs_pos.clone();
+    designs.extend(a.designs.iter().cloned());
+    let known = fs::fstype::cifs::eacache::EACACHE_DESIGNS;
+    if designs.is_empty() {
+        designs = known.iter().map(|d| d.name().to_string()).collect();
+    }
+    if let Some(bad) = designs
+        .iter()
+        .find(|d| fs::fstype::cifs::eacache::by_name(d).is_none())
+    {
+        eprintln!(
+            "bench smb-sweep: no EA-cache design {bad:?} ({})",
+            fs::fstype::cifs::eacache::names()
+        );
+        return Err(ExitCode::from(2));
+    }
+    Ok(benchlab::lsla::LslaConfig {
+        designs,
+        rtts_ms: a.rtts.clone(),
+        entries: a.entries,
+        wsl_entries: a.wsl,
+        ea_entries: a.eas,
+        relay_bin: relay,
+        extra_opts: a.opts.clone(),
+    })
+}
+
+/// `OUT/<timestamp>-smb/`, made and holding a placeholder `smb.md`; `None`
+/// (said on stderr) when it cannot be written.
+fn smb_sweep_dir(out: &std::path::Path) -> Option<PathBuf> {
+    let dir = out.join(format!("{}-smb", now_stamp()));
+    if let Err(e) = std::fs::create_dir_all(&dir)
+        .and_then(|_| std::fs::write(dir.join("smb.md"), "(running)\n"))
+    {
+        eprintln!(
+            "bench smb-sweep: --out {}: {e}; nothing was run",
+            dir.display()
+        );
+        return None;
+    }
+    Some(dir)
+}
+
+/// The real Linux client's rows (none for `--linux-release none`, or when
+/// the reference guest cannot run: said, and skipped); exit status 2 for
+/// a release that does not parse.
+fn linux_lsla_rows(
+    cfg: &benchlab::lsla::LslaConfig,
+    a: &SmbSweepArgs,
+) -> Result<Vec<benchlab::lsla::LinuxLsla>, ExitCode> {
+    let linux = &a.linux;
+    if linux == "none" {
+        return Ok(Vec::new());
+    }
+    let release = match linux.parse() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("bench smb-sweep: --linux-release: {e}");
+            return Err(ExitCode::from(2));
+        }
+    };
+    let lcfg = benchlab::lsla::LinuxLslaConfig {
+        release,
+        build_dir: a
+            .build_dir
+            .clone()
+            .unwrap_or_else(qemu::linuxref::default_build_dir),
+        variants_rtt: a.linux_variants,
+        patch: (a.linux_patch != "none").then(|| a.linux_patch.clone()),
+    };
+    match benchlab::lsla::run_linux(cfg, &lcfg, |what| eprintln!("{what}")) {
+        Ok(rows) => Ok(rows),
+        Err(e) => {
+            eprintln!("lsla design=linux-{linux} skipped: {e}");
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// Write `DIR/smb.md` from both clients' rows and print ours; success
+/// only when the relay and our client counted the same frames.
+fn smb_sweep_report(
+    dir: &std::path::Path,
+    linux_rows: &[benchlab::lsla::LinuxLsla],
+    rows: &[benchlab::lsla::LslaRow],
+) -> ExitCode {
+    let report = benchlab::lsla::report_all(linux_rows, rows);
+    if let Err(e) = std::fs::write(dir.join("smb.md"), &report) {
+        return failed("smb-sweep", format_args!("{}: {e}", dir.display()));
+    }
+    for r in rows {
+        println!("{}", r.line());
+    }
+    println!("report in {}", dir.join("smb.md").display());
+    if rows.iter().all(|r| r.relay_round_trips == r.client_frames) {
+        ExitCode::SUCCESS
+    } else {
+        failed(
+            "smb-sweep",
+            "the relay's and the client's frame counts disagree",
+        )
+    }
+}
+
+/// `bench pingpong`: the cache-line transfer latency between two CPUs.
+fn pingpong(batches: u32, no_pin: bool) -> ExitCode {
+    let exec = HostExecutor::new(!no_pin);
+    if exec.cpus().len() < 2 {
+        eprintln!("bench pingpong: this process may run on one CPU only (EINVAL)");
+        return ExitCode::from(2);
+    }
+    match bench::pingpong::run(&exec, batches as usize) {
+        Ok(r) => {
+            println!("{r}");
+            note_unpinned(no_pin, &exec);
+            ExitCode::SUCCESS
+        }
+        Err(e) => failed("pingpong", e),
+    }
+}
+
+/// `bench rcu-reader`: the host RCU reader's fence as an A/B, and with
+/// `perf` each mode's share of samples in `rcu_read_lock`.
+fn rcu_reader(cfg: &benchlab::rcureader::Config, perf: bool) -> ExitCode {
+    use benchlab::rcureader;
+    match rcureader::run(cfg, &mut |l| println!("{l}")) {
+        Ok(s) => println!("{s}"),
+        Err(e) => return failed("rcu-reader", e),
+    }
+    if perf {
+        match rcureader::perf_shares(cfg) {
+            Ok(shares) => shares.iter().for_each(|p| println!("{p}")),
+            Err(e) => return failed("rcu-reader: --perf", e),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `bench report --text`: the plain-text summary of result directories.
+fn report_text(dirs: &[PathBuf]) -> ExitCode {
+    let dirs: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
+    match benchlab::text::render_dirs(&dirs) {
+        Ok(t) => {
+            print!("{t}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => failed("report --text", e),
+    }
+}
+
+/// `bench report`: merge result directories into one report.
+fn report(dirs: &[PathBuf], out: Option<PathBuf>, with_overcommit: bool) -> ExitCode {
+    let out =
+        out.unwrap_or_else(|| PathBuf::from("results").join(format!("{}-merged", now_stamp())));
+    match sweep::merge_opts(dirs, &out, with_overcommit) {
+        Ok(n) => {
+            println!("{n} rows merged into {}", out.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => failed("report", e),
     }
 }
