@@ -50,38 +50,13 @@ const LEGEND_LINE: u32 = 16;
 
 /// [`render`] plus dashed predicted curves for `models`.
 pub fn render_with(rows: &[Row], models: &[Model]) -> Result<String, String> {
-    // One row per point: its median run.
-    let ok: Vec<&Row> = points::points(rows)
-        .iter()
-        .map(|p| p.median())
-        .filter(|r| r.average > 0)
-        .collect();
-    // Linux references only run statneg; show them in that panel.
-    let testcases: Vec<String> = ok
-        .iter()
-        .map(|r| r.testcase.clone())
-        .chain(models.iter().map(|m| m.testcase.clone()))
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let many_hosts = ok.iter().map(|r| &r.host).collect::<BTreeSet<_>>().len() > 1;
+    let scene = Scene::new(rows, models);
+    let testcases = scene.testcases();
     // Every panel is as tall as the longest legend needs (a line per
     // series, beside the chart, never over it).
     let entries = testcases
         .iter()
-        .map(|t| {
-            let measured: BTreeSet<String> = ok
-                .iter()
-                .filter(|r| &r.testcase == t)
-                .map(|r| label(r, many_hosts))
-                .collect();
-            let predicted: usize = models
-                .iter()
-                .filter(|m| &m.testcase == t)
-                .map(|m| 1 + usize::from(m.inputs.hashed_ns > 0.0 && m.inputs.allocs > 0.0))
-                .sum();
-            measured.len() + predicted
-        })
+        .map(|t| scene.legend_len(t))
         .max()
         .unwrap_or(0);
     let panel_h = (PANEL_H).max(LEGEND_TOP + LEGEND_LINE * entries as u32 + 20);
@@ -101,136 +76,227 @@ pub fn render_with(rows: &[Row], models: &[Model]) -> Result<String, String> {
         }
         let areas = root.split_evenly((panels, 1));
         for (panel, testcase) in areas.iter().zip(&testcases) {
-            let (area, legend_area) = panel.split_horizontally(WIDTH - LEGEND_W);
-            let mut legend: Vec<(String, RGBAColor, bool)> = Vec::new();
-            let mine: Vec<&&Row> = ok.iter().filter(|r| &r.testcase == testcase).collect();
-            // Series: label -> cpus -> (sum, count). Points whose labels
-            // coincide (labels leave out what a reader need not see) are
-            // averaged.
-            let mut series: BTreeMap<String, BTreeMap<usize, (f64, usize)>> = BTreeMap::new();
-            for r in &mine {
-                let e = series
-                    .entry(label(r, many_hosts))
-                    .or_default()
-                    .entry(r.cpus)
-                    .or_insert((0.0, 0));
-                e.0 += r.average as f64;
-                e.1 += 1;
-            }
-            // Predicted curves of this panel: label -> points.
-            let curves: Vec<(String, Vec<(f64, f64)>)> = models
-                .iter()
-                .filter(|m| &m.testcase == testcase)
-                .flat_map(|m| {
-                    let pts = crate::predict::model::CPUS
-                        .iter()
-                        .map(|&n| (n as f64, m.at(n).max(1.0)))
-                        .collect();
-                    let mut v = vec![(format!("predicted:{} lock={}", m.design, m.lock), pts)];
-                    // With a sharing term, its lower bound too (every op
-                    // allocating): the term is checked at 2 CPUs only.
-                    if m.inputs.hashed_ns > 0.0 && m.inputs.allocs > 0.0 {
-                        let low = crate::predict::model::CPUS
-                            .iter()
-                            .map(|&n| (n as f64, m.predict(n).ops_no_sharing.max(1.0)))
-                            .collect();
-                        v.push((
-                            format!("predicted:{} lock={} no sharing", m.design, m.lock),
-                            low,
-                        ));
-                    }
-                    v
-                })
-                .collect();
-            let pred_y = || curves.iter().flat_map(|c| c.1.iter().map(|p| p.1));
-            let xmax = mine
-                .iter()
-                .map(|r| r.cpus)
-                .chain(curves.iter().flat_map(|c| c.1.iter().map(|p| p.0 as usize)))
-                .max()
-                .unwrap_or(1) as f64;
-            let ymin = mine
-                .iter()
-                .map(|r| r.average as f64)
-                .chain(pred_y())
-                .fold(f64::INFINITY, f64::min)
-                .clamp(1.0, f64::MAX)
-                / 2.0;
-            let ymax = mine
-                .iter()
-                .map(|r| r.average as f64)
-                .chain(pred_y())
-                .fold(1.0, f64::max)
-                * 2.0;
-            let mut chart = ChartBuilder::on(&area)
-                .caption(format!("{testcase}: ops/s vs CPUs"), ("sans-serif", 20))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(80)
-                .build_cartesian_2d(0.5f64..xmax + 0.5, (ymin..ymax).log_scale())
-                .map_err(|e| e.to_string())?;
-            chart
-                .configure_mesh()
-                .x_desc("CPUs (tasks)")
-                .y_desc("ops/s")
-                .x_labels((xmax as usize + 1).min(17))
-                .x_label_formatter(&|v| format!("{v:.0}"))
-                .y_label_formatter(&|v| human(*v))
-                .draw()
-                .map_err(|e| e.to_string())?;
-            for (i, (name, pts)) in series.iter().enumerate() {
-                let color = Palette99::pick(i).to_rgba();
-                let points: Vec<(f64, f64)> = pts
-                    .iter()
-                    .map(|(c, (sum, n))| (*c as f64, sum / *n as f64))
-                    .collect();
-                chart
-                    .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-                    .map_err(|e| e.to_string())?;
-                legend.push((name.clone(), color, false));
-                chart
-                    .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
-                    .map_err(|e| e.to_string())?;
-            }
-            let first = series.len();
-            for (i, (name, pts)) in curves.iter().enumerate() {
-                let color = Palette99::pick(first + i).to_rgba();
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        pts.clone(),
-                        8,
-                        6,
-                        color.stroke_width(2),
-                    ))
-                    .map_err(|e| e.to_string())?;
-                legend.push((name.clone(), color, true));
-            }
-            // The legend, in its own column: solid measured, dashed
-            // predicted, as drawn.
-            for (k, (name, color, dashed)) in legend.iter().enumerate() {
-                let y = (LEGEND_TOP + LEGEND_LINE * k as u32) as i32;
-                let style = color.stroke_width(2);
-                if *dashed {
-                    for x in [8, 20] {
-                        legend_area
-                            .draw(&PathElement::new(vec![(x, y), (x + 8, y)], style))
-                            .map_err(|e| e.to_string())?;
-                    }
-                } else {
-                    legend_area
-                        .draw(&PathElement::new(vec![(8, y), (28, y)], style))
-                        .map_err(|e| e.to_string())?;
-                }
-                legend_area
-                    .draw(&Text::new(
-                        name.clone(),
-                        (36, y - 6),
-                        ("sans-serif", 12).into_font().color(&BLACK),
-                    ))
-                    .map_err(|e| e.to_string())?;
-            }
+            scene.draw_panel(panel, testcase)?;
         }
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(buf)
+}
+
+/// A part of the picture.
+type Area<'b> = DrawingArea<SVGBackend<'b>, plotters::coord::Shift>;
+
+/// A predicted curve: its label and its (CPUs, ops/s) points.
+type Curve = (String, Vec<(f64, f64)>);
+
+/// A legend line: label, colour, dashed (predicted) or solid (measured).
+type LegendLine = (String, RGBAColor, bool);
+
+/// What the picture shows: one row per measured point (its median run),
+/// the models, and whether labels must name the host.
+struct Scene<'a> {
+    ok: Vec<&'a Row>,
+    models: &'a [Model],
+    many_hosts: bool,
+}
+
+impl<'a> Scene<'a> {
+    fn new(rows: &'a [Row], models: &'a [Model]) -> Self {
+        let ok: Vec<&Row> = points::points(rows)
+            .iter()
+            .map(|p| p.median())
+            .filter(|r| r.average > 0)
+            .collect();
+        let many_hosts = ok.iter().map(|r| &r.host).collect::<BTreeSet<_>>().len() > 1;
+        Scene {
+            ok,
+            models,
+            many_hosts,
+        }
+    }
+
+    /// The panels, one per testcase measured or predicted, in name order.
+    /// (Linux references only run statneg: they show in that panel.)
+    fn testcases(&self) -> Vec<String> {
+        self.ok
+            .iter()
+            .map(|r| r.testcase.clone())
+            .chain(self.models.iter().map(|m| m.testcase.clone()))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    }
+
+    /// The legend lines `testcase`'s panel needs: one per measured series,
+    /// one per predicted curve.
+    fn legend_len(&self, testcase: &str) -> usize {
+        let measured: BTreeSet<String> = self
+            .ok
+            .iter()
+            .filter(|r| r.testcase == testcase)
+            .map(|r| label(r, self.many_hosts))
+            .collect();
+        let predicted: usize = self
+            .models
+            .iter()
+            .filter(|m| m.testcase == testcase)
+            .map(|m| 1 + usize::from(m.inputs.hashed_ns > 0.0 && m.inputs.allocs > 0.0))
+            .sum();
+        measured.len() + predicted
+    }
+
+    /// Measured series: label -> cpus -> (sum, count). Points whose labels
+    /// coincide (labels leave out what a reader need not see) are averaged.
+    fn series(&self, mine: &[&Row]) -> BTreeMap<String, BTreeMap<usize, (f64, usize)>> {
+        let mut series: BTreeMap<String, BTreeMap<usize, (f64, usize)>> = BTreeMap::new();
+        for r in mine {
+            let e = series
+                .entry(label(r, self.many_hosts))
+                .or_default()
+                .entry(r.cpus)
+                .or_insert((0.0, 0));
+            e.0 += r.average as f64;
+            e.1 += 1;
+        }
+        series
+    }
+
+    /// The predicted curves of `testcase`'s panel.
+    fn curves(&self, testcase: &str) -> Vec<Curve> {
+        self.models
+            .iter()
+            .filter(|m| m.testcase == testcase)
+            .flat_map(|m| {
+                let pts = crate::predict::model::CPUS
+                    .iter()
+                    .map(|&n| (n as f64, m.at(n).max(1.0)))
+                    .collect();
+                let mut v = vec![(format!("predicted:{} lock={}", m.design, m.lock), pts)];
+                // With a sharing term, its lower bound too (every op
+                // allocating): the term is checked at 2 CPUs only.
+                if m.inputs.hashed_ns > 0.0 && m.inputs.allocs > 0.0 {
+                    let low = crate::predict::model::CPUS
+                        .iter()
+                        .map(|&n| (n as f64, m.predict(n).ops_no_sharing.max(1.0)))
+                        .collect();
+                    v.push((
+                        format!("predicted:{} lock={} no sharing", m.design, m.lock),
+                        low,
+                    ));
+                }
+                v
+            })
+            .collect()
+    }
+
+    /// `testcase`'s panel: the chart (measured series solid with dots,
+    /// predicted curves dashed), and its legend in the column beside.
+    fn draw_panel(&self, panel: &Area<'_>, testcase: &str) -> Result<(), String> {
+        let (area, legend_area) = panel.split_horizontally(WIDTH - LEGEND_W);
+        let mine: Vec<&Row> = self
+            .ok
+            .iter()
+            .copied()
+            .filter(|r| r.testcase == testcase)
+            .collect();
+        let series = self.series(&mine);
+        let curves = self.curves(testcase);
+        let (xmax, ymin, ymax) = bounds(&mine, &curves);
+        let mut chart = ChartBuilder::on(&area)
+            .caption(format!("{testcase}: ops/s vs CPUs"), ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.5f64..xmax + 0.5, (ymin..ymax).log_scale())
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("CPUs (tasks)")
+            .y_desc("ops/s")
+            .x_labels((xmax as usize + 1).min(17))
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| human(*v))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        let mut legend: Vec<LegendLine> = Vec::new();
+        for (i, (name, pts)) in series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let points: Vec<(f64, f64)> = pts
+                .iter()
+                .map(|(c, (sum, n))| (*c as f64, sum / *n as f64))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                .map_err(|e| e.to_string())?;
+            legend.push((name.clone(), color, false));
+            chart
+                .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
+                .map_err(|e| e.to_string())?;
+        }
+        let first = series.len();
+        for (i, (name, pts)) in curves.iter().enumerate() {
+            let color = Palette99::pick(first + i).to_rgba();
+            chart
+                .draw_series(DashedLineSeries::new(
+                    pts.clone(),
+                    8,
+                    6,
+                    color.stroke_width(2),
+                ))
+                .map_err(|e| e.to_string())?;
+            legend.push((name.clone(), color, true));
+        }
+        draw_legend(&legend_area, &legend)
+    }
+}
+
+/// The axes' reach over a panel's points, measured and predicted: the
+/// largest CPU count, and ops/s from half the least to twice the most.
+fn bounds(mine: &[&Row], curves: &[Curve]) -> (f64, f64, f64) {
+    let pred_y = || curves.iter().flat_map(|c| c.1.iter().map(|p| p.1));
+    let xmax = mine
+        .iter()
+        .map(|r| r.cpus)
+        .chain(curves.iter().flat_map(|c| c.1.iter().map(|p| p.0 as usize)))
+        .max()
+        .unwrap_or(1) as f64;
+    let ymin = mine
+        .iter()
+        .map(|r| r.average as f64)
+        .chain(pred_y())
+        .fold(f64::INFINITY, f64::min)
+        .clamp(1.0, f64::MAX)
+        / 2.0;
+    let ymax = mine
+        .iter()
+        .map(|r| r.average as f64)
+        .chain(pred_y())
+        .fold(1.0, f64::max)
+        * 2.0;
+    (xmax, ymin, ymax)
+}
+
+/// The legend, in its own column: solid measured, dashed predicted, as
+/// drawn.
+fn draw_legend(area: &Area<'_>, legend: &[LegendLine]) -> Result<(), String> {
+    for (k, (name, color, dashed)) in legend.iter().enumerate() {
+        let y = (LEGEND_TOP + LEGEND_LINE * k as u32) as i32;
+        let style = color.stroke_width(2);
+        if *dashed {
+            for x in [8, 20] {
+                area.draw(&PathElement::new(vec![(x, y), (x + 8, y)], style))
+                    .map_err(|e| e.to_string())?;
+            }
+        } else {
+            area.draw(&PathElement::new(vec![(8, y), (28, y)], style))
+                .map_err(|e| e.to_string())?;
+        }
+        area.draw(&Text::new(
+            name.clone(),
+            (36, y - 6),
+            ("sans-serif", 12).into_font().color(&BLACK),
+        ))
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
