@@ -192,7 +192,31 @@ struct Monitor<'a, W: fmt::Write> {
     failed_write: bool,
 }
 
-impl<W: fmt::Write> Monitor<'_, W> {
+impl<'a, W: fmt::Write> Monitor<'a, W> {
+    /// A monitor of `tasks` printing to `out`, before the zero sample.
+    fn new(out: &'a mut W, cfg: &RunConfig<'a>, tasks: &'a [TaskCounter]) -> Self {
+        let n = tasks.len();
+        Monitor {
+            out,
+            cfg: *cfg,
+            tasks,
+            prev: alloc::vec![0; n],
+            last_ns: 0,
+            measure_ns: 0,
+            seconds: 0,
+            warmup: Vec::with_capacity(cfg.warmup as usize),
+            measurement: Vec::with_capacity(cfg.secs as usize),
+            timing: Timing {
+                warmup: Vec::with_capacity(cfg.warmup as usize),
+                measurement: Vec::with_capacity(cfg.secs as usize),
+            },
+            ops: 0,
+            c0: None,
+            c1: None,
+            failed_write: false,
+        }
+    }
+
     fn line(&mut self, args: fmt::Arguments<'_>) {
         if self.out.write_fmt(args).is_err() {
             self.failed_write = true;
@@ -300,98 +324,124 @@ where
         return Err(RunError::Tasks { asked: n, max });
     }
     let tasks: Vec<TaskCounter> = (0..n).map(|_| TaskCounter::default()).collect();
-    let ready = Line(AtomicUsize::new(0));
-    let go = Line(AtomicBool::new(false));
-    let stop = Line(AtomicBool::new(false));
-    let inline = !exec.concurrent_monitor();
-
-    let monitor = spin::Mutex::new(Monitor {
-        out,
-        cfg: *cfg,
+    let run = Run {
+        exec,
+        cfg,
+        body,
         tasks: &tasks,
-        prev: alloc::vec![0; n],
-        last_ns: 0,
-        measure_ns: 0,
-        seconds: 0,
-        warmup: Vec::with_capacity(cfg.warmup as usize),
-        measurement: Vec::with_capacity(cfg.secs as usize),
-        timing: Timing {
-            warmup: Vec::with_capacity(cfg.warmup as usize),
-            measurement: Vec::with_capacity(cfg.secs as usize),
-        },
-        ops: 0,
-        c0: None,
-        c1: None,
-        failed_write: false,
-    });
+        ready: Line(AtomicUsize::new(0)),
+        go: Line(AtomicBool::new(false)),
+        stop: Line(AtomicBool::new(false)),
+        inline: !exec.concurrent_monitor(),
+        monitor: spin::Mutex::new(Monitor::new(out, cfg, &tasks)),
+    };
+    exec.run(n, &|i| run.task(i), &mut || run.watch());
+    finish(run.monitor.into_inner(), &tasks, body)
+}
 
-    let task = |i: usize| {
-        let me = &tasks[i];
-        let monitoring = inline && i == 0;
-        ready.0.fetch_add(1, Ordering::AcqRel);
+/// One run's shared state: the tasks' counters, the flags that start and
+/// stop them (each written once), and the monitor.
+struct Run<'r, E: ?Sized, B, W: fmt::Write> {
+    exec: &'r E,
+    cfg: &'r RunConfig<'r>,
+    body: &'r B,
+    tasks: &'r [TaskCounter],
+    /// Tasks at the starting line.
+    ready: Line<AtomicUsize>,
+    go: Line<AtomicBool>,
+    stop: Line<AtomicBool>,
+    /// The monitor runs inside task 0 ([`Executor::concurrent_monitor`]
+    /// false).
+    inline: bool,
+    monitor: spin::Mutex<Monitor<'r, W>>,
+}
+
+impl<E, B, W> Run<'_, E, B, W>
+where
+    E: Executor + ?Sized,
+    B: Body,
+    W: fmt::Write + Send,
+{
+    /// Task `i`: wait for the start (task 0 inline gives it, once every
+    /// task is ready), then run operations until told to stop, counting
+    /// them and the wrong answers; task 0 inline samples at each deadline.
+    fn task(&self, i: usize) {
+        let me = &self.tasks[i];
+        let monitoring = self.inline && i == 0;
+        self.ready.0.fetch_add(1, Ordering::AcqRel);
         if monitoring {
-            while ready.0.load(Ordering::Acquire) < n {
-                body.quiescent();
+            while self.ready.0.load(Ordering::Acquire) < self.tasks.len() {
+                self.body.quiescent();
                 core::hint::spin_loop();
             }
-            monitor.lock().begin(exec.now_ns());
-            go.0.store(true, Ordering::Release);
+            self.monitor.lock().begin(self.exec.now_ns());
+            self.go.0.store(true, Ordering::Release);
         } else {
-            while !go.0.load(Ordering::Acquire) {
-                body.quiescent();
+            while !self.go.0.load(Ordering::Acquire) {
+                self.body.quiescent();
                 core::hint::spin_loop();
             }
         }
         let mut deadline = if monitoring {
-            monitor.lock().deadline()
+            self.monitor.lock().deadline()
         } else {
             u64::MAX
         };
         let mut count = 0u64;
         let mut failures = 0u64;
-        while !stop.0.load(Ordering::Relaxed) {
-            if !body.run_once(i) {
+        while !self.stop.0.load(Ordering::Relaxed) {
+            if !self.body.run_once(i) {
                 failures += 1;
                 me.failures.store(failures, Ordering::Relaxed);
             }
-            gap(cfg.pause);
+            gap(self.cfg.pause);
             count += 1;
             me.iterations.store(count, Ordering::Relaxed);
             if count.is_multiple_of(POLL_EVERY) {
-                body.quiescent();
-                let now = if monitoring { exec.now_ns() } else { 0 };
+                self.body.quiescent();
+                let now = if monitoring { self.exec.now_ns() } else { 0 };
                 if monitoring && now >= deadline {
-                    let mut m = monitor.lock();
+                    let mut m = self.monitor.lock();
                     if m.tick(now) {
-                        stop.0.store(true, Ordering::Release);
+                        self.stop.0.store(true, Ordering::Release);
                     }
                     deadline = m.deadline();
                 }
             }
         }
-    };
+    }
 
-    let mut watch = || {
-        if inline {
+    /// The monitor on the calling CPU (nothing when it runs inline): once
+    /// every task is ready, start them, then sample at each deadline until
+    /// the run is over.
+    fn watch(&self) {
+        if self.inline {
             return;
         }
-        while ready.0.load(Ordering::Acquire) < n {
-            exec.wait_until(exec.now_ns() + 100_000);
+        while self.ready.0.load(Ordering::Acquire) < self.tasks.len() {
+            self.exec.wait_until(self.exec.now_ns() + 100_000);
         }
-        let mut m = monitor.lock();
-        m.begin(exec.now_ns());
-        go.0.store(true, Ordering::Release);
+        let mut m = self.monitor.lock();
+        m.begin(self.exec.now_ns());
+        self.go.0.store(true, Ordering::Release);
         loop {
-            exec.wait_until(m.deadline());
-            if m.tick(exec.now_ns()) {
-                stop.0.store(true, Ordering::Release);
+            self.exec.wait_until(m.deadline());
+            if m.tick(self.exec.now_ns()) {
+                self.stop.0.store(true, Ordering::Release);
                 break;
             }
         }
-    };
-    exec.run(n, &task, &mut watch);
+    }
+}
 
-    let m = monitor.into_inner();
+/// After the tasks ended: print the `average:`, `per-op` and `timing:`
+/// lines (an `error:` line before `timing:` on wrong answers) and sum the
+/// run up.
+fn finish<B: Body, W: fmt::Write>(
+    m: Monitor<'_, W>,
+    tasks: &[TaskCounter],
+    body: &B,
+) -> Result<Summary, RunError> {
     // The measurement runs from its opening to the last sample.
     let elapsed_ns = m.last_ns.saturating_sub(m.measure_ns);
     let ops = m.ops;
@@ -425,21 +475,7 @@ where
             c.spin_yields
         );
     }
-    let total: u64 = tasks
-        .iter()
-        .map(|t| t.failures.load(Ordering::Relaxed))
-        .sum();
-    let first_failed = tasks
-        .iter()
-        .enumerate()
-        .find(|(_, t)| t.failures.load(Ordering::Relaxed) > 0);
-    if let Some((task, t)) = first_failed {
-        let e = RunError::WrongAnswers {
-            task,
-            count: t.failures.load(Ordering::Relaxed),
-            total,
-            expected: body.expected(task),
-        };
+    if let Some(e) = wrong_answers(tasks, body) {
         let _ = writeln!(out, "error: {e}");
         let _ = writeln!(out, "{timing_line}");
         return Err(e);
@@ -457,5 +493,24 @@ where
         elapsed_ns,
         per_op,
         counters,
+    })
+}
+
+/// The run's wrong answers, named by the first task that gave any; `None`
+/// when every answer was right.
+fn wrong_answers<B: Body>(tasks: &[TaskCounter], body: &B) -> Option<RunError> {
+    let total: u64 = tasks
+        .iter()
+        .map(|t| t.failures.load(Ordering::Relaxed))
+        .sum();
+    let (task, t) = tasks
+        .iter()
+        .enumerate()
+        .find(|(_, t)| t.failures.load(Ordering::Relaxed) > 0)?;
+    Some(RunError::WrongAnswers {
+        task,
+        count: t.failures.load(Ordering::Relaxed),
+        total,
+        expected: body.expected(task),
     })
 }
