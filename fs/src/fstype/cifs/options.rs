@@ -498,201 +498,179 @@ fn num(k: &str, v: &str, radix: u32) -> Result<u64, OptError> {
     u64::from_str_radix(v, radix).map_err(|_| OptError(format!("cifs: bad value for {k}: {v:?}")))
 }
 
-impl CifsOpts {
-    /// Parse `a=b,c,...` (Linux names; times in seconds, modes in octal);
-    /// `credentials=` reads the host file (refused in the guest).
-    pub fn parse(s: &str) -> Result<CifsOpts, OptError> {
-        Self::parse_with(s, &read_host_file)
+/// A parse in progress: the options so far, and what the steps after the
+/// words need (the unknown names, `sloppy`, the credentials file, and which
+/// identity options the line gave, since those win over the file).
+#[derive(Default)]
+struct Parse {
+    o: CifsOpts,
+    unknown: Vec<String>,
+    sloppy: bool,
+    cred_file: Option<String>,
+    user_set: bool,
+    pass_set: bool,
+    dom_set: bool,
+}
+
+impl Parse {
+    /// One word of the option string: `key` or `key=value`. An unknown key
+    /// is set aside for [`Parse::judge_unknown`]; a known one must come
+    /// with a value exactly when it takes one (a number where it is
+    /// numeric), then takes effect.
+    fn word(&mut self, w: &str) -> Result<(), OptError> {
+        if w.is_empty() {
+            return Ok(());
+        }
+        let (k, v) = match w.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (w, None),
+        };
+        let Some((spec, negated)) = lookup(k) else {
+            self.unknown.push(k.to_string());
+            return Ok(());
+        };
+        match (spec.kind, v) {
+            (Kind::Flag | Kind::FlagNo, Some(_)) => {
+                return Err(OptError(format!("cifs: Unexpected value for '{k}'")))
+            }
+            (Kind::Num | Kind::Str, None) => {
+                return Err(OptError(format!("cifs: {k} needs a value")))
+            }
+            _ => {}
+        }
+        let val = v.unwrap_or("");
+        if spec.kind == Kind::Num {
+            num(k, val, 10).or_else(|e| num(k, val, 8).map_err(|_| e))?;
+        }
+        self.apply(spec, k, val, negated)
     }
 
-    /// [`CifsOpts::parse`] with the credentials file read by `read`.
-    pub fn parse_with(s: &str, read: ReadFile<'_>) -> Result<CifsOpts, OptError> {
-        let mut o = CifsOpts::default();
-        let mut unknown: Vec<String> = Vec::new();
-        let mut sloppy = false;
-        let mut cred_file: Option<String> = None;
-        let (mut user_set, mut pass_set, mut dom_set) = (false, false, false);
-        for w in split_options(s) {
-            let w = w.trim();
-            if w.is_empty() {
-                continue;
+    /// Option `spec` (spelled `k`, with its value `val`) takes effect.
+    fn apply(&mut self, spec: &OptSpec, k: &str, val: &str, negated: bool) -> Result<(), OptError> {
+        let o = &mut self.o;
+        match spec.name {
+            "vers" | "ver" => o.vers = parse_vers(val)?,
+            "username" | "user" | "password" | "pass" | "domain" | "dom" | "credentials"
+            | "cred" => self.identity(spec.name, val),
+            "uid" | "gid" | "forceuid" | "forcegid" | "file_mode" | "dir_mode" | "dirmode" => {
+                ownership(o, spec.name, k, val, negated)?
             }
-            let (k, v) = match w.split_once('=') {
-                Some((k, v)) => (k, Some(v)),
-                None => (w, None),
+            "acregmax" | "acdirmax" | "actimeo" | "noac" | "cache" => {
+                caching(o, spec.name, k, val)?
+            }
+            "soft" => o.soft = !negated,
+            "hard" => o.soft = negated,
+            "serverino" => o.noserverino = negated,
+            "sign" => o.sign = true,
+            "seal" => o.seal = true,
+            "weakrandom" => o.weakrandom = true,
+            "sec" => security(o, val)?,
+            "unix" | "linux" | "posix" => o.unix = !negated,
+            "mapposix" => o.remap = if negated { Remap::None } else { Remap::Sfm },
+            "mapchars" => o.remap = Remap::Sfu,
+            "nomapchars" => o.remap = Remap::None,
+            "iocharset" => {
+                if !val.eq_ignore_ascii_case("utf8") && !val.eq_ignore_ascii_case("utf-8") {
+                    return Err(OptError(format!(
+                        "cifs: iocharset={val}: names are UTF-8 here (iocharset=utf8)"
+                    )));
+                }
+            }
+            "rsize" => o.rsize = iosize(k, val)?,
+            "wsize" => o.wsize = iosize(k, val)?,
+            "sloppy" => self.sloppy = true,
+            "user_xattr" => o.user_xattr = !negated,
+            "eacache" | "wslea" | "eacache_k" | "wslea_k" => ea_cache(o, spec.name, k, val)?,
+            _ => debug_assert!(spec.no_effect.is_some(), "{} unhandled", spec.name),
+        }
+        Ok(())
+    }
+
+    /// Who mounts: `username=` (Linux's mount.cifs takes
+    /// `user=name%password`), `password=`, `domain=`, `credentials=`.
+    fn identity(&mut self, name: &str, val: &str) {
+        let o = &mut self.o;
+        match name {
+            "username" | "user" => {
+                match val.split_once('%') {
+                    Some((u, p)) => {
+                        o.username = u.to_string();
+                        o.password = p.into();
+                        self.pass_set = true;
+                    }
+                    None => o.username = val.to_string(),
+                }
+                self.user_set = true;
+            }
+            "password" | "pass" => {
+                o.password = val.into();
+                self.pass_set = true;
+            }
+            "domain" | "dom" => {
+                o.domain = val.to_string();
+                self.dom_set = true;
+            }
+            _ => self.cred_file = Some(val.to_string()),
+        }
+    }
+
+    /// Unknown options are refused, naming them all, unless `sloppy` was
+    /// given: then they are kept in [`CifsOpts::ignored`].
+    fn judge_unknown(&mut self) -> Result<(), OptError> {
+        if self.unknown.is_empty() {
+            return Ok(());
+        }
+        if !self.sloppy {
+            let names: Vec<String> = self.unknown.iter().map(|u| format!("'{u}'")).collect();
+            let word = if self.unknown.len() == 1 {
+                "parameter"
+            } else {
+                "parameters"
             };
-            let Some((spec, negated)) = lookup(k) else {
-                unknown.push(k.to_string());
+            return Err(OptError(format!(
+                "cifs: Unknown {word} {} (sloppy accepts them)",
+                names.join(", ")
+            )));
+        }
+        self.o.ignored = core::mem::take(&mut self.unknown);
+        Ok(())
+    }
+
+    /// The `credentials=` file, read by `read`: its `username`, `password`
+    /// and `domain` lines, where the option line did not give them (the
+    /// line wins over the file, as with mount.cifs).
+    fn read_credentials(&mut self, read: ReadFile<'_>) -> Result<(), OptError> {
+        let Some(path) = self.cred_file.take() else {
+            return Ok(());
+        };
+        let text = read(&path).map_err(|e| OptError(format!("cifs: credentials={path}: {e}")))?;
+        let o = &mut self.o;
+        for line in text.lines() {
+            let line = line.trim();
+            let Some((k, v)) = line.split_once('=') else {
                 continue;
             };
-            match (spec.kind, v) {
-                (Kind::Flag | Kind::FlagNo, Some(_)) => {
-                    return Err(OptError(format!("cifs: Unexpected value for '{k}'")))
-                }
-                (Kind::Num | Kind::Str, None) => {
-                    return Err(OptError(format!("cifs: {k} needs a value")))
-                }
+            match k.trim() {
+                "username" | "user" if !self.user_set => match v.split_once('%') {
+                    Some((u, p)) if !self.pass_set => {
+                        o.username = u.into();
+                        o.password = p.into();
+                    }
+                    _ => o.username = v.into(),
+                },
+                "password" | "pass" if !self.pass_set => o.password = v.into(),
+                "domain" | "dom" if !self.dom_set => o.domain = v.into(),
                 _ => {}
             }
-            let val = v.unwrap_or("");
-            if spec.kind == Kind::Num {
-                num(k, val, 10).or_else(|e| num(k, val, 8).map_err(|_| e))?;
-            }
-            match spec.name {
-                "vers" | "ver" => o.vers = parse_vers(val)?,
-                "username" | "user" => {
-                    // Linux (mount.cifs) takes `user=name%password`.
-                    match val.split_once('%') {
-                        Some((u, p)) => {
-                            o.username = u.to_string();
-                            o.password = p.into();
-                            pass_set = true;
-                        }
-                        None => o.username = val.to_string(),
-                    }
-                    user_set = true;
-                }
-                "password" | "pass" => {
-                    o.password = val.into();
-                    pass_set = true;
-                }
-                "domain" | "dom" => {
-                    o.domain = val.to_string();
-                    dom_set = true;
-                }
-                "credentials" | "cred" => cred_file = Some(val.to_string()),
-                "uid" => o.uid = num(k, val, 10)? as u32,
-                "gid" => o.gid = num(k, val, 10)? as u32,
-                "forceuid" => o.forceuid = !negated,
-                "forcegid" => o.forcegid = !negated,
-                "file_mode" => {
-                    o.file_mode = num(k, val, 8)? as u32 & 0o7777;
-                    o.file_mode_set = true;
-                }
-                "dir_mode" | "dirmode" => {
-                    o.dir_mode = num(k, val, 8)? as u32 & 0o7777;
-                    o.dir_mode_set = true;
-                }
-                "acregmax" => o.acregmax_ms = num(k, val, 10)? * 1000,
-                "acdirmax" => o.acdirmax_ms = num(k, val, 10)? * 1000,
-                "actimeo" => {
-                    o.acregmax_ms = num(k, val, 10)? * 1000;
-                    o.acdirmax_ms = o.acregmax_ms;
-                }
-                // Linux: "noac is deprecated, use actimeo=0".
-                "noac" => {
-                    o.acregmax_ms = 0;
-                    o.acdirmax_ms = 0;
-                }
-                "soft" => o.soft = !negated,
-                "hard" => o.soft = negated,
-                "serverino" => o.noserverino = negated,
-                "sign" => o.sign = true,
-                "seal" => o.seal = true,
-                "weakrandom" => o.weakrandom = true,
-                "sec" => match val {
-                    "ntlmssp" | "ntlmv2" | "nontlm" => {}
-                    "ntlmsspi" | "ntlmv2i" => o.sign = true,
-                    "none" => o.null_session = true,
-                    "krb5" | "krb5i" | "krb5p" => {
-                        return Err(OptError(format!(
-                            "cifs: sec={val} is not supported here (no Kerberos; sec=ntlmssp)"
-                        )))
-                    }
-                    _ => return Err(OptError(format!("cifs: bad security option: {val}"))),
-                },
-                "cache" => {
-                    o.cache = match val {
-                        "strict" => CachePolicy::Strict,
-                        "loose" | "ro" | "singleclient" => CachePolicy::Loose,
-                        "none" => CachePolicy::None,
-                        _ => return Err(OptError(format!("cifs: bad cache= option: {val}"))),
-                    }
-                }
-                "unix" | "linux" | "posix" => o.unix = !negated,
-                "mapposix" => o.remap = if negated { Remap::None } else { Remap::Sfm },
-                "mapchars" => o.remap = Remap::Sfu,
-                "nomapchars" => o.remap = Remap::None,
-                "iocharset" => {
-                    if !val.eq_ignore_ascii_case("utf8") && !val.eq_ignore_ascii_case("utf-8") {
-                        return Err(OptError(format!(
-                            "cifs: iocharset={val}: names are UTF-8 here (iocharset=utf8)"
-                        )));
-                    }
-                }
-                "rsize" => o.rsize = iosize(k, val)?,
-                "wsize" => o.wsize = iosize(k, val)?,
-                "sloppy" => sloppy = true,
-                "user_xattr" => o.user_xattr = !negated,
-                "eacache" => {
-                    o.eacache = eacache::by_name(val).ok_or_else(|| {
-                        OptError(format!(
-                            "cifs: bad eacache= option: {val} ({})",
-                            eacache::names()
-                        ))
-                    })?;
-                }
-                "wslea" => {
-                    o.eacache = eacache::from_wslea(val).ok_or_else(|| {
-                        OptError(format!(
-                            "cifs: bad wslea= option: {val} (now eacache={})",
-                            eacache::names()
-                        ))
-                    })?;
-                    let now = EACACHE_DESIGNS[o.eacache].name();
-                    o.notes.push(if val == "probe" {
-                        format!("cifs: wslea=probe is now eacache={now}: an EA query per stat models no Linux client; Linux asks on every listxattr")
-                    } else {
-                        format!("cifs: wslea={val} is now eacache={now}")
-                    });
-                }
-                "eacache_k" | "wslea_k" => {
-                    o.eacache_k = num(k, val, 10)?.clamp(1, 1 << 20) as u32;
-                    if k == "wslea_k" {
-                        o.notes.push("cifs: wslea_k= is now eacache_k=".into());
-                    }
-                }
-                _ => debug_assert!(spec.no_effect.is_some(), "{} unhandled", spec.name),
-            }
         }
-        if !unknown.is_empty() {
-            if !sloppy {
-                let names: Vec<String> = unknown.iter().map(|u| format!("'{u}'")).collect();
-                let word = if unknown.len() == 1 {
-                    "parameter"
-                } else {
-                    "parameters"
-                };
-                return Err(OptError(format!(
-                    "cifs: Unknown {word} {} (sloppy accepts them)",
-                    names.join(", ")
-                )));
-            }
-            o.ignored = unknown;
-        }
-        if let Some(path) = cred_file {
-            let text =
-                read(&path).map_err(|e| OptError(format!("cifs: credentials={path}: {e}")))?;
-            // Options given on the line win over the file, as mount.cifs.
-            for line in text.lines() {
-                let line = line.trim();
-                let Some((k, v)) = line.split_once('=') else {
-                    continue;
-                };
-                match k.trim() {
-                    "username" | "user" if !user_set => match v.split_once('%') {
-                        Some((u, p)) if !pass_set => {
-                            o.username = u.into();
-                            o.password = p.into();
-                        }
-                        _ => o.username = v.into(),
-                    },
-                    "password" | "pass" if !pass_set => o.password = v.into(),
-                    "domain" | "dom" if !dom_set => o.domain = v.into(),
-                    _ => {}
-                }
-            }
-        }
+        Ok(())
+    }
+
+    /// The options checked against each other: `sec=none` drops the
+    /// identity and refuses `sign` and `seal`; `cache=none` caches no
+    /// attributes.
+    fn finish(self) -> Result<CifsOpts, OptError> {
+        let mut o = self.o;
         if o.null_session {
             if o.sign || o.seal {
                 // A null session has no key: `sign` and `seal` would be
@@ -711,6 +689,133 @@ impl CifsOpts {
             o.acdirmax_ms = 0;
         }
         Ok(o)
+    }
+}
+
+/// Whose files they are: `uid=`, `gid=` (and `forceuid`, `forcegid`: the
+/// server's owners ignored), `file_mode=`, `dir_mode=` (octal).
+fn ownership(
+    o: &mut CifsOpts,
+    name: &str,
+    k: &str,
+    val: &str,
+    negated: bool,
+) -> Result<(), OptError> {
+    match name {
+        "uid" => o.uid = num(k, val, 10)? as u32,
+        "gid" => o.gid = num(k, val, 10)? as u32,
+        "forceuid" => o.forceuid = !negated,
+        "forcegid" => o.forcegid = !negated,
+        "file_mode" => {
+            o.file_mode = num(k, val, 8)? as u32 & 0o7777;
+            o.file_mode_set = true;
+        }
+        _ => {
+            o.dir_mode = num(k, val, 8)? as u32 & 0o7777;
+            o.dir_mode_set = true;
+        }
+    }
+    Ok(())
+}
+
+/// How long attributes are believed (`acregmax=`, `acdirmax=`, `actimeo=`
+/// in seconds, `noac`) and how file data is cached (`cache=`).
+fn caching(o: &mut CifsOpts, name: &str, k: &str, val: &str) -> Result<(), OptError> {
+    match name {
+        "acregmax" => o.acregmax_ms = num(k, val, 10)? * 1000,
+        "acdirmax" => o.acdirmax_ms = num(k, val, 10)? * 1000,
+        "actimeo" => {
+            o.acregmax_ms = num(k, val, 10)? * 1000;
+            o.acdirmax_ms = o.acregmax_ms;
+        }
+        // Linux: "noac is deprecated, use actimeo=0".
+        "noac" => {
+            o.acregmax_ms = 0;
+            o.acdirmax_ms = 0;
+        }
+        _ => {
+            o.cache = match val {
+                "strict" => CachePolicy::Strict,
+                "loose" | "ro" | "singleclient" => CachePolicy::Loose,
+                "none" => CachePolicy::None,
+                _ => return Err(OptError(format!("cifs: bad cache= option: {val}"))),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `sec=`: NTLMSSP (signed with the `i` forms) or a null session; no
+/// Kerberos.
+fn security(o: &mut CifsOpts, val: &str) -> Result<(), OptError> {
+    match val {
+        "ntlmssp" | "ntlmv2" | "nontlm" => {}
+        "ntlmsspi" | "ntlmv2i" => o.sign = true,
+        "none" => o.null_session = true,
+        "krb5" | "krb5i" | "krb5p" => {
+            return Err(OptError(format!(
+                "cifs: sec={val} is not supported here (no Kerberos; sec=ntlmssp)"
+            )))
+        }
+        _ => return Err(OptError(format!("cifs: bad security option: {val}"))),
+    }
+    Ok(())
+}
+
+/// The EA-cache design (`eacache=`, `eacache_k=`), and its former names
+/// (`wslea=`, `wslea_k=`), which still work and leave a note.
+fn ea_cache(o: &mut CifsOpts, name: &str, k: &str, val: &str) -> Result<(), OptError> {
+    match name {
+        "eacache" => {
+            o.eacache = eacache::by_name(val).ok_or_else(|| {
+                OptError(format!(
+                    "cifs: bad eacache= option: {val} ({})",
+                    eacache::names()
+                ))
+            })?;
+        }
+        "wslea" => {
+            o.eacache = eacache::from_wslea(val).ok_or_else(|| {
+                OptError(format!(
+                    "cifs: bad wslea= option: {val} (now eacache={})",
+                    eacache::names()
+                ))
+            })?;
+            let now = EACACHE_DESIGNS[o.eacache].name();
+            o.notes.push(if val == "probe" {
+                format!("cifs: wslea=probe is now eacache={now}: an EA query per stat models no Linux client; Linux asks on every listxattr")
+            } else {
+                format!("cifs: wslea={val} is now eacache={now}")
+            });
+        }
+        _ => {
+            o.eacache_k = num(k, val, 10)?.clamp(1, 1 << 20) as u32;
+            if k == "wslea_k" {
+                o.notes.push("cifs: wslea_k= is now eacache_k=".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+impl CifsOpts {
+    /// Parse `a=b,c,...` (Linux names; times in seconds, modes in octal);
+    /// `credentials=` reads the host file (refused in the guest).
+    pub fn parse(s: &str) -> Result<CifsOpts, OptError> {
+        Self::parse_with(s, &read_host_file)
+    }
+
+    /// [`CifsOpts::parse`] with the credentials file read by `read`: each
+    /// word in turn ([`Parse::word`]), then the unknown ones judged, the
+    /// credentials file read, and the options checked against each other.
+    pub fn parse_with(s: &str, read: ReadFile<'_>) -> Result<CifsOpts, OptError> {
+        let mut p = Parse::default();
+        for w in split_options(s) {
+            p.word(w.trim())?;
+        }
+        p.judge_unknown()?;
+        p.read_credentials(read)?;
+        p.finish()
     }
 
     /// Would every WSL metadata EA (read for reparse points) be thrown
