@@ -1,8 +1,10 @@
 //! Stress tests of the lookup path in the guest (`stress=rcu|mem|oom`).
 //!
 //! Four tests, one module each: [`hostile`] (`stress=hostile`: distinct
-//! misses from every CPU, memory must stay bounded), [`rcu`] (`stress=rcu`: lookups checked
-//! against concurrent churn, with memory poisoning), [`mem`] (`stress=mem`:
+//! misses from every CPU, memory must stay bounded), [`churn`]
+//! (`stress=rcu`: RCU-walk lookups checked against concurrent churn, with
+//! memory poisoning; named for what it does, so that it is not taken for
+//! [`crate::sync::rcu`]), [`mem`] (`stress=mem`:
 //! a million misses under the unused-dentry limit) and [`oom`]
 //! (`stress=oom`: tmpfs filled until memory admission refuses). This module
 //! holds what they share (settling the dcache and RCU, the design list) and
@@ -12,10 +14,10 @@
 //! shrinker), `smp`, RCU, `mm::poison` (on for `stress=rcu`), `mm::heap`
 //! (figures), the console. Safe code only.
 
+mod churn;
 mod hostile;
 mod mem;
 mod oom;
-mod rcu;
 
 use alloc::vec::Vec;
 
@@ -30,10 +32,10 @@ use crate::mm::poison;
 use crate::smp::{self, CpuSet};
 use crate::time;
 
+use self::churn::{rcu_stress, reads_of_poison};
 use self::hostile::hostile_stress;
 use self::mem::mem_stress;
 use self::oom::oom_stress;
-use self::rcu::{rcu_stress, reads_of_poison};
 
 fn show(path: &[u8]) -> &str {
     core::str::from_utf8(path).unwrap_or("?")
