@@ -65,11 +65,20 @@ T=/sys/kernel/tracing
 # after `solo off` sees every CPU. SYSCPU is only ever changed by the test
 # of this function (qemu/src/linuxref/build.rs).
 SYSCPU=${SYSCPU:-/sys/devices/system/cpu}
-# The CPUs QEMU gave the guest (present: "0" or "0-N"), not nproc: the
-# guest boots with one online (see the `solo off` after the set-up).
+# The CPUs QEMU gave the guest, not nproc: the guest boots with one online
+# (see the `solo off` after the set-up). present is a CPU list ("0", "0-1",
+# "0,2-3"): each range counts its CPUs, so that the count is that of the
+# cpuN directories `solo off` brings up (the highest number plus one would
+# count a hole as a CPU). No list at all counts as CPU 0 alone.
 present_cpus() {
-    p=$(cat "$SYSCPU/present" 2>/dev/null || echo 0)
-    echo $((${p##*[-,]} + 1))
+    n=0
+    for r in $(cat "$SYSCPU/present" 2>/dev/null | tr , ' '); do
+        case $r in
+            *-*) n=$((n + ${r#*-} - ${r%-*} + 1)) ;;
+            *) n=$((n + 1)) ;;
+        esac
+    done
+    echo $((n > 0 ? n : 1))
 }
 NPROC=${NPROC:-$(present_cpus)}
 solo() {

@@ -240,7 +240,15 @@ mod tests {
         let end = body.find("\n}\n").expect("its end") + 3;
         let dir = std::env::temp_dir().join(format!("linuxref-present-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        for (present, want) in [("0-1\n", "2"), ("0\n", "1"), ("0-15\n", "16")] {
+        for (present, want) in [
+            ("0-1\n", "2"),
+            ("0\n", "1"),
+            ("0-15\n", "16"),
+            // A hole is not a CPU: `solo off` brings up cpu2 and cpu3 only.
+            ("0,2-3\n", "3"),
+            ("0-1,4\n", "3"),
+            ("", "1"),
+        ] {
             fs::write(dir.join("present"), present).unwrap();
             let out = std::process::Command::new("sh")
                 .arg("-c")
