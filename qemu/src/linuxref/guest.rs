@@ -435,16 +435,12 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
             )));
         }
     }
-    let kernel_line = serial
-        .lines()
-        .find_map(|l| l.strip_prefix("linuxref: kernel "))
-        .unwrap_or_default();
-    let uname = kernel_line
+    let uname = kernel_line(&serial)
         .split(',')
         .next()
         .unwrap_or_default()
         .to_string();
-    super::check_online_cpus(kernel_line.split(',').nth(1).unwrap_or_default(), run.cpus)?;
+    check_guest_cpus(&serial, run.cpus)?;
     Ok(GuestReport {
         results,
         sections,
@@ -471,6 +467,10 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
 /// line. They were measured before the crash; a caller that prints them
 /// says where they come from.
 pub fn finished_runs(serial: &str, run: &GuestRun) -> Vec<(Fs, WisResult)> {
+    // Runs made on fewer CPUs than the guest was given are not its figures.
+    if check_guest_cpus(serial, run.cpus).is_err() {
+        return Vec::new();
+    }
     run.fs
         .iter()
         .filter_map(|fs| {
@@ -478,6 +478,32 @@ pub fn finished_runs(serial: &str, run: &GuestRun) -> Vec<(Fs, WisResult)> {
             (run.count == 0 || r.per_op.is_some()).then_some((*fs, r))
         })
         .collect()
+}
+
+/// What follows `linuxref: kernel ` on the guest's console ("" if none).
+fn kernel_line(serial: &str) -> &str {
+    serial
+        .lines()
+        .find_map(|l| l.strip_prefix("linuxref: kernel "))
+        .unwrap_or_default()
+}
+
+/// [`super::check_online_cpus`] on the kernel line's `N cpus`; a refusal
+/// quotes init.sh's own account (`linuxref-solo-failed …`) when it gave one.
+fn check_guest_cpus(serial: &str, vcpus: u32) -> Result<(), LinuxRefError> {
+    let said = kernel_line(serial).split(',').nth(1).unwrap_or_default();
+    super::check_online_cpus(said, vcpus).map_err(|e| {
+        let why: Vec<&str> = serial
+            .lines()
+            .filter(|l| l.starts_with("linuxref-solo-failed"))
+            .collect();
+        match (e, why.is_empty()) {
+            (LinuxRefError::Guest(m), false) => {
+                LinuxRefError::Guest(format!("{m}: {}", why.join("; ")))
+            }
+            (e, _) => e,
+        }
+    })
 }
 
 /// The `linuxref-dropped variant=V option=O` lines, as (V, O).
@@ -840,6 +866,21 @@ mod tests {
     }
 
     #[test]
+    fn a_short_cpu_count_is_refused_with_the_guests_reason() {
+        let ok = "linuxref: kernel 7.3.4, 2 cpus, fs=tmpfs threads=2\n";
+        assert!(check_guest_cpus(ok, 2).is_ok());
+        let short = "linuxref-solo-failed off: /sys/devices/system/cpu/cpu1 online=0\n\
+                     linuxref-solo-failed off: nproc=1 of the 2 CPUs the guest has\n\
+                     linuxref: kernel 7.3.4, 1 cpus, fs=tmpfs threads=2\n";
+        let e = check_guest_cpus(short, 2).unwrap_err().to_string();
+        assert!(e.contains("brought 1 of its 2 vCPUs online"), "{e}");
+        assert!(e.contains("cpu1 online=0"), "{e}");
+        assert!(e.contains("nproc=1 of the 2 CPUs"), "{e}");
+        // No kernel line at all (a cifs-only guest prints one too).
+        assert!(check_guest_cpus("linuxref-done\n", 1).is_err());
+    }
+
+    #[test]
     fn the_runs_a_crashed_guest_finished_are_found() {
         let run = GuestRun {
             count: 100,
@@ -848,7 +889,8 @@ mod tests {
         // tmpfs timed and counted; ext4 timed, then the kernel crashed in
         // its counting run.
         let serial = format!(
-            "linuxref-begin fs=tmpfs\n{REPORT}per-op: allocs=0.5 locks=3.0 rwsem=0.5 fallbacks=0.5\n\
+            "linuxref: kernel 7.3.4, 2 cpus, fs=tmpfs,ext4 threads=2 warmup=1 secs=3 count=100\n\
+             linuxref-begin fs=tmpfs\n{REPORT}per-op: allocs=0.5 locks=3.0 rwsem=0.5 fallbacks=0.5\n\
              linuxref-end fs=tmpfs rc=0\nlinuxref-begin fs=ext4\n{REPORT}\
              [   20.0] Kernel panic - not syncing: Fatal exception in interrupt\n"
         );
@@ -856,6 +898,12 @@ mod tests {
         assert_eq!(done.len(), 1);
         assert_eq!(done[0].0, Fs::Tmpfs);
         assert_eq!(done[0].1.per_op.map(|p| p.locks), Some(3.0));
+        // Runs made with one of the two vCPUs online (the boot's `solo
+        // off` failed), or with no count to check, are not the guest's.
+        let short = serial.replace(", 2 cpus,", ", 1 cpus,");
+        assert!(finished_runs(&short, &run).is_empty());
+        let unsaid = serial.replace(", 2 cpus,", ",");
+        assert!(finished_runs(&unsaid, &run).is_empty());
         // A timed run whose counting run printed no per-op line is not
         // finished when the run counts.
         let uncounted =
