@@ -18,7 +18,7 @@
 
 use std::fs::File;
 use std::io;
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -212,7 +212,13 @@ pub struct PortRetry {
     pub only_on: Option<std::io::ErrorKind>,
 }
 
-/// Starts a fixture's server on a fresh loopback port ([`crate::samba::free_port`]),
+/// A free TCP port on 127.0.0.1 (bind to port 0, read it back, release it).
+pub fn free_port() -> io::Result<u16> {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Starts a fixture's server on a fresh loopback port ([`free_port`]),
 /// up to `retry.tries` times: another process may take the port between the
 /// probe and the server's bind, and the server then fails to start.
 /// `start(fixture, port, attempt)` records the port and starts the server
@@ -226,7 +232,7 @@ pub fn start_on_a_free_port<T>(
 ) -> io::Result<()> {
     let mut last = None;
     for attempt in 0..retry.tries {
-        let port = crate::samba::free_port()?;
+        let port = free_port()?;
         match start(fixture, port, attempt) {
             Ok(()) => return Ok(()),
             Err(e) => {
@@ -260,7 +266,7 @@ mod tests {
     /// ephemeral ports there, which once handed out the same port and made
     /// an exited child look ready. Every fixture binds 127.0.0.1 alone.
     fn free_addr() -> SocketAddr {
-        let port = crate::samba::free_port().unwrap();
+        let port = free_port().unwrap();
         SocketAddr::from((Ipv4Addr::new(127, 0, 0, 86), port))
     }
 

@@ -18,12 +18,13 @@
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+pub use crate::process::free_port;
 use crate::process::{log_tail, start_on_a_free_port, PortRetry, ServerProcess, Startup};
 
 /// Where `smbd` is looked for first (Debian's package puts it there).
@@ -570,12 +571,6 @@ pub fn get_xattr(path: &Path, name: &str) -> io::Result<Vec<u8>> {
         )));
     }
     Ok(out.stdout)
-}
-
-/// A free TCP port on 127.0.0.1 (bind to port 0, read it back, release it).
-pub fn free_port() -> io::Result<u16> {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
-    Ok(l.local_addr()?.port())
 }
 
 /// The fixture's temp dir in the default place (see
