@@ -40,18 +40,18 @@
 //! below it (`shrink_dcache_parent`, `d_genocide`) in `tree.rs`; the
 //! in-lookup table in `in_lookup.rs`; the ENOENT policy in `design.rs`.
 
+mod children;
 pub mod design;
 mod dput;
 mod in_lookup;
-mod tree;
 
+pub use children::{
+    all_children, children, d_genocide, has_positive_children, is_ancestor, shrink_dcache_parent,
+};
 use dput::shrink_one;
 pub use dput::{dput, shrink, shrink_all, shrink_to_limit};
 pub use in_lookup::{d_add_in_lookup, d_alloc_parallel, d_lookup_done, Parallel};
 use in_lookup::{InLookupBucket, IN_LOOKUP_BUCKETS};
-pub use tree::{
-    all_children, children, d_genocide, has_positive_children, is_ancestor, shrink_dcache_parent,
-};
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
