@@ -26,6 +26,7 @@
 //! - `kbuild`: our builds of 6.12.117 and 7.3.4 (vanilla and patched) in place of Debian's kernel.
 //! - `oracle`: the dcache stress oracle in the guest, on tmpfs and ext4.
 //! - `walks`: ftrace's function graph of single stats in the guest (`make linux-walks`).
+//! - `negcost`: N missing names' cost to a tmpfs directory's readdir and rmdir (`make negcost`).
 //! - `console`: a guest that did not finish: its crash report, its console kept, one retry.
 //!
 //! The guest's own files (its `/init` scripts, the C programs built static
@@ -52,6 +53,7 @@ mod guest;
 mod initramfs;
 mod kbuild;
 mod modules;
+mod negcost;
 mod oracle;
 mod parse;
 mod source;
@@ -79,6 +81,11 @@ pub use kbuild::{
     PATCHES_DIR,
 };
 pub(crate) use modules::{decompressed_modules, module_load_order};
+pub use negcost::{
+    locked_stretches, negcost_cmdline, negcost_script, negcost_source, parse_negcost, run_negcost,
+    trace_steps, GuestNegcost, LockedStretch, NegcostKernel, NegcostReport, StepStretches,
+    NEGCOST_FILES, NEGCOST_MEM_MIB,
+};
 pub use oracle::{
     casefold_line, casefold_source, oracle_line, oracle_source, oracle_verdict, parse_casefold,
     parse_oracle, run_oracle, Casefold, OracleReport,

@@ -341,6 +341,26 @@ pub struct WalkKernel {
 /// The reference initramfs with the walks archive appended (rebuilt each
 /// run: walkstat and the script are small).
 fn walks_initramfs(paths: &Paths, dir: &Path) -> Result<PathBuf, LinuxRefError> {
+    appended_initramfs(
+        &paths.initramfs,
+        dir,
+        &walks_script(),
+        &[("walkstat", walkstat_source())],
+        "the walks archive",
+    )
+}
+
+/// The reference initramfs with a second newc archive appended (the kernel
+/// unpacks concatenated archives in order) after `base`: `script` as
+/// `/init` and each C source compiled static as `/NAME`. Written to
+/// `dir/initramfs.gz`.
+pub(super) fn appended_initramfs(
+    base: &Path,
+    dir: &Path,
+    script: &Path,
+    programs: &[(&str, PathBuf)],
+    what_archive: &str,
+) -> Result<PathBuf, LinuxRefError> {
     let root = dir.join("root");
     let _ = fs::remove_dir_all(&root);
     fs::create_dir_all(&root)
@@ -358,15 +378,17 @@ fn walks_initramfs(paths: &Paths, dir: &Path) -> Result<PathBuf, LinuxRefError> 
             )))
         }
     };
-    run(
-        "compiling walkstat (gcc -static; needs libc6-dev)",
-        Command::new("gcc")
-            .args(["-static", "-O2", "-Wall", "-o"])
-            .arg(root.join("walkstat"))
-            .arg(walkstat_source()),
-    )?;
+    for (name, source) in programs {
+        run(
+            &format!("compiling {name} (gcc -static; needs libc6-dev)"),
+            Command::new("gcc")
+                .args(["-static", "-O2", "-Wall", "-o"])
+                .arg(root.join(name))
+                .arg(source),
+        )?;
+    }
     let init = root.join("init");
-    fs::copy(walks_script(), &init).map_err(|e| LinuxRefError::Guest(format!("init: {e}")))?;
+    fs::copy(script, &init).map_err(|e| LinuxRefError::Guest(format!("init: {e}")))?;
     let err = |what: &str, e: String| LinuxRefError::Guest(format!("{what}: {e}"));
     let mut perm = fs::metadata(&init)
         .map_err(|e| err("init", e.to_string()))?
@@ -397,19 +419,23 @@ fn walks_initramfs(paths: &Paths, dir: &Path) -> Result<PathBuf, LinuxRefError> 
             ))
         }
     };
+    let mut list = String::from(".\ninit\n");
+    for (name, _) in programs {
+        list.push_str(name);
+        list.push('\n');
+    }
     let cpio = filter(
-        "cpio (the walks archive)",
+        &format!("cpio ({what_archive})"),
         Command::new("cpio")
             .args(["-o", "-H", "newc", "--quiet", "-R", "0:0"])
             .current_dir(&root),
-        b".\ninit\nwalkstat\n",
+        list.as_bytes(),
     )?;
     let gz = filter("gzip", Command::new("gzip").arg("-6"), &cpio)?;
-    let mut image =
-        fs::read(&paths.initramfs).map_err(|e| err("the reference initramfs", e.to_string()))?;
+    let mut image = fs::read(base).map_err(|e| err("the reference initramfs", e.to_string()))?;
     image.extend_from_slice(&gz);
     let out = dir.join("initramfs.gz");
-    fs::write(&out, image).map_err(|e| err("writing the walks initramfs", e.to_string()))?;
+    fs::write(&out, image).map_err(|e| err("writing the initramfs", e.to_string()))?;
     Ok(out)
 }
 
