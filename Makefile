@@ -46,7 +46,7 @@ DESIGNS ?=
 
 .PHONY: help setup setup-run build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot vfsstress \
         bench smb-bench eacache-check demo-trace linuxref linux-patched linux-boots linux-patched-build linux-oracle linux-vfsh linux-walks linux-fstests test-fstests lint explore bench-static test-kvm test-designs \
-        test-generated generated
+        test-generated generated negcost
 
 help:
 	@echo "make setup      install what make test needs (as root; packages, rust target and components, impacket)"
@@ -69,6 +69,7 @@ help:
 	@echo "make linux-boots    boot each kernel's counting guest LINUX_BOOTS times at 2 vCPUs: how often it crashes"
 	@echo "make linux-oracle   the dcache stress oracle on tmpfs and ext4 on each patched kernel (and on the broken ones)"
 	@echo "make linux-vfsh     the Linux half of the vfsh scripts under Debian's kernel and each of ours"
+	@echo "make negcost    negative dentries' cost: readdir, rmdir, dentries, locked stretch per kernel/design (NEGCOST_ARGS)"
 	@echo "make linux-walks    ftrace of one stat per case in Linux (Debian's and our builds) into docs/explore/linux/"
 	@echo "make linux-fstests  fstests in the reference guest (LINUX_FSTESTS_ARGS: kernels, filesystems, group or list)"
 	@echo "make lint       rustfmt check + clippy (host crates and kernel) with -D warnings"
@@ -284,6 +285,18 @@ linux-fstests: build-host
 test-fstests: build-host
 	$(TARGET_DIR)/release/linuxref --build-only
 	bash linux/fstests-smoke.sh
+
+# Negative dentries' cost (issue 50): N distinct missing names stat()ed in
+# one tmpfs directory (N = 10^4, 10^5, 10^6), then that directory's readdir
+# and rmdir timed, the dentries left and the longest stretch with its lock
+# held, for the prototype's designs (host mode) and our 7.3.4 builds
+# (vanilla, negative, noalloc: one 1-vCPU guest boot each, nothing built),
+# one line each:
+#   negcost kernel=K|proto design=D names=N ls_ms=… rmdir_ms=… dentries=… max_locked_us=…
+NEGCOST_ARGS ?=
+negcost:
+	$(CARGO) build --release -p benchlab --bin negcost
+	$(TARGET_DIR)/release/negcost $(NEGCOST_ARGS)
 
 linux-patched-build: build-host
 	$(TARGET_DIR)/release/linux-patched --linux-release $(LINUX_RELEASE) --build-only

@@ -16,6 +16,7 @@
 //! - [`predict`]: `bench predict` and the scaling model ([`predict::model`]).
 //! - [`lsla`]: `bench lsla`, cifs `ls -la` against Linux's; [`smbrw`]:
 //!   `bench smb-rw`.
+//! - [`negcost`]: the `negcost` binary's lines and its prototype side.
 //!
 //! Touches: threads, files under the chosen output directory, child
 //! processes (this binary, the QEMU runner) it starts and waits for.
@@ -25,6 +26,7 @@ extern crate alloc;
 pub mod exec;
 pub mod linux;
 pub mod lsla;
+pub mod negcost;
 pub mod plot;
 pub mod points;
 pub mod predict;
