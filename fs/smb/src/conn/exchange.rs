@@ -26,9 +26,21 @@ impl Connection {
     /// link. On an encrypting link the frame goes out sealed (not signed)
     /// and the replies must come sealed.
     pub fn exchange(&mut self, reqs: Vec<Req>, sign: bool) -> SmbResult<Vec<Reply>> {
+        self.exchange_frames(vec![reqs], sign)
+    }
+
+    /// [`Connection::exchange`] of several frames in one send: each inner
+    /// list goes out as its own frame (a compound if several), all of them
+    /// before any reply is read, so they cost one round trip. The replies
+    /// come back flat, in request order. The credits of every request are
+    /// charged up front ([`SmbError::NoCredits`] if the link holds fewer);
+    /// a frame that fails to go out fails them all.
+    pub fn exchange_frames(&mut self, frames: Vec<Vec<Req>>, sign: bool) -> SmbResult<Vec<Reply>> {
         let timeout = self.cfg.timeout_ms;
         let credit_request = self.cfg.credit_request;
         let t0 = self.clock.now_ms();
+        let sizes: Vec<usize> = frames.iter().map(Vec::len).filter(|&n| n > 0).collect();
+        let reqs: Vec<Req> = frames.into_iter().flatten().collect();
         if reqs.is_empty() {
             return Ok(Vec::new());
         }
@@ -71,13 +83,20 @@ impl Connection {
             m[..HEADER_LEN].copy_from_slice(&h);
             msgs.push(m);
         }
-        let (mut frame, ranges) = compound::chain(&msgs);
-        if sign {
-            if let Some(s) = &link.signer {
-                for r in &ranges {
-                    s.sign(&mut frame[r.clone()]);
+        let mut wire = Vec::with_capacity(sizes.len());
+        let mut rest = &msgs[..];
+        for &n in &sizes {
+            let (these, more) = rest.split_at(n);
+            rest = more;
+            let (mut frame, ranges) = compound::chain(these);
+            if sign {
+                if let Some(s) = &link.signer {
+                    for r in &ranges {
+                        s.sign(&mut frame[r.clone()]);
+                    }
                 }
             }
+            wire.push(frame);
         }
         link.credits -= need;
         let (sid, tid) = (link.session_id, link.tree_id);
@@ -94,15 +113,21 @@ impl Connection {
                 error: None,
             });
         }
-        self.stats.frames += 1;
-        let sent = match link.sealer.as_mut().filter(|_| seal) {
-            Some(sealer) => {
-                self.stats.sealed += 1;
-                link.t.send(&sealer.seal(&frame))
+        let mut sent = Ok(());
+        for frame in wire {
+            self.stats.frames += 1;
+            sent = match link.sealer.as_mut().filter(|_| seal) {
+                Some(sealer) => {
+                    self.stats.sealed += 1;
+                    link.t.send(&sealer.seal(&frame))
+                }
+                None => link.t.send(&frame),
+            };
+            link.last_sent = frame;
+            if sent.is_err() {
+                break;
             }
-            None => link.t.send(&frame),
-        };
-        link.last_sent = frame;
+        }
         if sent.is_err() {
             return Err(self.fail_all(&reqs, &mids, SmbError::Disconnected));
         }

@@ -502,3 +502,137 @@ fn validate_negotiate_checks_the_signed_answer() {
     c.validate_negotiate(&neg(), &Session { guest: true })
         .unwrap();
 }
+
+/// A reply to `req` with `body` after the header.
+fn reply_with(req: &HeaderRepr, st: u32, body: &[u8]) -> Vec<u8> {
+    let mut v = reply(req, st, None, 8);
+    v.truncate(HEADER_LEN);
+    v.extend_from_slice(body);
+    v
+}
+
+/// A CREATE reply body (MS-SMB2 2.2.14) opening FileId 1/1.
+fn create_ok() -> Vec<u8> {
+    let mut b = vec![0u8; 88];
+    b[0] = 89;
+    b[64] = 1;
+    b[72] = 1;
+    b
+}
+
+/// A QUERY_INFO reply body (MS-SMB2 2.2.38) carrying `data`.
+fn output(data: &[u8]) -> Vec<u8> {
+    let mut b = vec![9, 0, 72, 0];
+    b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    b.extend_from_slice(data);
+    b
+}
+
+/// What the fake server answers the chain of path number `i` of a batched
+/// EA query, by `i % 6`: no EAs; `srv=1`; CREATE denied (the related
+/// members fail with it); the class refused; an EA list that does not
+/// parse; a QUERY_INFO reply body cut short.
+fn ea_chain_reply(i: usize, h: &[HeaderRepr]) -> Vec<Vec<u8>> {
+    let srv = crate::wire::ea::emit_full_ea(b"srv", b"1").unwrap();
+    let (create, q) = match i % 6 {
+        0 => (
+            create_ok(),
+            (status::NO_EAS_ON_FILE, vec![9, 0, 0, 0, 0, 0, 0, 0, 0]),
+        ),
+        1 => (create_ok(), (status::SUCCESS, output(&srv))),
+        2 => {
+            let denied = 0xc000_0022;
+            return h.iter().map(|h| reply(h, denied, None, 1)).collect();
+        }
+        3 => (
+            create_ok(),
+            (status::NOT_SUPPORTED, vec![9, 0, 0, 0, 0, 0, 0, 0, 0]),
+        ),
+        4 => (create_ok(), (status::SUCCESS, output(&[0xff; 7]))),
+        _ => (create_ok(), (status::SUCCESS, vec![9, 0, 72])),
+    };
+    vec![
+        reply_with(&h[0], status::SUCCESS, &create),
+        reply_with(&h[1], q.0, &q.1),
+        reply(&h[2], status::SUCCESS, None, 1),
+    ]
+}
+
+/// A batched EA query: chains of ten in a compound, every compound sent
+/// before a reply is read, each path's own answer from its chain (a
+/// garbled or short reply is that path's EIO, never a panic), and no more
+/// paths than the credits pay for.
+#[test]
+fn batched_ea_queries_answer_per_chain() {
+    use alloc::string::ToString;
+    use core::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, Mutex};
+    let frames = Arc::new(Mutex::new(Vec::new()));
+    let seen = frames.clone();
+    let chain = Arc::new(AtomicUsize::new(0));
+    let n = chain.clone();
+    // The step clock moves 50 ms a reading: room for 36 replies.
+    let mut c = conn(100_000);
+    let t = FnTransport::new(move |f: &[u8]| {
+        let h = requests(f);
+        seen.lock().unwrap().push(h.len());
+        h.chunks(3)
+            .flat_map(|h| {
+                assert_eq!(
+                    h.iter().map(|h| h.command).collect::<Vec<_>>(),
+                    [cmd::CREATE, cmd::QUERY_INFO, cmd::CLOSE]
+                );
+                assert_eq!(h[0].flags & flags::RELATED, 0, "each chain starts afresh");
+                assert!(h[1..].iter().all(|h| h.flags & flags::RELATED != 0));
+                ea_chain_reply(n.fetch_add(1, Ordering::SeqCst), h)
+            })
+            .collect()
+    });
+    c.test_link(Box::new(t), None);
+    c.link.as_mut().unwrap().credits = 100;
+    let paths: Vec<String> = (0..12).map(|i| format!("d/f{i}")).collect();
+    let refs: Vec<&str> = paths.iter().map(|p| p.as_str()).collect();
+    let r = c.query_eas_many(&refs).unwrap();
+    assert_eq!(*frames.lock().unwrap(), [30, 6], "10 chains, then 2");
+    assert_eq!(r.len(), 12);
+    for (i, a) in r.iter().enumerate() {
+        match i % 6 {
+            0 => assert_eq!(a, &Ok(Vec::new()), "{i}"),
+            1 => {
+                let eas = a.as_ref().unwrap();
+                assert_eq!(
+                    (eas[0].name.to_string(), &eas[0].value[..]),
+                    ("srv".into(), &b"1"[..])
+                );
+            }
+            2 => assert_eq!(a, &Err(SmbError::Status(0xc000_0022)), "{i}"),
+            3 => assert_eq!(a, &Err(SmbError::Status(status::NOT_SUPPORTED)), "{i}"),
+            _ => assert!(matches!(a, Err(SmbError::Wire(_))), "{i}: {a:?}"),
+        }
+    }
+    // Credits for 4 chains (13 / 3): only the first 4 paths are asked.
+    c.link.as_mut().unwrap().credits = 13;
+    frames.lock().unwrap().clear();
+    let r = c.query_eas_many(&refs).unwrap();
+    assert_eq!(r.len(), 4);
+    assert_eq!(*frames.lock().unwrap(), [12]);
+}
+
+/// A server that answers a batched EA query with fewer replies than
+/// requests (the last chain's CLOSE never comes): the whole question
+/// fails (a timeout, EIO on a soft mount), nothing is made up, no panic.
+#[test]
+fn a_batch_answered_short_fails_whole() {
+    let mut c = conn(1000);
+    let t = FnTransport::new(|f: &[u8]| {
+        let h = requests(f);
+        let mut out: Vec<Vec<u8>> = h.chunks(3).flat_map(|h| ea_chain_reply(0, h)).collect();
+        out.pop();
+        out
+    });
+    c.test_link(Box::new(t), None);
+    c.link.as_mut().unwrap().credits = 100;
+    let r = c.query_eas_many(&["a", "b", "c"]);
+    assert!(matches!(r, Err(SmbError::Timeout)), "{r:?}");
+    assert!(!c.is_connected(), "the link is dropped after a timeout");
+}
