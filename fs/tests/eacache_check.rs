@@ -67,18 +67,23 @@ struct Target {
     rounds: usize,
 }
 
-/// Counts the compounds sent (one per round trip).
+/// Counts round trips: a send after a receive (the frames of one send,
+/// several compounds of a batched EA query, are one).
 struct Counting {
     inner: TcpTransport,
     sent: Arc<AtomicU64>,
+    received: bool,
 }
 
 impl Transport for Counting {
     fn send(&mut self, msg: &[u8]) -> Result<(), TransportError> {
-        self.sent.fetch_add(1, Ordering::Relaxed);
+        if std::mem::take(&mut self.received) {
+            self.sent.fetch_add(1, Ordering::Relaxed);
+        }
         self.inner.send(msg)
     }
     fn recv(&mut self, timeout_ms: u64) -> Result<Vec<u8>, TransportError> {
+        self.received = true;
         self.inner.recv(timeout_ms)
     }
 }
@@ -93,6 +98,7 @@ impl Connector for CountingConnector {
         Ok(Box::new(Counting {
             inner: TcpTransport::connect(self.addr, 10_000)?,
             sent: self.sent.clone(),
+            received: true,
         }))
     }
 }

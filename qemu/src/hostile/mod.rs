@@ -79,6 +79,11 @@ pub enum Case {
     /// QUERY_INFO(FileFullEaInformation) of any file answers an EA of each
     /// of these names (value `v`), in order.
     EaNames(Vec<Vec<u8>>),
+    /// QUERY_INFO(FileFullEaInformation) answers STATUS_NO_EAS_ON_FILE,
+    /// and a request frame that holds several CREATEs (a batch of EA
+    /// queries, one chain per file) gets a reply frame one member short:
+    /// the last chain's CLOSE is never answered.
+    ShortBatch,
 }
 
 /// Size the server claims for `endless.bin` ([`Case::EndlessFile`]).
@@ -124,12 +129,13 @@ impl Case {
             "ea-bad-names" => {
                 Case::EaNames(vec![b"x\0y".to_vec(), vec![b'n'; 251], b"good".to_vec()])
             }
+            "short-batch" => Case::ShortBatch,
             _ => return None,
         })
     }
 
     /// The names [`Case::by_name`] knows.
-    pub const NAMES: [&'static str; 17] = [
+    pub const NAMES: [&'static str; 18] = [
         "honest",
         "endless-listing",
         "read-longer",
@@ -147,6 +153,7 @@ impl Case {
         "endless-file-small",
         "ea-empty-name",
         "ea-bad-names",
+        "short-batch",
     ];
 }
 
@@ -422,6 +429,11 @@ impl Server {
 
     fn answer(&self, c: &mut Conn, frame: &[u8]) -> Frames {
         let msgs = wire::split(frame);
+        let creates = msgs
+            .iter()
+            .filter_map(|m| ReqHdr::parse(m))
+            .filter(|h| h.command == cmd::CREATE)
+            .count();
         let mut out = Vec::new();
         for m in msgs {
             let h = ReqHdr::parse(m)?;
@@ -464,6 +476,9 @@ impl Server {
                 t(&h, &mut r);
             }
             out.push(r);
+        }
+        if self.case == Case::ShortBatch && creates > 1 {
+            out.pop();
         }
         let mut frame = wire::chain(out);
         if let Some(key) = c.key {
@@ -568,6 +583,9 @@ impl Server {
                 };
                 if let (Case::EaNames(names), Some(&15)) = (&self.case, b.get(3)) {
                     return (status::SUCCESS, wire::output_body(&wire::full_eas(names)));
+                }
+                if (&self.case, b.get(3)) == (&Case::ShortBatch, Some(&15)) {
+                    return err(status::NO_EAS_ON_FILE);
                 }
                 if b.get(3) != Some(&18) {
                     return err(status::NOT_SUPPORTED);

@@ -31,6 +31,7 @@ pub mod status {
     pub const OBJECT_NAME_COLLISION: u32 = 0xc000_0035;
     pub const NOT_SUPPORTED: u32 = 0xc000_00bb;
     pub const INVALID_PARAMETER: u32 = 0xc000_000d;
+    pub const NO_EAS_ON_FILE: u32 = 0xc000_0052;
     pub const LOGON_FAILURE: u32 = 0xc000_006d;
 }
 

@@ -55,6 +55,42 @@
 //! `negcache` lasts at most one window too. A change made through this
 //! client (write, rename, setxattr) forgets what it knew at once.
 //!
+//! Batched sibling queries: where a design that remembers answers
+//! (`negcache`, `easize`) must ask about an entry, it asks in the same
+//! round trip about the entries listed with it (the same directory
+//! listing, after it in listing order, then from the start) that it would
+//! also have to ask about and has no answer for: one related
+//! CREATE + QUERY_INFO(FileFullEaInformation) + CLOSE chain per entry, ten
+//! chains a compound, every compound in one send
+//! ([`smb::Connection::query_eas_many`]). coreutils `ls -l` asks about
+//! every entry in listing order (gobble_file, before it sorts), so a
+//! listing of N entries costs about log2 + N/128 round trips instead of N,
+//! on servers whose EaSize is not trusted (ksmbd; an EA-less share where
+//! nothing proves the field). Each sibling's answer is its own: NO_EAS is
+//! recorded as the inode's own answer (the rule above, generation
+//! included: a reply whose sample is stale records nothing); a list of EAs
+//! or EACCES is kept for that inode's next call alone, inside its
+//! attribute window and under the same generation rule; a refused class
+//! marks the tree connect as a single query would; any other failure of a
+//! sibling's chain records nothing, and the entry is asked on its own
+//! when its turn comes (so a server's error is met where it was asked
+//! for). The entry that was asked for gets its chain's answer exactly as a
+//! single query would (EIO for a reply that does not parse).
+//!
+//! How many: the first batch of a listing carries [`FIRST_BATCH`] entries,
+//! each next one twice as many, up to `eacache_batch=` ([`DEFAULT_BATCH`];
+//! 1 turns batching off), like readahead: a `getfattr` of one file in a
+//! large directory opens 32 siblings, not all of them. Never more than the
+//! credits the server has granted pay for (three per entry; the client
+//! asks 256 with each request): 128 entries are 384 credits, within what
+//! Samba (`smb2 max credits` 8192), ksmbd (8192) and Windows (its default
+//! 512 granted) let a client hold, and 13 compounds of at most 30
+//! members. The first EA query of a tree connect goes alone: a server that
+//! refuses the EA class then costs one query, not a batch of refusals.
+//! `negcache` batches no more than the answers its per-tcon stop still
+//! needs (K less those counted) while no entry has shown EAs.
+//! `always` (Linux 6.12's behaviour, the baseline) never batches.
+//!
 //! To add a design: a unit struct implementing [`EaCacheDesign`] and a line
 //! in [`EACACHE_DESIGNS`]; `eacache=NAME` then accepts it, help texts and
 //! error messages name it, and `make smb-bench` can sweep it.
@@ -273,6 +309,21 @@ pub static EACACHE_DESIGNS: &[&dyn EaCacheDesign] = &[
 
 /// The default design.
 pub const DEFAULT: &str = "easize";
+
+/// Entries in the first batched EA round trip of a listing (see the
+/// module doc, "Batched sibling queries").
+pub const FIRST_BATCH: usize = 32;
+/// `eacache_batch=`'s default: most entries in one batched round trip.
+pub const DEFAULT_BATCH: u32 = 128;
+/// `eacache_batch=`'s largest value.
+pub const MAX_BATCH: u32 = 1024;
+
+/// Does a design that sends as `s` ask about siblings with the entry it
+/// was asked about? Only those that remember answers: `always` asks on
+/// every call by definition, `off` never.
+pub fn batches(s: EaSends) -> bool {
+    matches!(s, EaSends::PerInodeAndTcon | EaSends::TrustsEaSize)
+}
 
 /// Index of the design called `name`.
 pub fn by_name(name: &str) -> Option<usize> {

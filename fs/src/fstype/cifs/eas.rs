@@ -17,16 +17,21 @@
 //! `stat` meets a reparse point, once per attribute window, as Linux 6.12
 //! reads it only for reparse points.
 //!
-//! Touches: the connection (one compound per question), the inode's
-//! [`CifsInode`] EA fields and the per-tcon [`TconEa`], each under its own
-//! lock, never two at once.
+//! Where the design remembers answers, a question that must go to the
+//! server takes its listed siblings' along (one round trip for many
+//! entries: [`eacache`], "Batched sibling queries").
+//!
+//! Touches: the connection (one send per question), the inode's and its
+//! listed siblings' [`CifsInode`] EA fields and the per-tcon [`TconEa`],
+//! each under its own lock, never two at once.
 
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
-use super::eacache::{EaAnswer, EaCtx};
-use super::{data_errno, CifsFs, CifsInode, EaSizeTrust};
+use super::eacache::{self, EaAnswer, EaCacheDesign, EaCtx};
+use super::{data_errno, CifsFs, CifsInode, EaSizeTrust, Listing, Prefetched};
 use crate::errno::{Errno, KResult};
 use crate::inode::Inode;
 use crate::simple_xattr::{under_prefix, USER_PREFIX};
@@ -88,7 +93,9 @@ impl CifsFs {
     }
 
     /// Every EA of `inode`: answered locally when the design says so, else
-    /// asked of the server, the answer taught to the inode and the tcon.
+    /// from a sibling's batch that brought its answer, else asked of the
+    /// server (with its listed siblings where the design batches), each
+    /// answer taught to its inode and the tcon.
     fn eas(&self, inode: &Inode) -> KResult<Vec<FullEa>> {
         let ci = cifs_inode(inode)?;
         let now = self.now();
@@ -103,8 +110,180 @@ impl CifsFs {
             }
             EaAnswer::Ask => {}
         }
-        self.ea_queries.fetch_add(1, Ordering::Relaxed);
-        let r = self.conn.lock().query_eas(&ci.path());
+        if let Some(a) = self.take_prefetched(inode, ci, now) {
+            self.ea_prefetch_hits.fetch_add(1, Ordering::Relaxed);
+            return a;
+        }
+        let siblings = self.ea_siblings(ci, now, design);
+        self.ea_queries
+            .fetch_add(1 + siblings.len() as u64, Ordering::Relaxed);
+        if siblings.is_empty() {
+            let r = self.conn.lock().query_eas(&ci.path());
+            return self.ea_answer(inode, ci, &ctx, sample, now, r);
+        }
+        let mut paths = Vec::with_capacity(siblings.len() + 1);
+        paths.push(ci.path());
+        for (s, _) in &siblings {
+            paths.push(cifs_inode(s).map(CifsInode::path).unwrap_or_default());
+        }
+        let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let r = self.conn.lock().query_eas_many(&refs);
+        self.ea_batches.fetch_add(1, Ordering::Relaxed);
+        let mut answers = match r {
+            Ok(a) => a.into_iter(),
+            // Nothing came back: the entry asked about gets the error,
+            // its siblings learn nothing.
+            Err(e) => return self.ea_answer(inode, ci, &ctx, sample, now, Err(e)),
+        };
+        let own = answers
+            .next()
+            .unwrap_or(Err(SmbError::Protocol("no answer for the entry asked")));
+        let own = self.ea_answer(inode, ci, &ctx, sample, now, own);
+        // Siblings the credits left out (fewer answers) were not asked.
+        for ((s, sctx), r) in siblings.iter().zip(answers) {
+            self.ea_batched.fetch_add(1, Ordering::Relaxed);
+            let Ok(sci) = cifs_inode(s) else { continue };
+            let answer = match self.ea_answer(s, sci, sctx, sample, now, r) {
+                // NO_EAS was recorded as the inode's own answer; a refused
+                // class marked the tree connect; any other failure keeps
+                // nothing: the entry is asked alone when its turn comes.
+                Ok(eas) if eas.is_empty() => continue,
+                Err(e) if e != Errno::EACCES => continue,
+                a => a,
+            };
+            // Kept only if nothing changed its EAs since the sample.
+            if sci.ea.lock().generation <= sample {
+                *sci.prefetched.lock() = Some(Prefetched {
+                    ms: now,
+                    sample,
+                    answer,
+                });
+            }
+        }
+        own
+    }
+
+    /// The answer a sibling's batch kept for `inode`, taken (it serves one
+    /// call): only inside its attribute window and if no local EA change
+    /// (through this name or another of the same file) came after the
+    /// request that brought it.
+    fn take_prefetched(
+        &self,
+        inode: &Inode,
+        ci: &CifsInode,
+        now: u64,
+    ) -> Option<KResult<Vec<FullEa>>> {
+        let p = ci.prefetched.lock().take()?;
+        let generation = ci.ea.lock().generation.max(self.ea_linked_generation(ci));
+        let fresh = now.saturating_sub(p.ms) < self.attr_window(inode);
+        (fresh && generation <= p.sample).then_some(p.answer)
+    }
+
+    /// A listing's entries, in the server's order: each learns its place,
+    /// for the EA batches (nothing kept where the design does not batch).
+    pub(super) fn remember_listing(&self, order: &[Arc<Inode>]) {
+        let batch = self.opts.eacache_batch as usize;
+        if batch <= 1 || !eacache::batches(self.opts.effective_eacache().sends()) {
+            return;
+        }
+        let l = Arc::new(Listing {
+            entries: order.iter().map(Arc::downgrade).collect(),
+            next_batch: AtomicUsize::new(eacache::FIRST_BATCH.min(batch)),
+        });
+        for (i, inode) in order.iter().enumerate() {
+            if let Some(ci) = inode.private::<CifsInode>() {
+                *ci.listed.lock() = Some((l.clone(), i));
+            }
+        }
+    }
+
+    /// The entries whose EA queries go with `ci`'s: listed with it, after
+    /// it in listing order and then from the start, that the design would
+    /// ask about now and that hold no answer kept for them; at most the
+    /// listing's batch size less one, looking at no more than four times
+    /// that many (a walk over a large listing's answered entries costs no
+    /// more than the batch). None before the tree connect has answered
+    /// one EA query (a server that refuses the class then costs one), nor
+    /// while the link is down (the next request makes a new one).
+    fn ea_siblings(
+        &self,
+        ci: &CifsInode,
+        now: u64,
+        design: &dyn EaCacheDesign,
+    ) -> Vec<(Arc<Inode>, EaCtx)> {
+        let mut out = Vec::new();
+        if !eacache::batches(design.sends()) || self.opts.eacache_batch <= 1 {
+            return out;
+        }
+        let (generation, up) = {
+            let c = self.conn.lock();
+            (c.generation(), c.is_connected())
+        };
+        let before_stop = {
+            let mut t = self.tcon.lock();
+            t.follow(generation);
+            // A link that went down is brought up by the next request,
+            // as a new tree connect: its first EA query goes alone.
+            if !up || !t.answered || t.refused {
+                return out;
+            }
+            // negcache's per-tcon stop needs K answers without EAs: a
+            // batch asks no more than the stop would.
+            match design.sends() {
+                eacache::EaSends::PerInodeAndTcon if !t.positive => {
+                    self.opts.eacache_k.saturating_sub(t.no_eas) as usize
+                }
+                _ => usize::MAX,
+            }
+        };
+        let Some((l, at)) = ci.listed.lock().clone() else {
+            return out;
+        };
+        let base = l.next_batch.load(Ordering::Relaxed).max(1);
+        let want = base.min(before_stop).max(1);
+        let n = l.entries.len();
+        for k in (1..n).take(want.saturating_mul(4)) {
+            if out.len() + 1 >= want {
+                break;
+            }
+            let Some(s) = l.entries[(at + k) % n].upgrade() else {
+                continue;
+            };
+            let Some(sci) = s.private::<CifsInode>() else {
+                continue;
+            };
+            if sci
+                .prefetched
+                .lock()
+                .as_ref()
+                .is_some_and(|p| now.saturating_sub(p.ms) < self.attr_window(&s))
+            {
+                continue;
+            }
+            let sctx = self.ea_ctx(&s, sci, now);
+            if design.decide(&sctx) == EaAnswer::Ask {
+                out.push((s, sctx));
+            }
+        }
+        if !out.is_empty() {
+            let next = base.saturating_mul(2).min(self.opts.eacache_batch as usize);
+            l.next_batch.store(next, Ordering::Relaxed);
+        }
+        out
+    }
+
+    /// The server's answer `r` to an EA query about `inode`, sent after
+    /// `sample` with `ctx` in force: taught to the inode and the tree
+    /// connect, and turned into what the caller gets.
+    fn ea_answer(
+        &self,
+        inode: &Inode,
+        ci: &CifsInode,
+        ctx: &EaCtx,
+        sample: u64,
+        now: u64,
+        r: Result<Vec<FullEa>, SmbError>,
+    ) -> KResult<Vec<FullEa>> {
         // EAs found where a fresh EaSize, recorded at the generation this
         // query was sent at, said 0: the server does not fill EaSize.
         let contradicted = matches!(&r, Ok(eas) if !eas.is_empty())
@@ -133,10 +312,12 @@ impl CifsFs {
                     // What EaSize says is no longer what this user would
                     // be answered.
                     t.denied = true;
+                    t.answered = true;
                 }
                 Err(e)
             }
             Ok(eas) if eas.is_empty() => {
+                t.answered = true;
                 drop(t);
                 ci.record_no_eas(now, sample);
                 let mut t = self.tcon.lock();
@@ -154,6 +335,7 @@ impl CifsFs {
                 Ok(eas)
             }
             Ok(eas) => {
+                t.answered = true;
                 t.positive = true;
                 if liar && t.trust == EaSizeTrust::Unknown {
                     t.trust = EaSizeTrust::Liar;

@@ -244,6 +244,7 @@ impl FsOps for CifsFs {
         }
         let _excl = inode.i_rwsem.write();
         let mut seen: alloc::collections::BTreeSet<&[u8]> = alloc::collections::BTreeSet::new();
+        let mut order = alloc::vec::Vec::with_capacity(entries.len());
         for (e, name) in entries.iter().zip(&local) {
             let name = name.as_bytes();
             seen.insert(name);
@@ -251,7 +252,10 @@ impl FsOps for CifsFs {
             let existing = dcache::d_lookup(dir, name, hash);
             let is_dir = e.attributes & ATTR_DIRECTORY != 0;
             match existing.as_ref().and_then(|d| d.inode_arc()) {
-                Some(i) if i.is_dir() == is_dir => self.apply_listing(&i, e, now, sample),
+                Some(i) if i.is_dir() == is_dir => {
+                    self.apply_listing(&i, e, now, sample);
+                    order.push(i);
+                }
                 _ => {
                     if let Some(old) = existing.as_ref() {
                         dir.dir_seq.write(|| dcache::d_delete(old));
@@ -259,6 +263,7 @@ impl FsOps for CifsFs {
                     let path = Self::child_path(&inode, name, self.opts.remap)?;
                     let child = self.make_inode(sb, path, is_dir, e.end_of_file, e.file_id, now);
                     self.apply_listing(&child, e, now, sample);
+                    order.push(child.clone());
                     let d = dcache::d_alloc(dir.arc(), name, hash)?;
                     dir.dir_seq.write(|| dcache::d_add(d.arc(), Some(child)));
                 }
@@ -270,6 +275,7 @@ impl FsOps for CifsFs {
                 dir.dir_seq.write(|| dcache::d_delete(&c));
             }
         }
+        self.remember_listing(&order);
         ci.list_ms.store(now, Ordering::Relaxed);
         ci.list_valid.store(true, Ordering::Relaxed);
         Ok(())

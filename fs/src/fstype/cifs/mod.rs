@@ -90,6 +90,28 @@ pub struct CifsInode {
     /// where the inode number is a local one: the key under which a local
     /// EA change reaches this file's other names ([`CifsFs::ea_linked`]).
     file_id: AtomicU64,
+    /// The last listing of its directory that showed it, and its place
+    /// there: whose EA queries may go with its own ([`eacache`],
+    /// "Batched sibling queries").
+    listed: SpinLock<Option<(Arc<Listing>, usize)>>,
+    /// An EA answer asked for with a sibling's, kept for its next call.
+    prefetched: SpinLock<Option<Prefetched>>,
+}
+
+/// One directory listing, in the server's order, as the EA batches see it.
+pub(crate) struct Listing {
+    entries: alloc::vec::Vec<alloc::sync::Weak<Inode>>,
+    /// Entries the next batch may carry (doubles up to `eacache_batch=`).
+    next_batch: core::sync::atomic::AtomicUsize,
+}
+
+/// A sibling's EA answer (EAs, or EACCES), from a request sent after
+/// `sample`, when `ms`: good for one call inside the attribute window,
+/// unless the inode's EAs changed since.
+struct Prefetched {
+    ms: u64,
+    sample: u64,
+    answer: KResult<alloc::vec::Vec<smb::wire::ea::FullEa>>,
 }
 
 impl CifsInode {
@@ -103,6 +125,8 @@ impl CifsInode {
             ea: SpinLock::new(EaState::default()),
             reparse: AtomicBool::new(false),
             wsl_ms: AtomicU64::new(0),
+            listed: SpinLock::new(None),
+            prefetched: SpinLock::new(None),
         }
     }
 
@@ -122,7 +146,9 @@ impl CifsInode {
         e.generation = g;
         e.size = u32::MAX;
         e.no_eas_ms = 0;
+        drop(e);
         self.wsl_ms.store(0, Ordering::Relaxed);
+        *self.prefetched.lock() = None;
         g
     }
 
@@ -248,6 +274,9 @@ struct TconEa {
     /// An EA query was refused with EACCES: EaSize cannot say which
     /// entries this user may read the EAs of.
     denied: bool,
+    /// Some EA query was answered (not refused as a class): from then on
+    /// queries may go in batches.
+    answered: bool,
     /// The connection generation this state belongs to.
     generation: u64,
 }
@@ -304,6 +333,12 @@ pub struct CifsFs {
     pub ea_queries: AtomicU64,
     /// Those calls the EA-cache design answered without the server.
     pub ea_local: AtomicU64,
+    /// Of `ea_queries`, those sent for a sibling of the entry asked about.
+    pub ea_batched: AtomicU64,
+    /// Calls answered by a sibling's batched answer kept for them.
+    pub ea_prefetch_hits: AtomicU64,
+    /// Batched round trips (each one send of one or more compounds).
+    pub ea_batches: AtomicU64,
     /// WSL metadata EA queries sent (reparse points' `stat`).
     pub wsl_queries: AtomicU64,
     /// EA queries the server refused as a class (STATUS_NOT_SUPPORTED /
@@ -656,6 +691,9 @@ pub fn mount(
         listing_hook: SpinLock::new(None),
         ea_queries: AtomicU64::new(0),
         ea_local: AtomicU64::new(0),
+        ea_batched: AtomicU64::new(0),
+        ea_prefetch_hits: AtomicU64::new(0),
+        ea_batches: AtomicU64::new(0),
         wsl_queries: AtomicU64::new(0),
         ea_refused: AtomicU64::new(0),
         inos: SpinLock::new(alloc::collections::BTreeMap::new()),

@@ -47,6 +47,10 @@ pub struct CifsOpts {
     pub eacache: usize,
     /// K of the negcache design (`eacache_k=`, old name `wslea_k=`).
     pub eacache_k: u32,
+    /// Most entries whose EA queries one round trip carries where the
+    /// design remembers answers (`eacache_batch=`; 1: each alone). See
+    /// [`super::eacache`], "Batched sibling queries".
+    pub eacache_batch: u32,
     /// `user_xattr` (Linux's default); `nouser_xattr` answers every
     /// `user.` attribute call with EOPNOTSUPP and sends nothing.
     pub user_xattr: bool,
@@ -111,7 +115,7 @@ impl fmt::Display for OptError {
 pub const OPTION_NAMES: &str = "vers= username=|user= password=|pass= domain=|dom= credentials= \
 uid= forceuid gid= forcegid file_mode= dir_mode= acregmax= acdirmax= actimeo= noac soft hard \
 serverino noserverino sign seal weakrandom sec= cache=strict|loose|none unix nounix mapposix mapchars \
-iocharset=utf8 rsize= wsize= sloppy user_xattr nouser_xattr eacache=DESIGN eacache_k= \
+iocharset=utf8 rsize= wsize= sloppy user_xattr nouser_xattr eacache=DESIGN eacache_k= eacache_batch= \
 (wslea=, wslea_k=: their old names)";
 
 /// The value an option takes.
@@ -366,6 +370,7 @@ pub const OPTIONS: &[OptSpec] = &[
     // This project's own (`wslea=`, `wslea_k=`: the old names).
     imp("eacache", Kind::Str),
     imp("eacache_k", Kind::Num),
+    imp("eacache_batch", Kind::Num),
     imp("wslea", Kind::Str),
     imp("wslea_k", Kind::Num),
 ];
@@ -440,6 +445,7 @@ impl Default for CifsOpts {
             noserverino: false,
             eacache: eacache::by_name(eacache::DEFAULT).expect("the default design exists"),
             eacache_k: 8,
+            eacache_batch: super::eacache::DEFAULT_BATCH,
             user_xattr: true,
             sign: false,
             rsize: DEFAULT_IOSIZE,
@@ -580,7 +586,9 @@ impl Parse {
             "wsize" => o.wsize = iosize(k, val)?,
             "sloppy" => self.sloppy = true,
             "user_xattr" => o.user_xattr = !negated,
-            "eacache" | "wslea" | "eacache_k" | "wslea_k" => ea_cache(o, spec.name, k, val)?,
+            "eacache" | "wslea" | "eacache_k" | "wslea_k" | "eacache_batch" => {
+                ea_cache(o, spec.name, k, val)?
+            }
             _ => debug_assert!(spec.no_effect.is_some(), "{} unhandled", spec.name),
         }
         Ok(())
@@ -787,6 +795,9 @@ fn ea_cache(o: &mut CifsOpts, name: &str, k: &str, val: &str) -> Result<(), OptE
             } else {
                 format!("cifs: wslea={val} is now eacache={now}")
             });
+        }
+        "eacache_batch" => {
+            o.eacache_batch = num(k, val, 10)?.clamp(1, super::eacache::MAX_BATCH as u64) as u32;
         }
         _ => {
             o.eacache_k = num(k, val, 10)?.clamp(1, 1 << 20) as u32;

@@ -1,0 +1,170 @@
+//! Batched sibling EA queries (`fs::fstype::cifs::eacache`, "Batched
+//! sibling queries"): where EaSize is not trusted, an entry's EA query
+//! takes its listed siblings' along in one round trip.
+//!
+//! - Samba, a share of 300 entries without EAs (nothing proves EaSize):
+//!   coreutils 9.7's `ls -la` costs a few round trips cold with the
+//!   default batch, one per entry with `eacache_batch=1`, and none warm;
+//!   every entry's answer is the server's (an empty list);
+//! - the hostile server answering a batch one reply short: the entry asked
+//!   about gets EIO (after the request timeout), its siblings learn
+//!   nothing, an entry asked alone afterwards gets the server's answer,
+//!   and nothing panics.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use fs::errno::Errno;
+use fs::fstype::cifs::{self, CifsFs};
+use fs::inode::SuperBlock;
+use fs::vfs::Vfs;
+use smb::transport::{Connector, Transport, TransportError};
+use smb::{StdClock, TcpTransport};
+
+/// Counts round trips: a send after a receive (the compounds of one
+/// batched send are one).
+struct Counting {
+    inner: TcpTransport,
+    trips: Arc<AtomicU64>,
+    received: bool,
+}
+
+impl Transport for Counting {
+    fn send(&mut self, msg: &[u8]) -> Result<(), TransportError> {
+        if std::mem::take(&mut self.received) {
+            self.trips.fetch_add(1, Ordering::Relaxed);
+        }
+        self.inner.send(msg)
+    }
+    fn recv(&mut self, timeout_ms: u64) -> Result<Vec<u8>, TransportError> {
+        self.received = true;
+        self.inner.recv(timeout_ms)
+    }
+}
+
+struct CountingConnector {
+    addr: SocketAddr,
+    trips: Arc<AtomicU64>,
+}
+
+impl Connector for CountingConnector {
+    fn connect(&mut self) -> Result<Box<dyn Transport>, TransportError> {
+        Ok(Box::new(Counting {
+            inner: TcpTransport::connect(self.addr, 10_000)?,
+            trips: self.trips.clone(),
+            received: true,
+        }))
+    }
+}
+
+fn mount(addr: SocketAddr, share: &str, opts: &str) -> (Vfs, Arc<SuperBlock>, Arc<AtomicU64>) {
+    let v = Vfs::new_tmpfs("").unwrap();
+    v.mkdir(b"/mnt", 0o755).unwrap();
+    let trips = Arc::new(AtomicU64::new(0));
+    let sb = cifs::mount(
+        &v,
+        &format!("//127.0.0.1/{share}"),
+        b"/mnt",
+        opts,
+        Box::new(CountingConnector {
+            addr,
+            trips: trips.clone(),
+        }),
+        Box::new(StdClock::default()),
+    )
+    .unwrap_or_else(|e| panic!("mount {opts}: {e}"));
+    (v, sb, trips)
+}
+
+/// (round trips, EA queries sent) of one `ls -la /mnt`; every entry's
+/// list must be empty.
+fn ls_la(v: &Vfs, sb: &SuperBlock, trips: &AtomicU64, entries: usize) -> (u64, u64) {
+    let fs = sb.ops_as::<CifsFs>().unwrap();
+    let (t0, q0) = (
+        trips.load(Ordering::Relaxed),
+        fs.ea_queries.load(Ordering::Relaxed),
+    );
+    let l = bench::coreutils::ls_la(v, b"/mnt").unwrap();
+    assert_eq!(l.entries.len(), entries);
+    for e in &l.entries {
+        assert_eq!(e.xattrs, Ok(Vec::new()), "{:?}", e.name);
+    }
+    (
+        trips.load(Ordering::Relaxed) - t0,
+        fs.ea_queries.load(Ordering::Relaxed) - q0,
+    )
+}
+
+#[test]
+fn samba_lsla_costs_a_few_round_trips() {
+    use qemu::samba::{Fixture, FixtureOpts};
+    if let Err(why) = Fixture::available() {
+        qemu::fixtures::skip("cifs_eabatch", "Samba", why);
+        return;
+    }
+    const N: usize = 300;
+    let fx = Fixture::start(&FixtureOpts {
+        entries: N,
+        ..FixtureOpts::default()
+    })
+    .expect("samba fixture");
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, fx.port));
+    let base = format!(
+        "username={},password={},eacache=easize,acregmax=60,acdirmax=60",
+        fx.user, fx.password
+    );
+    let mut got = Vec::new();
+    for batch in ["", ",eacache_batch=1"] {
+        let (v, sb, trips) = mount(addr, &fx.share, &format!("{base}{batch}"));
+        let (cold, cold_q) = ls_la(&v, &sb, &trips, N);
+        let (warm, warm_q) = ls_la(&v, &sb, &trips, N);
+        let fs = sb.ops_as::<CifsFs>().unwrap();
+        eprintln!(
+            "samba {N} entries, easize{batch}: cold {cold} round trips ({cold_q} EA queries, {} batches), warm {warm} ({warm_q})",
+            fs.ea_batches.load(Ordering::Relaxed)
+        );
+        // Each inode is asked once, batched or not (/mnt and . are one).
+        assert_eq!(cold_q, N as u64 + 1, "easize{batch}");
+        assert_eq!((warm, warm_q), (0, 0), "easize{batch}: warm");
+        got.push(cold);
+    }
+    // The listing (3), /mnt alone, then batches of 32, 64, 128, 128 (the
+    // first entry asked alone: the tree connect's first EA answer).
+    assert!(got[0] <= 10, "batched: {} round trips cold", got[0]);
+    assert!(got[1] > N as u64, "one by one: {} round trips cold", got[1]);
+}
+
+/// A batch answered one reply short fails as a whole (EIO for the entry
+/// asked); nothing is made up for its siblings, and the connection
+/// recovers for the next question.
+#[test]
+fn hostile_short_batch_is_eio_not_a_made_up_answer() {
+    use qemu::hostile::{self, Case, Server};
+    let files: Vec<(String, Vec<u8>)> = (0..6).map(|i| (format!("f{i}"), b"x".to_vec())).collect();
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, d)| (n.as_str(), d.as_slice()))
+        .collect();
+    let srv = Server::new(Case::ShortBatch, &refs, &[]);
+    let l = hostile::serve_tcp(srv).expect("hostile server");
+    let (v, sb, _) = mount(
+        l.addr,
+        "share",
+        "username=u,password=p,eacache=easize,acregmax=60,acdirmax=60",
+    );
+    let fs = sb.ops_as::<CifsFs>().unwrap();
+    v.readdir(b"/mnt").unwrap();
+    // The tree connect's first EA query goes alone: answered.
+    assert_eq!(v.xattr_names(b"/mnt/f0", false), Ok(vec![]));
+    // The next one takes its siblings along; the reply frame lacks the
+    // last chain's CLOSE: the request times out.
+    assert_eq!(v.xattr_names(b"/mnt/f1", false), Err(Errno::EIO));
+    assert_eq!(fs.ea_batches.load(Ordering::Relaxed), 1);
+    assert_eq!(fs.ea_prefetch_hits.load(Ordering::Relaxed), 0);
+    // A new connection: its first query goes alone again, and f2's
+    // answer is the server's own, not one the short batch left behind.
+    assert_eq!(v.xattr_names(b"/mnt/f2", false), Ok(vec![]));
+    assert_eq!(fs.ea_prefetch_hits.load(Ordering::Relaxed), 0);
+    assert_eq!(fs.ea_batches.load(Ordering::Relaxed), 1);
+}
