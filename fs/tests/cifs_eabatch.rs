@@ -6,6 +6,8 @@
 //!   coreutils 9.7's `ls -la` costs a few round trips cold with the
 //!   default batch, one per entry with `eacache_batch=1`, and none warm;
 //!   every entry's answer is the server's (an empty list);
+//! - ksmbd, the seed's 511 subdirectories, two with `user.x` (ksmbd's
+//!   EaSize is 0 for all): the same, both EAs shown cold and warm;
 //! - the hostile server answering a batch one reply short: the entry asked
 //!   about gets EIO (after the request timeout), its siblings learn
 //!   nothing, an entry asked alone afterwards gets the server's answer,
@@ -78,8 +80,14 @@ fn mount(addr: SocketAddr, share: &str, opts: &str) -> (Vfs, Arc<SuperBlock>, Ar
 }
 
 /// (round trips, EA queries sent) of one `ls -la /mnt`; every entry's
-/// list must be empty.
-fn ls_la(v: &Vfs, sb: &SuperBlock, trips: &AtomicU64, entries: usize) -> (u64, u64) {
+/// list must be empty but those named in `with_x`, which list `user.x`.
+fn ls_la(
+    v: &Vfs,
+    sb: &SuperBlock,
+    trips: &AtomicU64,
+    entries: usize,
+    with_x: &[&str],
+) -> (u64, u64) {
     let fs = sb.ops_as::<CifsFs>().unwrap();
     let (t0, q0) = (
         trips.load(Ordering::Relaxed),
@@ -88,7 +96,12 @@ fn ls_la(v: &Vfs, sb: &SuperBlock, trips: &AtomicU64, entries: usize) -> (u64, u
     let l = bench::coreutils::ls_la(v, b"/mnt").unwrap();
     assert_eq!(l.entries.len(), entries);
     for e in &l.entries {
-        assert_eq!(e.xattrs, Ok(Vec::new()), "{:?}", e.name);
+        let want = if with_x.iter().any(|n| n.as_bytes() == e.name) {
+            vec![b"user.x".to_vec()]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(e.xattrs, Ok(want), "{:?}", e.name);
     }
     (
         trips.load(Ordering::Relaxed) - t0,
@@ -117,11 +130,11 @@ fn samba_lsla_costs_a_few_round_trips() {
     let mut got = Vec::new();
     for batch in ["", ",eacache_batch=1"] {
         let (v, sb, trips) = mount(addr, &fx.share, &format!("{base}{batch}"));
-        let (cold, cold_q) = ls_la(&v, &sb, &trips, N);
-        let (warm, warm_q) = ls_la(&v, &sb, &trips, N);
+        let (cold, cold_q) = ls_la(&v, &sb, &trips, N, &[]);
+        let (warm, warm_q) = ls_la(&v, &sb, &trips, N, &[]);
         let fs = sb.ops_as::<CifsFs>().unwrap();
-        eprintln!(
-            "samba {N} entries, easize{batch}: cold {cold} round trips ({cold_q} EA queries, {} batches), warm {warm} ({warm_q})",
+        println!(
+            "eabatch server=samba entries={N} eas=0 design=easize{batch} lsla_rt_cold={cold} lsla_ea_queries_cold={cold_q} lsla_rt_warm={warm} lsla_ea_queries_warm={warm_q} batches={}",
             fs.ea_batches.load(Ordering::Relaxed)
         );
         // Each inode is asked once, batched or not (/mnt and . are one).
@@ -133,6 +146,61 @@ fn samba_lsla_costs_a_few_round_trips() {
     // first entry asked alone: the tree connect's first EA answer).
     assert!(got[0] <= 10, "batched: {} round trips cold", got[0]);
     assert!(got[1] > N as u64, "one by one: {} round trips cold", got[1]);
+}
+
+/// ksmbd (EaSize never trusted: 0 for every entry, EAs or not), the
+/// seed's 511 subdirectories, two of them with `user.x`: `ls -la` shows
+/// both EAs, and costs a few round trips cold with the default batch
+/// (every entry asked, in batches), one per entry with `eacache_batch=1`;
+/// warm, only the two EA-bearing entries are asked again (their lists are
+/// not kept past one call), in one batch.
+#[test]
+fn ksmbd_lsla_costs_a_few_round_trips() {
+    use qemu::ksmbd::{Entry, Fixture, KsmbdOpts};
+    let image = match Fixture::prepare() {
+        Ok(i) => i,
+        Err(why) => {
+            qemu::fixtures::skip("cifs_eabatch", "the ksmbd guest", why);
+            return;
+        }
+    };
+    const N: usize = 511;
+    let with_x = ["d100", "d400"];
+    let mut entries: Vec<Entry> = (0..N).map(|i| Entry::Dir(format!("d{i:03}"))).collect();
+    for n in with_x {
+        entries.push(Entry::Xattr(n.into(), "user.x".into(), "1".into()));
+    }
+    let fx = Fixture::start(
+        &image,
+        &KsmbdOpts {
+            entries,
+            ..KsmbdOpts::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("ksmbd fixture ({}): {e}", image.kernel_release));
+    let base = format!(
+        "username={},password={},eacache=easize,acregmax=60,acdirmax=60",
+        fx.user, fx.password
+    );
+    let mut got = Vec::new();
+    for batch in ["", ",eacache_batch=1"] {
+        let (v, sb, trips) = mount(fx.addr(), &fx.share, &format!("{base}{batch}"));
+        let (cold, cold_q) = ls_la(&v, &sb, &trips, N, &with_x);
+        let (warm, warm_q) = ls_la(&v, &sb, &trips, N, &with_x);
+        let fs = sb.ops_as::<CifsFs>().unwrap();
+        println!(
+            "eabatch server=ksmbd entries={N} eas=2 design=easize{batch} lsla_rt_cold={cold} lsla_ea_queries_cold={cold_q} lsla_rt_warm={warm} lsla_ea_queries_warm={warm_q} batches={}",
+            fs.ea_batches.load(Ordering::Relaxed)
+        );
+        // Each inode is asked once cold (/mnt and . are one); warm, the
+        // two with EAs (ls asks again on ERANGE: not with one short name).
+        assert_eq!(cold_q, N as u64 + 1, "easize{batch}");
+        assert_eq!(warm_q, 2, "easize{batch}: warm");
+        got.push((cold, warm));
+    }
+    assert!(got[0].0 <= 12, "batched: {:?}", got[0]);
+    assert!(got[0].1 <= 1, "batched warm: {:?}", got[0]);
+    assert!(got[1].0 > N as u64, "one by one: {:?}", got[1]);
 }
 
 /// A batch answered one reply short fails as a whole (EIO for the entry

@@ -83,9 +83,9 @@
 //! large directory opens 32 siblings, not all of them. Never more than the
 //! credits the server has granted pay for (three per entry; the client
 //! asks 256 with each request): 128 entries are 384 credits, within what
-//! Samba (`smb2 max credits` 8192), ksmbd (8192) and Windows (its default
-//! 512 granted) let a client hold, and 13 compounds of at most 30
-//! members. The first EA query of a tree connect goes alone: a server that
+//! Samba's and ksmbd's `smb2 max credits` (8192 by default) let a client
+//! hold, in 13 compounds of at most 30 members; a server that grants fewer
+//! gets smaller batches. The first EA query of a tree connect goes alone: a server that
 //! refuses the EA class then costs one query, not a batch of refusals.
 //! `negcache` batches no more than the answers its per-tcon stop still
 //! needs (K less those counted) while no entry has shown EAs.
