@@ -57,6 +57,17 @@ pub trait Executor: Sync {
     /// own CPU and pinned there; call `monitor()` once on the calling CPU
     /// meanwhile. Return when `monitor` and every task have returned.
     fn run(&self, n: usize, task: &(dyn Fn(usize) + Sync), monitor: &mut dyn FnMut());
+    /// Pay once what a system call costs beyond the work inside the
+    /// kernel (the `syscall` instruction, entry and exit work, speculation
+    /// mitigations): `frontend=stat` calls it before each operation. A
+    /// measured cost, never a guessed one: host mode makes one real cheap
+    /// system call. The default pays nothing.
+    fn enter_syscall(&self) {}
+    /// What [`Executor::enter_syscall`] pays, for the `testcase:` line
+    /// (`syscall=NAME`): `none` by default.
+    fn syscall_name(&self) -> &'static str {
+        "none"
+    }
 }
 
 /// One iteration of a workload.

@@ -36,8 +36,8 @@ use core::fmt;
 use fs::vfs::Vfs;
 
 use driver::{Executor, RunConfig, RunError, Summary};
-use params::{Bench, Params};
-use workloads::{VfsBody, Workload};
+use params::{Bench, Frontend, Params};
+use workloads::{Sys, VfsBody, Workload};
 
 /// Run the benchmark `p` describes, from scratch: mount a fresh tmpfs with
 /// `p.design`'s options, set the workload up, run it on `p.tasks` tasks of
@@ -138,7 +138,7 @@ where
         });
     }
     w.setup(vfs, p.tasks).map_err(RunError::Setup)?;
-    let description = testcase_description(w.description(), p);
+    let description = testcase_description(w.description(), p, exec.syscall_name());
     let cfg = RunConfig {
         description: &description,
         tasks: p.tasks,
@@ -147,10 +147,24 @@ where
         counters: Some(fs::stats::snapshot),
         pause: p.pause,
     };
-    driver::run(exec, &cfg, &VfsBody { workload: &w, vfs }, out)
+    let syscall = || exec.enter_syscall();
+    let body = VfsBody {
+        workload: &w,
+        sys: Sys::new(vfs, p.frontend, &syscall),
+    };
+    driver::run(exec, &cfg, &body, out)
 }
 
-/// `"<workload description> (tmpfs enoent=<design>)"`.
-pub fn testcase_description(desc: &str, p: &Params) -> alloc::string::String {
-    alloc::format!("{desc} (tmpfs enoent={})", p.design)
+/// `"<workload description> (tmpfs enoent=<design> frontend=<frontend>)"`,
+/// and ` syscall=<what is paid>` under `frontend=stat` (the system call
+/// cost the executor pays per stat: `getppid` in host mode, `none` where
+/// nothing is paid yet).
+pub fn testcase_description(desc: &str, p: &Params, syscall: &str) -> alloc::string::String {
+    match p.frontend {
+        Frontend::Walk => alloc::format!("{desc} (tmpfs enoent={} frontend=walk)", p.design),
+        Frontend::Stat => alloc::format!(
+            "{desc} (tmpfs enoent={} frontend=stat syscall={syscall})",
+            p.design
+        ),
+    }
 }

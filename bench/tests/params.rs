@@ -17,6 +17,7 @@ fn full_line_parses() {
             lock: LockKind::DEFAULT,
             pause: 0,
             names: bench::params::DEFAULT_NAMES,
+            frontend: bench::params::Frontend::DEFAULT,
         }
     );
 }

@@ -1,7 +1,7 @@
 //! will-it-scale's output format, written and read back.
 //!
 //! ```text
-//! testcase:non-existent file stat (tmpfs enoent=noalloc)
+//! testcase:non-existent file stat (tmpfs enoent=noalloc frontend=stat syscall=getppid)
 //! warmup
 //! min:261181 max:285570 total:2780930
 //! measurement
@@ -10,6 +10,10 @@
 //! per-op: allocs=0.000 shared_stores=0.000 fallbacks=0.000 locks=0.000 transfers=0.000
 //! timing: warmup_us=1000012 measurement_us=1000203 late=0
 //! ```
+//!
+//! The `testcase:` text is free; the prototype's runs end it with
+//! `(tmpfs enoent=DESIGN frontend=F)`, and under `frontend=stat` with the
+//! system call cost paid per operation (`syscall=getppid` in host mode).
 //!
 //! One `min:N max:N total:N` line per sample, about one a second: the
 //! lowest and highest per-task operation count of that sample and their

@@ -85,11 +85,13 @@ pub mod namei;
 pub mod platform;
 pub mod poison;
 pub mod simple_xattr;
+pub mod stat;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sync;
 pub mod trace;
 pub mod types;
+pub mod uaccess;
 pub mod vfs;
 pub mod walk_event;
 pub mod xattr;

@@ -63,6 +63,8 @@
 //! Touches: dcache, mounts, inodes (read), the directory `i_rwsem` (shared,
 //! in `lookup_slow`), counters and traces.
 
+pub mod getname;
+
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::ops::Deref;

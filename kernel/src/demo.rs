@@ -100,6 +100,7 @@ pub fn table_demo(host_cores: Option<u32>) -> bool {
             lock: fs::sync::rawlock::default_kind(),
             pause: 0,
             names: bench::params::DEFAULT_NAMES,
+            frontend: bench::params::Frontend::DEFAULT,
         };
         // The will-it-scale block goes to the log only (debug level).
         let mut text = String::new();

@@ -34,7 +34,10 @@ fn host_mode_noalloc_two_tasks() {
         out.status
     );
     let r = parse(&stdout).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
-    assert_eq!(r.testcase, "non-existent file stat (tmpfs enoent=noalloc)");
+    assert_eq!(
+        r.testcase,
+        "non-existent file stat (tmpfs enoent=noalloc frontend=stat syscall=getppid)"
+    );
     assert!(r.warmup.is_empty());
     assert_eq!(r.measurement.len(), 1);
     assert!(r.measurement[0].min > 0, "a task did nothing: {stdout}");
@@ -42,6 +45,43 @@ fn host_mode_noalloc_two_tasks() {
     assert!(
         r.per_op.is_some(),
         "host mode prints the per-op line: {stdout}"
+    );
+}
+
+/// `frontend=walk`: the walk alone, said on the `testcase:` line, and no
+/// slower than the same run through the syscall-shaped stat (which adds a
+/// names buffer, two copies and a real system call to each operation).
+#[test]
+fn host_mode_frontend_walk_is_named_and_faster() {
+    let run = |frontend: &str| {
+        let out = bench_exe()
+            .args([
+                "host",
+                "bench=statneg",
+                "design=negative",
+                "warmup=0",
+                "secs=1",
+                frontend,
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{frontend}: {stdout}");
+        parse(&stdout).unwrap_or_else(|e| panic!("{e}\n{stdout}"))
+    };
+    let walk = run("frontend=walk");
+    assert_eq!(
+        walk.testcase,
+        "non-existent file stat (tmpfs enoent=negative frontend=walk)"
+    );
+    let stat = run("frontend=stat");
+    assert!(stat.testcase.ends_with("frontend=stat syscall=getppid)"));
+    // A real system call alone costs more than a negative-dentry walk.
+    assert!(
+        walk.average > stat.average,
+        "walk {} ops/s, stat {} ops/s",
+        walk.average,
+        stat.average
     );
 }
 
@@ -85,7 +125,7 @@ fn host_mode_owndir_shares_no_counted_line() {
     };
     assert_eq!(
         own.testcase,
-        "non-existent file stat, one directory per task (tmpfs enoent=transient)"
+        "non-existent file stat, one directory per task (tmpfs enoent=transient frontend=stat syscall=getppid)"
     );
     let p = own.per_op.expect("per-op line");
     assert!((p.allocs - 1.0).abs() < 0.01, "{stdout}");
@@ -190,4 +230,10 @@ fn guest_two_vcpus() {
     assert_eq!(r.measurement.len(), 1);
     assert!(r.measurement[0].min > 0, "{stdout}");
     assert!(r.per_op.is_some(), "{stdout}");
+    // The guest stats through the syscall-shaped frontend by default, and
+    // pays no system call cost yet (no calibrated constant).
+    assert_eq!(
+        r.testcase,
+        "non-existent file stat (tmpfs enoent=noalloc frontend=stat syscall=none)"
+    );
 }

@@ -10,12 +10,14 @@ use alloc::vec::Vec;
 use fs::vfs::{OpenFlags, Vfs};
 use fs::KResult;
 
-use super::{is_enoent, Workload};
+use super::{bare, is_enoent, Sys, Workload};
 
 /// The directory both halves work in.
 pub const DIR: &[u8] = b"/churn";
 /// The missing name the readers stat.
-pub const MISSING: &[u8] = b"/churn/nonexistent";
+pub const MISSING: &[u8] = bare(CMISSING);
+/// The same, NUL-terminated as a caller passes it.
+pub const CMISSING: &[u8] = b"/churn/nonexistent\0";
 
 #[derive(Default)]
 pub struct Churn {
@@ -45,7 +47,8 @@ impl Workload for Churn {
         Ok(())
     }
     #[inline]
-    fn run_once(&self, vfs: &Vfs, task: usize) -> bool {
+    fn run_once(&self, sys: &Sys<'_>, task: usize) -> bool {
+        let vfs = sys.vfs;
         if Self::is_creator(task) {
             let p = &self.paths[task];
             let created = vfs
@@ -60,7 +63,7 @@ impl Workload for Churn {
             let unlinked = vfs.unlink(p).is_ok();
             created && unlinked
         } else {
-            is_enoent(vfs.stat(MISSING))
+            is_enoent(sys.stat(CMISSING))
         }
     }
     fn expected(&self, task: usize) -> &'static str {

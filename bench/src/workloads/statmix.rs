@@ -11,8 +11,8 @@ use alloc::vec::Vec;
 use fs::vfs::{FileType, Vfs};
 use fs::KResult;
 
-use super::statneg_many::{path_in, step, Cursor};
-use super::{is_enoent, Workload};
+use super::statneg_many::{path_in, step, Cursor, PATH_BUF};
+use super::{is_enoent, Sys, Workload};
 
 /// The directory holding every name.
 pub const DIR: &[u8] = b"/mix";
@@ -38,7 +38,7 @@ impl Workload for Statmix {
     }
     fn setup(&mut self, vfs: &Vfs, tasks: usize) -> KResult<()> {
         vfs.mkdir(DIR, 0o755)?;
-        let mut buf = [0u8; 48];
+        let mut buf = [0u8; PATH_BUF];
         for i in 0..self.names as u64 {
             let n = path_in(&mut buf, DIR, b'f', 0, i);
             vfs.write_file(&buf[..n], b"")?;
@@ -47,15 +47,15 @@ impl Workload for Statmix {
         Ok(())
     }
     #[inline]
-    fn run_once(&self, vfs: &Vfs, task: usize) -> bool {
+    fn run_once(&self, sys: &Sys<'_>, task: usize) -> bool {
         let i = step(&self.cursors, task, 2 * self.names);
-        let mut buf = [0u8; 48];
+        let mut buf = [0u8; PATH_BUF];
         if i.is_multiple_of(2) {
             let n = path_in(&mut buf, DIR, b'f', 0, (i / 2) as u64);
-            matches!(vfs.stat(&buf[..n]), Ok(st) if st.kind == FileType::File)
+            matches!(sys.stat(&buf[..=n]), Ok(st) if st.kind == Some(FileType::File))
         } else {
             let n = path_in(&mut buf, DIR, b'm', 0, (i / 2) as u64);
-            is_enoent(vfs.stat(&buf[..n]))
+            is_enoent(sys.stat(&buf[..=n]))
         }
     }
     fn expected(&self, _task: usize) -> &'static str {

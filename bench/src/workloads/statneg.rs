@@ -5,10 +5,12 @@
 use fs::vfs::Vfs;
 use fs::KResult;
 
-use super::{is_enoent, Workload};
+use super::{bare, is_enoent, Sys, Workload};
 
+/// The missing name every task stats, NUL-terminated as a caller passes it.
+pub const CPATH: &[u8] = b"/nonexistent\0";
 /// The missing name every task stats.
-pub const PATH: &[u8] = b"/nonexistent";
+pub const PATH: &[u8] = bare(CPATH);
 
 #[derive(Default)]
 pub struct Statneg;
@@ -26,8 +28,8 @@ impl Workload for Statneg {
         }
     }
     #[inline]
-    fn run_once(&self, vfs: &Vfs, _task: usize) -> bool {
-        is_enoent(vfs.stat(PATH))
+    fn run_once(&self, sys: &Sys<'_>, _task: usize) -> bool {
+        is_enoent(sys.stat(CPATH))
     }
     fn expected(&self, _task: usize) -> &'static str {
         "ENOENT from stat(/nonexistent)"

@@ -4,12 +4,14 @@
 use fs::vfs::Vfs;
 use fs::KResult;
 
-use super::{is_enoent, Workload};
+use super::{bare, is_enoent, Sys, Workload};
 
 /// The directories created by setup, in order.
 pub const DIRS: [&[u8]; 4] = [b"/a", b"/a/b", b"/a/b/c", b"/a/b/c/d"];
 /// The missing name every task stats.
-pub const PATH: &[u8] = b"/a/b/c/d/missing";
+pub const PATH: &[u8] = bare(CPATH);
+/// The same, NUL-terminated as a caller passes it.
+pub const CPATH: &[u8] = b"/a/b/c/d/missing\0";
 
 #[derive(Default)]
 pub struct StatnegDeep;
@@ -28,8 +30,8 @@ impl Workload for StatnegDeep {
         Ok(())
     }
     #[inline]
-    fn run_once(&self, vfs: &Vfs, _task: usize) -> bool {
-        is_enoent(vfs.stat(PATH))
+    fn run_once(&self, sys: &Sys<'_>, _task: usize) -> bool {
+        is_enoent(sys.stat(CPATH))
     }
     fn expected(&self, _task: usize) -> &'static str {
         "ENOENT from stat(/a/b/c/d/missing)"

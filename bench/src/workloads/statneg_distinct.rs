@@ -6,18 +6,19 @@ use alloc::vec::Vec;
 use fs::vfs::Vfs;
 use fs::KResult;
 
-use super::{all_missing, is_enoent, Workload};
+use super::{all_missing, is_enoent, Sys, Workload};
 
 #[derive(Default)]
 pub struct StatnegDistinct {
-    /// One path per task, built in setup so the loop does not allocate.
+    /// One path per task (NUL-terminated), built in setup so the loop
+    /// does not allocate.
     paths: Vec<Vec<u8>>,
 }
 
 impl StatnegDistinct {
-    /// Task `task`'s missing name.
+    /// Task `task`'s missing name, NUL-terminated.
     pub fn path(task: usize) -> Vec<u8> {
-        alloc::format!("/nonexistent-{task}").into_bytes()
+        alloc::format!("/nonexistent-{task}\0").into_bytes()
     }
 }
 
@@ -30,8 +31,8 @@ impl Workload for StatnegDistinct {
         all_missing(vfs, &self.paths)
     }
     #[inline]
-    fn run_once(&self, vfs: &Vfs, task: usize) -> bool {
-        is_enoent(vfs.stat(&self.paths[task]))
+    fn run_once(&self, sys: &Sys<'_>, task: usize) -> bool {
+        is_enoent(sys.stat(&self.paths[task]))
     }
     fn expected(&self, _task: usize) -> &'static str {
         "ENOENT from stat(/nonexistent-TASK)"

@@ -14,10 +14,14 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use fs::vfs::Vfs;
 use fs::KResult;
 
-use super::{is_enoent, Workload};
+use super::{is_enoent, Sys, Workload};
 
 /// The directory holding every name.
 pub const DIR: &[u8] = b"/many";
+
+/// Bytes of a name buffer: the directory, the tag, two 20-digit numbers,
+/// the dash and the NUL fit.
+pub(crate) const PATH_BUF: usize = 64;
 
 /// One task's position in its cycle, alone on its cache line.
 #[repr(align(128))]
@@ -39,8 +43,9 @@ impl StatnegMany {
     }
 }
 
-/// `DIR/<tag><a>-<b>` in `buf`; returns its length.
-pub(crate) fn path_in(buf: &mut [u8; 48], dir: &[u8], tag: u8, a: u64, b: u64) -> usize {
+/// `DIR/<tag><a>-<b>` in `buf`, NUL-terminated; returns its length
+/// without the NUL.
+pub(crate) fn path_in(buf: &mut [u8; PATH_BUF], dir: &[u8], tag: u8, a: u64, b: u64) -> usize {
     let mut n = 0;
     let mut put = |s: &[u8], n: &mut usize| {
         buf[*n..*n + s.len()].copy_from_slice(s);
@@ -65,6 +70,7 @@ pub(crate) fn path_in(buf: &mut [u8; 48], dir: &[u8], tag: u8, a: u64, b: u64) -
         }
         put(&digits[k..], &mut n);
     }
+    buf[n] = 0;
     n
 }
 
@@ -84,7 +90,7 @@ impl Workload for StatnegMany {
     fn setup(&mut self, vfs: &Vfs, tasks: usize) -> KResult<()> {
         vfs.mkdir(DIR, 0o755)?;
         self.cursors = (0..tasks).map(|_| Cursor::default()).collect();
-        let mut buf = [0u8; 48];
+        let mut buf = [0u8; PATH_BUF];
         for t in 0..tasks {
             let n = path_in(&mut buf, DIR, b't', t as u64, 0);
             if !is_enoent(vfs.stat(&buf[..n])) {
@@ -94,11 +100,11 @@ impl Workload for StatnegMany {
         Ok(())
     }
     #[inline]
-    fn run_once(&self, vfs: &Vfs, task: usize) -> bool {
+    fn run_once(&self, sys: &Sys<'_>, task: usize) -> bool {
         let i = step(&self.cursors, task, self.names);
-        let mut buf = [0u8; 48];
+        let mut buf = [0u8; PATH_BUF];
         let n = path_in(&mut buf, DIR, b't', task as u64, i as u64);
-        is_enoent(vfs.stat(&buf[..n]))
+        is_enoent(sys.stat(&buf[..=n]))
     }
     fn expected(&self, _task: usize) -> &'static str {
         "ENOENT from stat(/many/tTASK-I)"

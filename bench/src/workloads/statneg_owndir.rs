@@ -11,11 +11,12 @@ use alloc::vec::Vec;
 use fs::vfs::Vfs;
 use fs::KResult;
 
-use super::{all_missing, is_enoent, Workload};
+use super::{all_missing, is_enoent, Sys, Workload};
 
 #[derive(Default)]
 pub struct StatnegOwndir {
-    /// One path per task, built in setup so the loop does not allocate.
+    /// One path per task (NUL-terminated), built in setup so the loop
+    /// does not allocate.
     paths: Vec<Vec<u8>>,
 }
 
@@ -24,9 +25,9 @@ impl StatnegOwndir {
     pub fn dir(task: usize) -> Vec<u8> {
         alloc::format!("/own-{task}").into_bytes()
     }
-    /// The missing name task `task` stats.
+    /// The missing name task `task` stats, NUL-terminated.
     pub fn path(task: usize) -> Vec<u8> {
-        alloc::format!("/own-{task}/missing").into_bytes()
+        alloc::format!("/own-{task}/missing\0").into_bytes()
     }
 }
 
@@ -42,8 +43,8 @@ impl Workload for StatnegOwndir {
         all_missing(vfs, &self.paths)
     }
     #[inline]
-    fn run_once(&self, vfs: &Vfs, task: usize) -> bool {
-        is_enoent(vfs.stat(&self.paths[task]))
+    fn run_once(&self, sys: &Sys<'_>, task: usize) -> bool {
+        is_enoent(sys.stat(&self.paths[task]))
     }
     fn expected(&self, _task: usize) -> &'static str {
         "ENOENT from stat(/own-TASK/missing)"

@@ -4,10 +4,12 @@
 use fs::vfs::{FileType, Vfs};
 use fs::KResult;
 
-use super::Workload;
+use super::{bare, Sys, Workload};
 
 /// The file setup creates and every task stats.
-pub const PATH: &[u8] = b"/existing";
+pub const PATH: &[u8] = bare(CPATH);
+/// The same, NUL-terminated as a caller passes it.
+pub const CPATH: &[u8] = b"/existing\0";
 
 #[derive(Default)]
 pub struct Statpos {
@@ -28,8 +30,8 @@ impl Workload for Statpos {
         Ok(())
     }
     #[inline]
-    fn run_once(&self, vfs: &Vfs, _task: usize) -> bool {
-        matches!(vfs.stat(PATH), Ok(st) if st.ino == self.ino && st.kind == FileType::File)
+    fn run_once(&self, sys: &Sys<'_>, _task: usize) -> bool {
+        matches!(sys.stat(CPATH), Ok(st) if st.ino == self.ino && st.kind == Some(FileType::File))
     }
     fn expected(&self, _task: usize) -> &'static str {
         "the file's stat from stat(/existing)"

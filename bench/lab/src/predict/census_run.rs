@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use bench::params::Params;
 use bench::workloads;
+use bench::workloads::Sys;
 
 /// Tasks whose operations take turns in a census run.
 pub const TASKS: usize = 2;
@@ -65,7 +66,7 @@ fn run_here(p: &Params) -> Result<CensusRun, String> {
         loop {
             for t in 0..TASKS {
                 fs::stats::census_task(Some(t));
-                if !w.run_once(&vfs, t) {
+                if !w.run_once(&Sys::walk(&vfs), t) {
                     return Err(format!("{p}: task {t}: not {}", w.expected(t)));
                 }
                 // The gap the 2-task run leaves after each operation

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use crate::exec::{pin_current_thread, HostExecutor};
 use bench::params::Params;
+use bench::workloads::Sys;
 
 /// This module's path, which the spans table names as where its figures
 /// are measured.
@@ -96,7 +97,7 @@ pub fn at(p: &Params, exec: &HostExecutor, tasks: usize, run: Duration) -> Resul
                     let platform = fs::platform::get();
                     let t0 = Instant::now();
                     while t0.elapsed() < warmup {
-                        w.run_once(vfs, t);
+                        w.run_once(&Sys::walk(vfs), t);
                     }
                     platform.rcu_quiescent_state();
                     warm.wait();
@@ -106,7 +107,7 @@ pub fn at(p: &Params, exec: &HostExecutor, tasks: usize, run: Duration) -> Resul
                     let mut ok = true;
                     while t1.elapsed() < run {
                         for _ in 0..64 {
-                            ok &= w.run_once(vfs, t);
+                            ok &= w.run_once(&Sys::walk(vfs), t);
                         }
                         ops += 64;
                         platform.rcu_quiescent_state();

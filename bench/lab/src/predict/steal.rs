@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use crate::exec::{pin_current_thread, HostExecutor};
 use bench::params::Params;
+use bench::workloads::Sys;
 use bench::workloads::Workload;
 use fs::vfs::Vfs;
 
@@ -91,14 +92,14 @@ fn victim(vfs: &Vfs, w: &dyn Workload, cpu: usize, run: Duration, warmup: Durati
     let platform = fs::platform::get();
     let t = Instant::now();
     while t.elapsed() < warmup {
-        w.run_once(vfs, 0);
+        w.run_once(&Sys::walk(vfs), 0);
     }
     let c0 = fs::stats::snapshot_this_cpu();
     let t0 = Instant::now();
     let mut ops = 0u64;
     while t0.elapsed() < run {
         for _ in 0..64 {
-            assert!(w.run_once(vfs, 0), "not {}", w.expected(0));
+            assert!(w.run_once(&Sys::walk(vfs), 0), "not {}", w.expected(0));
         }
         ops += 64;
         platform.rcu_quiescent_state();

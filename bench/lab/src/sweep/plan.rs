@@ -61,6 +61,7 @@ pub(super) fn plan(a: &SweepArgs) -> Vec<Job> {
                                     lock,
                                     pause: 0,
                                     names: bench::params::DEFAULT_NAMES,
+                                    frontend: bench::params::Frontend::DEFAULT,
                                 };
                                 if src == Source::Guest {
                                     Job::Guest(p)
