@@ -151,6 +151,11 @@ pub struct Counters {
     /// the in-lookup table and waited for it to finish (Linux sleeps in
     /// `d_wait_lookup`). 0 on one CPU.
     pub in_lookup_waits: u64,
+    /// `membarrier(2)` calls of host mode's RCU ([`crate::sync::host`]):
+    /// a grace period that could not rely on its threads' quiescent-state
+    /// reports interrupted every CPU running one of them. Process-wide,
+    /// not per CPU; 0 in the guest.
+    pub membarriers: u64,
 }
 
 impl Counters {
@@ -176,6 +181,7 @@ impl Counters {
             spin_yields: self.spin_yields.saturating_sub(earlier.spin_yields),
             parallel_found: self.parallel_found.saturating_sub(earlier.parallel_found),
             in_lookup_waits: self.in_lookup_waits.saturating_sub(earlier.in_lookup_waits),
+            membarriers: self.membarriers.saturating_sub(earlier.membarriers),
             shrunk: self.shrunk.saturating_sub(earlier.shrunk),
             poison_seen: self.poison_seen.saturating_sub(earlier.poison_seen),
             enomem: self.enomem.saturating_sub(earlier.enomem),
@@ -282,6 +288,18 @@ pub fn snapshot_this_cpu() -> Counters {
     counters(v)
 }
 
+/// Host mode's `membarrier(2)` calls so far (none without it).
+fn membarriers() -> u64 {
+    #[cfg(all(feature = "std", not(loom)))]
+    {
+        crate::sync::host::membarrier_calls()
+    }
+    #[cfg(not(all(feature = "std", not(loom))))]
+    {
+        0
+    }
+}
+
 fn counters(sum: [u64; SLOTS]) -> Counters {
     let mut by_reason = [0; NR_FALLBACK_REASONS];
     by_reason.copy_from_slice(&sum[NR_EVENTS..]);
@@ -304,6 +322,7 @@ fn counters(sum: [u64; SLOTS]) -> Counters {
         spin_yields: sum[Event::SpinYield as usize],
         parallel_found: sum[Event::ParallelFound as usize],
         in_lookup_waits: sum[Event::InLookupWait as usize],
+        membarriers: membarriers(),
     }
 }
 

@@ -74,6 +74,33 @@
 //! `synchronize_rcu` do. `bench rcu-reader` measures the two modes against
 //! each other (figures in `docs/host-mode.md`, "Host mode's RCU readers").
 //!
+//! Grace periods without `membarrier` (Linux's normal grace periods, which
+//! wait for quiescent states the CPUs report from their ticks and context
+//! switches, and leave IPIs to `synchronize_rcu_expedited`): the barrier is
+//! needed only for a slot whose thread may have entered a section with a
+//! slot store the advancer cannot see yet. Two kinds of thread promise it
+//! has not, in [`ACKS`]:
+//! - A thread that reports a quiescent state (outside any section) reads
+//!   the epoch `e`, fences, and stores `e` in its ack. Every section it
+//!   enters later reads the epoch after that fence, so it entered in an
+//!   epoch `>= e` and saw every unlink that an object retired before `e`
+//!   had (the same pairing as a fenced reader's: epoch load, fence, loads),
+//!   and its earlier sections ended before the store (release).
+//! - A thread that waits outside any section (the benchmark's monitor
+//!   between samples, the reclaimer between ticks) stores [`OFFLINE`]
+//!   (Linux's extended quiescent state, an idle CPU): before its next
+//!   section it stores 0 and fences, so either the advancer's fence comes
+//!   first and the section sees every unlink before it, or the advancer
+//!   sees the 0 and uses `membarrier`. A thread claims its slot offline.
+//!
+//! The advancer fences, then reads the acks: when every slot other than
+//! its own is offline or acked the current epoch, the fence was all the
+//! pairing needed and it skips `membarrier`. A benchmark's tasks report
+//! quiescent states every 64 operations, so a measured window pays no
+//! `membarrier` unless a task stalls for a whole grace period (then the
+//! advance takes the barrier, as before). Each call is counted
+//! ([`membarrier_calls`], the `membarriers` of [`crate::stats::Counters`]).
+//!
 //! Touches: its own slot table and thread-locals; std's thread_local only;
 //! the `membarrier` syscall.
 
@@ -83,7 +110,7 @@ use core::cell::{Cell, RefCell};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::Instant;
 
-use super::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use super::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use super::epoch::{due, Epoch, Slot};
 use super::rcu::Retired;
 use crate::platform::{Platform, MAX_CPUS};
@@ -93,6 +120,24 @@ const SLOT: Slot = Slot::new();
 static SLOTS: [Slot; MAX_CPUS] = [SLOT; MAX_CPUS];
 static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 static EPOCH: Epoch = Epoch::new();
+
+/// A slot's promise about its thread's next read-side section (module
+/// doc): the epoch it acknowledged, 0 for none, or [`OFFLINE`].
+#[repr(align(128))]
+struct Ack(AtomicU64);
+/// The slot's thread runs no section until it has stored 0 and fenced.
+const OFFLINE: u64 = u64::MAX;
+#[allow(clippy::declare_interior_mutable_const)]
+const ACK: Ack = Ack(AtomicU64::new(OFFLINE));
+static ACKS: [Ack; MAX_CPUS] = [ACK; MAX_CPUS];
+
+/// `membarrier(2)` calls this process made (all commands).
+static MEMBARRIERS: AtomicU64 = AtomicU64::new(0);
+
+/// How many `membarrier(2)` calls host mode's RCU has made so far.
+pub fn membarrier_calls() -> u64 {
+    MEMBARRIERS.load(Ordering::Relaxed)
+}
 
 /// Queue length at which a thread that does not run its own callbacks
 /// hands them to the reclaimer.
@@ -112,6 +157,8 @@ struct Local {
     runs_own: Cell<bool>,
     /// This thread is counted in [`OWN_WAITING`].
     waiting: Cell<bool>,
+    /// This slot's ack reads [`OFFLINE`]: come online before a section.
+    offline: Cell<bool>,
 }
 
 /// Threads whose own callback queue waits for a grace period: while any
@@ -133,6 +180,8 @@ impl Local {
                     queue: RefCell::new(VecDeque::new()),
                     runs_own: Cell::new(false),
                     waiting: Cell::new(false),
+                    // Its ack reads OFFLINE: the last owner left it so.
+                    offline: Cell::new(true),
                 };
             }
         }
@@ -143,6 +192,8 @@ impl Local {
 impl Drop for Local {
     fn drop(&mut self) {
         SLOTS[self.slot].exit();
+        // No more sections on this thread; the next owner comes online.
+        ACKS[self.slot].0.store(OFFLINE, Ordering::Release);
         self.set_waiting(false);
         let q: Vec<_> = self.queue.get_mut().drain(..).collect();
         if !q.is_empty() {
@@ -169,6 +220,34 @@ impl Local {
         } else {
             OWN_WAITING.fetch_sub(1, Ordering::Relaxed);
         }
+    }
+
+    /// Outside any section: promise that later sections come after a
+    /// fence that follows a read of epoch `e` (module doc).
+    fn ack(&self) {
+        let e = EPOCH.now();
+        fence(Ordering::SeqCst);
+        ACKS[self.slot].0.store(e, Ordering::Release);
+        self.offline.set(false);
+    }
+
+    /// Outside any section, about to wait: no section until
+    /// [`Local::come_online`].
+    fn go_offline(&self) {
+        if self.nest.get() == 0 && !self.offline.get() {
+            self.offline.set(true);
+            ACKS[self.slot].0.store(OFFLINE, Ordering::Release);
+        }
+    }
+
+    /// Before the first section after [`Local::go_offline`]: withdraw the
+    /// promise, then fence (Dekker with the advancer's fence and read of
+    /// the ack).
+    #[cold]
+    fn come_online(&self) {
+        self.offline.set(false);
+        ACKS[self.slot].0.store(0, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
     }
 
     /// Run this thread's callbacks whose grace period is over, oldest
@@ -208,6 +287,7 @@ const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
 const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
 fn membarrier(cmd: libc::c_int) -> libc::c_long {
+    MEMBARRIERS.fetch_add(1, Ordering::Relaxed);
     // SAFETY: membarrier(2) takes two integers and touches no memory of
     // ours; an unknown command fails with EINVAL.
     unsafe {
@@ -238,18 +318,40 @@ fn choose_reader_mode() -> &'static str {
     "membarrier"
 }
 
-/// The advancer's half of the reader/advancer pairing: a fence of ours, or,
-/// for fence-free readers, a barrier on every CPU running our threads.
+/// The advancer's half of the reader/advancer pairing: a fence of ours, and,
+/// for fence-free readers whose slot made no promise (module doc), a
+/// barrier on every CPU running our threads.
 fn heavy_fence() {
-    if FENCE_FREE.load(Ordering::Relaxed) {
-        if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 {
-            // Registered, so this cannot fail; if it did, readers that
-            // skip their fence would be unprotected: stop.
-            std::process::abort();
-        }
-    } else {
-        fence(Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    // Registered, so the membarrier cannot fail; if it did, readers that
+    // skip their fence would be unprotected: stop.
+    if FENCE_FREE.load(Ordering::Relaxed)
+        && !all_promised()
+        && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
+    {
+        std::process::abort();
     }
+}
+
+/// Has every slot but the caller's promised that its thread's sections
+/// see what preceded the current epoch (acked it, or offline)? Read after
+/// the advancer's fence. An epoch that moved on since the advancer read
+/// its own only makes this stricter (its advance then fails anyway).
+fn all_promised() -> bool {
+    let e = EPOCH.now();
+    let own = LOCAL.try_with(|l| l.slot).ok();
+    let hw = HIGH_WATER.load(Ordering::Acquire);
+    (0..hw).filter(|&i| Some(i) != own).all(|i| {
+        let a = ACKS[i].0.load(Ordering::Acquire);
+        a == OFFLINE || a >= e
+    })
+}
+
+/// The calling thread is about to wait outside any read-side section (a
+/// benchmark's monitor between samples): grace periods need no barrier on
+/// its CPU until its next section (module doc). Nothing in a section.
+pub fn rcu_offline() {
+    let _ = LOCAL.try_with(|l| l.go_offline());
 }
 
 /// Try to move the global epoch forward by one. Returns the epoch after.
@@ -299,7 +401,11 @@ fn hand_over(batch: impl IntoIterator<Item = (u64, Retired)>) {
 /// Take what is due (retired at least two epochs ago) off the pending list,
 /// counting it in `IN_FLIGHT`: the taker runs it with [`run_due`].
 fn take_due() -> Vec<Retired> {
-    let now = try_advance();
+    take_due_at(try_advance())
+}
+
+/// [`take_due`] at epoch `now`, without trying to advance it.
+fn take_due_at(now: u64) -> Vec<Retired> {
     let mut p = pending();
     let mut ready = Vec::new();
     let mut keep = Vec::with_capacity(p.len());
@@ -357,7 +463,11 @@ fn start_reclaimer() {
 /// anything waits for a grace period, including the queues of threads that
 /// run their own callbacks (Linux's grace-period kthread).
 fn reclaimer() {
+    // Since when its ticks have found a slot without a promise (module
+    // doc) and left the epoch alone.
+    let mut unpromised_since: Option<Instant> = None;
     loop {
+        rcu_offline();
         {
             let p = pending();
             let idle = p.is_empty() && OWN_WAITING.load(Ordering::Relaxed) == 0;
@@ -368,9 +478,33 @@ fn reclaimer() {
                 )
                 .unwrap_or_else(|e| e.into_inner());
         }
+        // Linux's grace-period kthread waits for the CPUs' quiescent-state
+        // reports and forces the laggards (an IPI) only after a few
+        // jiffies: a tick that finds a task without a fresh ack (it is
+        // descheduled, or inside a long section) waits for it up to
+        // FORCE_AFTER before an advance pays the membarrier.
+        if FENCE_FREE.load(Ordering::Relaxed) {
+            fence(Ordering::SeqCst);
+            if all_promised() {
+                unpromised_since = None;
+            } else {
+                let since = *unpromised_since.get_or_insert_with(Instant::now);
+                if since.elapsed() < FORCE_AFTER {
+                    run_due(take_due_at(EPOCH.now()));
+                    continue;
+                }
+                unpromised_since = None;
+            }
+        }
         run_due(take_due());
     }
 }
+
+/// How long the reclaimer waits for a slot's promise before it forces the
+/// advance with a `membarrier` (Linux: `jiffies_till_first_fqs`, a few
+/// jiffies). A task descheduled for longer costs one barrier per this
+/// period at most; `synchronize_rcu` and `rcu_barrier` never wait for it.
+const FORCE_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// The host implementation of [`Platform`].
 pub struct HostPlatform {
@@ -426,6 +560,9 @@ impl Platform for HostPlatform {
             let n = l.nest.get();
             l.nest.set(n + 1);
             if n == 0 {
+                if l.offline.get() {
+                    l.come_online();
+                }
                 // Fence-free, the advancer's membarrier is our fence.
                 EPOCH.enter(&SLOTS[l.slot], FENCE_FREE.load(Ordering::Relaxed));
             }
@@ -508,6 +645,7 @@ impl Platform for HostPlatform {
             l.runs_own.set(true);
             if l.nest.get() == 0 {
                 l.run_own_due();
+                l.ack();
             }
         });
     }
