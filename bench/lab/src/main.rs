@@ -11,8 +11,26 @@
 //! bench predict --validate --repeat 5 --out results/predict
 //! ```
 //!
+//! The binary's global allocator is mimalloc ([`ALLOCATOR`]), for host
+//! mode's sake: there the dcache's memory comes from the host allocator,
+//! and a dentry is often freed on another thread than the one that
+//! allocated it (the RCU reclaimer, or the other task's `dput`). glibc's
+//! `free()` takes the owning arena's lock for such a free, so the
+//! benchmark's threads waited on each other's `malloc` in
+//! `__lll_lock_wait_private` and measured glibc; mimalloc puts a remote
+//! free on the owning page's lock-free list, which the owner collects, as a
+//! kernel's per-CPU slab does. Only this host binary: the guest kernel
+//! keeps its own slab (kernel/src/mm), and the fs crate's tests keep the
+//! system allocator.
+//!
 //! Touches: stdout/stderr, the result directories, child processes.
 #![deny(unsafe_code)]
+
+/// The global allocator's name, printed by `bench host`.
+pub const ALLOCATOR: &str = "mimalloc";
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -289,7 +307,30 @@ fn host(no_pin: bool, words: &[String]) -> ExitCode {
         "bench: host RCU readers: {}",
         fs::sync::host::HostPlatform::global().rcu_reader_mode()
     );
+    eprintln!("bench: allocator: {ALLOCATOR}");
     let result = bench::run_params(&params, &exec, &mut StdoutWriter::new());
+    // Host RCU grace periods that interrupted the tasks' CPUs: in the
+    // measured window only where a task stalled for a whole grace period
+    // (fs::sync::host, "Grace periods without membarrier").
+    let window = result
+        .as_ref()
+        .ok()
+        .and_then(|s| s.counters)
+        .map_or_else(|| "-".to_string(), |c| c.membarriers.to_string());
+    eprintln!(
+        "bench: membarrier: {window} calls in the measured window, {} in the run",
+        fs::sync::host::membarrier_calls()
+    );
+    // Host lock waiters spin, then give their thread away every few
+    // microseconds (fs::sync::spinwait): spinning alone behind a
+    // descheduled holder or successor costs a scheduler tick per hand-over
+    // when threads outnumber cores. The guest's waiters spin (or halt,
+    // pvqspinlock), so the host's kind is another.
+    eprintln!(
+        "bench: host lock={}+yield (waiters yield after {} us of spinning; the guest's do not)",
+        fs::sync::rawlock::default_kind(),
+        fs::sync::spinwait::YIELD_AFTER_NS / 1000
+    );
     if let Some(ms) = benchlab::proc::self_cpu_ms() {
         // For `bench rcu-reader`: CPU time per op shrugs off the
         // preemption of a loaded machine that wall time counts.

@@ -237,3 +237,31 @@ fn guest_two_vcpus() {
         "non-existent file stat (tmpfs enoent=noalloc frontend=stat syscall=none)"
     );
 }
+
+/// Host mode names what it measures with: the allocator (mimalloc, whose
+/// remote frees take no lock, where glibc's took the arena lock), the
+/// lock waiters' policy (`+yield`: host waiters give their thread away,
+/// the guest's do not), and the membarrier calls of the host RCU, none of
+/// them in a noalloc window (nothing retired, no grace period).
+#[test]
+fn host_mode_names_allocator_lock_and_membarriers() {
+    let out = bench_exe()
+        .args([
+            "host",
+            "bench=statneg",
+            "tasks=2",
+            "design=noalloc",
+            "warmup=1",
+            "secs=1",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("bench: allocator: mimalloc\n"), "{stderr}");
+    assert!(stderr.contains("+yield (waiters yield after"), "{stderr}");
+    assert!(
+        stderr.contains("bench: membarrier: 0 calls in the measured window, "),
+        "{stderr}"
+    );
+}
