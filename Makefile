@@ -54,7 +54,7 @@ help:
 	@echo "make build      build host crates and the kernel (release)"
 	@echo "make run        setup-run + build + boot the demo (DEMO_CMDLINE='$(DEMO_CMDLINE)', DEMO_SMP=$(DEMO_SMP))"
 	@echo "make test       setup + host tests + loom models + QEMU boot tests at $(BOOT_TEST_SMPS) vCPUs"
-	@echo "make test-loom  the loom models only (fs/tests/loom.rs, fs/tests/loom_rcu.rs)"
+	@echo "make test-loom  the loom models only (fs/tests/loom.rs, fs/tests/loom_rcu.rs, fs/tests/loom_host_rcu.rs)"
 	@echo "make vfsstress  walks while the tree moves and mounts come and go, VFSSTRESS_SECS=$(VFSSTRESS_SECS) s per design (fs/tests/vfsstress.rs)"
 	@echo "make test-generated  generated files in git equal what their command makes; docs links resolve"
 	@echo "make test-kvm   the KVM smoke plus selftest under --accel kvm (skips listed with reasons; where /dev/kvm opens)"
@@ -106,10 +106,11 @@ boot: build-qemu-run build-kernel
 test-host:
 	REQUIRE_FIXTURES=1 $(CARGO) test --release --no-fail-fast
 
-# The loom models of fs/src/sync (both RCUs: loom_rcu) and of the noalloc race. `--cfg loom`
+# The loom models of fs/src/sync (both RCUs: loom_rcu; host mode's grace periods without
+# membarrier: loom_host_rcu) and of the noalloc race. `--cfg loom`
 # rebuilds the dependencies, so it gets its own target directory.
 test-loom:
-	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(TARGET_DIR)/loom $(CARGO) test --release -p fs --test loom --test loom_rcu
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(TARGET_DIR)/loom $(CARGO) test --release -p fs --test loom --test loom_rcu --test loom_host_rcu
 
 # vfsstress (fs/tests/vfsstress.rs) minutes long: VFSSTRESS_SECS per ENOENT
 # design (VFSSTRESS_DESIGNS: comma-separated, empty = all); `make test` runs

@@ -65,7 +65,11 @@
 //! runs a full barrier on every CPU currently running one of our threads
 //! before it returns, which is a fence on the reader's side, issued only
 //! when an advancer needs one. The reader keeps a compiler barrier, so its
-//! loads stay after its store in program order. The process registers once
+//! loads stay after its store in program order, and its epoch load
+//! acquires, so they stay after that load too: a reader that saw the epoch
+//! an advance made sees the unlinks of what that advance may free next
+//! (x86's loads keep their order anyway; C11 gives it no reader without a
+//! fence, see `fs/tests/loom_host_rcu.rs`). The process registers once
 //! (`MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`) when the platform is
 //! created; where the syscall is missing or refused (old kernels, seccomp),
 //! or `FS_RCU_READER=fence` is set, readers fence as before. In the
@@ -79,7 +83,8 @@
 //! switches, and leave IPIs to `synchronize_rcu_expedited`): the barrier is
 //! needed only for a slot whose thread may have entered a section with a
 //! slot store the advancer cannot see yet. Two kinds of thread promise it
-//! has not, in [`ACKS`]:
+//! has not, in its slot's ack ([`super::epoch`], "Promises", where the
+//! loom model `fs/tests/loom_host_rcu.rs` runs them):
 //! - A thread that reports a quiescent state (outside any section) reads
 //!   the epoch `e`, fences, and stores `e` in its ack. Every section it
 //!   enters later reads the epoch after that fence, so it entered in an
@@ -87,13 +92,15 @@
 //!   had (the same pairing as a fenced reader's: epoch load, fence, loads),
 //!   and its earlier sections ended before the store (release).
 //! - A thread that waits outside any section (the benchmark's monitor
-//!   between samples, the reclaimer between ticks) stores [`OFFLINE`]
+//!   between samples, the reclaimer between ticks) stores [`OFFLINE`](super::epoch::OFFLINE)
 //!   (Linux's extended quiescent state, an idle CPU): before its next
 //!   section it stores 0 and fences, so either the advancer's fence comes
 //!   first and the section sees every unlink before it, or the advancer
 //!   sees the 0 and uses `membarrier`. A thread claims its slot offline.
 //!
-//! The advancer fences, then reads the acks: when every slot other than
+//! The advancer fences, then reads which slots are claimed (a thread that
+//! claims one later comes online, so it fences after the advancer's fence
+//! and sees what it saw), then reads the acks: when every slot other than
 //! its own is offline or acked the current epoch, the fence was all the
 //! pairing needed and it skips `membarrier`. A benchmark's tasks report
 //! quiescent states every 64 operations, so a measured window pays no
@@ -121,16 +128,6 @@ static SLOTS: [Slot; MAX_CPUS] = [SLOT; MAX_CPUS];
 static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 static EPOCH: Epoch = Epoch::new();
 
-/// A slot's promise about its thread's next read-side section (module
-/// doc): the epoch it acknowledged, 0 for none, or [`OFFLINE`].
-#[repr(align(128))]
-struct Ack(AtomicU64);
-/// The slot's thread runs no section until it has stored 0 and fenced.
-const OFFLINE: u64 = u64::MAX;
-#[allow(clippy::declare_interior_mutable_const)]
-const ACK: Ack = Ack(AtomicU64::new(OFFLINE));
-static ACKS: [Ack; MAX_CPUS] = [ACK; MAX_CPUS];
-
 /// `membarrier(2)` calls this process made (all commands).
 static MEMBARRIERS: AtomicU64 = AtomicU64::new(0);
 
@@ -157,7 +154,7 @@ struct Local {
     runs_own: Cell<bool>,
     /// This thread is counted in [`OWN_WAITING`].
     waiting: Cell<bool>,
-    /// This slot's ack reads [`OFFLINE`]: come online before a section.
+    /// This slot's ack reads offline: come online before a section.
     offline: Cell<bool>,
 }
 
@@ -193,7 +190,7 @@ impl Drop for Local {
     fn drop(&mut self) {
         SLOTS[self.slot].exit();
         // No more sections on this thread; the next owner comes online.
-        ACKS[self.slot].0.store(OFFLINE, Ordering::Release);
+        SLOTS[self.slot].go_offline();
         self.set_waiting(false);
         let q: Vec<_> = self.queue.get_mut().drain(..).collect();
         if !q.is_empty() {
@@ -225,9 +222,7 @@ impl Local {
     /// Outside any section: promise that later sections come after a
     /// fence that follows a read of epoch `e` (module doc).
     fn ack(&self) {
-        let e = EPOCH.now();
-        fence(Ordering::SeqCst);
-        ACKS[self.slot].0.store(e, Ordering::Release);
+        SLOTS[self.slot].quiescent(&EPOCH);
         self.offline.set(false);
     }
 
@@ -236,7 +231,7 @@ impl Local {
     fn go_offline(&self) {
         if self.nest.get() == 0 && !self.offline.get() {
             self.offline.set(true);
-            ACKS[self.slot].0.store(OFFLINE, Ordering::Release);
+            SLOTS[self.slot].go_offline();
         }
     }
 
@@ -246,8 +241,7 @@ impl Local {
     #[cold]
     fn come_online(&self) {
         self.offline.set(false);
-        ACKS[self.slot].0.store(0, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
+        SLOTS[self.slot].come_online();
     }
 
     /// Run this thread's callbacks whose grace period is over, oldest
@@ -318,33 +312,34 @@ fn choose_reader_mode() -> &'static str {
     "membarrier"
 }
 
-/// The advancer's half of the reader/advancer pairing: a fence of ours, and,
-/// for fence-free readers whose slot made no promise (module doc), a
-/// barrier on every CPU running our threads.
-fn heavy_fence() {
-    fence(Ordering::SeqCst);
+/// The slots claimed so far. Read after the advancer's fence
+/// ([`Epoch::try_advance`]): a thread that claimed a later slot fenced
+/// after it (it comes online before its first section) and sees all
+/// the advancer saw.
+fn claimed() -> &'static [Slot] {
+    &SLOTS[..HIGH_WATER.load(Ordering::Relaxed)]
+}
+
+/// The rest of the advancer's half of the reader/advancer pairing, after
+/// [`Epoch::try_advance`]'s fence: for fence-free readers whose slot made
+/// no promise (module doc), a barrier on every CPU running our threads.
+fn barrier(slots: &[Slot]) {
     // Registered, so the membarrier cannot fail; if it did, readers that
     // skip their fence would be unprotected: stop.
     if FENCE_FREE.load(Ordering::Relaxed)
-        && !all_promised()
+        && !all_promised(slots)
         && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
     {
         std::process::abort();
     }
 }
 
-/// Has every slot but the caller's promised that its thread's sections
-/// see what preceded the current epoch (acked it, or offline)? Read after
-/// the advancer's fence. An epoch that moved on since the advancer read
-/// its own only makes this stricter (its advance then fails anyway).
-fn all_promised() -> bool {
-    let e = EPOCH.now();
+/// Has every slot in `slots` but the caller's promised that its thread's
+/// sections see what preceded the current epoch ([`Epoch::promised`])?
+/// Read after the advancer's fence.
+fn all_promised(slots: &[Slot]) -> bool {
     let own = LOCAL.try_with(|l| l.slot).ok();
-    let hw = HIGH_WATER.load(Ordering::Acquire);
-    (0..hw).filter(|&i| Some(i) != own).all(|i| {
-        let a = ACKS[i].0.load(Ordering::Acquire);
-        a == OFFLINE || a >= e
-    })
+    EPOCH.promised(slots, own)
 }
 
 /// The calling thread is about to wait outside any read-side section (a
@@ -356,8 +351,7 @@ pub fn rcu_offline() {
 
 /// Try to move the global epoch forward by one. Returns the epoch after.
 fn try_advance() -> u64 {
-    let hw = HIGH_WATER.load(Ordering::Relaxed);
-    EPOCH.try_advance(&SLOTS[..hw], heavy_fence)
+    EPOCH.try_advance(claimed, barrier)
 }
 
 /// Objects handed over by `call_rcu`, oldest batch first, with the epoch
@@ -485,7 +479,7 @@ fn reclaimer() {
         // FORCE_AFTER before an advance pays the membarrier.
         if FENCE_FREE.load(Ordering::Relaxed) {
             fence(Ordering::SeqCst);
-            if all_promised() {
+            if all_promised(claimed()) {
                 unpromised_since = None;
             } else {
                 let since = *unpromised_since.get_or_insert_with(Instant::now);

@@ -33,7 +33,7 @@
 use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
 
-use super::atomic::{fence, spin_loop, Ordering};
+use super::atomic::spin_loop;
 use super::epoch::{due, Epoch, Slot};
 use super::rcu::Retired;
 use crate::platform::Platform;
@@ -148,9 +148,7 @@ impl Platform for ModelPlatform {
         let retired = READERS.epoch.snap();
         while !due(
             retired,
-            READERS
-                .epoch
-                .try_advance(&READERS.slots, || fence(Ordering::SeqCst)),
+            READERS.epoch.try_advance(|| &READERS.slots[..], |_| ()),
         ) {
             spin_loop();
         }
