@@ -8,13 +8,17 @@
 //! Touches: the host platform's RCU, its threads and its counters.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fs::sync::host::{membarrier_calls, rcu_offline, HostPlatform};
 use fs::sync::rcu::{defer_drop, RcuGuard};
 
 static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// The tests run one at a time: each counts the process's barriers, and
+/// the other's threads would be slots without promises.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 struct Counted;
 
@@ -34,6 +38,7 @@ impl Drop for Counted {
 /// objects are freed meanwhile.
 #[test]
 fn quiescent_readers_need_no_membarrier() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if HostPlatform::global().rcu_reader_mode() != "membarrier" {
         eprintln!("skipped: readers fence (membarrier not offered)");
         return;
@@ -87,5 +92,39 @@ fn quiescent_readers_need_no_membarrier() {
         "{barriers} membarrier calls, {} advances, {} objects freed in {window:?}",
         e1 - e0,
         d1 - d0
+    );
+}
+
+/// A thread that took read-side sections and exited leaves its slot
+/// offline (Local's drop), so grace periods after it owe its CPU no
+/// barrier: `synchronize_rcu` from a thread that holds no section pays
+/// none, however many such threads came and went. Were the slot left with
+/// its last ack (0 since it came online), every later advance would pay a
+/// `membarrier` for a thread that no longer exists.
+#[test]
+fn exited_threads_need_no_membarrier() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if HostPlatform::global().rcu_reader_mode() != "membarrier" {
+        eprintln!("skipped: readers fence (membarrier not offered)");
+        return;
+    }
+    for _ in 0..4 {
+        std::thread::spawn(|| {
+            let _g = RcuGuard::new();
+            defer_drop(Arc::new(Counted));
+        })
+        .join()
+        .unwrap();
+    }
+    let p = fs::platform::get();
+    let (m0, e0) = (membarrier_calls(), HostPlatform::epoch());
+    p.synchronize_rcu();
+    p.synchronize_rcu();
+    let (m1, e1) = (membarrier_calls(), HostPlatform::epoch());
+    assert!(e1 >= e0 + 2, "no grace period: epoch {e0} -> {e1}");
+    assert_eq!(
+        m1 - m0,
+        0,
+        "membarrier paid for exited threads (epoch {e0} -> {e1})"
     );
 }
