@@ -64,35 +64,42 @@ fn quiescent_readers_need_no_membarrier() {
     // Let the reader start and the reclaimer begin its ticks.
     std::thread::sleep(Duration::from_millis(50));
     rcu_offline();
-    let (m0, d0, e0) = (
-        membarrier_calls(),
-        DROPPED.load(Ordering::Relaxed),
-        HostPlatform::epoch(),
-    );
-    let t0 = Instant::now();
-    std::thread::sleep(Duration::from_millis(500));
-    let window = t0.elapsed();
-    let (m1, d1, e1) = (
-        membarrier_calls(),
-        DROPPED.load(Ordering::Relaxed),
-        HostPlatform::epoch(),
-    );
+    // A reader the host deschedules for more than a tick is a laggard
+    // and rightly costs a barrier, so on a loaded machine one window
+    // may see several; a rule that skips no barrier fails every window.
+    let mut last = String::new();
+    let mut passed = false;
+    for _ in 0..3 {
+        let (m0, d0, e0) = (
+            membarrier_calls(),
+            DROPPED.load(Ordering::Relaxed),
+            HostPlatform::epoch(),
+        );
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(500));
+        let window = t0.elapsed();
+        let (m1, d1, e1) = (
+            membarrier_calls(),
+            DROPPED.load(Ordering::Relaxed),
+            HostPlatform::epoch(),
+        );
+        let barriers = m1 - m0;
+        // One per 10 ms of stall at most, with room for a tick that slipped.
+        let most = window.as_millis() as u64 / 10 + 2;
+        last = format!(
+            "{barriers} membarrier calls (at most {most}), epoch {e0} -> {e1} (at least +10), \
+             {} objects freed in {window:?}",
+            d1 - d0
+        );
+        eprintln!("{last}");
+        if barriers <= most && e1 >= e0 + 10 && d1 > d0 {
+            passed = true;
+            break;
+        }
+    }
     stop.store(true, Ordering::Relaxed);
     reader.join().unwrap();
-    let barriers = m1 - m0;
-    // One per 10 ms of stall at most, with room for a tick that slipped.
-    let most = window.as_millis() as u64 / 10 + 2;
-    assert!(
-        barriers <= most,
-        "{barriers} membarrier calls in {window:?} (at most {most}); epoch {e0} -> {e1}"
-    );
-    assert!(e1 >= e0 + 10, "grace periods stalled: epoch {e0} -> {e1}");
-    assert!(d1 > d0, "no object freed in {window:?}");
-    eprintln!(
-        "{barriers} membarrier calls, {} advances, {} objects freed in {window:?}",
-        e1 - e0,
-        d1 - d0
-    );
+    assert!(passed, "no window of three met the rule; the last: {last}");
 }
 
 /// A thread that took read-side sections and exited leaves its slot
