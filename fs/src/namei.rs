@@ -339,7 +339,12 @@ impl<'g> Nd<'g> {
         }
         let (sb, dir) = (&parent.sb, parent.get());
         let design = sb.design();
-        let enoent = design.rcu_miss_is_enoent(&dcache::design::Miss { sb, dir, name });
+        let enoent = design.rcu_miss_is_enoent(&dcache::design::Miss {
+            complete: sb.complete,
+            sb_state: &sb.design_state,
+            dir,
+            name,
+        });
         walk_event!(FastMiss, name, hash, dir, dir_seq, design: design.name(), enoent);
         if !enoent {
             self.try_to_unlazy(FallbackReason::CacheMiss)?;
@@ -402,7 +407,8 @@ impl<'g> Nd<'g> {
         // lookups then fight over (Linux's `d_sb` is a plain pointer).
         let sb = &parent.sb;
         match sb.design().slow_miss(&dcache::design::Miss {
-            sb,
+            complete: sb.complete,
+            sb_state: &sb.design_state,
             dir: parent,
             name,
         }) {

@@ -26,7 +26,6 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use alloc::sync::Arc;
 
 use crate::dcache::Dentry;
-use crate::inode::SuperBlock;
 
 /// What `lookup_slow` does when the name is absent from the dcache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,8 +49,15 @@ pub struct DesignState {
 }
 
 /// A miss: the name was not found among `dir`'s children in the dcache.
+/// The caller copies in what a design may know of the superblock (its
+/// `complete` flag and its [`DesignState`]), so this policy needs nothing
+/// of `inode`.
 pub struct Miss<'a> {
-    pub sb: &'a SuperBlock,
+    /// The superblock's dcache is complete (tmpfs): every child of a
+    /// directory is in the dcache, so a miss is the answer.
+    pub complete: bool,
+    /// The design's words on the superblock.
+    pub sb_state: &'a DesignState,
     /// The directory searched (the parent the new dentry would have).
     pub dir: &'a Dentry,
     /// The name looked up (a single component).
@@ -64,7 +70,10 @@ pub struct Miss<'a> {
 /// negative instantiated). The other decision point, a name not found, is
 /// a [`Miss`].
 pub struct Release<'a> {
-    pub sb: &'a SuperBlock,
+    /// The superblock's dcache is complete (as in [`Miss`]).
+    pub complete: bool,
+    /// The design's words on the superblock.
+    pub sb_state: &'a DesignState,
     pub dentry: &'a Dentry,
 }
 
@@ -93,7 +102,7 @@ pub trait EnoentDesign: Sync {
     /// validated the directory's child sequence and `rename_lock`)?
     ///
     /// Runs in RCU-walk: no lock held, no reference on `m.dir`. Must be
-    /// read-only and fence-free: plain loads of `m.sb`, `m.dir` and their
+    /// read-only and fence-free: plain loads of `m.dir` and of the
     /// [`DesignState`] words (`Relaxed`), no stores, no allocation.
     fn rcu_miss_is_enoent(&self, m: &Miss<'_>) -> bool;
     /// What to do on a miss in ref-walk. Runs with a reference on `m.dir`
@@ -209,17 +218,17 @@ impl EnoentDesign for NoAlloc {
         "complete directories: an RCU-walk miss validated by the directory's sequence is ENOENT, nothing allocated"
     }
     fn rcu_miss_is_enoent(&self, m: &Miss<'_>) -> bool {
-        m.sb.complete
+        m.complete
     }
     fn slow_miss(&self, m: &Miss<'_>) -> SlowMiss {
-        if m.sb.complete {
+        if m.complete {
             SlowMiss::Enoent
         } else {
             SlowMiss::AllocAndAsk
         }
     }
     fn retain_negative(&self, d: &Release<'_>) -> bool {
-        !d.sb.complete
+        !d.complete
     }
     fn tmpfs_misses(&self) -> TmpfsMisses {
         TmpfsMisses {

@@ -28,7 +28,8 @@ fn retain_dentry(d: &Dentry) -> bool {
         return true;
     }
     d.sb.design().retain_negative(&design::Release {
-        sb: &d.sb,
+        complete: d.sb.complete,
+        sb_state: &d.sb.design_state,
         dentry: d,
     })
 }
@@ -105,7 +106,8 @@ fn dentry_kill(
     lru_del(d);
     drop(g);
     design::forget(&design::Release {
-        sb: &d.sb,
+        complete: d.sb.complete,
+        sb_state: &d.sb.design_state,
         dentry: d,
     });
     // Dead and unhashed, nothing can move it any more: a rename moves

@@ -11,6 +11,11 @@
 //!
 //! Touches: the dcache's in-lookup buckets, the parent inode's `i_dir_seq`
 //! (and its writer tag), the new dentry's flags; the census and counters.
+//!
+//! It imports [`crate::inode`], which imports the dcache back: the
+//! sequence lives on the parent's inode, as Linux's `i_dir_seq` does on
+//! `struct inode` (the one circle the dcache keeps; see the module's
+//! opening).
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;

@@ -37,8 +37,16 @@
 //! This file holds the dentry, the hash table, lookup, `d_alloc`, `d_add`
 //! and `d_move`. The end of a dentry's use (`dput`, the LRU, the shrinker,
 //! `dentry_kill`) is in `dput.rs`; a directory's children and the subtree
-//! below it (`shrink_dcache_parent`, `d_genocide`) in `tree.rs`; the
+//! below it (`shrink_dcache_parent`, `d_genocide`) in `children.rs`; the
 //! in-lookup table in `in_lookup.rs`; the ENOENT policy in `design.rs`.
+//!
+//! This module and [`crate::inode`] import each other, as Linux's dcache
+//! and inodes do: a dentry holds its inode and superblock (`d_inode`,
+//! `d_sb` in `include/linux/dcache.h`), and a filesystem's operations take
+//! dentries (`->lookup`; here `FsOps::refresh_dir`), with the superblock
+//! carrying the ENOENT design's words. The circle stops there: the ENOENT
+//! policy (`design.rs`) is handed the superblock's `complete` flag and
+//! words by its caller and imports nothing of `inode`.
 
 mod children;
 pub mod design;
@@ -615,7 +623,8 @@ fn d_add_locked(d: &Arc<Dentry>, inode: Option<Arc<Inode>>) {
         (true, false) => {
             stats::inc(Event::NegativeDestroyed);
             design::forget(&design::Release {
-                sb: &d.sb,
+                complete: d.sb.complete,
+                sb_state: &d.sb.design_state,
                 dentry: d,
             });
         }
