@@ -35,15 +35,55 @@ impl Connection {
     /// come back flat, in request order. The credits of every request are
     /// charged up front ([`SmbError::NoCredits`] if the link holds fewer);
     /// a frame that fails to go out fails them all.
+    ///
+    /// The steps, in order: [`Self::frame_requests`] (message ids, headers,
+    /// credits, signatures), [`Self::note_sent`] (counters and trace),
+    /// [`Self::transmit`] (sealed or not); then, until every request has
+    /// its reply, [`Self::recv_frame`] (one frame, opened if sealed) and
+    /// [`Self::take_reply`] for each message of it.
     pub fn exchange_frames(&mut self, frames: Vec<Vec<Req>>, sign: bool) -> SmbResult<Vec<Reply>> {
         let timeout = self.cfg.timeout_ms;
-        let credit_request = self.cfg.credit_request;
         let t0 = self.clock.now_ms();
         let sizes: Vec<usize> = frames.iter().map(Vec::len).filter(|&n| n > 0).collect();
         let reqs: Vec<Req> = frames.into_iter().flatten().collect();
         if reqs.is_empty() {
             return Ok(Vec::new());
         }
+        let (out, wire) = self.frame_requests(&reqs, &sizes, sign)?;
+        self.note_sent(&reqs, &out, t0);
+        self.transmit(&reqs, &out, wire)?;
+        let mut wait = Awaiting {
+            replies: vec![None; reqs.len()],
+            timeout,
+            deadline: t0.saturating_add(timeout),
+            total: t0.saturating_add(request_deadline_ms(timeout)),
+            interim: 0,
+        };
+        while wait.replies.iter().any(|r| r.is_none()) {
+            let (frame, sealed_reply) = self.recv_frame(&reqs, &out, &wait)?;
+            let parts = match compound::split(&frame) {
+                Ok(p) => p,
+                Err(e) => return Err(self.fail_pending(&reqs, &out.mids, &wait.replies, e.into())),
+            };
+            for range in parts {
+                self.take_reply(&reqs, &out, &mut wait, &frame[range], sealed_reply)?;
+            }
+        }
+        Ok(wait.replies.into_iter().flatten().collect())
+    }
+
+    /// The frames of `reqs`, `sizes` requests each: every request gets its
+    /// message id and header, each frame's compound is chained and, on a
+    /// signing link, each message signed; their credits are taken. Refused
+    /// before anything is spent when the link is down or has too few
+    /// credits.
+    fn frame_requests(
+        &mut self,
+        reqs: &[Req],
+        sizes: &[usize],
+        sign: bool,
+    ) -> SmbResult<(Outgoing, Vec<Vec<u8>>)> {
+        let credit_request = self.cfg.credit_request;
         let link = self.link.as_mut().ok_or(SmbError::Disconnected)?;
         let need: u32 = reqs.iter().map(|r| r.charge.max(1) as u32).sum();
         if link.credits < need {
@@ -85,7 +125,7 @@ impl Connection {
         }
         let mut wire = Vec::with_capacity(sizes.len());
         let mut rest = &msgs[..];
-        for &n in &sizes {
+        for &n in sizes {
             let (these, more) = rest.split_at(n);
             rest = more;
             let (mut frame, ranges) = compound::chain(these);
@@ -99,24 +139,43 @@ impl Connection {
             wire.push(frame);
         }
         link.credits -= need;
-        let (sid, tid) = (link.session_id, link.tree_id);
-        for (r, mid) in reqs.iter().zip(&mids) {
+        let out = Outgoing {
+            mids,
+            seal,
+            sign,
+            sid: link.session_id,
+            tid: link.tree_id,
+        };
+        Ok((out, wire))
+    }
+
+    /// Counts each request as sent and traces its start (at `t0`, when the
+    /// exchange began).
+    fn note_sent(&mut self, reqs: &[Req], out: &Outgoing, t0: u64) {
+        for (r, mid) in reqs.iter().zip(&out.mids) {
             self.stats.sent(r.cmd);
             self.trace.push(TraceEvent {
                 t_ms: t0,
                 kind: TraceKind::Enter,
-                sid,
-                tid,
+                sid: out.sid,
+                tid: out.tid,
                 cmd: r.cmd,
                 mid: *mid,
                 status: 0,
                 error: None,
             });
         }
+    }
+
+    /// Sends the frames in order (sealed when `out.seal`), each kept as the
+    /// last sent; a failed send stops there, fails every request and drops
+    /// the link.
+    fn transmit(&mut self, reqs: &[Req], out: &Outgoing, wire: Vec<Vec<u8>>) -> SmbResult<()> {
+        let link = self.link.as_mut().ok_or(SmbError::Disconnected)?;
         let mut sent = Ok(());
         for frame in wire {
             self.stats.frames += 1;
-            sent = match link.sealer.as_mut().filter(|_| seal) {
+            sent = match link.sealer.as_mut().filter(|_| out.seal) {
                 Some(sealer) => {
                     self.stats.sealed += 1;
                     link.t.send(&sealer.seal(&frame))
@@ -129,122 +188,143 @@ impl Connection {
             }
         }
         if sent.is_err() {
-            return Err(self.fail_all(&reqs, &mids, SmbError::Disconnected));
+            return Err(self.fail_all(reqs, &out.mids, SmbError::Disconnected));
         }
-        let mut replies: Vec<Option<Reply>> = vec![None; reqs.len()];
-        let mut deadline = t0.saturating_add(timeout);
-        let total = t0.saturating_add(request_deadline_ms(timeout));
-        let mut interim = 0u32;
-        while replies.iter().any(|r| r.is_none()) {
-            let now = self.clock.now_ms();
-            if now >= deadline {
-                return Err(self.fail_pending(&reqs, &mids, &replies, SmbError::Timeout));
-            }
-            let link = self.link.as_mut().ok_or(SmbError::Disconnected)?;
-            let (frame, sealed_reply) = match link.t.recv(deadline - now) {
-                Ok(f) if transform::is_transform(&f) => {
-                    match link.sealer.as_ref().map(|s| s.open(&f)) {
-                        Some(Ok(plain)) => (plain, true),
-                        _ => {
-                            self.stats.decrypt_failed += 1;
-                            let e = SmbError::DecryptFailed;
-                            return Err(self.fail_pending(&reqs, &mids, &replies, e));
-                        }
+        Ok(())
+    }
+
+    /// The next frame from the server before the deadline, opened if it
+    /// came sealed (and whether it did). A frame in clear to a sealed
+    /// request, one that does not open, a timeout or a broken transport
+    /// fails the requests still unanswered and drops the link.
+    fn recv_frame(
+        &mut self,
+        reqs: &[Req],
+        out: &Outgoing,
+        wait: &Awaiting,
+    ) -> SmbResult<(Vec<u8>, bool)> {
+        let (mids, replies) = (&out.mids, &wait.replies);
+        let now = self.clock.now_ms();
+        if now >= wait.deadline {
+            return Err(self.fail_pending(reqs, mids, replies, SmbError::Timeout));
+        }
+        let link = self.link.as_mut().ok_or(SmbError::Disconnected)?;
+        match link.t.recv(wait.deadline - now) {
+            Ok(f) if transform::is_transform(&f) => {
+                match link.sealer.as_ref().map(|s| s.open(&f)) {
+                    Some(Ok(plain)) => Ok((plain, true)),
+                    _ => {
+                        self.stats.decrypt_failed += 1;
+                        let e = SmbError::DecryptFailed;
+                        Err(self.fail_pending(reqs, mids, replies, e))
                     }
                 }
-                Ok(_) if seal => {
-                    // A reply in clear to a sealed request could be forged
-                    // by anyone on the path.
-                    self.stats.decrypt_failed += 1;
-                    let e = SmbError::DecryptFailed;
-                    return Err(self.fail_pending(&reqs, &mids, &replies, e));
-                }
-                Ok(f) => (f, false),
-                Err(TransportError::Timeout) => {
-                    return Err(self.fail_pending(&reqs, &mids, &replies, SmbError::Timeout))
-                }
-                Err(_) => {
-                    return Err(self.fail_pending(&reqs, &mids, &replies, SmbError::Disconnected))
-                }
-            };
-            let parts = match compound::split(&frame) {
-                Ok(p) => p,
-                Err(e) => return Err(self.fail_pending(&reqs, &mids, &replies, e.into())),
-            };
-            for range in parts {
-                let m = &frame[range];
-                let hdr = match HeaderRepr::parse(m) {
-                    Ok(h) => h,
-                    Err(e) => return Err(self.fail_pending(&reqs, &mids, &replies, e.into())),
-                };
-                let link = self.link.as_mut().ok_or(SmbError::Disconnected)?;
-                if !hdr.is_response() {
-                    let e = SmbError::Protocol("request from server");
-                    return Err(self.fail_pending(&reqs, &mids, &replies, e));
-                }
-                // Credits are granted only by a reply that answers an
-                // outstanding request and has passed the checks its kind
-                // gets (below): a frame nobody asked for (an oplock break,
-                // which grants none, a stale or duplicate reply, or one
-                // forged unsigned on a signing link) grants nothing.
-                let Some(i) = mids.iter().position(|&x| x == hdr.message_id) else {
-                    continue; // unsolicited (oplock break) or a stale reply
-                };
-                if replies[i].is_some() {
-                    continue;
-                }
-                if hdr.command != reqs[i].cmd {
-                    let e = SmbError::Protocol("reply to a different command");
-                    return Err(self.fail_pending(&reqs, &mids, &replies, e));
-                }
-                if hdr.status == status::PENDING && hdr.flags & flags::ASYNC != 0 {
-                    // Interim reply: the final one follows; wait afresh, but
-                    // never past the request's total deadline nor more than
-                    // a bounded number of times: a server cannot stall us
-                    // for ever with interim replies.
-                    interim += 1;
-                    if interim > MAX_INTERIM {
-                        let e = SmbError::Protocol("too many interim replies");
-                        return Err(self.fail_pending(&reqs, &mids, &replies, e));
-                    }
-                    deadline = self.clock.now_ms().saturating_add(timeout).min(total);
-                    // MS-SMB2 exempts interim replies from signing (the
-                    // server grants the request's credits in them, so
-                    // they must count); sealed, they are authenticated.
-                    link.credits = (link.credits + hdr.credits as u32).min(65_535);
-                    continue;
-                }
-                let is_signed = hdr.flags & flags::SIGNED != 0;
-                // SESSION_SETUP replies are not checked here: the key that
-                // signs the final one is derived from that very exchange
-                // (on 3.1.1 from the preauth hash of the request just
-                // sent), so only `session_setup` can verify it, once it
-                // has the key; the intermediate MORE_PROCESSING replies
-                // come unsigned by design (MS-SMB2 3.3.5.5.3).
-                // A sealed reply is authenticated by its AEAD tag instead.
-                let check = hdr.command != cmd::SESSION_SETUP && link.signer.is_some();
-                let good = sealed_reply
-                    || match (&link.signer, is_signed) {
-                        (Some(s), true) if check => s.verify(m),
-                        (_, false) => !sign,
-                        _ => true,
-                    };
-                if !good {
-                    return Err(self.fail_pending(&reqs, &mids, &replies, SmbError::BadSignature));
-                }
-                // Verified (or sealed, or not required to be signed: a
-                // SESSION_SETUP reply before the key exists, whose final
-                // one `session_setup` verifies and drops the link on
-                // failure, credits and all).
-                link.credits = (link.credits + hdr.credits as u32).min(65_535);
-                self.note_reply(&hdr, sid, tid);
-                replies[i] = Some(Reply {
-                    hdr,
-                    msg: m.to_vec(),
-                });
             }
+            Ok(_) if out.seal => {
+                // A reply in clear to a sealed request could be forged
+                // by anyone on the path.
+                self.stats.decrypt_failed += 1;
+                let e = SmbError::DecryptFailed;
+                Err(self.fail_pending(reqs, mids, replies, e))
+            }
+            Ok(f) => Ok((f, false)),
+            Err(TransportError::Timeout) => {
+                Err(self.fail_pending(reqs, mids, replies, SmbError::Timeout))
+            }
+            Err(_) => Err(self.fail_pending(reqs, mids, replies, SmbError::Disconnected)),
         }
-        Ok(replies.into_iter().flatten().collect())
+    }
+
+    /// One message `m` of a received frame: skipped when it answers no
+    /// outstanding request (an oplock break, a stale or duplicate reply);
+    /// an interim reply moves the deadline; a final reply whose signature
+    /// holds (or that came sealed) grants its credits and is kept. A
+    /// request from the server, a reply to another command, too many
+    /// interim replies or a bad signature fails the requests still
+    /// unanswered and drops the link.
+    fn take_reply(
+        &mut self,
+        reqs: &[Req],
+        out: &Outgoing,
+        wait: &mut Awaiting,
+        m: &[u8],
+        sealed_reply: bool,
+    ) -> SmbResult<()> {
+        let mids = &out.mids;
+        let hdr = match HeaderRepr::parse(m) {
+            Ok(h) => h,
+            Err(e) => return Err(self.fail_pending(reqs, mids, &wait.replies, e.into())),
+        };
+        let link = self.link.as_mut().ok_or(SmbError::Disconnected)?;
+        if !hdr.is_response() {
+            let e = SmbError::Protocol("request from server");
+            return Err(self.fail_pending(reqs, mids, &wait.replies, e));
+        }
+        // Credits are granted only by a reply that answers an
+        // outstanding request and has passed the checks its kind
+        // gets (below): a frame nobody asked for (an oplock break,
+        // which grants none, a stale or duplicate reply, or one
+        // forged unsigned on a signing link) grants nothing.
+        let Some(i) = mids.iter().position(|&x| x == hdr.message_id) else {
+            return Ok(()); // unsolicited (oplock break) or a stale reply
+        };
+        if wait.replies[i].is_some() {
+            return Ok(());
+        }
+        if hdr.command != reqs[i].cmd {
+            let e = SmbError::Protocol("reply to a different command");
+            return Err(self.fail_pending(reqs, mids, &wait.replies, e));
+        }
+        if hdr.status == status::PENDING && hdr.flags & flags::ASYNC != 0 {
+            // Interim reply: the final one follows; wait afresh, but
+            // never past the request's total deadline nor more than
+            // a bounded number of times: a server cannot stall us
+            // for ever with interim replies.
+            wait.interim += 1;
+            if wait.interim > MAX_INTERIM {
+                let e = SmbError::Protocol("too many interim replies");
+                return Err(self.fail_pending(reqs, mids, &wait.replies, e));
+            }
+            wait.deadline = self
+                .clock
+                .now_ms()
+                .saturating_add(wait.timeout)
+                .min(wait.total);
+            // MS-SMB2 exempts interim replies from signing (the
+            // server grants the request's credits in them, so
+            // they must count); sealed, they are authenticated.
+            link.credits = (link.credits + hdr.credits as u32).min(65_535);
+            return Ok(());
+        }
+        let is_signed = hdr.flags & flags::SIGNED != 0;
+        // SESSION_SETUP replies are not checked here: the key that
+        // signs the final one is derived from that very exchange
+        // (on 3.1.1 from the preauth hash of the request just
+        // sent), so only `session_setup` can verify it, once it
+        // has the key; the intermediate MORE_PROCESSING replies
+        // come unsigned by design (MS-SMB2 3.3.5.5.3).
+        // A sealed reply is authenticated by its AEAD tag instead.
+        let check = hdr.command != cmd::SESSION_SETUP && link.signer.is_some();
+        let good = sealed_reply
+            || match (&link.signer, is_signed) {
+                (Some(s), true) if check => s.verify(m),
+                (_, false) => !out.sign,
+                _ => true,
+            };
+        if !good {
+            return Err(self.fail_pending(reqs, mids, &wait.replies, SmbError::BadSignature));
+        }
+        // Verified (or sealed, or not required to be signed: a
+        // SESSION_SETUP reply before the key exists, whose final
+        // one `session_setup` verifies and drops the link on
+        // failure, credits and all).
+        link.credits = (link.credits + hdr.credits as u32).min(65_535);
+        self.note_reply(&hdr, out.sid, out.tid);
+        wait.replies[i] = Some(Reply {
+            hdr,
+            msg: m.to_vec(),
+        });
+        Ok(())
     }
 
     pub(super) fn note_reply(&mut self, hdr: &HeaderRepr, sid: u64, tid: u32) {
@@ -348,4 +428,32 @@ impl Connection {
         self.link = None;
         e
     }
+}
+
+/// What the sending steps of [`Connection::exchange_frames`] leave to the
+/// receiving ones.
+struct Outgoing {
+    /// Each request's message id, in order.
+    mids: Vec<u64>,
+    /// The frame went sealed: the replies must come sealed.
+    seal: bool,
+    /// The frame went signed: an unsigned reply is refused.
+    sign: bool,
+    /// The session and tree the requests went with (the trace's ids).
+    sid: u64,
+    tid: u32,
+}
+
+/// The replies awaited by [`Connection::exchange_frames`], and until when.
+struct Awaiting {
+    /// One slot per request, filled by its final reply.
+    replies: Vec<Option<Reply>>,
+    /// The configured timeout, in ms.
+    timeout: u64,
+    /// When the next frame must have come (an interim reply moves it).
+    deadline: u64,
+    /// When the whole exchange must be over, interim replies or not.
+    total: u64,
+    /// Interim replies seen so far (at most `MAX_INTERIM`).
+    interim: u32,
 }
