@@ -305,11 +305,13 @@ linux-patched-build: build-host
 # Files in git that a command makes from committed inputs (the explore page;
 # docs/bench's report.md and scaling.svg from its raw.csv and predict.csv)
 # must equal what the command makes now; `generated` rewrites them. Then
-# every relative link of README.md and docs/ must resolve.
+# every relative link of README.md and docs/ must resolve, and
+# docs/mount-options.md must list every cifs option without effect.
 BENCH_RUN := $(CARGO) run --release -p benchlab --bin bench --
 test-generated:
 	EXPLORE_RUN="$(EXPLORE_RUN)" BENCH_RUN="$(BENCH_RUN)" bash scripts/generated-check.sh
 	bash scripts/doc-links.sh
+	OPTIONS_RUN="$(CARGO) run --release -q -p fstools --example cifs-no-effect" bash scripts/mount-options-check.sh
 
 generated:
 	EXPLORE_RUN="$(EXPLORE_RUN)" BENCH_RUN="$(BENCH_RUN)" bash scripts/generated-check.sh --write

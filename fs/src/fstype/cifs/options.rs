@@ -5,7 +5,8 @@
 //!
 //! Every option Linux accepts is accepted ([`OPTIONS`]); those that change
 //! what this client does are implemented, the others are "accepted, no
-//! effect here" with the reason in the table (docs/mount-options.md lists them).
+//! effect here" with the reason in the table (docs/mount-options.md lists
+//! them; scripts/mount-options-check.sh holds the list to the table).
 //! Unknown options are refused like Linux refuses them, all named in one
 //! message; `sloppy` accepts them. `user=name%pass` splits off the
 //! password, `pass=p,,w` is Linux's escaped comma, `credentials=FILE`
