@@ -24,7 +24,6 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub use crate::process::free_port;
 use crate::process::{log_tail, start_on_a_free_port, PortRetry, ServerProcess, Startup};
 
 /// Where `smbd` is looked for first (Debian's package puts it there).
