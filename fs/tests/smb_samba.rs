@@ -9,7 +9,8 @@
 
 use fs::errno::Errno;
 use fs::fstype::cifs::errmap::{trace_rc, SmbErrno};
-use qemu::samba::{Fixture, FixtureOpts};
+use qemu::samba::client_share::{self, file_bytes, ENTRIES, FILE_LEN, WSL_ENTRIES};
+use qemu::samba::Fixture;
 use smb::wire::dirinfo::class;
 use smb::wire::negotiate::{dialect, sign_alg};
 use smb::wire::status;
@@ -22,30 +23,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const ENTRIES: usize = 20;
-const WSL_ENTRIES: usize = 3;
-const FILE_LEN: usize = 1_500_000;
-
-fn file_bytes() -> Vec<u8> {
-    (0..FILE_LEN).map(|i| (i * 31 % 251) as u8).collect()
-}
-
-/// The share every test uses: 20 dirs, the first three with WSL EAs, d010
-/// with a non-WSL EA, one 1.5 MB file.
+/// The share every test uses ([`client_share`]): 20 dirs, the first three
+/// with WSL EAs, d010 with a non-WSL EA, one 1.5 MB file.
 fn fixture() -> Option<Fixture> {
-    if let Err(why) = Fixture::available() {
-        qemu::fixtures::skip("smb_samba", "Samba", why);
-        return None;
-    }
-    let mut opts = FixtureOpts {
-        entries: ENTRIES,
-        ..Default::default()
-    }
-    .with_wsl_eas(WSL_ENTRIES);
-    opts.other_xattrs
-        .push(("d010".into(), "user.foo".into(), b"bar".to_vec()));
-    opts.files.push(("big.bin".into(), file_bytes()));
-    Some(Fixture::start(&opts).expect("Samba fixture must start when smbd is installed"))
+    client_share::start("smb_samba")
 }
 
 /// A connector whose transports go through a shared [`Faults`].
@@ -366,110 +347,4 @@ fn soft_timeouts_are_eio() {
     assert_eq!(c.stat("d000").unwrap_err().errno(), Errno::EIO);
     faults.swallow.store(false, Ordering::SeqCst);
     assert!(c.stat("d000").unwrap().directory);
-}
-
-/// Records every frame both ways (for the committed test vectors).
-struct Recorder {
-    inner: TcpTransport,
-    log: Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
-}
-
-impl Transport for Recorder {
-    fn send(&mut self, msg: &[u8]) -> Result<(), TransportError> {
-        self.log.lock().unwrap().push(msg.to_vec());
-        self.inner.send(msg)
-    }
-    fn recv(&mut self, timeout_ms: u64) -> Result<Vec<u8>, TransportError> {
-        let f = self.inner.recv(timeout_ms)?;
-        self.log.lock().unwrap().push(f.clone());
-        Ok(f)
-    }
-}
-
-struct RecordingConnector {
-    addr: SocketAddr,
-    log: Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
-}
-
-impl Connector for RecordingConnector {
-    fn connect(&mut self) -> Result<Box<dyn Transport>, TransportError> {
-        Ok(Box::new(Recorder {
-            inner: TcpTransport::connect(self.addr, 2000)?,
-            log: self.log.clone(),
-        }))
-    }
-}
-
-/// One captured operation.
-type Op = dyn Fn(&mut Connection);
-
-fn write_frames(path: &std::path::Path, frames: &[Vec<u8>]) {
-    let mut out = Vec::new();
-    for f in frames {
-        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        out.extend_from_slice(f);
-    }
-    std::fs::write(path, out).unwrap();
-}
-
-/// Regenerates `fs/smb/src/wire/testdata/*.frames` (the unit tests'
-/// captured replies): `cargo test -p fs --test smb_samba capture --
-/// --ignored`. Each file is a sequence of (u32 LE length, frame),
-/// requests and replies alternating.
-#[test]
-#[ignore]
-fn capture_test_vectors() {
-    let Some(fx) = fixture() else { return };
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("smb/src/wire/testdata");
-    std::fs::create_dir_all(&dir).unwrap();
-    let runs: [(&str, u16, Signing); 3] = [
-        ("smb311", dialect::SMB3_1_1, Signing::Off),
-        ("smb302", dialect::SMB3_0_2, Signing::On),
-        ("smb210", dialect::SMB2_1, Signing::On),
-    ];
-    for (name, d, signing) in runs {
-        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let mut cfg = config(&fx, &fx.password);
-        cfg.dialects = vec![d];
-        cfg.signing = signing;
-        let mut c = Connection::new(
-            cfg,
-            Box::new(RecordingConnector {
-                addr: fx.addr(),
-                log: log.clone(),
-            }),
-            Box::new(StdClock::default()),
-        );
-        c.connect().unwrap();
-        write_frames(
-            &dir.join(format!("{name}_handshake.frames")),
-            &log.lock().unwrap(),
-        );
-        if d != dialect::SMB3_1_1 {
-            continue;
-        }
-        let ops: [(&str, &Op); 4] = [
-            ("list", &|c| {
-                c.list_dir("").unwrap();
-            }),
-            ("ea_present", &|c| {
-                c.query_wsl_eas("d000").unwrap().unwrap();
-            }),
-            ("ea_absent", &|c| {
-                assert!(c.query_wsl_eas("d005").unwrap().is_none());
-            }),
-            ("stat", &|c| {
-                c.stat("d010").unwrap();
-            }),
-        ];
-        for (op, f) in ops {
-            log.lock().unwrap().clear();
-            f(&mut c);
-            write_frames(
-                &dir.join(format!("{name}_{op}.frames")),
-                &log.lock().unwrap(),
-            );
-        }
-    }
-    println!("wrote vectors to {}", dir.display());
 }

@@ -164,6 +164,52 @@ impl FixtureOpts {
     }
 }
 
+/// The share of the SMB client's tests against Samba
+/// (`fs/tests/smb_samba.rs`), from which `fs/smb/tests/capture.rs`
+/// captures the smb crate's committed reply vectors: both must see the
+/// same share. [`ENTRIES`](client_share::ENTRIES) directories, the first
+/// [`WSL_ENTRIES`](client_share::WSL_ENTRIES) with WSL EAs, `d010` with a
+/// non-WSL EA (`user.foo`), and `big.bin`
+/// ([`file_bytes`](client_share::file_bytes)).
+pub mod client_share {
+    use super::{Fixture, FixtureOpts};
+
+    /// Directories in the share.
+    pub const ENTRIES: usize = 20;
+    /// Directories, from the first, with WSL EAs.
+    pub const WSL_ENTRIES: usize = 3;
+    /// `big.bin`'s length.
+    pub const FILE_LEN: usize = 1_500_000;
+
+    /// `big.bin`'s bytes.
+    pub fn file_bytes() -> Vec<u8> {
+        (0..FILE_LEN).map(|i| (i * 31 % 251) as u8).collect()
+    }
+
+    /// The fixture's options for this share.
+    pub fn opts() -> FixtureOpts {
+        let mut opts = FixtureOpts {
+            entries: ENTRIES,
+            ..Default::default()
+        }
+        .with_wsl_eas(WSL_ENTRIES);
+        opts.other_xattrs
+            .push(("d010".into(), "user.foo".into(), b"bar".to_vec()));
+        opts.files.push(("big.bin".into(), file_bytes()));
+        opts
+    }
+
+    /// Samba serving this share, or `None` where the fixture cannot run
+    /// here (said by [`crate::fixtures::skip`] under `test_file`'s name).
+    pub fn start(test_file: &str) -> Option<Fixture> {
+        if let Err(why) = Fixture::available() {
+            crate::fixtures::skip(test_file, "Samba", why);
+            return None;
+        }
+        Some(Fixture::start(&opts()).expect("Samba fixture must start when smbd is installed"))
+    }
+}
+
 /// Name of the `i`th share entry: `d000`, `d001`, … (at least three digits).
 pub fn entry_name(i: usize) -> String {
     format!("d{i:03}")
