@@ -1,7 +1,15 @@
 //! Running the reference: one QEMU boot of the guest through
 //! [`crate::runner`] (the ext4 image attached `snapshot=on`, so the cached
-//! image is never modified), its console split per filesystem; and
-//! `statneg-host` run natively on the host.
+//! image is never modified), and `statneg-host` run natively on the host.
+//!
+//! It holds what a boot is asked ([`GuestRun`], [`CifsRun`]: the `lr.*`
+//! words of [`guest_cmdline`] that `init.sh` reads, and the test hook
+//! that crashes a boot on purpose), the boot itself ([`run_guest`]; a
+//! cifs.ko of one's own rides in a second initramfs), and what the boot
+//! answered ([`GuestReport`]): the console split per filesystem, and the
+//! lines `init.sh` prints for cifs read back (listings, xattr lines,
+//! dropped mount options, notes, kprobe counts). The will-it-scale lines
+//! inside each filesystem's part are parsed in `parse.rs` ([`parse_wis`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
