@@ -5,6 +5,12 @@
 //! spans of each operation (those alone also at N CPUs). Off, it costs one
 //! relaxed load of a read-mostly flag per counted store.
 //!
+//! It stays in the VFS crate although only a tool reads it: it is booked
+//! from inside the lookup path (the lockref, the spinlock, `dput`, the
+//! in-lookup table), as Linux's lock statistics (`CONFIG_LOCK_STAT`,
+//! `kernel/locking/lockdep.c`) are booked inside the kernel; the model
+//! that reads its tables lives with the benchmark (`bench/lab`, `predict`).
+//!
 //! Touches: the platform's `now_ns` and `cpu_id`, its own tables.
 
 use crate::platform;
