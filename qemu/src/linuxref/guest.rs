@@ -535,19 +535,7 @@ fn with_extra_module(initramfs: &Path, ko: &Path, dir: &Path) -> Result<PathBuf,
     std::fs::create_dir_all(root.join("extra")).map_err(|e| err(e.to_string()))?;
     std::fs::copy(ko, root.join("extra/cifs.ko")).map_err(|e| err(e.to_string()))?;
     let out = dir.join("initramfs.gz");
-    std::fs::copy(initramfs, &out).map_err(|e| err(e.to_string()))?;
-    let st = Command::new("sh")
-        .arg("-c")
-        .arg("cd \"$1\" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1 >> \"$2\"")
-        .arg("sh")
-        .arg(&root)
-        .arg(&out)
-        .stdin(Stdio::null())
-        .status()
-        .map_err(|e| err(e.to_string()))?;
-    if !st.success() {
-        return Err(err(format!("cpio | gzip: {st}")));
-    }
+    super::tools::append_initramfs(initramfs, &root, &out).map_err(|e| err(e.to_string()))?;
     Ok(out)
 }
 

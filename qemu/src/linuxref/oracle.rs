@@ -12,11 +12,12 @@
 //! `BUILD_DIR/kbuild/oracle-REL/` and QEMU.
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use super::{Fs, LinuxRefError, Paths};
+use super::tools::{append_initramfs, gcc_static};
+use super::{Fs, LinuxRefError, Paths, SkipReason};
 use crate::runner::{Accel, GuestStatus, Runner};
 
 /// The `/init` of the oracle's boot (`qemu/linuxref/oracle-init.sh`): tmpfs
@@ -173,43 +174,15 @@ fn oracle_initramfs(paths: &Paths, build_dir: &Path) -> Result<PathBuf, LinuxRef
     let _ = fs::remove_dir_all(&root);
     fs::create_dir_all(&root)
         .map_err(|e| LinuxRefError::Guest(format!("{}: {e}", root.display())))?;
-    let sh = |what: &str, script: &str, args: &[&Path]| -> Result<(), LinuxRefError> {
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .arg("sh")
-            .args(args)
-            .output()
-            .map_err(|e| LinuxRefError::Guest(format!("{what}: {e}")))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(LinuxRefError::Guest(format!(
-                "{what}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )))
-        }
-    };
-    sh(
-        "compiling the oracle (gcc -static; needs libc6-dev)",
-        "gcc -static -O2 -pthread -Wall -o \"$1/dcache-oracle\" \"$2\"",
-        &[&root, &oracle_source()],
-    )?;
-    sh(
-        "compiling the case-folding check (gcc -static; needs libc6-dev)",
-        "gcc -static -O2 -Wall -o \"$1/casefold\" \"$2\"",
-        &[&root, &casefold_source()],
-    )?;
+    let guest = |e: SkipReason| LinuxRefError::Guest(e.to_string());
+    gcc_static(&oracle_source(), &root.join("dcache-oracle"), &["-pthread"]).map_err(guest)?;
+    gcc_static(&casefold_source(), &root.join("casefold"), &[]).map_err(guest)?;
     let init = root.join("init");
     fs::write(&init, ORACLE_INIT).map_err(|e| LinuxRefError::Guest(format!("init: {e}")))?;
+    fs::set_permissions(&init, fs::Permissions::from_mode(0o755))
+        .map_err(|e| LinuxRefError::Guest(format!("chmod init: {e}")))?;
     let out = dir.join("initramfs.gz");
-    sh(
-        "packing the oracle's initramfs",
-        "chmod 755 \"$1/init\" && cp \"$2\" \"$3.tmp\" && \
-         (cd \"$1\" && printf '%s\\n' . init dcache-oracle casefold | cpio -o -H newc --quiet -R 0:0 | gzip -6) >> \"$3.tmp\" && \
-         mv \"$3.tmp\" \"$3\"",
-        &[&root, &paths.initramfs, &out],
-    )?;
+    append_initramfs(&paths.initramfs, &root, &out).map_err(guest)?;
     Ok(out)
 }
 

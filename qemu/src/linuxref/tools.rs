@@ -1,9 +1,10 @@
 //! The host programs a guest build runs, shared by the reference guest
-//! ([`super::build`], [`super::initramfs`]) and the ksmbd fixture
+//! ([`super::build`], [`super::initramfs`], and the extra archives of
+//! `guest`, `oracle` and `walks`) and the ksmbd fixture
 //! (`crate::ksmbd`): checking that they are installed, running one to
 //! completion with its output (or its tail) as the failure detail, `dpkg -x`,
-//! `gcc -static`, packing a staged tree into a gzipped newc initramfs, and
-//! the cache stamps' fingerprint. Touches only the paths its callers name.
+//! `gcc -static`, packing a staged tree into a gzipped newc initramfs (or
+//! appending it to one), and the cache stamps' fingerprint. Touches only the paths its callers name.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -122,6 +123,21 @@ pub(crate) fn pack_initramfs(root: &Path, out: &Path) -> Result<(), SkipReason> 
     fs::rename(&tmp, out).map_err(|e| failed("writing the initramfs", e))
 }
 
+/// `base` (a gzipped initramfs) with the staged tree `root` appended as a
+/// second archive ([`pack_initramfs`]'s), written to `out` (beside it,
+/// then renamed): the kernel unpacks concatenated archives in order, so
+/// `root`'s files join `base`'s, replacing those of the same name.
+pub(crate) fn append_initramfs(base: &Path, root: &Path, out: &Path) -> Result<(), SkipReason> {
+    let extra = out.with_extension("extra.gz");
+    pack_initramfs(root, &extra)?;
+    let mut image =
+        fs::read(base).map_err(|e| failed(&format!("reading {}", base.display()), e))?;
+    image.extend(fs::read(&extra).map_err(|e| failed("reading the appended archive", e))?);
+    let tmp = out.with_extension("tmp");
+    fs::write(&tmp, image).map_err(|e| failed("writing the initramfs", e))?;
+    fs::rename(&tmp, out).map_err(|e| failed("writing the initramfs", e))
+}
+
 /// A cheap content fingerprint (FNV-1a, 16 hex digits) of `parts` for a
 /// cache stamp.
 pub(crate) fn digest(parts: &[&[u8]]) -> String {
@@ -191,6 +207,46 @@ mod tests {
         // A tree that is not there: a named failure, nothing at `out`.
         let missing = dir.join("missing.gz");
         assert!(pack_initramfs(&dir.join("absent"), &missing).is_err());
+        assert!(!missing.exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_appended_tree_is_a_second_archive_after_the_base() {
+        let dir = std::env::temp_dir().join(format!("linuxref-append-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let root = dir.join("root");
+        fs::create_dir_all(root.join("extra")).unwrap();
+        fs::write(root.join("extra/cifs.ko"), "ko").unwrap();
+        if tool_path("cpio").is_none() {
+            return;
+        }
+        let base = dir.join("base.gz");
+        fs::write(&base, b"the base archive's bytes").unwrap();
+        let out = dir.join("initramfs.gz");
+        append_initramfs(&base, &root, &out).unwrap();
+        assert!(!out.with_extension("tmp").exists());
+        let image = fs::read(&out).unwrap();
+        let tail = image
+            .strip_prefix(&b"the base archive's bytes"[..])
+            .expect("the base comes first, unchanged");
+        let extra = dir.join("extra.gz");
+        fs::write(&extra, tail).unwrap();
+        let list = Command::new("sh")
+            .arg("-c")
+            .arg("gzip -dc \"$1\" | cpio -t --quiet")
+            .arg("sh")
+            .arg(&extra)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&list.stdout);
+        assert_eq!(
+            text.lines().collect::<Vec<_>>(),
+            [".", "extra", "extra/cifs.ko"]
+        );
+        // A base that is not there: a named failure, nothing at `out`.
+        let missing = dir.join("missing.gz");
+        assert!(append_initramfs(&dir.join("absent.gz"), &root, &missing).is_err());
         assert!(!missing.exists());
         fs::remove_dir_all(&dir).unwrap();
     }

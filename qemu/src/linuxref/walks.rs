@@ -16,14 +16,14 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{LinuxRefError, Paths};
+use super::tools::{append_initramfs, gcc_static};
+use super::{LinuxRefError, Paths, SkipReason};
 use crate::runner::{Accel, GuestStatus, Runner};
 
 /// The guest's `/init` for the walks boot.
@@ -365,77 +365,16 @@ pub(super) fn appended_initramfs(
     let _ = fs::remove_dir_all(&root);
     fs::create_dir_all(&root)
         .map_err(|e| LinuxRefError::Guest(format!("{}: {e}", root.display())))?;
-    let run = |what: &str, cmd: &mut Command| -> Result<(), LinuxRefError> {
-        let out = cmd
-            .output()
-            .map_err(|e| LinuxRefError::Guest(format!("{what}: {e}")))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(LinuxRefError::Guest(format!(
-                "{what}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )))
-        }
-    };
+    let guest = |e: SkipReason| LinuxRefError::Guest(format!("{what_archive}: {e}"));
     for (name, source) in programs {
-        run(
-            &format!("compiling {name} (gcc -static; needs libc6-dev)"),
-            Command::new("gcc")
-                .args(["-static", "-O2", "-Wall", "-o"])
-                .arg(root.join(name))
-                .arg(source),
-        )?;
+        gcc_static(source, &root.join(name), &[]).map_err(guest)?;
     }
     let init = root.join("init");
     fs::copy(script, &init).map_err(|e| LinuxRefError::Guest(format!("init: {e}")))?;
-    let err = |what: &str, e: String| LinuxRefError::Guest(format!("{what}: {e}"));
-    let mut perm = fs::metadata(&init)
-        .map_err(|e| err("init", e.to_string()))?
-        .permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
-    fs::set_permissions(&init, perm).map_err(|e| err("chmod init", e.to_string()))?;
-    // cpio (newc, owned by root) of the list on its stdin, then gzip.
-    let filter = |what: &str, cmd: &mut Command, input: &[u8]| -> Result<Vec<u8>, LinuxRefError> {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| err(what, e.to_string()))?;
-        let mut stdin = child.stdin.take().expect("piped");
-        let input = input.to_vec();
-        let feeder = std::thread::spawn(move || stdin.write_all(&input));
-        let out = child
-            .wait_with_output()
-            .map_err(|e| err(what, e.to_string()))?;
-        let _ = feeder.join();
-        if out.status.success() {
-            Ok(out.stdout)
-        } else {
-            Err(err(
-                what,
-                String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            ))
-        }
-    };
-    let mut list = String::from(".\ninit\n");
-    for (name, _) in programs {
-        list.push_str(name);
-        list.push('\n');
-    }
-    let cpio = filter(
-        &format!("cpio ({what_archive})"),
-        Command::new("cpio")
-            .args(["-o", "-H", "newc", "--quiet", "-R", "0:0"])
-            .current_dir(&root),
-        list.as_bytes(),
-    )?;
-    let gz = filter("gzip", Command::new("gzip").arg("-6"), &cpio)?;
-    let mut image = fs::read(base).map_err(|e| err("the reference initramfs", e.to_string()))?;
-    image.extend_from_slice(&gz);
+    fs::set_permissions(&init, fs::Permissions::from_mode(0o755))
+        .map_err(|e| LinuxRefError::Guest(format!("chmod init: {e}")))?;
     let out = dir.join("initramfs.gz");
-    fs::write(&out, image).map_err(|e| err("writing the initramfs", e.to_string()))?;
+    append_initramfs(base, &root, &out).map_err(guest)?;
     Ok(out)
 }
 
