@@ -458,6 +458,7 @@ run_one() {
     fi
     [ -n "$EXCLUDE" ] && cp "$EXCLUDE" "$run/fstests-run/exclude"
     cp linux/fstests/extra.sh "$run/fstests-run/extra" && chmod 755 "$run/fstests-run/extra"
+    cp qemu/linuxref/cifs-mount.sh "$run/fstests-run/cifs-mount.sh"
     local netdev=()
     if [ "$fstyp" = cifs ]; then
         start_samba "$out/samba-fixture.txt"

@@ -26,6 +26,9 @@ for w in $(cat /proc/cmdline); do
         lr.crash=*) CRASH=${w#lr.crash=} ;;
     esac
 done
+# cifs_mount: a cifs mount that drops the options this kernel does not
+# know (qemu/linuxref/cifs-mount.sh, shared with the fstests guest).
+. /cifs-mount.sh
 # lr.cifsko=PATH: that cifs.ko (a second initramfs archive) instead of the
 # packaged one; what the kernel says about loading it is printed.
 for m in $(cat /modules/order); do
@@ -247,17 +250,12 @@ if [ -n "$CIFS" ]; then
         echo "linuxref: ls of $name is $LS ($lsver)"
         echo "linuxref-cifs-begin variant=$name"
         # An option this kernel does not know (cifs: Unknown parameter 'X')
-        # is dropped, said so, and the mount retried: the seed's 6.12.0 is a
-        # distribution kernel with later options backported.
-        o=${v#*:} ok=0 tries=0
-        while [ $tries -lt 8 ]; do
-            tries=$((tries + 1))
-            if mount -t cifs "$UNC" /mnt/cifs -o "$o"; then ok=1; break; fi
-            bad=$(dmesg | grep -o "Unknown parameter '[^']*'" | tail -1 | cut -d"'" -f2)
-            [ -n "$bad" ] && echo ",$o," | grep -q ",$bad[,=]" || break
-            echo "linuxref-dropped variant=$name option=$bad"
-            o=$(echo ",$o," | sed -E "s/,$bad(=[^,]*)?,/,/; s/^,//; s/,$//")
-        done
+        # is dropped, said so, and the mount retried (/cifs-mount.sh): the
+        # seed's 6.12.0 is a distribution kernel with later options
+        # backported.
+        ok=0
+        cifs_mount "$UNC" /mnt/cifs "" "${v#*:}" "linuxref-dropped variant=$name" && ok=1
+        o=$cifs_opts
         if [ $ok = 1 ]; then
             for phase in cold warm; do
                 echo 0 > /proc/fs/cifs/Stats

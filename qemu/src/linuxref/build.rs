@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::apt::{current_kernel_package, deb_version, download, AptSource};
-use super::initramfs::{build_initramfs, unpack_trixie_ls, Extra, INIT_SCRIPT};
+use super::initramfs::{build_initramfs, unpack_trixie_ls, Extra, CIFS_MOUNT_SCRIPT, INIT_SCRIPT};
 use super::modules::{decompressed_modules, find_file, module_load_order};
 use super::tools::{digest, dpkg_x, gcc_static, require_tools, run_tool, tool_path};
 use super::{failed, mkdir, Paths, Release, SkipReason, BUSYBOX_PACKAGE};
@@ -159,8 +159,9 @@ fn build_helpers(paths: &Paths) -> Result<Helpers, SkipReason> {
 }
 
 /// The cache stamp: [`STAMP_VERSION`], the digest of what goes into the
-/// initramfs (the helpers, the init script, the module list), then the
-/// kernel package, its version and the kernel release, one a line.
+/// initramfs (the helpers, the init script and `cifs-mount.sh`, the module
+/// list), then the kernel package, its version and the kernel release, one
+/// a line.
 struct Stamp {
     file: PathBuf,
     sum: String,
@@ -175,6 +176,7 @@ impl Stamp {
                 &fs::read(&h.lrtime).unwrap_or_default(),
                 &fs::read(&h.xattr).unwrap_or_default(),
                 INIT_SCRIPT.as_bytes(),
+                CIFS_MOUNT_SCRIPT.as_bytes(),
                 GUEST_MODULES.join(",").as_bytes(),
             ])
         );

@@ -88,6 +88,11 @@ pub(super) fn unpack_trixie_ls(build_dir: &Path, dir: &Path) -> Result<PathBuf, 
 /// Then it powers off.
 pub(super) const INIT_SCRIPT: &str = include_str!("../../linuxref/init.sh");
 
+/// `/cifs-mount.sh`, which `init.sh` sources: `cifs_mount`, the cifs mount
+/// that drops the options the kernel does not know (the fstests guest
+/// carries the same file, see `linux/fstests.sh`).
+pub(super) const CIFS_MOUNT_SCRIPT: &str = include_str!("../../linuxref/cifs-mount.sh");
+
 pub(super) fn build_initramfs(
     dir: &Path,
     busybox: &Path,
@@ -126,6 +131,7 @@ pub(super) fn build_initramfs(
     let w = |p: PathBuf, s: &str| fs::write(&p, s).map_err(|e| failed("writing the initramfs", e));
     w(root.join("modules/order"), &order)?;
     w(root.join("init"), INIT_SCRIPT)?;
+    w(root.join("cifs-mount.sh"), CIFS_MOUNT_SCRIPT)?;
     let chmod = |p: PathBuf| {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&p, fs::Permissions::from_mode(0o755))
@@ -229,6 +235,112 @@ mod tests {
             out.status.success(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
+    }
+
+    /// `cifs_mount` (cifs-mount.sh), run by the host's shell with a `mount`
+    /// and a `dmesg` of its own in PATH:
+    /// (the status, stdout, the `-o` of each mount tried).
+    fn cifs_mount(fixed: &str, opts: &str, refuse: &str) -> (bool, String, String) {
+        let dir = std::env::temp_dir().join(format!(
+            "linuxref-cifs-mount-{}-{}",
+            std::process::id(),
+            refuse.len() + opts.len()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        // The kernel refuses the options named in REFUSE (Linux's words in
+        // dmesg) and any mount whose options hold `fail`.
+        let mount = r#"#!/bin/sh
+echo "$6" >> "$LOG/tried"
+for o in $REFUSE; do
+    case ",$6," in *",$o,"*|*",$o="*)
+        echo "CIFS: VFS: cifs: Unknown parameter '$o'" >> "$LOG/kmsg"; exit 32 ;;
+    esac
+done
+case ",$6," in *,fail,*) exit 32 ;; esac
+"#;
+        for (name, body) in [
+            ("mount", mount),
+            (
+                "dmesg",
+                "#!/bin/sh
+cat \"$LOG/kmsg\" 2>/dev/null\n",
+            ),
+        ] {
+            let p = dir.join(name);
+            fs::write(&p, body).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        // The host's sh, not busybox's: busybox runs its own `mount`
+        // applet before anything in PATH.
+        let script = format!(
+            "{CIFS_MOUNT_SCRIPT}\ncifs_mount //h/s /mnt \"$FIXED\" \"$OPTS\" \"x-dropped v=a\"; st=$?; echo \"opts=$cifs_opts\"; exit $st"
+        );
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    dir.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("LOG", &dir)
+            .env("REFUSE", refuse)
+            .env("FIXED", fixed)
+            .env("OPTS", opts)
+            .output()
+            .expect("a shell");
+        let tried = fs::read_to_string(dir.join("tried")).unwrap_or_default();
+        fs::remove_dir_all(&dir).unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            tried,
+        )
+    }
+
+    /// Each option the kernel does not know is dropped (value and all),
+    /// said, and the mount retried; the fixed part is never dropped.
+    #[test]
+    fn cifs_mount_drops_the_unknown_options_and_retries() {
+        let (ok, said, tried) =
+            cifs_mount("user=u", "vers=3.1.1,bogus,newopt=2,soft", "bogus newopt");
+        assert!(ok, "{said}");
+        assert_eq!(
+            said,
+            "x-dropped v=a option=bogus\nx-dropped v=a option=newopt\nopts=vers=3.1.1,soft\n"
+        );
+        assert_eq!(
+            tried,
+            "user=u,vers=3.1.1,bogus,newopt=2,soft\nuser=u,vers=3.1.1,newopt=2,soft\nuser=u,vers=3.1.1,soft\n"
+        );
+        // No fixed part: no leading comma.
+        let (ok, said, tried) = cifs_mount("", "bogus,soft", "bogus");
+        assert!(ok);
+        assert_eq!(said, "x-dropped v=a option=bogus\nopts=soft\n");
+        assert_eq!(tried, "bogus,soft\nsoft\n");
+    }
+
+    /// A mount that fails for another reason, or on an unknown option
+    /// that is not among OPTS (the fixed part's), is not retried.
+    #[test]
+    fn cifs_mount_fails_at_once_on_other_errors() {
+        let (ok, said, tried) = cifs_mount("user=u", "soft,fail", "");
+        assert!(!ok);
+        assert_eq!(
+            (said.as_str(), tried.as_str()),
+            ("opts=soft,fail\n", "user=u,soft,fail\n")
+        );
+        let (ok, said, tried) = cifs_mount("user=u", "soft", "user");
+        assert!(!ok);
+        assert_eq!(
+            (said.as_str(), tried.as_str()),
+            ("opts=soft\n", "user=u,soft\n")
+        );
     }
 
     /// init.sh's `present_cpus`: the guest boots with one CPU online, so
