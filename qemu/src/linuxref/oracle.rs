@@ -11,13 +11,11 @@
 //! boot; the ext4 image is attached `snapshot=on`, as for statneg. Touches
 //! `BUILD_DIR/kbuild/oracle-REL/` and QEMU.
 
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::tools::{append_initramfs, gcc_static};
-use super::{Fs, LinuxRefError, Paths, SkipReason};
+use super::tools::initramfs_with_init;
+use super::{Fs, LinuxRefError, Paths};
 use crate::runner::{Accel, GuestStatus, Runner};
 
 /// The `/init` of the oracle's boot (`qemu/linuxref/oracle-init.sh`): tmpfs
@@ -170,20 +168,12 @@ fn oracle_initramfs(paths: &Paths, build_dir: &Path) -> Result<PathBuf, LinuxRef
     let dir = build_dir
         .join("kbuild")
         .join(format!("oracle-{}", paths.release.name()));
-    let root = dir.join("root");
-    let _ = fs::remove_dir_all(&root);
-    fs::create_dir_all(&root)
-        .map_err(|e| LinuxRefError::Guest(format!("{}: {e}", root.display())))?;
-    let guest = |e: SkipReason| LinuxRefError::Guest(e.to_string());
-    gcc_static(&oracle_source(), &root.join("dcache-oracle"), &["-pthread"]).map_err(guest)?;
-    gcc_static(&casefold_source(), &root.join("casefold"), &[]).map_err(guest)?;
-    let init = root.join("init");
-    fs::write(&init, ORACLE_INIT).map_err(|e| LinuxRefError::Guest(format!("init: {e}")))?;
-    fs::set_permissions(&init, fs::Permissions::from_mode(0o755))
-        .map_err(|e| LinuxRefError::Guest(format!("chmod init: {e}")))?;
-    let out = dir.join("initramfs.gz");
-    append_initramfs(&paths.initramfs, &root, &out).map_err(guest)?;
-    Ok(out)
+    let programs = [
+        (oracle_source(), "dcache-oracle", &["-pthread"][..]),
+        (casefold_source(), "casefold", &[][..]),
+    ];
+    initramfs_with_init(&paths.initramfs, &dir, ORACLE_INIT.as_bytes(), &programs)
+        .map_err(|e| LinuxRefError::Guest(e.to_string()))
 }
 
 /// Boots `paths`' kernel with `cpus` vCPUs and runs the oracle for `secs`

@@ -138,6 +138,33 @@ pub(crate) fn append_initramfs(base: &Path, root: &Path, out: &Path) -> Result<(
     fs::rename(&tmp, out).map_err(|e| failed("writing the initramfs", e))
 }
 
+/// A guest that runs an `/init` of its own over the reference one:
+/// `dir/root`, made afresh, holds `init` as `/init` (mode 755) and each of
+/// `programs` (C source, name under `/`, extra gcc flags) compiled static;
+/// it is appended to `base` ([`append_initramfs`]) as `dir/initramfs.gz`,
+/// which is returned.
+pub(crate) fn initramfs_with_init(
+    base: &Path,
+    dir: &Path,
+    init: &[u8],
+    programs: &[(PathBuf, &str, &[&str])],
+) -> Result<PathBuf, SkipReason> {
+    use std::os::unix::fs::PermissionsExt;
+    let root = dir.join("root");
+    let _ = fs::remove_dir_all(&root);
+    fs::create_dir_all(&root).map_err(|e| failed(&format!("making {}", root.display()), e))?;
+    for (src, name, flags) in programs {
+        gcc_static(src, &root.join(name), flags)?;
+    }
+    let path = root.join("init");
+    fs::write(&path, init).map_err(|e| failed("writing /init", e))?;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
+        .map_err(|e| failed("chmod /init", e))?;
+    let out = dir.join("initramfs.gz");
+    append_initramfs(base, &root, &out)?;
+    Ok(out)
+}
+
 /// A cheap content fingerprint (FNV-1a, 16 hex digits) of `parts` for a
 /// cache stamp.
 pub(crate) fn digest(parts: &[&[u8]]) -> String {
@@ -208,6 +235,49 @@ mod tests {
         let missing = dir.join("missing.gz");
         assert!(pack_initramfs(&dir.join("absent"), &missing).is_err());
         assert!(!missing.exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_guest_with_its_own_init_carries_it_and_its_programs() {
+        if tool_path("cpio").is_none() || tool_path("gcc").is_none() {
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("linuxref-withinit-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("hello.c");
+        fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+        let base = dir.join("base.gz");
+        fs::write(&base, b"base").unwrap();
+        let programs = [(src, "hello", &[][..])];
+        let out = initramfs_with_init(&base, &dir.join("g"), b"#!/bin/sh\n", &programs).unwrap();
+        assert_eq!(out, dir.join("g/initramfs.gz"));
+        let image = fs::read(&out).unwrap();
+        let extra = dir.join("extra.gz");
+        fs::write(
+            &extra,
+            image.strip_prefix(&b"base"[..]).expect("base first"),
+        )
+        .unwrap();
+        let list = Command::new("sh")
+            .arg("-c")
+            .arg("gzip -dc \"$1\" | cpio -t -v --quiet")
+            .arg("sh")
+            .arg(&extra)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&list.stdout);
+        let names: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split_whitespace().last())
+            .collect();
+        assert_eq!(names, [".", "hello", "init"], "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("-rwxr-xr-x") && l.ends_with(" init")),
+            "{text}"
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -16,14 +16,13 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::tools::{append_initramfs, gcc_static};
-use super::{LinuxRefError, Paths, SkipReason};
+use super::tools::initramfs_with_init;
+use super::{LinuxRefError, Paths};
 use crate::runner::{Accel, GuestStatus, Runner};
 
 /// The guest's `/init` for the walks boot.
@@ -350,10 +349,9 @@ fn walks_initramfs(paths: &Paths, dir: &Path) -> Result<PathBuf, LinuxRefError> 
     )
 }
 
-/// The reference initramfs with a second newc archive appended (the kernel
-/// unpacks concatenated archives in order) after `base`: `script` as
-/// `/init` and each C source compiled static as `/NAME`. Written to
-/// `dir/initramfs.gz`.
+/// The reference initramfs with a second newc archive appended after
+/// `base`: `script` as `/init` and each C source compiled static as
+/// `/NAME` ([`initramfs_with_init`]). Written to `dir/initramfs.gz`.
 pub(super) fn appended_initramfs(
     base: &Path,
     dir: &Path,
@@ -361,21 +359,13 @@ pub(super) fn appended_initramfs(
     programs: &[(&str, PathBuf)],
     what_archive: &str,
 ) -> Result<PathBuf, LinuxRefError> {
-    let root = dir.join("root");
-    let _ = fs::remove_dir_all(&root);
-    fs::create_dir_all(&root)
-        .map_err(|e| LinuxRefError::Guest(format!("{}: {e}", root.display())))?;
-    let guest = |e: SkipReason| LinuxRefError::Guest(format!("{what_archive}: {e}"));
-    for (name, source) in programs {
-        gcc_static(source, &root.join(name), &[]).map_err(guest)?;
-    }
-    let init = root.join("init");
-    fs::copy(script, &init).map_err(|e| LinuxRefError::Guest(format!("init: {e}")))?;
-    fs::set_permissions(&init, fs::Permissions::from_mode(0o755))
-        .map_err(|e| LinuxRefError::Guest(format!("chmod init: {e}")))?;
-    let out = dir.join("initramfs.gz");
-    append_initramfs(base, &root, &out).map_err(guest)?;
-    Ok(out)
+    let init = fs::read(script).map_err(|e| LinuxRefError::Guest(format!("init: {e}")))?;
+    let programs: Vec<(PathBuf, &str, &[&str])> = programs
+        .iter()
+        .map(|(name, source)| (source.clone(), *name, &[][..]))
+        .collect();
+    initramfs_with_init(base, dir, &init, &programs)
+        .map_err(|e| LinuxRefError::Guest(format!("{what_archive}: {e}")))
 }
 
 /// Boots `kernel` once on 1 vCPU (TCG) and traces every case.
