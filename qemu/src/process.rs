@@ -6,7 +6,9 @@
 //! (also done on drop) sends SIGTERM, waits up to 5 s, then SIGKILLs; the
 //! process is always reaped; [`start_on_a_free_port`] tries a start on
 //! fresh ports. Shared by [`crate::samba`] (smbd), [`crate::impacket`]
-//! (smbserver.py) and [`crate::ksmbd`] (QEMU).
+//! (smbserver.py) and [`crate::ksmbd`] (QEMU). Beside them,
+//! [`output_with_stdin`] runs a short command to its end with its input
+//! fed on stdin (the tests' vfsh sessions and guest scripts).
 //!
 //! The child's stdin is a pipe held here: should the test process die
 //! without dropping the guard, a server that reads its stdin (smbd in the
@@ -17,10 +19,10 @@
 //! bind of loopback port 0 to find a free port.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Write as _};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// How a server shows that it is up, and how its start failures are
@@ -210,6 +212,24 @@ pub struct PortRetry {
     /// Whether a try that failed with this error is worth another port
     /// (`None`: every failure is).
     pub only_on: Option<std::io::ErrorKind>,
+}
+
+/// Runs `cmd` to its end with `input` on its stdin (then closed): its
+/// status, stdout and stderr, all piped. The input is written from a
+/// thread, so a command that answers before it has read all of it cannot
+/// stall on a full pipe.
+pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> io::Result<Output> {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let input = input.to_vec();
+    let feeder = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output()?;
+    feeder.join().expect("the stdin feeder does not panic")?;
+    Ok(out)
 }
 
 /// A free TCP port on 127.0.0.1 (bind to port 0, read it back, release it).

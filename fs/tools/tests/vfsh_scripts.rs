@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use fstools::shell::Shell;
+use qemu::process::output_with_stdin;
 
 fn note(msg: &str) {
     let _ = writeln!(std::io::stderr(), "{msg}");
@@ -189,19 +190,8 @@ fn binary_runs_a_script_file_and_stdin() {
     assert!(o.status.success(), "{o:?}");
     assert_eq!(String::from_utf8_lossy(&o.stdout), want);
 
-    let mut child = vfsh_bin()
-        .args(["-o", "enoent=negative"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn vfsh");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .expect("feed vfsh");
-    let o = child.wait_with_output().expect("vfsh output");
+    let o = output_with_stdin(vfsh_bin().args(["-o", "enoent=negative"]), text.as_bytes())
+        .expect("run vfsh");
     assert!(o.status.success(), "{o:?}");
     assert_eq!(String::from_utf8_lossy(&o.stdout), want);
 }
@@ -257,19 +247,7 @@ fn binary_rejects_bad_invocations_with_a_message() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("symlink TARGET P"));
 
     // Bad lines: err EINVAL on stdout, the reason on stderr; not UTF-8 too.
-    let mut child = vfsh_bin()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"frob /a\nstat /\xff\nmkdir /a\n")
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = output_with_stdin(&mut vfsh_bin(), b"frob /a\nstat /\xff\nmkdir /a\n").unwrap();
     assert_eq!(
         String::from_utf8_lossy(&o.stdout),
         "err EINVAL\nerr EINVAL\nok\n"
@@ -281,18 +259,11 @@ fn binary_rejects_bad_invocations_with_a_message() {
 
 #[test]
 fn binary_prints_trace_and_stats_as_hash_lines() {
-    let mut child = vfsh_bin()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn vfsh");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"mkdir /a\ntrace on\nstat /a/nothere\ntrace off\nstat /a/nothere\nstats\n")
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = output_with_stdin(
+        &mut vfsh_bin(),
+        b"mkdir /a\ntrace on\nstat /a/nothere\ntrace off\nstat /a/nothere\nstats\n",
+    )
+    .unwrap();
     assert!(o.status.success());
     let out = String::from_utf8_lossy(&o.stdout);
     let lines: Vec<&str> = out.lines().collect();
@@ -334,15 +305,7 @@ fn counters(lines: &[&str]) -> std::collections::BTreeMap<String, u64> {
 
 #[test]
 fn binary_help_lists_every_command_step_and_design() {
-    let o = vfsh_bin()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            c.stdin.take().unwrap().write_all(b"help\nhelp me\n")?;
-            c.wait_with_output()
-        })
-        .expect("run vfsh");
+    let o = output_with_stdin(&mut vfsh_bin(), b"help\nhelp me\n").expect("run vfsh");
     assert!(o.status.success(), "{o:?}");
     let out = String::from_utf8_lossy(&o.stdout);
     let lines: Vec<&str> = out.lines().collect();
@@ -383,17 +346,11 @@ fn binary_help_lists_every_command_step_and_design() {
 #[test]
 fn binary_stats_reset_counts_from_zero() {
     // A process of its own: nothing else moves its counters.
-    let o = vfsh_bin()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            c.stdin.take().unwrap().write_all(
-                b"mkdir /a\nstat /a/x\nstat /a/x\nstats reset\nstats\nstat /a/x\nstats\n",
-            )?;
-            c.wait_with_output()
-        })
-        .expect("run vfsh");
+    let o = output_with_stdin(
+        &mut vfsh_bin(),
+        b"mkdir /a\nstat /a/x\nstat /a/x\nstats reset\nstats\nstat /a/x\nstats\n",
+    )
+    .expect("run vfsh");
     assert!(o.status.success(), "{o:?}");
     let out = String::from_utf8_lossy(&o.stdout);
     let lines: Vec<&str> = out.lines().collect();

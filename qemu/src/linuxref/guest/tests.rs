@@ -67,22 +67,14 @@ fn the_marker_responder_copies_the_stats_then_answers() {
     let (marks, stats) = (dir.join("marks"), dir.join("stats dir"));
     std::fs::create_dir_all(&stats).unwrap();
     std::fs::write(stats.join("conn-1.json"), "{}").unwrap();
-    let mut child = std::process::Command::new("/bin/sh")
-        .arg(super::super::guest_file("marker.sh"))
-        .arg(&marks)
-        .arg(&stats)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write as _;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"GET /cold-base HTTP/1.0\r\n\r\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = crate::process::output_with_stdin(
+        std::process::Command::new("/bin/sh")
+            .arg(super::super::guest_file("marker.sh"))
+            .arg(&marks)
+            .arg(&stats),
+        b"GET /cold-base HTTP/1.0\r\n\r\n",
+    )
+    .unwrap();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"
