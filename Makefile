@@ -248,13 +248,16 @@ LINUX_BOOTS ?= 30
 linux-boots: build-host
 	$(TARGET_DIR)/release/linux-patched --linux-release $(LINUX_RELEASE) --cpus 2 --boots $(LINUX_BOOTS) $(LINUX_PATCHED_ARGS)
 
-# The dcache stress oracle, 60 s on 2 vCPUs per kernel on tmpfs and on ext4
-# (0 wrong answers), for vanilla, negative, noalloc and the deliberately
-# broken variants of each release (they must fail where they are broken:
-# noalloc-broken on tmpfs, 7.3's noalloc-flag-collision on ext4).
+# The dcache stress oracle, 60 s on 2 vCPUs per kernel on tmpfs, ext4 and
+# ramfs (0 wrong answers), for vanilla, negative, noalloc and the
+# deliberately broken variants of each release (they must fail where they
+# are broken: noalloc-broken on tmpfs, 7.3's noalloc-flag-collision on
+# ext4); then, per kernel, the case-folding check and openat2(RESOLVE_CACHED)
+# of a missing name on each filesystem (`linuxcached`: ENOENT where the
+# miss is final, noalloc's tmpfs and ramfs; EAGAIN elsewhere).
 linux-oracle: build-host
 	set -e; for r in $(LINUX_ORACLE_RELEASES); do \
-		$(TARGET_DIR)/release/linux-patched --linux-release $$r --fs tmpfs,ext4 --cpus 2 --oracle 60; \
+		$(TARGET_DIR)/release/linux-patched --linux-release $$r --fs tmpfs,ext4,ramfs --cpus 2 --oracle 60; \
 	done
 
 # The Linux half of the vfsh scripts (fs/tools/tests/scripts) in the reference

@@ -145,6 +145,19 @@ impl Kernel {
         BROKEN.iter().find(|b| b.name == v).map(|b| b.fails_on)
     }
 
+    /// Whether a path walk's dcache miss on `fs` is final in this kernel,
+    /// so that `openat2(RESOLVE_CACHED)` of a missing name answers ENOENT
+    /// rather than EAGAIN: the tmpfs-noalloc series and the variants built
+    /// on it give tmpfs and ramfs a complete dcache; the flag collision
+    /// gives one to ext4 as well (that is how it is broken).
+    pub fn miss_is_final(&self, fs: Fs) -> bool {
+        let noalloc = self.variant().is_some_and(|v| v.starts_with("noalloc"));
+        match fs {
+            Fs::Tmpfs | Fs::Ramfs => noalloc,
+            Fs::Ext4 => self.broken_on() == Some(Fs::Ext4),
+        }
+    }
+
     /// The series directories applied to the pristine tree, in order
     /// (empty for vanilla and Debian's kernel).
     pub fn series(&self) -> Vec<PathBuf> {
@@ -414,6 +427,13 @@ mod tests {
         assert_eq!(s.len(), 1, "a whole series of its own");
         assert!(s[0].ends_with("broken/7.3/noalloc-flag-collision"));
         assert_eq!(c.broken_on(), Some(Fs::Ext4));
+        assert!(c.miss_is_final(Fs::Ext4) && c.miss_is_final(Fs::Ramfs));
+        assert!(k.miss_is_final(Fs::Tmpfs) && !k.miss_is_final(Fs::Ext4));
+        let v = Kernel::Built(Release::V7_3, "vanilla".into());
+        let d = Kernel::Debian(Release::V7_3);
+        for fs in [Fs::Tmpfs, Fs::Ramfs, Fs::Ext4] {
+            assert!(!v.miss_is_final(fs) && !d.miss_is_final(fs));
+        }
         assert_eq!(
             Kernel::Built(Release::V7_3, "noalloc".into()).broken_on(),
             None
