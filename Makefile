@@ -67,7 +67,7 @@ help:
 	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs (LINUX_RELEASE=$(LINUX_RELEASE): 6.12 or 7.3)"
 	@echo "make linux-patched  build our kernels of LINUX_RELEASE (vanilla, negative, noalloc) and count them beside Debian's"
 	@echo "make linux-boots    boot each kernel's counting guest LINUX_BOOTS times at 2 vCPUs: how often it crashes"
-	@echo "make linux-oracle   the dcache stress oracle on tmpfs and ext4 on each patched kernel (and on the broken ones)"
+	@echo "make linux-oracle   the dcache stress oracle on tmpfs, ext4 and ramfs on each patched kernel (and on the broken ones), then RESOLVE_CACHED of a missing name"
 	@echo "make linux-vfsh     the Linux half of the vfsh scripts under Debian's kernel and each of ours"
 	@echo "make negcost    negative dentries' cost: readdir, rmdir, dentries, locked stretch per kernel/design (NEGCOST_ARGS)"
 	@echo "make linux-walks    ftrace of one stat per case in Linux (Debian's and our builds) into docs/explore/linux/"
