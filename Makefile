@@ -67,7 +67,7 @@ help:
 	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs (LINUX_RELEASE=$(LINUX_RELEASE): 6.12 or 7.3)"
 	@echo "make linux-patched  build our kernels of LINUX_RELEASE (vanilla, negative, noalloc) and count them beside Debian's"
 	@echo "make linux-boots    boot each kernel's counting guest LINUX_BOOTS times at 2 vCPUs: how often it crashes"
-	@echo "make linux-oracle   the dcache stress oracle on tmpfs and ext4 on each patched kernel (and on the broken ones)"
+	@echo "make linux-oracle   the dcache stress oracle on tmpfs, ext4 and ramfs on each patched kernel (and on the broken ones), then RESOLVE_CACHED of a missing name"
 	@echo "make linux-vfsh     the Linux half of the vfsh scripts under Debian's kernel and each of ours"
 	@echo "make negcost    negative dentries' cost: readdir, rmdir, dentries, locked stretch per kernel/design (NEGCOST_ARGS)"
 	@echo "make linux-walks    ftrace of one stat per case in Linux (Debian's and our builds) into docs/explore/linux/"
@@ -249,13 +249,16 @@ LINUX_BOOTS ?= 30
 linux-boots: build-host
 	$(TARGET_DIR)/release/linux-patched --linux-release $(LINUX_RELEASE) --cpus 2 --boots $(LINUX_BOOTS) $(LINUX_PATCHED_ARGS)
 
-# The dcache stress oracle, 60 s on 2 vCPUs per kernel on tmpfs and on ext4
-# (0 wrong answers), for vanilla, negative, noalloc and the deliberately
-# broken variants of each release (they must fail where they are broken:
-# noalloc-broken on tmpfs, 7.3's noalloc-flag-collision on ext4).
+# The dcache stress oracle, 60 s on 2 vCPUs per kernel on tmpfs, ext4 and
+# ramfs (0 wrong answers), for vanilla, negative, noalloc and the
+# deliberately broken variants of each release (they must fail where they
+# are broken: noalloc-broken on tmpfs, 7.3's noalloc-flag-collision on
+# ext4); then, per kernel, the case-folding check and openat2(RESOLVE_CACHED)
+# of a missing name on each filesystem (`linuxcached`: ENOENT where the
+# miss is final, noalloc's tmpfs and ramfs; EAGAIN elsewhere).
 linux-oracle: build-host
 	set -e; for r in $(LINUX_ORACLE_RELEASES); do \
-		$(TARGET_DIR)/release/linux-patched --linux-release $$r --fs tmpfs,ext4 --cpus 2 --oracle 60; \
+		$(TARGET_DIR)/release/linux-patched --linux-release $$r --fs tmpfs,ext4,ramfs --cpus 2 --oracle 60; \
 	done
 
 # The Linux half of the vfsh scripts (fs/tools/tests/scripts) in the reference

@@ -68,15 +68,30 @@ def get_maintainer(tree, patches):
     return addresses(", ".join(out.stdout.splitlines()))
 
 
+def check_identities(name, lines, problems):
+    """A Signed-off-by, or an identity tag naming a placeholder, in LINES."""
+    for t in lines:
+        tag = t.split(":", 1)[0].lower()
+        if tag == "signed-off-by":
+            problems.append(f"{name}: carries '{t}' (the sender adds their own)")
+        elif tag in IDENTITY_TAGS and PLACEHOLDER.search(t):
+            problems.append(f"{name}: placeholder identity in '{t}'")
+
+
 def check_trailers(name, message, problems):
     paras = message.rstrip("\n").split("\n\n")
+    tagged = [l for l in message.splitlines() if TRAILER.match(l)]
     if len(paras) < 2:
         problems.append(f"{name}: no trailer block after a blank line")
+        check_identities(name, tagged, problems)
         return []
     block = paras[-1].splitlines()
     if not block or not all(TRAILER.match(l) for l in block):
         problems.append(f"{name}: the message's last paragraph is not a block of "
                         "trailers (no blank line before them?)")
+        # Tags glued to the text are not trailers to git, but a reader
+        # still sees whose they claim to be.
+        check_identities(name, tagged, problems)
         return []
     parsed = subprocess.run(["git", "interpret-trailers", "--parse"],
                             input=message, capture_output=True, text=True,
@@ -84,12 +99,7 @@ def check_trailers(name, message, problems):
     if parsed != block:
         problems.append(f"{name}: git interpret-trailers --parse reads {parsed!r}, "
                         f"the message ends in {block!r}")
-    for t in block:
-        tag = t.split(":", 1)[0].lower()
-        if tag == "signed-off-by":
-            problems.append(f"{name}: carries '{t}' (the sender adds their own)")
-        elif tag in IDENTITY_TAGS and PLACEHOLDER.search(t):
-            problems.append(f"{name}: placeholder identity in '{t}'")
+    check_identities(name, block, problems)
     return block
 
 

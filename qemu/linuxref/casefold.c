@@ -1,8 +1,9 @@
 /*
  * casefold: what a tmpfs mounted with case folding must still answer, for
  * the Linux reference guest. The 7.3 series leave case folding alone
- * (noalloc claims no complete dcache with an encoding; negative hashes no
- * negative dentry in a casefolded directory); this checks the answers a
+ * (noalloc takes no miss as final under a parent with ->d_hash or
+ * ->d_compare, which a casefold mount's dentries all have; negative hashes
+ * no negative dentry in a casefolded directory); this checks the answers a
  * user sees, on every kernel alike.
  *
  *   casefold DIR        (DIR: a tmpfs mounted with -o casefold)

@@ -1,11 +1,13 @@
 #!/bin/busybox sh
-# dcache-oracle init: the stress oracle (/dcache-oracle) on a fresh tmpfs and
-# on the reference guest's ext4 disk (/dev/vda), then power off. Appended as
-# /init to the reference initramfs by qemu/src/linuxref/oracle.rs.
-#   oracle.fs=tmpfs,ext4 oracle.readers=N oracle.secs=S
+# dcache-oracle init: the stress oracle (/dcache-oracle) on a fresh tmpfs, a
+# fresh ramfs and the reference guest's ext4 disk (/dev/vda), then power
+# off. Appended as /init to the reference initramfs by
+# qemu/src/linuxref/oracle.rs.
+#   oracle.fs=tmpfs,ext4,ramfs oracle.readers=N oracle.secs=S
 # Per filesystem it prints `dcache-oracle-begin fs=FS`, the oracle's lines
-# and `dcache-oracle-exit fs=FS rc=RC`; then `linuxref-done`.
-/bin/busybox mkdir -p /proc /sys /dev /mnt/tmpfs /mnt/ext4
+# and `dcache-oracle-exit fs=FS rc=RC`; then the case-folding check's and
+# the RESOLVE_CACHED check's lines, and `linuxref-done`.
+/bin/busybox mkdir -p /proc /sys /dev /mnt/tmpfs /mnt/ext4 /mnt/ramfs
 /bin/busybox --install -s /bin
 export PATH=/bin:/usr/bin
 mount -t proc proc /proc
@@ -25,6 +27,7 @@ if [ -f /modules/order ]; then
     for m in $(cat /modules/order); do insmod /modules/$m 2>/dev/null; done
 fi
 mount -t tmpfs -o size=64m tmpfs /mnt/tmpfs || echo "dcache-oracle: tmpfs mount failed"
+mount -t ramfs ramfs /mnt/ramfs || echo "dcache-oracle: ramfs mount failed"
 i=0
 while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 mount -t ext4 /dev/vda /mnt/ext4 || echo "dcache-oracle: ext4 mount failed"
@@ -50,5 +53,9 @@ if mount -t tmpfs -o casefold tmpfs /mnt/ci 2>/dev/null; then
 else
     echo "casefold-unsupported: mount -t tmpfs -o casefold failed"
 fi
+# A missing name under RESOLVE_CACHED and O_CREAT, on each filesystem
+# (qemu/linuxref/cached.c): the host judges the answers per kernel.
+/cached /mnt/tmpfs /mnt/ramfs /mnt/ext4
+echo "cached-exit rc=$?"
 echo linuxref-done
 poweroff -f

@@ -143,6 +143,86 @@ fn check_posting_refuses_the_v1_form() {
     }
 }
 
+/// The 7.3 series as they were first committed for posting (their v1, read
+/// from git history: the commit before 91efa64, which gave them their
+/// posting form), through the posting check: every patch carries the lab's
+/// placeholder sign-off, and each series has a patch whose trailers git does
+/// not parse (no blank line before them); both are refused by name. The
+/// series as committed pass (`check_posting_refuses_the_v1_form`).
+#[test]
+fn check_posting_refuses_the_posted_v1() {
+    const V1: &str = "91efa64^";
+    let release = qemu::linuxref::Release::V7_3;
+    let root = qemu::runner::workspace_root();
+    let build_dir = qemu::linuxref::default_build_dir();
+    let tree = match linux_source(&build_dir, release) {
+        Ok(t) => t,
+        Err(why) => return qemu::fixtures::skip(FILE, &release.source_package(), why),
+    };
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(&root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let Some(listing) = git(&["ls-tree", "-r", "--name-only", V1, "linux/patches/7.3/"]) else {
+        return qemu::fixtures::skip(
+            FILE,
+            "git history",
+            format!("this checkout has no commit {V1} (a shallow clone or an export)"),
+        );
+    };
+    let tmp = std::env::temp_dir().join(format!("check-posting-git-v1-{}", std::process::id()));
+    let mut series = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for path in listing.lines().filter(|p| p.ends_with(".patch")) {
+        let rel = path.strip_prefix("linux/patches/7.3/").unwrap();
+        let (name, file) = rel.split_once('/').unwrap();
+        let text = git(&["show", &format!("{V1}:{path}")]).expect("git show of a listed file");
+        std::fs::create_dir_all(tmp.join(name)).unwrap();
+        std::fs::write(tmp.join(rel), text).unwrap();
+        if !file.starts_with("0000-") {
+            series
+                .entry(name.to_string())
+                .or_default()
+                .push(file.to_string());
+        }
+    }
+    assert!(
+        series.contains_key("tmpfs-noalloc") && series.contains_key("tmpfs-negative"),
+        "{listing}"
+    );
+    let out = Command::new("python3")
+        .arg(root.join("linux/check-posting.py"))
+        .arg(&tree)
+        .args(series.keys().map(|n| tmp.join(n)))
+        .output()
+        .expect("running linux/check-posting.py");
+    let _ = std::fs::remove_dir_all(&tmp);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    for (name, patches) in &series {
+        let said = |file: &str, reason: &str| {
+            text.lines().any(|l| {
+                l.starts_with(&format!("check-posting: {name}: {file}")) && l.contains(reason)
+            })
+        };
+        for p in patches {
+            assert!(
+                said(p, "carries 'Signed-off-by: vfs-lab <vfs-lab@localhost>'"),
+                "{name}/{p}: the placeholder sign-off is not named in:\n{text}"
+            );
+        }
+        assert!(
+            patches.iter().any(|p| said(p, "not a block of trailers")),
+            "{name}: no patch refused for its trailers in:\n{text}"
+        );
+    }
+}
+
 /// `linux/check-series.sh TREE BUILD_DIR` passes and names every series of
 /// `dir` (the release's `linux/patches/REL/`).
 fn check_release(tree: &std::path::Path, build_dir: &std::path::Path, dir: &std::path::Path) {

@@ -56,7 +56,8 @@ struct Args {
     )]
     cpus: Vec<u32>,
 
-    /// Filesystems to run on, comma-separated: tmpfs, ext4.
+    /// Filesystems to run on, comma-separated: tmpfs, ext4 (ramfs is the
+    /// oracle's, `linux-patched --oracle`).
     #[arg(
         long,
         value_delimiter = ',',
@@ -217,6 +218,11 @@ fn main() -> ExitCode {
                 let dir = match fs {
                     Fs::Tmpfs => PathBuf::from("/dev/shm"),
                     Fs::Ext4 => PathBuf::from("/tmp"),
+                    Fs::Ramfs => {
+                        eprintln!("linuxref: host mode has no ramfs to run on");
+                        failed = true;
+                        continue;
+                    }
                 };
                 match linuxref::run_host_statneg(&paths, &dir, cpus, args.warmup, args.secs) {
                     Ok(r) => rows.push((format!("linux-host {}", dir.display()), fs, cpus, r)),

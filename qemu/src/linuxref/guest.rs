@@ -325,6 +325,11 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
             "need 1..=255 cpus, secs >= 1 and a filesystem or a cifs share".into(),
         ));
     }
+    if run.fs.contains(&Fs::Ramfs) {
+        return Err(LinuxRefError::Args(
+            "statneg runs on tmpfs and ext4; ramfs is the dcache oracle's (--oracle)".into(),
+        ));
+    }
     if let Some(c) = &run.cifs {
         let bad = c.variants.iter().any(|(n, o)| {
             n.is_empty() || n.contains([' ', ':', '/']) || o.contains(char::is_whitespace)

@@ -38,18 +38,19 @@ pub fn broken_dir(release: Release) -> String {
 
 /// A deliberately broken variant: its name, its directory under
 /// `linux/broken/REL/`, whether that stacks on the release's `tmpfs-noalloc`
-/// (or is a whole series of its own), and the filesystem on which the
+/// (or is a whole series of its own), and the filesystems on which the
 /// oracle must find wrong answers in it (on every other one it must find
 /// none).
 struct Broken {
     name: &'static str,
     dir: &'static str,
     on_noalloc: bool,
-    fails_on: Fs,
+    fails_on: &'static [Fs],
 }
 
-/// `noalloc-broken` drops the rename_lock re-check of a final miss (only a
-/// tmpfs miss is final); `noalloc-flag-collision` (7.3) is the noalloc
+/// `noalloc-broken` drops the rename_lock re-check of a final miss (a miss
+/// is final on tmpfs and ramfs, the two filesystems that set the flag);
+/// `noalloc-flag-collision` (7.3) is the noalloc
 /// series with the 6.12 series' flag value, 7.3's `SB_I_ALLOW_HSM`, which
 /// ext4 sets.
 const BROKEN: &[Broken] = &[
@@ -57,13 +58,13 @@ const BROKEN: &[Broken] = &[
         name: "noalloc-broken",
         dir: "noalloc-no-rename-check",
         on_noalloc: true,
-        fails_on: Fs::Tmpfs,
+        fails_on: &[Fs::Tmpfs, Fs::Ramfs],
     },
     Broken {
         name: "noalloc-flag-collision",
         dir: "noalloc-flag-collision",
         on_noalloc: false,
-        fails_on: Fs::Ext4,
+        fails_on: &[Fs::Ext4],
     },
 ];
 
@@ -139,10 +140,28 @@ impl Kernel {
     }
 
     /// Where the oracle must find wrong answers (a deliberately broken
-    /// variant, the oracle's negative control); `None`: nowhere.
-    pub fn broken_on(&self) -> Option<Fs> {
-        let v = self.variant()?;
-        BROKEN.iter().find(|b| b.name == v).map(|b| b.fails_on)
+    /// variant, the oracle's negative control); empty: nowhere.
+    pub fn broken_on(&self) -> &'static [Fs] {
+        let Some(v) = self.variant() else {
+            return &[];
+        };
+        BROKEN
+            .iter()
+            .find(|b| b.name == v)
+            .map_or(&[], |b| b.fails_on)
+    }
+
+    /// Whether a path walk's dcache miss on `fs` is final in this kernel,
+    /// so that `openat2(RESOLVE_CACHED)` of a missing name answers ENOENT
+    /// rather than EAGAIN: the tmpfs-noalloc series and the variants built
+    /// on it give tmpfs and ramfs a complete dcache; the flag collision
+    /// gives one to ext4 as well (that is how it is broken).
+    pub fn miss_is_final(&self, fs: Fs) -> bool {
+        let noalloc = self.variant().is_some_and(|v| v.starts_with("noalloc"));
+        match fs {
+            Fs::Tmpfs | Fs::Ramfs => noalloc,
+            Fs::Ext4 => self.broken_on().contains(&Fs::Ext4),
+        }
     }
 
     /// The series directories applied to the pristine tree, in order
@@ -408,15 +427,22 @@ mod tests {
         assert_eq!(s.len(), 2);
         assert!(s[0].ends_with("patches/6.12/tmpfs-noalloc"));
         assert!(s[1].ends_with("broken/6.12/noalloc-no-rename-check"));
-        assert_eq!(k.broken_on(), Some(Fs::Tmpfs));
+        assert_eq!(k.broken_on(), [Fs::Tmpfs, Fs::Ramfs]);
         let c = Kernel::Built(Release::V7_3, "noalloc-flag-collision".into());
         let s = c.series();
         assert_eq!(s.len(), 1, "a whole series of its own");
         assert!(s[0].ends_with("broken/7.3/noalloc-flag-collision"));
-        assert_eq!(c.broken_on(), Some(Fs::Ext4));
+        assert_eq!(c.broken_on(), [Fs::Ext4]);
+        assert!(c.miss_is_final(Fs::Ext4) && c.miss_is_final(Fs::Ramfs));
+        assert!(k.miss_is_final(Fs::Tmpfs) && !k.miss_is_final(Fs::Ext4));
+        let v = Kernel::Built(Release::V7_3, "vanilla".into());
+        let d = Kernel::Debian(Release::V7_3);
+        for fs in [Fs::Tmpfs, Fs::Ramfs, Fs::Ext4] {
+            assert!(!v.miss_is_final(fs) && !d.miss_is_final(fs));
+        }
         assert_eq!(
             Kernel::Built(Release::V7_3, "noalloc".into()).broken_on(),
-            None
+            []
         );
         assert!(Kernel::Built(Release::V6_12, "vanilla".into())
             .series()

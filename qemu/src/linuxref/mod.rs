@@ -87,8 +87,9 @@ pub use negcost::{
     NEGCOST_FILES, NEGCOST_MEM_MIB,
 };
 pub use oracle::{
-    casefold_line, casefold_source, oracle_line, oracle_source, oracle_verdict, parse_casefold,
-    parse_oracle, run_oracle, Casefold, OracleReport,
+    cached_line, cached_source, cached_verdict, casefold_line, casefold_source, oracle_line,
+    oracle_source, oracle_verdict, parse_cached, parse_casefold, parse_oracle, run_oracle, Cached,
+    Casefold, OracleReport, OracleRun,
 };
 pub use parse::{parse_wis, PerOp, Sample, WisResult};
 pub use source::{
@@ -156,13 +157,18 @@ pub const KERNEL_METAPACKAGE: &str = "linux-image-cloud-amd64";
 /// The package that provides a static busybox.
 pub const BUSYBOX_PACKAGE: &str = "busybox-static";
 
-/// A filesystem the guest runs statneg on.
+/// A filesystem the guest runs statneg (tmpfs, ext4) or the dcache oracle
+/// (all three) on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Fs {
     /// A tmpfs mounted in the guest (`/mnt/tmpfs`).
     Tmpfs,
     /// The ext4 virtio disk (`/mnt/ext4`, from `ext4.img`).
     Ext4,
+    /// A ramfs mounted in the oracle's boot (`/mnt/ramfs`): the other
+    /// filesystem the tmpfs-noalloc series gives a complete dcache. The
+    /// statneg guest does not mount it.
+    Ramfs,
 }
 
 impl Fs {
@@ -171,6 +177,7 @@ impl Fs {
         match self {
             Fs::Tmpfs => "tmpfs",
             Fs::Ext4 => "ext4",
+            Fs::Ramfs => "ramfs",
         }
     }
 }
@@ -181,8 +188,9 @@ impl std::str::FromStr for Fs {
         match s {
             "tmpfs" => Ok(Fs::Tmpfs),
             "ext4" => Ok(Fs::Ext4),
+            "ramfs" => Ok(Fs::Ramfs),
             other => Err(format!(
-                "unknown filesystem `{other}` (expected tmpfs or ext4)"
+                "unknown filesystem `{other}` (expected tmpfs, ext4 or ramfs)"
             )),
         }
     }
@@ -464,7 +472,7 @@ mod tests {
 
     #[test]
     fn fs_names_round_trip() {
-        for f in [Fs::Tmpfs, Fs::Ext4] {
+        for f in [Fs::Tmpfs, Fs::Ext4, Fs::Ramfs] {
             assert_eq!(f.name().parse::<Fs>(), Ok(f));
         }
         assert!("btrfs".parse::<Fs>().is_err());

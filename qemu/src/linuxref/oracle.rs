@@ -1,8 +1,9 @@
 //! The dcache stress oracle in the reference guest: `qemu/linuxref/dcache-oracle.c`
 //! (create/unlink/rename churn against concurrent stats, every answer checked
-//! against what the churn allowed) on the guest's tmpfs and on its ext4 disk
-//! (a patch must not change a filesystem it does not target), under any
-//! kernel (Debian's or one of ours, see [`super::kbuild`]).
+//! against what the churn allowed) on the guest's tmpfs, its ramfs and its
+//! ext4 disk (a patch must not change a filesystem it does not target),
+//! under any kernel (Debian's or one of ours, see [`super::kbuild`]); then
+//! the case-folding check and the RESOLVE_CACHED check of a missing name.
 //!
 //! The reference initramfs is reused unchanged: a second newc archive is
 //! appended to it (the kernel unpacks concatenated archives in order), holding
@@ -31,6 +32,74 @@ pub fn oracle_source() -> PathBuf {
 /// (`qemu/linuxref/casefold.c`, on a tmpfs mounted with `-o casefold`).
 pub fn casefold_source() -> PathBuf {
     super::guest_file("casefold.c")
+}
+
+/// The RESOLVE_CACHED check the oracle's boot runs last
+/// (`qemu/linuxref/cached.c`, on tmpfs, ramfs and ext4).
+pub fn cached_source() -> PathBuf {
+    super::guest_file("cached.c")
+}
+
+/// What a name missing from a fresh directory answered on one filesystem:
+/// `openat2(RESOLVE_CACHED)` of it (`ENOENT`, `EAGAIN`, ...), then an
+/// `O_CREAT` open of it and `RESOLVE_CACHED` of the created name (`ok` or
+/// the error).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cached {
+    /// The filesystem (`dir=/mnt/FS`).
+    pub fs: Fs,
+    /// RESOLVE_CACHED of the missing name.
+    pub miss: String,
+    /// O_CREAT open of it, and a stat that finds it.
+    pub create: String,
+    /// RESOLVE_CACHED of the created name.
+    pub hit: String,
+}
+
+/// The `cached: dir=/mnt/FS miss=E create=C hit=H` lines of a boot.
+pub fn parse_cached(serial: &str) -> Result<Vec<Cached>, LinuxRefError> {
+    let word = |l: &str, k: &str| {
+        l.split_whitespace()
+            .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))
+            .map(str::to_string)
+            .ok_or_else(|| LinuxRefError::Parse(format!("no {k}= in `{l}`")))
+    };
+    serial
+        .lines()
+        .filter(|l| l.starts_with("cached: "))
+        .map(|l| {
+            let dir = word(l, "dir")?;
+            let fs = dir
+                .strip_prefix("/mnt/")
+                .ok_or_else(|| LinuxRefError::Parse(format!("`{l}`: not a /mnt/FS")))?
+                .parse()
+                .map_err(LinuxRefError::Parse)?;
+            Ok(Cached {
+                fs,
+                miss: word(l, "miss")?,
+                create: word(l, "create")?,
+                hit: word(l, "hit")?,
+            })
+        })
+        .collect()
+}
+
+/// The `linuxcached` line `make linux-oracle` prints per filesystem:
+/// `linuxcached kernel=K miss=E create=C hit=H fs=F`.
+pub fn cached_line(kernel: &str, c: &Cached) -> String {
+    format!(
+        "linuxcached kernel={kernel} miss={} create={} hit={} fs={}",
+        c.miss, c.create, c.hit, c.fs
+    )
+}
+
+/// Whether the answers are the kernel's: the missing name is `ENOENT`
+/// where a dcache miss is final (`final_miss`), `EAGAIN` (the lookup
+/// would have to ask the filesystem) elsewhere; the create and the cached
+/// lookup of the created name succeed everywhere.
+pub fn cached_verdict(c: &Cached, final_miss: bool) -> bool {
+    let want = if final_miss { "ENOENT" } else { "EAGAIN" };
+    c.miss == want && c.create == "ok" && c.hit == "ok"
 }
 
 /// What the case-folding check answered in one boot: its checks and wrong
@@ -156,10 +225,10 @@ pub fn oracle_line(kernel: &str, vcpus: u32, secs: u32, r: &OracleReport) -> Str
 }
 
 /// Whether a report is what a kernel must show: no wrong answer, except on
-/// the filesystem a deliberately broken kernel is broken on (`broken_on`),
+/// the filesystems a deliberately broken kernel is broken on (`broken_on`),
 /// where finding none is the failure.
-pub fn oracle_verdict(r: &OracleReport, broken_on: Option<Fs>) -> bool {
-    (r.wrong > 0) == (broken_on == Some(r.fs))
+pub fn oracle_verdict(r: &OracleReport, broken_on: &[Fs]) -> bool {
+    (r.wrong > 0) == broken_on.contains(&r.fs)
 }
 
 /// The reference initramfs with the oracle's archive appended, rebuilt when
@@ -171,15 +240,28 @@ fn oracle_initramfs(paths: &Paths, build_dir: &Path) -> Result<PathBuf, LinuxRef
     let programs = [
         (oracle_source(), "dcache-oracle", &["-pthread"][..]),
         (casefold_source(), "casefold", &[][..]),
+        (cached_source(), "cached", &[][..]),
     ];
     initramfs_with_init(&paths.initramfs, &dir, ORACLE_INIT.as_bytes(), &programs)
         .map_err(|e| LinuxRefError::Guest(e.to_string()))
 }
 
+/// What one oracle boot found: see [`run_oracle`].
+#[derive(Clone, Debug)]
+pub struct OracleRun {
+    /// The oracle's report per filesystem, in the order asked.
+    pub reports: Vec<OracleReport>,
+    /// The case-folding check (`None`: no case folding in this tmpfs).
+    pub casefold: Option<Casefold>,
+    /// The RESOLVE_CACHED check, per filesystem.
+    pub cached: Vec<Cached>,
+}
+
 /// Boots `paths`' kernel with `cpus` vCPUs and runs the oracle for `secs`
 /// seconds on each of `fss` with `readers` stat threads beside its one
 /// writer (and its dentry dropper); one report per filesystem, in order,
-/// and what the case-folding check that follows answered.
+/// what the case-folding check that follows answered, and what the
+/// RESOLVE_CACHED check answered on tmpfs, ramfs and ext4.
 pub fn run_oracle(
     paths: &Paths,
     build_dir: &Path,
@@ -188,7 +270,7 @@ pub fn run_oracle(
     readers: u32,
     secs: u32,
     echo: bool,
-) -> Result<(Vec<OracleReport>, Option<Casefold>), LinuxRefError> {
+) -> Result<OracleRun, LinuxRefError> {
     if cpus == 0 || readers == 0 || secs == 0 || fss.is_empty() {
         return Err(LinuxRefError::Args(
             "need a filesystem, and cpus, readers and secs >= 1".into(),
@@ -233,7 +315,18 @@ pub fn run_oracle(
             reports.iter().map(|r| r.fs.name()).collect::<Vec<_>>()
         )));
     }
-    Ok((reports, parse_casefold(&serial)))
+    let cached = parse_cached(&serial)?;
+    if cached.len() != 3 {
+        return Err(LinuxRefError::Parse(format!(
+            "the RESOLVE_CACHED check answered on {} filesystems, not 3 (tmpfs, ramfs, ext4)",
+            cached.len()
+        )));
+    }
+    Ok(OracleRun {
+        reports,
+        casefold: parse_casefold(&serial),
+        cached,
+    })
 }
 
 #[cfg(test)]
@@ -249,6 +342,38 @@ mod tests {
         dcache-oracle: secs=60 readers=1 stats=80 exact=70 wrong=1 creates=5 renames=4 exchanges=3 unlinks=2 drops=9\n\
         dcache-oracle-exit fs=ext4 rc=1\n\
         linuxref-done\n";
+
+    #[test]
+    fn the_cached_check_is_judged_per_filesystem() {
+        let serial = "casefold-exit rc=0\n\
+            cached: dir=/mnt/tmpfs miss=ENOENT create=ok hit=ok\n\
+            cached: dir=/mnt/ramfs miss=ENOENT create=ok hit=ok\n\
+            cached: dir=/mnt/ext4 miss=EAGAIN create=ok hit=ok\n\
+            cached-exit rc=0\nlinuxref-done\n";
+        let c = parse_cached(serial).unwrap();
+        assert_eq!(
+            c.iter().map(|c| c.fs).collect::<Vec<_>>(),
+            [Fs::Tmpfs, Fs::Ramfs, Fs::Ext4]
+        );
+        assert_eq!(
+            cached_line("7.3.4-noalloc", &c[0]),
+            "linuxcached kernel=7.3.4-noalloc miss=ENOENT create=ok hit=ok fs=tmpfs"
+        );
+        // noalloc: final on tmpfs and ramfs, not on ext4.
+        assert!(cached_verdict(&c[0], true) && cached_verdict(&c[1], true));
+        assert!(cached_verdict(&c[2], false));
+        // vanilla would have said EAGAIN on tmpfs: ENOENT there is wrong,
+        // and so is EAGAIN where the miss is final.
+        assert!(!cached_verdict(&c[0], false) && !cached_verdict(&c[2], true));
+        // A final miss taken for the answer of an O_CREAT open.
+        let bad = Cached {
+            create: "ENOENT".into(),
+            ..c[0].clone()
+        };
+        assert!(!cached_verdict(&bad, true));
+        assert!(parse_cached("cached: dir=/mnt/btrfs miss=EAGAIN create=ok hit=ok\n").is_err());
+        assert!(parse_cached("cached: dir=/mnt/tmpfs create=ok hit=ok\n").is_err());
+    }
 
     #[test]
     fn the_casefold_line_says_whether_the_check_ran() {
@@ -307,11 +432,11 @@ mod tests {
     fn a_broken_kernel_must_fail_where_it_is_broken_and_only_there() {
         let r = parse_oracle(SERIAL).unwrap();
         let (tmpfs, ext4) = (&r[0], &r[1]);
-        assert!(oracle_verdict(tmpfs, None));
-        assert!(!oracle_verdict(ext4, None));
-        assert!(oracle_verdict(ext4, Some(Fs::Ext4)));
-        assert!(oracle_verdict(tmpfs, Some(Fs::Ext4)));
-        assert!(!oracle_verdict(tmpfs, Some(Fs::Tmpfs)));
-        assert!(!oracle_verdict(ext4, Some(Fs::Tmpfs)));
+        assert!(oracle_verdict(tmpfs, &[]));
+        assert!(!oracle_verdict(ext4, &[]));
+        assert!(oracle_verdict(ext4, &[Fs::Ext4]));
+        assert!(oracle_verdict(tmpfs, &[Fs::Ext4]));
+        assert!(!oracle_verdict(tmpfs, &[Fs::Tmpfs, Fs::Ramfs]));
+        assert!(!oracle_verdict(ext4, &[Fs::Tmpfs, Fs::Ramfs]));
     }
 }
