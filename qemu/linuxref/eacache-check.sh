@@ -11,11 +11,20 @@
 # loop listing the share. Each set is undone with an empty value (SMB2
 # removes an EA set to nothing). Prints
 #   linuxref: eack variant=V hidden=H stale=S sets=N
-# hidden: b-ea/c-ea answered without user.srv=1; stale: reads after a
-# successful set without the value just set.
+# hidden: b-ea/c-ea answered as without user.srv (a list lacking it, or
+# ENODATA; EOPNOTSUPP is the server's refusal, not a hidden EA); stale:
+# reads after a successful set without the value just set.
 EACK=$(cat /eack.conf 2> /dev/null)
 eack_has() {
     /xattr list "$1" | grep -q " $2=$3\( \|\$\)"
+}
+# The answer says NAME is not there (a list without it, or ENODATA): not
+# an error such as EOPNOTSUPP, which is the server's own answer.
+eack_absent() {
+    out=$(/xattr list "$1")
+    echo "$out" | grep -q " $2=$3\( \|\$\)" && return 1
+    case "$out" in *" n="* | *"error=No data available"*) return 0 ;; esac
+    return 1
 }
 for ew in $EACK; do
     ev=${ew%%:*} rounds=${ew#*:} eo=
@@ -23,7 +32,7 @@ for ew in $EACK; do
     if [ -n "$eo" ] && mount -t cifs "$UNC" /mnt/cifs -o "$eo"; then
         ls -la /mnt/cifs > /dev/null
         hid=0
-        for e in b-ea c-ea; do eack_has /mnt/cifs/$e user.srv 1 || hid=$((hid + 1)); done
+        for e in b-ea c-ea; do eack_absent /mnt/cifs/$e user.srv 1 && hid=$((hid + 1)); done
         stale=0 sets=0 i=0
         while [ $i -lt $rounds ]; do
             if /xattr set /mnt/cifs/f-set user.x s$i > /dev/null; then
