@@ -1,0 +1,65 @@
+# eacache-check.sh: sourced by the reference guest's /init after its cifs
+# listings (qemu/tests/linuxref_eacache_check.rs puts it there), for
+# `make eacache-check`'s Linux client lines. Uses init.sh's $UNC, $CIFS
+# and /xattr; touches only /mnt/cifs and /tmp.
+#
+# /eack.conf holds words VARIANT:ROUNDS; for each, with VARIANT's mount
+# options: getxattr
+# (`xattr list`) of `user.srv` on b-ea and c-ea after a listing; then
+# ROUNDS rounds of setxattr(f-set, user.x) through this mount, a listing,
+# and user.x read back; then ROUNDS rounds of setxattr + read back beside a
+# loop listing the share. Each set is undone with an empty value (SMB2
+# removes an EA set to nothing). Prints
+#   linuxref: eack variant=V hidden=H stale=S sets=N
+# hidden: b-ea/c-ea answered as without user.srv (a list lacking it, or
+# ENODATA; EOPNOTSUPP is the server's refusal, not a hidden EA); stale:
+# reads after a successful set without the value just set.
+EACK=$(cat /eack.conf 2> /dev/null)
+eack_has() {
+    /xattr list "$1" | grep -q " $2=$3\( \|\$\)"
+}
+# The answer says NAME is not there (a list without it, or ENODATA): not
+# an error such as EOPNOTSUPP, which is the server's own answer.
+eack_absent() {
+    out=$(/xattr list "$1")
+    echo "$out" | grep -q " $2=$3\( \|\$\)" && return 1
+    case "$out" in *" n="* | *"error=No data available"*) return 0 ;; esac
+    return 1
+}
+for ew in $EACK; do
+    ev=${ew%%:*} rounds=${ew#*:} eo=
+    for v in $CIFS; do [ "${v%%:*}" = "$ev" ] && eo=${v#*:}; done
+    if [ -n "$eo" ] && mount -t cifs "$UNC" /mnt/cifs -o "$eo"; then
+        ls -la /mnt/cifs > /dev/null
+        hid=0
+        for e in b-ea c-ea; do eack_absent /mnt/cifs/$e user.srv 1 && hid=$((hid + 1)); done
+        stale=0 sets=0 i=0
+        while [ $i -lt $rounds ]; do
+            if /xattr set /mnt/cifs/f-set user.x s$i > /dev/null; then
+                sets=$((sets + 1))
+                ls -la /mnt/cifs > /dev/null
+                eack_has /mnt/cifs/f-set user.x s$i || stale=$((stale + 1))
+                /xattr set /mnt/cifs/f-set user.x "" > /dev/null
+                ls -la /mnt/cifs > /dev/null
+            fi
+            i=$((i + 1))
+        done
+        rm -f /tmp/eack-stop
+        (while [ ! -e /tmp/eack-stop ]; do ls -la /mnt/cifs > /dev/null; done) &
+        i=0
+        while [ $i -lt $rounds ]; do
+            if /xattr set /mnt/cifs/f-set user.x r$i > /dev/null; then
+                sets=$((sets + 1))
+                eack_has /mnt/cifs/f-set user.x r$i || stale=$((stale + 1))
+                /xattr set /mnt/cifs/f-set user.x "" > /dev/null
+            fi
+            i=$((i + 1))
+        done
+        touch /tmp/eack-stop
+        wait
+        echo "linuxref: eack variant=$ev hidden=$hid stale=$stale sets=$sets"
+        umount /mnt/cifs || echo "linuxref: umount failed"
+    else
+        echo "linuxref: eack mount of $ev failed"
+    fi
+done
