@@ -15,6 +15,8 @@
 //! - [`driver`]: one task per CPU, per-second sampling, the [`driver::Executor`]
 //!   trait a platform implements.
 //! - [`pingpong`]: cache-line transfer latency between two CPUs.
+//! - [`rounds`]: paired rounds of designs (ABBA order) and their statistics
+//!   (median, min–max, per-round ratios, a sign test per pair): the demo table.
 //!
 //! The guest kernel calls [`run_params`] with its own executor; host mode
 //! calls it with benchlab's `HostExecutor`. Without `std` the crate is
@@ -29,6 +31,7 @@ pub mod coreutils;
 pub mod driver;
 pub mod params;
 pub mod pingpong;
+pub mod rounds;
 pub mod workloads;
 
 use core::fmt;

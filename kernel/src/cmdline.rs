@@ -99,7 +99,8 @@ pub struct Config {
 
 /// The lock kind fs locks get in the guest unless `lock=` says otherwise
 /// (a benchmark's own default stays `bench::params`'s, qspinlock, as on the
-/// host): the paravirt lock, because guests usually run with more vCPUs
+/// host, and so does `demo=table`'s unless vCPUs outnumber host cores:
+/// `demotable::demo_lock`): the paravirt lock, because guests usually run with more vCPUs
 /// than the host has cores free (64-vCPU selftest on 2 cores:
 /// `fs_lookups_all_cpus_per_design` 113-253 ms in 10 boots, against
 /// 138 ms to 88 s with qspinlock; docs/overcommit.md).
@@ -110,7 +111,8 @@ pub const GUEST_LOCK: bench::params::LockKind = bench::params::LockKind::Pvqspin
 pub enum Demo {
     /// Trace one `stat("/a/b/missing")` per ENOENT design.
     Trace,
-    /// statneg for 1 s per design on up to 4 CPUs; one table.
+    /// statneg on up to 4 CPUs in paired rounds of every design; one table
+    /// of medians, the per-round ratios and the pairs it cannot tell apart.
     Table,
     /// `bench pingpong` between the first two CPUs.
     Pingpong,
@@ -250,7 +252,7 @@ pub const KEYS: &[Key<Draft>] = &[
     Key {
         name: "demo",
         syntax: Values::Text("trace|table|pingpong"),
-        help: "trace: trace stat(\"/a/b/missing\") per design; table: 1 s statneg per design, one table; pingpong: cache-line transfer ns between CPUs 0 and 1",
+        help: "trace: trace stat(\"/a/b/missing\") per design; table: statneg per design in 7 interleaved rounds, medians, per-round ratios and the pairs it cannot tell apart; pingpong: cache-line transfer ns between CPUs 0 and 1",
         kind: Kind::Value(|d, v| {
             d.config.demo = Some(value::one_of(
                 v,

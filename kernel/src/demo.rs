@@ -8,21 +8,30 @@
 //!   `== design D`, and the trace of `stat("/a/b/missing")` done twice (the
 //!   second shows what the first left behind: the negative design's cached
 //!   dentry answers it).
-//! - `demo=table` (`make run`'s default): statneg on min(4, CPUs) tasks for
-//!   1 s per design, one table of ops/s and per-op counters, then a line
-//!   `vcpus=V host_cores=C lock=K` (C from `host_cores=`, `?` without it)
-//!   and, when V > C, `overcommit: V vCPUs on C host cores`.
+//! - `demo=table` (`make run`'s default): statneg on min(4, CPUs) tasks in
+//!   [`TABLE_ROUNDS`] rounds; a round runs every design once (a warm-up and
+//!   a measured window each), every second round backwards
+//!   ([`bench::rounds`]). Prints one table of each design's median round
+//!   (ops/s and per-op counters), a line `vcpus=V host_cores=C lock=K` (C
+//!   from `host_cores=`, `?` without it), when V > C `overcommit: V vCPUs
+//!   on C host cores`, the lock and why ([`kernel::demotable::demo_lock`]:
+//!   the figures' qspinlock unless `lock=` or overcommit says otherwise),
+//!   then per design its median, min–max and per-round ratio to the
+//!   baseline, a sign test per pair of designs and the pairs it cannot tell
+//!   apart.
 //!
 //! Touches: the console, the fs crate's trace switch and a fresh tmpfs per
 //! design; the table runs `bench` through [`crate::benchrun`] and is laid
 //! out by [`kernel::demotable`]. Safe code only.
 
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt;
 
-use bench::params::{Bench, Design, Params};
+use bench::params::{Bench, Design, LockKind, Params};
+use bench::rounds::{PairLine, Rounds, RoundsHeader, RoundsLine, Verdict, Window};
 use fs::vfs::Vfs;
-use kernel::demotable::{Header, Line, Row, MIN_DESIGN_WIDTH};
+use kernel::demotable::{demo_lock, Header, Line, Row, MIN_DESIGN_WIDTH};
 
 use crate::benchrun;
 use crate::console::kprintln;
@@ -85,51 +94,75 @@ pub fn trace_demo(keep_on: bool) -> bool {
     ok
 }
 
-/// `demo=table` (`host_cores`: what `host_cores=` said). Returns false if
-/// a run failed.
-pub fn table_demo(host_cores: Option<u32>) -> bool {
-    let tasks = smp::online_count().min(4);
-    let mut rows = alloc::vec::Vec::new();
-    for design in Design::all() {
-        let p = Params {
-            bench: Bench::Statneg,
-            tasks,
-            design,
-            warmup: 0,
-            secs: 1,
-            lock: fs::sync::rawlock::default_kind(),
-            pause: 0,
-            names: bench::params::DEFAULT_NAMES,
-            frontend: bench::params::Frontend::DEFAULT,
-        };
-        // The will-it-scale block goes to the log only (debug level).
-        let mut text = String::new();
-        let r = benchrun::run_to(&p, &mut text);
-        log::debug!("demo: {p}:\n{text}");
-        fs::dcache::shrink_all();
-        rcu::synchronize_rcu();
-        match r {
-            Ok(s) => rows.push(Row {
-                design: design.name(),
+/// Rounds of the table: 7, so that the sign test can tell two designs
+/// apart (7 of 7 rounds the same way: p = 0.016; 5 rounds never could).
+pub const TABLE_ROUNDS: usize = 7;
+/// Each window's warm-up, seconds (a fresh tmpfs per window).
+pub const TABLE_WARMUP_S: u32 = 1;
+/// Each window's measured seconds: 7 rounds of 4 designs of 1 + 2 s are
+/// 84 s, and each window's fresh tmpfs, shrink and grace period add to it:
+/// about two minutes under TCG on a busy 2-core host.
+pub const TABLE_SECS: u32 = 2;
+
+/// `demo=table` (`host_cores`: what `host_cores=` said; `asked`: what
+/// `lock=` said). Returns false if a run failed.
+pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>) -> bool {
+    let vcpus = smp::online_count();
+    let tasks = vcpus.min(4);
+    let (lock, why) = demo_lock(asked, vcpus, host_cores);
+    let designs: Vec<Design> = Design::all().collect();
+    let names: Vec<&str> = designs.iter().map(|d| d.name()).collect();
+    let mut rounds = Rounds::new(designs.len());
+    for round in 0..TABLE_ROUNDS {
+        for i in bench::rounds::order(designs.len(), round) {
+            let p = Params {
+                bench: Bench::Statneg,
                 tasks,
-                ops: s.average,
-                per_op: s.per_op.unwrap_or_default(),
-            }),
-            Err(e) => {
-                kprintln!("demo: {p}: {e}");
-                return false;
+                design: designs[i],
+                warmup: TABLE_WARMUP_S,
+                secs: TABLE_SECS,
+                lock,
+                pause: 0,
+                names: bench::params::DEFAULT_NAMES,
+                frontend: bench::params::Frontend::DEFAULT,
+            };
+            // The will-it-scale block goes to the log only (debug level).
+            let mut text = String::new();
+            let r = benchrun::run_to(&p, &mut text);
+            log::debug!("demo: round {round}: {p}:\n{text}");
+            fs::dcache::shrink_all();
+            rcu::synchronize_rcu();
+            match r {
+                Ok(s) => rounds.push(
+                    i,
+                    Window {
+                        ops: s.average,
+                        per_op: s.per_op.unwrap_or_default(),
+                    },
+                ),
+                Err(e) => {
+                    kprintln!("demo: {p}: {e}");
+                    return false;
+                }
             }
         }
     }
-    kprintln!("statneg (every task stats /nonexistent in a tmpfs), 1 s per design, this guest:");
+    kprintln!(
+        "statneg (every task stats /nonexistent in a tmpfs), {TABLE_ROUNDS} rounds of {TABLE_WARMUP_S} s warm-up + {TABLE_SECS} s measured per design, designs interleaved (every second round backwards), this guest:"
+    );
     // The design column as wide as the registry's longest name.
     let w = fs::dcache::design::name_width(MIN_DESIGN_WIDTH);
     kprintln!("{}", Header(w));
-    for r in &rows {
-        kprintln!("{}", Line(w, r));
+    for (i, name) in names.iter().enumerate() {
+        let m = rounds.median_window(i).unwrap_or_default();
+        let row = Row {
+            design: name,
+            tasks,
+            ops: m.ops,
+            per_op: m.per_op,
+        };
+        kprintln!("{}", Line(w, &row));
     }
-    let vcpus = smp::online_count();
-    let lock = fs::sync::rawlock::default_kind();
     match host_cores {
         Some(c) => kprintln!("vcpus={vcpus} host_cores={c} lock={lock}"),
         None => kprintln!("vcpus={vcpus} host_cores=? lock={lock}"),
@@ -139,14 +172,37 @@ pub fn table_demo(host_cores: Option<u32>) -> bool {
             "overcommit: {vcpus} vCPUs on {c} host cores (the host deschedules vCPUs: ops/s vary from run to run)"
         );
     }
+    kprintln!("{why}");
+    kprintln!(
+        "each row above is the design's median round (ops/s and its per-op counts); per round, ÷base = ops/s ÷ {}'s in the same round:",
+        names[0]
+    );
+    kprintln!("{}", RoundsHeader(w));
+    for (i, name) in names.iter().enumerate() {
+        kprintln!("{}", RoundsLine(w, &rounds, i, 0, name));
+    }
+    let pairs = rounds.pairs();
+    kprintln!(
+        "pairs (exact sign test over the {} paired rounds; told apart when two-sided p <= 0.05):",
+        rounds.rounds()
+    );
+    for p in &pairs {
+        kprintln!("{}", PairLine(p, &names));
+    }
+    kprintln!("{}", Verdict(&pairs, &names));
     true
 }
 
 /// Run the demo `which` and exit.
-pub fn run(which: kernel::cmdline::Demo, trace_on: bool, host_cores: Option<u32>) -> ! {
+pub fn run(
+    which: kernel::cmdline::Demo,
+    trace_on: bool,
+    host_cores: Option<u32>,
+    lock: Option<LockKind>,
+) -> ! {
     let ok = match which {
         kernel::cmdline::Demo::Trace => trace_demo(trace_on),
-        kernel::cmdline::Demo::Table => table_demo(host_cores),
+        kernel::cmdline::Demo::Table => table_demo(host_cores, lock),
         kernel::cmdline::Demo::Pingpong => crate::benchrun::pingpong(),
     };
     exit(if ok {

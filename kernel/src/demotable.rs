@@ -1,16 +1,81 @@
 //! The table `demo=table` prints (`make run`'s result): a header and one
-//! row of statneg's figures per ENOENT design. Pure formatting, in the
+//! row of statneg's figures per ENOENT design (its median round; the rounds
+//! and their statistics are `bench::rounds`'). Pure formatting, in the
 //! library so that the host tests it; the demo (`demo.rs`) runs the
 //! benchmark and prints these lines.
 //!
 //! The design column is as wide as the longest name it holds (the demo
 //! passes the registry's, [`fs::dcache::design::name_width`]) and never
 //! narrower than the [`MIN_DESIGN_WIDTH`] characters it has always had, so
-//! every column lines up whatever a design is called. Touches nothing.
+//! every column lines up whatever a design is called.
+//!
+//! [`demo_lock`] chooses the demo's spinlock: the figures'
+//! (docs/bench/report.md's guest and host rows run `bench=` without
+//! `lock=`: qspinlock) unless `lock=` asked for another or the guest has
+//! more vCPUs than host cores, and [`LockWhy`] is the line that says which
+//! and why. Touches nothing.
 
 use core::fmt;
 
+use bench::params::LockKind;
 use formats::output::PerOpCounts;
+
+/// The lock docs/bench/report.md's figures were measured with (`bench=`'s
+/// default).
+pub const FIGURES_LOCK: LockKind = LockKind::DEFAULT;
+
+/// Why the demo runs the lock it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockWhy {
+    /// The figures' lock.
+    Figures,
+    /// `lock=` on the command line.
+    Asked(LockKind),
+    /// More vCPUs than host cores: the paravirt lock (a qspinlock waiter
+    /// spins while the holder's vCPU is descheduled; docs/overcommit.md).
+    Overcommit { vcpus: usize, cores: u32 },
+}
+
+/// The demo's lock: `asked` if given; else the paravirt lock when `vcpus`
+/// outnumber `host_cores`; else the figures' lock.
+pub fn demo_lock(
+    asked: Option<LockKind>,
+    vcpus: usize,
+    host_cores: Option<u32>,
+) -> (LockKind, LockWhy) {
+    match (asked, host_cores) {
+        (Some(k), _) => (k, LockWhy::Asked(k)),
+        (None, Some(c)) if (c as usize) < vcpus => (
+            LockKind::Pvqspinlock,
+            LockWhy::Overcommit { vcpus, cores: c },
+        ),
+        (None, _) => (FIGURES_LOCK, LockWhy::Figures),
+    }
+}
+
+impl fmt::Display for LockWhy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            LockWhy::Figures => write!(
+                f,
+                "lock: {FIGURES_LOCK}, the lock of docs/bench/report.md's figures"
+            ),
+            LockWhy::Asked(k) if k == FIGURES_LOCK => write!(
+                f,
+                "lock: {k} as lock= asked, the lock of docs/bench/report.md's figures"
+            ),
+            LockWhy::Asked(k) => write!(
+                f,
+                "lock: {k} as lock= asked, not the {FIGURES_LOCK} of docs/bench/report.md's figures: its ops/s do not compare with them"
+            ),
+            LockWhy::Overcommit { vcpus, cores } => write!(
+                f,
+                "lock: {} and not the {FIGURES_LOCK} of docs/bench/report.md's figures: {vcpus} vCPUs on {cores} host cores, where a {FIGURES_LOCK} waiter spins while the holder's vCPU is descheduled (docs/overcommit.md); its ops/s do not compare with them",
+                LockKind::Pvqspinlock
+            ),
+        }
+    }
+}
 
 /// The narrowest design column: the width of today's table.
 pub const MIN_DESIGN_WIDTH: usize = 10;
@@ -118,6 +183,39 @@ mod tests {
                 transfers: 0,
             },
         }
+    }
+
+    #[test]
+    fn the_demo_runs_the_figures_lock_unless_asked_or_overcommitted() {
+        assert_eq!(FIGURES_LOCK, LockKind::Qspinlock);
+        assert_eq!(
+            demo_lock(None, 2, Some(2)),
+            (LockKind::Qspinlock, LockWhy::Figures)
+        );
+        assert_eq!(demo_lock(None, 4, None).0, LockKind::Qspinlock);
+        assert_eq!(
+            demo_lock(None, 4, Some(2)),
+            (
+                LockKind::Pvqspinlock,
+                LockWhy::Overcommit { vcpus: 4, cores: 2 }
+            )
+        );
+        assert_eq!(
+            demo_lock(Some(LockKind::Ttas), 4, Some(2)),
+            (LockKind::Ttas, LockWhy::Asked(LockKind::Ttas))
+        );
+        assert_eq!(
+            LockWhy::Figures.to_string(),
+            "lock: qspinlock, the lock of docs/bench/report.md's figures"
+        );
+        let over = LockWhy::Overcommit { vcpus: 4, cores: 2 }.to_string();
+        assert!(
+            over.starts_with("lock: pvqspinlock and not the qspinlock"),
+            "{over}"
+        );
+        assert!(over.contains("do not compare"), "{over}");
+        let asked = LockWhy::Asked(LockKind::Pvqspinlock).to_string();
+        assert!(asked.contains("do not compare"), "{asked}");
     }
 
     #[test]

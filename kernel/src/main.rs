@@ -189,13 +189,20 @@ fn run(config: &Config) -> ! {
     if config.trace_lookup {
         demo::enable_trace();
     }
-    // Before anything builds an fs lock (a benchmark sets its own `lock=`).
-    fs::sync::rawlock::set_default_kind(config.lock.unwrap_or(cmdline::GUEST_LOCK));
+    // Before anything builds an fs lock (a benchmark sets its own `lock=`;
+    // the demo table the figures' lock unless overcommitted).
+    let lock = match config.demo {
+        Some(cmdline::Demo::Table) => {
+            kernel::demotable::demo_lock(config.lock, smp::online_count(), config.host_cores).0
+        }
+        _ => config.lock.unwrap_or(cmdline::GUEST_LOCK),
+    };
+    fs::sync::rawlock::set_default_kind(lock);
     if let Some(p) = &config.bench {
         benchrun::run(p);
     }
     if let Some(d) = config.demo {
-        demo::run(d, config.trace_lookup, config.host_cores);
+        demo::run(d, config.trace_lookup, config.host_cores, config.lock);
     }
     if let Some(s) = config.stress {
         stress::run(s, config.secs, config.design, config.poison != Some(false));

@@ -40,6 +40,7 @@ use model::{Inputs, LockKind};
 
 mod census_run;
 mod csv;
+pub mod extrapolate;
 pub mod model;
 mod round;
 pub mod spans;
@@ -752,7 +753,7 @@ fn finish(a: &PredictArgs, transfer_ns: f64, got: Gathered) -> Result<(), String
         m.transfer_ns = table_tx;
     }
     let models = median_models(models);
-    print!("{}", table(&models));
+    print!("{}", table(&models, &checks));
     if models.iter().any(|m| !m.inputs.lines.is_empty()) {
         print!("\nShared lines (what the census saw per op, two tasks' ops taking turns on one thread):\n{}", lines_table(&models));
     }

@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use super::extrapolate::Validity;
 use super::spans;
 use super::{Model, Spent};
 use crate::predict::model::{self, Inputs, LockKind};
@@ -513,8 +514,40 @@ pub fn lock_cell(m: &Model, marker: &str) -> String {
     format!("{}{}", m.lock, if m.lock_measured { "" } else { marker })
 }
 
-/// The prediction table (markdown), one line per design and lock kind.
-pub fn table(models: &[Model]) -> String {
+/// What the 2-CPU checks of `checks` say about the model of `design` and
+/// `lock`: 2 CPUs checked where the median round (by predicted ÷
+/// measured operations per CPU-second, the check's verdict) met the
+/// tolerance, the error factor the worst round's; nothing checked past the
+/// 1-CPU input without a round.
+pub fn checked_validity(checks: &[Check], design: &str, lock: LockKind) -> Validity {
+    let mut mine: Vec<(usize, f64, f64)> = checks
+        .iter()
+        .filter(|c| c.design == design && c.lock == lock)
+        .map(|c| (2, c.predicted_per_cpu_s, c.measured_per_cpu_s))
+        .collect();
+    if mine.is_empty() {
+        return Validity::default();
+    }
+    let ratio = |p: &(usize, f64, f64)| p.1 / p.2;
+    mine.sort_by(|a, b| ratio(a).total_cmp(&ratio(b)));
+    let median = Validity::from_points(&[mine[(mine.len() - 1) / 2]]);
+    if median.checked_cpus < 2 {
+        return median;
+    }
+    let worst = mine
+        .iter()
+        .map(|p| ratio(p).max(1.0 / ratio(p)))
+        .fold(median.factor, f64::max);
+    Validity {
+        checked_cpus: 2,
+        factor: worst,
+    }
+}
+
+/// The prediction table (markdown), one line per design and lock kind;
+/// each figure past the CPU counts `checks` checked labelled an
+/// extrapolation with its band ([`super::extrapolate`]).
+pub fn table(models: &[Model], checks: &[Check]) -> String {
     let mut cols: Vec<(String, Align)> = [("design".into(), Left), ("lock".into(), Left)].into();
     cols.extend(input_columns());
     cols.extend([("allocs/op".into(), Right), ("t_x ns".into(), Right)]);
@@ -525,9 +558,11 @@ pub fn table(models: &[Model]) -> String {
         let mut cells = Vec::from([m.design.to_string(), lock_cell(m, "*")]);
         cells.extend(input_cells(i));
         cells.extend([format!("{:.2}", i.allocs), format!("{:.1}", m.transfer_ns)]);
+        let v = checked_validity(checks, &m.design, m.lock);
         cells.extend(model::CPUS.into_iter().map(|n| {
             let p = m.predict(n);
-            let mut c = crate::human(p.ops);
+            let bound = (i.allocs > 0.0 && i.hashed_ns > 0.0).then_some(p.ops_no_sharing);
+            let mut c = v.cell(crate::human(p.ops), p.ops, n, bound, None, crate::human);
             if i.allocs > 0.0 {
                 let _ = write!(c, " ({:.2} allocs/op)", p.allocs);
             }
@@ -536,6 +571,13 @@ pub fn table(models: &[Model]) -> String {
         t.row(cells);
     }
     let mut s = format!("\n{t}");
+    if models.iter().any(|m| {
+        let v = checked_validity(checks, &m.design, m.lock);
+        model::CPUS.iter().any(|&n| v.extrapolated(n))
+    }) {
+        s.push('\n');
+        s.push_str(&super::extrapolate::legend());
+    }
     if models.iter().any(|m| !m.lock_measured) {
         s.push_str(
             "\n\\* inputs measured with the build's own lock, not this kind (no `lock=` word).\n",

@@ -1,7 +1,9 @@
 //! The report's "Predicted scaling" section: `bench predict`'s inputs and
 //! predicted ops/s and allocs/op at 1..64 CPUs per design and lock kind,
 //! each beside the host-mode measurement of the same point, the no-sharing
-//! lower bound, the seed comparison at 10 CPUs and the 2-CPU check.
+//! lower bound, the seed comparison at 10 CPUs and the 2-CPU check. Every
+//! figure past the CPU counts the measurements checked is labelled an
+//! extrapolation, with its band ([`extrapolate`]).
 //!
 //! Touches nothing but the rows and models it is given.
 
@@ -9,6 +11,7 @@ use std::fmt::Write as _;
 
 use crate::human;
 use crate::points::Point;
+use crate::predict::extrapolate::{self, Validity};
 use crate::predict::model::CPUS;
 use crate::predict::{cpus_columns, input_cells, input_columns, lock_cell, Model};
 use crate::rows::Row;
@@ -35,6 +38,31 @@ fn measured_row<'a>(pts: &[Point<'a>], m: &Model, cpus: usize) -> Option<&'a Row
 /// The host-mode ops/s of a model's point at `cpus`, if measured.
 fn measured_for(pts: &[Point], m: &Model, cpus: usize) -> Option<f64> {
     measured_row(pts, m, cpus).map(|r| r.average as f64)
+}
+
+/// What a model's predicted ops/s rest on: the CPU counts host mode
+/// measured and the prediction met.
+fn ops_validity(pts: &[Point], m: &Model) -> Validity {
+    let points: Vec<(usize, f64, f64)> = CPUS
+        .into_iter()
+        .filter_map(|n| measured_for(pts, m, n).map(|v| (n, m.at(n), v)))
+        .collect();
+    Validity::from_points(&points)
+}
+
+/// The same for its predicted allocs/op.
+fn allocs_validity(pts: &[Point], m: &Model) -> Validity {
+    let points: Vec<(usize, f64, f64)> = CPUS
+        .into_iter()
+        .filter_map(|n| measured_allocs_for(pts, m, n).map(|v| (n, m.predict(n).allocs, v)))
+        .collect();
+    Validity::from_points(&points)
+}
+
+/// The model's own other bound on its ops/s: without sharing, for a
+/// design whose misses can share a hashed dentry.
+fn no_sharing_bound(m: &Model, cpus: usize) -> Option<f64> {
+    (m.inputs.allocs > 0.0 && m.inputs.hashed_ns > 0.0).then(|| m.predict(cpus).ops_no_sharing)
 }
 
 /// "Predicted scaling": one table of inputs, one of predictions with the
@@ -102,20 +130,24 @@ pub(super) fn write_predictions(s: &mut String, pts: &[Point], models: &[Model],
     s.push('\n');
     let mut t = predicted_cpus_table();
     for m in models {
+        let v = ops_validity(pts, m);
         let mut cells = model_cells(m, "");
         cells.extend(CPUS.into_iter().map(|n| {
             let p = human(m.at(n));
-            match measured_for(pts, m, n) {
+            let text = match measured_for(pts, m, n) {
                 Some(v) => format!("{p} (measured {})", human(v)),
                 None => p,
-            }
+            };
+            v.cell(text, m.at(n), n, no_sharing_bound(m, n), None, human)
         }));
         t.row(cells);
     }
     s.push_str(&t.into_string());
     s.push('\n');
+    s.push_str(&extrapolate::legend());
+    s.push('\n');
     write_predicted_allocs(s, pts, models);
-    write_seed_comparison(s, models);
+    write_seed_comparison(s, pts, models);
     if !validation.trim().is_empty() {
         let _ = writeln!(
             s,
@@ -144,13 +176,16 @@ fn write_predicted_allocs(s: &mut String, pts: &[Point], models: &[Model]) {
     );
     let mut t = predicted_cpus_table();
     for &m in &alloc {
+        let v = allocs_validity(pts, m);
         let mut cells = model_cells(m, "");
         cells.extend(CPUS.into_iter().map(|n| {
             let p = m.predict(n).allocs;
-            match measured_allocs_for(pts, m, n) {
+            let text = match measured_allocs_for(pts, m, n) {
                 Some(v) => format!("{p:.2} (measured {v:.2})"),
                 None => format!("{p:.2}"),
-            }
+            };
+            // Every op allocating (1) bounds it from above.
+            v.cell(text, p, n, Some(1.0), Some(1.0), |x| format!("{x:.2}"))
         }));
         t.row(cells);
     }
@@ -166,8 +201,12 @@ fn write_predicted_allocs(s: &mut String, pts: &[Point], models: &[Model]) {
     );
     let mut t = predicted_cpus_table();
     for m in alloc {
+        let v = ops_validity(pts, m);
         let mut cells = model_cells(m, " (no sharing)");
-        cells.extend(CPUS.map(|n| human(m.predict(n).ops_no_sharing)));
+        cells.extend(CPUS.map(|n| {
+            let p = m.predict(n).ops_no_sharing;
+            v.cell(human(p), p, n, None, None, human)
+        }));
         t.row(cells);
     }
     s.push_str(&t.into_string());
@@ -178,10 +217,30 @@ fn write_predicted_allocs(s: &mut String, pts: &[Point], models: &[Model]) {
 /// tmpfs ~3.0–3.3 M ops/s total with 10 tasks, flat; ext4 ~64.7 M, linear.
 const SEED_TASKS: usize = 10;
 
+/// The machine class the seed measured on, where recorded: it was not (its
+/// own machine, another CPU and kernel), so no figure here is divided by
+/// the seed's.
+const SEED_MACHINE: Option<&str> = None;
+
+/// `predicted ÷ seed`, only where the same machine class measured both
+/// (`host`: the class of the host-mode rows the model was checked against).
+fn seed_ratio(
+    predicted: f64,
+    seed: f64,
+    host: Option<&str>,
+    seed_host: Option<&str>,
+) -> Option<f64> {
+    match (host, seed_host) {
+        (Some(h), Some(s)) if h == s && seed > 0.0 => Some(predicted / seed),
+        _ => None,
+    }
+}
+
 /// The transient (Linux's lock) and noalloc predictions at 10 CPUs beside
 /// the seed's tmpfs and ext4 figures: orders of magnitude, not a fit (other
-/// machine, other kernel, real syscalls).
-fn write_seed_comparison(s: &mut String, models: &[Model]) {
+/// machine, other kernel, real syscalls); divided by them only where the
+/// same machine class measured both.
+fn write_seed_comparison(s: &mut String, pts: &[Point], models: &[Model]) {
     let pick = |design: &str| {
         models
             .iter()
@@ -212,8 +271,10 @@ fn write_seed_comparison(s: &mut String, models: &[Model]) {
         s,
         "### Beside the seed's measurements ({SEED_TASKS} CPUs)\n\n\
          The seed measured Linux with will-it-scale `statneg_processes -t {SEED_TASKS}` on its own \
-         machine. Set beside this machine's prediction at {SEED_TASKS} CPUs as orders of magnitude \
-         and shapes, not as a fit (other CPU, real system calls, Linux's own code).\n"
+         machine, whose class is not recorded (another CPU, real system calls, Linux's own code). \
+         The predictions at {SEED_TASKS} CPUs are extrapolations from this machine's check, set \
+         beside the seed's figures as orders of magnitude and shapes; a prediction is divided by \
+         the seed's only where the same machine class measured both.\n"
     );
     let mut t = Table::new([
         ("prediction".to_string(), Left),
@@ -225,25 +286,34 @@ fn write_seed_comparison(s: &mut String, models: &[Model]) {
         ("predicted ÷ seed".to_string(), Right),
     ]);
     for (m, what, seed, how) in lines {
+        let v = ops_validity(pts, m);
         let p = m.predict(SEED_TASKS);
         let at = p.ops;
-        let lower = if m.inputs.allocs > 0.0 && m.inputs.hashed_ns > 0.0 {
-            format!(
-                "{} ({:.2} ÷ seed)",
-                human(p.ops_no_sharing),
-                p.ops_no_sharing / seed
-            )
-        } else {
-            "same".into()
+        let host = measured_row(pts, m, 1).map(|r| r.host.as_str());
+        let ratio = |x: f64| match seed_ratio(x, seed, host, SEED_MACHINE) {
+            Some(r) => format!(" ({r:.2} ÷ seed)"),
+            None => String::new(),
+        };
+        let bound = no_sharing_bound(m, SEED_TASKS);
+        let lower = match bound {
+            Some(b) => format!(
+                "{}{}",
+                v.cell(human(b), b, SEED_TASKS, None, None, human),
+                ratio(b)
+            ),
+            None => "same".into(),
         };
         t.row([
             format!("{} lock={}", m.design, m.lock),
-            human(at),
+            v.cell(human(at), at, SEED_TASKS, bound, None, human),
             format!("{:.1}", at / m.at(1).max(1.0)),
-            lower.to_string(),
+            lower,
             what.to_string(),
             how.to_string(),
-            format!("{:.2}", at / seed),
+            match seed_ratio(at, seed, host, SEED_MACHINE) {
+                Some(r) => format!("{r:.2}"),
+                None => "not divided: other machine class".to_string(),
+            },
         ]);
     }
     s.push_str(&t.into_string());
