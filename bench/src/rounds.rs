@@ -274,8 +274,10 @@ impl<T: fmt::Display> fmt::Display for Range<T> {
     }
 }
 
-/// A fixed buffer to format into (padding a composite as one piece).
-struct Buf<'a>(&'a mut [u8], usize);
+/// A fixed buffer to format into, so a composite (`lo–hi`, `1.234`) pads
+/// as one piece without the heap: `Buf(&mut bytes, 0)`, then `fmt::write`;
+/// `.1` is the length written. Text past its end is an error.
+pub struct Buf<'a>(pub &'a mut [u8], pub usize);
 
 impl fmt::Write for Buf<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {

@@ -18,6 +18,7 @@
 use core::fmt;
 
 use bench::params::LockKind;
+use bench::rounds::Buf;
 use formats::output::PerOpCounts;
 
 /// The lock docs/bench/report.md's figures were measured with (`bench=`'s
@@ -149,19 +150,6 @@ impl fmt::Display for Ratio {
         let _ = fmt::write(&mut w, format_args!("{}.{:03}", milli / 1000, milli % 1000));
         let n = w.1;
         f.pad(core::str::from_utf8(&buf[..n]).unwrap_or("?"))
-    }
-}
-
-/// A fixed buffer to format into (no heap: this library is `no_std`).
-struct Buf<'a>(&'a mut [u8], usize);
-
-impl fmt::Write for Buf<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let end = self.1 + s.len();
-        let dst = self.0.get_mut(self.1..end).ok_or(fmt::Error)?;
-        dst.copy_from_slice(s.as_bytes());
-        self.1 = end;
-        Ok(())
     }
 }
 
