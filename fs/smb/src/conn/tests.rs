@@ -636,3 +636,65 @@ fn a_batch_answered_short_fails_whole() {
     assert!(matches!(r, Err(SmbError::Timeout)), "{r:?}");
     assert!(!c.is_connected(), "the link is dropped after a timeout");
 }
+
+/// Review of the batched EA query (issue 48): a server that sends one
+/// STATUS_PENDING interim reply for each CREATE of a batch (Windows does
+/// for an open that waits on another client's oplock or lease break;
+/// Samba for one that waits on a share-mode or lease break) answers every
+/// chain, yet the batch fails as a whole: the interim cap
+/// ([`MAX_INTERIM`], 64) is counted per exchange, not per request, so a
+/// batch of more than 64 chains that each go pending once is refused as
+/// "too many interim replies" and the link dropped, where each path asked
+/// alone would have had its answer.
+#[test]
+fn a_batch_whose_creates_each_go_pending_once_is_answered() {
+    let mut c = conn(10_000_000);
+    let t = FnTransport::new(|f: &[u8]| {
+        let h = requests(f);
+        h.chunks(3)
+            .enumerate()
+            .flat_map(|(i, h)| {
+                let mut out = vec![reply(&h[0], status::PENDING, Some(1 + i as u64), 1)];
+                out.extend(ea_chain_reply(0, h));
+                out
+            })
+            .collect()
+    });
+    c.test_link(Box::new(t), None);
+    // 300 credits pay for 100 chains: a batch of 100 paths.
+    c.link.as_mut().unwrap().credits = 300;
+    let paths: Vec<String> = (0..100).map(|i| format!("d/f{i}")).collect();
+    let refs: Vec<&str> = paths.iter().map(|p| p.as_str()).collect();
+    let r = c.query_eas_many(&refs);
+    let r = r.expect("each chain was answered (one interim reply each)");
+    assert_eq!(r.len(), 100);
+    assert!(r.iter().all(|a| a == &Ok(Vec::new())));
+    assert!(c.is_connected());
+}
+
+/// Review of the batched EA query (issue 48): the request timeout is one
+/// deadline for the whole exchange, sized for a chain of three, and a
+/// batch of 128 chains is 384 requests under it. A server that answers
+/// steadily, each reply well inside the timeout of the one before (the
+/// step clock moves 50 ms a reading, one reading a reply: a server
+/// that spends that long on each open, as a slow NAS or one scanning
+/// opens does), answers every chain, yet the batch times out as a whole
+/// and the link is dropped, where each path asked alone (three replies,
+/// well under a second) would have had its answer.
+#[test]
+fn a_steady_server_answers_a_full_batch_within_the_timeout() {
+    let mut c = conn(10_000);
+    let t = FnTransport::new(|f: &[u8]| {
+        let h = requests(f);
+        h.chunks(3).flat_map(|h| ea_chain_reply(0, h)).collect()
+    });
+    c.test_link(Box::new(t), None);
+    // 384 credits pay for the default eacache_batch= of 128 chains.
+    c.link.as_mut().unwrap().credits = 384;
+    let paths: Vec<String> = (0..128).map(|i| format!("d/f{i}")).collect();
+    let refs: Vec<&str> = paths.iter().map(|p| p.as_str()).collect();
+    let r = c.query_eas_many(&refs);
+    let r = r.expect("every chain was answered, each reply inside the timeout");
+    assert_eq!(r.len(), 128);
+    assert!(c.is_connected());
+}
