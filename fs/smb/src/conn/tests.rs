@@ -698,3 +698,38 @@ fn a_steady_server_answers_a_full_batch_within_the_timeout() {
     assert_eq!(r.len(), 128);
     assert!(c.is_connected());
 }
+
+/// Review of the batched EA query (issue 48): MS-SMB2 3.2.4.1.4 and
+/// 3.3.5.2.7 give two styles of compounding, related (every request but
+/// the first has SMB2_FLAGS_RELATED_OPERATIONS) and unrelated (none has
+/// it), which "MUST NOT be intermixed in the same transport send" (the
+/// server SHOULD fail each request with STATUS_INVALID_PARAMETER). A
+/// compound of several CREATE + QUERY_INFO + CLOSE chains is both at once;
+/// each chain must go out as its own related compound (several frames of
+/// one send still cost one round trip).
+#[test]
+fn a_batched_ea_query_never_mixes_compounding_styles_in_a_frame() {
+    use std::sync::{Arc, Mutex};
+    let mixed = Arc::new(Mutex::new(Vec::new()));
+    let seen = mixed.clone();
+    let mut c = conn(100_000);
+    let t = FnTransport::new(move |f: &[u8]| {
+        let h = requests(f);
+        let related = h[1..].iter().all(|h| h.flags & flags::RELATED != 0);
+        let unrelated = h.iter().all(|h| h.flags & flags::RELATED == 0);
+        if !related && !unrelated {
+            seen.lock().unwrap().push(h.len());
+        }
+        h.chunks(3).flat_map(|h| ea_chain_reply(0, h)).collect()
+    });
+    c.test_link(Box::new(t), None);
+    c.link.as_mut().unwrap().credits = 100;
+    let paths: Vec<String> = (0..12).map(|i| format!("d/f{i}")).collect();
+    let refs: Vec<&str> = paths.iter().map(|p| p.as_str()).collect();
+    assert_eq!(c.query_eas_many(&refs).unwrap().len(), 12);
+    assert_eq!(
+        *mixed.lock().unwrap(),
+        Vec::<usize>::new(),
+        "sizes of the frames that mix related and unrelated requests"
+    );
+}
