@@ -558,8 +558,8 @@ fn ea_chain_reply(i: usize, h: &[HeaderRepr]) -> Vec<Vec<u8>> {
     ]
 }
 
-/// A batched EA query: chains of ten in a compound, every compound sent
-/// before a reply is read, each path's own answer from its chain (a
+/// A batched EA query: each chain its own related compound (its own
+/// frame), every frame sent before a reply is read, each path's own answer from its chain (a
 /// garbled or short reply is that path's EIO, never a panic), and no more
 /// paths than the credits pay for.
 #[test]
@@ -593,7 +593,7 @@ fn batched_ea_queries_answer_per_chain() {
     let paths: Vec<String> = (0..12).map(|i| format!("d/f{i}")).collect();
     let refs: Vec<&str> = paths.iter().map(|p| p.as_str()).collect();
     let r = c.query_eas_many(&refs).unwrap();
-    assert_eq!(*frames.lock().unwrap(), [30, 6], "10 chains, then 2");
+    assert_eq!(*frames.lock().unwrap(), [3; 12], "one frame per chain");
     assert_eq!(r.len(), 12);
     for (i, a) in r.iter().enumerate() {
         match i % 6 {
@@ -615,7 +615,7 @@ fn batched_ea_queries_answer_per_chain() {
     frames.lock().unwrap().clear();
     let r = c.query_eas_many(&refs).unwrap();
     assert_eq!(r.len(), 4);
-    assert_eq!(*frames.lock().unwrap(), [12]);
+    assert_eq!(*frames.lock().unwrap(), [3; 4]);
 }
 
 /// A server that answers a batched EA query with fewer replies than
