@@ -466,7 +466,8 @@ impl Connection {
     /// both at once.
     ///
     /// Only as many paths as the credits the link holds pay for (three per
-    /// path) are asked, and always the first: the answer has one entry per
+    /// path) are asked, and always the first; only the first where the
+    /// link went down (and came up again) since the call began: the answer has one entry per
     /// path asked, in order, each that path's own answer as `query_eas`
     /// would give it (STATUS_NO_EAS_ON_FILE an empty list, the CREATE's or
     /// QUERY_INFO's status an error, an EA list that does not parse
@@ -480,12 +481,20 @@ impl Connection {
         if ps.is_empty() {
             return Ok(Vec::new());
         }
+        let generation = self.generation();
         self.run(|c| {
             let sign = c.sign_requests();
             // Three credits per chain; one is always sent, and a link
             // without three makes the exchange answer NoCredits (the
-            // connection then starts over, as for any request).
-            let fit = (c.credits() / 3).max(1) as usize;
+            // connection then starts over, as for any request). A link
+            // brought up since the caller chose the batch (a new tree
+            // connect, whose first EA query goes alone) asks the first
+            // path only.
+            let fit = if c.generation() != generation {
+                1
+            } else {
+                (c.credits() / 3).max(1) as usize
+            };
             let asked = &ps[..ps.len().min(fit)];
             let output_len = out_len(c, 65_535);
             let frames: Vec<Vec<Req>> = asked
