@@ -241,3 +241,48 @@ fn hostile_short_batch_is_eio_not_a_made_up_answer() {
     assert_eq!(v.xattr_names(b"/mnt/f2", false), Ok(vec![]));
     assert_eq!(fs.ea_batches.load(Ordering::Relaxed), 1);
 }
+
+/// A batch whose CREATEs the server parks (a STATUS_PENDING interim reply
+/// each, as for an open that waits on another client's oplock or lease
+/// break) is answered, and the tree connect batches no more: the next
+/// question of the walk goes alone, so a parked sibling cannot hold up
+/// the connection again.
+#[test]
+fn a_batch_that_meets_a_parked_create_stops_batching() {
+    use qemu::hostile::{self, Case, Server};
+    let files: Vec<(String, Vec<u8>)> = (0..12)
+        .map(|i| (format!("f{i:02}"), b"x".to_vec()))
+        .collect();
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, d)| (n.as_str(), d.as_slice()))
+        .collect();
+    let srv = Server::new(Case::PendingEaCreate, &refs, &[]);
+    let l = hostile::serve_tcp(srv).expect("hostile server");
+    let (v, sb, _) = mount(
+        l.addr,
+        "share",
+        "username=u,password=p,eacache=easize,acregmax=60,acdirmax=60",
+    );
+    let fs = sb.ops_as::<CifsFs>().unwrap();
+    let q = || fs.ea_queries.load(Ordering::Relaxed);
+    v.readdir(b"/mnt").unwrap();
+    // The tree connect's first EA query goes alone.
+    assert_eq!(v.xattr_names(b"/mnt/f00", false), Ok(vec![]));
+    // A walk: f01's query takes 7 siblings along (f01..f08), each
+    // CREATE parked once, every chain answered.
+    let q0 = q();
+    assert_eq!(v.xattr_names(b"/mnt/f01", false), Ok(vec![]));
+    assert_eq!(q() - q0, 8);
+    assert_eq!(fs.ea_batches.load(Ordering::Relaxed), 1);
+    for i in 2..=8 {
+        let p = format!("/mnt/f{i:02}");
+        assert_eq!(v.xattr_names(p.as_bytes(), false), Ok(vec![]));
+    }
+    assert_eq!(q() - q0, 8, "f02..f08 answered by the batch");
+    // f09 continues the walk, but the tree connect met a parked CREATE:
+    // asked alone.
+    assert_eq!(v.xattr_names(b"/mnt/f09", false), Ok(vec![]));
+    assert_eq!(q() - q0, 9);
+    assert_eq!(fs.ea_batches.load(Ordering::Relaxed), 1);
+}

@@ -86,6 +86,12 @@ pub enum Case {
     /// EA query alone and then a batch meets it in the batch's second
     /// chain.
     ShortBatch,
+    /// Every EA query chain (CREATE + QUERY_INFO(FileFullEa) + CLOSE, one
+    /// frame) gets a STATUS_PENDING interim reply to its CREATE first (an
+    /// open parked on another client's oplock or lease break), then its
+    /// replies in full; QUERY_INFO(FileFullEaInformation) answers
+    /// STATUS_NO_EAS_ON_FILE.
+    PendingEaCreate,
 }
 
 /// Size the server claims for `endless.bin` ([`Case::EndlessFile`]).
@@ -132,12 +138,13 @@ impl Case {
                 Case::EaNames(vec![b"x\0y".to_vec(), vec![b'n'; 251], b"good".to_vec()])
             }
             "short-batch" => Case::ShortBatch,
+            "pending-ea-create" => Case::PendingEaCreate,
             _ => return None,
         })
     }
 
     /// The names [`Case::by_name`] knows.
-    pub const NAMES: [&'static str; 18] = [
+    pub const NAMES: [&'static str; 19] = [
         "honest",
         "endless-listing",
         "read-longer",
@@ -156,6 +163,7 @@ impl Case {
         "ea-empty-name",
         "ea-bad-names",
         "short-batch",
+        "pending-ea-create",
     ];
 }
 
@@ -445,6 +453,7 @@ impl Server {
             c.ea_chains += 1;
         }
         let short = self.case == Case::ShortBatch && ea_chain && c.ea_chains == 3;
+        let first = msgs.first().and_then(|m| ReqHdr::parse(m));
         let mut out = Vec::new();
         for m in msgs {
             let h = ReqHdr::parse(m)?;
@@ -494,6 +503,12 @@ impl Server {
         let mut frame = wire::chain(out);
         if let Some(key) = c.key {
             wire::for_each_message(&mut frame, |m| sign::sign(&key, m));
+        }
+        if self.case == Case::PendingEaCreate && ea_chain {
+            let h = first?;
+            let mut r = wire::reply_header(&h, status::PENDING, 1, Some(h.message_id));
+            r.extend_from_slice(&wire::error_body());
+            return Some(vec![r, frame]);
         }
         Some(vec![frame])
     }
@@ -595,7 +610,8 @@ impl Server {
                 if let (Case::EaNames(names), Some(&15)) = (&self.case, b.get(3)) {
                     return (status::SUCCESS, wire::output_body(&wire::full_eas(names)));
                 }
-                if (&self.case, b.get(3)) == (&Case::ShortBatch, Some(&15)) {
+                let no_eas = matches!(self.case, Case::ShortBatch | Case::PendingEaCreate);
+                if no_eas && b.get(3) == Some(&15) {
                     return err(status::NO_EAS_ON_FILE);
                 }
                 if b.get(3) != Some(&18) {

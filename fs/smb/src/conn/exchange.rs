@@ -288,6 +288,7 @@ impl Connection {
             // never past the request's total deadline nor more than
             // a bounded number of times: a server cannot stall us
             // for ever with interim replies.
+            self.stats.interim += 1;
             wait.interim[i] += 1;
             if wait.interim[i] > MAX_INTERIM {
                 let e = SmbError::Protocol("too many interim replies");

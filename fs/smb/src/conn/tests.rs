@@ -670,6 +670,7 @@ fn a_batch_whose_creates_each_go_pending_once_is_answered() {
     assert_eq!(r.len(), 100);
     assert!(r.iter().all(|a| a == &Ok(Vec::new())));
     assert!(c.is_connected());
+    assert_eq!(c.stats().interim, 100, "interim replies counted");
 }
 
 /// Review of the batched EA query (issue 48): the request timeout is one

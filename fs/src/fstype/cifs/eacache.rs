@@ -101,7 +101,9 @@
 //! acknowledgement) holds up the entry asked for, whose own chain may be
 //! answered already, and every other request of the mount, until that
 //! sibling's final reply comes or the exchange's bound passes; the client
-//! sends no SMB2 CANCEL for it.
+//! sends no SMB2 CANCEL for it. It happens once per tree connect: a batch
+//! that met an interim reply stops batching there (every question then
+//! goes alone, as Linux's cifs asks).
 //! `negcache` batches no more than the answers its per-tcon stop still
 //! needs (K less those counted) while no entry has shown EAs.
 //! `always` (Linux 6.12's behaviour, the baseline) never batches.

@@ -126,8 +126,18 @@ impl CifsFs {
             paths.push(cifs_inode(s).map(CifsInode::path).unwrap_or_default());
         }
         let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
-        let r = self.conn.lock().query_eas_many(&refs);
+        let (r, parked, generation) = {
+            let mut c = self.conn.lock();
+            let interim = c.stats().interim;
+            let r = c.query_eas_many(&refs);
+            (r, c.stats().interim > interim, c.generation())
+        };
         self.ea_batches.fetch_add(1, Ordering::Relaxed);
+        if parked {
+            let mut t = self.tcon.lock();
+            t.follow(generation);
+            t.parked = true;
+        }
         let mut answers = match r {
             // The chains actually sent: fewer than asked where the credits
             // or a new link (one query alone) left siblings out.
@@ -257,7 +267,8 @@ impl CifsFs {
             t.follow(generation);
             // A link that went down is brought up by the next request,
             // as a new tree connect: its first EA query goes alone.
-            if !up || !t.answered || t.refused {
+            // A batch that met a parked CREATE: no more batches here.
+            if !up || !t.answered || t.refused || t.parked {
                 return out;
             }
             // negcache's per-tcon stop needs K answers without EAs: a

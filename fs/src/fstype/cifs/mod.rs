@@ -272,6 +272,10 @@ struct TconEa {
     /// Some EA query was answered (not refused as a class): from then on
     /// queries may go in batches.
     answered: bool,
+    /// A batch met a STATUS_PENDING interim reply (a CREATE parked on an
+    /// oplock or lease break): no more batches on this tree connect, so
+    /// another client's open cannot hold up questions about other files.
+    parked: bool,
     /// The connection generation this state belongs to.
     generation: u64,
 }
