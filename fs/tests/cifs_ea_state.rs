@@ -71,6 +71,12 @@ fn queries(sb: &SuperBlock) -> u64 {
     fs.ea_queries.load(Ordering::Relaxed) - fs.ea_batched.load(Ordering::Relaxed)
 }
 
+/// EA queries sent in all (the opens: a batch's siblings included).
+fn sent(sb: &SuperBlock) -> u64 {
+    let fs = sb.ops_as::<CifsFs>().unwrap();
+    fs.ea_queries.load(Ordering::Relaxed)
+}
+
 /// Issue 48, point 7: two NO_EAS answers stop the tree connect from
 /// asking; a setxattr then leaves the file's EA state unknown, which the
 /// stop must not read as "none".
@@ -177,7 +183,7 @@ fn easize_zero_is_believed_only_where_proven() {
     let (v, sb) = mount(&fx, "eacache=easize,acregmax=60,acdirmax=60");
     v.readdir(b"/mnt").unwrap();
     set_xattr(&fx.share_dir.join("f1"), "user.late", b"y").unwrap();
-    let q0 = queries(&sb);
+    let (q0, s0) = (queries(&sb), sent(&sb));
     // f0's own NO_EAS answer is remembered for the window.
     assert_eq!(v.xattr_names(b"/mnt/f0", true), Ok(vec![]));
     assert_eq!(v.xattr_names(b"/mnt/f0", true), Ok(vec![]));
@@ -189,6 +195,10 @@ fn easize_zero_is_believed_only_where_proven() {
     );
     // The size call and the fetch each ask (EAs found are not kept).
     assert_eq!(queries(&sb), q0 + 3);
+    // f1 after f0 is a walk by name: its size call takes the siblings
+    // after it along (f2, f3); its fetch goes alone (the same entry again
+    // is no walk).
+    assert_eq!(sent(&sb), s0 + 5, "opens sent: f0, f1 + f2 + f3, f1");
 }
 
 /// Two names of one file (a hard link made on the server): a setxattr

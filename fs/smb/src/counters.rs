@@ -49,6 +49,9 @@ pub struct TconStats {
     /// EA names a Linux user cannot be given (empty, a NUL inside, past
     /// XATTR_NAME_MAX with `user.`), left out of the answer.
     pub bad_ea_names: u64,
+    /// STATUS_PENDING interim replies received (a request the server
+    /// parked: on an oplock or lease break, a share-mode wait).
+    pub interim: u64,
 }
 
 impl TconStats {

@@ -265,13 +265,6 @@ fn create_query_close(
     Ok(r.swap_remove(1))
 }
 
-/// Most CREATE + QUERY_INFO + CLOSE chains in one compound of
-/// [`Connection::query_eas_many`]: ten chains are thirty members, within
-/// the thirty-two this client accepts in one received compound
-/// ([`crate::wire::compound::MAX_CHAIN`]), and the ten Samba was seen to
-/// answer in one reply, a status each.
-pub const EA_CHAINS_PER_COMPOUND: usize = 10;
-
 /// One path's answer in [`Connection::query_eas_many`], from its CREATE's
 /// and QUERY_INFO's replies, as [`Connection::query_eas`] reads them.
 fn ea_chain_answer(c: &mut Connection, create: &Reply, q: &Reply) -> SmbResult<Vec<ea::FullEa>> {
@@ -462,15 +455,19 @@ impl Connection {
     }
 
     /// The EAs of several files in one round trip, each asked as
-    /// [`Connection::query_eas`] asks (a related CREATE(FILE_READ_EA) +
-    /// QUERY_INFO(FileFullEaInformation) + CLOSE chain per path), up to
-    /// [`EA_CHAINS_PER_COMPOUND`] chains in one compound and every compound
-    /// sent before any reply is read (MS-SMB2 3.2.4.1.4: a request without
-    /// SMB2_FLAGS_RELATED_OPERATIONS starts a new related chain, whose
-    /// members use the FileId its CREATE opened).
+    /// [`Connection::query_eas`] asks: a related CREATE(FILE_READ_EA) +
+    /// QUERY_INFO(FileFullEaInformation) + CLOSE compound per path, each
+    /// its own frame (its own signatures, its own transform header when
+    /// sealed), every frame sent before any reply is read. One frame per
+    /// chain because MS-SMB2 3.2.4.1.4 and 3.3.5.2.7 give two styles of
+    /// compounding, related and unrelated, that MUST NOT be mixed in one
+    /// transport send (the server SHOULD fail each request with
+    /// STATUS_INVALID_PARAMETER): several chains in one compound would be
+    /// both at once.
     ///
     /// Only as many paths as the credits the link holds pay for (three per
-    /// path) are asked, and always the first: the answer has one entry per
+    /// path) are asked, and always the first; only the first where the
+    /// link went down (and came up again) since the call began: the answer has one entry per
     /// path asked, in order, each that path's own answer as `query_eas`
     /// would give it (STATUS_NO_EAS_ON_FILE an empty list, the CREATE's or
     /// QUERY_INFO's status an error, an EA list that does not parse
@@ -484,36 +481,39 @@ impl Connection {
         if ps.is_empty() {
             return Ok(Vec::new());
         }
+        let generation = self.generation();
         self.run(|c| {
             let sign = c.sign_requests();
             // Three credits per chain; one is always sent, and a link
             // without three makes the exchange answer NoCredits (the
-            // connection then starts over, as for any request).
-            let fit = (c.credits() / 3).max(1) as usize;
+            // connection then starts over, as for any request). A link
+            // brought up since the caller chose the batch (a new tree
+            // connect, whose first EA query goes alone) asks the first
+            // path only.
+            let fit = if c.generation() != generation {
+                1
+            } else {
+                (c.credits() / 3).max(1) as usize
+            };
             let asked = &ps[..ps.len().min(fit)];
             let output_len = out_len(c, 65_535);
             let frames: Vec<Vec<Req>> = asked
-                .chunks(EA_CHAINS_PER_COMPOUND)
-                .map(|chunk| {
-                    chunk
-                        .iter()
-                        .flat_map(|p| {
-                            let q = QueryInfoRequest {
-                                info_type: info_type::FILE,
-                                class: ea::FILE_FULL_EA_INFORMATION,
-                                output_len,
-                                input: &[],
-                                additional_info: 0,
-                                flags: 0,
-                                file_id: FileId::RELATED,
-                            };
-                            [
-                                create_req(p, access::FILE_READ_EA, OpenKind::Any),
-                                Req::new(cmd::QUERY_INFO, true, 1, |o| q.emit(o)),
-                                close_req(FileId::RELATED, true),
-                            ]
-                        })
-                        .collect()
+                .iter()
+                .map(|p| {
+                    let q = QueryInfoRequest {
+                        info_type: info_type::FILE,
+                        class: ea::FILE_FULL_EA_INFORMATION,
+                        output_len,
+                        input: &[],
+                        additional_info: 0,
+                        flags: 0,
+                        file_id: FileId::RELATED,
+                    };
+                    vec![
+                        create_req(p, access::FILE_READ_EA, OpenKind::Any),
+                        Req::new(cmd::QUERY_INFO, true, 1, |o| q.emit(o)),
+                        close_req(FileId::RELATED, true),
+                    ]
                 })
                 .collect();
             let r = c.exchange_frames(frames, sign)?;

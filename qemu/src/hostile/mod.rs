@@ -80,10 +80,18 @@ pub enum Case {
     /// of these names (value `v`), in order.
     EaNames(Vec<Vec<u8>>),
     /// QUERY_INFO(FileFullEaInformation) answers STATUS_NO_EAS_ON_FILE,
-    /// and a request frame that holds several CREATEs (a batch of EA
-    /// queries, one chain per file) gets a reply frame one member short:
-    /// the last chain's CLOSE is never answered.
+    /// and the third EA query chain (CREATE + QUERY_INFO(FileFullEa) +
+    /// CLOSE, one frame) of a connection gets a reply frame one member
+    /// short: its CLOSE is never answered. A client that asks its first
+    /// EA query alone and then a batch meets it in the batch's second
+    /// chain.
     ShortBatch,
+    /// Every EA query chain (CREATE + QUERY_INFO(FileFullEa) + CLOSE, one
+    /// frame) gets a STATUS_PENDING interim reply to its CREATE first (an
+    /// open parked on another client's oplock or lease break), then its
+    /// replies in full; QUERY_INFO(FileFullEaInformation) answers
+    /// STATUS_NO_EAS_ON_FILE.
+    PendingEaCreate,
 }
 
 /// Size the server claims for `endless.bin` ([`Case::EndlessFile`]).
@@ -130,12 +138,13 @@ impl Case {
                 Case::EaNames(vec![b"x\0y".to_vec(), vec![b'n'; 251], b"good".to_vec()])
             }
             "short-batch" => Case::ShortBatch,
+            "pending-ea-create" => Case::PendingEaCreate,
             _ => return None,
         })
     }
 
     /// The names [`Case::by_name`] knows.
-    pub const NAMES: [&'static str; 18] = [
+    pub const NAMES: [&'static str; 19] = [
         "honest",
         "endless-listing",
         "read-longer",
@@ -154,6 +163,7 @@ impl Case {
         "ea-empty-name",
         "ea-bad-names",
         "short-batch",
+        "pending-ea-create",
     ];
 }
 
@@ -251,6 +261,8 @@ struct Conn {
     /// covers them).
     ntlm_negotiate: Vec<u8>,
     ntlm_challenge: Vec<u8>,
+    /// EA query chains (one frame each) answered so far.
+    ea_chains: u64,
 }
 
 impl Conn {
@@ -267,6 +279,7 @@ impl Conn {
             key: None,
             ntlm_negotiate: Vec::new(),
             ntlm_challenge: Vec::new(),
+            ea_chains: 0,
         }
     }
 }
@@ -429,11 +442,18 @@ impl Server {
 
     fn answer(&self, c: &mut Conn, frame: &[u8]) -> Frames {
         let msgs = wire::split(frame);
-        let creates = msgs
+        let cmds: Vec<u16> = msgs
             .iter()
             .filter_map(|m| ReqHdr::parse(m))
-            .filter(|h| h.command == cmd::CREATE)
-            .count();
+            .map(|h| h.command)
+            .collect();
+        let ea_chain = cmds == [cmd::CREATE, cmd::QUERY_INFO, cmd::CLOSE]
+            && msgs.get(1).and_then(|m| m.get(HEADER_LEN + 3)) == Some(&15);
+        if ea_chain {
+            c.ea_chains += 1;
+        }
+        let short = self.case == Case::ShortBatch && ea_chain && c.ea_chains == 3;
+        let first = msgs.first().and_then(|m| ReqHdr::parse(m));
         let mut out = Vec::new();
         for m in msgs {
             let h = ReqHdr::parse(m)?;
@@ -477,12 +497,18 @@ impl Server {
             }
             out.push(r);
         }
-        if self.case == Case::ShortBatch && creates > 1 {
+        if short {
             out.pop();
         }
         let mut frame = wire::chain(out);
         if let Some(key) = c.key {
             wire::for_each_message(&mut frame, |m| sign::sign(&key, m));
+        }
+        if self.case == Case::PendingEaCreate && ea_chain {
+            let h = first?;
+            let mut r = wire::reply_header(&h, status::PENDING, 1, Some(h.message_id));
+            r.extend_from_slice(&wire::error_body());
+            return Some(vec![r, frame]);
         }
         Some(vec![frame])
     }
@@ -584,7 +610,8 @@ impl Server {
                 if let (Case::EaNames(names), Some(&15)) = (&self.case, b.get(3)) {
                     return (status::SUCCESS, wire::output_body(&wire::full_eas(names)));
                 }
-                if (&self.case, b.get(3)) == (&Case::ShortBatch, Some(&15)) {
+                let no_eas = matches!(self.case, Case::ShortBatch | Case::PendingEaCreate);
+                if no_eas && b.get(3) == Some(&15) {
                     return err(status::NO_EAS_ON_FILE);
                 }
                 if b.get(3) != Some(&18) {

@@ -36,6 +36,13 @@ impl Connection {
     /// charged up front ([`SmbError::NoCredits`] if the link holds fewer);
     /// a frame that fails to go out fails them all.
     ///
+    /// The wait: every reply that makes progress (a final reply, or an
+    /// interim one) restarts the timeout, so a server that answers steadily
+    /// never times out a large batch; a silent one is dropped after one
+    /// timeout. The whole exchange is bounded by what its frames sent one
+    /// after the other could have taken ([`request_deadline_ms`] each), and
+    /// each request takes at most [`MAX_INTERIM`] interim replies.
+    ///
     /// The steps, in order: [`Self::frame_requests`] (message ids, headers,
     /// credits, signatures), [`Self::note_sent`] (counters and trace),
     /// [`Self::transmit`] (sealed or not); then, until every request has
@@ -45,6 +52,7 @@ impl Connection {
         let timeout = self.cfg.timeout_ms;
         let t0 = self.clock.now_ms();
         let sizes: Vec<usize> = frames.iter().map(Vec::len).filter(|&n| n > 0).collect();
+        let nframes = sizes.len().max(1) as u64;
         let reqs: Vec<Req> = frames.into_iter().flatten().collect();
         if reqs.is_empty() {
             return Ok(Vec::new());
@@ -56,8 +64,8 @@ impl Connection {
             replies: vec![None; reqs.len()],
             timeout,
             deadline: t0.saturating_add(timeout),
-            total: t0.saturating_add(request_deadline_ms(timeout)),
-            interim: 0,
+            total: t0.saturating_add(request_deadline_ms(timeout).saturating_mul(nframes)),
+            interim: vec![0; reqs.len()],
         };
         while wait.replies.iter().any(|r| r.is_none()) {
             let (frame, sealed_reply) = self.recv_frame(&reqs, &out, &wait)?;
@@ -280,8 +288,9 @@ impl Connection {
             // never past the request's total deadline nor more than
             // a bounded number of times: a server cannot stall us
             // for ever with interim replies.
-            wait.interim += 1;
-            if wait.interim > MAX_INTERIM {
+            self.stats.interim += 1;
+            wait.interim[i] += 1;
+            if wait.interim[i] > MAX_INTERIM {
                 let e = SmbError::Protocol("too many interim replies");
                 return Err(self.fail_pending(reqs, mids, &wait.replies, e));
             }
@@ -320,6 +329,13 @@ impl Connection {
         // failure, credits and all).
         link.credits = (link.credits + hdr.credits as u32).min(65_535);
         self.note_reply(&hdr, out.sid, out.tid);
+        // Progress: the next reply gets a full timeout again, within the
+        // exchange's bound.
+        wait.deadline = self
+            .clock
+            .now_ms()
+            .saturating_add(wait.timeout)
+            .min(wait.total);
         wait.replies[i] = Some(Reply {
             hdr,
             msg: m.to_vec(),
@@ -450,10 +466,13 @@ struct Awaiting {
     replies: Vec<Option<Reply>>,
     /// The configured timeout, in ms.
     timeout: u64,
-    /// When the next frame must have come (an interim reply moves it).
+    /// When the next frame must have come (every reply that answers an
+    /// outstanding request, interim or final, moves it).
     deadline: u64,
-    /// When the whole exchange must be over, interim replies or not.
+    /// When the whole exchange must be over: [`request_deadline_ms`] per
+    /// frame sent.
     total: u64,
-    /// Interim replies seen so far (at most `MAX_INTERIM`).
-    interim: u32,
+    /// Interim replies seen so far, per request (each at most
+    /// `MAX_INTERIM`).
+    interim: Vec<u32>,
 }

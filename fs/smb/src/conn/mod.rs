@@ -72,7 +72,8 @@ use alloc::vec::Vec;
 
 /// Global capability LARGE_MTU (multi-credit requests).
 const CAP_LARGE_MTU: u32 = 0x4;
-/// Most STATUS_PENDING interim replies accepted in one exchange.
+/// Most STATUS_PENDING interim replies accepted for one request (one
+/// message id), however many requests its exchange carries.
 const MAX_INTERIM: u32 = 64;
 /// How many timeouts interim replies may stretch one request's wait to,
 /// counted from when it was sent (see [`request_deadline_ms`]).

@@ -558,8 +558,8 @@ fn ea_chain_reply(i: usize, h: &[HeaderRepr]) -> Vec<Vec<u8>> {
     ]
 }
 
-/// A batched EA query: chains of ten in a compound, every compound sent
-/// before a reply is read, each path's own answer from its chain (a
+/// A batched EA query: each chain its own related compound (its own
+/// frame), every frame sent before a reply is read, each path's own answer from its chain (a
 /// garbled or short reply is that path's EIO, never a panic), and no more
 /// paths than the credits pay for.
 #[test]
@@ -593,7 +593,7 @@ fn batched_ea_queries_answer_per_chain() {
     let paths: Vec<String> = (0..12).map(|i| format!("d/f{i}")).collect();
     let refs: Vec<&str> = paths.iter().map(|p| p.as_str()).collect();
     let r = c.query_eas_many(&refs).unwrap();
-    assert_eq!(*frames.lock().unwrap(), [30, 6], "10 chains, then 2");
+    assert_eq!(*frames.lock().unwrap(), [3; 12], "one frame per chain");
     assert_eq!(r.len(), 12);
     for (i, a) in r.iter().enumerate() {
         match i % 6 {
@@ -615,7 +615,7 @@ fn batched_ea_queries_answer_per_chain() {
     frames.lock().unwrap().clear();
     let r = c.query_eas_many(&refs).unwrap();
     assert_eq!(r.len(), 4);
-    assert_eq!(*frames.lock().unwrap(), [12]);
+    assert_eq!(*frames.lock().unwrap(), [3; 4]);
 }
 
 /// A server that answers a batched EA query with fewer replies than
@@ -635,4 +635,102 @@ fn a_batch_answered_short_fails_whole() {
     let r = c.query_eas_many(&["a", "b", "c"]);
     assert!(matches!(r, Err(SmbError::Timeout)), "{r:?}");
     assert!(!c.is_connected(), "the link is dropped after a timeout");
+}
+
+/// Review of the batched EA query (issue 48): a server that sends one
+/// STATUS_PENDING interim reply for each CREATE of a batch (Windows does
+/// for an open that waits on another client's oplock or lease break;
+/// Samba for one that waits on a share-mode or lease break) answers every
+/// chain, yet the batch fails as a whole: the interim cap
+/// ([`MAX_INTERIM`], 64) is counted per exchange, not per request, so a
+/// batch of more than 64 chains that each go pending once is refused as
+/// "too many interim replies" and the link dropped, where each path asked
+/// alone would have had its answer.
+#[test]
+fn a_batch_whose_creates_each_go_pending_once_is_answered() {
+    let mut c = conn(10_000_000);
+    let t = FnTransport::new(|f: &[u8]| {
+        let h = requests(f);
+        h.chunks(3)
+            .enumerate()
+            .flat_map(|(i, h)| {
+                let mut out = vec![reply(&h[0], status::PENDING, Some(1 + i as u64), 1)];
+                out.extend(ea_chain_reply(0, h));
+                out
+            })
+            .collect()
+    });
+    c.test_link(Box::new(t), None);
+    // 300 credits pay for 100 chains: a batch of 100 paths.
+    c.link.as_mut().unwrap().credits = 300;
+    let paths: Vec<String> = (0..100).map(|i| format!("d/f{i}")).collect();
+    let refs: Vec<&str> = paths.iter().map(|p| p.as_str()).collect();
+    let r = c.query_eas_many(&refs);
+    let r = r.expect("each chain was answered (one interim reply each)");
+    assert_eq!(r.len(), 100);
+    assert!(r.iter().all(|a| a == &Ok(Vec::new())));
+    assert!(c.is_connected());
+    assert_eq!(c.stats().interim, 100, "interim replies counted");
+}
+
+/// Review of the batched EA query (issue 48): the request timeout is one
+/// deadline for the whole exchange, sized for a chain of three, and a
+/// batch of 128 chains is 384 requests under it. A server that answers
+/// steadily, each reply well inside the timeout of the one before (the
+/// step clock moves 50 ms a reading, one reading a reply: a server
+/// that spends that long on each open, as a slow NAS or one scanning
+/// opens does), answers every chain, yet the batch times out as a whole
+/// and the link is dropped, where each path asked alone (three replies,
+/// well under a second) would have had its answer.
+#[test]
+fn a_steady_server_answers_a_full_batch_within_the_timeout() {
+    let mut c = conn(10_000);
+    let t = FnTransport::new(|f: &[u8]| {
+        let h = requests(f);
+        h.chunks(3).flat_map(|h| ea_chain_reply(0, h)).collect()
+    });
+    c.test_link(Box::new(t), None);
+    // 384 credits pay for the default eacache_batch= of 128 chains.
+    c.link.as_mut().unwrap().credits = 384;
+    let paths: Vec<String> = (0..128).map(|i| format!("d/f{i}")).collect();
+    let refs: Vec<&str> = paths.iter().map(|p| p.as_str()).collect();
+    let r = c.query_eas_many(&refs);
+    let r = r.expect("every chain was answered, each reply inside the timeout");
+    assert_eq!(r.len(), 128);
+    assert!(c.is_connected());
+}
+
+/// Review of the batched EA query (issue 48): MS-SMB2 3.2.4.1.4 and
+/// 3.3.5.2.7 give two styles of compounding, related (every request but
+/// the first has SMB2_FLAGS_RELATED_OPERATIONS) and unrelated (none has
+/// it), which "MUST NOT be intermixed in the same transport send" (the
+/// server SHOULD fail each request with STATUS_INVALID_PARAMETER). A
+/// compound of several CREATE + QUERY_INFO + CLOSE chains is both at once;
+/// each chain must go out as its own related compound (several frames of
+/// one send still cost one round trip).
+#[test]
+fn a_batched_ea_query_never_mixes_compounding_styles_in_a_frame() {
+    use std::sync::{Arc, Mutex};
+    let mixed = Arc::new(Mutex::new(Vec::new()));
+    let seen = mixed.clone();
+    let mut c = conn(100_000);
+    let t = FnTransport::new(move |f: &[u8]| {
+        let h = requests(f);
+        let related = h[1..].iter().all(|h| h.flags & flags::RELATED != 0);
+        let unrelated = h.iter().all(|h| h.flags & flags::RELATED == 0);
+        if !related && !unrelated {
+            seen.lock().unwrap().push(h.len());
+        }
+        h.chunks(3).flat_map(|h| ea_chain_reply(0, h)).collect()
+    });
+    c.test_link(Box::new(t), None);
+    c.link.as_mut().unwrap().credits = 100;
+    let paths: Vec<String> = (0..12).map(|i| format!("d/f{i}")).collect();
+    let refs: Vec<&str> = paths.iter().map(|p| p.as_str()).collect();
+    assert_eq!(c.query_eas_many(&refs).unwrap().len(), 12);
+    assert_eq!(
+        *mixed.lock().unwrap(),
+        Vec::<usize>::new(),
+        "sizes of the frames that mix related and unrelated requests"
+    );
 }

@@ -56,37 +56,54 @@
 //! client (write, rename, setxattr) forgets what it knew at once.
 //!
 //! Batched sibling queries: where a design that remembers answers
-//! (`negcache`, `easize`) must ask about an entry, it asks in the same
-//! round trip about the entries listed with it (the same directory
-//! listing, after it in listing order, then from the start) that it would
-//! also have to ask about and has no answer for: one related
-//! CREATE + QUERY_INFO(FileFullEaInformation) + CLOSE chain per entry, ten
-//! chains a compound, every compound in one send
-//! ([`smb::Connection::query_eas_many`]). coreutils `ls -l` asks about
-//! every entry in listing order (gobble_file, before it sorts), so a
-//! listing of N entries costs about log2 + N/128 round trips instead of N,
+//! (`negcache`, `easize`) must ask about an entry and a walk over its
+//! directory's listing is visible, it asks in the same round trip about
+//! the entries listed after it that it would also have to ask about: one
+//! related CREATE + QUERY_INFO(FileFullEaInformation) + CLOSE compound per
+//! entry, each its own frame (MS-SMB2 3.2.4.1.4: related and unrelated
+//! compounding are never mixed in one send), every frame in one send
+//! ([`smb::Connection::query_eas_many`]). A walk is visible, as readahead
+//! sees a sequential reader, when the previous EA question on the listing
+//! (inside the attribute window) was about the entry listed just before:
+//! in the server's order (coreutils `ls -l` asks in listing order,
+//! gobble_file, before it sorts; `find`, `getfattr -R`) or by name (a
+//! sorted walk); the siblings then follow in that order, never past the
+//! last entry. Any other question asks about its entry alone and starts
+//! the batches small again, so one `getfattr` after a listing opens one
+//! file, not its siblings (an open with FILE_READ_EA breaks other
+//! clients' batch oplocks and write-caching leases on Windows). A listing
+//! of N entries walked costs about log2 + N/128 round trips instead of N,
 //! on servers whose EaSize is not trusted (ksmbd; an EA-less share where
-//! nothing proves the field). Each sibling's answer is its own: NO_EAS is
-//! recorded as the inode's own answer (the rule above, generation
-//! included: a reply whose sample is stale records nothing); a list of EAs
-//! or EACCES is kept for that inode's next call alone, inside its
-//! attribute window and under the same generation rule; a refused class
-//! marks the tree connect as a single query would; any other failure of a
-//! sibling's chain records nothing, and the entry is asked on its own
-//! when its turn comes (so a server's error is met where it was asked
-//! for). The entry that was asked for gets its chain's answer exactly as a
+//! nothing proves the field). Of a sibling's answer only NO_EAS is kept,
+//! as the inode's own answer (the rule above, generation included: a reply
+//! whose sample is stale records nothing); a list of EAs or EACCES is not
+//! kept (it would be served later as the server's answer then, after a
+//! change the client cannot see) and the entry is asked on its own when
+//! its turn comes; a refused class marks the tree connect as a single
+//! query would; any other failure of a sibling's chain records nothing.
+//! The entry that was asked for gets its chain's answer exactly as a
 //! single query would (EIO for a reply that does not parse).
 //!
-//! How many: the first batch of a listing carries [`FIRST_BATCH`] entries,
-//! each next one twice as many, up to `eacache_batch=` ([`DEFAULT_BATCH`];
-//! 1 turns batching off), like readahead: a `getfattr` of one file in a
-//! large directory opens 32 siblings, not all of them. Never more than the
-//! credits the server has granted pay for (three per entry; the client
-//! asks 256 with each request): 128 entries are 384 credits, within what
-//! Samba's and ksmbd's `smb2 max credits` (8192 by default) let a client
-//! hold, in 13 compounds of at most 30 members; a server that grants fewer
-//! gets smaller batches. The first EA query of a tree connect goes alone: a server that
-//! refuses the EA class then costs one query, not a batch of refusals.
+//! How many: a walk's first batch carries [`FIRST_BATCH`] entries, each
+//! next one twice as many, up to `eacache_batch=` ([`DEFAULT_BATCH`]; 1
+//! turns batching off). Never more than the credits the server has
+//! granted pay for (three per entry; the client asks 256 with each
+//! request): 128 entries are 384 credits, within what Samba's and ksmbd's
+//! `smb2 max credits` (8192 by default) let a client hold; a server that
+//! grants fewer gets smaller batches. The first EA query of a tree connect
+//! goes alone: a server that refuses the EA class then costs one query,
+//! not a batch of refusals; a link that went down and came up between the
+//! choice of a batch and its send asks the entry alone too.
+//!
+//! Known limit: the connection lock is held for the whole batch. A
+//! sibling's CREATE that the server parks on an oplock or lease break
+//! (STATUS_PENDING; Windows waits up to 35 s for the other client's
+//! acknowledgement) holds up the entry asked for, whose own chain may be
+//! answered already, and every other request of the mount, until that
+//! sibling's final reply comes or the exchange's bound passes; the client
+//! sends no SMB2 CANCEL for it. It happens once per tree connect: a batch
+//! that met an interim reply stops batching there (every question then
+//! goes alone, as Linux's cifs asks).
 //! `negcache` batches no more than the answers its per-tcon stop still
 //! needs (K less those counted) while no entry has shown EAs.
 //! `always` (Linux 6.12's behaviour, the baseline) never batches.
@@ -312,7 +329,7 @@ pub const DEFAULT: &str = "easize";
 
 /// Entries in the first batched EA round trip of a listing (see the
 /// module doc, "Batched sibling queries").
-pub const FIRST_BATCH: usize = 32;
+pub const FIRST_BATCH: usize = 8;
 /// `eacache_batch=`'s default: most entries in one batched round trip.
 pub const DEFAULT_BATCH: u32 = 128;
 /// `eacache_batch=`'s largest value.

@@ -28,10 +28,10 @@
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::eacache::{self, EaAnswer, EaCacheDesign, EaCtx};
-use super::{data_errno, CifsFs, CifsInode, EaSizeTrust, Listing, Prefetched};
+use super::{data_errno, CifsFs, CifsInode, EaSizeTrust, Listing};
 use crate::errno::{Errno, KResult};
 use crate::inode::Inode;
 use crate::simple_xattr::{under_prefix, USER_PREFIX};
@@ -93,13 +93,14 @@ impl CifsFs {
     }
 
     /// Every EA of `inode`: answered locally when the design says so, else
-    /// from a sibling's batch that brought its answer, else asked of the
-    /// server (with its listed siblings where the design batches), each
-    /// answer taught to its inode and the tcon.
+    /// asked of the server (with its listed siblings where the design
+    /// batches and a walk over the listing is visible), each answer taught
+    /// to its inode and the tcon.
     fn eas(&self, inode: &Inode) -> KResult<Vec<FullEa>> {
         let ci = cifs_inode(inode)?;
         let now = self.now();
         let design = self.opts.effective_eacache();
+        let walk = self.ea_walk(inode, ci, now);
         let sample = self.ea_sample();
         let ctx = self.ea_ctx(inode, ci, now);
         match design.decide(&ctx) {
@@ -110,14 +111,12 @@ impl CifsFs {
             }
             EaAnswer::Ask => {}
         }
-        if let Some(a) = self.take_prefetched(inode, ci, now) {
-            self.ea_prefetch_hits.fetch_add(1, Ordering::Relaxed);
-            return a;
-        }
-        let siblings = self.ea_siblings(ci, now, design);
-        self.ea_queries
-            .fetch_add(1 + siblings.len() as u64, Ordering::Relaxed);
+        let siblings = match walk {
+            Some(by_name) => self.ea_siblings(ci, now, design, by_name),
+            None => Vec::new(),
+        };
         if siblings.is_empty() {
+            self.ea_queries.fetch_add(1, Ordering::Relaxed);
             let r = self.conn.lock().query_eas(&ci.path());
             return self.ea_answer(inode, ci, &ctx, sample, now, r);
         }
@@ -127,56 +126,80 @@ impl CifsFs {
             paths.push(cifs_inode(s).map(CifsInode::path).unwrap_or_default());
         }
         let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
-        let r = self.conn.lock().query_eas_many(&refs);
+        let (r, parked, generation) = {
+            let mut c = self.conn.lock();
+            let interim = c.stats().interim;
+            let r = c.query_eas_many(&refs);
+            (r, c.stats().interim > interim, c.generation())
+        };
         self.ea_batches.fetch_add(1, Ordering::Relaxed);
+        if parked {
+            let mut t = self.tcon.lock();
+            t.follow(generation);
+            t.parked = true;
+        }
         let mut answers = match r {
-            Ok(a) => a.into_iter(),
+            // The chains actually sent: fewer than asked where the credits
+            // or a new link (one query alone) left siblings out.
+            Ok(a) => {
+                self.ea_queries.fetch_add(a.len() as u64, Ordering::Relaxed);
+                a.into_iter()
+            }
             // Nothing came back: the entry asked about gets the error,
             // its siblings learn nothing.
-            Err(e) => return self.ea_answer(inode, ci, &ctx, sample, now, Err(e)),
+            Err(e) => {
+                self.ea_queries.fetch_add(1, Ordering::Relaxed);
+                return self.ea_answer(inode, ci, &ctx, sample, now, Err(e));
+            }
         };
         let own = answers
             .next()
             .unwrap_or(Err(SmbError::Protocol("no answer for the entry asked")));
         let own = self.ea_answer(inode, ci, &ctx, sample, now, own);
-        // Siblings the credits left out (fewer answers) were not asked.
+        // Each sibling's answer teaches the tree connect as a single query
+        // would, and NO_EAS is recorded as the inode's own answer (under
+        // the generation rule); nothing else is kept: a list of EAs or
+        // EACCES would be served later as if the server said it then, and
+        // an error is met when the entry is asked on its own.
         for ((s, sctx), r) in siblings.iter().zip(answers) {
             self.ea_batched.fetch_add(1, Ordering::Relaxed);
             let Ok(sci) = cifs_inode(s) else { continue };
-            let answer = match self.ea_answer(s, sci, sctx, sample, now, r) {
-                // NO_EAS was recorded as the inode's own answer; a refused
-                // class marked the tree connect; any other failure keeps
-                // nothing: the entry is asked alone when its turn comes.
-                Ok(eas) if eas.is_empty() => continue,
-                Err(e) if e != Errno::EACCES => continue,
-                a => a,
-            };
-            // Kept only if nothing changed its EAs since the sample.
-            if sci.ea.lock().generation <= sample {
-                *sci.prefetched.lock() = Some(Prefetched {
-                    ms: now,
-                    sample,
-                    answer,
-                });
-            }
+            let _ = self.ea_answer(s, sci, sctx, sample, now, r);
         }
         own
     }
 
-    /// The answer a sibling's batch kept for `inode`, taken (it serves one
-    /// call): only inside its attribute window and if no local EA change
-    /// (through this name or another of the same file) came after the
-    /// request that brought it.
-    fn take_prefetched(
-        &self,
-        inode: &Inode,
-        ci: &CifsInode,
-        now: u64,
-    ) -> Option<KResult<Vec<FullEa>>> {
-        let p = ci.prefetched.lock().take()?;
-        let generation = ci.ea.lock().generation.max(self.ea_linked_generation(ci));
-        let fresh = now.saturating_sub(p.ms) < self.attr_window(inode);
-        (fresh && generation <= p.sample).then_some(p.answer)
+    /// Notes an EA question about `ci` on its listing and says whether a
+    /// walk over that listing is visible, as readahead sees a sequential
+    /// reader: the previous question on the listing, inside the attribute
+    /// window, was about the entry listed just before (`Some(false)`: in
+    /// the server's order) or just before by name (`Some(true)`: `ls`
+    /// sorts). Any other question starts the batches small again.
+    fn ea_walk(&self, inode: &Inode, ci: &CifsInode, now: u64) -> Option<bool> {
+        let (l, at) = ci.listed.lock().clone()?;
+        let prev = l.last_at.swap(at, Ordering::Relaxed);
+        let prev_ms = l.last_ms.swap(now, Ordering::Relaxed);
+        if prev == at {
+            // The same entry again (a size query, then the fetch): no new
+            // evidence either way.
+            return None;
+        }
+        let fresh = prev != usize::MAX && now.saturating_sub(prev_ms) < self.attr_window(inode);
+        let np = l.name_pos.get(at).copied().unwrap_or(0);
+        let walk = if !fresh {
+            None
+        } else if at > 0 && prev == at - 1 {
+            Some(false)
+        } else if np > 0 && l.by_name.get(np - 1) == Some(&prev) {
+            Some(true)
+        } else {
+            None
+        };
+        if walk.is_none() {
+            let first = eacache::FIRST_BATCH.min(self.opts.eacache_batch as usize);
+            l.next_batch.store(first, Ordering::Relaxed);
+        }
+        walk
     }
 
     /// A listing's entries, in the server's order: each learns its place,
@@ -186,9 +209,27 @@ impl CifsFs {
         if batch <= 1 || !eacache::batches(self.opts.effective_eacache().sends()) {
             return;
         }
+        let names: Vec<String> = order
+            .iter()
+            .map(|i| {
+                i.private::<CifsInode>()
+                    .map(CifsInode::path)
+                    .unwrap_or_default()
+            })
+            .collect();
+        let mut by_name: Vec<usize> = (0..order.len()).collect();
+        by_name.sort_by(|&a, &b| names[a].as_bytes().cmp(names[b].as_bytes()));
+        let mut name_pos = alloc::vec![0; order.len()];
+        for (p, &i) in by_name.iter().enumerate() {
+            name_pos[i] = p;
+        }
         let l = Arc::new(Listing {
             entries: order.iter().map(Arc::downgrade).collect(),
+            by_name,
+            name_pos,
             next_batch: AtomicUsize::new(eacache::FIRST_BATCH.min(batch)),
+            last_at: AtomicUsize::new(usize::MAX),
+            last_ms: AtomicU64::new(0),
         });
         for (i, inode) in order.iter().enumerate() {
             if let Some(ci) = inode.private::<CifsInode>() {
@@ -198,8 +239,9 @@ impl CifsFs {
     }
 
     /// The entries whose EA queries go with `ci`'s: listed with it, after
-    /// it in listing order and then from the start, that the design would
-    /// ask about now and that hold no answer kept for them; at most the
+    /// it in the walk's order (by name when `by_name`, else the server's;
+    /// never past the last), that the design would ask about now; at most
+    /// the
     /// listing's batch size less one, looking at no more than four times
     /// that many (a walk over a large listing's answered entries costs no
     /// more than the batch). None before the tree connect has answered
@@ -210,6 +252,7 @@ impl CifsFs {
         ci: &CifsInode,
         now: u64,
         design: &dyn EaCacheDesign,
+        by_name: bool,
     ) -> Vec<(Arc<Inode>, EaCtx)> {
         let mut out = Vec::new();
         if !eacache::batches(design.sends()) || self.opts.eacache_batch <= 1 {
@@ -224,7 +267,8 @@ impl CifsFs {
             t.follow(generation);
             // A link that went down is brought up by the next request,
             // as a new tree connect: its first EA query goes alone.
-            if !up || !t.answered || t.refused {
+            // A batch that met a parked CREATE: no more batches here.
+            if !up || !t.answered || t.refused || t.parked {
                 return out;
             }
             // negcache's per-tcon stop needs K answers without EAs: a
@@ -246,20 +290,22 @@ impl CifsFs {
             if out.len() + 1 >= want {
                 break;
             }
-            let Some(s) = l.entries[(at + k) % n].upgrade() else {
+            let place = if by_name {
+                let np = l.name_pos.get(at).copied().unwrap_or(n);
+                l.by_name.get(np + k).copied()
+            } else {
+                Some(at + k)
+            };
+            // The walk's end: nothing after the last entry.
+            let Some(w) = place.and_then(|p| l.entries.get(p)) else {
+                break;
+            };
+            let Some(s) = w.upgrade() else {
                 continue;
             };
             let Some(sci) = s.private::<CifsInode>() else {
                 continue;
             };
-            if sci
-                .prefetched
-                .lock()
-                .as_ref()
-                .is_some_and(|p| now.saturating_sub(p.ms) < self.attr_window(&s))
-            {
-                continue;
-            }
             let sctx = self.ea_ctx(&s, sci, now);
             if design.decide(&sctx) == EaAnswer::Ask {
                 out.push((s, sctx));

@@ -94,24 +94,21 @@ pub struct CifsInode {
     /// there: whose EA queries may go with its own ([`eacache`],
     /// "Batched sibling queries").
     listed: SpinLock<Option<(Arc<Listing>, usize)>>,
-    /// An EA answer asked for with a sibling's, kept for its next call.
-    prefetched: SpinLock<Option<Prefetched>>,
 }
 
 /// One directory listing, in the server's order, as the EA batches see it.
 pub(crate) struct Listing {
     entries: alloc::vec::Vec<alloc::sync::Weak<Inode>>,
+    /// The places in `entries`, in name order (`ls` walks sorted).
+    by_name: alloc::vec::Vec<usize>,
+    /// Each entry's place in `by_name`.
+    name_pos: alloc::vec::Vec<usize>,
     /// Entries the next batch may carry (doubles up to `eacache_batch=`).
     next_batch: core::sync::atomic::AtomicUsize,
-}
-
-/// A sibling's EA answer (EAs, or EACCES), from a request sent after
-/// `sample`, when `ms`: good for one call inside the attribute window,
-/// unless the inode's EAs changed since.
-struct Prefetched {
-    ms: u64,
-    sample: u64,
-    answer: KResult<alloc::vec::Vec<smb::wire::ea::FullEa>>,
+    /// The place of the entry of the last EA question on this listing
+    /// (`usize::MAX`: none yet) and when it came.
+    last_at: core::sync::atomic::AtomicUsize,
+    last_ms: AtomicU64,
 }
 
 impl CifsInode {
@@ -126,7 +123,6 @@ impl CifsInode {
             reparse: AtomicBool::new(false),
             wsl_ms: AtomicU64::new(0),
             listed: SpinLock::new(None),
-            prefetched: SpinLock::new(None),
         }
     }
 
@@ -148,7 +144,6 @@ impl CifsInode {
         e.no_eas_ms = 0;
         drop(e);
         self.wsl_ms.store(0, Ordering::Relaxed);
-        *self.prefetched.lock() = None;
         g
     }
 
@@ -277,6 +272,10 @@ struct TconEa {
     /// Some EA query was answered (not refused as a class): from then on
     /// queries may go in batches.
     answered: bool,
+    /// A batch met a STATUS_PENDING interim reply (a CREATE parked on an
+    /// oplock or lease break): no more batches on this tree connect, so
+    /// another client's open cannot hold up questions about other files.
+    parked: bool,
     /// The connection generation this state belongs to.
     generation: u64,
 }
@@ -335,8 +334,6 @@ pub struct CifsFs {
     pub ea_local: AtomicU64,
     /// Of `ea_queries`, those sent for a sibling of the entry asked about.
     pub ea_batched: AtomicU64,
-    /// Calls answered by a sibling's batched answer kept for them.
-    pub ea_prefetch_hits: AtomicU64,
     /// Batched round trips (each one send of one or more compounds).
     pub ea_batches: AtomicU64,
     /// WSL metadata EA queries sent (reparse points' `stat`).
@@ -692,7 +689,6 @@ pub fn mount(
         ea_queries: AtomicU64::new(0),
         ea_local: AtomicU64::new(0),
         ea_batched: AtomicU64::new(0),
-        ea_prefetch_hits: AtomicU64::new(0),
         ea_batches: AtomicU64::new(0),
         wsl_queries: AtomicU64::new(0),
         ea_refused: AtomicU64::new(0),
