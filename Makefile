@@ -53,7 +53,7 @@ help:
 	@echo "make setup-run  install only what make run needs (as root; QEMU, gcc, libc6-dev, the rust target)"
 	@echo "make build      build host crates and the kernel (release)"
 	@echo "make run        setup-run + build + boot the demo (DEMO_CMDLINE='$(DEMO_CMDLINE)', DEMO_SMP=$(DEMO_SMP))"
-	@echo "make test       setup + host tests + loom models + QEMU boot tests at $(BOOT_TEST_SMPS) vCPUs"
+	@echo "make test       setup + host tests (the kernel's library included) + loom models + QEMU boot tests at $(BOOT_TEST_SMPS) vCPUs"
 	@echo "make test-loom  the loom models only (fs/tests/loom.rs, fs/tests/loom_rcu.rs, fs/tests/loom_host_rcu.rs)"
 	@echo "make vfsstress  walks while the tree moves and mounts come and go, VFSSTRESS_SECS=$(VFSSTRESS_SECS) s per design (fs/tests/vfsstress.rs)"
 	@echo "make test-generated  generated files in git equal what their command makes; docs links resolve"
@@ -103,8 +103,13 @@ boot: build-qemu-run build-kernel
 
 # REQUIRE_FIXTURES=1: a test whose fixture (root, Samba, QEMU, the kernel
 # image) is missing fails with the reason instead of skipping (qemu::fixtures).
+# The root workspace's default members leave the kernel out (its binary
+# builds only for $(KERNEL_TARGET)), so its hardware-free library (the
+# command-line parser, the SMB mount arguments) is tested here on the host,
+# unit tests and the cmdline fuzz replay (kernel/src/fuzz_cmdline.rs).
 test-host:
 	REQUIRE_FIXTURES=1 $(CARGO) test --release --no-fail-fast
+	$(CARGO) test --release -p kernel --lib
 
 # The loom models of fs/src/sync (both RCUs: loom_rcu; host mode's grace periods without
 # membarrier: loom_host_rcu) and of the noalloc race. `--cfg loom`

@@ -27,7 +27,7 @@
 //! Touches nothing: pure code that never allocates, errors and help
 //! included (errors borrow the words they name), because the kernel parses
 //! its command line before its heap exists; the fuzz harness
-//! (`fs/tests/fuzz_harness/cmdline.rs`) runs it with allocation forbidden.
+//! (`kernel/src/fuzz_cmdline/harness.rs`) runs it with allocation forbidden.
 
 use core::fmt;
 

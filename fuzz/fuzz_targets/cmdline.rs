@@ -1,6 +1,7 @@
 //! cargo-fuzz target `cmdline`: the kernel command-line parser, included by
 //! path from `kernel/src/` (pure code); the body lives in
-//! `fs/tests/fuzz_harness/cmdline.rs`, shared with the stable replay.
+//! `kernel/src/fuzz_cmdline/harness.rs`, shared with the stable replay
+//! `kernel/src/fuzz_cmdline.rs`.
 #![no_main]
 
 #[path = "../../kernel/src/smbargs.rs"]
@@ -11,7 +12,7 @@ mod smbargs;
 #[allow(dead_code)]
 mod cmdline;
 
-#[path = "../../fs/tests/fuzz_harness/cmdline.rs"]
+#[path = "../../kernel/src/fuzz_cmdline/harness.rs"]
 mod harness;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

@@ -1,7 +1,8 @@
 //! The kernel's hardware-free modules, also built for the host so their unit
 //! tests run with `cargo test -p kernel --lib`: the command-line parser,
-//! the demo's table and the random source's sanity rules. The bootable kernel is the `kernel` binary
-//! (`main.rs`), which uses this library.
+//! the demo's table and the random source's sanity rules; and, in the test
+//! build only, the command-line parser's fuzz replay (`fuzz_cmdline`). The
+//! bootable kernel is the `kernel` binary (`main.rs`), which uses this library.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_code)]
 
@@ -9,3 +10,6 @@ pub mod cmdline;
 pub mod demotable;
 pub mod randcheck;
 pub mod smbargs;
+
+#[cfg(test)]
+mod fuzz_cmdline;

@@ -21,7 +21,7 @@
 
 #![allow(dead_code)]
 
-pub mod mutate;
+pub use fuzzmutate as mutate;
 pub mod replies;
 
 use std::collections::VecDeque;

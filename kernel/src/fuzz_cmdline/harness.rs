@@ -1,10 +1,10 @@
 //! Fuzz harness of the kernel command line: the one command-line parser
-//! (`bench::cmdline`) over the kernel's key tables (`kernel/src/cmdline.rs`,
-//! its own keys beside `bench::params::keys`), shared by the cargo-fuzz
-//! target `fuzz/fuzz_targets/cmdline.rs` and the stable replay
-//! `fuzz/stable/cmdline_replay.rs`. The including crate root declares
-//! `mod smbargs` and `mod cmdline` (by `#[path]` into `kernel/src/`) and
-//! depends on `bench` and `assert_no_alloc`. Pure code.
+//! (`bench::cmdline`) over the kernel's key tables (`kernel::cmdline`, its
+//! own keys beside `bench::params::keys`), shared by the stable replay
+//! `kernel/src/fuzz_cmdline.rs` and the cargo-fuzz target
+//! `fuzz/fuzz_targets/cmdline.rs`. The including crate root names the
+//! parser `crate::cmdline` and depends on `bench` and `assert_no_alloc`.
+//! Pure code.
 //!
 //! The kernel parses its command line before its heap exists, so an
 //! allocation anywhere in parsing or in rendering the error is a kernel

@@ -1,32 +1,25 @@
 //! Stable replay of the `cmdline` fuzz target (the kernel command-line
-//! parser): every file of `fuzz/corpus/cmdline/`, then 20,000 seeded
-//! mutations, no panics and no allocation (the kernel parses before its
-//! heap exists; the harness forbids allocation around the parser). Lives
-//! here because the parser is `bench::cmdline` (the kernel's tables are
-//! included by path); wired into `make test` as a `bench` integration test:
+//! parser, `kernel::cmdline` over `bench::cmdline`): every file of the
+//! target's cargo-fuzz corpus, then 20,000 seeded mutations, no panics and
+//! no allocation (the kernel parses before its heap exists; the harness,
+//! `fuzz_cmdline/harness.rs`, forbids allocation around the parser). A unit
+//! test of the library that owns the parser's key tables (`cargo test -p
+//! kernel --lib`, which `make test-host` runs): an integration test would
+//! make cargo build the `kernel` binary for the host, where it cannot link.
 //!
-//! ```toml
-//! [[test]]
-//! name = "fuzz_cmdline"
-//! path = "../fuzz/stable/cmdline_replay.rs"
-//! ```
-//!
-//! Reads only `fuzz/corpus/cmdline/`.
+//! Reads only `fuzz/corpus/cmdline/`, the one folder read outside this crate,
+//! on purpose: every fuzz target's corpus lives under `fuzz/corpus/`, where
+//! libFuzzer grows it and `fuzz/.gitignore` keeps the seeds, and the stable
+//! replays (this one, `fs/tests/fuzz_replay.rs`) read the corpus the fuzzer
+//! runs from rather than a copy that would drift from it.
 
-#[path = "../../kernel/src/smbargs.rs"]
-#[allow(dead_code)]
-mod smbargs;
+use crate::cmdline;
 
-#[path = "../../kernel/src/cmdline.rs"]
-#[allow(dead_code)]
-mod cmdline;
-
-#[path = "../../fs/tests/fuzz_harness/cmdline.rs"]
+// The harness names the parser `crate::cmdline`: this library's module here,
+// the kernel's file included by path in the cargo-fuzz target.
 mod harness;
 
-#[path = "../../fs/tests/fuzz_harness/mutate.rs"]
-mod mutate;
-
+use fuzzmutate as mutate;
 use std::path::Path;
 
 const MUTATIONS: u64 = 20_000;

@@ -1,7 +1,9 @@
-//! A small seeded mutator for the stable fuzz runs (`fs/tests/fuzz_replay.rs`
-//! and the cmdline replay): libFuzzer-like byte mutations driven by
-//! the workspace's seeded generator (`fastrand`), so every machine runs the
-//! same inputs. Pure code.
+//! A small seeded mutator for the stable fuzz runs (`fs/tests/fuzz_replay.rs`,
+//! `kernel/src/fuzz_cmdline.rs`, and the cargo-fuzz harnesses that share
+//! `fs/tests/fuzz_harness/`): libFuzzer-like byte mutations driven by the
+//! workspace's seeded generator (`fastrand`), so every machine runs the same
+//! inputs. Its own crate, below fs and the kernel, so that neither reads the
+//! other's files. Pure code.
 
 /// The generator: [`Rng::new`] seeds stream `k` (any value; 0 is fine).
 pub struct Rng(fastrand::Rng);
