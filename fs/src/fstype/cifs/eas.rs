@@ -307,7 +307,11 @@ impl CifsFs {
                 continue;
             };
             let sctx = self.ea_ctx(&s, sci, now);
-            if design.decide(&sctx) == EaAnswer::Ask {
+            // A sibling listed with EaSize != 0 has EAs: a batch keeps
+            // only NO_EAS, so its list would be fetched and dropped, and
+            // fetched again on its own turn. It waits for that turn.
+            let listed_with_eas = matches!(sctx.ea_size, Some(n) if n != 0);
+            if !listed_with_eas && design.decide(&sctx) == EaAnswer::Ask {
                 out.push((s, sctx));
             }
         }
