@@ -217,15 +217,27 @@ fn boot(
 }
 
 /// Both clients against `srv`; asserts the default designs' lines.
+/// The three servers' tests run as threads of one binary; the packages
+/// and the module build share one directory, so one thread prepares them
+/// while the others wait (on a fresh clone two parallel module builds
+/// clobbered each other's headers).
+static PREPARE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn check(srv: &Server) {
     let build = linuxref::default_build_dir();
-    let paths = match linuxref::ensure_release(&build, Release::V7_3) {
-        Ok(p) => p,
-        Err(why) => return qemu::fixtures::skip(FILE, "the Linux 7.3 packages", why),
+    let prepared = {
+        let _one = PREPARE.lock().unwrap_or_else(|e| e.into_inner());
+        linuxref::ensure_release(&build, Release::V7_3)
+            .map_err(|why| ("the Linux 7.3 packages", why))
+            .and_then(|paths| {
+                linuxref::ensure_cifs_module(&build, Release::V7_3, SERIES)
+                    .map(|m| (paths, m))
+                    .map_err(|why| ("the out-of-tree cifs.ko build", why))
+            })
     };
-    let module = match linuxref::ensure_cifs_module(&build, Release::V7_3, SERIES) {
-        Ok(m) => m,
-        Err(why) => return qemu::fixtures::skip(FILE, "the out-of-tree cifs.ko build", why),
+    let (paths, module) = match prepared {
+        Ok(pm) => pm,
+        Err((what, why)) => return qemu::fixtures::skip(FILE, what, why),
     };
     let mut failures = boot(&paths, srv, "linux-7.3.4", None, &[("default", "", true)]);
     failures.extend(boot(
