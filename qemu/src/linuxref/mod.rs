@@ -50,10 +50,10 @@ mod build;
 mod cifsmod;
 mod console;
 mod guest;
+mod guest_negcost;
 mod initramfs;
 mod kbuild;
 mod modules;
-mod negcost;
 mod oracle;
 mod parse;
 mod source;
@@ -76,16 +76,16 @@ pub use guest::{
     run_host_statneg, run_statneg, trace_counts, CifsListing, CifsRun, EaCheck, GuestReport,
     GuestRun, XattrSeen, DEFAULT_COUNT_ITERS, MARKER_PORT,
 };
+pub use guest_negcost::{
+    locked_stretches, negcost_cmdline, negcost_script, negcost_source, parse_negcost, run_negcost,
+    trace_steps, GuestNegcost, LockedStretch, NegcostKernel, NegcostReport, StepStretches,
+    NEGCOST_FILES, NEGCOST_MEM_MIB,
+};
 pub use kbuild::{
     broken_dir, ensure_kernel, kernel_image, patches_dir, select_kernel, Kernel, BROKEN_DIR,
     PATCHES_DIR,
 };
 pub(crate) use modules::{decompressed_modules, module_load_order};
-pub use negcost::{
-    locked_stretches, negcost_cmdline, negcost_script, negcost_source, parse_negcost, run_negcost,
-    trace_steps, GuestNegcost, LockedStretch, NegcostKernel, NegcostReport, StepStretches,
-    NEGCOST_FILES, NEGCOST_MEM_MIB,
-};
 pub use oracle::{
     cached_line, cached_source, cached_verdict, casefold_line, casefold_source, oracle_line,
     oracle_source, oracle_verdict, parse_cached, parse_casefold, parse_oracle, run_oracle, Cached,
