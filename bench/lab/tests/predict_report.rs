@@ -255,8 +255,25 @@ fn the_predict_table_labels_what_its_checks_did_not_cover() {
         spans_2: Default::default(),
         window_ns_at_sharing: 0.0,
         slow_ns_at_sharing: 0.0,
+        round: 0,
+        held_out: false,
     };
     let checked = table(&models, std::slice::from_ref(&met));
     assert_eq!(count(&checked), 5, "{checked}");
     assert!(checked.contains("| 10.00 M |"), "{checked}");
+    // A fit round met in-sample, its held-out round missed by 40 %: the
+    // held-out round decides, and 2 CPUs are extrapolated again.
+    let fit = Check {
+        round: 1,
+        ..met.clone()
+    };
+    let missed = Check {
+        round: 2,
+        held_out: true,
+        measured_per_cpu_s: 5e6 / 1.4,
+        ..met.clone()
+    };
+    let split = table(&models, &[fit.clone(), missed]);
+    assert_eq!(count(&split), 6, "{split}");
+    assert_eq!(count(&table(&models, &[fit])), 5);
 }

@@ -235,6 +235,17 @@ fn validate_measures_the_transfer_latency_around_each_two_task_run() {
         assert!(used > 1.0 && used < 1e7, "{line}");
         used_tx.push(used);
     }
+    // Round 1 fits the model, round 2 validates it with round 1's inputs;
+    // both are printed, and only the held-out round gives the verdict.
+    assert!(
+        out.contains("rounds: the model is fitted on 1 (odd) and validated on 2 (even)"),
+        "{out}"
+    );
+    assert!(out.contains("| noalloc | qspinlock | fit 1 |"), "{out}");
+    assert!(
+        out.contains("| noalloc | qspinlock | held out 2 |"),
+        "{out}"
+    );
     // The predicted table is made at the rounds' (lower) median latency,
     // and says so where that is not the reading taken when the run began.
     let start: f64 = out

@@ -210,9 +210,15 @@ measured_per_cpu_s,effective_cpus,transfers_predicted,transfers_measured,allocs_
 allocs_measured";
 
 /// checks.csv's header: [`CHECKS_HEADER_V6`]'s columns, the spans'
-/// ([`spans::COLUMNS`]) of the 1-CPU run and of the 2-CPU run, then the
-/// model's spans at the run's sharing.
+/// ([`spans::COLUMNS`]) of the 1-CPU run and of the 2-CPU run, the
+/// model's spans at the run's sharing, then the round and whether it was
+/// held out of the fit ([`super::split`]).
 pub fn checks_header() -> String {
+    checks_header_v8() + ",round,held_out"
+}
+
+/// The header before the round and its set (read, never written).
+fn checks_header_v8() -> String {
     checks_header_v7() + ",window_ns_at_sharing,slow_ns_at_sharing"
 }
 
@@ -260,7 +266,14 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
         for v in c.spans_1.values().iter().chain(c.spans_2.values().iter()) {
             let _ = write!(s, ",{v}");
         }
-        let _ = writeln!(s, ",{},{}", c.window_ns_at_sharing, c.slow_ns_at_sharing);
+        let _ = writeln!(
+            s,
+            ",{},{},{},{}",
+            c.window_ns_at_sharing,
+            c.slow_ns_at_sharing,
+            c.round,
+            u8::from(c.held_out)
+        );
     }
     s
 }
@@ -268,9 +281,10 @@ pub fn checks_to_csv(checks: &[Check]) -> String {
 /// Parse [`checks_to_csv`]'s text.
 pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
     let mut lines = text.lines();
-    let (header, v7) = (checks_header(), checks_header_v7());
+    let (header, v8, v7) = (checks_header(), checks_header_v8(), checks_header_v7());
     let fields = match lines.next().map(str::trim_end) {
-        Some(h) if h == header => MODEL_SPANS_AT + 2,
+        Some(h) if h == header => ROUND_AT + 2,
+        Some(h) if h == v8 => MODEL_SPANS_AT + 2,
         Some(h) if h == v7 => MODEL_SPANS_AT,
         Some(CHECKS_HEADER_V6) => 22,
         Some(CHECKS_HEADER_V5) => 20,
@@ -324,6 +338,20 @@ pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
                 } else {
                     0.0
                 },
+                round: if fields > ROUND_AT {
+                    f[ROUND_AT].parse::<u32>().map_err(|_| bad())?
+                } else {
+                    0
+                },
+                held_out: if fields > ROUND_AT + 1 {
+                    match f[ROUND_AT + 1] {
+                        "0" => false,
+                        "1" => true,
+                        _ => return Err(bad()),
+                    }
+                } else {
+                    false
+                },
             })
         })
         .collect()
@@ -333,6 +361,8 @@ pub fn checks_from_csv(text: &str) -> Result<Vec<Check>, String> {
 /// spans after them.
 const SPANS_AT: usize = 22;
 const MODEL_SPANS_AT: usize = SPANS_AT + 2 * spans::COLUMNS.len();
+/// Where the round and its set begin.
+const ROUND_AT: usize = MODEL_SPANS_AT + 2;
 
 /// The spans of a run on `tasks` CPUs from the columns at `at` of line
 /// `f`; not measured (`tasks` 0) where the line has none, or all are 0.

@@ -1,7 +1,9 @@
 //! `bench predict`: measure each design's 1-CPU inputs in this process,
 //! feed them to the scaling model ([`model`]) and print the
 //! predicted ops/s at 1..64 CPUs per design and lock kind; with
-//! `--validate`, also measure 2 CPUs and set each prediction beside it.
+//! `--validate`, also measure 2 CPUs and set each prediction beside it:
+//! the model is fitted on the odd rounds and validated on the even ones
+//! ([`split`]).
 //!
 //! Inputs per design (and lock kind, where this build has `lock=`):
 //! a plain 1-task run gives ns per op; a census run (`census_run.rs`: two
@@ -44,6 +46,7 @@ pub mod extrapolate;
 pub mod model;
 mod round;
 pub mod spans;
+pub mod split;
 pub mod steal;
 mod tables;
 
@@ -568,30 +571,6 @@ fn run_per_lock_kind(
     Ok(())
 }
 
-/// One model per (testcase, design, lock) from the rounds' models: the
-/// round whose 1-CPU ns/op is the median (the lower one for an even
-/// count), so one slow round on a loaded machine does not set the inputs.
-/// First-seen order is kept.
-pub fn median_models(all: Vec<Model>) -> Vec<Model> {
-    let mut keys: Vec<(String, String, LockKind)> = Vec::new();
-    for m in &all {
-        let k = (m.testcase.clone(), m.design.clone(), m.lock);
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    keys.into_iter()
-        .map(|(t, d, l)| {
-            let mut mine: Vec<&Model> = all
-                .iter()
-                .filter(|m| m.testcase == t && m.design == d && m.lock == l)
-                .collect();
-            mine.sort_by(|a, b| a.inputs.ns_per_op.total_cmp(&b.inputs.ns_per_op));
-            mine[(mine.len() - 1) / 2].clone()
-        })
-        .collect()
-}
-
 /// The latency the predicted table (1..64 CPUs) is made at: the lower
 /// median of the rounds' latencies where `--validate` recorded them (a
 /// machine whose CPUs move between regimes, as this VM's vCPUs do, may
@@ -742,17 +721,17 @@ fn session<'a>(
 /// The rounds' models at the table's latency, medians per design and lock
 /// kind: the tables on stdout, and under `--out` the files.
 fn finish(a: &PredictArgs, transfer_ns: f64, got: Gathered) -> Result<(), String> {
-    let Gathered {
-        mut models,
-        rows,
-        checks,
-    } = got;
+    let Gathered { rounds, rows } = got;
+    let checks = split::checks(&rounds);
+    if a.validate {
+        println!("{}", split::say_sets(a.repeat));
+    }
     let table_tx = table_transfer_ns(transfer_ns, &checks);
     say_table_latency(transfer_ns, table_tx);
+    let mut models = split::fit_models(&rounds);
     for m in &mut models {
         m.transfer_ns = table_tx;
     }
-    let models = median_models(models);
     print!("{}", table(&models, &checks));
     if models.iter().any(|m| !m.inputs.lines.is_empty()) {
         print!("\nShared lines (what the census saw per op, two tasks' ops taking turns on one thread):\n{}", lines_table(&models));

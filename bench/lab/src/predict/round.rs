@@ -1,7 +1,8 @@
 //! One round of `bench predict` for one design and lock kind: its 1-CPU
 //! inputs and, under `--validate`, its 2-CPU check (the move-price probe,
 //! the 2-task run at a settled transfer latency, the spans), gathered into
-//! the command's models, raw.csv rows and checks.
+//! the command's rounds ([`super::split`] makes the models and checks of
+//! them) and raw.csv rows.
 //!
 //! Touches: threads of this process (the runs), stdout (a line per probe).
 
@@ -12,6 +13,7 @@ use formats::output::RunOutput;
 
 use super::model::{Inputs, LockKind};
 use super::spans::{self, Spans};
+use super::split::Round;
 use super::{
     measure_inputs, params, round_transfer_ns, run_spent, steal, tx_settled, Check, Measured,
     Model, PredictArgs, Spent, ROUND_TX_TRIES, STEAL_PAIRS,
@@ -35,29 +37,29 @@ pub(super) struct Session<'a> {
     pub cpu_model: String,
 }
 
-/// What the rounds gather: a model per round and lock kind, the measured
-/// runs (raw.csv) and the checks.
+/// What the rounds gather: each round per design and lock kind, and the
+/// measured runs (raw.csv).
 #[derive(Default)]
 pub(super) struct Gathered {
-    pub models: Vec<Model>,
+    pub rounds: Vec<Round>,
     pub rows: Vec<Row>,
-    pub checks: Vec<Check>,
 }
 
 /// A round's 2-CPU measurement, for its checks.
-struct Validation {
-    o2: RunOutput,
-    spent2: Spent,
-    /// The latency the check predicts with.
-    check_tx: f64,
+pub(super) struct Validation {
+    pub o2: RunOutput,
+    pub spent2: Spent,
+    /// The latency the check predicts with: the round's own, measured
+    /// around its 2-task run (the machine's state then, not a fitted input).
+    pub check_tx: f64,
     /// The move price the probe measured, if it ran and saw a transfer.
-    move_ns: Option<f64>,
-    spans_12: Option<[Spans; 2]>,
+    pub move_ns: Option<f64>,
+    pub spans_12: Option<[Spans; 2]>,
 }
 
 impl Validation {
-    /// The check of `m` (on the CPU-time inputs `cpu`).
-    fn check(&self, m: &Model, cpu: &Inputs) -> Check {
+    /// The check of `m` (on the CPU-time inputs `cpu`) against this run.
+    pub fn check(&self, m: &Model, cpu: &Inputs) -> Check {
         let at_its_moment = Model {
             transfer_ns: self.check_tx,
             ..m.clone()
@@ -107,12 +109,25 @@ pub(super) fn run(
             transfer_ns: s.transfer_ns,
             lock_measured: lk.is_some(),
         };
-        if let Some(v) = &validation {
-            out.checks.push(v.check(&m, &m1.cpu));
-        }
-        out.models.push(m);
+        out.rounds.push(Round {
+            round,
+            model: m,
+            cpu: m1.cpu.clone(),
+            validation: clone_validation(&validation),
+        });
     }
     Ok(())
+}
+
+/// A copy of a round's 2-CPU measurement for each lock kind it stands for.
+fn clone_validation(v: &Option<Validation>) -> Option<Validation> {
+    v.as_ref().map(|v| Validation {
+        o2: v.o2.clone(),
+        spent2: v.spent2,
+        check_tx: v.check_tx,
+        move_ns: v.move_ns,
+        spans_12: v.spans_12,
+    })
 }
 
 /// The 2-CPU side of a round: the probes of a design that misses (the

@@ -79,6 +79,12 @@ pub struct Check {
     /// design that does not allocate, or not recorded.
     pub window_ns_at_sharing: f64,
     pub slow_ns_at_sharing: f64,
+    /// The round whose 2-task run this checks (0: not recorded), and
+    /// whether the prediction came from other rounds' inputs (a held-out
+    /// round, [`super::split`]) rather than the round's own (a fit round:
+    /// in-sample, no verdict where held-out rounds exist).
+    pub round: u32,
+    pub held_out: bool,
 }
 
 impl Check {
@@ -145,6 +151,8 @@ impl Check {
             spans_2: Default::default(),
             window_ns_at_sharing: if cpu.allocs > 0.0 { at.window_ns } else { 0.0 },
             slow_ns_at_sharing: if cpu.allocs > 0.0 { at.slow_ns } else { 0.0 },
+            round: 0,
+            held_out: false,
         }
     }
 
@@ -239,6 +247,28 @@ fn within(ratio: f64) -> bool {
     (0.75..=1.25).contains(&ratio)
 }
 
+/// The checks a verdict rests on: the held-out rounds' where there are any
+/// ([`super::split`]), else all (a single round, or a checks.csv from
+/// before the split: in-sample).
+fn verdict_checks(checks: &[Check]) -> Vec<Check> {
+    if checks.iter().any(|c| c.held_out) {
+        checks.iter().filter(|c| c.held_out).cloned().collect()
+    } else {
+        checks.to_vec()
+    }
+}
+
+/// A group's rounds as a cell: `fit 1,3,5` or `held out 2,4`, or how many
+/// where the rounds were not recorded.
+fn rounds_cell(mine: &[&Check]) -> String {
+    if mine.iter().any(|c| c.round == 0) {
+        return mine.len().to_string();
+    }
+    let list: Vec<String> = mine.iter().map(|c| c.round.to_string()).collect();
+    let set = if mine[0].held_out { "held out" } else { "fit" };
+    format!("{set} {}", list.join(","))
+}
+
 /// The ±25 % check table: per design and lock kind, the median round (by
 /// the CPU-time ratio) with the spread of both ratios over the rounds.
 /// The verdict uses the CPU-time ratio, which holds on a machine whose
@@ -258,7 +288,11 @@ pub fn validation_table(checks: &[Check]) -> String {
          transfer latency measured just before and after it (bench predict prints it per \
          round): on a VM whose vCPUs move between cores that share a cache and cores that do \
          not, the latency of the run's start is not that of every round: the last column gives \
-         the median round's, and the range over the rounds.\n\n\
+         the median round's, and the range over the rounds. The model is fitted on the odd \
+         rounds and validated on the even ones (`benchlab::predict::split`): a *held out* row \
+         predicts its rounds' 2-task runs with the fit rounds' median inputs, never their own, \
+         and gives the verdict; a *fit* row checks each fit round against its own inputs \
+         (*in-sample*, no verdict where held-out rounds exist).\n\n\
          ",
     );
     let mut t = Table::new([
@@ -279,7 +313,9 @@ pub fn validation_table(checks: &[Check]) -> String {
         ("verdict (±25 %)", Left),
         ("transfer ns", Right),
     ]);
-    for ((design, lock), mine) in groups_by(checks, |c| (c.design.as_str(), c.lock)) {
+    for ((design, lock, held_out), mine) in
+        groups_by(checks, |c| (c.design.as_str(), c.lock, c.held_out))
+    {
         let med = median_round(&mine);
         let span = |f: &dyn Fn(&Check) -> f64| {
             let lo = mine.iter().map(|c| f(c)).fold(f64::INFINITY, f64::min);
@@ -298,11 +334,25 @@ pub fn validation_table(checks: &[Check]) -> String {
         } else {
             format!("{:.1} [{tx_lo:.0}–{tx_hi:.0}]", med.transfer_ns)
         };
-        let ok = within(med.cpu_ratio());
+        let ok = (if within(med.cpu_ratio()) {
+            "met"
+        } else {
+            "NOT met"
+        })
+        .to_string();
+        let any_held_out = checks
+            .iter()
+            .any(|c| c.held_out && c.design == design && c.lock == lock);
+        let verdict = match (held_out, any_held_out, med.round) {
+            (true, _, _) => ok,
+            (false, true, _) => "in-sample".to_string(),
+            (false, false, 0) => ok,
+            (false, false, _) => format!("{ok} (in-sample)"),
+        };
         t.row([
             design.to_string(),
             lock.to_string(),
-            mine.len().to_string(),
+            rounds_cell(&mine),
             crate::human(med.predicted_per_cpu_s),
             crate::human(med.measured_per_cpu_s),
             format!("{:.2} {}", med.cpu_ratio(), span(&Check::cpu_ratio)),
@@ -314,7 +364,7 @@ pub fn validation_table(checks: &[Check]) -> String {
             format!("{:.2}", med.allocs_measured),
             format!("{:.2}", med.transfers_predicted),
             format!("{:.2}", med.transfers_measured),
-            (if ok { "met" } else { "NOT met" }).to_string(),
+            verdict,
             tx,
         ]);
     }
@@ -328,13 +378,15 @@ pub fn validation_table(checks: &[Check]) -> String {
 /// the sharing the run measured beside the model's own. Empty when no
 /// round recorded its latency.
 fn by_latency_table(checks: &[Check]) -> String {
+    let checks = &verdict_checks(checks);
     if checks.iter().all(|c| c.transfer_ns <= 0.0) {
         return String::new();
     }
     let mut s = String::from(
         "\nBy transfer latency: each design and lock kind's rounds grouped by the latency \
          they were predicted with (a round joins a group while its latency is within 2× of \
-         the group's lowest), the median round of each group. *At measured sharing* predicts \
+         the group's lowest), the median round of each group; the held-out rounds only, where \
+         there are any. *At measured sharing* predicts \
          the same round with the allocating fraction its 2-task run measured in place of the \
          sharing term's: where it is near 1 and the model's own ratio is not, the sharing \
          term missed; where it is off too, so is what the model charges an allocating op at \
@@ -514,13 +566,18 @@ pub fn lock_cell(m: &Model, marker: &str) -> String {
     format!("{}{}", m.lock, if m.lock_measured { "" } else { marker })
 }
 
-/// What the 2-CPU checks of `checks` say about the model of `design` and
-/// `lock`: 2 CPUs checked where the median round (by predicted ÷
+/// What the 2-CPU checks of `checks` (its held-out rounds where it has
+/// any) say about the model of `design` and `lock`: 2 CPUs checked where the median round (by predicted ÷
 /// measured operations per CPU-second, the check's verdict) met the
 /// tolerance, the error factor the worst round's; nothing checked past the
 /// 1-CPU input without a round.
 pub fn checked_validity(checks: &[Check], design: &str, lock: LockKind) -> Validity {
-    let mut mine: Vec<(usize, f64, f64)> = checks
+    let ours: Vec<Check> = checks
+        .iter()
+        .filter(|c| c.design == design && c.lock == lock)
+        .cloned()
+        .collect();
+    let mut mine: Vec<(usize, f64, f64)> = verdict_checks(&ours)
         .iter()
         .filter(|c| c.design == design && c.lock == lock)
         .map(|c| (2, c.predicted_per_cpu_s, c.measured_per_cpu_s))

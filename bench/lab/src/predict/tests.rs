@@ -1,5 +1,7 @@
 //! Unit tests of `bench predict`: the census and window inputs, the
 //! predict.csv format and the tables.
+use super::round::Validation;
+use super::split::{self, Round};
 use super::*;
 use fs::stats::LineCensus;
 
@@ -225,6 +227,8 @@ fn the_check_uses_cpu_time() {
         spans_2: Default::default(),
         window_ns_at_sharing: 0.0,
         slow_ns_at_sharing: 0.0,
+        round: 0,
+        held_out: false,
     };
     assert_eq!(c.wall_ratio(), 2.0);
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
@@ -276,8 +280,8 @@ fn without_last_fields(c: &Check, k: usize) -> String {
 }
 
 /// The columns after the move price in a checks.csv line: the spans (1
-/// and 2 CPUs) and the model's two spans.
-const SPANS_FIELDS: usize = 2 * super::spans::COLUMNS.len() + 2;
+/// and 2 CPUs), the model's two spans, the round and its set.
+const SPANS_FIELDS: usize = 2 * super::spans::COLUMNS.len() + 4;
 
 /// A transient round at `tx` ns that met (every rate 1e6 a second).
 fn transient_round(lock: LockKind, tx: f64) -> Check {
@@ -308,6 +312,8 @@ fn transient_round(lock: LockKind, tx: f64) -> Check {
         spans_2: Default::default(),
         window_ns_at_sharing: 0.0,
         slow_ns_at_sharing: 0.0,
+        round: 0,
+        held_out: false,
     }
 }
 
@@ -406,26 +412,57 @@ fn rounds_group_by_their_latency() {
     );
 }
 
-#[test]
-fn the_median_round_sets_the_inputs() {
-    let m = |ns: f64, lock: LockKind| Model {
-        testcase: "statneg".into(),
-        design: "noalloc".into(),
-        lock,
-        inputs: Inputs {
-            ns_per_op: ns,
-            ..Inputs::default()
-        },
-        transfer_ns: 80.0,
-        lock_measured: true,
+/// Round `round` of `design` under `lock` with 1-CPU `ns` per op (wall
+/// and CPU time alike; every op allocates once where `allocs`), and a 2-CPU
+/// measurement of 1.5 M ops/CPU-s at 2 effective CPUs under `--validate`.
+fn a_round(round: u32, design: &str, lock: LockKind, ns: f64, validate: bool) -> Round {
+    let inputs = Inputs {
+        ns_per_op: ns,
+        ..Inputs::default()
     };
-    let all = vec![
-        m(100.0, LockKind::Ticket),
-        m(900.0, LockKind::Ticket),
-        m(110.0, LockKind::Ttas),
-        m(120.0, LockKind::Ticket),
+    let o2 = output::RunOutput {
+        testcase: "statneg".into(),
+        average: 3_000_000,
+        ..Default::default()
+    };
+    let spent2 = Spent {
+        ops: 3_000_000,
+        wall_s: 1.0,
+        cpu_s: 2.0,
+        ..Default::default()
+    };
+    Round {
+        round,
+        model: Model {
+            testcase: "statneg".into(),
+            design: design.into(),
+            lock,
+            inputs: inputs.clone(),
+            transfer_ns: 80.0,
+            lock_measured: true,
+        },
+        cpu: inputs,
+        validation: validate.then_some(Validation {
+            o2,
+            spent2,
+            check_tx: 80.0,
+            move_ns: None,
+            spans_12: None,
+        }),
+    }
+}
+
+#[test]
+fn the_median_fit_round_sets_the_inputs() {
+    let rounds = vec![
+        a_round(1, "noalloc", LockKind::Ticket, 100.0, false),
+        // Held out: never the table's inputs, however it compares.
+        a_round(2, "noalloc", LockKind::Ticket, 115.0, false),
+        a_round(3, "noalloc", LockKind::Ticket, 900.0, false),
+        a_round(1, "noalloc", LockKind::Ttas, 110.0, false),
+        a_round(5, "noalloc", LockKind::Ticket, 120.0, false),
     ];
-    let med = median_models(all);
+    let med = split::fit_models(&rounds);
     assert_eq!(med.len(), 2);
     assert_eq!(
         (med[0].lock, med[0].inputs.ns_per_op),
@@ -435,6 +472,65 @@ fn the_median_round_sets_the_inputs() {
         (med[1].lock, med[1].inputs.ns_per_op),
         (LockKind::Ttas, 110.0)
     );
+}
+
+/// The check's verdict comes only from rounds the model was not fitted
+/// on: a held-out round is predicted with the fit's inputs, so its own
+/// inputs change nothing, and no round is both fitted and held out.
+#[test]
+fn validation_never_reuses_the_fitting_rounds() {
+    let q = LockKind::Qspinlock;
+    // Odd rounds fit at 1 µs an op; the even rounds' own 1-CPU runs read
+    // 250 ns, which would predict 4× as much were they used.
+    let rounds: Vec<Round> = (1..=6)
+        .map(|r| {
+            a_round(
+                r,
+                "noalloc",
+                q,
+                if r % 2 == 1 { 1000.0 } else { 250.0 },
+                true,
+            )
+        })
+        .collect();
+    let checks = split::checks(&rounds);
+    assert_eq!(checks.len(), 6);
+    let held: Vec<&Check> = checks.iter().filter(|c| c.held_out).collect();
+    let fit: Vec<&Check> = checks.iter().filter(|c| !c.held_out).collect();
+    assert_eq!(held.iter().map(|c| c.round).collect::<Vec<_>>(), [2, 4, 6]);
+    assert_eq!(fit.iter().map(|c| c.round).collect::<Vec<_>>(), [1, 3, 5]);
+    // The table's model is a fit round's, never a held-out one's.
+    let f = split::fit_of(&rounds, ("statneg", "noalloc", q)).unwrap();
+    assert_eq!(split::set_of(f.round), split::Set::Fit);
+    // 1 µs an op, no sharing: 1 M ops/CPU-s against 1.5 M measured.
+    for c in &held {
+        assert!((c.predicted_per_cpu_s - 1e6).abs() < 1.0, "{c:?}");
+        assert!((c.cpu_ratio() - 2.0 / 3.0).abs() < 1e-9, "{c:?}");
+    }
+    // Whatever a held-out round measured at 1 CPU changes nothing.
+    let mut moved = rounds;
+    for r in moved.iter_mut().filter(|r| r.round % 2 == 0) {
+        r.model.inputs.ns_per_op = 1.0;
+        r.cpu.ns_per_op = 1.0;
+    }
+    let again: Vec<Check> = split::checks(&moved)
+        .into_iter()
+        .filter(|c| c.held_out)
+        .collect();
+    assert_eq!(again, held.into_iter().cloned().collect::<Vec<_>>());
+    // The verdict is the held-out rounds' (0.67: NOT met) although every
+    // fit round, checked with its own inputs, would be too; the table says
+    // which rounds are which.
+    let t = validation_table(&checks);
+    assert!(
+        t.contains("| noalloc | qspinlock | held out 2,4,6 |"),
+        "{t}"
+    );
+    assert!(t.contains("| noalloc | qspinlock | fit 1,3,5 |"), "{t}");
+    assert!(t.contains("| NOT met |"), "{t}");
+    assert!(t.contains("| in-sample |"), "{t}");
+    assert!(split::say_sets(6).contains("fitted on 1,3,5 (odd) and validated on 2,4,6 (even)"));
+    assert!(split::say_sets(1).contains("in-sample only"));
 }
 
 #[test]
@@ -729,8 +825,19 @@ fn the_spans_table_by_hand() {
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
     assert_eq!(back, vec![c.clone()]);
     let drop_last = |k: usize| without_last_fields(&c, k);
-    // Before the model's spans: they read as 0, the run's spans stay.
+    // Before the round's columns: round 0, in the fit.
+    let held = Check {
+        round: 4,
+        held_out: true,
+        ..c.clone()
+    };
+    let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&held))).unwrap();
+    assert_eq!(back, vec![held]);
     let back = checks_from_csv(&drop_last(2)).unwrap();
+    assert_eq!((back[0].round, back[0].held_out), (0, false));
+    assert_eq!(back[0].spans_2, two);
+    // Before the model's spans: they read as 0, the run's spans stay.
+    let back = checks_from_csv(&drop_last(4)).unwrap();
     assert_eq!(back[0].spans_2, two);
     assert_eq!(
         (back[0].slow_ns_at_sharing, back[0].window_ns_at_sharing),
