@@ -8,7 +8,12 @@
 //! With predictions from `bench predict` ([`render_with`]), each model
 //! (design × lock kind) is a *dashed* line labelled `predicted:DESIGN
 //! lock=KIND` over 1..64 CPUs in its testcase's panel; measured series stay
-//! solid lines with dots. The x axis then runs to 64.
+//! solid lines with dots. The x axis then runs to 64. Past the largest CPU
+//! count at which host mode measured the model's point and the prediction
+//! met it, the curve is an extrapolation, as report.md's table labels it
+//! (the same [`Validity`], from the same rows): its legend line says
+//! `extrapolated: past N CPUs, shaded`, and the table's band (`lo–hi`) is shaded
+//! around it from N on.
 //!
 //! Touches nothing but the rows it is given and the string it returns.
 
@@ -17,7 +22,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use plotters::prelude::*;
 
 use super::human;
-use super::points;
+use super::points::{self, Point};
+use super::predict::extrapolate::{self, Validity};
 use super::predict::Model;
 use super::rows::Row;
 
@@ -41,8 +47,8 @@ pub fn render(rows: &[Row]) -> Result<String, String> {
 }
 
 /// The picture's width, of which the legend column takes `LEGEND_W`.
-const WIDTH: u32 = 1200;
-const LEGEND_W: u32 = 340;
+const WIDTH: u32 = 1320;
+const LEGEND_W: u32 = 460;
 /// A panel's least height, the legend's first line and line spacing.
 const PANEL_H: u32 = 480;
 const LEGEND_TOP: u32 = 40;
@@ -86,8 +92,46 @@ pub fn render_with(rows: &[Row], models: &[Model]) -> Result<String, String> {
 /// A part of the picture.
 type Area<'b> = DrawingArea<SVGBackend<'b>, plotters::coord::Shift>;
 
-/// A predicted curve: its label and its (CPUs, ops/s) points.
-type Curve = (String, Vec<(f64, f64)>);
+/// A predicted curve: its label, its (CPUs, ops/s) points, and past the
+/// checked CPU count its band, (CPUs, low, high) from that count on.
+struct Curve {
+    name: String,
+    pts: Vec<(f64, f64)>,
+    band: Vec<(f64, f64, f64)>,
+}
+
+impl Curve {
+    /// The curve of `pts` under `v`: the band of each point past the
+    /// checked count (`bound`: the model's own other figure there), and
+    /// the label saying where the extrapolation begins.
+    fn new(
+        name: String,
+        pts: Vec<(f64, f64)>,
+        v: &Validity,
+        bound: impl Fn(usize) -> Option<f64>,
+    ) -> Curve {
+        let checked = v.checked_cpus;
+        let mut band: Vec<(f64, f64, f64)> = Vec::new();
+        for &(x, y) in &pts {
+            let n = x as usize;
+            if n == checked {
+                band.push((x, y, y));
+            } else if let Some((lo, hi)) = v.band(y, n, bound(n), None) {
+                band.push((x, lo.max(1.0), hi));
+            }
+        }
+        let name = if band.iter().any(|b| b.0 as usize > checked) {
+            format!(
+                "{name} ({}: past {checked} CPU{}, shaded)",
+                extrapolate::LABEL,
+                if checked == 1 { "" } else { "s" }
+            )
+        } else {
+            name
+        };
+        Curve { name, pts, band }
+    }
+}
 
 /// A legend line: label, colour, dashed (predicted) or solid (measured).
 type LegendLine = (String, RGBAColor, bool);
@@ -95,6 +139,7 @@ type LegendLine = (String, RGBAColor, bool);
 /// What the picture shows: one row per measured point (its median run),
 /// the models, and whether labels must name the host.
 struct Scene<'a> {
+    pts: Vec<Point<'a>>,
     ok: Vec<&'a Row>,
     models: &'a [Model],
     many_hosts: bool,
@@ -102,13 +147,15 @@ struct Scene<'a> {
 
 impl<'a> Scene<'a> {
     fn new(rows: &'a [Row], models: &'a [Model]) -> Self {
-        let ok: Vec<&Row> = points::points(rows)
+        let pts = points::points(rows);
+        let ok: Vec<&Row> = pts
             .iter()
             .map(|p| p.median())
             .filter(|r| r.average > 0)
             .collect();
         let many_hosts = ok.iter().map(|r| &r.host).collect::<BTreeSet<_>>().len() > 1;
         Scene {
+            pts,
             ok,
             models,
             many_hosts,
@@ -167,11 +214,18 @@ impl<'a> Scene<'a> {
             .iter()
             .filter(|m| m.testcase == testcase)
             .flat_map(|m| {
+                // The report's own validity and bound for this model.
+                let valid = crate::report::ops_validity(&self.pts, m);
                 let pts = crate::predict::model::CPUS
                     .iter()
                     .map(|&n| (n as f64, m.at(n).max(1.0)))
                     .collect();
-                let mut v = vec![(format!("predicted:{} lock={}", m.design, m.lock), pts)];
+                let mut v = vec![Curve::new(
+                    format!("predicted:{} lock={}", m.design, m.lock),
+                    pts,
+                    &valid,
+                    |n| crate::report::no_sharing_bound(m, n),
+                )];
                 // With a sharing term, its lower bound too (every op
                 // allocating): the term is checked at 2 CPUs only.
                 if m.inputs.hashed_ns > 0.0 && m.inputs.allocs > 0.0 {
@@ -179,9 +233,11 @@ impl<'a> Scene<'a> {
                         .iter()
                         .map(|&n| (n as f64, m.predict(n).ops_no_sharing.max(1.0)))
                         .collect();
-                    v.push((
+                    v.push(Curve::new(
                         format!("predicted:{} lock={} no sharing", m.design, m.lock),
                         low,
+                        &valid,
+                        |_| None,
                     ));
                 }
                 v
@@ -234,30 +290,58 @@ impl<'a> Scene<'a> {
                 .map_err(|e| e.to_string())?;
         }
         let first = series.len();
-        for (i, (name, pts)) in curves.iter().enumerate() {
+        for (i, c) in curves.iter().enumerate() {
             let color = Palette99::pick(first + i).to_rgba();
+            // The extrapolated stretch's band: up along its highs, back
+            // along its lows.
+            if c.band.len() > 1 {
+                let outline: Vec<(f64, f64)> = c
+                    .band
+                    .iter()
+                    .map(|b| (b.0, b.2))
+                    .chain(c.band.iter().rev().map(|b| (b.0, b.1)))
+                    .collect();
+                chart
+                    .draw_series(std::iter::once(Polygon::new(
+                        outline,
+                        color.mix(0.12).filled(),
+                    )))
+                    .map_err(|e| e.to_string())?;
+            }
             chart
                 .draw_series(DashedLineSeries::new(
-                    pts.clone(),
+                    c.pts.clone(),
                     8,
                     6,
                     color.stroke_width(2),
                 ))
                 .map_err(|e| e.to_string())?;
-            legend.push((name.clone(), color, true));
+            legend.push((c.name.clone(), color, true));
         }
         draw_legend(&legend_area, &legend)
     }
 }
 
-/// The axes' reach over a panel's points, measured and predicted: the
+/// The axes' reach over a panel's points, measured and predicted (bands
+/// included): the
 /// largest CPU count, and ops/s from half the least to twice the most.
 fn bounds(mine: &[&Row], curves: &[Curve]) -> (f64, f64, f64) {
-    let pred_y = || curves.iter().flat_map(|c| c.1.iter().map(|p| p.1));
+    let pred_y = || {
+        curves.iter().flat_map(|c| {
+            c.pts
+                .iter()
+                .map(|p| p.1)
+                .chain(c.band.iter().flat_map(|b| [b.1, b.2]))
+        })
+    };
     let xmax = mine
         .iter()
         .map(|r| r.cpus)
-        .chain(curves.iter().flat_map(|c| c.1.iter().map(|p| p.0 as usize)))
+        .chain(
+            curves
+                .iter()
+                .flat_map(|c| c.pts.iter().map(|p| p.0 as usize)),
+        )
         .max()
         .unwrap_or(1) as f64;
     let ymin = mine

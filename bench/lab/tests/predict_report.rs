@@ -277,3 +277,41 @@ fn the_predict_table_labels_what_its_checks_did_not_cover() {
     assert_eq!(count(&split), 6, "{split}");
     assert_eq!(count(&table(&models, &[fit])), 5);
 }
+
+/// The plot marks its extrapolations as the table does: a dashed curve
+/// past the CPU counts host mode checked says so in its legend line, and
+/// its band is shaded from the checked count on; a curve checked nowhere
+/// is extrapolated past 1 CPU.
+#[test]
+fn the_plot_marks_extrapolated_curves() {
+    use benchlab::predict::extrapolate::LABEL;
+    let rows = vec![
+        host_row("noalloc", 1, 5_000_000),
+        host_row("noalloc", 2, 9_000_000),
+    ];
+    let models = vec![
+        model("noalloc", LockKind::Qspinlock, 200.0, 0.0),
+        model("transient", LockKind::Ttas, 2000.0, 4.0),
+    ];
+    let svg = plot::render_with(&rows, &models).unwrap();
+    assert!(
+        svg.contains(&format!(
+            "predicted:noalloc lock=qspinlock ({LABEL}: past 2 CPUs, shaded)"
+        )),
+        "{svg}"
+    );
+    assert!(
+        svg.contains(&format!(
+            "predicted:transient lock=ttas ({LABEL}: past 1 CPU, shaded)"
+        )),
+        "{svg}"
+    );
+    // One shaded band per extrapolated curve (plotters draws a filled
+    // polygon as `<polygon … opacity="0.12"`); none without predictions.
+    let bands = svg.matches("<polygon").count();
+    assert!(bands >= 2, "{bands} bands");
+    assert!(svg.contains("opacity=\"0.12\""), "the band is translucent");
+    let plain = plot::render(&rows).unwrap();
+    assert_eq!(plain.matches("<polygon").count(), 0);
+    assert!(!plain.contains(LABEL));
+}

@@ -45,6 +45,7 @@ mod predicted;
 
 use goals::write_goals;
 use predicted::write_predictions;
+pub(crate) use predicted::{no_sharing_bound, ops_validity};
 
 /// Display order and titles of the known sources.
 const SOURCES: &[(&str, &str)] = &[

@@ -42,7 +42,7 @@ fn measured_for(pts: &[Point], m: &Model, cpus: usize) -> Option<f64> {
 
 /// What a model's predicted ops/s rest on: the CPU counts host mode
 /// measured and the prediction met.
-fn ops_validity(pts: &[Point], m: &Model) -> Validity {
+pub(crate) fn ops_validity(pts: &[Point], m: &Model) -> Validity {
     let points: Vec<(usize, f64, f64)> = CPUS
         .into_iter()
         .filter_map(|n| measured_for(pts, m, n).map(|v| (n, m.at(n), v)))
@@ -61,7 +61,7 @@ fn allocs_validity(pts: &[Point], m: &Model) -> Validity {
 
 /// The model's own other bound on its ops/s: without sharing, for a
 /// design whose misses can share a hashed dentry.
-fn no_sharing_bound(m: &Model, cpus: usize) -> Option<f64> {
+pub(crate) fn no_sharing_bound(m: &Model, cpus: usize) -> Option<f64> {
     (m.inputs.allocs > 0.0 && m.inputs.hashed_ns > 0.0).then(|| m.predict(cpus).ops_no_sharing)
 }
 
@@ -92,7 +92,9 @@ pub(super) fn write_predictions(s: &mut String, pts: &[Point], models: &[Model],
          they move in step behind it, so a waiter spins at every hold and takes the line back \
          from the holder's stores. In scaling.svg \
          **predicted curves are dashed** (`predicted:DESIGN lock=KIND`) and **measured points are \
-         solid** lines with dots. A cell reads `predicted (measured M)` where host mode measured \
+         solid** lines with dots; past the CPU counts host mode checked, a curve's legend line \
+         says `extrapolated: past N CPUs` and its band, the table's `lo–hi`, is shaded around \
+         it. A cell reads `predicted (measured M)` where host mode measured \
          that point. Lock kinds marked \\* were not measured with that lock (the build had no \
          `lock=` word): only their handoff model differs.\n"
     );
