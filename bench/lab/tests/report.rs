@@ -295,14 +295,14 @@ fn report_from_synthetic_csv() {
         "{goals}"
     );
     assert!(!goals.contains("2 CPUs | transient per op"), "{goals}");
-    assert!(goals.contains("| guest `h1` 2 CPUs | noalloc per op: allocs = 0, shared_stores = 0 | allocs=0.000 shared_stores=0.500 | no verdict: flagged (n=1) |"), "{goals}");
+    assert!(goals.contains("| guest `h1` 2 CPUs | noalloc per op: allocs = 0, shared_stores = 0 | allocs=0.000 shared_stores=0.500 | no verdict: flagged (n=1, load unrecorded) |"), "{goals}");
     assert!(
         !goals.contains("| met |") && !goals.contains("NOT met"),
         "{goals}"
     );
     // The table says so on each line.
     assert!(
-        host.contains("| 0.000 | 1 | n/a | n/a | n/a | n=1 |"),
+        host.contains("| 0.000 | 1 | n/a | n/a | n/a | n=1, load unrecorded |"),
         "n, loadavg, steal, yields, flag: {host}"
     );
 
@@ -355,6 +355,7 @@ fn repeated(host: &str) -> Vec<Row> {
                 counters,
             );
             r.rep = rep;
+            r.loadavg = Some(0.4);
             // A marker: only the 2-CPU noalloc median run (rep 3) has
             // counters that meet the goal; the others' allocs are 0.5.
             if (design, cpus) == ("noalloc", 2) && rep != 3 {
@@ -600,6 +601,21 @@ fn the_reports_rules_refuse_pooling_self_ratios_and_flagged_verdicts() {
         goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× (median of 3 rounds' ratios, 1.44–2.10) | no verdict: flagged (yields) |"),
         "{goals}"
     );
+    // A point whose runs recorded no load (rows from before the load
+    // columns): its quiet cannot be checked, so it feeds no verdict.
+    let mut rows = repeated("h1");
+    for r in rows
+        .iter_mut()
+        .filter(|r| r.design == "noalloc" && r.cpus == 1)
+    {
+        r.loadavg = None;
+    }
+    let md = benchlab::report::render(&rows);
+    let goals = between(&md, "## Design goals");
+    assert!(
+        goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× (median of 3 rounds' ratios, 1.44–2.10) | no verdict: flagged (load unrecorded) |"),
+        "{goals}"
+    );
     // Efficiency above 105 %: transient at 2 CPUs made 2.2× its 1-CPU rate.
     let mut rows = repeated("h1");
     for r in rows
@@ -610,7 +626,7 @@ fn the_reports_rules_refuse_pooling_self_ratios_and_flagged_verdicts() {
     }
     let md = benchlab::report::render(&rows);
     assert!(
-        between(&md, "## Host mode").contains("| 3 | n/a | n/a | n/a | eff>105% |"),
+        between(&md, "## Host mode").contains("| 3 | 0.40 | n/a | n/a | eff>105% |"),
         "{md}"
     );
     let goals = between(&md, "## Design goals");

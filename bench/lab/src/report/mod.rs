@@ -16,7 +16,7 @@
 //!
 //! Every line carries its point's n (runs), and its median run's load
 //! average, steal and spin yields ("n/a" where the source cannot say). A
-//! point with n = 1, any spin yields, or a scaling efficiency above 105 %
+//! point with n = 1, no load recorded, any spin yields, or a scaling efficiency above 105 %
 //! is flagged ([`flags`]) and feeds no verdict. A ratio of a configuration
 //! to itself (`transient lock=qspinlock` ÷ `transient`, qspinlock being the
 //! default) is refused.
@@ -120,14 +120,19 @@ pub fn self_ratio(a: &str, b: &str) -> bool {
 }
 
 /// Why point `p` feeds no verdict (empty: it may): a single run (`n=1`),
-/// spin yields in any of its runs (`yields`), or a scaling efficiency
-/// above 105 % against its group's 1-CPU point in `fair` (`eff>105%`),
-/// which more work per CPU than alone cannot be, so something else moved.
+/// no run with the machine's load recorded (`load unrecorded`: rows from
+/// before the load columns, whose quiet cannot be checked), spin yields in
+/// any of its runs (`yields`), or a scaling efficiency above 105 % against
+/// its group's 1-CPU point in `fair` (`eff>105%`), which more work per CPU
+/// than alone cannot be, so something else moved.
 pub fn flags(p: &Point, fair: &[Point]) -> Vec<&'static str> {
     let r = p.median();
     let mut f = Vec::new();
     if p.count() == 1 {
         f.push("n=1");
+    }
+    if p.runs().iter().all(|r| r.loadavg.is_none()) {
+        f.push("load unrecorded");
     }
     if p.runs().iter().any(|r| r.yields.is_some_and(|y| y > 0)) {
         f.push("yields");
@@ -280,7 +285,7 @@ pub fn render_opts(
         "Each line gives its point's number of runs (*n*) and, for the run it shows, the host's load \
          average, steal (% of the host's CPU time taken by its hypervisor during the run) and spin yields \
          (host mode: a lock waiter gave its thread away); *n/a* where the source cannot say. A \
-         point with n = 1, any spin yields, or scaling efficiency above 105 % is flagged and \
+         point with n = 1, no recorded load (rows older than the load columns), any spin yields, or scaling efficiency above 105 % is flagged and \
          feeds no verdict below. Sessions (sweeps) are never pooled: each has its own tables.\n"
     );
     if pts.iter().any(|p| p.count() > 1) {
