@@ -5,8 +5,9 @@
 //!   attributes said EaSize 0, never for "unknown" (what a setxattr leaves);
 //! - a reply to a request sent before a setxattr records nothing (the EA
 //!   generation): a listing's reply held until a setxattr has run, then
-//!   applied, leaves the new EA visible; the same with listings running
-//!   beside a setxattr/getxattr loop;
+//!   applied, leaves the new EA visible, also when the file's inode was
+//!   evicted in between and the reply makes a new one; the same with
+//!   listings running beside a setxattr/getxattr loop;
 //! - EaSize 0 is believed only on a tree connect whose server has shown
 //!   that it fills the field; before that, only an inode's own answer is.
 //!
@@ -125,6 +126,33 @@ fn a_listing_older_than_a_setxattr_records_nothing() {
         v.xattr_value(b"/mnt/f2", b"user.x", true),
         Ok(b"1".to_vec()),
         "the EA set while the listing was in flight"
+    );
+}
+
+/// The cifs series' v2 review, its bug: the same interleaving, and the
+/// file's inode is evicted after the setxattr, before the listing's reply
+/// is applied, so the reply makes a new inode (generation 0, older than
+/// any sample). The setxattr's generation must still make the reply
+/// stale: here through the server FileId it was recorded under (the
+/// series gives a new inode the clock's value instead).
+#[test]
+fn a_listing_older_than_a_setxattr_records_nothing_on_a_new_inode() {
+    let Some(fx) = fixture(true) else { return };
+    let (v, sb) = mount(&fx, "eacache=easize,acregmax=60,acdirmax=0");
+    let fs = sb.ops_as::<CifsFs>().unwrap();
+    v.readdir(b"/mnt").unwrap();
+    assert_eq!(v.xattr_names(b"/mnt/f2", true), Ok(vec![]));
+    let set = v.clone();
+    fs.on_next_listing_reply(move || {
+        set.setxattr(b"/mnt/f2", b"user.x", b"1", 0).unwrap();
+        // f2's dentry is unused now: dropping it drops its inode.
+        fs::dcache::shrink_all();
+    });
+    v.readdir(b"/mnt").unwrap();
+    assert_eq!(
+        v.xattr_value(b"/mnt/f2", b"user.x", true),
+        Ok(b"1".to_vec()),
+        "the EA set while the listing was in flight, its inode evicted since"
     );
 }
 
