@@ -534,7 +534,7 @@ pub fn run(a: &FidelityArgs) -> Result<(), String> {
             let po: Vec<PerOp> = got
                 .iter()
                 .filter(|(_, j, _)| *j == Job::Proto(i, n))
-                .filter_map(|(_, _, w)| w.per_op.clone())
+                .filter_map(|(_, _, w)| w.per_op)
                 .collect();
             let pmed = |f: fn(&PerOp) -> f64| {
                 median(&po.iter().map(f).collect::<Vec<_>>())
