@@ -46,7 +46,7 @@ DESIGNS ?=
 
 .PHONY: help setup setup-run build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot vfsstress \
         bench smb-bench eacache-check demo-trace linuxref linux-patched linux-boots linux-patched-build linux-oracle linux-vfsh linux-walks linux-fstests test-fstests lint explore bench-static test-kvm test-designs \
-        test-generated generated negcost
+        test-generated generated negcost fidelity
 
 help:
 	@echo "make setup      install what make test needs (as root; packages, rust target and components, impacket)"
@@ -69,6 +69,7 @@ help:
 	@echo "make linux-boots    boot each kernel's counting guest LINUX_BOOTS times at 2 vCPUs: how often it crashes"
 	@echo "make linux-oracle   the dcache stress oracle on tmpfs, ext4 and ramfs on each patched kernel (and on the broken ones), then RESOLVE_CACHED of a missing name"
 	@echo "make linux-vfsh     the Linux half of the vfsh scripts under Debian's kernel and each of ours"
+	@echo "make fidelity   the prototype's design ratios beside Linux 7.3.4's, 1 and 2 vCPUs, interleaved rounds (FIDELITY_ARGS)"
 	@echo "make negcost    negative dentries' cost: readdir, rmdir, dentries, locked stretch per kernel/design (NEGCOST_ARGS)"
 	@echo "make linux-walks    ftrace of one stat per case in Linux (Debian's and our builds) into docs/explore/linux/"
 	@echo "make linux-fstests  fstests in the reference guest (LINUX_FSTESTS_ARGS: kernels, filesystems, group or list)"
@@ -309,6 +310,18 @@ NEGCOST_ARGS ?=
 negcost:
 	$(CARGO) build --release -p benchlab --bin negcost
 	$(TARGET_DIR)/release/negcost $(NEGCOST_ARGS)
+
+# The prototype's verdict beside Linux's (issue 52, docs/bench/fidelity.md):
+# statneg (frontend=stat) per design in our guest and in the 7.3.4 reference
+# guest (vanilla, negative, noalloc: built by `make linux-patched-build
+# LINUX_RELEASE=7.3`, not here), both under TCG, at 1 and 2 vCPUs, rounds
+# interleaved; one line per pair and CPU count,
+#   fidelity design=D linux=K vcpus=N proto_ratio=X linux_ratio=Y error_pct=E rank_agrees=yes|no
+# with and without the guest's syscall constant (a getppid loop in the
+# Linux guests). FIDELITY_ARGS: `bench fidelity --help`.
+FIDELITY_ARGS ?=
+fidelity: build-kernel build-qemu-run
+	$(CARGO) run --release -p benchlab --bin bench -- fidelity $(FIDELITY_ARGS)
 
 linux-patched-build: build-host
 	$(TARGET_DIR)/release/linux-patched --linux-release $(LINUX_RELEASE) --build-only

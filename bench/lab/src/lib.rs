@@ -17,6 +17,7 @@
 //! - [`lsla`]: `bench lsla`, cifs `ls -la` against Linux's; [`smbrw`]:
 //!   `bench smb-rw`.
 //! - [`negcost`]: the `negcost` binary's lines and its prototype side.
+//! - [`fidelity`]: `bench fidelity`, the prototype's ratios beside Linux's.
 //!
 //! Touches: threads, files under the chosen output directory, child
 //! processes (this binary, the QEMU runner) it starts and waits for.
@@ -24,6 +25,7 @@
 extern crate alloc;
 
 pub mod exec;
+pub mod fidelity;
 pub mod linux;
 pub mod lsla;
 pub mod negcost;

@@ -85,6 +85,10 @@ enum Cmd {
     },
     /// Run every design × CPU count on the chosen sources; write results/<timestamp>/.
     Sweep(sweep::SweepArgs),
+    /// The prototype's design ratios beside Linux 7.3.4's (guest, TCG), in
+    /// interleaved rounds, with and without the guest's system call
+    /// constant (`make fidelity`, docs/bench/fidelity.md).
+    Fidelity(benchlab::fidelity::FidelityArgs),
     /// The cifs seed's experiment: coreutils 9.7's `ls -la` of a Samba
     /// share per EA-cache design (`eacache=`) and RTT, cold then warm,
     /// counted by the latency relay.
@@ -245,6 +249,10 @@ fn main() -> ExitCode {
             Err(e) => failed("sweep", e),
         },
         Cmd::SmbSweep(a) => smb_sweep(a),
+        Cmd::Fidelity(a) => match benchlab::fidelity::run(&a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => failed("fidelity", e),
+        },
         Cmd::Pingpong { batches, no_pin } => pingpong(batches, no_pin),
         Cmd::RcuReader {
             rounds,

@@ -27,6 +27,7 @@
 //! - `oracle`: the dcache stress oracle in the guest, on tmpfs and ext4.
 //! - `walks`: ftrace's function graph of single stats in the guest (`make linux-walks`).
 //! - `negcost`: N missing names' cost to a tmpfs directory's readdir and rmdir (`make negcost`).
+//! - `fidelity`: the system call constant and one statneg window per boot (`make fidelity`).
 //! - `console`: a guest that did not finish: its crash report, its console kept, one retry.
 //!
 //! The guest's own files (its `/init` scripts, the C programs built static
@@ -50,6 +51,7 @@ mod build;
 mod cifsmod;
 mod console;
 mod guest;
+mod guest_fidelity;
 mod guest_negcost;
 mod initramfs;
 mod kbuild;
@@ -75,6 +77,10 @@ pub use guest::{
     dropped_options, finished_runs, guest_cmdline, parse_listings, parse_xattr_lines, run_guest,
     run_host_statneg, run_statneg, trace_counts, CifsListing, CifsRun, EaCheck, GuestReport,
     GuestRun, XattrSeen, DEFAULT_COUNT_ITERS, MARKER_PORT,
+};
+pub use guest_fidelity::{
+    fidelity_cmdline, fidelity_script, fidelity_source, parse_fidelity, run_fidelity,
+    FidelityReport, FidelityRun, FIDELITY_PATH, TMPFS_MAGIC,
 };
 pub use guest_negcost::{
     locked_stretches, negcost_cmdline, negcost_script, negcost_source, parse_negcost, run_negcost,

@@ -1,0 +1,739 @@
+//! `bench fidelity` (`make fidelity`, issue 52): does the prototype's
+//! verdict on the ENOENT designs match Linux's? The prototype's designs in
+//! its guest kernel and their Linux 7.3.4 counterparts (transient ↔
+//! vanilla, negative ↔ negative, noalloc ↔ noalloc) in the reference guest,
+//! the same statneg (`newfstatat` of `/nonexistent`, one component in the
+//! root of a tmpfs) under the same accelerator (TCG), one boot per window,
+//! in rounds whose order alternates so that both sides meet the same
+//! machine. Per pair and CPU count one line:
+//!
+//! ```text
+//! fidelity design=D linux=K vcpus=N proto_ratio=X linux_ratio=Y error_pct=E rank_agrees=yes|no
+//! ```
+//!
+//! Ratios are to each side's baseline (transient / vanilla) in the same
+//! round, the median over rounds; `error_pct` is how far the prototype's
+//! ratio is from Linux's. The table is printed with the guest's system call
+//! constant (measured in the Linux guests by a `getppid` loop, the median of
+//! every boot's figure) added to the prototype's time per stat
+//! ([`with_syscall`]) and without it, each from two figures of a window: its
+//! average and its fastest second (`fidelity-table estimator=…
+//! syscall=with|without` heads each block). `fidelity-spread` lines give
+//! each ratio's range over the rounds, `fidelity-ops` the median ops/s,
+//! `fidelity-counters` the prototype's per-op counters from the same timed
+//! windows (Linux's are not counted here: counting needs kprobes, which
+//! stretch the run they count).
+//!
+//! Touches: child processes (`qemu-run` booting our kernel, QEMU booting
+//! the Linux guests through `qemu::linuxref::run_fidelity`), files under
+//! `build/fidelity/`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use formats::output::{self, PerOp};
+use qemu::linuxref::{self, FidelityRun};
+
+use crate::proc::{last_line, run_with_timeout};
+
+/// The prototype's designs and their Linux 7.3.4 builds; `None`: no Linux
+/// counterpart. The first is each side's baseline.
+pub const PAIRS: [(&str, Option<&str>); 4] = [
+    ("transient", Some("vanilla")),
+    ("negative", Some("negative")),
+    ("noalloc", Some("noalloc")),
+    ("negbound", None),
+];
+
+/// One `fidelity …` line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    pub design: String,
+    /// The Linux build; `None`: the design has none (printed `none`, and so
+    /// are the Linux-side figures).
+    pub linux: Option<String>,
+    pub vcpus: u32,
+    pub proto_ratio: f64,
+    pub linux_ratio: Option<f64>,
+    pub rank_agrees: Option<bool>,
+}
+
+impl Line {
+    /// `(proto / linux - 1) * 100`: how far the prototype's ratio is from
+    /// Linux's, in percent of Linux's.
+    pub fn error_pct(&self) -> Option<f64> {
+        self.linux_ratio.map(|l| error_pct(self.proto_ratio, l))
+    }
+
+    /// Reads a line `Display` wrote.
+    pub fn parse(line: &str) -> Result<Line, String> {
+        let mut w = line.split_whitespace();
+        if w.next() != Some("fidelity") {
+            return Err(format!("not a fidelity line: {line:?}"));
+        }
+        const KEYS: [&str; 7] = [
+            "design",
+            "linux",
+            "vcpus",
+            "proto_ratio",
+            "linux_ratio",
+            "error_pct",
+            "rank_agrees",
+        ];
+        let mut v: [Option<&str>; 7] = [None; 7];
+        for (i, word) in w.enumerate() {
+            let (k, val) = word
+                .split_once('=')
+                .ok_or_else(|| format!("{word:?} is not KEY=VALUE"))?;
+            if KEYS.get(i) != Some(&k) {
+                return Err(format!("{k}= where {:?} belongs", KEYS.get(i)));
+            }
+            v[i] = Some(val);
+        }
+        let get = |i: usize| v[i].ok_or_else(|| format!("no {}= in {line:?}", KEYS[i]));
+        let num = |i: usize| -> Result<Option<f64>, String> {
+            match get(i)? {
+                "none" => Ok(None),
+                s => s
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .map(Some)
+                    .ok_or_else(|| format!("{}={s} is not a number", KEYS[i])),
+            }
+        };
+        let linux = match get(1)? {
+            "none" => None,
+            k => Some(k.to_string()),
+        };
+        let rank_agrees = match get(6)? {
+            "yes" => Some(true),
+            "no" => Some(false),
+            "none" => None,
+            s => return Err(format!("rank_agrees={s} is not yes, no or none")),
+        };
+        let l = Line {
+            design: get(0)?.to_string(),
+            linux,
+            vcpus: get(2)?
+                .parse()
+                .map_err(|_| format!("vcpus={} is not a count", v[2].unwrap_or("")))?,
+            proto_ratio: num(3)?.ok_or("proto_ratio=none")?,
+            linux_ratio: num(4)?,
+            rank_agrees,
+        };
+        if (
+            l.linux.is_none(),
+            l.linux_ratio.is_none(),
+            l.rank_agrees.is_none(),
+        ) != (l.linux.is_none(), l.linux.is_none(), l.linux.is_none())
+        {
+            return Err(format!(
+                "a line with linux={} needs every Linux figure, one without none",
+                get(1)?
+            ));
+        }
+        Ok(l)
+    }
+}
+
+impl fmt::Display for Line {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let opt =
+            |x: Option<f64>, prec: usize| x.map_or("none".to_string(), |x| format!("{x:.prec$}"));
+        write!(
+            f,
+            "fidelity design={} linux={} vcpus={} proto_ratio={:.3} linux_ratio={} error_pct={} rank_agrees={}",
+            self.design,
+            self.linux.as_deref().unwrap_or("none"),
+            self.vcpus,
+            self.proto_ratio,
+            opt(self.linux_ratio, 3),
+            opt(self.error_pct(), 1),
+            match self.rank_agrees {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "none",
+            }
+        )
+    }
+}
+
+/// `(proto / linux - 1) * 100`.
+pub fn error_pct(proto: f64, linux: f64) -> f64 {
+    (proto / linux - 1.0) * 100.0
+}
+
+/// Ops/s of `tasks` tasks had each stat also paid `syscall_ns`: each
+/// task's time per stat (`tasks / ops` seconds) plus the constant. Exact
+/// on one task; on more it leaves out that a slower stat also meets less
+/// contention on shared lines, so it charges contended designs slightly
+/// too much.
+pub fn with_syscall(ops: f64, tasks: u32, syscall_ns: f64) -> f64 {
+    if ops <= 0.0 {
+        return 0.0;
+    }
+    let per_op_s = f64::from(tasks) / ops;
+    f64::from(tasks) / (per_op_s + syscall_ns * 1e-9)
+}
+
+/// The median of `xs` (the mean of the middle two for an even count);
+/// `None` when empty.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// One design's per-round ratios on both sides, at one CPU count.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ratios {
+    pub design: String,
+    pub linux: Option<String>,
+    pub proto: Vec<f64>,
+    pub linux_rounds: Vec<f64>,
+}
+
+/// `[MIN-MAX]` of `xs`, or `none`.
+fn range(xs: &[f64]) -> String {
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if xs.is_empty() {
+        "none".into()
+    } else {
+        format!("[{lo:.3}-{hi:.3}]")
+    }
+}
+
+fn spread(xs: &[f64]) -> f64 {
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if lo.is_finite() && hi.is_finite() {
+        (hi - lo) / 2.0
+    } else {
+        0.0
+    }
+}
+
+/// Whether design `i` is ranked as Linux ranks it against each other
+/// design of `rows` with a Linux counterpart: the prototype's medians must
+/// order the two as Linux's do wherever Linux's medians differ by more than
+/// their spread (half the range of each one's per-round ratios, the two
+/// added); closer than that, Linux does not rank them and neither order
+/// disagrees. `None` for a design without a Linux counterpart.
+pub fn rank_agrees(rows: &[Ratios], i: usize) -> Option<bool> {
+    let a = &rows[i];
+    a.linux.as_ref()?;
+    let (pa, la) = (median(&a.proto)?, median(&a.linux_rounds)?);
+    for (j, b) in rows.iter().enumerate() {
+        if j == i || b.linux.is_none() {
+            continue;
+        }
+        let (Some(pb), Some(lb)) = (median(&b.proto), median(&b.linux_rounds)) else {
+            continue;
+        };
+        let tie = spread(&a.linux_rounds) + spread(&b.linux_rounds);
+        if (la - lb).abs() > tie && (pa - pb).signum() != (la - lb).signum() {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
+/// The lines of one CPU count from its rows.
+pub fn lines(rows: &[Ratios], vcpus: u32) -> Vec<Line> {
+    (0..rows.len())
+        .filter_map(|i| {
+            let r = &rows[i];
+            Some(Line {
+                design: r.design.clone(),
+                linux: r.linux.clone(),
+                vcpus,
+                proto_ratio: median(&r.proto)?,
+                linux_ratio: r.linux.as_ref().and_then(|_| median(&r.linux_rounds)),
+                rank_agrees: rank_agrees(rows, i),
+            })
+        })
+        .collect()
+}
+
+/// `bench fidelity`'s settings.
+#[derive(clap::Args, Debug, Clone)]
+pub struct FidelityArgs {
+    /// Rounds; each boots every design and kernel once per CPU count, the
+    /// order reversed every other round.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
+    /// vCPU counts (one task or thread per vCPU).
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    pub cpus: Vec<u32>,
+    /// Warm-up seconds of each window.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+    /// Measured seconds of each window.
+    #[arg(long, default_value_t = 2)]
+    pub secs: u32,
+    /// Seconds of each Linux boot's getppid loop.
+    #[arg(long, default_value_t = 1)]
+    pub calib_secs: u32,
+    /// The prototype's kernel ELF (default: the workspace's release build).
+    #[arg(long)]
+    pub kernel: Option<PathBuf>,
+    /// The QEMU runner (default: the workspace's release qemu-run).
+    #[arg(long)]
+    pub runner: Option<PathBuf>,
+    /// Build directory (default: the workspace's build/).
+    #[arg(long)]
+    pub build_dir: Option<PathBuf>,
+}
+
+/// One window's result.
+#[derive(Clone, Debug)]
+struct Window {
+    /// The measurement's average ops/s.
+    ops: f64,
+    /// Its fastest second's ops (the second least disturbed by the
+    /// machine's other work).
+    best: f64,
+    per_op: Option<PerOp>,
+    getppid_ns: Option<f64>,
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// One prototype boot: `bench=statneg design=D tasks=N` under TCG.
+fn proto_window(
+    a: &FidelityArgs,
+    kernel: &Path,
+    runner: &Path,
+    design: &str,
+    vcpus: u32,
+) -> Result<Window, String> {
+    let words = format!(
+        "bench=statneg design={design} tasks={vcpus} warmup={} secs={}",
+        a.warmup, a.secs
+    );
+    let limit = Duration::from_secs(u64::from(a.warmup + a.secs) + 120);
+    let mut cmd = Command::new(runner);
+    cmd.args([
+        "--smp",
+        &vcpus.to_string(),
+        "--accel",
+        "tcg",
+        "--cmdline",
+        &words,
+    ])
+    .arg("--kernel")
+    .arg(kernel)
+    .args(["--timeout", &(limit.as_secs() - 10).to_string()]);
+    let f = run_with_timeout(cmd, limit)?;
+    if f.code != Some(0) {
+        return Err(format!(
+            "qemu-run exit {:?}: {}",
+            f.code,
+            last_line(&f.stderr)
+        ));
+    }
+    let out = output::parse(&f.stdout).map_err(|e| format!("output: {e}"))?;
+    if !out.testcase.contains("frontend=stat") {
+        return Err(format!("not the stat frontend: {}", out.testcase));
+    }
+    Ok(Window {
+        ops: out.average as f64,
+        best: out.max_total() as f64,
+        per_op: out.per_op,
+        getppid_ns: None,
+    })
+}
+
+fn linux_window(
+    a: &FidelityArgs,
+    build: &Path,
+    kernel: &str,
+    vcpus: u32,
+) -> Result<Window, String> {
+    let r = FidelityRun {
+        kernel: kernel.into(),
+        image: build.join("kbuild-7.3").join(kernel).join("bzImage"),
+        base_initramfs: build.join("linuxref/7.3/initramfs.gz"),
+        vcpus,
+        warmup: a.warmup,
+        secs: a.secs,
+        calib_secs: a.calib_secs,
+    };
+    for p in [&r.image, &r.base_initramfs] {
+        if !p.is_file() {
+            return Err(format!(
+                "{} is missing (make linux-patched-build LINUX_RELEASE=7.3 builds it)",
+                p.display()
+            ));
+        }
+    }
+    let boot = linuxref::retry_on_panic(|| linuxref::run_fidelity(&r, build, false));
+    boot.report_first_crash(&format!("fidelity: 7.3.4-{kernel}"));
+    let rep = boot.result.map_err(|e| e.to_string())?;
+    Ok(Window {
+        ops: rep.wis.average as f64,
+        best: rep.wis.max_total() as f64,
+        per_op: None,
+        getppid_ns: rep.getppid_ns,
+    })
+}
+
+/// Which figure of a window a ratio divides.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Estimator {
+    /// The measurement's average ops/s.
+    Average,
+    /// Its fastest second: on a shared machine the seconds the guest was
+    /// descheduled least, on both sides alike.
+    BestSecond,
+}
+
+impl Estimator {
+    fn name(self) -> &'static str {
+        match self {
+            Estimator::Average => "average",
+            Estimator::BestSecond => "best-second",
+        }
+    }
+}
+
+/// Which side and what of one window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Job {
+    Proto(usize, u32),
+    Linux(usize, u32),
+}
+
+/// The windows of round `r`: every CPU count, every pair, the prototype's
+/// and Linux's side by side; every other round in reverse.
+fn round_jobs(cpus: &[u32], r: u32) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for &n in cpus {
+        for (i, (_, linux)) in PAIRS.iter().enumerate() {
+            jobs.push(Job::Proto(i, n));
+            if linux.is_some() {
+                jobs.push(Job::Linux(i, n));
+            }
+        }
+    }
+    if r % 2 == 1 {
+        jobs.reverse();
+    }
+    jobs
+}
+
+/// Runs every round and prints the tables. Err when any window failed
+/// (the tables are still printed from those that ran).
+pub fn run(a: &FidelityArgs) -> Result<(), String> {
+    let ws = workspace();
+    let kernel = a
+        .kernel
+        .clone()
+        .unwrap_or_else(|| ws.join("target/x86_64-unknown-none/release/kernel"));
+    let runner = a
+        .runner
+        .clone()
+        .unwrap_or_else(|| ws.join("target/release/qemu-run"));
+    let build = a
+        .build_dir
+        .clone()
+        .unwrap_or_else(linuxref::default_build_dir);
+    let t0 = Instant::now();
+    // [round][job] results, keyed by job.
+    let mut got: Vec<(u32, Job, Window)> = Vec::new();
+    let mut failures = Vec::new();
+    for r in 0..a.rounds {
+        for job in round_jobs(&a.cpus, r) {
+            let res = match job {
+                Job::Proto(i, n) => proto_window(a, &kernel, &runner, PAIRS[i].0, n),
+                Job::Linux(i, n) => linux_window(a, &build, PAIRS[i].1.unwrap_or(""), n),
+            };
+            let name = match job {
+                Job::Proto(i, n) => format!("proto {} vcpus={n}", PAIRS[i].0),
+                Job::Linux(i, n) => format!("7.3.4-{} vcpus={n}", PAIRS[i].1.unwrap_or("")),
+            };
+            match res {
+                Ok(w) => {
+                    println!(
+                        "fidelity-window round={r} {name} ops={:.0} best_second={:.0}{}",
+                        w.ops,
+                        w.best,
+                        w.getppid_ns
+                            .map_or(String::new(), |g| format!(" getppid_ns={g:.1}"))
+                    );
+                    got.push((r, job, w));
+                }
+                Err(e) => {
+                    eprintln!("fidelity: round {r} {name}: {e}");
+                    failures.push(format!("round {r} {name}"));
+                }
+            }
+        }
+    }
+    let calib: Vec<f64> = got.iter().filter_map(|(_, _, w)| w.getppid_ns).collect();
+    let syscall_ns = median(&calib);
+    println!(
+        "fidelity-calibration accel=tcg getppid_ns={} boots={} range={} (the Linux guests' getppid loop, median; the same for every design and CPU count)",
+        syscall_ns.map_or("none".into(), |c| format!("{c:.1}")),
+        calib.len(),
+        range(&calib),
+    );
+    let tables = [
+        (Estimator::Average, syscall_ns),
+        (Estimator::Average, None),
+        (Estimator::BestSecond, syscall_ns),
+        (Estimator::BestSecond, None),
+    ];
+    for (est, c) in tables {
+        println!(
+            "fidelity-table estimator={} syscall={} syscall_ns={}",
+            est.name(),
+            if c.is_some() { "with" } else { "without" },
+            c.map_or("0".into(), |c| format!("{c:.1}"))
+        );
+        for &n in &a.cpus {
+            let rows = ratios(&got, a.rounds, n, c.unwrap_or(0.0), est);
+            for l in lines(&rows, n) {
+                println!("{l}");
+            }
+            for row in &rows {
+                println!(
+                    "fidelity-spread design={} vcpus={n} rounds={} proto={} linux={}",
+                    row.design,
+                    row.proto.len(),
+                    range(&row.proto),
+                    range(&row.linux_rounds)
+                );
+            }
+        }
+    }
+    for &n in &a.cpus {
+        for (i, (d, k)) in PAIRS.iter().enumerate() {
+            let ops = |side: fn(usize, u32) -> Job| -> Vec<f64> {
+                got.iter()
+                    .filter(|(_, j, _)| *j == side(i, n))
+                    .map(|(_, _, w)| w.ops)
+                    .collect()
+            };
+            let pops = ops(Job::Proto);
+            let lops = ops(Job::Linux);
+            let po: Vec<PerOp> = got
+                .iter()
+                .filter(|(_, j, _)| *j == Job::Proto(i, n))
+                .filter_map(|(_, _, w)| w.per_op)
+                .collect();
+            let pmed = |f: fn(&PerOp) -> f64| {
+                median(&po.iter().map(f).collect::<Vec<_>>())
+                    .map_or("none".into(), |x| format!("{x:.3}"))
+            };
+            println!(
+                "fidelity-ops design={d} linux={} vcpus={n} proto_ops={:.0} linux_ops={}",
+                k.unwrap_or("none"),
+                median(&pops).unwrap_or(0.0),
+                median(&lops).map_or("none".into(), |x| format!("{x:.0}"))
+            );
+            println!(
+                "fidelity-counters design={d} vcpus={n} proto_allocs={} proto_fallbacks={} proto_rwsem={} proto_locks={} linux=not-counted",
+                pmed(|p| p.allocs),
+                pmed(|p| p.fallbacks),
+                pmed(|p| p.rwsem.unwrap_or(f64::NAN)),
+                pmed(|p| p.locks),
+            );
+        }
+    }
+    println!("fidelity-time secs={:.0}", t0.elapsed().as_secs_f64());
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} windows failed: {}",
+            failures.len(),
+            failures.join(", ")
+        ))
+    }
+}
+
+/// Per design at `vcpus`: the ratio of each round where both it and the
+/// baseline ran, on each side; the prototype's with `syscall_ns` added
+/// per stat ([`with_syscall`]).
+fn ratios(
+    got: &[(u32, Job, Window)],
+    rounds: u32,
+    vcpus: u32,
+    syscall_ns: f64,
+    est: Estimator,
+) -> Vec<Ratios> {
+    let find = |r: u32, job: Job| {
+        got.iter()
+            .find(|(gr, j, _)| *gr == r && *j == job)
+            .map(|(_, _, w)| match est {
+                Estimator::Average => w.ops,
+                Estimator::BestSecond => w.best,
+            })
+    };
+    PAIRS
+        .iter()
+        .enumerate()
+        .map(|(i, (d, k))| {
+            let mut proto = Vec::new();
+            let mut lin = Vec::new();
+            for r in 0..rounds {
+                if let (Some(x), Some(b)) =
+                    (find(r, Job::Proto(i, vcpus)), find(r, Job::Proto(0, vcpus)))
+                {
+                    let (x, b) = (
+                        with_syscall(x, vcpus, syscall_ns),
+                        with_syscall(b, vcpus, syscall_ns),
+                    );
+                    if b > 0.0 {
+                        proto.push(x / b);
+                    }
+                }
+                if let (Some(x), Some(b)) =
+                    (find(r, Job::Linux(i, vcpus)), find(r, Job::Linux(0, vcpus)))
+                {
+                    if b > 0.0 {
+                        lin.push(x / b);
+                    }
+                }
+            }
+            Ratios {
+                design: d.to_string(),
+                linux: k.map(str::to_string),
+                proto,
+                linux_rounds: lin,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_alternate_and_pair_each_design_with_its_kernel() {
+        let j0 = round_jobs(&[1], 0);
+        assert_eq!(j0[0], Job::Proto(0, 1));
+        assert_eq!(j0[1], Job::Linux(0, 1));
+        assert_eq!(j0.len(), 7, "four designs, three kernels");
+        let mut j1 = round_jobs(&[1], 1);
+        j1.reverse();
+        assert_eq!(j0, j1);
+    }
+
+    #[test]
+    fn a_line_prints_exactly_and_reads_back() {
+        let l = Line {
+            design: "noalloc".into(),
+            linux: Some("noalloc".into()),
+            vcpus: 2,
+            proto_ratio: 3.3,
+            linux_ratio: Some(2.75),
+            rank_agrees: Some(false),
+        };
+        let s = l.to_string();
+        assert_eq!(
+            s,
+            "fidelity design=noalloc linux=noalloc vcpus=2 proto_ratio=3.300 linux_ratio=2.750 error_pct=20.0 rank_agrees=no"
+        );
+        assert_eq!(Line::parse(&s).unwrap(), l);
+        let nb = Line {
+            design: "negbound".into(),
+            linux: None,
+            vcpus: 1,
+            proto_ratio: 4.0,
+            linux_ratio: None,
+            rank_agrees: None,
+        };
+        let s = nb.to_string();
+        assert!(
+            s.ends_with("linux_ratio=none error_pct=none rank_agrees=none"),
+            "{s}"
+        );
+        assert_eq!(Line::parse(&s).unwrap(), nb);
+        // Keys out of order, a missing Linux figure, a bad word.
+        assert!(Line::parse("fidelity linux=x design=y").is_err());
+        assert!(Line::parse(
+            &l.to_string()
+                .replace("linux_ratio=2.750", "linux_ratio=none")
+        )
+        .is_err());
+        assert!(
+            Line::parse(&l.to_string().replace("rank_agrees=no", "rank_agrees=maybe")).is_err()
+        );
+        assert!(Line::parse("negcost kernel=proto").is_err());
+    }
+
+    #[test]
+    fn the_constant_is_added_to_each_tasks_time_per_stat() {
+        // 1 task at 1 M ops/s: 1000 ns a stat; + 1000 ns: 500 k.
+        assert!((with_syscall(1e6, 1, 1000.0) - 5e5).abs() < 1e-6);
+        // 2 tasks at 1 M ops/s together: 2000 ns each; + 2000 ns: 500 k.
+        assert!((with_syscall(1e6, 2, 2000.0) - 5e5).abs() < 1e-6);
+        assert_eq!(with_syscall(1e6, 1, 0.0), 1e6);
+        assert_eq!(with_syscall(0.0, 1, 100.0), 0.0);
+        // It pulls a ratio toward 1: 10x faster alone, 5.5x with the
+        // constant equal to the baseline's time per stat... (1000 vs 100 ns
+        // + 1000 each: 2000 / 1100).
+        let r = with_syscall(1e7, 1, 1000.0) / with_syscall(1e6, 1, 1000.0);
+        assert!((r - 2000.0 / 1100.0).abs() < 1e-9);
+        assert!((error_pct(3.3, 2.75) - 20.0).abs() < 1e-9);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+    }
+
+    fn row(d: &str, linux: bool, proto: &[f64], lin: &[f64]) -> Ratios {
+        Ratios {
+            design: d.into(),
+            linux: linux.then(|| d.to_string()),
+            proto: proto.to_vec(),
+            linux_rounds: lin.to_vec(),
+        }
+    }
+
+    #[test]
+    fn rank_agrees_only_where_linux_ranks_beyond_its_spread() {
+        // Issue 52's case: the prototype puts noalloc above negative, Linux
+        // below it by more than its spread: no, for both.
+        let rows = [
+            row("transient", true, &[1.0, 1.0], &[1.0, 1.0]),
+            row("negative", true, &[6.6, 6.5], &[2.95, 2.97]),
+            row("noalloc", true, &[8.8, 8.7], &[2.73, 2.75]),
+            row("negbound", false, &[5.0, 5.0], &[]),
+        ];
+        assert_eq!(rank_agrees(&rows, 1), Some(false));
+        assert_eq!(rank_agrees(&rows, 2), Some(false));
+        assert_eq!(rank_agrees(&rows, 0), Some(true));
+        assert_eq!(rank_agrees(&rows, 3), None);
+        // The same medians, Linux's rounds spread wider than the gap: a tie
+        // in Linux, so either order agrees.
+        let mut wide = rows.clone();
+        wide[1].linux_rounds = vec![2.6, 3.3];
+        wide[2].linux_rounds = vec![2.5, 3.0];
+        assert_eq!(rank_agrees(&wide, 2), Some(true));
+        // The prototype in Linux's order: yes.
+        let mut ok = rows.clone();
+        ok[2].proto = vec![6.0, 6.1];
+        assert_eq!(rank_agrees(&ok, 2), Some(true));
+        let ls = lines(&rows, 1);
+        assert_eq!(ls.len(), 4);
+        assert_eq!(ls[0].proto_ratio, 1.0);
+        assert_eq!(ls[3].linux, None);
+    }
+}
