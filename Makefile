@@ -263,8 +263,9 @@ linux-boots: build-host
 # deliberately broken variants of each release (they must fail where they
 # are broken: noalloc-broken on tmpfs, 7.3's noalloc-flag-collision on
 # ext4); then, per kernel, the case-folding check and openat2(RESOLVE_CACHED)
-# of a missing name on each filesystem (`linuxcached`: ENOENT where the
-# miss is final, noalloc's tmpfs and ramfs; EAGAIN elsewhere).
+# of a missing name on each filesystem and devtmpfs (`linuxcached`: ENOENT
+# where the miss is final, noalloc's tmpfs, ramfs and devtmpfs; EAGAIN
+# elsewhere).
 linux-oracle: build-host
 	set -e; for r in $(LINUX_ORACLE_RELEASES); do \
 		$(TARGET_DIR)/release/linux-patched --linux-release $$r --fs tmpfs,ext4,ramfs --cpus 2 --oracle 60; \

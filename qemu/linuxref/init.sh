@@ -8,7 +8,7 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
-FS=tmpfs,ext4 THREADS=1 WARMUP=1 SECS=3 COUNT=0 STACKS=0 UNC= CIFS= CIFSKO= LSV= EASHOW= EACHECK= CRASH=
+FS=tmpfs,ext4 THREADS=1 WARMUP=1 SECS=3 COUNT=0 STACKS=0 UNC= CIFS= CIFSKO= LSV= EASHOW= EACHECK= CRASH= RENAMES=
 for w in $(cat /proc/cmdline); do
     case $w in
         lr.cifsko=*) CIFSKO=${w#lr.cifsko=} ;;
@@ -24,6 +24,7 @@ for w in $(cat /proc/cmdline); do
         lr.unc=*) UNC=${w#lr.unc=} ;;
         lr.cifs=*) CIFS="$CIFS ${w#lr.cifs=}" ;;
         lr.crash=*) CRASH=${w#lr.crash=} ;;
+        lr.renames=*) RENAMES=${w#lr.renames=} ;;
     esac
 done
 # cifs_mount: a cifs mount that drops the options this kernel does not
@@ -144,7 +145,7 @@ count_run() {
     for e in $T/events/lr/*/; do echo "$HIST" > ${e}trigger || echo "count-failed=1"; done
     solo off || echo "count-failed=1"
     crash count
-    /statneg --count "$1" $THREADS $2 || echo "count-failed=1"
+    /statneg --count "$1" $THREADS $2 $3 || echo "count-failed=1"
     solo on || echo "count-failed=1"
     for e in $T/events/lr/*/; do
         echo "$(basename $e)=$(awk '/hitcount:/ { s += $NF } END { print s + 0 }' ${e}hist)"
@@ -175,6 +176,27 @@ count_fs() {
         print s
     }' /tmp/c0 /tmp/c1
     [ -s /tmp/missing ] && echo "linuxref-count-missing $(cat /tmp/missing | tr '\n' ' ')"
+    # lr.renames=RATE@FS,...: the counting run again per entry while a
+    # "renamer" thread renames a file of its own in /mnt/FS RATE times a
+    # second (0: flat out); its renames are not counted (another comm). Any
+    # rename bumps rename_lock, which noalloc's lockless miss checks: the
+    # line says how many misses still fall back (__lookup_slow per stat).
+    for r in $(echo $RENAMES | tr , ' '); do
+        count_run /mnt/$1/missing-name $COUNT "${r%@*}:/mnt/${r#*@}" > /tmp/cr
+        awk -F= -v fs=$1 -v rate=${r%@*} -v on=${r#*@} 'NR == FNR { b[$1] = $2; next } { v[$1] = $2 }
+        END {
+            ops = v["count-ops"] - b["count-ops"]
+            if ("count-failed" in b || "count-failed" in v || ops <= 0 || !("count-renames" in v)) {
+                print "error: the rename counting run on " fs " (" rate "@" on ") failed"; exit
+            }
+            f = v["lookup_slow"] - b["lookup_slow"]
+            printf "linuxref-renames fs=%s on=%s rate=%s renames_per_s=%.0f stats_per_s=%.0f ops=%d renames=%d fallbacks=%.5f per_rename=%.3f allocs=%.5f rwsem=%.5f\n",
+                fs, on, rate, v["count-renames"] * 1e9 / v["count-ns"], ops * 1e9 / v["count-ns"], ops,
+                v["count-renames"], f / ops, (v["count-renames"] > 0 ? f / v["count-renames"] : 0),
+                (v["__d_alloc"] - b["__d_alloc"]) / ops,
+                (v["down_read"] + v["down_write"] - b["down_read"] - b["down_write"]) / ops
+        }' /tmp/c0 /tmp/cr
+    done
     if [ "$STACKS" = 1 ]; then
         # Who takes the locks: one more run, each lock probe's hits keyed by
         # its caller (the return address on the stack at function entry).

@@ -1,13 +1,14 @@
 #!/bin/busybox sh
 # dcache-oracle init: the stress oracle (/dcache-oracle) on a fresh tmpfs, a
-# fresh ramfs and the reference guest's ext4 disk (/dev/vda), then power
+# fresh ramfs and the reference guest's ext4 disk (/dev/vda) (or devtmpfs,
+# mounted again on /mnt/devtmpfs), then power
 # off. Appended as /init to the reference initramfs by
 # qemu/src/linuxref/oracle.rs.
 #   oracle.fs=tmpfs,ext4,ramfs oracle.readers=N oracle.secs=S
 # Per filesystem it prints `dcache-oracle-begin fs=FS`, the oracle's lines
 # and `dcache-oracle-exit fs=FS rc=RC`; then the case-folding check's and
 # the RESOLVE_CACHED check's lines, and `linuxref-done`.
-/bin/busybox mkdir -p /proc /sys /dev /mnt/tmpfs /mnt/ext4 /mnt/ramfs
+/bin/busybox mkdir -p /proc /sys /dev /mnt/tmpfs /mnt/ext4 /mnt/ramfs /mnt/devtmpfs
 /bin/busybox --install -s /bin
 export PATH=/bin:/usr/bin
 mount -t proc proc /proc
@@ -28,6 +29,9 @@ if [ -f /modules/order ]; then
 fi
 mount -t tmpfs -o size=64m tmpfs /mnt/tmpfs || echo "dcache-oracle: tmpfs mount failed"
 mount -t ramfs ramfs /mnt/ramfs || echo "dcache-oracle: ramfs mount failed"
+# The kernel's one devtmpfs superblock (the one on /dev), a second time: a
+# tmpfs instance, so noalloc gives it a complete dcache too.
+mount -t devtmpfs devtmpfs /mnt/devtmpfs || echo "dcache-oracle: devtmpfs mount failed"
 i=0
 while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 mount -t ext4 /dev/vda /mnt/ext4 || echo "dcache-oracle: ext4 mount failed"
@@ -55,7 +59,7 @@ else
 fi
 # A missing name under RESOLVE_CACHED and O_CREAT, on each filesystem
 # (qemu/linuxref/cached.c): the host judges the answers per kernel.
-/cached /mnt/tmpfs /mnt/ramfs /mnt/ext4
+/cached /mnt/tmpfs /mnt/ramfs /mnt/ext4 /mnt/devtmpfs
 echo "cached-exit rc=$?"
 echo linuxref-done
 poweroff -f

@@ -11,11 +11,17 @@
  *   average:N                    (mean of the measurement totals)
  *
  * Usage: statneg PATH THREADS WARMUP_SECS MEASURE_SECS
- *        statneg --count PATH THREADS ITERS
+ *        statneg --count PATH THREADS ITERS [RATE:DIR]
  *
  * The --count form is for counting runs (kprobe hit counts per operation):
  * each thread does exactly ITERS stats that fail with ENOENT, then the
  * program prints `count-ops=TOTAL` and exits; no sampling, no timing.
+ * With RATE:DIR one more thread, named "renamer" (so that a probe filtered
+ * on the comm "statneg" does not count it), renames a file of its own in
+ * DIR back and forth, RATE renames a second (0: as fast as it can), for as
+ * long as the stat threads run; `count-renames=N` and `count-ns=NS` follow
+ * on lines of their own. Every rename bumps the global rename_lock seqcount, which a lockless
+ * lookup of a missing name may check (a rename load on any filesystem).
  *
  * It is the Linux reference for the project's statneg workload: built
  * statically (gcc -static -O2 -pthread) it runs inside the Linux reference
@@ -26,6 +32,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -74,6 +81,53 @@ static void *worker(void *arg)
 		n++;
 		atomic_store_explicit(&counters[idx].ops, n, memory_order_relaxed);
 	}
+	return NULL;
+}
+
+/* --count RATE:DIR: the rename load. */
+static const char *rename_dir;
+static unsigned long rename_rate;
+static _Atomic int renamer_stop;
+static unsigned long long renames;
+
+static void sleep_until(struct timespec *next);
+
+static void *renamer(void *arg)
+{
+	char a[4096], b[4096];
+	struct timespec next;
+	long period_ns = rename_rate ? 1000000000L / (long)rename_rate : 0;
+	int fd, flip = 0;
+
+	(void)arg;
+	(void)pthread_setname_np(pthread_self(), "renamer");
+	snprintf(a, sizeof(a), "%s/statneg-rename-a", rename_dir);
+	snprintf(b, sizeof(b), "%s/statneg-rename-b", rename_dir);
+	unlink(b);
+	fd = open(a, O_CREAT | O_WRONLY, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "statneg: renamer: %s: %s\n", a, strerror(errno));
+		return (void *)1;
+	}
+	close(fd);
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	while (!atomic_load_explicit(&renamer_stop, memory_order_relaxed)) {
+		if (rename(flip ? b : a, flip ? a : b)) {
+			fprintf(stderr, "statneg: renamer: rename: %s\n", strerror(errno));
+			return (void *)1;
+		}
+		flip = !flip;
+		renames++;
+		if (period_ns) {
+			next.tv_nsec += period_ns;
+			while (next.tv_nsec >= 1000000000L) {
+				next.tv_nsec -= 1000000000L;
+				next.tv_sec++;
+			}
+			sleep_until(&next);
+		}
+	}
+	unlink(flip ? b : a);
 	return NULL;
 }
 
@@ -148,17 +202,34 @@ static int check_missing(void)
 	return 0;
 }
 
-/* statneg --count PATH THREADS ITERS */
+/* statneg --count PATH THREADS ITERS [RATE:DIR] */
 static int count_main(int argc, char **argv)
 {
 	unsigned long threads, n;
-	pthread_t tids[MAX_THREADS];
+	pthread_t tids[MAX_THREADS], rtid;
 	unsigned long long total = 0;
+	struct timespec t0, t1;
+	void *rret = NULL;
 
-	if (argc != 5 || parse_uint(argv[3], MAX_THREADS, &threads) || threads == 0 ||
-	    parse_uint(argv[4], 1000000000UL, &n)) {
-		fprintf(stderr, "usage: %s --count PATH THREADS ITERS (ITERS 0..10^9)\n", argv[0]);
+	if ((argc != 5 && argc != 6) || parse_uint(argv[3], MAX_THREADS, &threads) ||
+	    threads == 0 || parse_uint(argv[4], 1000000000UL, &n)) {
+		fprintf(stderr, "usage: %s --count PATH THREADS ITERS [RATE:DIR] (ITERS 0..10^9)\n",
+			argv[0]);
 		return 2;
+	}
+	if (argc == 6) {
+		char *colon = strchr(argv[5], ':');
+
+		if (!colon || colon[1] == '\0') {
+			fprintf(stderr, "statneg: %s: want RATE:DIR\n", argv[5]);
+			return 2;
+		}
+		*colon = '\0';
+		if (parse_uint(argv[5], 10000000UL, &rename_rate)) {
+			fprintf(stderr, "statneg: %s: RATE must be 0..10^7\n", argv[5]);
+			return 2;
+		}
+		rename_dir = colon + 1;
 	}
 	path = argv[2];
 	if (check_missing())
@@ -168,6 +239,11 @@ static int count_main(int argc, char **argv)
 	 * run subtracts covers start-up and exit. */
 	counting = 1;
 	iters = n;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (rename_dir && pthread_create(&rtid, NULL, renamer, NULL)) {
+		fprintf(stderr, "statneg: cannot start the renamer\n");
+		return 1;
+	}
 	for (unsigned long t = 0; t < threads; t++) {
 		if (pthread_create(&tids[t], NULL, worker, (void *)t)) {
 			fprintf(stderr, "statneg: cannot start thread %lu\n", t);
@@ -178,8 +254,16 @@ static int count_main(int argc, char **argv)
 		pthread_join(tids[t], NULL);
 		total += atomic_load(&counters[t].ops);
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (rename_dir) {
+		atomic_store(&renamer_stop, 1);
+		pthread_join(rtid, &rret);
+	}
 	printf("count-ops=%llu\n", total);
-	return 0;
+	if (rename_dir)
+		printf("count-renames=%llu\ncount-ns=%lld\n", renames,
+		       (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+	return rret ? 1 : 0;
 }
 
 int main(int argc, char **argv)

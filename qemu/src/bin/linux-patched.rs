@@ -95,6 +95,17 @@ struct Args {
     /// print one `linuxboot` line each.
     #[arg(long, value_name = "N")]
     boots: Option<u32>,
+
+    /// Rename loads, comma-separated `RATE@FS` (RATE renames a second, 0:
+    /// flat out; FS tmpfs or ext4): after each counting run, one more per
+    /// load while another task renames a file in /mnt/FS, and one line
+    /// `linuxrename kernel=K fs=F vcpus=N on=FS rate=R renames_per_s=X
+    /// stats_per_s=S ops=N renames=M fallbacks=F per_rename=P allocs=A
+    /// rwsem=R` each (fallbacks: __lookup_slow per stat, per_rename: per
+    /// rename; any rename bumps rename_lock, which noalloc's lockless miss
+    /// checks; the rates are the counting run's, under the kprobes).
+    #[arg(long, value_delimiter = ',', value_name = "RATE@FS,...")]
+    renames: Vec<String>,
 }
 
 /// The kernels asked for (see `Args::kernels`).
@@ -236,6 +247,7 @@ fn main() -> ExitCode {
             let run = GuestRun {
                 count: args.count,
                 echo: args.echo,
+                renames: args.renames.clone(),
                 ..GuestRun::statneg(cpus, args.fs.clone(), args.warmup, args.secs)
             };
             let boot = linuxref::retry_on_panic(|| linuxref::run_guest(paths, &run));
@@ -262,6 +274,27 @@ fn main() -> ExitCode {
                     }
                     for (fs, r) in &rep.results {
                         line(fs, r, retried);
+                    }
+                    for (fs, section) in &rep.sections {
+                        let lines: Vec<&str> = section
+                            .lines()
+                            .filter_map(|l| l.strip_prefix("linuxref-renames fs="))
+                            .filter_map(|l| l.split_once(' ').map(|(_, rest)| rest))
+                            .collect();
+                        if lines.len() != args.renames.len() {
+                            eprintln!(
+                                "linux-patched: {k} at {cpus} vCPUs on {fs}: {} of {} rename runs printed a line",
+                                lines.len(),
+                                args.renames.len()
+                            );
+                            failed = true;
+                        }
+                        for l in lines {
+                            println!(
+                                "linuxrename kernel={} fs={fs} vcpus={cpus} {l}{retried}",
+                                k.label()
+                            );
+                        }
                     }
                 }
                 Err(e) => {

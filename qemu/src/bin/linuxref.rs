@@ -218,8 +218,8 @@ fn main() -> ExitCode {
                 let dir = match fs {
                     Fs::Tmpfs => PathBuf::from("/dev/shm"),
                     Fs::Ext4 => PathBuf::from("/tmp"),
-                    Fs::Ramfs => {
-                        eprintln!("linuxref: host mode has no ramfs to run on");
+                    Fs::Ramfs | Fs::Devtmpfs => {
+                        eprintln!("linuxref: host mode has no {fs} to run on");
                         failed = true;
                         continue;
                     }

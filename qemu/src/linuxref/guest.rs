@@ -46,6 +46,12 @@ pub struct GuestRun {
     /// a patch series, see [`super::ensure_cifs_module`]); it rides in a
     /// second initramfs archive (`lr.cifsko=/extra/cifs.ko`).
     pub cifs_module: Option<PathBuf>,
+    /// Rename loads, `RATE@FS` each (`lr.renames`): after each counting
+    /// run, one more per entry while a thread of another name renames a
+    /// file of its own in `/mnt/FS` RATE times a second (0: flat out); one
+    /// `linuxref-renames` line each in the filesystem's section. Needs
+    /// `count` > 0.
+    pub renames: Vec<String>,
 }
 
 impl GuestRun {
@@ -63,6 +69,7 @@ impl GuestRun {
             echo: false,
             cifs: None,
             cifs_module: None,
+            renames: Vec::new(),
         }
     }
 }
@@ -269,7 +276,18 @@ pub fn guest_cmdline(run: &GuestRun) -> String {
     if run.cifs_module.is_some() {
         cmdline.push_str(" lr.cifsko=/extra/cifs.ko");
     }
+    if !run.renames.is_empty() {
+        cmdline.push_str(&format!(" lr.renames={}", run.renames.join(",")));
+    }
     cmdline
+}
+
+/// A rename load as `lr.renames` takes it: `RATE@FS`, RATE a count of
+/// renames a second (0: flat out), FS a filesystem the guest mounts.
+pub fn valid_rename_load(spec: &str) -> bool {
+    spec.split_once('@').is_some_and(|(rate, fs)| {
+        rate.parse::<u32>().is_ok_and(|r| r <= 10_000_000) && matches!(fs, "tmpfs" | "ext4")
+    })
 }
 
 /// The test hook's variable: `LINUXREF_TEST_CRASH=PHASE:N` makes the first
@@ -325,9 +343,20 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
             "need 1..=255 cpus, secs >= 1 and a filesystem or a cifs share".into(),
         ));
     }
-    if run.fs.contains(&Fs::Ramfs) {
+    if run.fs.contains(&Fs::Ramfs) || run.fs.contains(&Fs::Devtmpfs) {
         return Err(LinuxRefError::Args(
-            "statneg runs on tmpfs and ext4; ramfs is the dcache oracle's (--oracle)".into(),
+            "statneg runs on tmpfs and ext4; ramfs and devtmpfs are the dcache oracle's (--oracle)"
+                .into(),
+        ));
+    }
+    if let Some(bad) = run.renames.iter().find(|r| !valid_rename_load(r)) {
+        return Err(LinuxRefError::Args(format!(
+            "rename load {bad}: want RATE@FS, RATE 0..=10000000 (0: flat out), FS tmpfs or ext4"
+        )));
+    }
+    if !run.renames.is_empty() && run.count == 0 {
+        return Err(LinuxRefError::Args(
+            "rename loads run beside the counting run: need count > 0".into(),
         ));
     }
     if let Some(c) = &run.cifs {
@@ -385,7 +414,9 @@ pub fn run_guest(paths: &Paths, run: &GuestRun) -> Result<GuestReport, LinuxRefE
     }
     // Boot takes ~15-30 s under TCG; each run warmup + secs plus start-up;
     // a counting run ~1 minute; a cifs variant up to 2 × 40 s at 76 ms.
-    let per_fs = u64::from(run.warmup + run.secs + 5) + if run.count > 0 { 90 } else { 0 };
+    let per_fs = u64::from(run.warmup + run.secs + 5)
+        + if run.count > 0 { 90 } else { 0 }
+        + 60 * run.renames.len() as u64;
     let cifs = run
         .cifs
         .as_ref()

@@ -159,7 +159,7 @@ impl Kernel {
     pub fn miss_is_final(&self, fs: Fs) -> bool {
         let noalloc = self.variant().is_some_and(|v| v.starts_with("noalloc"));
         match fs {
-            Fs::Tmpfs | Fs::Ramfs => noalloc,
+            Fs::Tmpfs | Fs::Ramfs | Fs::Devtmpfs => noalloc,
             Fs::Ext4 => self.broken_on().contains(&Fs::Ext4),
         }
     }

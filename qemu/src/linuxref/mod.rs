@@ -175,6 +175,11 @@ pub enum Fs {
     /// filesystem the tmpfs-noalloc series gives a complete dcache. The
     /// statneg guest does not mount it.
     Ramfs,
+    /// The kernel's devtmpfs mounted a second time in the oracle's boot
+    /// (`/mnt/devtmpfs`): one superblock, a tmpfs instance (a ramfs one
+    /// without CONFIG_TMPFS), so it gets whatever tmpfs gets. The statneg
+    /// guest does not run on it.
+    Devtmpfs,
 }
 
 impl Fs {
@@ -184,6 +189,7 @@ impl Fs {
             Fs::Tmpfs => "tmpfs",
             Fs::Ext4 => "ext4",
             Fs::Ramfs => "ramfs",
+            Fs::Devtmpfs => "devtmpfs",
         }
     }
 }
@@ -195,8 +201,9 @@ impl std::str::FromStr for Fs {
             "tmpfs" => Ok(Fs::Tmpfs),
             "ext4" => Ok(Fs::Ext4),
             "ramfs" => Ok(Fs::Ramfs),
+            "devtmpfs" => Ok(Fs::Devtmpfs),
             other => Err(format!(
-                "unknown filesystem `{other}` (expected tmpfs, ext4 or ramfs)"
+                "unknown filesystem `{other}` (expected tmpfs, ext4, ramfs or devtmpfs)"
             )),
         }
     }
@@ -478,7 +485,7 @@ mod tests {
 
     #[test]
     fn fs_names_round_trip() {
-        for f in [Fs::Tmpfs, Fs::Ext4, Fs::Ramfs] {
+        for f in [Fs::Tmpfs, Fs::Ext4, Fs::Ramfs, Fs::Devtmpfs] {
             assert_eq!(f.name().parse::<Fs>(), Ok(f));
         }
         assert!("btrfs".parse::<Fs>().is_err());

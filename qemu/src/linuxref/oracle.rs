@@ -35,7 +35,7 @@ pub fn casefold_source() -> PathBuf {
 }
 
 /// The RESOLVE_CACHED check the oracle's boot runs last
-/// (`qemu/linuxref/cached.c`, on tmpfs, ramfs and ext4).
+/// (`qemu/linuxref/cached.c`, on tmpfs, ramfs, ext4 and devtmpfs).
 pub fn cached_source() -> PathBuf {
     super::guest_file("cached.c")
 }
@@ -261,7 +261,7 @@ pub struct OracleRun {
 /// seconds on each of `fss` with `readers` stat threads beside its one
 /// writer (and its dentry dropper); one report per filesystem, in order,
 /// what the case-folding check that follows answered, and what the
-/// RESOLVE_CACHED check answered on tmpfs, ramfs and ext4.
+/// RESOLVE_CACHED check answered on tmpfs, ramfs, ext4 and devtmpfs.
 pub fn run_oracle(
     paths: &Paths,
     build_dir: &Path,
@@ -316,9 +316,9 @@ pub fn run_oracle(
         )));
     }
     let cached = parse_cached(&serial)?;
-    if cached.len() != 3 {
+    if cached.len() != 4 {
         return Err(LinuxRefError::Parse(format!(
-            "the RESOLVE_CACHED check answered on {} filesystems, not 3 (tmpfs, ramfs, ext4)",
+            "the RESOLVE_CACHED check answered on {} filesystems, not 4 (tmpfs, ramfs, ext4, devtmpfs)",
             cached.len()
         )));
     }
@@ -349,11 +349,12 @@ mod tests {
             cached: dir=/mnt/tmpfs miss=ENOENT create=ok hit=ok\n\
             cached: dir=/mnt/ramfs miss=ENOENT create=ok hit=ok\n\
             cached: dir=/mnt/ext4 miss=EAGAIN create=ok hit=ok\n\
+            cached: dir=/mnt/devtmpfs miss=ENOENT create=ok hit=ok\n\
             cached-exit rc=0\nlinuxref-done\n";
         let c = parse_cached(serial).unwrap();
         assert_eq!(
             c.iter().map(|c| c.fs).collect::<Vec<_>>(),
-            [Fs::Tmpfs, Fs::Ramfs, Fs::Ext4]
+            [Fs::Tmpfs, Fs::Ramfs, Fs::Ext4, Fs::Devtmpfs]
         );
         assert_eq!(
             cached_line("7.3.4-noalloc", &c[0]),
@@ -362,6 +363,8 @@ mod tests {
         // noalloc: final on tmpfs and ramfs, not on ext4.
         assert!(cached_verdict(&c[0], true) && cached_verdict(&c[1], true));
         assert!(cached_verdict(&c[2], false));
+        // devtmpfs is a tmpfs instance: final on noalloc too.
+        assert!(cached_verdict(&c[3], true) && !cached_verdict(&c[3], false));
         // vanilla would have said EAGAIN on tmpfs: ENOENT there is wrong,
         // and so is EAGAIN where the miss is final.
         assert!(!cached_verdict(&c[0], false) && !cached_verdict(&c[2], true));

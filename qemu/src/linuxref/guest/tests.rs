@@ -229,3 +229,25 @@ fn guest_sections_are_split_and_checked() {
     ));
     assert!(guest_section("nothing", Fs::Tmpfs).is_err());
 }
+
+#[test]
+fn rename_loads_reach_the_command_line_and_bad_ones_are_refused() {
+    assert!(valid_rename_load("100@ext4") && valid_rename_load("0@tmpfs"));
+    for bad in [
+        "x@ext4",
+        "100@ramfs",
+        "100",
+        "-1@tmpfs",
+        "@ext4",
+        "10000001@ext4",
+    ] {
+        assert!(!valid_rename_load(bad), "{bad}");
+    }
+    let run = GuestRun {
+        count: 100,
+        renames: vec!["100@ext4".into(), "0@tmpfs".into()],
+        ..GuestRun::statneg(2, vec![Fs::Tmpfs], 1, 3)
+    };
+    assert!(guest_cmdline(&run).ends_with(" lr.renames=100@ext4,0@tmpfs"));
+    assert!(!guest_cmdline(&GuestRun::statneg(2, vec![Fs::Tmpfs], 1, 3)).contains("lr.renames"));
+}
