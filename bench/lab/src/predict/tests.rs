@@ -201,34 +201,15 @@ fn predict_csv_round_trips() {
 #[test]
 fn the_check_uses_cpu_time() {
     let c = Check {
-        design: "noalloc".into(),
-        lock: LockKind::Qspinlock,
-        predicted: 10e6,
-        measured: 5e6,
-        predicted_per_cpu_s: 5e6,
-        measured_per_cpu_s: 4.5e6,
-        effective_cpus: 1.0,
-        transfers_predicted: 0.0,
-        transfers_measured: 0.0,
-        allocs_predicted: 0.0,
-        allocs_measured: 0.0,
         transfer_ns: 36.5,
         predicted_per_cpu_s_at_sharing: 5e6,
-        alloc_ns_measured: 0.0,
-        alloc_ns_at_sharing: 0.0,
-        transfers_per_alloc_measured: 0.0,
-        transfers_per_alloc_at_sharing: 0.0,
-        found_per_alloc_measured: 0.0,
-        waits_per_alloc_measured: 0.0,
-        found_predicted: 0.0,
-        move_ns_measured: 0.0,
-        predicted_per_cpu_s_at_sharing_and_price: 0.0,
-        spans_1: Default::default(),
-        spans_2: Default::default(),
-        window_ns_at_sharing: 0.0,
-        slow_ns_at_sharing: 0.0,
-        round: 0,
-        held_out: false,
+        ..Check::from_rates(
+            "noalloc",
+            LockKind::Qspinlock,
+            (10e6, 5e6),
+            (5e6, 4.5e6),
+            1.0,
+        )
     };
     assert_eq!(c.wall_ratio(), 2.0);
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
