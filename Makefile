@@ -107,7 +107,7 @@ boot: build-qemu-run build-kernel
 # The root workspace's default members leave the kernel out (its binary
 # builds only for $(KERNEL_TARGET)), so its hardware-free library (the
 # command-line parser, the SMB mount arguments) is tested here on the host,
-# unit tests and the cmdline fuzz replay (kernel/src/fuzz_cmdline.rs).
+# unit tests and the cmdline fuzz replay (kernel/src/fuzz_cmdline/replay.rs).
 test-host:
 	REQUIRE_FIXTURES=1 $(CARGO) test --release --no-fail-fast
 	$(CARGO) test --release -p kernel --lib

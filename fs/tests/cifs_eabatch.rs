@@ -13,70 +13,19 @@
 //!   nothing, an entry asked alone afterwards gets the server's answer,
 //!   and nothing panics.
 
+mod roundtrips;
+
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use fs::errno::Errno;
-use fs::fstype::cifs::{self, CifsFs};
+use fs::fstype::cifs::CifsFs;
 use fs::inode::SuperBlock;
 use fs::vfs::Vfs;
-use smb::transport::{Connector, Transport, TransportError};
-use smb::{StdClock, TcpTransport};
-
-/// Counts round trips: a send after a receive (the compounds of one
-/// batched send are one).
-struct Counting {
-    inner: TcpTransport,
-    trips: Arc<AtomicU64>,
-    received: bool,
-}
-
-impl Transport for Counting {
-    fn send(&mut self, msg: &[u8]) -> Result<(), TransportError> {
-        if std::mem::take(&mut self.received) {
-            self.trips.fetch_add(1, Ordering::Relaxed);
-        }
-        self.inner.send(msg)
-    }
-    fn recv(&mut self, timeout_ms: u64) -> Result<Vec<u8>, TransportError> {
-        self.received = true;
-        self.inner.recv(timeout_ms)
-    }
-}
-
-struct CountingConnector {
-    addr: SocketAddr,
-    trips: Arc<AtomicU64>,
-}
-
-impl Connector for CountingConnector {
-    fn connect(&mut self) -> Result<Box<dyn Transport>, TransportError> {
-        Ok(Box::new(Counting {
-            inner: TcpTransport::connect(self.addr, 10_000)?,
-            trips: self.trips.clone(),
-            received: true,
-        }))
-    }
-}
 
 fn mount(addr: SocketAddr, share: &str, opts: &str) -> (Vfs, Arc<SuperBlock>, Arc<AtomicU64>) {
-    let v = Vfs::new_tmpfs("").unwrap();
-    v.mkdir(b"/mnt", 0o755).unwrap();
-    let trips = Arc::new(AtomicU64::new(0));
-    let sb = cifs::mount(
-        &v,
-        &format!("//127.0.0.1/{share}"),
-        b"/mnt",
-        opts,
-        Box::new(CountingConnector {
-            addr,
-            trips: trips.clone(),
-        }),
-        Box::new(StdClock::default()),
-    )
-    .unwrap_or_else(|e| panic!("mount {opts}: {e}"));
-    (v, sb, trips)
+    roundtrips::mount(addr, share, opts).unwrap_or_else(|e| panic!("mount {opts}: {e}"))
 }
 
 /// (round trips, EA queries sent) of one `ls -la /mnt`; every entry's
@@ -158,27 +107,19 @@ fn samba_lsla_costs_a_few_round_trips() {
 #[test]
 fn ksmbd_lsla_costs_a_few_round_trips() {
     use qemu::ksmbd::{Entry, Fixture, KsmbdOpts};
-    let image = match Fixture::prepare() {
-        Ok(i) => i,
-        Err(why) => {
-            qemu::fixtures::skip("cifs_eabatch", "the ksmbd guest", why);
-            return;
-        }
-    };
     const N: usize = 511;
     let with_x = ["d100", "d400"];
     let mut entries: Vec<Entry> = (0..N).map(|i| Entry::Dir(format!("d{i:03}"))).collect();
     for n in with_x {
         entries.push(Entry::Xattr(n.into(), "user.x".into(), "1".into()));
     }
-    let fx = Fixture::start(
-        &image,
-        &KsmbdOpts {
-            entries,
-            ..KsmbdOpts::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("ksmbd fixture ({}): {e}", image.kernel_release));
+    let opts = KsmbdOpts {
+        entries,
+        ..KsmbdOpts::default()
+    };
+    let Some((_, fx)) = Fixture::start_or_skip("cifs_eabatch", &opts) else {
+        return;
+    };
     let base = format!(
         "username={},password={},eacache=easize,acregmax=60,acdirmax=60",
         fx.user, fx.password

@@ -6,10 +6,9 @@
 //!
 //! `eacache-check server=S client=proto design=D default=yes|no hidden=H stale_after_set=S lsla_rt_cold=C lsla_rt_warm=W`
 //!
-//! The share, the same on every server: files `a0` `a1` `a2` and `f-set`
-//! without EAs, file `b-ea` and directory `c-ea` carrying `user.srv` set
-//! on the server's side (names sort so that EA-less entries come first, as
-//! they would before an EA-bearing one in a real `ls`). Per design, on a
+//! The share, the same on every server ([`qemu::eashare`]): files `a0`
+//! `a1` `a2` and `f-set` without EAs, file `b-ea` and directory `c-ea`
+//! carrying `user.srv` set on the server's side. Per design, on a
 //! fresh mount (`acregmax=60,acdirmax=60`, `eacache_k=2`; the setxattr
 //! rounds on a second one with `acdirmax=0`, so that every listing reaches
 //! the server):
@@ -32,24 +31,21 @@
 //!
 //! ksmbd runs in a QEMU guest ([`qemu::ksmbd`]), booted once for its test.
 
+mod roundtrips;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use fs::errno::Errno;
-use fs::fstype::cifs::{self, eacache, CifsFs};
+use fs::fstype::cifs::{eacache, CifsFs};
 use fs::inode::SuperBlock;
 use fs::vfs::Vfs;
-use smb::transport::{Connector, Transport, TransportError};
-use smb::{StdClock, TcpTransport};
+use qemu::eashare::{self, Line, EA_DIR, EA_FILE};
+use smb::StdClock;
 
-/// Files without EAs (the set target last).
-const PLAIN: &[&str] = &["a0", "a1", "a2", "f-set"];
-/// The file and the directory with `user.srv` on the server.
-const EA_FILE: &str = "b-ea";
-const EA_DIR: &str = "c-ea";
-const EA_NAME: &[u8] = b"user.srv";
+const EA_NAME: &[u8] = eashare::EA_NAME.as_bytes();
 /// The designs measured; `off` answers EOPNOTSUPP by definition.
 const DESIGNS: &[&str] = &["always", "easize", "negcache"];
 
@@ -65,42 +61,6 @@ struct Target {
     /// setxattr rounds of each kind (fewer against the TCG guest, where a
     /// round trip costs milliseconds: 25 keep its test near 45 s).
     rounds: usize,
-}
-
-/// Counts round trips: a send after a receive (the frames of one send,
-/// several compounds of a batched EA query, are one).
-struct Counting {
-    inner: TcpTransport,
-    sent: Arc<AtomicU64>,
-    received: bool,
-}
-
-impl Transport for Counting {
-    fn send(&mut self, msg: &[u8]) -> Result<(), TransportError> {
-        if std::mem::take(&mut self.received) {
-            self.sent.fetch_add(1, Ordering::Relaxed);
-        }
-        self.inner.send(msg)
-    }
-    fn recv(&mut self, timeout_ms: u64) -> Result<Vec<u8>, TransportError> {
-        self.received = true;
-        self.inner.recv(timeout_ms)
-    }
-}
-
-struct CountingConnector {
-    addr: SocketAddr,
-    sent: Arc<AtomicU64>,
-}
-
-impl Connector for CountingConnector {
-    fn connect(&mut self) -> Result<Box<dyn Transport>, TransportError> {
-        Ok(Box::new(Counting {
-            inner: TcpTransport::connect(self.addr, 10_000)?,
-            sent: self.sent.clone(),
-            received: true,
-        }))
-    }
 }
 
 struct Mounted {
@@ -119,19 +79,8 @@ fn mount(t: &Target, design: &str, acdirmax: u32) -> Mounted {
         "username={},password={},eacache={design},eacache_k=2,acregmax=60,acdirmax={acdirmax}{}",
         t.user, t.password, t.extra
     );
-    let sent = Arc::new(AtomicU64::new(0));
-    let sb = cifs::mount(
-        &v,
-        &format!("//127.0.0.1/{}", t.share),
-        b"/mnt",
-        &o,
-        Box::new(CountingConnector {
-            addr: t.addr,
-            sent: sent.clone(),
-        }),
-        Box::new(StdClock::default()),
-    )
-    .unwrap_or_else(|e| panic!("{}: mount {o}: {e}", t.server));
+    let (v, sb, sent) = roundtrips::mount(t.addr, &t.share, &o)
+        .unwrap_or_else(|e| panic!("{}: mount {o}: {e}", t.server));
     Mounted {
         v: Arc::new(v),
         sb,
@@ -269,22 +218,23 @@ fn check(t: &Target) {
         ls_la(&r);
         let (stale, sets) = stale_after_set(t, &r);
         let hidden = h1 + h2 + h3;
-        let default = if *design == eacache::DEFAULT {
-            "yes"
-        } else {
-            "no"
+        let line = Line {
+            server: t.server,
+            client: "proto",
+            design,
+            default: *design == eacache::DEFAULT,
+            hidden,
+            stale_after_set: stale,
+            lsla_rt_cold: cold,
+            lsla_rt_warm: warm,
         };
-        println!(
-            "eacache-check server={} client=proto design={design} default={default} \
-             hidden={hidden} stale_after_set={stale} lsla_rt_cold={cold} lsla_rt_warm={warm}",
-            t.server
-        );
+        println!("{line}");
         eprintln!(
             "  {} {design}: hidden cold={h1} warm={h2} getxattr={h3}; {sets} sets; {:.1} s",
             t.server,
             t0.elapsed().as_secs_f64()
         );
-        if (default == "yes" || *design == "always") && (hidden != 0 || stale != 0) {
+        if (line.default || *design == "always") && line.hides() {
             failures.push(format!("{design}: hidden={hidden} stale_after_set={stale}"));
         }
     }
@@ -293,25 +243,12 @@ fn check(t: &Target) {
 
 #[test]
 fn samba() {
-    use qemu::samba::{Fixture, FixtureOpts};
+    use qemu::samba::Fixture;
     if let Err(why) = Fixture::available() {
         qemu::fixtures::skip("eacache_check", "Samba", why);
         return;
     }
-    let fx = Fixture::start(&FixtureOpts {
-        entries: 0,
-        files: PLAIN
-            .iter()
-            .chain([&EA_FILE])
-            .map(|n| (n.to_string(), b"x".to_vec()))
-            .collect(),
-        other_xattrs: [EA_FILE, EA_DIR]
-            .iter()
-            .map(|n| (n.to_string(), "user.srv".into(), b"1".to_vec()))
-            .collect(),
-        ..FixtureOpts::default()
-    })
-    .expect("samba fixture");
+    let fx = Fixture::start(&eashare::samba_opts()).expect("samba fixture");
     check(&Target {
         server: "samba",
         addr: fx.addr(),
@@ -330,17 +267,7 @@ fn impacket() {
         qemu::fixtures::skip("eacache_check", "impacket", why);
         return;
     }
-    let files: Vec<(&str, &[u8])> = PLAIN
-        .iter()
-        .chain([&EA_FILE])
-        .map(|n| (*n, &b"x"[..]))
-        .collect();
-    let srv = Server::start(&files, 0).expect("impacket fixture");
-    std::fs::create_dir(srv.share_dir.join(EA_DIR)).unwrap();
-    for n in [EA_FILE, EA_DIR] {
-        // impacket never shows EAs; they exist on its files all the same.
-        let _ = qemu::samba::set_xattr(&srv.share_dir.join(n), "user.srv", b"1");
-    }
+    let srv = eashare::start_impacket().expect("impacket fixture");
     check(&Target {
         server: "impacket",
         addr: srv.addr(),
@@ -411,32 +338,15 @@ fn ksmbd_easize(t: &Target) {
 /// second client after the listing.
 #[test]
 fn ksmbd() {
-    use qemu::ksmbd::{Entry, Fixture, KsmbdOpts};
-    let image = match Fixture::prepare() {
-        Ok(i) => i,
-        Err(why) => {
-            qemu::fixtures::skip("eacache_check", "the ksmbd guest", why);
-            return;
-        }
-    };
-    let mut entries: Vec<Entry> = PLAIN
-        .iter()
-        .chain([&EA_FILE])
-        .map(|n| Entry::File(n.to_string(), "x".into()))
-        .collect();
-    entries.push(Entry::Dir(EA_DIR.into()));
-    for n in [EA_FILE, EA_DIR] {
-        entries.push(Entry::Xattr(n.into(), "user.srv".into(), "1".into()));
-    }
+    use qemu::ksmbd::{Fixture, KsmbdOpts};
     let t0 = Instant::now();
-    let fx = Fixture::start(
-        &image,
-        &KsmbdOpts {
-            entries,
-            ..KsmbdOpts::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("ksmbd fixture ({}): {e}", image.kernel_release));
+    let opts = KsmbdOpts {
+        entries: eashare::ksmbd_entries(),
+        ..KsmbdOpts::default()
+    };
+    let Some((image, fx)) = Fixture::start_or_skip("eacache_check", &opts) else {
+        return;
+    };
     eprintln!(
         "  ksmbd guest: {} ({}), NEGOTIATE answered after {:.1} s",
         fx.ready_line,

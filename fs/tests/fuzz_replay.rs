@@ -1,6 +1,6 @@
 //! The fuzz harnesses on stable: replays every committed corpus file of
 //! every target (`fuzz/corpus/<target>/*`) through the harness bodies that
-//! the cargo-fuzz targets use (`fs/tests/fuzz_harness/mod.rs`), then runs a
+//! the cargo-fuzz targets use (the `fuzzharness` crate), then runs a
 //! bounded, seeded mutation campaign per target (no panics, no aborts).
 //!
 //! The seed corpus is generated from the Samba captures in
@@ -9,10 +9,8 @@
 //! fuzz_replay -- --ignored write_seed_corpus`). Reads only `fuzz/corpus/`
 //! and the testdata files; writes only with that ignored test.
 
-mod fuzz_harness;
-
-use fuzz_harness::mutate::{hex, mutate, Rng};
-use fuzz_harness::{conn_opt, ctl, encode_script, TARGETS};
+use fuzzharness::mutate::{hex, mutate, Rng};
+use fuzzharness::{conn_opt, ctl, encode_script, TARGETS};
 use std::path::{Path, PathBuf};
 
 /// Mutated executions per target in `mutations_never_panic` (smb_replies
@@ -32,7 +30,7 @@ fn testdata(name: &str) -> Vec<Vec<u8>> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("smb/src/wire/testdata")
         .join(name);
-    fuzz_harness::capture_frames(&std::fs::read(p).unwrap())
+    fuzzharness::capture_frames(&std::fs::read(p).unwrap())
 }
 
 /// Replies of a capture (every second frame).
@@ -57,7 +55,7 @@ fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
 /// Runs one input; on a panic prints the target and the input in hex, then
 /// fails the test.
 fn run_checked(target: &str, what: &str, data: &[u8]) {
-    let r = std::panic::catch_unwind(|| fuzz_harness::run(target, data));
+    let r = std::panic::catch_unwind(|| fuzzharness::run(target, data));
     if r.is_err() {
         panic!(
             "harness {target} panicked on {what}; input ({} bytes) = {}",
@@ -100,7 +98,7 @@ fn path_walk_runs_every_design() {
     for d in 0..n {
         let mut data = ops.clone();
         data[0] = d as u8;
-        fuzz_harness::path_walk(&data);
+        fuzzharness::path_walk(&data);
     }
     fs::dcache::design::say_ran(
         "fuzz_replay::path_walk_runs_every_design",
@@ -113,7 +111,7 @@ fn conn_seeds_reach_the_operations() {
     for (name, data) in corpus("smb_conn") {
         let want = if name.contains("smb302") { 0 } else { 4 };
         if name.starts_with("seed-full-") || name.starts_with("seed-forever-") {
-            let depth = fuzz_harness::smb_conn(&data);
+            let depth = fuzzharness::smb_conn(&data);
             assert_eq!(depth, want, "{name}: connect+list+stat+ea, got {depth}");
         }
     }

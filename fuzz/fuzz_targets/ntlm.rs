@@ -1,10 +1,7 @@
-//! cargo-fuzz target `ntlm`: the body lives in `fs/tests/fuzz_harness/mod.rs`,
+//! cargo-fuzz target `ntlm`: the body lives in the `fuzzharness` crate,
 //! shared with the stable replay test `fs/tests/fuzz_replay.rs`.
 #![no_main]
 
-#[path = "../../fs/tests/fuzz_harness/mod.rs"]
-mod fuzz_harness;
-
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    fuzz_harness::run("ntlm", data);
+    fuzzharness::run("ntlm", data);
 });

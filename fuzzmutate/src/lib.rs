@@ -1,6 +1,6 @@
 //! A small seeded mutator for the stable fuzz runs (`fs/tests/fuzz_replay.rs`,
-//! `kernel/src/fuzz_cmdline.rs`, and the cargo-fuzz harnesses that share
-//! `fs/tests/fuzz_harness/`): libFuzzer-like byte mutations driven by the
+//! `kernel/src/fuzz_cmdline/replay.rs`, and the cargo-fuzz harnesses of the
+//! `fuzzharness` crate): libFuzzer-like byte mutations driven by the
 //! workspace's seeded generator (`fastrand`), so every machine runs the same
 //! inputs. Its own crate, below fs and the kernel, so that neither reads the
 //! other's files. Pure code.

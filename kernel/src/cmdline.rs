@@ -18,7 +18,7 @@
 //! Pure code that never allocates (the kernel parses before its heap
 //! exists; errors borrow the words they name): [`parse`] is a function from
 //! bytes to a [`Config`], unit-tested on the host (`cargo test -p kernel
-//! --lib`) and fuzzed with allocation forbidden (`fuzz_cmdline.rs`).
+//! --lib`) and fuzzed with allocation forbidden (`fuzz_cmdline/`).
 //! A line longer than [`MAX_LEN`] is refused ([`parse_boot`]), never cut.
 //! To add a key: add a field to [`Config`] (with its default in
 //! `Config::default`) and one [`Key`] line to [`KEYS`] with a parser from

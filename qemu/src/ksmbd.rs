@@ -376,6 +376,23 @@ impl Fixture {
         ensure_image(&build).map_err(|e| missing(&e))
     }
 
+    /// For a test (`file`, its name in the skip line): the image prepared
+    /// and booted with `opts`'s share, or `None` after
+    /// [`crate::fixtures::skip`] where the guest cannot run here. A boot that
+    /// fails once the image is there is a panic (the test's failure).
+    pub fn start_or_skip(file: &str, opts: &KsmbdOpts) -> Option<(Image, Fixture)> {
+        let image = match Fixture::prepare() {
+            Ok(i) => i,
+            Err(why) => {
+                crate::fixtures::skip(file, "the ksmbd guest", why);
+                return None;
+            }
+        };
+        let fx = Fixture::start(&image, opts)
+            .unwrap_or_else(|e| panic!("ksmbd fixture ({}): {e}", image.kernel_release));
+        Some((image, fx))
+    }
+
     /// Boot `image` with `opts`'s share; returns once the forwarded port
     /// answers an SMB2 NEGOTIATE.
     pub fn start(image: &Image, opts: &KsmbdOpts) -> io::Result<Fixture> {

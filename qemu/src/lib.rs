@@ -12,12 +12,15 @@
 //!   man in the middle that strikes dialects from NEGOTIATE.
 //! - [`relay`]: the latency relay (one-way delay, SMB2 command counting, faults).
 //! - [`linuxref`]: the Linux reference guest (Debian kernel + busybox + statneg).
+//! - [`eashare`]: the share and the line of `make eacache-check`, for
+//!   our client's lines and the Linux client's.
 //! - [`fixtures`]: what a test does when its fixture is missing
 //!   (`REQUIRE_FIXTURES=1`: fail; otherwise skip, and count the skips).
 #![deny(unsafe_code)]
 
 extern crate alloc;
 
+pub mod eashare;
 pub mod fixtures;
 pub mod hostile;
 pub mod impacket;

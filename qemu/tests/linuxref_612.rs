@@ -9,7 +9,6 @@
 //! under `REQUIRE_FIXTURES=1`). ~30 s under TCG.
 
 use qemu::linuxref::{self, CifsRun, Fs, GuestRun, Release};
-use qemu::relay::{load_stats_dir, Totals};
 use qemu::samba::{Fixture, FixtureOpts};
 
 const FILE: &str = "linuxref_612";
@@ -17,16 +16,8 @@ const ENTRIES: usize = 40;
 
 #[test]
 fn linux_612_boots_counts_and_lists_a_cifs_share() {
-    let qemu_ok = std::process::Command::new(qemu::runner::DEFAULT_QEMU)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !qemu_ok {
-        return qemu::fixtures::skip(
-            FILE,
-            "QEMU",
-            "qemu-system-x86_64 not installed (make setup)",
-        );
+    if let Some(why) = qemu::runner::qemu_unavailable() {
+        return qemu::fixtures::skip(FILE, "QEMU", why);
     }
     let paths = match linuxref::ensure_release(&linuxref::default_build_dir(), Release::V6_12) {
         Ok(p) => p,
@@ -47,7 +38,6 @@ fn linux_612_boots_counts_and_lists_a_cifs_share() {
     .expect("samba fixture");
     let dir = std::env::temp_dir().join(format!("linuxref-612-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let (stats_dir, marks_dir) = (dir.join("stats"), dir.join("marks"));
     let opts = format!(
         "vers=3.1.1,cache=strict,uid=5000,forceuid,gid=5000,forcegid,iocharset=utf8,soft,nounix,\
          mapposix,reparse=nfs,acdirmax=300,acregmax=30,username={},password={},ip=10.0.2.100",
@@ -55,26 +45,16 @@ fn linux_612_boots_counts_and_lists_a_cifs_share() {
     );
     let run = GuestRun {
         count: 2000,
-        cifs: Some(CifsRun {
-            unc: format!("//10.0.2.100/{}", fx.share),
-            variants: vec![
+        cifs: Some(CifsRun::through_relay(
+            env!("CARGO_BIN_EXE_latency-relay"),
+            fx.port,
+            &fx.share,
+            &dir,
+            vec![
                 ("base".into(), opts.clone()),
                 ("nox".into(), format!("{opts},nouser_xattr")),
             ],
-            relay: vec![
-                env!("CARGO_BIN_EXE_latency-relay").into(),
-                "--target".into(),
-                format!("127.0.0.1:{}", fx.port),
-                "--stats-dir".into(),
-                stats_dir.display().to_string(),
-                "--sync-stats".into(),
-            ],
-            stats_dir,
-            marks_dir: marks_dir.clone(),
-            ls: vec![],
-            eashow: vec![],
-            eacheck: None,
-        }),
+        )),
         ..GuestRun::statneg(1, vec![Fs::Tmpfs], 0, 1)
     };
     let rep = linuxref::run_guest(&paths, &run).expect("the 6.12 guest ran");
@@ -100,12 +80,14 @@ fn linux_612_boots_counts_and_lists_a_cifs_share() {
     // cifs: two listings of every entry per mount, each bracketed by relay
     // snapshots.
     assert_eq!(rep.listings.len(), 4, "notes: {:?}", rep.notes);
-    let snap = |n: &str| Totals::sum(&load_stats_dir(&marks_dir.join(n)).expect("marker snapshot"));
+    let cifs = run.cifs.as_ref().expect("a cifs run");
     for l in &rep.listings {
         assert_eq!((l.rc, l.entries()), (0, ENTRIES), "{l:?}");
         assert!(l.wall_s > 0.0);
         let v = &l.variant;
-        let t = snap(&format!("{v}-{}-end", l.phase)).since(&snap(&format!("{v}-{}", l.phase)));
+        let t = cifs
+            .between_marks(&format!("{v}-{}", l.phase))
+            .expect("marker snapshot");
         // The listing's own round trips, counted by the relay, agree with
         // the client's /proc/fs/cifs/Stats.
         assert_eq!(

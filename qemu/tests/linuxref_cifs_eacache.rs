@@ -12,7 +12,6 @@
 //! then it is cached under build/cifs-mod/; the boot ~30 s under TCG.
 
 use qemu::linuxref::{self, CifsRun, EaCheck, GuestRun, Release};
-use qemu::relay::{load_stats_dir, Totals};
 use qemu::samba::{entry_name, Fixture, FixtureOpts};
 
 const FILE: &str = "linuxref_cifs_eacache";
@@ -21,16 +20,8 @@ const SERIES: &str = "cifs-eacache";
 
 #[test]
 fn patched_cifs_lists_without_per_entry_ea_queries() {
-    let qemu_ok = std::process::Command::new(qemu::runner::DEFAULT_QEMU)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !qemu_ok {
-        return qemu::fixtures::skip(
-            FILE,
-            "QEMU",
-            "qemu-system-x86_64 not installed (make setup)",
-        );
+    if let Some(why) = qemu::runner::qemu_unavailable() {
+        return qemu::fixtures::skip(FILE, "QEMU", why);
     }
     let build = linuxref::default_build_dir();
     let paths = match linuxref::ensure_release(&build, Release::V6_12) {
@@ -58,7 +49,6 @@ fn patched_cifs_lists_without_per_entry_ea_queries() {
     let fx = Fixture::start(&opts).expect("samba fixture");
     let dir = std::env::temp_dir().join(format!("linuxref-eacache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let (stats_dir, marks_dir) = (dir.join("stats"), dir.join("marks"));
     let base = format!(
         "vers=3.1.1,cache=strict,uid=5000,forceuid,gid=5000,forcegid,iocharset=utf8,soft,nounix,\
          mapposix,reparse=nfs,username={},password={},ip=10.0.2.100",
@@ -67,28 +57,22 @@ fn patched_cifs_lists_without_per_entry_ea_queries() {
     let added = entry_name(ENTRIES - 1);
     let run = GuestRun {
         cifs: Some(CifsRun {
-            unc: format!("//10.0.2.100/{}", fx.share),
-            variants: vec![
-                ("base".into(), format!("{base},acdirmax=300,acregmax=30")),
-                ("short".into(), format!("{base},acdirmax=2,acregmax=2")),
-            ],
-            relay: vec![
-                env!("CARGO_BIN_EXE_latency-relay").into(),
-                "--target".into(),
-                format!("127.0.0.1:{}", fx.port),
-                "--stats-dir".into(),
-                stats_dir.display().to_string(),
-                "--sync-stats".into(),
-            ],
-            stats_dir,
-            marks_dir: marks_dir.clone(),
-            ls: vec![],
             eashow: vec![entry_name(0), entry_name(1)],
             eacheck: Some(EaCheck {
                 variant: "short".into(),
                 entry: added.clone(),
                 wait_s: 3,
             }),
+            ..CifsRun::through_relay(
+                env!("CARGO_BIN_EXE_latency-relay"),
+                fx.port,
+                &fx.share,
+                &dir,
+                vec![
+                    ("base".into(), format!("{base},acdirmax=300,acregmax=30")),
+                    ("short".into(), format!("{base},acdirmax=2,acregmax=2")),
+                ],
+            )
         }),
         cifs_module: Some(module.ko.clone()),
         ..GuestRun::statneg(1, vec![], 0, 1)
@@ -115,7 +99,7 @@ fn patched_cifs_lists_without_per_entry_ea_queries() {
     // no listing describes: once per window, so at most twice per listing
     // when the window is 2 s) are asked for them.
     assert_eq!(rep.listings.len(), 4, "notes: {:?}", rep.notes);
-    let snap = |n: &str| Totals::sum(&load_stats_dir(&marks_dir.join(n)).expect("marker snapshot"));
+    let cifs = run.cifs.as_ref().expect("a cifs run");
     for l in &rep.listings {
         assert_eq!(
             (l.rc, l.entries(), l.ls.as_str()),
@@ -123,7 +107,9 @@ fn patched_cifs_lists_without_per_entry_ea_queries() {
             "{l:?}"
         );
         let v = &l.variant;
-        let t = snap(&format!("{v}-{}-end", l.phase)).since(&snap(&format!("{v}-{}", l.phase)));
+        let t = cifs
+            .between_marks(&format!("{v}-{}", l.phase))
+            .expect("marker snapshot");
         let qi = t.client_to_server.command("QUERY_INFO");
         eprintln!(
             "{FILE}: {v} {}: {:.3} s, {qi} QUERY_INFO",

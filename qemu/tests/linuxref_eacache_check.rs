@@ -6,7 +6,7 @@
 //! without EAs, file `b-ea` and directory `c-ea` with `user.srv=1` set on
 //! the server's side) from Samba, impacket and ksmbd (a second QEMU guest),
 //! through the latency relay (0 ms), one line per server, client and
-//! design, in the proto lines' format:
+//! design, in the proto lines' format ([`qemu::eashare::Line`]):
 //!
 //! `eacache-check server=S client=linux-7.3.4[-eacache] design=D default=yes|no hidden=H stale_after_set=S lsla_rt_cold=C lsla_rt_warm=W`
 //!
@@ -34,14 +34,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use qemu::eashare::{self, Line, EA_DIR, EA_FILE};
 use qemu::linuxref::{self, CifsRun, GuestRun, Paths, Release};
-use qemu::relay::{load_stats_dir, Totals};
 
 const FILE: &str = "linuxref_eacache_check";
 const SERIES: &str = "cifs-eacache";
-const PLAIN: &[&str] = &["a0", "a1", "a2", "f-set"];
-const EA_FILE: &str = "b-ea";
-const EA_DIR: &str = "c-ea";
+/// The latency relay the guest's connections go through.
+const RELAY: &str = env!("CARGO_BIN_EXE_latency-relay");
 /// setxattr rounds of each kind per design.
 const ROUNDS: usize = 10;
 const INIT: &str = include_str!("../linuxref/init.sh");
@@ -107,32 +106,20 @@ fn boot(
         srv.name
     ));
     let _ = std::fs::remove_dir_all(&dir);
-    let (stats_dir, marks_dir) = (dir.join("stats"), dir.join("marks"));
     let base = format!(
         "{},username={},password={},ip=10.0.2.100,acregmax=60,acdirmax=60",
         srv.vers, srv.user, srv.password
     );
+    let variants = designs
+        .iter()
+        .map(|(d, extra, _)| (d.to_string(), format!("{base}{extra}")))
+        .collect();
+    let cifs = CifsRun {
+        eashow: vec![EA_FILE.into(), EA_DIR.into()],
+        ..CifsRun::through_relay(RELAY, srv.port, &srv.share, &dir, variants)
+    };
     let run = GuestRun {
-        cifs: Some(CifsRun {
-            unc: format!("//10.0.2.100/{}", srv.share),
-            variants: designs
-                .iter()
-                .map(|(d, extra, _)| (d.to_string(), format!("{base}{extra}")))
-                .collect(),
-            relay: vec![
-                env!("CARGO_BIN_EXE_latency-relay").into(),
-                "--target".into(),
-                format!("127.0.0.1:{}", srv.port),
-                "--stats-dir".into(),
-                stats_dir.display().to_string(),
-                "--sync-stats".into(),
-            ],
-            stats_dir,
-            marks_dir: marks_dir.clone(),
-            ls: vec![],
-            eashow: vec![EA_FILE.into(), EA_DIR.into()],
-            eacheck: None,
-        }),
+        cifs: Some(cifs),
         cifs_module: module.map(Path::to_path_buf),
         ..GuestRun::statneg(1, vec![], 0, 1)
     };
@@ -154,16 +141,12 @@ fn boot(
             rep.notes
         );
     }
-    let snap = |n: &str| {
-        Totals::sum(
-            &load_stats_dir(&marks_dir.join(n)).unwrap_or_else(|e| panic!("marker {n}: {e}")),
-        )
-    };
+    let cifs = run.cifs.as_ref().expect("a cifs run");
     let mut failures = Vec::new();
     for (d, _, default) in designs {
         let rt = |phase: &str| {
-            snap(&format!("{d}-{phase}-end"))
-                .since(&snap(&format!("{d}-{phase}")))
+            cifs.between_marks(&format!("{d}-{phase}"))
+                .unwrap_or_else(|e| panic!("marker {d}-{phase}: {e}"))
                 .round_trips
         };
         let listed_hidden = rep
@@ -191,16 +174,16 @@ fn boot(
                 .and_then(|v| v.parse().ok())
                 .unwrap_or_else(|| panic!("{eack}: no {k}="))
         };
-        let hidden = listed_hidden + get("hidden");
-        let stale = get("stale");
-        let line = format!(
-            "eacache-check server={} client={client} design={d} default={} hidden={hidden} \
-             stale_after_set={stale} lsla_rt_cold={} lsla_rt_warm={}",
-            srv.name,
-            if *default { "yes" } else { "no" },
-            rt("cold"),
-            rt("warm")
-        );
+        let line = Line {
+            server: srv.name,
+            client,
+            design: d,
+            default: *default,
+            hidden: listed_hidden + get("hidden"),
+            stale_after_set: get("stale"),
+            lsla_rt_cold: rt("cold"),
+            lsla_rt_warm: rt("warm"),
+        };
         println!("{line}");
         eprintln!(
             "  {} {client} {d}: hidden listed={listed_hidden} getxattr={}; {} sets",
@@ -208,8 +191,8 @@ fn boot(
             get("hidden"),
             get("sets")
         );
-        if *default && (hidden != 0 || stale != 0) {
-            failures.push(line);
+        if line.default && line.hides() {
+            failures.push(line.to_string());
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -254,43 +237,23 @@ fn check(srv: &Server) {
 }
 
 fn qemu_missing() -> bool {
-    let ok = Command::new(qemu::runner::DEFAULT_QEMU)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        qemu::fixtures::skip(
-            FILE,
-            "QEMU",
-            "qemu-system-x86_64 not installed (make setup)",
-        );
+    let why = qemu::runner::qemu_unavailable();
+    if let Some(why) = &why {
+        qemu::fixtures::skip(FILE, "QEMU", why);
     }
-    !ok
+    why.is_some()
 }
 
 #[test]
 fn samba() {
-    use qemu::samba::{Fixture, FixtureOpts};
+    use qemu::samba::Fixture;
     if qemu_missing() {
         return;
     }
     if let Err(why) = Fixture::available() {
         return qemu::fixtures::skip(FILE, "Samba", why);
     }
-    let fx = Fixture::start(&FixtureOpts {
-        entries: 0,
-        files: PLAIN
-            .iter()
-            .chain([&EA_FILE])
-            .map(|n| (n.to_string(), b"x".to_vec()))
-            .collect(),
-        other_xattrs: [EA_FILE, EA_DIR]
-            .iter()
-            .map(|n| (n.to_string(), "user.srv".into(), b"1".to_vec()))
-            .collect(),
-        ..FixtureOpts::default()
-    })
-    .expect("samba fixture");
+    let fx = Fixture::start(&eashare::samba_opts()).expect("samba fixture");
     check(&Server {
         name: "samba",
         port: fx.port,
@@ -310,16 +273,7 @@ fn impacket() {
     if let Err(why) = Impacket::available() {
         return qemu::fixtures::skip(FILE, "impacket", why);
     }
-    let files: Vec<(&str, &[u8])> = PLAIN
-        .iter()
-        .chain([&EA_FILE])
-        .map(|n| (*n, &b"x"[..]))
-        .collect();
-    let srv = Impacket::start(&files, 0).expect("impacket fixture");
-    std::fs::create_dir(srv.share_dir.join(EA_DIR)).unwrap();
-    for n in [EA_FILE, EA_DIR] {
-        let _ = qemu::samba::set_xattr(&srv.share_dir.join(n), "user.srv", b"1");
-    }
+    let srv = eashare::start_impacket().expect("impacket fixture");
     check(&Server {
         name: "impacket",
         port: srv.port,
@@ -332,31 +286,17 @@ fn impacket() {
 
 #[test]
 fn ksmbd() {
-    use qemu::ksmbd::{Entry, Fixture, KsmbdOpts};
+    use qemu::ksmbd::{Fixture, KsmbdOpts};
     if qemu_missing() {
         return;
     }
-    let image = match Fixture::prepare() {
-        Ok(i) => i,
-        Err(why) => return qemu::fixtures::skip(FILE, "the ksmbd guest", why),
+    let opts = KsmbdOpts {
+        entries: eashare::ksmbd_entries(),
+        ..KsmbdOpts::default()
     };
-    let mut entries: Vec<Entry> = PLAIN
-        .iter()
-        .chain([&EA_FILE])
-        .map(|n| Entry::File(n.to_string(), "x".into()))
-        .collect();
-    entries.push(Entry::Dir(EA_DIR.into()));
-    for n in [EA_FILE, EA_DIR] {
-        entries.push(Entry::Xattr(n.into(), "user.srv".into(), "1".into()));
-    }
-    let fx = Fixture::start(
-        &image,
-        &KsmbdOpts {
-            entries,
-            ..KsmbdOpts::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("ksmbd fixture ({}): {e}", image.kernel_release));
+    let Some((_, fx)) = Fixture::start_or_skip(FILE, &opts) else {
+        return;
+    };
     check(&Server {
         name: "ksmbd",
         port: fx.port,
@@ -404,37 +344,20 @@ fn seed_share_round_trips() {
             std::process::id()
         ));
         let _ = std::fs::remove_dir_all(&dir);
-        let (stats_dir, marks_dir) = (dir.join("stats"), dir.join("marks"));
+        let variants = designs
+            .iter()
+            .map(|(d, extra)| (d.to_string(), format!("{base}{extra}")))
+            .collect();
+        let cifs = CifsRun::through_relay(RELAY, fx.port, &fx.share, &dir, variants);
         let run = GuestRun {
-            cifs: Some(CifsRun {
-                unc: format!("//10.0.2.100/{}", fx.share),
-                variants: designs
-                    .iter()
-                    .map(|(d, extra)| (d.to_string(), format!("{base}{extra}")))
-                    .collect(),
-                relay: vec![
-                    env!("CARGO_BIN_EXE_latency-relay").into(),
-                    "--target".into(),
-                    format!("127.0.0.1:{}", fx.port),
-                    "--stats-dir".into(),
-                    stats_dir.display().to_string(),
-                    "--sync-stats".into(),
-                ],
-                stats_dir,
-                marks_dir: marks_dir.clone(),
-                ls: vec![],
-                eashow: vec![],
-                eacheck: None,
-            }),
+            cifs: Some(cifs),
             cifs_module: ko,
             ..GuestRun::statneg(1, vec![], 0, 1)
         };
         let rep = linuxref::run_guest(&paths, &run).expect("the 7.3 guest");
-        let snap = |n: &str| Totals::sum(&load_stats_dir(&marks_dir.join(n)).expect("marker"));
+        let cifs = run.cifs.as_ref().expect("a cifs run");
         for (d, _) in &designs {
-            let t = |phase: &str| {
-                snap(&format!("{d}-{phase}-end")).since(&snap(&format!("{d}-{phase}")))
-            };
+            let t = |phase: &str| cifs.between_marks(&format!("{d}-{phase}")).expect("marker");
             let (c, w) = (t("cold"), t("warm"));
             let lines = rep
                 .listings

@@ -229,34 +229,15 @@ fn the_predict_table_labels_what_its_checks_did_not_cover() {
     let none = table(&models, &[]);
     assert_eq!(count(&none), 6, "{none}");
     let met = Check {
-        design: "noalloc".into(),
-        lock: LockKind::Qspinlock,
-        predicted: 10e6,
-        measured: 9e6,
-        predicted_per_cpu_s: 5e6,
-        measured_per_cpu_s: 4.6e6,
-        effective_cpus: 2.0,
-        transfers_predicted: 0.0,
-        transfers_measured: 0.0,
-        allocs_predicted: 0.0,
-        allocs_measured: 0.0,
         transfer_ns: 100.0,
         predicted_per_cpu_s_at_sharing: 5e6,
-        alloc_ns_measured: 0.0,
-        alloc_ns_at_sharing: 0.0,
-        transfers_per_alloc_measured: 0.0,
-        transfers_per_alloc_at_sharing: 0.0,
-        found_per_alloc_measured: 0.0,
-        waits_per_alloc_measured: 0.0,
-        found_predicted: 0.0,
-        move_ns_measured: 0.0,
-        predicted_per_cpu_s_at_sharing_and_price: 0.0,
-        spans_1: Default::default(),
-        spans_2: Default::default(),
-        window_ns_at_sharing: 0.0,
-        slow_ns_at_sharing: 0.0,
-        round: 0,
-        held_out: false,
+        ..Check::from_rates(
+            "noalloc",
+            LockKind::Qspinlock,
+            (10e6, 9e6),
+            (5e6, 4.6e6),
+            2.0,
+        )
     };
     let checked = table(&models, std::slice::from_ref(&met));
     assert_eq!(count(&checked), 5, "{checked}");

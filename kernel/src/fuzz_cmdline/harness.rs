@@ -1,10 +1,9 @@
 //! Fuzz harness of the kernel command line: the one command-line parser
 //! (`bench::cmdline`) over the kernel's key tables (`kernel::cmdline`, its
 //! own keys beside `bench::params::keys`), shared by the stable replay
-//! `kernel/src/fuzz_cmdline.rs` and the cargo-fuzz target
-//! `fuzz/fuzz_targets/cmdline.rs`. The including crate root names the
-//! parser `crate::cmdline` and depends on `bench` and `assert_no_alloc`.
-//! Pure code.
+//! (`replay.rs` beside this file) and the cargo-fuzz target
+//! `fuzz/fuzz_targets/cmdline.rs`, which reaches it through this library's
+//! `fuzz` feature. Pure code.
 //!
 //! The kernel parses its command line before its heap exists, so an
 //! allocation anywhere in parsing or in rendering the error is a kernel
@@ -12,25 +11,25 @@
 //! has a heap, would never see. This harness therefore installs
 //! `assert_no_alloc`'s allocator for the whole binary and runs the parser
 //! and the error's `Display` with allocation forbidden on this thread: any
-//! allocation there fails the input.
+//! allocation there fails the input. The binary that runs it installs
+//! `assert_no_alloc::AllocDisabler` as its global allocator (a library
+//! cannot choose the allocator of its users); [`allocation_is_detected`]
+//! tells whether it did.
 
 use core::fmt::{self, Write};
 
 use crate::cmdline as kcmdline;
 
-#[global_allocator]
-static NO_ALLOC_CHECK: assert_no_alloc::AllocDisabler = assert_no_alloc::AllocDisabler;
-
 /// A fixed buffer to render messages into without allocating (what the
 /// kernel's console does); text past its end is counted, not kept.
-pub struct Buf<const N: usize> {
+struct Buf<const N: usize> {
     bytes: [u8; N],
     len: usize,
     total: usize,
 }
 
 impl<const N: usize> Buf<N> {
-    pub fn new() -> Self {
+    fn new() -> Self {
         Buf {
             bytes: [0; N],
             len: 0,
@@ -38,11 +37,11 @@ impl<const N: usize> Buf<N> {
         }
     }
     /// What was kept (may end inside a UTF-8 sequence when cut).
-    pub fn bytes(&self) -> &[u8] {
+    fn bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
     }
     /// Bytes written in all, kept or not.
-    pub fn total(&self) -> usize {
+    fn total(&self) -> usize {
         self.total
     }
 }

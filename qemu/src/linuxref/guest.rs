@@ -135,6 +135,49 @@ pub struct XattrSeen {
 pub const MARKER_PORT: u16 = 4450;
 
 impl CifsRun {
+    /// A run against the SMB server on the host's `port`, sharing `share`:
+    /// each guest connection goes through the latency relay `relay_bin`
+    /// (no delay), whose stats land in `dir/stats` and whose marker
+    /// snapshots in `dir/marks`; one mount per (name, mount data) of
+    /// `variants`. No host `ls`, no xattrs shown, no EA check: set those
+    /// fields after.
+    pub fn through_relay(
+        relay_bin: &str,
+        port: u16,
+        share: &str,
+        dir: &Path,
+        variants: Vec<(String, String)>,
+    ) -> CifsRun {
+        let stats_dir = dir.join("stats");
+        CifsRun {
+            unc: format!("//10.0.2.100/{share}"),
+            variants,
+            relay: vec![
+                relay_bin.into(),
+                "--target".into(),
+                format!("127.0.0.1:{port}"),
+                "--stats-dir".into(),
+                stats_dir.display().to_string(),
+                "--sync-stats".into(),
+            ],
+            stats_dir,
+            marks_dir: dir.join("marks"),
+            ls: vec![],
+            eashow: vec![],
+            eacheck: None,
+        }
+    }
+
+    /// What the relay counted between the guest's markers `phase` and
+    /// `phase-end` (the snapshots under `marks_dir`).
+    pub fn between_marks(&self, phase: &str) -> std::io::Result<crate::relay::Totals> {
+        use crate::relay::{load_stats_dir, Totals};
+        let at = |name: &str| -> std::io::Result<Totals> {
+            Ok(Totals::sum(&load_stats_dir(&self.marks_dir.join(name))?))
+        };
+        Ok(at(&format!("{phase}-end"))?.since(&at(phase)?))
+    }
+
     /// The `-netdev` value: the SMB forward to the relay and the marker
     /// forward to `qemu/linuxref/marker.sh`, which snapshots the stats dir
     /// (the directories passed as its arguments).

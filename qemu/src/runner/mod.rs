@@ -317,16 +317,21 @@ pub fn guest_kernel_image() -> PathBuf {
     target.join("x86_64-unknown-none/release/kernel")
 }
 
-/// Why a test cannot boot our kernel here (QEMU or the image missing), or
-/// `None` when it can. Tests print the reason and skip.
-pub fn guest_boot_unavailable() -> Option<String> {
+/// Why a test cannot start QEMU here, or `None` when it can. Tests print
+/// the reason and skip.
+pub fn qemu_unavailable() -> Option<String> {
     let qemu_ok = Command::new(DEFAULT_QEMU)
         .arg("--version")
         .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !qemu_ok {
-        return Some(format!("{DEFAULT_QEMU} not installed (make setup)"));
+        .is_ok_and(|o| o.status.success());
+    (!qemu_ok).then(|| format!("{DEFAULT_QEMU} not installed (make setup)"))
+}
+
+/// Why a test cannot boot our kernel here (QEMU or the image missing), or
+/// `None` when it can. Tests print the reason and skip.
+pub fn guest_boot_unavailable() -> Option<String> {
+    if let Some(why) = qemu_unavailable() {
+        return Some(why);
     }
     let k = guest_kernel_image();
     if !k.exists() {

@@ -156,6 +156,49 @@ impl Check {
         }
     }
 
+    /// A round known by its rates alone: ops/s predicted and measured on
+    /// the wall clock (`wall`) and per CPU-second (`per_cpu_s`), and the
+    /// run's effective CPUs; every other column 0, "not recorded", as a
+    /// checks.csv from before it reads. For tests and hand-made tables.
+    pub fn from_rates(
+        design: &str,
+        lock: LockKind,
+        wall: (f64, f64),
+        per_cpu_s: (f64, f64),
+        effective_cpus: f64,
+    ) -> Check {
+        Check {
+            design: design.into(),
+            lock,
+            predicted: wall.0,
+            measured: wall.1,
+            predicted_per_cpu_s: per_cpu_s.0,
+            measured_per_cpu_s: per_cpu_s.1,
+            effective_cpus,
+            transfers_predicted: 0.0,
+            transfers_measured: 0.0,
+            allocs_predicted: 0.0,
+            allocs_measured: 0.0,
+            transfer_ns: 0.0,
+            predicted_per_cpu_s_at_sharing: 0.0,
+            alloc_ns_measured: 0.0,
+            alloc_ns_at_sharing: 0.0,
+            transfers_per_alloc_measured: 0.0,
+            transfers_per_alloc_at_sharing: 0.0,
+            found_per_alloc_measured: 0.0,
+            waits_per_alloc_measured: 0.0,
+            found_predicted: 0.0,
+            move_ns_measured: 0.0,
+            predicted_per_cpu_s_at_sharing_and_price: 0.0,
+            spans_1: Default::default(),
+            spans_2: Default::default(),
+            window_ns_at_sharing: 0.0,
+            slow_ns_at_sharing: 0.0,
+            round: 0,
+            held_out: false,
+        }
+    }
+
     /// Price the round once more at its measured sharing, with a visit's
     /// move at `move_ns` (measured in the round) instead of `t_x`; `cpu`:
     /// the CPU-time inputs [`Check::new`] had.

@@ -201,34 +201,15 @@ fn predict_csv_round_trips() {
 #[test]
 fn the_check_uses_cpu_time() {
     let c = Check {
-        design: "noalloc".into(),
-        lock: LockKind::Qspinlock,
-        predicted: 10e6,
-        measured: 5e6,
-        predicted_per_cpu_s: 5e6,
-        measured_per_cpu_s: 4.5e6,
-        effective_cpus: 1.0,
-        transfers_predicted: 0.0,
-        transfers_measured: 0.0,
-        allocs_predicted: 0.0,
-        allocs_measured: 0.0,
         transfer_ns: 36.5,
         predicted_per_cpu_s_at_sharing: 5e6,
-        alloc_ns_measured: 0.0,
-        alloc_ns_at_sharing: 0.0,
-        transfers_per_alloc_measured: 0.0,
-        transfers_per_alloc_at_sharing: 0.0,
-        found_per_alloc_measured: 0.0,
-        waits_per_alloc_measured: 0.0,
-        found_predicted: 0.0,
-        move_ns_measured: 0.0,
-        predicted_per_cpu_s_at_sharing_and_price: 0.0,
-        spans_1: Default::default(),
-        spans_2: Default::default(),
-        window_ns_at_sharing: 0.0,
-        slow_ns_at_sharing: 0.0,
-        round: 0,
-        held_out: false,
+        ..Check::from_rates(
+            "noalloc",
+            LockKind::Qspinlock,
+            (10e6, 5e6),
+            (5e6, 4.5e6),
+            1.0,
+        )
     };
     assert_eq!(c.wall_ratio(), 2.0);
     let back = checks_from_csv(&checks_to_csv(std::slice::from_ref(&c))).unwrap();
@@ -286,21 +267,12 @@ const SPANS_FIELDS: usize = 2 * super::spans::COLUMNS.len() + 4;
 /// A transient round at `tx` ns that met (every rate 1e6 a second).
 fn transient_round(lock: LockKind, tx: f64) -> Check {
     Check {
-        design: "transient".into(),
-        lock,
-        predicted: 1e6,
-        measured: 1e6,
-        predicted_per_cpu_s: 1e6,
-        measured_per_cpu_s: 1e6,
-        effective_cpus: 2.0,
         transfers_predicted: 5.0,
         transfers_measured: 3.0,
         allocs_predicted: 0.7,
         allocs_measured: 0.5,
         transfer_ns: tx,
         predicted_per_cpu_s_at_sharing: 1e6,
-        alloc_ns_measured: 0.0,
-        alloc_ns_at_sharing: 0.0,
         transfers_per_alloc_measured: 6.0,
         transfers_per_alloc_at_sharing: 7.5,
         found_per_alloc_measured: 0.4,
@@ -308,12 +280,7 @@ fn transient_round(lock: LockKind, tx: f64) -> Check {
         found_predicted: 0.07,
         move_ns_measured: 55.0,
         predicted_per_cpu_s_at_sharing_and_price: 0.9e6,
-        spans_1: Default::default(),
-        spans_2: Default::default(),
-        window_ns_at_sharing: 0.0,
-        slow_ns_at_sharing: 0.0,
-        round: 0,
-        held_out: false,
+        ..Check::from_rates("transient", lock, (1e6, 1e6), (1e6, 1e6), 2.0)
     }
 }
 

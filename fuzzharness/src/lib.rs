@@ -1,5 +1,7 @@
-//! Fuzz harness bodies shared by the cargo-fuzz targets in `fuzz/` (nightly)
-//! and the stable replay/mutation test `fs/tests/fuzz_replay.rs`.
+//! The fuzz harness bodies: run by the cargo-fuzz targets in `fuzz/`
+//! (nightly) and by the stable replay/mutation test `fs/tests/fuzz_replay.rs`.
+//! Its own crate, above `fs`, `smb` and `qemu` (whose `hostile` server it
+//! drives), so that neither side reads the other's files.
 //!
 //! Each harness takes arbitrary bytes and drives one untrusted-input surface:
 //! the SMB2 reply parsers ([`smb_wire`]), the connection state machine behind
@@ -11,15 +13,13 @@
 //! the dcache behind `qemu::hostile`'s in-memory server
 //! ([`cifs_listing`]), and the structure-aware reply fuzzer: whole reply
 //! sequences, `arbitrary`-derived, through that server's transport to the
-//! full client ([`replies`]); the kernel command-line
-//! parser has its harness in `cmdline.rs` beside this file. Errors are
-//! fine; a panic (or an abort, e.g. an
-//! allocation the input sized) is a bug. The few checks that assert are
-//! facts every input must keep (noted where they are).
+//! full client ([`replies`]); the kernel command-line parser has its
+//! harness beside the parser, in the kernel's library
+//! (`kernel::fuzz_cmdline::harness`). Errors are fine; a panic (or an
+//! abort, e.g. an allocation the input sized) is a bug. The few checks that
+//! assert are facts every input must keep (noted where they are).
 //!
 //! Touches only the public `fs` API. No I/O.
-
-#![allow(dead_code)]
 
 pub use fuzzmutate as mutate;
 pub mod replies;
@@ -50,8 +50,8 @@ use smb::{Clock, Config, Connection, Connector, Signing, Transport, TransportErr
 
 /// The targets, by the names of their `fuzz/fuzz_targets/*.rs` and
 /// `fuzz/corpus/*` directories.
-/// (`cmdline` has its own harness, `cmdline.rs` here: it needs the
-/// `bench` crate, which the fs tests cannot depend on.)
+/// (`cmdline` has its own harness, in the kernel's library, which owns
+/// the command line's key tables.)
 pub const TARGETS: [&str; 8] = [
     "smb_wire",
     "smb_conn",
