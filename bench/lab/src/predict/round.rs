@@ -1,7 +1,7 @@
 //! One round of `bench predict` for one design and lock kind: its 1-CPU
 //! inputs and, under `--validate`, its 2-CPU check (the move-price probe,
 //! the 2-task run at a settled transfer latency, the spans), gathered into
-//! the command's rounds ([`super::split`] makes the models and checks of
+//! the command's rounds (the `split` module makes the models and checks of
 //! them) and raw.csv rows.
 //!
 //! Touches: threads of this process (the runs), stdout (a line per probe).
@@ -13,7 +13,6 @@ use formats::output::RunOutput;
 
 use super::model::{Inputs, LockKind};
 use super::spans::{self, Spans};
-use super::split::Round;
 use super::{
     measure_inputs, params, round_transfer_ns, run_spent, steal, tx_settled, Check, Measured,
     Model, PredictArgs, Spent, ROUND_TX_TRIES, STEAL_PAIRS,
@@ -43,6 +42,22 @@ pub(super) struct Session<'a> {
 pub(super) struct Gathered {
     pub rounds: Vec<Round>,
     pub rows: Vec<Row>,
+}
+
+/// One round of one design and lock kind: its model (wall-clock inputs),
+/// the same inputs on CPU time, and its 2-CPU measurement under
+/// `--validate`.
+pub(super) struct Round {
+    pub round: u32,
+    pub model: Model,
+    pub cpu: Inputs,
+    pub validation: Option<Validation>,
+}
+
+impl Round {
+    pub(super) fn key(&self) -> (&str, &str, LockKind) {
+        (&self.model.testcase, &self.model.design, self.model.lock)
+    }
 }
 
 /// A round's 2-CPU measurement, for its checks.

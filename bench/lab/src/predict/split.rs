@@ -17,8 +17,8 @@
 //!
 //! Touches nothing but the rounds it is given.
 
-use super::model::{Inputs, LockKind};
-use super::round::Validation;
+use super::model::LockKind;
+use super::round::Round;
 use super::{Check, Model};
 
 /// Which set a round belongs to.
@@ -34,22 +34,6 @@ pub fn set_of(round: u32) -> Set {
         Set::Fit
     } else {
         Set::HeldOut
-    }
-}
-
-/// One round of one design and lock kind: its model (wall-clock inputs),
-/// the same inputs on CPU time, and its 2-CPU measurement under
-/// `--validate`.
-pub(super) struct Round {
-    pub round: u32,
-    pub model: Model,
-    pub cpu: Inputs,
-    pub validation: Option<Validation>,
-}
-
-impl Round {
-    fn key(&self) -> (&str, &str, LockKind) {
-        (&self.model.testcase, &self.model.design, self.model.lock)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Unit tests of `bench predict`: the census and window inputs, the
 //! predict.csv format and the tables.
+use super::round::Round;
 use super::round::Validation;
-use super::split::{self, Round};
+use super::split;
 use super::*;
 use fs::stats::LineCensus;
 
