@@ -142,7 +142,14 @@ def check_series(tree, series):
         if missing:
             problems.append(f"{os.path.basename(cover[0])}: To/Cc lack "
                             f"{', '.join(sorted(missing))} (scripts/get_maintainer.pl names them)")
-    summary = (f"check-posting: {name}: {len(patches)} patches: trailers parse, no "
+    # A withdrawn series the harness still builds (its cover letter opens
+    # a paragraph with "Not for posting") is checked all the same, and the
+    # line says it is not a posting.
+    withdrawn = bool(cover) and any(
+        line.startswith("Not for posting")
+        for line in open(cover[0], encoding="utf-8").read().splitlines())
+    status = "not for posting (its cover letter says so); as checked: " if withdrawn else ""
+    summary = (f"check-posting: {name}: {status}{len(patches)} patches: trailers parse, no "
                f"sign-off, Cc as get_maintainer.pl ({len(wanted)} addresses), "
                f"checkpatch --strict: {checks} checks explained")
     return problems, summary

@@ -91,6 +91,20 @@ fn check_posting_refuses_the_v1_form() {
         "{}",
         String::from_utf8_lossy(&ok.stdout)
     );
+    // A withdrawn series (its cover letter says "Not for posting") is
+    // checked all the same, and its line says it is no posting; the
+    // others' lines do not.
+    let ok_out = String::from_utf8_lossy(&ok.stdout);
+    for s in &series {
+        let name = s.file_name().unwrap().to_string_lossy();
+        let cover = std::fs::read_to_string(s.join("0000-cover-letter.patch")).unwrap_or_default();
+        let withdrawn = cover.lines().any(|l| l.starts_with("Not for posting"));
+        let line = ok_out
+            .lines()
+            .find(|l| l.starts_with(&format!("check-posting: {name}: ")))
+            .unwrap_or_else(|| panic!("{name}: no line in:\n{ok_out}"));
+        assert_eq!(line.contains("not for posting"), withdrawn, "{line}");
+    }
     let tmp = std::env::temp_dir().join(format!("check-posting-v1-{}", std::process::id()));
     let mut copies = Vec::new();
     for s in &series {
