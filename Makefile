@@ -57,6 +57,7 @@ help:
 	@echo "make test-loom  the loom models only (fs/tests/loom.rs, fs/tests/loom_rcu.rs, fs/tests/loom_host_rcu.rs)"
 	@echo "make vfsstress  walks while the tree moves and mounts come and go, VFSSTRESS_SECS=$(VFSSTRESS_SECS) s per design (fs/tests/vfsstress.rs)"
 	@echo "make test-generated  generated files in git equal what their command makes; docs links resolve"
+	@echo "make test-fstests  the fstests smoke: generic/023-025 on tmpfs in the 6.12 guest (not in make test)"
 	@echo "make test-kvm   the KVM smoke plus selftest under --accel kvm (skips listed with reasons; where /dev/kvm opens)"
 	@echo "make boot       boot once: SMP=$(SMP) MEM=$(MEM) CMDLINE='$(CMDLINE)' ACCEL=$(ACCEL) TIMEOUT=$(TIMEOUT)"
 	@echo "make bench      the design sweep (DESIGNS='$(DESIGNS)': ENOENT designs, comma-separated, empty = all; BENCH_ARGS='$(BENCH_ARGS)')"
@@ -153,13 +154,15 @@ test-boot: build-qemu-run build-kernel
 # Sequential on purpose: the kernel first (host tests boot it: the guest
 # benchmark smoke, the guest SMB mount), then host tests, then the boot
 # tests (whose summary line `N passed, M failed` closes the output).
+# fstests runs are not in it (`make test-fstests`): only fstests-smoke.sh's
+# checks that need no guest (--compare, the crash reader).
 test: setup
 	$(MAKE) --no-print-directory build-kernel build-qemu-run
 	$(MAKE) --no-print-directory test-host
 	$(MAKE) --no-print-directory test-generated
 	$(MAKE) --no-print-directory test-loom
 	$(MAKE) --no-print-directory test-designs
-	$(MAKE) --no-print-directory test-fstests
+	bash linux/fstests-smoke.sh --no-guest
 	$(MAKE) --no-print-directory test-boot
 
 # The design sweep, then the SMB section (`smb-bench`).
