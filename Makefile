@@ -44,7 +44,7 @@ BENCH_ARGS ?=
 # fs::dcache::design::DESIGNS).
 DESIGNS ?=
 
-.PHONY: help setup setup-run build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot vfsstress \
+.PHONY: help setup setup-run build build-host build-kernel build-qemu-run run test test-host test-loom test-boot boot vfsstress linux-check \
         bench smb-bench eacache-check demo-trace linuxref linux-patched linux-boots linux-patched-build linux-oracle linux-vfsh linux-walks linux-fstests test-fstests lint explore bench-static test-kvm test-designs \
         test-generated generated negcost fidelity
 
@@ -66,6 +66,7 @@ help:
 	@echo "make bench-static  a statically linked bench binary ($(BENCH_STATIC)) for bare machines"
 	@echo "make demo-trace boot with demo=trace (one traced stat per design)"
 	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs (LINUX_RELEASE=$(LINUX_RELEASE): 6.12 or 7.3)"
+	@echo "make linux-check    every release's patch series apply and what they touch compiles (make test: the newest release)"
 	@echo "make linux-patched  build our kernels of LINUX_RELEASE (vanilla, negative, noalloc) and count them beside Debian's"
 	@echo "make linux-boots    boot each kernel's counting guest LINUX_BOOTS times at 2 vCPUs: how often it crashes"
 	@echo "make linux-oracle   the dcache stress oracle on tmpfs, ext4 and ramfs on each patched kernel (and on the broken ones), then RESOLVE_CACHED of a missing name"
@@ -327,6 +328,13 @@ negcost:
 FIDELITY_ARGS ?=
 fidelity: build-kernel build-qemu-run
 	$(CARGO) run --release -p benchlab --bin bench -- fidelity $(FIDELITY_ARGS)
+
+# The Linux patch check of every release (qemu/tests/linux_patches.rs with its
+# ignored test: each release's series apply and every C file they touch
+# compiles, W=1 and sparse add no warning); `make test` checks the newest
+# release's series only.
+linux-check:
+	REQUIRE_FIXTURES=1 $(CARGO) test --release -p qemu --test linux_patches -- --include-ignored
 
 linux-patched-build: build-host
 	$(TARGET_DIR)/release/linux-patched --linux-release $(LINUX_RELEASE) --build-only
