@@ -66,7 +66,7 @@ help:
 	@echo "make bench-static  a statically linked bench binary ($(BENCH_STATIC)) for bare machines"
 	@echo "make demo-trace boot with demo=trace (one traced stat per design)"
 	@echo "make linuxref   build the Linux reference guest and run statneg at 1 and 2 vCPUs (LINUX_RELEASE=$(LINUX_RELEASE): 6.12 or 7.3)"
-	@echo "make linux-check    every release's patch series apply and what they touch compiles (make test: the newest release)"
+	@echo "make linux-check    every release's patch series apply and what they touch compiles, the 6.12 cifs module boots (make test: the newest release)"
 	@echo "make linux-patched  build our kernels of LINUX_RELEASE (vanilla, negative, noalloc) and count them beside Debian's"
 	@echo "make linux-boots    boot each kernel's counting guest LINUX_BOOTS times at 2 vCPUs: how often it crashes"
 	@echo "make linux-oracle   the dcache stress oracle on tmpfs, ext4 and ramfs on each patched kernel (and on the broken ones), then RESOLVE_CACHED of a missing name"
@@ -332,10 +332,11 @@ fidelity: build-kernel build-qemu-run
 
 # The Linux patch check of every release (qemu/tests/linux_patches.rs with its
 # ignored test: each release's series apply and every C file they touch
-# compiles, W=1 and sparse add no warning); `make test` checks the newest
-# release's series only.
+# compiles, W=1 and sparse add no warning), then the 6.12 cifs series'
+# module in the 6.12 guest (qemu/tests/linuxref_cifs_eacache.rs); `make test`
+# checks the newest release's series only, and boots the 7.3 series' module.
 linux-check:
-	REQUIRE_FIXTURES=1 $(CARGO) test --release -p qemu --test linux_patches -- --include-ignored
+	REQUIRE_FIXTURES=1 $(CARGO) test --release -p qemu --test linux_patches --test linuxref_cifs_eacache -- --include-ignored
 
 linux-patched-build: build-host
 	$(TARGET_DIR)/release/linux-patched --linux-release $(LINUX_RELEASE) --build-only
