@@ -32,31 +32,39 @@ bad() {
     fail=1
 }
 
+# Every host invocation selects the same packages and features, so cargo
+# resolves one feature set and builds fs and its dependencies once for all
+# of them (a package set per invocation built fs four times over).
+host=(-p fs -p fstools -p bench -p benchlab --features fs/test-design)
+
 echo "=== design-check: build with the added design '$NEW'"
-cargo build --release -p fstools --features test-design --bin vfsh
-cargo build --release -p benchlab --features test-design --bin bench
 cargo build --release -p kernel --features test-design --target x86_64-unknown-none
 
 echo "=== design-check: per-design host tests"
 export FS_DESIGNS_RAN_LOG=$work/ran.log VFSH_DIFF_SEQS=${VFSH_DIFF_SEQS:-400}
 : >"$FS_DESIGNS_RAN_LOG"
-cargo test --release -p fs --features test-design \
+# vfsh and bench (used below) are built as the integration tests' binaries.
+cargo test --release "${host[@]}" --no-run \
+    --test stress --test enomem --test fuzz_replay --test vfsstress \
+    --test differential --test vfsh_scripts --test vfsh_regressions --test vfsh_stats_trace \
+    --test cifs_samba --test cifs_eas --test cifs_xattr --test cifs_impacket \
+    --test params --test report --test sweep_inputs
+cargo test --release "${host[@]}" \
     --test stress --test enomem --test fuzz_replay --test vfsstress -- \
     rcu_stress_all_designs vfsstress_all_designs \
     every_operation_returns_enomem a_later_allocation_failing \
     missing_names_with_every_7th path_walk_runs_every_design
-cargo test --release -p fstools --features test-design \
+cargo test --release "${host[@]}" \
     --test differential --test vfsh_scripts --test vfsh_regressions --test vfsh_stats_trace -- \
     random_sequences_agree_with_linux scripts_give_expected_output_on_every_design \
     remount_after_an_earlier_namespace stats_lines_and_counters_move
-cargo test --release -p fs --features test-design \
+cargo test --release "${host[@]}" \
     --test cifs_samba --test cifs_eas --test cifs_xattr --test cifs_impacket -- \
     ls_la_per_eacache_design ea_support_no_every_design \
     an_ea_added_on_the_server_shows_after_the_window mount_list_stat_read
 cargo test --release -p kernel --lib --features test-design -- every_registered_
-cargo test --release -p bench --features test-design --test params
-cargo test --release -p benchlab --features test-design --test report
-cargo test --release -p benchlab --features test-design --test sweep_inputs -- \
+cargo test --release "${host[@]}" --test params --test report
+cargo test --release "${host[@]}" --test sweep_inputs -- \
     smb_sweep_help_names_every_design smb_sweep_refuses_an_unknown_design
 for test in stress::rcu_stress_all_designs \
     differential::random_sequences_agree_with_linux \
