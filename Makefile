@@ -158,9 +158,20 @@ test-boot: build-qemu-run build-kernel
 # tests (whose summary line `N passed, M failed` closes the output).
 # fstests runs are not in it (`make test-fstests`): only fstests-smoke.sh's
 # checks that need no guest (--compare, the crash reader).
+# While the host tests run (guest boots and fixtures leave a core idle much
+# of the time), test-loom's and test-designs' builds run beside them at a
+# lower priority, each in its own target directory; their output goes to
+# $(TARGET_DIR)/test-prebuild.log, and the targets later find them built.
 test: setup
 	$(MAKE) --no-print-directory build-kernel build-qemu-run
-	$(MAKE) --no-print-directory test-host
+	REQUIRE_FIXTURES=1 $(CARGO) test --release --no-run
+	@mkdir -p $(TARGET_DIR); log=$(TARGET_DIR)/test-prebuild.log; \
+	{ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(TARGET_DIR)/loom nice -n 10 $(CARGO) test --release -p fs --test loom --test loom_rcu --test loom_host_rcu --no-run && \
+	  TARGET_DIR=$(TARGET_DIR) nice -n 10 bash scripts/design-check.sh --build-only; } >$$log 2>&1 & pid=$$!; \
+	$(MAKE) --no-print-directory test-host; rc=$$?; \
+	if wait $$pid; then echo "test: test-loom's and test-designs' builds done beside the host tests (log: $$log)"; \
+	else tail -n 40 $$log; echo "test: test-loom's or test-designs' build FAILED (log: $$log)"; rc=1; fi; \
+	exit $$rc
 	$(MAKE) --no-print-directory test-generated
 	$(MAKE) --no-print-directory test-loom
 	$(MAKE) --no-print-directory test-designs
