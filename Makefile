@@ -153,15 +153,17 @@ test-boot: build-qemu-run build-kernel
 	bash scripts/boot-tests.sh $(QEMU_RUN) $(KERNEL_ELF) "$(BOOT_TEST_SMPS)" \
 		--mem $(MEM) --accel $(ACCEL) --timeout $(BOOT_TEST_TIMEOUT)
 
-# Sequential on purpose: the kernel first (host tests boot it: the guest
-# benchmark smoke, the guest SMB mount), then host tests, then the boot
-# tests (whose summary line `N passed, M failed` closes the output).
+# In order: the kernel first (host tests boot it: the guest benchmark smoke,
+# the guest SMB mount), the host tests' build, then the host tests, with
+# test-loom's and test-designs' builds beside them at a lower priority in
+# their own target directories (guest boots and fixtures leave a core idle
+# much of the time; output in $(TARGET_DIR)/test-prebuild.log, and the
+# targets later find them built), then the rest, the boot tests last (their
+# summary line `N passed, M failed` closes the output). test-generated runs
+# the explore and bench binaries the host tests built (cargo run -p fstools
+# or -p benchlab resolves other features for fs and builds it all again).
 # fstests runs are not in it (`make test-fstests`): only fstests-smoke.sh's
 # checks that need no guest (--compare, the crash reader).
-# While the host tests run (guest boots and fixtures leave a core idle much
-# of the time), test-loom's and test-designs' builds run beside them at a
-# lower priority, each in its own target directory; their output goes to
-# $(TARGET_DIR)/test-prebuild.log, and the targets later find them built.
 test: setup
 	$(MAKE) --no-print-directory build-kernel build-qemu-run
 	REQUIRE_FIXTURES=1 $(CARGO) test --release --no-run
@@ -172,7 +174,7 @@ test: setup
 	if wait $$pid; then echo "test: test-loom's and test-designs' builds done beside the host tests (log: $$log)"; \
 	else tail -n 40 $$log; echo "test: test-loom's or test-designs' build FAILED (log: $$log)"; rc=1; fi; \
 	exit $$rc
-	$(MAKE) --no-print-directory test-generated
+	$(MAKE) --no-print-directory test-generated EXPLORE_RUN=$(TARGET_DIR)/release/explore BENCH_RUN=$(TARGET_DIR)/release/bench
 	$(MAKE) --no-print-directory test-loom
 	$(MAKE) --no-print-directory test-designs
 	bash linux/fstests-smoke.sh --no-guest
