@@ -71,6 +71,10 @@ pub struct Config {
     pub trace_lookup: bool,
     /// `demo=`: a demonstration to run.
     pub demo: Option<Demo>,
+    /// `rounds=N`: with `demo=table`, its rounds (default
+    /// `demo::TABLE_ROUNDS`, 7; fewer for a smoke that only needs the
+    /// table's rows and exit status).
+    pub rounds: Option<u32>,
     /// `stress=`: a stress test to run.
     pub stress: Option<Stress>,
     /// `secs=` as given (bench length, or stress length without `bench=`).
@@ -143,6 +147,7 @@ impl Default for Config {
             bench: None,
             trace_lookup: false,
             demo: None,
+            rounds: None,
             stress: None,
             secs: None,
             design: None,
@@ -263,6 +268,15 @@ pub const KEYS: &[Key<Draft>] = &[
                     ],
                 "trace, table or pingpong",
             )?);
+            Ok(())
+        }),
+    },
+    Key {
+        name: "rounds",
+        syntax: Values::Text("1..7"),
+        help: "with demo=table: its rounds (default 7; fewer for a smoke: the rows and the status, no pair told apart)",
+        kind: Kind::Value(|d, v| {
+            d.config.rounds = Some(value::int_in(v, 1, 7, "an integer from 1 to 7")? as u32);
             Ok(())
         }),
     },
@@ -410,6 +424,12 @@ impl Draft {
         let mut on = modes.iter().filter(|m| m.1).map(|m| m.0);
         if let (Some(a), Some(b)) = (on.next(), on.next()) {
             return Err(CmdlineError::Conflict(a, b));
+        }
+        if config.rounds.is_some() && config.demo != Some(Demo::Table) {
+            return Err(CmdlineError::Needs {
+                key: "rounds",
+                needs: "demo=table",
+            });
         }
         if config.smbopts.is_some() && config.smb.is_none() {
             return Err(CmdlineError::Needs {
@@ -627,6 +647,24 @@ mod tests {
         assert_eq!(c.design, Some(bench::params::Design::named("negative")));
         assert_eq!(parse("stress=rcu tasks=3"), Err(needs_bench("tasks")));
         assert_eq!(parse("demo=table").unwrap().demo, Some(Demo::Table));
+        assert_eq!(parse("demo=table").unwrap().rounds, None);
+        assert_eq!(parse("demo=table rounds=1").unwrap().rounds, Some(1));
+        assert!(parse("demo=table rounds=0").is_err());
+        assert!(parse("demo=table rounds=8").is_err());
+        assert_eq!(
+            parse("demo=trace rounds=2"),
+            Err(CmdlineError::Needs {
+                key: "rounds",
+                needs: "demo=table"
+            })
+        );
+        assert_eq!(
+            parse("selftest rounds=2"),
+            Err(CmdlineError::Needs {
+                key: "rounds",
+                needs: "demo=table"
+            })
+        );
         assert_eq!(parse("demo=pingpong").unwrap().demo, Some(Demo::Pingpong));
         // poison= is a setting, not a mode: it goes with any of them.
         let c = parse("poison=1 stress=rcu secs=10").unwrap();

@@ -9,7 +9,7 @@
 //!   second shows what the first left behind: the negative design's cached
 //!   dentry answers it).
 //! - `demo=table` (`make run`'s default): statneg on min(4, CPUs) tasks in
-//!   [`TABLE_ROUNDS`] rounds; a round runs every design once (a warm-up and
+//!   [`TABLE_ROUNDS`] rounds (`rounds=N` fewer); a round runs every design once (a warm-up and
 //!   a measured window each), every second round backwards
 //!   ([`bench::rounds`]). Prints one table of each design's median round
 //!   (ops/s and per-op counters), a line `vcpus=V host_cores=C lock=K` (C
@@ -105,15 +105,17 @@ pub const TABLE_WARMUP_S: u32 = 1;
 pub const TABLE_SECS: u32 = 2;
 
 /// `demo=table` (`host_cores`: what `host_cores=` said; `asked`: what
-/// `lock=` said). Returns false if a run failed.
-pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>) -> bool {
+/// `lock=` said; `rounds`: what `rounds=` said, else [`TABLE_ROUNDS`]).
+/// Returns false if a run failed.
+pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>, rounds: Option<u32>) -> bool {
+    let table_rounds = rounds.map_or(TABLE_ROUNDS, |n| n as usize);
     let vcpus = smp::online_count();
     let tasks = vcpus.min(4);
     let (lock, why) = demo_lock(asked, vcpus, host_cores);
     let designs: Vec<Design> = Design::all().collect();
     let names: Vec<&str> = designs.iter().map(|d| d.name()).collect();
     let mut rounds = Rounds::new(designs.len());
-    for round in 0..TABLE_ROUNDS {
+    for round in 0..table_rounds {
         for i in bench::rounds::order(designs.len(), round) {
             let p = Params {
                 bench: Bench::Statneg,
@@ -148,7 +150,7 @@ pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>) -> bool {
         }
     }
     kprintln!(
-        "statneg (every task stats /nonexistent in a tmpfs), {TABLE_ROUNDS} rounds of {TABLE_WARMUP_S} s warm-up + {TABLE_SECS} s measured per design, designs interleaved (every second round backwards), this guest:"
+        "statneg (every task stats /nonexistent in a tmpfs), {table_rounds} rounds of {TABLE_WARMUP_S} s warm-up + {TABLE_SECS} s measured per design, designs interleaved (every second round backwards), this guest:"
     );
     // The design column as wide as the registry's longest name.
     let w = fs::dcache::design::name_width(MIN_DESIGN_WIDTH);
@@ -199,10 +201,11 @@ pub fn run(
     trace_on: bool,
     host_cores: Option<u32>,
     lock: Option<LockKind>,
+    rounds: Option<u32>,
 ) -> ! {
     let ok = match which {
         kernel::cmdline::Demo::Trace => trace_demo(trace_on),
-        kernel::cmdline::Demo::Table => table_demo(host_cores, lock),
+        kernel::cmdline::Demo::Table => table_demo(host_cores, lock, rounds),
         kernel::cmdline::Demo::Pingpong => crate::benchrun::pingpong(),
     };
     exit(if ok {

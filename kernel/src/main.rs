@@ -202,7 +202,13 @@ fn run(config: &Config) -> ! {
         benchrun::run(p);
     }
     if let Some(d) = config.demo {
-        demo::run(d, config.trace_lookup, config.host_cores, config.lock);
+        demo::run(
+            d,
+            config.trace_lookup,
+            config.host_cores,
+            config.lock,
+            config.rounds,
+        );
     }
     if let Some(s) = config.stress {
         stress::run(s, config.secs, config.design, config.poison != Some(false));
