@@ -313,28 +313,67 @@ fn ksmbd() {
 }
 
 /// The seed's case, for the cover letter (not an `eacache-check` line):
-/// Samba sharing 511 directories without EAs, where nothing shows that the
-/// server fills EaSize in. Round trips of coreutils 9.7 `ls -la` cold and
-/// warm (the same at any latency; at 76 ms each costs 76 ms), with the
-/// packaged module and with the series (default and `trusteasize`), the
-/// seed's attribute windows. `cargo test … -- --ignored seed_share`.
+/// a share of 511 directories without EAs, where nothing shows that the
+/// server fills EaSize in: Samba, or with `EACK_SEED_SERVER=ksmbd` the
+/// ksmbd guest (`d000` … `d510`). Round trips of coreutils 9.7 `ls -la`
+/// cold and warm and their wall seconds in the guest, through the relay at
+/// `EACK_SEED_RTT_MS` (0 unless set; the seed's is 76), with the packaged
+/// module and with the series (default and `trusteasize`), the seed's
+/// attribute windows. `cargo test … -- --ignored seed_share`.
 #[test]
-#[ignore = "a measurement for the cover letter, one minute or two"]
+#[ignore = "a measurement for the cover letter, one minute or two (minutes at 76 ms)"]
 fn seed_share_round_trips() {
-    use qemu::samba::{Fixture, FixtureOpts};
     if qemu_missing() {
         return;
     }
-    if let Err(why) = Fixture::available() {
-        return qemu::fixtures::skip(FILE, "Samba", why);
+    let rtt_ms: f64 = std::env::var("EACK_SEED_RTT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    let server = std::env::var("EACK_SEED_SERVER").unwrap_or_else(|_| "samba".into());
+    // The fixture is held (and stopped on drop) for the whole test.
+    let (_samba, _ksmbd, port, user, password, share);
+    if server == "ksmbd" {
+        use qemu::ksmbd::{Entry, Fixture, KsmbdOpts};
+        let image = match Fixture::prepare() {
+            Ok(i) => i,
+            Err(why) => return qemu::fixtures::skip(FILE, "the ksmbd guest", why),
+        };
+        let entries = (0..511).map(|i| Entry::Dir(format!("d{i:03}"))).collect();
+        let fx = Fixture::start(
+            &image,
+            &KsmbdOpts {
+                entries,
+                ..KsmbdOpts::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("ksmbd fixture ({}): {e}", image.kernel_release));
+        (port, user, password, share) = (
+            fx.port,
+            fx.user.clone(),
+            fx.password.clone(),
+            fx.share.clone(),
+        );
+        (_samba, _ksmbd) = (None, Some(fx));
+    } else {
+        use qemu::samba::{Fixture, FixtureOpts};
+        if let Err(why) = Fixture::available() {
+            return qemu::fixtures::skip(FILE, "Samba", why);
+        }
+        let fx = Fixture::start(&FixtureOpts::default()).expect("samba fixture");
+        (port, user, password, share) = (
+            fx.port,
+            fx.user.clone(),
+            fx.password.clone(),
+            fx.share.clone(),
+        );
+        (_samba, _ksmbd) = (Some(fx), None);
     }
-    let fx = Fixture::start(&FixtureOpts::default()).expect("samba fixture");
     let build = linuxref::default_build_dir();
     let paths = linuxref::ensure_release(&build, Release::V7_3).expect("7.3 guest");
     let module = linuxref::ensure_cifs_module(&build, Release::V7_3, SERIES).expect("cifs.ko");
     let base = format!(
-        "vers=3.1.1,username={},password={},ip=10.0.2.100,acregmax=30,acdirmax=300",
-        fx.user, fx.password
+        "vers=3.1.1,username={user},password={password},ip=10.0.2.100,acregmax=30,acdirmax=300"
     );
     for (client, ko, designs) in [
         ("linux-7.3.4", None, vec![("default", "")]),
@@ -353,7 +392,9 @@ fn seed_share_round_trips() {
             .iter()
             .map(|(d, extra)| (d.to_string(), format!("{base}{extra}")))
             .collect();
-        let cifs = CifsRun::through_relay(RELAY, fx.port, &fx.share, &dir, variants);
+        let mut cifs = CifsRun::through_relay(RELAY, port, &share, &dir, variants);
+        cifs.relay
+            .extend(["--delay-ms".into(), format!("{}", rtt_ms / 2.0)]);
         let run = GuestRun {
             cifs: Some(cifs),
             cifs_module: ko,
@@ -370,10 +411,18 @@ fn seed_share_round_trips() {
                 .filter(|l| l.variant == *d)
                 .map(|l| l.entries())
                 .collect::<Vec<_>>();
+            let secs = |phase: &str| {
+                rep.listings
+                    .iter()
+                    .find(|l| l.variant == *d && l.phase == phase)
+                    .map_or(f64::NAN, |l| l.wall_s)
+            };
             println!(
-                "seed-share client={client} design={d} entries={lines:?} rt_cold={} qi_cold={} rt_warm={} qi_warm={}",
+                "seed-share server={server} rtt_ms={rtt_ms} client={client} design={d} entries={lines:?} cold_s={:.3} rt_cold={} qi_cold={} warm_s={:.3} rt_warm={} qi_warm={}",
+                secs("cold"),
                 c.round_trips,
                 c.client_to_server.command("QUERY_INFO"),
+                secs("warm"),
                 w.round_trips,
                 w.client_to_server.command("QUERY_INFO")
             );
