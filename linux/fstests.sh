@@ -13,7 +13,7 @@
 # fstests' own results directory in results/fstests/K/F/G/ (check.log,
 # result.xml, each test's .out.bad/.full/.dmesg, the guest's dmesg).
 #
-#   linux/fstests.sh [--kernels K,...] [--fs tmpfs,cifs,cifs-eacache]
+#   linux/fstests.sh [--kernels K,...] [--fs tmpfs,cifs,cifs-eacache] [--server samba|ksmbd]
 #                    [--group G | --list FILE | --tests T,...] [--exclude FILE]
 #                    [--cpus N] [--mem SIZE] [--budget SECS] [--build-only]
 #   linux/fstests.sh --report results/fstests/K/F/G [--list FILE | --group G] [--exclude FILE]
@@ -38,7 +38,11 @@
 # build/cifs-mod/ by `linuxref --linux-release REL --cifs-module
 # cifs-eacache`) against the
 # project's Samba fixture (TEST and SCRATCH shares) through the latency relay
-# (QEMU user networking guestfwd). A list file holds test names, `#` comments.
+# (QEMU user networking guestfwd), or with `--server ksmbd` against the ksmbd
+# guest fixture (target/release/ksmbd-fixture: Debian's 7.3.4 ksmbd in a
+# second QEMU guest, its one tmpfs share holding TEST and SCRATCH as the
+# directories `test` and `scratch`); a ksmbd run's filesystem is named
+# F-ksmbd (`fs=cifs-ksmbd`, results/fstests/K/cifs-ksmbd/G). A list file holds test names, `#` comments.
 # `--budget SECS` stops check (SIGINT: it writes its summary) after SECS.
 # A guest whose kernel crashes (an oops, a BUG, a panic before fstests-end)
 # is reported with the crash's lines and booted once more: that run's line
@@ -74,12 +78,13 @@ coreutils,findutils,grep,diffutils,file,xz-utils,hostname,iproute2,passwd,login,
 CIFS_OPTS="vers=3.1.1,cache=strict,upcall_target=app,iocharset=utf8,soft,nounix,mapposix,\
 reparse=nfs,nativesocket,symlink=native,rsize=4194304,wsize=4194304,acdirmax=300,acregmax=30"
 
-KERNELS=debian FSS=tmpfs GROUP=quick LIST= TESTS= EXCLUDE= CPUS=2 MEM=4G BUDGET=0 BUILD_ONLY=0 REPORT=
+KERNELS=debian FSS=tmpfs SERVER=samba GROUP=quick LIST= TESTS= EXCLUDE= CPUS=2 MEM=4G BUDGET=0 BUILD_ONLY=0 REPORT=
 COMPARE=()
 while [ $# -gt 0 ]; do
     case $1 in
         --kernels) KERNELS=$2; shift ;;
         --fs) FSS=$2; shift ;;
+        --server) SERVER=$2; shift ;;
         --group) GROUP=$2; shift ;;
         --list) LIST=$2; shift ;;
         --tests) TESTS=$2; shift ;;
@@ -314,11 +319,18 @@ start_samba() { # -> SAMBA_PORT, SAMBA_PW
     # (fsstress, large sparse files filled in by the server), and in host
     # memory two cifs runs side by side drove the host out of memory.
     mkdir -p "$W/samba"
-    SAMBA_FIXTURE_DIR=$W/samba "$bin" --entries 0 --share test --extra-share scratch <"$SAMBA_FIFO" >"$out" 2>&1 &
+    if [ "$SERVER" = ksmbd ]; then
+        # The guest boots under TCG: up to its 150 s NEGOTIATE wait.
+        bin=$ROOT/target/release/ksmbd-fixture
+        [ -x "$bin" ] || die "--server ksmbd needs target/release/ksmbd-fixture (cargo build --release -p qemu)"
+        "$bin" --dir test --dir scratch <"$SAMBA_FIFO" >"$out" 2>&1 &
+    else
+        SAMBA_FIXTURE_DIR=$W/samba "$bin" --entries 0 --share test --extra-share scratch <"$SAMBA_FIFO" >"$out" 2>&1 &
+    fi
     SAMBA_PID=$!
     exec 9>"$SAMBA_FIFO"
     local i=0
-    while ! grep -q '^port=' "$out" && [ $i -lt 300 ]; do
+    while ! grep -q '^port=' "$out" && [ $i -lt 3000 ]; do
         kill -0 "$SAMBA_PID" 2>/dev/null || die "the Samba fixture did not start: $(cat "$out")"
         sleep 0.1; i=$((i + 1))
     done
@@ -417,14 +429,16 @@ run_one() {
     local glabel=$GROUP
     [ -n "$LIST" ] && glabel=$(basename "$LIST" .list)
     [ -n "$TESTS" ] && glabel=tests
+    local fs=$fs
+    [ "$SERVER" = ksmbd ] && fs=$fs-ksmbd
     local out=$ROOT/results/fstests/$label/$fs/$glabel
     rm -rf "$out" && mkdir -p "$out"
     local run=$W/run.$$ && rm -rf "$run" && mkdir -p "$run/fstests-run"
     cp linux/fstests-init.sh "$run/init" && chmod 755 "$run/init"
     local fstyp=$fs cifsko=
-    case $fs in
-        tmpfs) ;;
-        cifs) ;;
+    case ${fs%-ksmbd} in
+        tmpfs) [ "$SERVER" = samba ] || die "--server $SERVER is for cifs" ;;
+        cifs) fstyp=cifs ;;
         cifs-eacache)
             fstyp=cifs
             # The module is built against Debian's kernel of its release,
@@ -461,11 +475,16 @@ run_one() {
     cp qemu/linuxref/cifs-mount.sh "$run/fstests-run/cifs-mount.sh"
     local netdev=()
     if [ "$fstyp" = cifs ]; then
-        start_samba "$out/samba-fixture.txt"
+        start_samba "$out/$SERVER-fixture.txt"
+        local unc=//10.0.2.100 user=root
+        if [ "$SERVER" = ksmbd ]; then
+            unc=//10.0.2.100/$(sed -n 's/^port=.* share=\([^ ]*\) .*/\1/p' "$out/$SERVER-fixture.txt")
+            user=$(sed -n 's/^port=.* user=\([^ ]*\) .*/\1/p' "$out/$SERVER-fixture.txt")
+        fi
         {
-            echo "TEST_UNC=//10.0.2.100/test"
-            echo "SCRATCH_UNC=//10.0.2.100/scratch"
-            echo "CIFS_CREDS=username=root,password=$SAMBA_PW"
+            echo "TEST_UNC=$unc/test"
+            echo "SCRATCH_UNC=$unc/scratch"
+            echo "CIFS_CREDS=username=$user,password=$SAMBA_PW"
             echo "CIFS_OPTS=$CIFS_OPTS"
         } >>"$run/fstests-run/env"
         local relay="$ROOT/target/release/latency-relay --target 127.0.0.1:$SAMBA_PORT"
@@ -524,7 +543,7 @@ if [ -n "$REPORT" ]; then
     d=$(realpath "$REPORT")
     g=$(basename "$d") f=$(basename "$(dirname "$d")") k=$(basename "$(dirname "$(dirname "$d")")")
     ft=$f
-    [ "$f" = cifs-eacache ] && ft=cifs
+    case $f in cifs*) ft=cifs ;; esac
     report "$d" "$k" "$f" "$g" "$ft" 0
     exit 0
 fi
