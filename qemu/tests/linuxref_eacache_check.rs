@@ -233,7 +233,7 @@ fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> 
                 .map(|(d, extra, _)| (d.to_string(), format!("{base}{extra}")))
                 .collect(),
             relay: vec![
-                env!("CARGO_BIN_EXE_latency-relay").into(),
+                RELAY.into(),
                 "--target".into(),
                 format!("127.0.0.1:{}", srv.port),
                 "--stats-dir".into(),
@@ -279,7 +279,7 @@ fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> 
                 .unwrap_or_else(|| panic!("{line}: no {k}="))
         };
         // The connection this design's race ran on: the latest to hold.
-        let conns = load_stats_dir(&marks_dir.join(format!("race-{d}-end")))
+        let conns = qemu::relay::load_stats_dir(&marks_dir.join(format!("race-{d}-end")))
             .unwrap_or_else(|e| panic!("marker race-{d}-end: {e}"));
         let hold = conns
             .iter()
@@ -397,27 +397,14 @@ fn samba() {
 /// test fail).
 #[test]
 fn race_samba() {
-    use qemu::samba::{Fixture, FixtureOpts};
+    use qemu::samba::Fixture;
     if qemu_missing() {
         return;
     }
     if let Err(why) = Fixture::available() {
         return qemu::fixtures::skip(FILE, "Samba", why);
     }
-    let fx = Fixture::start(&FixtureOpts {
-        entries: 0,
-        files: PLAIN
-            .iter()
-            .chain([&EA_FILE])
-            .map(|n| (n.to_string(), b"x".to_vec()))
-            .collect(),
-        other_xattrs: [EA_FILE, EA_DIR]
-            .iter()
-            .map(|n| (n.to_string(), "user.srv".into(), b"1".to_vec()))
-            .collect(),
-        ..FixtureOpts::default()
-    })
-    .expect("samba fixture");
+    let fx = Fixture::start(&eashare::samba_opts()).expect("samba fixture");
     let other = std::env::var("EACK_RACE_SERIES").ok();
     let Some((paths, module)) = prepare_series(other.as_deref().unwrap_or(SERIES)) else {
         return;
