@@ -14,6 +14,37 @@
 # hidden: b-ea/c-ea answered as without user.srv (a list lacking it, or
 # ENODATA; EOPNOTSUPP is the server's refusal, not a hidden EA); stale:
 # reads after a successful set without the value just set.
+#
+# A word VARIANT:race runs the forced interleaving instead, against a relay
+# started with `--hold 0xe:0x11 --hold-armed-by MARKS/race-arm`: on a fresh
+# mount (nothing listed yet), `mark race-arm` arms the hold, `ls -la` runs
+# in the background and its QUERY_DIRECTORY reply (the server's listing
+# with f-set's EaSize 0) is held at the relay; setxattr(f-set, user.x=v)
+# runs and its SET_INFO response releases the listing, which the client
+# then applies; user.x is read back after the listing ends. Prints
+#   linuxref: eack-race variant=V set=0|1 stale=0|1 ls=RC
+# and snapshots the stats at marker race-V-end (the relay's `hold` field
+# says whether the reply was held and what released it).
+eack_race() {
+    if ! mount -t cifs "$UNC" /mnt/cifs -o "$2"; then
+        echo "linuxref: eack mount of $1 failed"
+        return
+    fi
+    mark race-arm
+    ls -la /mnt/cifs > /tmp/race-ls.out 2>&1 &
+    lp=$!
+    # Long enough for the listing's request to reach the server (TCG).
+    sleep 3
+    set=0 stale=0
+    /xattr set /mnt/cifs/f-set user.x v > /dev/null && set=1
+    wait $lp
+    lsrc=$?
+    eack_has /mnt/cifs/f-set user.x v || stale=1
+    echo "linuxref: eack-race variant=$1 set=$set stale=$stale ls=$lsrc $(/xattr list /mnt/cifs/f-set)"
+    /xattr set /mnt/cifs/f-set user.x "" > /dev/null
+    mark race-$1-end
+    umount /mnt/cifs || echo "linuxref: umount failed"
+}
 EACK=$(cat /eack.conf 2> /dev/null)
 eack_has() {
     /xattr list "$1" | grep -q " $2=$3\( \|\$\)"
@@ -29,6 +60,10 @@ eack_absent() {
 for ew in $EACK; do
     ev=${ew%%:*} rounds=${ew#*:} eo=
     for v in $CIFS; do [ "${v%%:*}" = "$ev" ] && eo=${v#*:}; done
+    if [ "$rounds" = race ]; then
+        [ -n "$eo" ] && eack_race "$ev" "$eo"
+        continue
+    fi
     if [ -n "$eo" ] && mount -t cifs "$UNC" /mnt/cifs -o "$eo"; then
         ls -la /mnt/cifs > /dev/null
         hid=0

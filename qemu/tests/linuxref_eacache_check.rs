@@ -20,9 +20,16 @@
 //! listing
 //! (`qemu/linuxref/eacache-check.sh`); `stale_after_set`: reads of
 //! `user.x` without the value just set through the same mount, after a
-//! listing and beside a loop listing the share. The relay cannot hold one
-//! reply while another request runs, so the race is the listing loop's, not
-//! a forced interleaving.
+//! listing and beside a loop listing the share.
+//!
+//! `race_samba` forces the interleaving of issue 48's lost update: the
+//! relay holds a cold `ls -la`'s QUERY_DIRECTORY reply (f-set listed with
+//! EaSize 0) until a setxattr(f-set, user.x)'s SET_INFO response has gone
+//! back, so the client applies the older listing after the set; user.x
+//! must still read back. One `eacache-race` line per design of the series'
+//! module (the packaged module keeps no EA state, so it has no window):
+//!
+//! `eacache-race server=samba client=linux-7.3.4-eacache design=D default=yes|no hold=until|timeout|none held_ms=M set=0|1 stale_after_set=S`
 //!
 //! The guest's /init is init.sh with `eacache-check.sh` sourced before it
 //! powers off, in an initramfs archive appended to the cached one (the
@@ -202,6 +209,109 @@ fn boot(
     failures
 }
 
+/// The series' module with the hold rule in the relay, each design's
+/// race once (`eacache-check.sh`'s `VARIANT:race`); prints the
+/// `eacache-race` lines and returns the default design's failures.
+fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> Vec<String> {
+    let client = "linux-7.3.4-eacache";
+    let dir = std::env::temp_dir().join(format!(
+        "linuxref-eack-race-{}-{}",
+        std::process::id(),
+        srv.name
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (stats_dir, marks_dir) = (dir.join("stats"), dir.join("marks"));
+    let base = format!(
+        "{},username={},password={},ip=10.0.2.100,acregmax=60,acdirmax=60",
+        srv.vers, srv.user, srv.password
+    );
+    let run = GuestRun {
+        cifs: Some(CifsRun {
+            unc: format!("//10.0.2.100/{}", srv.share),
+            variants: designs
+                .iter()
+                .map(|(d, extra, _)| (d.to_string(), format!("{base}{extra}")))
+                .collect(),
+            relay: vec![
+                RELAY.into(),
+                "--target".into(),
+                format!("127.0.0.1:{}", srv.port),
+                "--stats-dir".into(),
+                stats_dir.display().to_string(),
+                "--sync-stats".into(),
+                // Unencrypted mount: the hold reads the SMB2 headers.
+                "--hold".into(),
+                "0xe:0x11".into(),
+                "--hold-timeout-ms".into(),
+                "15000".into(),
+                "--hold-armed-by".into(),
+                marks_dir.join("race-arm").display().to_string(),
+            ],
+            stats_dir,
+            marks_dir: marks_dir.clone(),
+            ls: vec![],
+            eashow: vec![],
+            eacheck: None,
+        }),
+        cifs_module: Some(module.to_path_buf()),
+        ..GuestRun::statneg(1, vec![], 0, 1)
+    };
+    let conf: Vec<String> = designs
+        .iter()
+        .map(|(d, _, _)| format!("{d}:race"))
+        .collect();
+    let mut paths = paths.clone();
+    paths.initramfs = with_eack_init(&paths, &dir, &conf.join(" "));
+    let rep = linuxref::run_guest(&paths, &run)
+        .unwrap_or_else(|e| panic!("{}/{client}: the 7.3 guest: {e}", srv.name));
+    let mut failures = Vec::new();
+    for (d, _, default) in designs {
+        let line = rep
+            .notes
+            .iter()
+            .find(|l| l.starts_with(&format!("eack-race variant={d} ")))
+            .unwrap_or_else(|| panic!("{}: no eack-race line for {d}: {:?}", srv.name, rep.notes));
+        eprintln!("  {}: {line}", srv.name);
+        let get = |k: &str| -> u64 {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{k}=")))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{line}: no {k}="))
+        };
+        // The connection this design's race ran on: the latest to hold.
+        let conns = qemu::relay::load_stats_dir(&marks_dir.join(format!("race-{d}-end")))
+            .unwrap_or_else(|e| panic!("marker race-{d}-end: {e}"));
+        let hold = conns
+            .iter()
+            .filter(|c| c.hold.as_ref().is_some_and(|h| h.held))
+            .max_by_key(|c| c.started_unix_ms)
+            .and_then(|c| c.hold.clone())
+            .unwrap_or_default();
+        let by = if hold.released_by.is_empty() {
+            "none"
+        } else {
+            &hold.released_by
+        };
+        let out = format!(
+            "eacache-race server={} client={client} design={d} default={} hold={by} \
+             held_ms={:.0} set={} stale_after_set={}",
+            srv.name,
+            if *default { "yes" } else { "no" },
+            hold.held_ms,
+            get("set"),
+            get("stale")
+        );
+        println!("{out}");
+        // The default design must keep the set, and the test only counts
+        // where the listing really was applied after it.
+        if *default && (by != "until" || get("set") != 1 || get("stale") != 0) {
+            failures.push(out);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    failures
+}
+
 /// Both clients against `srv`; asserts the default designs' lines.
 /// The three servers' tests run as threads of one binary; the packages
 /// and the module build share one directory, so one thread prepares them
@@ -210,20 +320,8 @@ fn boot(
 static PREPARE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn check(srv: &Server) {
-    let build = linuxref::default_build_dir();
-    let prepared = {
-        let _one = PREPARE.lock().unwrap_or_else(|e| e.into_inner());
-        linuxref::ensure_release(&build, Release::V7_3)
-            .map_err(|why| ("the Linux 7.3 packages", why))
-            .and_then(|paths| {
-                linuxref::ensure_cifs_module(&build, Release::V7_3, SERIES)
-                    .map(|m| (paths, m))
-                    .map_err(|why| ("the out-of-tree cifs.ko build", why))
-            })
-    };
-    let (paths, module) = match prepared {
-        Ok(pm) => pm,
-        Err((what, why)) => return qemu::fixtures::skip(FILE, what, why),
+    let Some((paths, module)) = prepare() else {
+        return;
     };
     let mut failures = boot(&paths, srv, "linux-7.3.4", None, &[("default", "", true)]);
     failures.extend(boot(
@@ -237,6 +335,31 @@ fn check(srv: &Server) {
         ],
     ));
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The 7.3 guest and the series' module (`None`: skipped, said so).
+fn prepare() -> Option<(Paths, linuxref::CifsModule)> {
+    prepare_series(SERIES)
+}
+
+/// [`prepare`] with another series of `linux/patches/7.3/`.
+fn prepare_series(series: &str) -> Option<(Paths, linuxref::CifsModule)> {
+    let build = linuxref::default_build_dir();
+    let _one = PREPARE.lock().unwrap_or_else(|e| e.into_inner());
+    let prepared = linuxref::ensure_release(&build, Release::V7_3)
+        .map_err(|why| ("the Linux 7.3 packages", why))
+        .and_then(|paths| {
+            linuxref::ensure_cifs_module(&build, Release::V7_3, series)
+                .map(|m| (paths, m))
+                .map_err(|why| ("the out-of-tree cifs.ko build", why))
+        });
+    match prepared {
+        Ok(pm) => Some(pm),
+        Err((what, why)) => {
+            qemu::fixtures::skip(FILE, what, why);
+            None
+        }
+    }
 }
 
 fn qemu_missing() -> bool {
@@ -265,6 +388,44 @@ fn samba() {
         share: fx.share.clone(),
         vers: "vers=3.1.1",
     });
+}
+
+/// Issue 48's lost update, forced: the listing's reply held at the relay
+/// while a setxattr runs (Samba; see `race_boot`). `EACK_RACE_SERIES=DIR`
+/// runs the default design of another series under `linux/patches/7.3/`
+/// instead (e.g. the v1 series, without the EA generation, to see this
+/// test fail).
+#[test]
+fn race_samba() {
+    use qemu::samba::Fixture;
+    if qemu_missing() {
+        return;
+    }
+    if let Err(why) = Fixture::available() {
+        return qemu::fixtures::skip(FILE, "Samba", why);
+    }
+    let fx = Fixture::start(&eashare::samba_opts()).expect("samba fixture");
+    let other = std::env::var("EACK_RACE_SERIES").ok();
+    let Some((paths, module)) = prepare_series(other.as_deref().unwrap_or(SERIES)) else {
+        return;
+    };
+    let srv = Server {
+        name: "samba",
+        port: fx.port,
+        user: fx.user.clone(),
+        password: fx.password.clone(),
+        share: fx.share.clone(),
+        vers: "vers=3.1.1",
+    };
+    let designs: &[Design] = match other {
+        Some(_) => &[("default", "", true)],
+        None => &[
+            ("default", "", true),
+            ("trusteasize", ",trusteasize", false),
+        ],
+    };
+    let failures = race_boot(&paths, &srv, &module.ko, designs);
+    assert!(failures.is_empty(), "{failures:#?}");
 }
 
 #[test]

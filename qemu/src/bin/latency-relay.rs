@@ -67,6 +67,19 @@ struct Args {
     /// reconnect cleanly afterwards.
     #[arg(long, value_name = "K")]
     fault_conns: Option<u64>,
+    /// Hold the first successful response to command CMD until a response
+    /// to UNTIL has gone back to the client (numbers, hex with 0x), e.g.
+    /// `0xe:0x11`: a QUERY_DIRECTORY reply held while a SET_INFO runs.
+    /// Encrypted frames are never held (mount without encryption).
+    #[arg(long, value_name = "CMD:UNTIL")]
+    hold: Option<String>,
+    /// Release the held frame after this long anyway (stats: `hold.released_by`
+    /// = `timeout`).
+    #[arg(long, default_value_t = 10_000)]
+    hold_timeout_ms: u64,
+    /// Arm --hold only once this path exists (e.g. a marker's directory).
+    #[arg(long)]
+    hold_armed_by: Option<PathBuf>,
     /// Print the totals of a stats dir as JSON and exit.
     #[arg(long, value_name = "DIR")]
     sum: Option<PathBuf>,
@@ -163,7 +176,24 @@ fn main() {
             args.delay_ms
         ));
     }
+    let hold = args.hold.as_deref().map(|h| {
+        let num = |v: &str| match v.strip_prefix("0x") {
+            Some(x) => u16::from_str_radix(x, 16).ok(),
+            None => v.parse().ok(),
+        };
+        let (c, u) = h
+            .split_once(':')
+            .and_then(|(c, u)| Some((num(c)?, num(u)?)))
+            .unwrap_or_else(|| fail(format!("--hold {h}: expected CMD:UNTIL, e.g. 0xe:0x11")));
+        relay::HoldRule {
+            command: c,
+            until: u,
+            timeout: Duration::from_millis(args.hold_timeout_ms),
+            armed_by: args.hold_armed_by.clone(),
+        }
+    });
     let cfg = RelayConfig {
+        hold,
         delay: Duration::from_secs_f64(args.delay_ms / 1000.0),
         stats_dir: args.stats_dir.clone(),
         segment_on_echo: args.segment_on_echo,

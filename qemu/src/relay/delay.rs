@@ -1,6 +1,8 @@
 //! The delay line: per direction a reader thread that parses, applies
 //! faults and stamps each chunk with `read time + delay`, and a writer
-//! thread that writes it at that instant.
+//! thread that writes it at that instant. With a hold rule, the server →
+//! client reader passes its bytes through the [`Holder`] (whole frames, one
+//! kept back) and a timer thread releases the held frame at its timeout.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -69,9 +71,17 @@ pub(super) fn spawn_direction(
             .spawn(move || delay_writer(rx, dest, shared))?;
         (Some(tx), Some(h))
     };
+    let hold_on = dir == Direction::ServerToClient && shared.hold.is_some();
+    if hold_on {
+        let (shared, dest, tx) = (shared.clone(), dest.clone(), tx.clone());
+        std::thread::Builder::new()
+            .name("relay-hold-timer".into())
+            .spawn(move || hold_timer(&shared, &dest, &tx, delay))?;
+    }
     std::thread::Builder::new()
         .name(format!("relay-read-{dir:?}"))
         .spawn(move || {
+            let hold = if hold_on { shared.hold.as_ref() } else { None };
             let mut buf = vec![0u8; 64 * 1024];
             let reason = loop {
                 let n = match src.read(&mut buf) {
@@ -95,10 +105,14 @@ pub(super) fn spawn_direction(
                     parser_publish(&shared, &parser, fed.cut);
                 }
                 if !stalled && fwd > 0 {
-                    let data = chunk[..fwd].to_vec();
-                    out_ok = match &tx {
-                        Some(tx) => tx.send(Item::Data(stamp, data)).is_ok(),
-                        None => lock(&dest).write_chunk(&data).is_ok(),
+                    out_ok = match hold {
+                        Some(h) => {
+                            let mut h = lock(h);
+                            let outs = h.push(&chunk[..fwd], Instant::now());
+                            shared.set_hold(&h.stats);
+                            outs.into_iter().all(|d| emit(&tx, &dest, stamp, d))
+                        }
+                        None => emit(&tx, &dest, stamp, chunk[..fwd].to_vec()),
                     };
                 }
                 match fed.cut {
@@ -114,6 +128,13 @@ pub(super) fn spawn_direction(
                 }
             };
             parser.finish();
+            if let Some(h) = hold {
+                let mut h = lock(h);
+                for d in h.finish(Instant::now()) {
+                    emit(&tx, &dest, Instant::now() + delay, d);
+                }
+                shared.set_hold(&h.stats);
+            }
             let reason = match (dir, reason) {
                 (_, "dropped") => "dropped by fault".to_string(),
                 (Direction::ClientToServer, "eof") => "client closed".to_string(),
@@ -138,6 +159,46 @@ pub(super) fn spawn_direction(
             }
             let _ = done.send(dir);
         })
+}
+
+/// Forward one piece: into the delay line, or straight to `dest`.
+fn emit(
+    tx: &Option<mpsc::SyncSender<Item>>,
+    dest: &Mutex<Dest>,
+    stamp: Instant,
+    data: Vec<u8>,
+) -> bool {
+    match tx {
+        Some(tx) => tx.send(Item::Data(stamp, data)).is_ok(),
+        None => lock(dest).write_chunk(&data).is_ok(),
+    }
+}
+
+/// Release the held frame at its timeout when no server frame comes to do
+/// it; ends with the rule or the connection.
+fn hold_timer(
+    shared: &Shared,
+    dest: &Mutex<Dest>,
+    tx: &Option<mpsc::SyncSender<Item>>,
+    delay: Duration,
+) {
+    let Some(hold) = shared.hold.as_ref() else {
+        return;
+    };
+    while !shared.closing.load(Ordering::SeqCst) {
+        {
+            let mut h = lock(hold);
+            if h.done() {
+                return;
+            }
+            if let Some(d) = h.expire(Instant::now()) {
+                emit(tx, dest, Instant::now() + delay, d);
+                shared.set_hold(&h.stats);
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn parser_publish(shared: &Shared, parser: &StreamParser, cut: Option<(usize, Cut)>) {

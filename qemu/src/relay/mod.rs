@@ -20,6 +20,9 @@
 //! - `delay`, the delay line: a reader thread stamps each chunk with `read
 //!   time + delay` and a writer thread writes it at that absolute instant,
 //!   so chunks keep their spacing and delays never accumulate.
+//! - `hold` ([`Holder`]): optionally keeps one response back (the first
+//!   successful QUERY_DIRECTORY) until another's (SET_INFO) has gone by,
+//!   to force an interleaving; stats file field `hold` ([`HoldStats`]).
 //! - `statsfile`, the stats file: one JSON file per connection ([`ConnStats`]),
 //!   rewritten atomically (temp file + rename) after every complete frame
 //!   and on close; [`load_stats_dir`] and [`Totals`] sum a directory of
@@ -53,6 +56,7 @@
 
 mod counts;
 mod delay;
+mod hold;
 mod parser;
 mod statsfile;
 
@@ -66,6 +70,7 @@ use std::time::Duration;
 
 pub use self::counts::{command_name, status_key, status_name, DirCounts, Direction};
 use self::delay::{spawn_direction, Dest};
+pub use self::hold::{chain, HoldRule, HoldStats, Holder, SMB2_QUERY_DIRECTORY, SMB2_SET_INFO};
 pub use self::parser::{
     Cut, FaultStats, Faults, Fed, StreamParser, SMB2_ECHO, SMB2_FLAGS_SIGNED, SMB2_HEADER_LEN,
     SMB2_SIGNATURE_OFFSET,
@@ -101,6 +106,8 @@ pub struct RelayConfig {
     pub sync_stats: bool,
     /// Timeout for connecting to the target.
     pub connect_timeout: Duration,
+    /// Hold one response back (see [`Holder`]).
+    pub hold: Option<HoldRule>,
 }
 
 impl RelayConfig {
@@ -115,6 +122,7 @@ impl RelayConfig {
             fault_conns: None,
             sync_stats: false,
             connect_timeout: Duration::from_secs(5),
+            hold: None,
         }
     }
 
@@ -151,6 +159,16 @@ impl RelayConfig {
         if let Some(k) = self.fault_conns {
             a.push("--fault-conns".into());
             a.push(k.to_string());
+        }
+        if let Some(h) = &self.hold {
+            a.push("--hold".into());
+            a.push(format!("{:#06x}:{:#06x}", h.command, h.until));
+            a.push("--hold-timeout-ms".into());
+            a.push(h.timeout.as_millis().to_string());
+            if let Some(p) = &h.armed_by {
+                a.push("--hold-armed-by".into());
+                a.push(p.display().to_string());
+            }
         }
         if f.corrupt_offset != SMB2_HEADER_LEN {
             a.push("--corrupt-offset".into());
@@ -262,6 +280,7 @@ pub fn run_connection(client: ClientConn, cfg: &RelayConfig) -> io::Result<ConnS
         closing: AtomicBool::new(false),
         server: server.try_clone()?,
         client: client_sock,
+        hold: cfg.hold.clone().map(|r| Mutex::new(Holder::new(r))),
     });
     let writer = match (&shared.file, cfg.sync_stats) {
         (Some(_), false) => {

@@ -64,6 +64,8 @@ pub struct ConnStats {
     pub fault_stats: FaultStats,
     /// Per-segment counts (segment-on-echo mode only; empty otherwise).
     pub segments: Vec<SegmentStats>,
+    /// What the hold rule did (only with a rule).
+    pub hold: Option<HoldStats>,
 }
 
 /// Sums over many connections (see [`load_stats_dir`]).
@@ -175,6 +177,8 @@ pub(super) struct Shared {
     pub(super) closing: AtomicBool,
     pub(super) server: TcpStream,
     pub(super) client: Option<TcpStream>,
+    /// The hold rule on the server → client stream.
+    pub(super) hold: Option<Mutex<Holder>>,
 }
 
 impl Shared {
@@ -216,6 +220,21 @@ impl Shared {
                 s.close_reason = reason.to_string();
             }
         }
+        if self.sync_stats || self.file.is_none() {
+            Self::write_locked(&mut st.stats, self.file.as_deref());
+        } else {
+            st.dirty = true;
+            self.wake.notify_one();
+        }
+    }
+
+    /// Record the hold rule's stats (written like [`Shared::publish`]).
+    pub(super) fn set_hold(&self, h: &HoldStats) {
+        let mut st = lock(&self.state);
+        if st.stats.hold.as_ref() == Some(h) {
+            return;
+        }
+        st.stats.hold = Some(h.clone());
         if self.sync_stats || self.file.is_none() {
             Self::write_locked(&mut st.stats, self.file.as_deref());
         } else {
