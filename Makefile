@@ -217,7 +217,7 @@ eacache-check:
 	@mkdir -p $(TARGET_DIR); log=$(TARGET_DIR)/eacache-check.log; \
 	{ REQUIRE_FIXTURES=1 $(CARGO) test --release -p fs --test eacache_check -- --nocapture --test-threads=1 && \
 	  REQUIRE_FIXTURES=1 $(CARGO) test --release -p qemu --test linuxref_eacache_check -- --nocapture --test-threads=1 --include-ignored --skip seed_share_round_trips; } >$$log 2>&1; rc=$$?; \
-	grep -oE '(eacache-check|ksmbd-easize) .*' $$log; \
+	grep -oE '(eacache-check|eacache-race|ksmbd-easize) .*' $$log; \
 	if [ $$rc -ne 0 ]; then tail -n 40 $$log; echo "eacache-check: FAILED (exit $$rc; log: $$log)"; fi; \
 	exit $$rc
 
