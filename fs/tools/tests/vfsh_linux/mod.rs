@@ -10,10 +10,19 @@
 //! unshares them with CLONE_FS, so other threads keep theirs), a private
 //! mount namespace, and one empty directory under the temp dir, removed on
 //! drop. Needs root (CAP_SYS_ADMIN for unshare/mount, CAP_SYS_CHROOT).
+//! The system calls go through rustix's safe wrappers: this file is built
+//! into tests and an example, outside the directories that may hold raw calls.
 #![allow(dead_code)]
 
 use std::ffi::{CStr, CString};
 use std::io;
+use std::os::fd::OwnedFd;
+
+use rustix::fs::{self as rfs, Dir, Mode, OFlags, XattrFlags};
+use rustix::io::{self as rio, Errno};
+use rustix::mount::{self, MountFlags, MountPropagationFlags, UnmountFlags};
+use rustix::process;
+use rustix::thread::{self, UnshareFlags};
 
 use fs::vfs::FileType;
 use fstools::shell::{self, Cmd};
@@ -54,23 +63,11 @@ pub fn errno_name(e: i32) -> String {
     n.to_string()
 }
 
-fn last_errno() -> i32 {
-    io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
-fn cpath(p: &[u8]) -> CString {
-    // The parser rejects NUL bytes in paths, so this cannot fail.
-    CString::new(p).expect("vfsh parser let a NUL byte through")
-}
-
 type LResult<T> = Result<T, i32>;
 
-fn check(r: libc::c_int) -> LResult<libc::c_int> {
-    if r < 0 {
-        Err(last_errno())
-    } else {
-        Ok(r)
-    }
+/// The errno of a failed call, as the result lines name it.
+fn errno(e: Errno) -> i32 {
+    e.raw_os_error()
 }
 
 /// The commands of vfsh, answered by Linux in the current root.
@@ -96,32 +93,16 @@ impl LinuxShell {
     pub fn run(&mut self, cmd: &Cmd) -> String {
         let r: LResult<String> = match cmd {
             Cmd::Mkdir(p) => mkdir(p).map(|_| ok()),
-            Cmd::Create(p) => {
-                open_close(p, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL).map(|_| ok())
-            }
+            Cmd::Create(p) => open(p, OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL).map(|_| ok()),
             Cmd::Write(p, text) => write_file(p, text).map(|_| ok()),
             Cmd::Read(p) => read_file(p).map(|d| shell::ok_with(&shell::escape_text(&d))),
-            Cmd::Symlink { target, path } => {
-                let (t, p) = (cpath(target), cpath(path));
-                // SAFETY: two valid NUL-terminated strings.
-                check(unsafe { libc::symlink(t.as_ptr(), p.as_ptr()) }).map(|_| ok())
-            }
+            Cmd::Symlink { target, path } => rfs::symlink(&target[..], &path[..])
+                .map(|_| ok())
+                .map_err(errno),
             Cmd::Readlink(p) => readlink(p).map(|t| shell::ok_with(&shell::escape_word(&t))),
-            Cmd::Unlink(p) => {
-                let c = cpath(p);
-                // SAFETY: valid NUL-terminated string.
-                check(unsafe { libc::unlink(c.as_ptr()) }).map(|_| ok())
-            }
-            Cmd::Rmdir(p) => {
-                let c = cpath(p);
-                // SAFETY: valid NUL-terminated string.
-                check(unsafe { libc::rmdir(c.as_ptr()) }).map(|_| ok())
-            }
-            Cmd::Rename(a, b) => {
-                let (a, b) = (cpath(a), cpath(b));
-                // SAFETY: two valid NUL-terminated strings.
-                check(unsafe { libc::rename(a.as_ptr(), b.as_ptr()) }).map(|_| ok())
-            }
+            Cmd::Unlink(p) => rfs::unlink(&p[..]).map(|_| ok()).map_err(errno),
+            Cmd::Rmdir(p) => rfs::rmdir(&p[..]).map(|_| ok()).map_err(errno),
+            Cmd::Rename(a, b) => rfs::rename(&a[..], &b[..]).map(|_| ok()).map_err(errno),
             Cmd::Stat(p) => stat(p, true),
             Cmd::Lstat(p) => stat(p, false),
             Cmd::Ls(p) => readdir(p).map(shell::ls_line),
@@ -172,15 +153,9 @@ impl LinuxShell {
 /// that start at `/` but not from `..` or symlinks that reach it: an
 /// artefact of the sandbox that the differential test does not compare.
 pub fn resolves_to_root(p: &[u8]) -> bool {
-    let ids = |p: &CStr| {
-        // SAFETY: all-zero is a valid `struct stat`.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: valid NUL-terminated string and a live `struct stat`.
-        (unsafe { libc::stat(p.as_ptr(), &mut st) } == 0).then_some((st.st_dev, st.st_ino))
-    };
-    let c = cpath(p);
-    let here = ids(&c);
-    here.is_some() && here == ids(c"/")
+    let ids = |p: &[u8]| rfs::stat(p).ok().map(|st| (st.st_dev, st.st_ino));
+    let here = ids(p);
+    here.is_some() && here == ids(b"/")
 }
 
 fn ok() -> String {
@@ -205,47 +180,26 @@ fn remount_root(opts: &str) -> LResult<String> {
 
 fn mount_tmpfs(opts: &str, p: &[u8]) -> LResult<String> {
     check_opts(opts)?;
-    let c = cpath(p);
-    // SAFETY: valid NUL-terminated strings; no data argument.
-    check(unsafe {
-        libc::mount(
-            c"vfsh".as_ptr(),
-            c.as_ptr(),
-            c"tmpfs".as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    })
-    .map(|_| ok())
+    mount::mount("vfsh", p, "tmpfs", MountFlags::empty(), None::<&CStr>)
+        .map(|_| ok())
+        .map_err(errno)
 }
 
 /// `(l)listxattr`: the size-0 call, then the call with that size.
 fn list_xattr(p: &[u8], follow: bool) -> LResult<Vec<Vec<u8>>> {
-    let c = cpath(p);
-    let call = |buf: &mut [u8]| {
-        let ptr = if buf.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            buf.as_mut_ptr().cast()
-        };
-        // SAFETY: a valid NUL-terminated path; `ptr` is null with size 0
-        // or points to `buf.len()` writable bytes.
-        let r = unsafe {
-            if follow {
-                libc::listxattr(c.as_ptr(), ptr, buf.len())
-            } else {
-                libc::llistxattr(c.as_ptr(), ptr, buf.len())
-            }
-        };
-        if r < 0 {
-            Err(last_errno())
-        } else {
-            Ok(r as usize)
-        }
-    };
-    let need = call(&mut [])?;
+    let need = if follow {
+        rfs::listxattr_query(p)
+    } else {
+        rfs::llistxattr_query(p)
+    }
+    .map_err(errno)?;
     let mut buf = vec![0u8; need];
-    let n = call(&mut buf)?;
+    let n = if follow {
+        rfs::listxattr(p, &mut buf[..])
+    } else {
+        rfs::llistxattr(p, &mut buf[..])
+    }
+    .map_err(errno)?;
     Ok(buf[..n]
         .split(|&b| b == 0)
         .filter(|n| !n.is_empty())
@@ -255,187 +209,107 @@ fn list_xattr(p: &[u8], follow: bool) -> LResult<Vec<Vec<u8>>> {
 
 /// `(l)getxattr`: the size-0 call, then the call with that size.
 fn get_xattr(p: &[u8], name: &[u8], follow: bool) -> LResult<Vec<u8>> {
-    let (c, n) = (cpath(p), cpath(name));
-    let call = |buf: &mut [u8]| {
-        let ptr = if buf.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            buf.as_mut_ptr().cast()
-        };
-        // SAFETY: valid NUL-terminated strings; `ptr` as in `list_xattr`.
-        let r = unsafe {
-            if follow {
-                libc::getxattr(c.as_ptr(), n.as_ptr(), ptr, buf.len())
-            } else {
-                libc::lgetxattr(c.as_ptr(), n.as_ptr(), ptr, buf.len())
-            }
-        };
-        if r < 0 {
-            Err(last_errno())
-        } else {
-            Ok(r as usize)
-        }
-    };
-    let need = call(&mut [])?;
+    let need = if follow {
+        rfs::getxattr_query(p, name)
+    } else {
+        rfs::lgetxattr_query(p, name)
+    }
+    .map_err(errno)?;
     if need == 0 {
         return Ok(Vec::new());
     }
     let mut buf = vec![0u8; need];
-    let got = call(&mut buf)?;
+    let got = if follow {
+        rfs::getxattr(p, name, &mut buf[..])
+    } else {
+        rfs::lgetxattr(p, name, &mut buf[..])
+    }
+    .map_err(errno)?;
     buf.truncate(got);
     Ok(buf)
 }
 
 /// `(l)setxattr`, or `(l)removexattr` when `value` is `None`.
 fn set_xattr(p: &[u8], name: &[u8], value: Option<&[u8]>, flags: u32, follow: bool) -> LResult<()> {
-    let (c, n) = (cpath(p), cpath(name));
-    // SAFETY: valid NUL-terminated strings; the value pointer and length
-    // come from one slice.
-    let r = unsafe {
-        match (value, follow) {
-            (Some(v), true) => libc::setxattr(
-                c.as_ptr(),
-                n.as_ptr(),
-                v.as_ptr().cast(),
-                v.len(),
-                flags as libc::c_int,
-            ),
-            (Some(v), false) => libc::lsetxattr(
-                c.as_ptr(),
-                n.as_ptr(),
-                v.as_ptr().cast(),
-                v.len(),
-                flags as libc::c_int,
-            ),
-            (None, true) => libc::removexattr(c.as_ptr(), n.as_ptr()),
-            (None, false) => libc::lremovexattr(c.as_ptr(), n.as_ptr()),
-        }
-    };
-    check(r).map(|_| ())
+    // The bits go to the kernel as given: it judges unknown ones (EINVAL).
+    let flags = XattrFlags::from_bits_retain(flags);
+    match (value, follow) {
+        (Some(v), true) => rfs::setxattr(p, name, v, flags),
+        (Some(v), false) => rfs::lsetxattr(p, name, v, flags),
+        (None, true) => rfs::removexattr(p, name),
+        (None, false) => rfs::lremovexattr(p, name),
+    }
+    .map_err(errno)
 }
 
 fn mkdir(p: &[u8]) -> LResult<()> {
-    let c = cpath(p);
-    // SAFETY: valid NUL-terminated string.
-    check(unsafe { libc::mkdir(c.as_ptr(), 0o755) }).map(|_| ())
+    rfs::mkdir(p, Mode::from_raw_mode(0o755)).map_err(errno)
 }
 
-fn open(p: &[u8], flags: libc::c_int) -> LResult<libc::c_int> {
-    let c = cpath(p);
-    // SAFETY: valid NUL-terminated string; mode is used only with O_CREAT.
-    check(unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, 0o644 as libc::c_uint) })
-}
-
-fn close(fd: libc::c_int) {
-    // SAFETY: `fd` was returned by open and is closed once.
-    unsafe { libc::close(fd) };
-}
-
-fn open_close(p: &[u8], flags: libc::c_int) -> LResult<()> {
-    close(open(p, flags)?);
-    Ok(())
+/// `open(2)` with O_CLOEXEC; the mode is used only with O_CREAT. The fd
+/// closes when the result drops.
+fn open(p: &[u8], flags: OFlags) -> LResult<OwnedFd> {
+    rfs::open(p, flags | OFlags::CLOEXEC, Mode::from_raw_mode(0o644)).map_err(errno)
 }
 
 fn write_file(p: &[u8], data: &[u8]) -> LResult<()> {
-    let fd = open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
+    let fd = open(p, OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC)?;
     let mut done = 0;
     while done < data.len() {
-        // SAFETY: the pointer and length describe the live slice `data[done..]`.
-        let n = unsafe { libc::write(fd, data[done..].as_ptr().cast(), data.len() - done) };
-        if n < 0 {
-            let e = last_errno();
-            close(fd);
-            return Err(e);
-        }
-        done += n as usize;
+        done += rio::write(&fd, &data[done..]).map_err(errno)?;
     }
-    close(fd);
     Ok(())
 }
 
 fn read_file(p: &[u8]) -> LResult<Vec<u8>> {
-    let fd = open(p, libc::O_RDONLY)?;
+    let fd = open(p, OFlags::RDONLY)?;
     let mut out = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
-        // SAFETY: `buf` is a live, writable buffer of the given length.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            let e = last_errno();
-            close(fd);
-            return Err(e);
-        }
+        let n = rio::read(&fd, &mut buf[..]).map_err(errno)?;
         if n == 0 {
-            close(fd);
             return Ok(out);
         }
-        out.extend_from_slice(&buf[..n as usize]);
+        out.extend_from_slice(&buf[..n]);
     }
 }
 
+/// One `readlink(2)` into an 8 KiB buffer, as vfsh's targets never exceed it.
 fn readlink(p: &[u8]) -> LResult<Vec<u8>> {
-    let c = cpath(p);
-    let mut buf = vec![0u8; 8192];
-    // SAFETY: valid NUL-terminated string and a live buffer of the given length.
-    let n = unsafe { libc::readlink(c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    if n < 0 {
-        return Err(last_errno());
-    }
-    buf.truncate(n as usize);
-    Ok(buf)
+    rfs::readlink(p, Vec::with_capacity(8192))
+        .map(CString::into_bytes)
+        .map_err(errno)
 }
 
 fn stat(p: &[u8], follow: bool) -> LResult<String> {
-    let c = cpath(p);
-    // SAFETY: all-zero is a valid `struct stat`.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: valid NUL-terminated string and a live `struct stat`.
-    let r = unsafe {
-        if follow {
-            libc::stat(c.as_ptr(), &mut st)
-        } else {
-            libc::lstat(c.as_ptr(), &mut st)
-        }
-    };
-    check(r)?;
-    let kind = match st.st_mode & libc::S_IFMT {
-        libc::S_IFDIR => FileType::Dir,
-        libc::S_IFLNK => FileType::Symlink,
-        libc::S_IFREG => FileType::File,
-        other => return Ok(format!("ok other mode={other:o}")),
+    let st = if follow { rfs::stat(p) } else { rfs::lstat(p) }.map_err(errno)?;
+    let kind = match rfs::FileType::from_raw_mode(st.st_mode as _) {
+        rfs::FileType::Directory => FileType::Dir,
+        rfs::FileType::Symlink => FileType::Symlink,
+        rfs::FileType::RegularFile => FileType::File,
+        other => return Ok(format!("ok other mode={:o}", other.as_raw_mode())),
     };
     Ok(shell::stat_line(kind, st.st_size as u64))
 }
 
+/// The names in directory `p` but `.` and `..`, in the kernel's order. A
+/// failure part way through ends the list (as a NULL from readdir(3) does).
 fn readdir(p: &[u8]) -> LResult<Vec<Vec<u8>>> {
-    let c = cpath(p);
-    // SAFETY: valid NUL-terminated string.
-    let d = unsafe { libc::opendir(c.as_ptr()) };
-    if d.is_null() {
-        return Err(last_errno());
-    }
+    let fd = open(p, OFlags::RDONLY | OFlags::DIRECTORY)?;
+    let mut dir = Dir::new(fd).map_err(errno)?;
     let mut names = Vec::new();
-    loop {
-        // SAFETY: `d` is an open directory stream.
-        let e = unsafe { libc::readdir(d) };
-        if e.is_null() {
-            break;
-        }
-        // SAFETY: `d_name` of a returned entry is NUL-terminated.
-        let name = unsafe { CStr::from_ptr((*e).d_name.as_ptr()) }.to_bytes();
+    while let Some(Ok(e)) = dir.read() {
+        let name = e.file_name().to_bytes();
         if name != b"." && name != b".." {
             names.push(name.to_vec());
         }
     }
-    // SAFETY: `d` is open and closed once.
-    unsafe { libc::closedir(d) };
     Ok(names)
 }
 
 /// Why the Linux side cannot run here (the test then skips with this note).
 pub fn unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !process::geteuid().is_root() {
         return Some(
             "not running as root: the Linux reference side needs unshare(CLONE_NEWNS), \
              mount(tmpfs) and chroot()"
@@ -454,8 +328,7 @@ static DIRS: std::sync::Mutex<Vec<CString>> = std::sync::Mutex::new(Vec::new());
 /// before the process exits without dropping its sandboxes.
 pub fn remove_sandbox_dirs() {
     for d in DIRS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        // SAFETY: valid NUL-terminated string.
-        unsafe { libc::rmdir(d.as_ptr()) };
+        let _ = rfs::rmdir(d);
     }
 }
 
@@ -466,56 +339,54 @@ pub fn remove_sandbox_dirs() {
 pub struct Sandbox {
     /// The mount point, outside the chroot.
     dir: CString,
-    /// An fd of the real root, to step out of the chroot between runs.
-    real_root: libc::c_int,
+    /// An O_PATH fd of the real root, to step out of the chroot between runs.
+    real_root: OwnedFd,
     inside: bool,
 }
 
-fn os_err(what: &str) -> String {
-    format!("{what}: {}", io::Error::last_os_error())
+fn os_err(what: &str, e: Errno) -> String {
+    format!("{what}: {}", io::Error::from(e))
+}
+
+/// `unshare(2)` of this thread's filesystem context and mount namespace.
+///
+/// rustix 1.1 deprecates `thread::unshare` (its replacement asks the caller
+/// for a proof) because of `CLONE_FILES`: a thread that unshares its fd
+/// table must not use fds opened by others afterwards. This call never
+/// passes `FILES`;
+/// `FS` and `NEWNS` change only this thread's root, cwd, umask and mounts,
+/// which the sandbox thread alone uses (allowed in multi-threaded processes).
+#[allow(deprecated)]
+fn unshare_fs_and_mounts() -> Result<(), Errno> {
+    thread::unshare(UnshareFlags::FS | UnshareFlags::NEWNS)
 }
 
 impl Sandbox {
     /// Unshare the filesystem context and the mount namespace of this thread
     /// and enter a fresh tmpfs root. `Err` says why not (e.g. no privilege).
     pub fn enter() -> Result<Sandbox, String> {
-        // SAFETY: unshare of these flags only affects this thread's fs context
-        // and mount namespace (allowed in multi-threaded processes).
-        if unsafe { libc::unshare(libc::CLONE_FS | libc::CLONE_NEWNS) } != 0 {
-            return Err(os_err("unshare(CLONE_FS|CLONE_NEWNS)"));
-        }
+        unshare_fs_and_mounts().map_err(|e| os_err("unshare(CLONE_FS|CLONE_NEWNS)", e))?;
         // Keep our mounts out of the host's namespace (systemd makes / shared).
-        // SAFETY: valid NUL-terminated strings.
-        let r = unsafe {
-            libc::mount(
-                std::ptr::null(),
-                c"/".as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            )
-        };
-        if r != 0 {
-            return Err(os_err("mount(/, MS_REC|MS_PRIVATE)"));
-        }
+        mount::mount_change(
+            "/",
+            MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+        )
+        .map_err(|e| os_err("mount(/, MS_REC|MS_PRIVATE)", e))?;
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("vfsh-linux-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
-        let dir = CString::new(dir.into_os_string().into_encoded_bytes()).expect("temp dir path");
+        let dir = CString::new(dir.into_os_string().into_encoded_bytes())
+            .map_err(|_| "temp dir path holds a NUL byte".to_string())?;
         DIRS.lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(dir.clone());
-        // SAFETY: valid NUL-terminated string.
-        let real_root = unsafe {
-            libc::open(
-                c"/".as_ptr(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
-        if real_root < 0 {
-            return Err(os_err("open /"));
-        }
+        let real_root = rfs::open(
+            "/",
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| os_err("open /", e))?;
         let mut sb = Sandbox {
             dir,
             real_root,
@@ -527,20 +398,12 @@ impl Sandbox {
 
     fn leave(&mut self) -> Result<(), String> {
         if self.inside {
-            // SAFETY: `real_root` is an open directory fd; chroot(".") of it
-            // restores the original root of this thread.
-            unsafe {
-                if libc::fchdir(self.real_root) != 0 {
-                    return Err(os_err("fchdir(real root)"));
-                }
-                if libc::chroot(c".".as_ptr()) != 0 {
-                    return Err(os_err("chroot(real root)"));
-                }
-            }
+            // chroot(".") from the real root restores this thread's root.
+            process::fchdir(&self.real_root).map_err(|e| os_err("fchdir(real root)", e))?;
+            process::chroot(".").map_err(|e| os_err("chroot(real root)", e))?;
             self.inside = false;
-            // SAFETY: valid NUL-terminated string; MNT_DETACH also drops
-            // everything mounted below.
-            unsafe { libc::umount2(self.dir.as_ptr(), libc::MNT_DETACH) };
+            // MNT_DETACH also drops everything mounted below.
+            let _ = mount::unmount(&self.dir, UnmountFlags::DETACH);
         }
         Ok(())
     }
@@ -548,29 +411,18 @@ impl Sandbox {
     /// Throw the current tree away and enter a new empty tmpfs root.
     pub fn reset(&mut self) -> Result<(), String> {
         self.leave()?;
-        // SAFETY: valid NUL-terminated strings.
-        unsafe {
-            if libc::mount(
-                c"vfsh".as_ptr(),
-                self.dir.as_ptr(),
-                c"tmpfs".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV,
-                c"size=64m,mode=0755".as_ptr().cast(),
-            ) != 0
-            {
-                return Err(os_err("mount tmpfs"));
-            }
-            if libc::chdir(self.dir.as_ptr()) != 0 {
-                return Err(os_err("chdir sandbox"));
-            }
-            if libc::chroot(c".".as_ptr()) != 0 {
-                return Err(os_err("chroot sandbox"));
-            }
-            self.inside = true;
-            if libc::chdir(c"/".as_ptr()) != 0 {
-                return Err(os_err("chdir /"));
-            }
-        }
+        mount::mount(
+            "vfsh",
+            &self.dir,
+            "tmpfs",
+            MountFlags::NOSUID | MountFlags::NODEV,
+            c"size=64m,mode=0755",
+        )
+        .map_err(|e| os_err("mount tmpfs", e))?;
+        process::chdir(&self.dir).map_err(|e| os_err("chdir sandbox", e))?;
+        process::chroot(".").map_err(|e| os_err("chroot sandbox", e))?;
+        self.inside = true;
+        process::chdir("/").map_err(|e| os_err("chdir /", e))?;
         Ok(())
     }
 }
@@ -578,11 +430,8 @@ impl Sandbox {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         let _ = self.leave();
-        // SAFETY: valid NUL-terminated string / open fd closed once.
-        unsafe {
-            libc::rmdir(self.dir.as_ptr());
-            libc::close(self.real_root);
-        }
+        let _ = rfs::rmdir(&self.dir);
+        // `real_root` closes as the field drops.
         DIRS.lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|d| *d != self.dir);
