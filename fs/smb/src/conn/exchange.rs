@@ -250,6 +250,16 @@ impl Connection {
     /// request from the server, a reply to another command, too many
     /// interim replies or a bad signature fails the requests still
     /// unanswered and drops the link.
+    ///
+    /// The steps, in order: [`Self::reply_header`] (parsed, a response),
+    /// [`Self::answered_request`] (which request, if any, it answers);
+    /// then [`Self::take_interim`] for an interim reply, else
+    /// [`Self::reply_authentic`] and [`Self::keep_reply`].
+    ///
+    /// Credits are granted only by a reply that answers an outstanding
+    /// request and has passed the checks its kind gets: a frame nobody
+    /// asked for (an oplock break, which grants none, a stale or duplicate
+    /// reply, or one forged unsigned on a signing link) grants nothing.
     fn take_reply(
         &mut self,
         reqs: &[Req],
@@ -258,89 +268,152 @@ impl Connection {
         m: &[u8],
         sealed_reply: bool,
     ) -> SmbResult<()> {
-        let mids = &out.mids;
+        let hdr = self.reply_header(reqs, out, wait, m)?;
+        let Some(i) = self.answered_request(reqs, out, wait, &hdr)? else {
+            return Ok(());
+        };
+        if hdr.status == status::PENDING && hdr.flags & flags::ASYNC != 0 {
+            return self.take_interim(reqs, out, wait, i, &hdr);
+        }
+        if !self.reply_authentic(&hdr, m, sealed_reply, out.sign) {
+            return Err(self.fail_pending(reqs, &out.mids, &wait.replies, SmbError::BadSignature));
+        }
+        self.keep_reply(out, wait, i, hdr, m);
+        Ok(())
+    }
+
+    /// The header of message `m`, which must parse and be a response (not
+    /// a request from the server); the link must still be up.
+    fn reply_header(
+        &mut self,
+        reqs: &[Req],
+        out: &Outgoing,
+        wait: &Awaiting,
+        m: &[u8],
+    ) -> SmbResult<HeaderRepr> {
         let hdr = match HeaderRepr::parse(m) {
             Ok(h) => h,
-            Err(e) => return Err(self.fail_pending(reqs, mids, &wait.replies, e.into())),
+            Err(e) => return Err(self.fail_pending(reqs, &out.mids, &wait.replies, e.into())),
         };
-        let link = self.link.as_mut().ok_or(SmbError::Disconnected)?;
+        if self.link.is_none() {
+            return Err(SmbError::Disconnected);
+        }
         if !hdr.is_response() {
             let e = SmbError::Protocol("request from server");
-            return Err(self.fail_pending(reqs, mids, &wait.replies, e));
+            return Err(self.fail_pending(reqs, &out.mids, &wait.replies, e));
         }
-        // Credits are granted only by a reply that answers an
-        // outstanding request and has passed the checks its kind
-        // gets (below): a frame nobody asked for (an oplock break,
-        // which grants none, a stale or duplicate reply, or one
-        // forged unsigned on a signing link) grants nothing.
-        let Some(i) = mids.iter().position(|&x| x == hdr.message_id) else {
-            return Ok(()); // unsolicited (oplock break) or a stale reply
+        Ok(hdr)
+    }
+
+    /// The index of the request `hdr` answers: `None` for a message that
+    /// answers none still outstanding (unsolicited, such as an oplock
+    /// break, a stale reply, or a duplicate of one already kept). A reply
+    /// to another command than its request's fails the exchange.
+    fn answered_request(
+        &mut self,
+        reqs: &[Req],
+        out: &Outgoing,
+        wait: &Awaiting,
+        hdr: &HeaderRepr,
+    ) -> SmbResult<Option<usize>> {
+        let Some(i) = out.mids.iter().position(|&x| x == hdr.message_id) else {
+            return Ok(None);
         };
         if wait.replies[i].is_some() {
-            return Ok(());
+            return Ok(None);
         }
         if hdr.command != reqs[i].cmd {
             let e = SmbError::Protocol("reply to a different command");
-            return Err(self.fail_pending(reqs, mids, &wait.replies, e));
+            return Err(self.fail_pending(reqs, &out.mids, &wait.replies, e));
         }
-        if hdr.status == status::PENDING && hdr.flags & flags::ASYNC != 0 {
-            // Interim reply: the final one follows; wait afresh, but
-            // never past the request's total deadline nor more than
-            // a bounded number of times: a server cannot stall us
-            // for ever with interim replies.
-            self.stats.interim += 1;
-            wait.interim[i] += 1;
-            if wait.interim[i] > MAX_INTERIM {
-                let e = SmbError::Protocol("too many interim replies");
-                return Err(self.fail_pending(reqs, mids, &wait.replies, e));
-            }
-            wait.deadline = self
-                .clock
-                .now_ms()
-                .saturating_add(wait.timeout)
-                .min(wait.total);
-            // MS-SMB2 exempts interim replies from signing (the
-            // server grants the request's credits in them, so
-            // they must count); sealed, they are authenticated.
-            link.credits = (link.credits + hdr.credits as u32).min(65_535);
-            return Ok(());
+        Ok(Some(i))
+    }
+
+    /// An interim reply to request `i`: the final one follows; wait afresh,
+    /// but never past the exchange's total deadline nor more than
+    /// [`MAX_INTERIM`] times, so a server cannot stall us for ever with
+    /// interim replies. MS-SMB2 exempts interim replies from signing (the
+    /// server grants the request's credits in them, so they must count);
+    /// sealed, they are authenticated.
+    fn take_interim(
+        &mut self,
+        reqs: &[Req],
+        out: &Outgoing,
+        wait: &mut Awaiting,
+        i: usize,
+        hdr: &HeaderRepr,
+    ) -> SmbResult<()> {
+        self.stats.interim += 1;
+        wait.interim[i] += 1;
+        if wait.interim[i] > MAX_INTERIM {
+            let e = SmbError::Protocol("too many interim replies");
+            return Err(self.fail_pending(reqs, &out.mids, &wait.replies, e));
         }
+        self.progress(wait);
+        self.grant_credits(hdr.credits);
+        Ok(())
+    }
+
+    /// Whether a final reply may be trusted: it came sealed (its AEAD tag
+    /// authenticated it), or its signature holds, or it need not be signed.
+    ///
+    /// SESSION_SETUP replies are not checked here: the key that signs the
+    /// final one is derived from that very exchange (on 3.1.1 from the
+    /// preauth hash of the request just sent), so only `session_setup` can
+    /// verify it, once it has the key, and it drops the link on failure,
+    /// credits and all; the intermediate MORE_PROCESSING replies come
+    /// unsigned by design (MS-SMB2 3.3.5.5.3). An unsigned reply to a
+    /// signed request is refused.
+    fn reply_authentic(&self, hdr: &HeaderRepr, m: &[u8], sealed_reply: bool, sign: bool) -> bool {
+        if sealed_reply {
+            return true;
+        }
+        let signer = self.link.as_ref().and_then(|l| l.signer.as_ref());
         let is_signed = hdr.flags & flags::SIGNED != 0;
-        // SESSION_SETUP replies are not checked here: the key that
-        // signs the final one is derived from that very exchange
-        // (on 3.1.1 from the preauth hash of the request just
-        // sent), so only `session_setup` can verify it, once it
-        // has the key; the intermediate MORE_PROCESSING replies
-        // come unsigned by design (MS-SMB2 3.3.5.5.3).
-        // A sealed reply is authenticated by its AEAD tag instead.
-        let check = hdr.command != cmd::SESSION_SETUP && link.signer.is_some();
-        let good = sealed_reply
-            || match (&link.signer, is_signed) {
-                (Some(s), true) if check => s.verify(m),
-                (_, false) => !out.sign,
-                _ => true,
-            };
-        if !good {
-            return Err(self.fail_pending(reqs, mids, &wait.replies, SmbError::BadSignature));
+        let check = hdr.command != cmd::SESSION_SETUP && signer.is_some();
+        match (signer, is_signed) {
+            (Some(s), true) if check => s.verify(m),
+            (_, false) => !sign,
+            _ => true,
         }
-        // Verified (or sealed, or not required to be signed: a
-        // SESSION_SETUP reply before the key exists, whose final
-        // one `session_setup` verifies and drops the link on
-        // failure, credits and all).
-        link.credits = (link.credits + hdr.credits as u32).min(65_535);
+    }
+
+    /// A final reply to request `i` that passed its checks: it grants its
+    /// credits, counts and traces as done (or failed), restarts the wait,
+    /// and fills its slot.
+    fn keep_reply(
+        &mut self,
+        out: &Outgoing,
+        wait: &mut Awaiting,
+        i: usize,
+        hdr: HeaderRepr,
+        m: &[u8],
+    ) {
+        self.grant_credits(hdr.credits);
         self.note_reply(&hdr, out.sid, out.tid);
-        // Progress: the next reply gets a full timeout again, within the
-        // exchange's bound.
+        self.progress(wait);
+        wait.replies[i] = Some(Reply {
+            hdr,
+            msg: m.to_vec(),
+        });
+    }
+
+    /// Progress: the next frame gets a full timeout again, within the
+    /// exchange's bound.
+    fn progress(&self, wait: &mut Awaiting) {
         wait.deadline = self
             .clock
             .now_ms()
             .saturating_add(wait.timeout)
             .min(wait.total);
-        wait.replies[i] = Some(Reply {
-            hdr,
-            msg: m.to_vec(),
-        });
-        Ok(())
+    }
+
+    /// Adds the credits a checked reply grants (the link holds at most
+    /// 65535). Without a link there is nothing to grant to.
+    fn grant_credits(&mut self, n: u16) {
+        if let Some(l) = self.link.as_mut() {
+            l.credits = (l.credits + n as u32).min(65_535);
+        }
     }
 
     pub(super) fn note_reply(&mut self, hdr: &HeaderRepr, sid: u64, tid: u32) {
