@@ -6,16 +6,16 @@
 //! coherent dcache; a random differential of the same operations through
 //! vfsh on the mount and on tmpfs; and a share with `ea support = no`.
 
-use std::net::{Ipv4Addr, SocketAddr};
+mod cifsmount;
+
 use std::sync::Arc;
 
 use fs::errno::Errno;
-use fs::fstype::cifs::{self, CifsFs};
+use fs::fstype::cifs::CifsFs;
 use fs::inode::SuperBlock;
 use fs::vfs::{OpenFlags, Vfs};
 use qemu::samba::{Fixture, FixtureOpts};
 use smb::wire::cmd;
-use smb::{StdClock, TcpConnector};
 
 const SIZES: [usize; 7] = [0, 1, 4095, 65535, 65536, 65537, 3_000_000];
 
@@ -27,23 +27,7 @@ fn pattern(n: usize, seed: u64) -> Vec<u8> {
 }
 
 fn mount(fx: &Fixture, opts: &str) -> (Vfs, Arc<SuperBlock>) {
-    let v = Vfs::new_tmpfs("").unwrap();
-    v.mkdir(b"/mnt", 0o755).unwrap();
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, fx.port));
-    let o = format!("username={},password={},{opts}", fx.user, fx.password);
-    let sb = cifs::mount(
-        &v,
-        &format!("//127.0.0.1/{}", fx.share),
-        b"/mnt",
-        &o,
-        Box::new(TcpConnector {
-            addr,
-            timeout_ms: 10_000,
-        }),
-        Box::new(StdClock::default()),
-    )
-    .unwrap_or_else(|e| panic!("mount {o}: {e}"));
-    (v, sb)
+    cifsmount::mount_samba(fx, opts, 10_000)
 }
 
 fn fixture(extra_global: &[&str]) -> Option<Fixture> {

@@ -19,7 +19,8 @@
 //! The share: directory `d000` with `user.proof` (the EaSize that proves
 //! Samba fills the field, when listed) and regular files `f0`..`f3`.
 
-use std::net::{Ipv4Addr, SocketAddr};
+mod cifsmount;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -28,7 +29,6 @@ use fs::fstype::cifs::{self, CifsFs};
 use fs::inode::SuperBlock;
 use fs::vfs::Vfs;
 use qemu::samba::{entry_name, set_xattr, Fixture, FixtureOpts};
-use smb::{StdClock, TcpConnector};
 
 fn fixture(proof: bool) -> Option<Fixture> {
     if let Err(why) = Fixture::available() {
@@ -52,21 +52,7 @@ fn fixture(proof: bool) -> Option<Fixture> {
 }
 
 fn mount(fx: &Fixture, opts: &str) -> (Arc<Vfs>, Arc<SuperBlock>) {
-    let v = Vfs::new_tmpfs("").unwrap();
-    v.mkdir(b"/mnt", 0o755).unwrap();
-    let o = format!("username={},password={},{opts}", fx.user, fx.password);
-    let sb = cifs::mount(
-        &v,
-        &format!("//127.0.0.1/{}", fx.share),
-        b"/mnt",
-        &o,
-        Box::new(TcpConnector {
-            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, fx.port)),
-            timeout_ms: 5000,
-        }),
-        Box::new(StdClock::default()),
-    )
-    .unwrap_or_else(|e| panic!("mount {o}: {e}"));
+    let (v, sb) = cifsmount::mount_samba(fx, opts, 5000);
     (Arc::new(v), sb)
 }
 

@@ -11,16 +11,17 @@
 //! transport that rewrites that status in QUERY_INFO replies (vers=3.0.2,
 //! unsigned, so the rewrite is not a forgery the client would catch).
 
+mod cifsmount;
+
 use std::net::{Ipv4Addr, SocketAddr};
 
 use fs::errno::Errno;
 use fs::fstype::cifs::eacache::{EaCacheDesign, EaSends};
-use fs::fstype::cifs::{self, eacache, CifsFs};
-use fs::vfs::Vfs;
+use fs::fstype::cifs::{eacache, CifsFs};
 use qemu::samba::{entry_name, Fixture, FixtureOpts};
 use smb::transport::{Connector, Transport, TransportError};
 use smb::wire::{cmd, status};
-use smb::{StdClock, TcpTransport};
+use smb::TcpTransport;
 
 const ENTRIES: usize = 600;
 
@@ -70,24 +71,18 @@ impl Connector for RewriteConnector {
 /// (QUERY_INFO sent, EA queries, refusals) of one cold `ls -la`.
 fn ls_la(fx: &Fixture, d: &dyn EaCacheDesign, to: u32) -> (u64, u64, u64) {
     let design = d.name();
-    let v = Vfs::new_tmpfs("").unwrap();
-    v.mkdir(b"/mnt", 0o755).unwrap();
     let o = format!(
         "username={},password={},vers=3.0.2,acregmax=60,acdirmax=60,eacache={design},eacache_k=4",
         fx.user, fx.password
     );
-    let sb = cifs::mount(
-        &v,
-        &format!("//127.0.0.1/{}", fx.share),
-        b"/mnt",
+    let (v, sb) = cifsmount::mount(
+        &fx.share,
         &o,
         Box::new(RewriteConnector {
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, fx.port)),
             to,
         }),
-        Box::new(StdClock::default()),
-    )
-    .unwrap_or_else(|e| panic!("mount {o}: {e}"));
+    );
     let fs = sb.ops_as::<CifsFs>().unwrap();
     let q0 = fs.with_stats(|s| s.get(cmd::QUERY_INFO).total);
     let l = bench::coreutils::ls_la(&v, b"/mnt")

@@ -4,12 +4,13 @@
 //! (EOPNOTSUPP, or an empty list where the design never asks) under every
 //! EA-cache design although the EA query is refused.
 
+mod cifsmount;
+
 use std::collections::BTreeSet;
 
-use fs::fstype::cifs::{self, CifsFs};
-use fs::vfs::{FileType, Vfs};
+use fs::fstype::cifs::CifsFs;
+use fs::vfs::FileType;
 use qemu::impacket::Server;
-use smb::{StdClock, TcpConnector};
 
 fn data(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 31 % 251) as u8).collect()
@@ -28,24 +29,12 @@ fn mount_list_stat_read() {
     for &d in fs::fstype::cifs::eacache::EACACHE_DESIGNS {
         let design = d.name();
         ran.push(design);
-        let v = Vfs::new_tmpfs("").unwrap();
-        v.mkdir(b"/mnt", 0o755).unwrap();
         let o = format!(
             "username={},password={},vers=2.0,eacache={design}",
             srv.user, srv.password
         );
-        let sb = cifs::mount(
-            &v,
-            &format!("//127.0.0.1/{}", srv.share),
-            b"/mnt",
-            &o,
-            Box::new(TcpConnector {
-                addr: srv.addr(),
-                timeout_ms: 10_000,
-            }),
-            Box::new(StdClock::default()),
-        )
-        .unwrap_or_else(|e| panic!("mount {o}: {e}\n{}", srv.log_tail(3000)));
+        let (v, sb) = cifsmount::try_mount(&srv.share, &o, cifsmount::tcp(srv.addr(), 10_000));
+        let sb = sb.unwrap_or_else(|e| panic!("mount {o}: {e}\n{}", srv.log_tail(3000)));
         let fs = sb.ops_as::<CifsFs>().unwrap();
         let mut names: Vec<String> = v
             .readdir(b"/mnt")

@@ -3,16 +3,17 @@
 //! each EA-cache design, cold and warm, counting what the client sent and
 //! checking that entries with EAs list them under every design.
 
+mod cifsmount;
+
 use std::net::{Ipv4Addr, SocketAddr};
 
 use bench::coreutils::{ls_la, LsListing};
 use fs::errno::Errno;
 use fs::fstype::cifs::eacache::{EaCacheDesign, EaSends};
-use fs::fstype::cifs::{self, eacache, CifsFs};
+use fs::fstype::cifs::{eacache, CifsFs};
 use fs::vfs::Vfs;
 use qemu::samba::{entry_name, Fixture, FixtureOpts};
 use smb::wire::cmd;
-use smb::{StdClock, TcpConnector};
 
 const ENTRIES: usize = 40;
 /// The first entries carry the four WSL EAs.
@@ -38,26 +39,7 @@ fn list(v: &Vfs, fs: &CifsFs) -> Listing {
 }
 
 fn mount(fx: &Fixture, opts: &str) -> (Vfs, std::sync::Arc<fs::inode::SuperBlock>) {
-    let v = Vfs::new_tmpfs("").unwrap();
-    v.mkdir(b"/mnt", 0o755).unwrap();
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, fx.port));
-    let o = format!(
-        "username={},password={},acregmax=60,acdirmax=60,{opts}",
-        fx.user, fx.password
-    );
-    let sb = cifs::mount(
-        &v,
-        &format!("//127.0.0.1/{}", fx.share),
-        b"/mnt",
-        &o,
-        Box::new(TcpConnector {
-            addr,
-            timeout_ms: 5000,
-        }),
-        Box::new(StdClock::default()),
-    )
-    .unwrap_or_else(|e| panic!("mount {o}: {e}"));
-    (v, sb)
+    cifsmount::mount_samba(fx, &format!("acregmax=60,acdirmax=60,{opts}"), 5000)
 }
 
 /// What `llistxattr` must show for entry `i` of the share.
@@ -219,18 +201,10 @@ fn ls_la_per_eacache_design() {
 
 #[test]
 fn bad_password_and_bad_options_fail_the_mount() {
-    let v = Vfs::new_tmpfs("").unwrap();
-    v.mkdir(b"/mnt", 0o755).unwrap();
-    let r = cifs::mount(
-        &v,
-        "//127.0.0.1/x",
-        b"/mnt",
+    let (_, r) = cifsmount::try_mount(
+        "x",
         "bogus=1",
-        Box::new(TcpConnector {
-            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 1)),
-            timeout_ms: 100,
-        }),
-        Box::new(StdClock::default()),
+        cifsmount::tcp(SocketAddr::from((Ipv4Addr::LOCALHOST, 1)), 100),
     );
     let e = r.err().expect("unknown option refused").to_string();
     assert!(e.contains("cifs: Unknown parameter 'bogus'"), "{e}");
@@ -243,17 +217,10 @@ fn bad_password_and_bad_options_fail_the_mount() {
         ..FixtureOpts::default()
     })
     .unwrap();
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, fx.port));
-    let r = cifs::mount(
-        &v,
-        &format!("//127.0.0.1/{}", fx.share),
-        b"/mnt",
+    let (_, r) = cifsmount::try_mount(
+        &fx.share,
         &format!("username={},password=wrong", fx.user),
-        Box::new(TcpConnector {
-            addr,
-            timeout_ms: 5000,
-        }),
-        Box::new(StdClock::default()),
+        cifsmount::tcp_to(&fx, 5000),
     );
     assert!(r.is_err(), "wrong password must fail the mount");
 }

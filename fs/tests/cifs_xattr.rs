@@ -4,16 +4,16 @@
 //! nothing, and an EA added on the server after a listing shows once the
 //! attribute window has passed under every design.
 
-use std::net::{Ipv4Addr, SocketAddr};
+mod cifsmount;
+
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use fs::errno::Errno;
 use fs::fstype::cifs::eacache::EaSends;
-use fs::fstype::cifs::{self, eacache, CifsFs};
+use fs::fstype::cifs::{eacache, CifsFs};
 use fs::vfs::Vfs;
 use qemu::samba::{entry_name, get_xattr, set_xattr, Fixture, FixtureOpts};
-use smb::{StdClock, TcpConnector};
 
 /// The share's entries: one per design for the late-EA test, at least 4,
 /// and the last one carries `user.x`.
@@ -37,22 +37,7 @@ fn fixture() -> Option<Fixture> {
 }
 
 fn mount(fx: &Fixture, opts: &str) -> (Vfs, std::sync::Arc<fs::inode::SuperBlock>) {
-    let v = Vfs::new_tmpfs("").unwrap();
-    v.mkdir(b"/mnt", 0o755).unwrap();
-    let o = format!("username={},password={},{opts}", fx.user, fx.password);
-    let sb = cifs::mount(
-        &v,
-        &format!("//127.0.0.1/{}", fx.share),
-        b"/mnt",
-        &o,
-        Box::new(TcpConnector {
-            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, fx.port)),
-            timeout_ms: 5000,
-        }),
-        Box::new(StdClock::default()),
-    )
-    .unwrap_or_else(|e| panic!("mount {o}: {e}"));
-    (v, sb)
+    cifsmount::mount_samba(fx, opts, 5000)
 }
 
 #[test]

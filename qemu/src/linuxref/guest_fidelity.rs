@@ -19,9 +19,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::walks::appended_initramfs;
+use super::walks::{appended_initramfs, boot_and_judge};
 use super::{parse_wis, LinuxRefError, WisResult};
-use crate::runner::{Accel, GuestStatus, Runner};
+use crate::runner::Accel;
 
 /// The guest's `/init` for the fidelity boot.
 pub fn fidelity_script() -> PathBuf {
@@ -167,19 +167,13 @@ pub fn run_fidelity(
         .memory("512M".parse().expect("constant size"))
         .cmdline(fidelity_cmdline(r));
     let budget = 180 + u64::from(r.warmup + r.secs + r.calib_secs) * 2;
-    let out = Runner::new(cfg)
-        .timeout(Duration::from_secs(budget))
-        .echo(echo)
-        .run()
-        .map_err(|e| LinuxRefError::Guest(e.to_string()))?;
-    let serial = out.serial_output.replace('\r', "");
-    let _ = fs::write(dir.join("console.txt"), &serial);
-    super::judge(
+    let serial = boot_and_judge(
+        cfg,
+        Duration::from_secs(budget),
+        echo,
+        &dir,
         &r.image,
         "the fidelity guest",
-        &out.status,
-        &serial,
-        serial.contains("linuxref-done") && matches!(out.status, GuestStatus::NoDebugExit),
     )?;
     let rep = parse_fidelity(&serial)?;
     if rep.cpus != r.vcpus {

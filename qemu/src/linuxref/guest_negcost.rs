@@ -21,9 +21,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::walks::appended_initramfs;
+use super::walks::{appended_initramfs, boot_and_judge};
 use super::LinuxRefError;
-use crate::runner::{Accel, GuestStatus, Runner};
+use crate::runner::Accel;
 
 /// The guest's `/init` for the negcost boot.
 pub fn negcost_script() -> PathBuf {
@@ -309,19 +309,13 @@ pub fn run_negcost(
         .cmdline(negcost_cmdline(names));
     let total: u64 = names.iter().sum();
     let budget = 180 + 2 * total.saturating_mul(per_name_us) / 1_000_000;
-    let out = Runner::new(cfg)
-        .timeout(Duration::from_secs(budget))
-        .echo(echo)
-        .run()
-        .map_err(|e| LinuxRefError::Guest(e.to_string()))?;
-    let serial = out.serial_output.replace('\r', "");
-    let _ = fs::write(dir.join("console.txt"), &serial);
-    super::judge(
+    let serial = boot_and_judge(
+        cfg,
+        Duration::from_secs(budget),
+        echo,
+        &dir,
         &kernel.image,
         "the negcost guest",
-        &out.status,
-        &serial,
-        serial.contains("linuxref-done") && matches!(out.status, GuestStatus::NoDebugExit),
     )?;
     parse_negcost(&serial)
 }

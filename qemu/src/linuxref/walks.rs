@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::tools::initramfs_with_init;
 use super::{LinuxRefError, Paths};
-use crate::runner::{Accel, GuestStatus, Runner};
+use crate::runner::{Accel, GuestStatus, QemuConfig, Runner};
 
 /// The guest's `/init` for the walks boot.
 pub fn walks_script() -> PathBuf {
@@ -368,6 +368,35 @@ pub(super) fn appended_initramfs(
         .map_err(|e| LinuxRefError::Guest(format!("{what_archive}: {e}")))
 }
 
+/// Boots `cfg` within `timeout`, keeps its console (carriage returns
+/// dropped) as `dir/console.txt`, and judges the run ([`super::judge`]):
+/// finished means the guest printed `linuxref-done` and powered off without
+/// a debug exit. Returns the console for the caller to parse.
+pub(super) fn boot_and_judge(
+    cfg: QemuConfig,
+    timeout: Duration,
+    echo: bool,
+    dir: &Path,
+    kernel: &Path,
+    what: &str,
+) -> Result<String, LinuxRefError> {
+    let out = Runner::new(cfg)
+        .timeout(timeout)
+        .echo(echo)
+        .run()
+        .map_err(|e| LinuxRefError::Guest(e.to_string()))?;
+    let serial = out.serial_output.replace('\r', "");
+    let _ = fs::write(dir.join("console.txt"), &serial);
+    super::judge(
+        kernel,
+        what,
+        &out.status,
+        &serial,
+        serial.contains("linuxref-done") && matches!(out.status, GuestStatus::NoDebugExit),
+    )?;
+    Ok(serial)
+}
+
 /// Boots `kernel` once on 1 vCPU (TCG) and traces every case.
 pub fn run_walks(
     kernel: &WalkKernel,
@@ -384,19 +413,13 @@ pub fn run_walks(
         .smp(1)
         .memory("512M".parse().expect("constant size"))
         .cmdline("console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init");
-    let out = Runner::new(cfg)
-        .timeout(Duration::from_secs(300))
-        .echo(echo)
-        .run()
-        .map_err(|e| LinuxRefError::Guest(e.to_string()))?;
-    let serial = out.serial_output.replace('\r', "");
-    let _ = fs::write(dir.join("console.txt"), &serial);
-    super::judge(
+    let serial = boot_and_judge(
+        cfg,
+        Duration::from_secs(300),
+        echo,
+        &dir,
         &kernel.paths.kernel,
         "the walks guest",
-        &out.status,
-        &serial,
-        serial.contains("linuxref-done") && matches!(out.status, GuestStatus::NoDebugExit),
     )?;
     parse_walks(&serial)
 }
