@@ -10,6 +10,10 @@
 use super::*;
 use crate::wire::ioctl::{ValidateNegotiateRequest, ValidateNegotiateResponse};
 
+/// The NTLMv2 session key the signing and sealing keys derive from
+/// (wiped when dropped).
+type SessionKey = zeroize::Zeroizing<[u8; 16]>;
+
 /// What NEGOTIATE settled, carried into SESSION_SETUP.
 pub(super) struct Negotiated {
     /// The dialect the server chose (one of those offered).
@@ -206,40 +210,8 @@ impl Connection {
         preauth.update(&self.link_mut()?.last_sent);
         preauth.update(&challenge_reply.msg);
         self.link_mut()?.session_id = challenge_reply.hdr.session_id;
-        let challenge = self.body(&challenge_reply, |m| {
-            Challenge::parse(SessionSetupResponse::parse(m)?.token)
-        })?;
-
-        // Null credentials authenticate anonymously: no response over an
-        // empty password that anyone could recompute, hence no key.
-        let anonymous = self.cfg.creds.is_anonymous();
-        let built = if anonymous {
-            let ws = &self.cfg.creds.workstation;
-            ntlm::anonymous_authenticate_message(&challenge, ws).map(|t| (t, None))
-        } else {
-            let mut client_challenge = [0u8; 8];
-            self.clock.fill_random(&mut client_challenge);
-            let spn = format!("cifs/{}", self.cfg.server);
-            ntlm::authenticate_message(
-                &self.cfg.creds,
-                &challenge,
-                &negotiate_token,
-                &spn,
-                &client_challenge,
-                self.clock.filetime(),
-            )
-            .map(|(t, k)| (t, Some(zeroize::Zeroizing::new(k))))
-        };
-        // Every length in the AUTHENTICATE and SESSION_SETUP's
-        // SecurityBufferLength is a u16: a CHALLENGE whose TargetInfo
-        // nears 64 KiB (echoed in the NTLMv2 response), or a name that
-        // long, would wrap them into a malformed request. Refused before
-        // anything is sent: EIO for the server's part, EINVAL for ours.
-        let (auth_token, session_key) = match built {
-            Ok(b) => b,
-            Err(e) if e.from_server() => return Err(SmbError::Protocol(e.0)),
-            Err(e) => return Err(SmbError::Invalid(e.0)),
-        };
+        let (auth_token, session_key) =
+            self.authenticate_token(&challenge_reply, &negotiate_token)?;
         let auth_setup = SessionSetupRequest {
             token: &auth_token,
             ..negotiate_setup
@@ -258,13 +230,74 @@ impl Connection {
         if auth_reply.hdr.status != status::SUCCESS {
             return Err(SmbError::Protocol("session setup did not complete"));
         }
-        let response = self.body(&auth_reply, SessionSetupResponse::parse)?;
-        let server_guest =
-            response.session_flags & (SESSION_FLAG_IS_GUEST | SESSION_FLAG_IS_NULL) != 0;
+        let session_flags = self
+            .body(&auth_reply, SessionSetupResponse::parse)?
+            .session_flags;
+        let server_wants_seal = session_flags & SESSION_FLAG_ENCRYPT_DATA != 0;
+        let Some(key) =
+            self.key_unless_guest(neg, session_flags, session_key, server_wants_seal)?
+        else {
+            return Ok(Session { guest: true });
+        };
+        self.install_keys(neg, &auth_reply, &preauth, &key, server_wants_seal)?;
+        Ok(Session { guest: false })
+    }
+
+    /// The NTLMSSP AUTHENTICATE token answering the CHALLENGE in
+    /// `challenge_reply`, and the NTLMv2 session key (none for null
+    /// credentials, which authenticate anonymously: no response over an
+    /// empty password that anyone could recompute, hence no key).
+    fn authenticate_token(
+        &mut self,
+        challenge_reply: &Reply,
+        negotiate_token: &[u8],
+    ) -> SmbResult<(Vec<u8>, Option<SessionKey>)> {
+        let challenge = self.body(challenge_reply, |m| {
+            Challenge::parse(SessionSetupResponse::parse(m)?.token)
+        })?;
+        let built = if self.cfg.creds.is_anonymous() {
+            let ws = &self.cfg.creds.workstation;
+            ntlm::anonymous_authenticate_message(&challenge, ws).map(|t| (t, None))
+        } else {
+            let mut client_challenge = [0u8; 8];
+            self.clock.fill_random(&mut client_challenge);
+            let spn = format!("cifs/{}", self.cfg.server);
+            ntlm::authenticate_message(
+                &self.cfg.creds,
+                &challenge,
+                negotiate_token,
+                &spn,
+                &client_challenge,
+                self.clock.filetime(),
+            )
+            .map(|(t, k)| (t, Some(zeroize::Zeroizing::new(k))))
+        };
+        // Every length in the AUTHENTICATE and SESSION_SETUP's
+        // SecurityBufferLength is a u16: a CHALLENGE whose TargetInfo
+        // nears 64 KiB (echoed in the NTLMv2 response), or a name that
+        // long, would wrap them into a malformed request. Refused before
+        // anything is sent: EIO for the server's part, EINVAL for ours.
+        match built {
+            Ok(b) => Ok(b),
+            Err(e) if e.from_server() => Err(SmbError::Protocol(e.0)),
+            Err(e) => Err(SmbError::Invalid(e.0)),
+        }
+    }
+
+    /// The session's key, or `None` for a guest or null session (which
+    /// signs nothing and may not encrypt): what the final response's
+    /// (unsigned) SessionFlags may take away, and what they may not.
+    fn key_unless_guest(
+        &mut self,
+        neg: &Negotiated,
+        session_flags: u16,
+        session_key: Option<SessionKey>,
+        server_wants_seal: bool,
+    ) -> SmbResult<Option<SessionKey>> {
+        let server_guest = session_flags & (SESSION_FLAG_IS_GUEST | SESSION_FLAG_IS_NULL) != 0;
         if server_guest && !self.cfg.allow_guest {
             return Err(SmbError::Auth("server mapped the login to guest"));
         }
-        let server_wants_seal = response.session_flags & SESSION_FLAG_ENCRYPT_DATA != 0;
         // IS_GUEST / IS_NULL come unsigned (a server does not sign a
         // guest session's response). For a session the client
         // authenticated with a secret they would drop the key, signing
@@ -285,8 +318,8 @@ impl Connection {
         }
         // A null session is a guest session whatever the (unsigned) flags
         // say: the client sent no secret, so it has no key.
-        let key = match session_key {
-            Some(k) if !server_guest => k,
+        match session_key {
+            Some(k) if !server_guest => Ok(Some(k)),
             _ => {
                 if self.cfg.seal || server_wants_seal {
                     return Err(SmbError::EncryptionUnavailable(
@@ -299,14 +332,26 @@ impl Connection {
                     ));
                 }
                 self.link_mut()?.sign_all = false;
-                return Ok(Session { guest: true });
+                Ok(None)
             }
-        };
-        let session_key = key;
+        }
+    }
+
+    /// Derive the signing key (3.1.1: over the preauth hash of every
+    /// message up to, not including, the final response) and the sealer,
+    /// verify the final response with them, and install both on the link.
+    fn install_keys(
+        &mut self,
+        neg: &Negotiated,
+        auth_reply: &Reply,
+        preauth: &PreauthHash,
+        session_key: &SessionKey,
+        server_wants_seal: bool,
+    ) -> SmbResult<()> {
         let signer = match neg.dialect {
-            dialect::SMB3_1_1 => Signer::smb311(&session_key, neg.sign_alg, &preauth),
-            dialect::SMB3_0 | dialect::SMB3_0_2 => Signer::smb30(&session_key),
-            _ => Signer::smb2(&session_key),
+            dialect::SMB3_1_1 => Signer::smb311(session_key, neg.sign_alg, preauth),
+            dialect::SMB3_0 | dialect::SMB3_0_2 => Signer::smb30(session_key),
+            _ => Signer::smb2(session_key),
         };
         // The final response carries what the rest of the session rests
         // on: the SessionFlags (ENCRYPT_DATA), the SessionId the 3.x
@@ -346,8 +391,8 @@ impl Connection {
         let mut nonce_salt = [0u8; 4];
         self.clock.fill_random(&mut nonce_salt);
         let sealer = neg.cipher.map(|c| match neg.dialect {
-            dialect::SMB3_1_1 => Sealer::smb311(&session_key, c, &preauth, session_id, nonce_salt),
-            _ => Sealer::smb30(&session_key, session_id, nonce_salt),
+            dialect::SMB3_1_1 => Sealer::smb311(session_key, c, preauth, session_id, nonce_salt),
+            _ => Sealer::smb30(session_key, session_id, nonce_salt),
         });
         let encrypt = self.cfg.seal || server_wants_seal;
         // Every draw the session's keys and nonces rest on (ClientGuid and
@@ -371,7 +416,7 @@ impl Connection {
         link.signer = Some(signer);
         link.sealer = sealer;
         link.encrypt = encrypt;
-        Ok(Session { guest: false })
+        Ok(())
     }
 
     /// TREE_CONNECT to `\\server\share`. Signed when every request is, and
