@@ -130,6 +130,33 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let Some(kernels) = built_kernels(&build_dir, &wanted) else {
+        return ExitCode::from(2);
+    };
+    if args.build_only {
+        return ExitCode::SUCCESS;
+    }
+    if let Some(n) = args.boots {
+        return boot_loop(&args, &kernels, n);
+    }
+    let ok = match args.oracle {
+        Some(secs) => oracle_runs(&args, &kernels, &build_dir, secs),
+        None => statneg_runs(&args, &kernels),
+    };
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The reference guest of each release `wanted` names, and each kernel's
+/// image, built where missing (everything first: a build is long, a boot
+/// is short). `None` after saying why on stderr.
+fn built_kernels(
+    build_dir: &std::path::Path,
+    wanted: &[Kernel],
+) -> Option<Vec<(Kernel, linuxref::Paths)>> {
     // The reference guest of each release named (one, unless full labels
     // name another).
     let mut references = std::collections::BTreeMap::new();
@@ -137,112 +164,118 @@ fn main() -> ExitCode {
         if references.contains_key(&r) {
             continue;
         }
-        match linuxref::ensure_release(&build_dir, r) {
+        match linuxref::ensure_release(build_dir, r) {
             Ok(p) => {
                 references.insert(r, p);
             }
             Err(skip) => {
                 eprintln!("linux-patched: {skip}");
-                return ExitCode::from(2);
+                return None;
             }
         }
     }
-    // Build everything first: a build is long, a boot is short.
     let mut kernels = Vec::new();
-    for k in &wanted {
-        match linuxref::select_kernel(&references[&k.release()], &build_dir, k) {
+    for k in wanted {
+        match linuxref::select_kernel(&references[&k.release()], build_dir, k) {
             Ok(p) => {
                 eprintln!("linux-patched: {k}: {}", p.kernel.display());
                 kernels.push((k.clone(), p));
             }
             Err(skip) => {
                 eprintln!("linux-patched: {k}: {skip}");
-                return ExitCode::from(2);
+                return None;
             }
         }
     }
-    if args.build_only {
-        return ExitCode::SUCCESS;
-    }
-    if let Some(n) = args.boots {
-        return boot_loop(&args, &kernels, n);
-    }
+    Some(kernels)
+}
+
+/// `--oracle SECS`: the stress oracle once per kernel on the largest vCPU
+/// count, with the RESOLVE_CACHED and case-folding checks; false when a
+/// kernel answered wrongly (or a broken one did not).
+fn oracle_runs(
+    args: &Args,
+    kernels: &[(Kernel, linuxref::Paths)],
+    build_dir: &std::path::Path,
+    secs: u32,
+) -> bool {
     let mut failed = false;
-    if let Some(secs) = args.oracle {
-        let cpus = args.cpus.iter().copied().max().unwrap_or(2);
-        for (k, paths) in &kernels {
-            let readers = cpus.saturating_sub(1).max(1);
-            let run = linuxref::retry_on_panic(|| {
-                linuxref::run_oracle(paths, &build_dir, &args.fs, cpus, readers, secs, args.echo)
-            });
-            run.report_first_crash(&format!("linux-patched: oracle on {k}"));
-            let retried = run.suffix();
-            match run.result {
-                Ok(linuxref::OracleRun {
-                    reports,
-                    casefold,
-                    cached,
-                }) => {
-                    // A missing name under RESOLVE_CACHED: ENOENT where the
-                    // kernel's dcache miss is final (noalloc on tmpfs and
-                    // ramfs), EAGAIN elsewhere; O_CREAT creates it on all.
-                    for c in &cached {
-                        println!("{}{retried}", linuxref::cached_line(&k.label(), c));
-                        if !linuxref::cached_verdict(c, k.miss_is_final(c.fs)) {
-                            eprintln!(
-                                "linux-patched: RESOLVE_CACHED check on {k} ({}): expected miss={} create=ok hit=ok",
-                                c.fs,
-                                if k.miss_is_final(c.fs) { "ENOENT" } else { "EAGAIN" }
-                            );
-                            failed = true;
-                        }
-                    }
-                    // Case folding left alone: every kernel answers as a
-                    // case-folding tmpfs must (7.3; 6.12's tmpfs has none).
-                    println!("{}{retried}", linuxref::casefold_line(&k.label(), casefold));
-                    if casefold.is_some_and(|c| c.wrong > 0) {
-                        eprintln!("linux-patched: casefold check on {k}: wrong answers");
+    let cpus = args.cpus.iter().copied().max().unwrap_or(2);
+    for (k, paths) in kernels {
+        let readers = cpus.saturating_sub(1).max(1);
+        let run = linuxref::retry_on_panic(|| {
+            linuxref::run_oracle(paths, build_dir, &args.fs, cpus, readers, secs, args.echo)
+        });
+        run.report_first_crash(&format!("linux-patched: oracle on {k}"));
+        let retried = run.suffix();
+        match run.result {
+            Ok(linuxref::OracleRun {
+                reports,
+                casefold,
+                cached,
+            }) => {
+                // A missing name under RESOLVE_CACHED: ENOENT where the
+                // kernel's dcache miss is final (noalloc on tmpfs and
+                // ramfs), EAGAIN elsewhere; O_CREAT creates it on all.
+                for c in &cached {
+                    println!("{}{retried}", linuxref::cached_line(&k.label(), c));
+                    if !linuxref::cached_verdict(c, k.miss_is_final(c.fs)) {
+                        eprintln!(
+                            "linux-patched: RESOLVE_CACHED check on {k} ({}): expected miss={} create=ok hit=ok",
+                            c.fs,
+                            if k.miss_is_final(c.fs) { "ENOENT" } else { "EAGAIN" }
+                        );
                         failed = true;
                     }
-                    for r in &reports {
-                        for e in &r.examples {
-                            println!("{e}");
-                        }
-                        println!(
-                            "{}{retried}",
-                            linuxref::oracle_line(&k.label(), cpus, secs, r)
-                        );
-                        // A deliberately broken kernel is the oracle's
-                        // negative control: where it is broken, finding
-                        // nothing is the failure.
-                        if !linuxref::oracle_verdict(r, k.broken_on()) {
-                            eprintln!(
-                                "linux-patched: oracle on {k} ({}): {} wrong answers, expected {}",
-                                r.fs,
-                                r.wrong,
-                                if k.broken_on().contains(&r.fs) {
-                                    "some"
-                                } else {
-                                    "none"
-                                }
-                            );
-                            failed = true;
-                        }
-                    }
                 }
-                Err(e) => {
-                    eprintln!("linux-patched: oracle on {k}: {e}");
+                // Case folding left alone: every kernel answers as a
+                // case-folding tmpfs must (7.3; 6.12's tmpfs has none).
+                println!("{}{retried}", linuxref::casefold_line(&k.label(), casefold));
+                if casefold.is_some_and(|c| c.wrong > 0) {
+                    eprintln!("linux-patched: casefold check on {k}: wrong answers");
                     failed = true;
                 }
+                for r in &reports {
+                    for e in &r.examples {
+                        println!("{e}");
+                    }
+                    println!(
+                        "{}{retried}",
+                        linuxref::oracle_line(&k.label(), cpus, secs, r)
+                    );
+                    // A deliberately broken kernel is the oracle's
+                    // negative control: where it is broken, finding
+                    // nothing is the failure.
+                    if !linuxref::oracle_verdict(r, k.broken_on()) {
+                        eprintln!(
+                            "linux-patched: oracle on {k} ({}): {} wrong answers, expected {}",
+                            r.fs,
+                            r.wrong,
+                            if k.broken_on().contains(&r.fs) {
+                                "some"
+                            } else {
+                                "none"
+                            }
+                        );
+                        failed = true;
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("linux-patched: oracle on {k}: {e}");
+                failed = true;
             }
         }
-        return if failed {
-            ExitCode::FAILURE
-        } else {
-            ExitCode::SUCCESS
-        };
     }
-    for (k, paths) in &kernels {
+    !failed
+}
+
+/// statneg timed and counted on each kernel at each vCPU count: one
+/// `linuxpatch` line per filesystem (and `linuxrename` per rename load);
+/// false when a boot failed or a guest ran another kernel.
+fn statneg_runs(args: &Args, kernels: &[(Kernel, linuxref::Paths)]) -> bool {
+    let mut failed = false;
+    for (k, paths) in kernels {
         for &cpus in &args.cpus {
             let run = GuestRun {
                 count: args.count,
@@ -312,11 +345,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    !failed
 }
 
 /// `--boots N`: each kernel's counting guest booted N times per vCPU count,
