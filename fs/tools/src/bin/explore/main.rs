@@ -254,57 +254,32 @@ fn print_side_by_side(
     ExitCode::SUCCESS
 }
 
-fn main() -> ExitCode {
-    let mut out_path = "docs/explore/index.html".to_string();
-    let mut side: Option<String> = None;
-    let mut root = ".".to_string();
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match (a.as_str(), args.next()) {
-            ("--out", Some(v)) => out_path = v,
-            ("--root", Some(v)) => root = v,
-            ("--side-by-side", Some(v)) => side = Some(v),
-            _ => {
-                eprintln!("usage: explore [--out FILE] [--root DIR] [--side-by-side SCENARIO]");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let (walks, reasons) = match linux_inputs(&root) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("explore: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if let Some(id) = side {
-        return print_side_by_side(&id, &walks, &reasons);
-    }
-    let mut cache = BTreeMap::new();
-    let mut srcs: BTreeMap<String, String> = BTreeMap::new();
-    let mut data = String::from("{\"scenarios\":[");
-    let all = scenarios::all();
-    for (i, s) in all.iter().enumerate() {
-        let run = match scenarios::run(s) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("explore: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
+/// The page's inputs that last across scenarios: the Linux walks and
+/// reasons beside ours, and the source links found so far.
+struct Page<'a> {
+    root: &'a str,
+    walks: &'a [linux::Walk],
+    reasons: &'a BTreeMap<String, String>,
+    /// Each step's `src` → its links (a JSON object).
+    srcs: BTreeMap<String, String>,
+    /// Source files read so far (for `links`).
+    cache: BTreeMap<String, String>,
+}
+
+impl Page<'_> {
+    /// One scenario, run (a raced answer must equal its ground truth), as
+    /// the page's JSON object; its steps' sources join `srcs`.
+    fn scenario_json(&mut self, s: &scenarios::Scenario) -> Result<String, String> {
+        let run = scenarios::run(s)?;
         if let Some(t) = &run.truth {
             if *t != run.result {
-                eprintln!(
-                    "explore: {}: raced answer {} differs from the ground truth {t}",
+                return Err(format!(
+                    "{}: raced answer {} differs from the ground truth {t}",
                     s.id, run.result
-                );
-                return ExitCode::FAILURE;
+                ));
             }
         }
-        if i > 0 {
-            data.push(',');
-        }
-        data.push_str("{\"id\":");
+        let mut data = String::from("{\"id\":");
         json_str(&mut data, s.id);
         for (k, v) in [
             ("group", s.group),
@@ -348,52 +323,111 @@ fn main() -> ExitCode {
                 data.push(',');
             }
             data.push_str(st);
-            // The step's "src" string, for the links table.
-            if let Some(p) = st.find("\"src\":\"") {
-                let rest = &st[p + 7..];
-                if let Some(e) = rest.find('"') {
-                    let src = &rest[..e];
-                    if !srcs.contains_key(src) {
-                        let l = links(&root, src, &mut cache);
-                        srcs.insert(src.to_string(), l);
-                    }
-                }
-            }
+            self.note_src(st);
         }
         data.push_str("],\"linux\":");
-        match linux_json(s.id, &run.steps, &walks, &reasons) {
-            Ok(j) => data.push_str(&j),
-            Err(e) => {
-                eprintln!("explore: {e}");
-                return ExitCode::FAILURE;
+        data.push_str(&linux_json(s.id, &run.steps, self.walks, self.reasons)?);
+        data.push('}');
+        Ok(data)
+    }
+
+    /// The step's "src" string joins the links table.
+    fn note_src(&mut self, step: &str) {
+        let Some(p) = step.find("\"src\":\"") else {
+            return;
+        };
+        let rest = &step[p + 7..];
+        if let Some(e) = rest.find('"') {
+            let src = &rest[..e];
+            if !self.srcs.contains_key(src) {
+                let l = links(self.root, src, &mut self.cache);
+                self.srcs.insert(src.to_string(), l);
             }
         }
-        data.push('}');
     }
-    data.push_str("],\"links\":{");
-    for (i, (k, v)) in srcs.iter().enumerate() {
-        if i > 0 {
-            data.push(',');
+
+    /// The page's data: every scenario and the links table.
+    fn data(&mut self, all: &[scenarios::Scenario]) -> Result<String, String> {
+        let mut data = String::from("{\"scenarios\":[");
+        for (i, s) in all.iter().enumerate() {
+            if i > 0 {
+                data.push(',');
+            }
+            data.push_str(&self.scenario_json(s)?);
         }
-        json_str(&mut data, k);
-        data.push(':');
-        data.push_str(v);
+        data.push_str("],\"links\":{");
+        for (i, (k, v)) in self.srcs.iter().enumerate() {
+            if i > 0 {
+                data.push(',');
+            }
+            json_str(&mut data, k);
+            data.push(':');
+            data.push_str(v);
+        }
+        data.push_str("}}");
+        Ok(data)
     }
-    data.push_str("}}");
+}
+
+/// page.html with `data` in place of its placeholder, written to `out_path`.
+fn write_page(out_path: &str, data: &str) -> Result<(), String> {
     // Inside <script>: no "</" may end it early.
     let data = data.replace("</", "<\\/");
     let Some((head, tail)) = PAGE.split_once("/*DATA*/null") else {
-        eprintln!("explore: page.html has no /*DATA*/null placeholder");
-        return ExitCode::FAILURE;
+        return Err("page.html has no /*DATA*/null placeholder".into());
     };
     let html = format!("{head}{data}{tail}");
-    if let Some(dir) = std::path::Path::new(&out_path).parent() {
+    if let Some(dir) = std::path::Path::new(out_path).parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    if let Err(e) = std::fs::write(&out_path, html) {
-        eprintln!("explore: cannot write {out_path}: {e}");
-        return ExitCode::FAILURE;
+    std::fs::write(out_path, html).map_err(|e| format!("cannot write {out_path}: {e}"))
+}
+
+fn main() -> ExitCode {
+    let mut out_path = "docs/explore/index.html".to_string();
+    let mut side: Option<String> = None;
+    let mut root = ".".to_string();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match (a.as_str(), args.next()) {
+            ("--out", Some(v)) => out_path = v,
+            ("--root", Some(v)) => root = v,
+            ("--side-by-side", Some(v)) => side = Some(v),
+            _ => {
+                eprintln!("usage: explore [--out FILE] [--root DIR] [--side-by-side SCENARIO]");
+                return ExitCode::from(2);
+            }
+        }
     }
-    println!("explore: wrote {out_path} ({} scenarios)", all.len());
-    ExitCode::SUCCESS
+    let (walks, reasons) = match linux_inputs(&root) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("explore: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(id) = side {
+        return print_side_by_side(&id, &walks, &reasons);
+    }
+    let mut page = Page {
+        root: &root,
+        walks: &walks,
+        reasons: &reasons,
+        srcs: BTreeMap::new(),
+        cache: BTreeMap::new(),
+    };
+    let all = scenarios::all();
+    match page
+        .data(&all)
+        .and_then(|data| write_page(&out_path, &data))
+    {
+        Ok(()) => {
+            println!("explore: wrote {out_path} ({} scenarios)", all.len());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("explore: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
