@@ -103,56 +103,61 @@ fn unlink_all(vfs: &Vfs, prefix: u8, n: usize) -> u64 {
     wrong
 }
 
-/// `stress=oom` for one design: true when it kept its promises.
-fn oom_design(d: Design) -> bool {
-    use crate::mm::heap;
-    let base = drain(2000);
-    let free_start = heap::free();
-    let Some(vfs) = scratch_tmpfs("oom", d, b"/o") else {
-        return false;
+/// [`OOM_MORE`] more creates after the first ENOMEM, files
+/// `/o/f{tail}..`: each may squeeze in (`created`) or be refused; nothing
+/// else.
+fn keep_asking(vfs: &Vfs, tail: usize, data: &[u8]) -> Fill {
+    let mut f = Fill {
+        created: 0,
+        enomem: 0,
+        wrong: 0,
     };
-    let c0 = fs::stats::snapshot();
-    let data = [0x5au8; OOM_FILE_BYTES];
-    let first = fill(&vfs, b'f', usize::MAX, &data);
-    let free_at_enomem = heap::free();
-    let (mut enomem, mut wrong) = (first.enomem, first.wrong);
-    // Keep asking: a create or a write may still squeeze in (memory the
-    // shrinker or a grace period gave back), or be refused; nothing else.
     let mut buf = [0u8; 16];
-    let mut late = 0u64;
-    let tail = first.created + 1;
     for i in tail..tail + OOM_MORE {
         let len = oom_name(&mut buf, b'f', i);
-        match vfs.write_file(&buf[..len], &data) {
-            Ok(()) => late += 1,
-            Err(Errno::ENOMEM) => enomem += 1,
+        match vfs.write_file(&buf[..len], data) {
+            Ok(()) => f.created += 1,
+            Err(Errno::ENOMEM) => f.enomem += 1,
             Err(e) => {
-                wrong += 1;
+                f.wrong += 1;
                 kprintln!("stress=oom: late {}: {e}", show(&buf[..len]));
             }
         }
     }
-    // Lookups while memory is short: the files are whole, a refused file
-    // is absent or empty (its create passed, its write was refused).
+    f
+}
+
+/// Lookups while memory is short: the `created` files (and any that
+/// squeezed in from `tail` on) are whole, a refused file is absent or
+/// empty (its create passed, its write was refused), missing names are
+/// ENOENT — or ENOMEM for a design that allocates to answer a miss.
+/// Returns (lookups answered ENOMEM, wrong answers).
+fn lookups_when_short(
+    vfs: &Vfs,
+    d: Design,
+    created: usize,
+    tail: usize,
+    data: &[u8],
+) -> (u64, u64) {
+    let mut buf = [0u8; 16];
     let mut read = [0u8; OOM_FILE_BYTES];
-    // A design that allocates to answer a miss may run out doing so.
     let miss_allocates = d.imp().tmpfs_misses().allocates();
-    let mut lookup_enomem = 0u64;
+    let (mut lookup_enomem, mut wrong) = (0u64, 0u64);
     for i in 0..tail + OOM_MORE {
         let len = oom_name(&mut buf, b'f', i);
         let ok = match vfs.stat(&buf[..len]) {
             // Created before the first ENOMEM, or squeezed in later:
             // whole (reading allocates nothing).
             Ok(st) if st.kind == FileType::File && st.size == OOM_FILE_BYTES as u64 => {
-                (i < first.created || i >= tail)
+                (i < created || i >= tail)
                     && vfs
                         .open(&buf[..len], OpenFlags::RDONLY, 0)
                         .and_then(|f| f.read(&mut read))
-                        .is_ok_and(|n| n == OOM_FILE_BYTES && read == data)
+                        .is_ok_and(|n| n == OOM_FILE_BYTES && read[..] == *data)
             }
-            Ok(st) if st.kind == FileType::File && st.size == 0 => i >= first.created,
-            Err(Errno::ENOENT) => i >= first.created,
-            Err(Errno::ENOMEM) if miss_allocates && i >= first.created => {
+            Ok(st) if st.kind == FileType::File && st.size == 0 => i >= created,
+            Err(Errno::ENOENT) => i >= created,
+            Err(Errno::ENOMEM) if miss_allocates && i >= created => {
                 lookup_enomem += 1;
                 true
             }
@@ -177,6 +182,31 @@ fn oom_design(d: Design) -> bool {
             }
         }
     }
+    (lookup_enomem, wrong)
+}
+
+/// `stress=oom` for one design: true when it kept its promises.
+fn oom_design(d: Design) -> bool {
+    use crate::mm::heap;
+    let base = drain(2000);
+    let free_start = heap::free();
+    let Some(vfs) = scratch_tmpfs("oom", d, b"/o") else {
+        return false;
+    };
+    let c0 = fs::stats::snapshot();
+    let data = [0x5au8; OOM_FILE_BYTES];
+    let first = fill(&vfs, b'f', usize::MAX, &data);
+    let free_at_enomem = heap::free();
+    let (mut enomem, mut wrong) = (first.enomem, first.wrong);
+    // Keep asking: a create or a write may still squeeze in (memory the
+    // shrinker or a grace period gave back), or be refused; nothing else.
+    let tail = first.created + 1;
+    let more = keep_asking(&vfs, tail, &data);
+    enomem += more.enomem;
+    wrong += more.wrong;
+    let late = more.created as u64;
+    let (lookup_enomem, lookup_wrong) = lookups_when_short(&vfs, d, first.created, tail, &data);
+    wrong += lookup_wrong;
     // Give it all back, then fill again: the data returned to the heap.
     wrong += unlink_all(&vfs, b'f', tail + OOM_MORE);
     drain(2000);
