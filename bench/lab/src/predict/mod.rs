@@ -35,6 +35,7 @@ use clap::Args;
 
 use super::exec::HostExecutor;
 use super::rows::{self, Row};
+use super::sweep::load;
 use bench::params::Params;
 use bench::pingpong;
 use formats::output;
@@ -197,6 +198,15 @@ pub struct Spent {
     pub allocs: u64,
     pub found: u64,
     pub waits: u64,
+    /// Over the same span: lock waiters that gave their thread away
+    /// (`spin_yields`; warmup included, so a superset of what the sweep's
+    /// host runs report for their measured seconds alone).
+    pub yields: u64,
+    /// The host's load around the run, as the sweep records it for raw.csv
+    /// (`sweep::load`): % of the host's CPU time stolen during the run, and
+    /// the 1-minute load average when it ended; `None` where /proc cannot say.
+    pub steal: Option<f64>,
+    pub loadavg: Option<f64>,
 }
 
 impl Spent {
@@ -213,12 +223,14 @@ impl Spent {
 /// Run `p` once, measuring what it spent.
 fn run_spent(p: &Params, exec: &HostExecutor) -> Result<(output::RunOutput, Spent), String> {
     let before = fs::stats::snapshot();
+    let stat0 = load::cpu_times();
     let c0 = cpu_seconds().unwrap_or(0.0);
     let t0 = std::time::Instant::now();
     let (out, _) = run_once(p, exec)?;
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_s = cpu_seconds().unwrap_or(0.0) - c0;
     let d = fs::stats::snapshot().delta(&before);
+    let steal = load::steal_percent(stat0, load::cpu_times());
     let spent = Spent {
         ops: d.lookups,
         wall_s,
@@ -226,6 +238,9 @@ fn run_spent(p: &Params, exec: &HostExecutor) -> Result<(output::RunOutput, Spen
         allocs: d.dentry_alloc,
         found: d.parallel_found,
         waits: d.in_lookup_waits,
+        yields: d.spin_yields,
+        steal,
+        loadavg: load::loadavg(),
     };
     Ok((out, spent))
 }
@@ -378,6 +393,8 @@ struct Measured {
     wall: Inputs,
     cpu: Inputs,
     plain: output::RunOutput,
+    /// What the plain run spent (its load columns go to raw.csv).
+    plain_spent: Spent,
 }
 
 /// Measure one design's inputs (1 CPU): ns/op from a plain run, lines
@@ -422,11 +439,19 @@ fn measure_inputs(
     cpu.hashed_ns = wall.hashed_ns * to_cpu;
     cpu.hit_ns = wall.hit_ns * to_cpu;
     cpu.lookup_ns = wall.lookup_ns * to_cpu;
-    Ok(Measured { wall, cpu, plain })
+    Ok(Measured {
+        wall,
+        cpu,
+        plain,
+        plain_spent: spent,
+    })
 }
 
 /// Set in the child processes of [`run_per_lock_kind`].
 const CHILD_ENV: &str = "BENCH_PREDICT_CHILD";
+/// The session name the parent gives those children, so that the rows of
+/// every lock kind belong to one session (raw.csv's `session`).
+const SESSION_ENV: &str = "BENCH_PREDICT_SESSION";
 /// Set in those children when the parent measured the transfer latency
 /// (rather than being given it): they measure it again around each 2-task
 /// run, as a single process does.
@@ -498,13 +523,16 @@ fn run_per_lock_kind(
     exec: &HostExecutor,
 ) -> Result<(), String> {
     let transfer_ns = transfer_latency(a, exec)?;
+    let session = session_name();
     let exe = std::env::current_exe().map_err(|e| format!("bench predict: {e}"))?;
     let mut models: Vec<Model> = Vec::new();
     let mut raw: Vec<Row> = Vec::new();
     let mut checks: Vec<Check> = Vec::new();
     for &lock in locks {
         let mut cmd = std::process::Command::new(&exe);
-        cmd.env(CHILD_ENV, "1").arg("predict");
+        cmd.env(CHILD_ENV, "1")
+            .env(SESSION_ENV, &session)
+            .arg("predict");
         if a.transfer_ns.is_none() {
             cmd.env(ROUND_TX_ENV, "1");
         }
@@ -715,7 +743,18 @@ fn session<'a>(
         clock_ns,
         host: super::hostname(),
         cpu_model: super::host_cpu_model(),
+        name: session_name(),
     })
+}
+
+/// This run's session (raw.csv's `session`): the parent's under
+/// [`run_per_lock_kind`], else the UTC time it began, as a sweep names its
+/// directory.
+fn session_name() -> String {
+    std::env::var(SESSION_ENV)
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(super::now_stamp)
 }
 
 /// The rounds' models at the table's latency, medians per design and lock

@@ -34,6 +34,8 @@ pub(super) struct Session<'a> {
     pub clock_ns: f64,
     pub host: String,
     pub cpu_model: String,
+    /// The session its raw.csv rows belong to.
+    pub name: String,
 }
 
 /// What the rounds gather: each round per design and lock kind, and the
@@ -169,7 +171,19 @@ fn validate(
     let p2 = params(&a.testcase, design, lk, 2, a)?;
     let (o2, spent2, check_tx) = two_task_run(s, &p2, round, design, lk)?;
     let d = format!("{design}{}", lock_word(lk));
-    rows.extend(check_rows(s, round, &d, &m1.plain, &o2));
+    let ids = RowIds {
+        host: &s.host,
+        testcase: &a.testcase,
+        cpu_model: &s.cpu_model,
+        session: &s.name,
+        pause: a.pause,
+    };
+    rows.extend(check_rows(
+        &ids,
+        round,
+        &d,
+        [(&m1.plain, &m1.plain_spent), (&o2, &spent2)],
+    ));
     // The spans at 1 CPU and at 2, for designs that miss.
     let spans_12 = if probes {
         Some(spans_at_1_and_2(s, &p1, &p2, run, round, &d)?)
@@ -247,31 +261,53 @@ fn two_task_run(
     }
 }
 
+/// What every raw.csv row of one `bench predict` names besides its run.
+pub(super) struct RowIds<'a> {
+    pub host: &'a str,
+    pub testcase: &'a str,
+    pub cpu_model: &'a str,
+    pub session: &'a str,
+    /// `--pause`: a gap between operations makes other figures, and the
+    /// rows' note says so.
+    pub pause: u32,
+}
+
 /// The round's input run (1 CPU) and its 2-task run as raw.csv rows of
-/// design `d`; a gap between operations makes other figures, and the
-/// rows' note says so.
-fn check_rows(s: &Session, round: u32, d: &str, plain: &RunOutput, o2: &RunOutput) -> Vec<Row> {
-    let gap = match s.a.pause {
+/// design `d`, each with its session and the load around it (the load
+/// average when it ended, the steal while it ran, its spin yields), as a
+/// sweep's rows carry them.
+pub(super) fn check_rows(
+    ids: &RowIds,
+    round: u32,
+    d: &str,
+    runs: [(&RunOutput, &Spent); 2],
+) -> Vec<Row> {
+    let gap = match ids.pause {
         0 => String::new(),
         n => format!(" pause={n}"),
     };
+    let [one, two] = runs;
     [
-        (1, plain, format!("bench predict: input run{gap}")),
-        (2, o2, format!("bench predict --validate{gap}")),
+        (1, one, format!("bench predict: input run{gap}")),
+        (2, two, format!("bench predict --validate{gap}")),
     ]
     .into_iter()
-    .map(|(cpus, o, note)| {
+    .map(|(cpus, (o, spent), note)| {
         let key = Key {
             source: "host".into(),
             accel: "native".into(),
-            host: s.host.clone(),
-            testcase: s.a.testcase.clone(),
+            host: ids.host.to_string(),
+            testcase: ids.testcase.to_string(),
             design: d.to_string(),
             cpus,
         };
         let mut r = Row::from_output(key, o, &note);
         r.rep = round;
-        r.cpu_model = s.cpu_model.clone();
+        r.cpu_model = ids.cpu_model.to_string();
+        r.session = ids.session.to_string();
+        r.loadavg = spent.loadavg;
+        r.steal = spent.steal;
+        r.yields = Some(spent.yields);
         r
     })
     .collect()

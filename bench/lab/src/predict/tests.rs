@@ -613,6 +613,7 @@ fn a_check_prices_its_run_at_the_sharing_it_measured() {
         allocs: 1_000_000,
         found: 400_000,
         waits: 125_000,
+        ..Default::default()
     };
     let c = Check::new(&m, &inputs, &o2, &spent);
     // (1000 ns - 0.5 · 200 ns) / 0.5.
@@ -843,4 +844,62 @@ fn locks_takes_every_kind_and_says_how_pvqspinlock_is_modelled() {
             super::model::extra_transfers(LockKind::Qspinlock, others)
         );
     }
+}
+
+/// The rows `--validate` adds to raw.csv carry what a sweep's rows carry:
+/// their session, the load average, the steal and the spin yields of
+/// their own run (report.md flags a point whose rows do not).
+#[test]
+fn check_rows_carry_session_and_load() {
+    use super::round::{check_rows, RowIds};
+    let out = |average| output::RunOutput {
+        testcase: "statneg".into(),
+        average,
+        ..Default::default()
+    };
+    let (o1, o2) = (out(1_000_000), out(1_500_000));
+    let s1 = Spent {
+        steal: Some(0.5),
+        loadavg: Some(3.25),
+        ..Default::default()
+    };
+    let s2 = Spent {
+        yields: 42,
+        steal: Some(1.5),
+        loadavg: Some(4.0),
+        ..Default::default()
+    };
+    let ids = RowIds {
+        host: "vm",
+        testcase: "statneg",
+        cpu_model: "Intel(R) Xeon(R) Processor",
+        session: "20261206T190000Z",
+        pause: 0,
+    };
+    let rows = check_rows(&ids, 3, "transient lock=ttas", [(&o1, &s1), (&o2, &s2)]);
+    let got: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.cpus,
+                r.rep,
+                r.session.as_str(),
+                r.loadavg,
+                r.steal,
+                r.yields,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, 3, "20261206T190000Z", Some(3.25), Some(0.5), Some(0)),
+            (2, 3, "20261206T190000Z", Some(4.0), Some(1.5), Some(42)),
+        ]
+    );
+    // Written and read back, every load column is filled.
+    let back = rows::parse_csv(&rows::to_csv(&rows)).unwrap();
+    assert!(back
+        .iter()
+        .all(|r| r.loadavg.is_some() && r.steal.is_some() && r.yields.is_some()));
 }

@@ -32,7 +32,7 @@
 //! the plan and writes the results.
 
 mod args;
-mod load;
+pub(crate) mod load;
 mod plan;
 mod sources;
 
