@@ -295,7 +295,7 @@ fn report_from_synthetic_csv() {
         "{goals}"
     );
     assert!(!goals.contains("2 CPUs | transient per op"), "{goals}");
-    assert!(goals.contains("| guest `h1` 2 CPUs | noalloc per op: allocs = 0, shared_stores = 0 | allocs=0.000 shared_stores=0.500 | no verdict: flagged (n=1, load unrecorded) |"), "{goals}");
+    assert!(goals.contains("| guest `h1` 2 CPUs | noalloc per op: allocs = 0, shared_stores = 0 | allocs=0.000 shared_stores=0.500 | no verdict: flagged (n=1) |"), "{goals}");
     assert!(
         !goals.contains("| met |") && !goals.contains("NOT met"),
         "{goals}"
@@ -615,6 +615,45 @@ fn the_reports_rules_refuse_pooling_self_ratios_and_flagged_verdicts() {
     assert!(
         goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× (median of 3 rounds' ratios, 1.44–2.10) | no verdict: flagged (load unrecorded) |"),
         "{goals}"
+    );
+    // A point one of whose runs ended with the host's load above its
+    // cores: that run did not have the CPUs it asked for.
+    let mut rows = repeated("h1");
+    let cores = 2;
+    for r in rows.iter_mut() {
+        r.host_cores = Some(cores);
+    }
+    let loaded = rows
+        .iter_mut()
+        .find(|r| r.design == "noalloc" && r.cpus == 2 && r.rep == 3)
+        .unwrap();
+    loaded.loadavg = Some(cores as f64 + 0.5);
+    let md = benchlab::report::render(&rows);
+    let goals = between(&md, "## Design goals");
+    assert!(
+        goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× (median of 3 rounds' ratios, 1.44–2.10) | no verdict: flagged (loadavg>cores) |"),
+        "{goals}"
+    );
+    // The load moves rates, not counts: the per-op goal of the loaded
+    // point keeps its verdict.
+    let per_op = goals
+        .lines()
+        .find(|l| l.contains("2 CPUs | noalloc per op"))
+        .unwrap_or_else(|| panic!("{goals}"));
+    assert!(
+        per_op.ends_with("| met |") || per_op.ends_with("| NOT met |"),
+        "{per_op}"
+    );
+    // At its cores exactly (a sweep's own two tasks on two cores), no flag.
+    let mut rows = repeated("h1");
+    for r in rows.iter_mut() {
+        r.host_cores = Some(cores);
+        r.loadavg = Some(cores as f64);
+    }
+    let md = benchlab::report::render(&rows);
+    assert!(
+        !between(&md, "## Design goals").contains("loadavg>cores"),
+        "{md}"
     );
     // Efficiency above 105 %: transient at 2 CPUs made 2.2× its 1-CPU rate.
     let mut rows = repeated("h1");

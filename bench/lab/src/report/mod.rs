@@ -121,7 +121,12 @@ pub fn self_ratio(a: &str, b: &str) -> bool {
 
 /// Why point `p` feeds no verdict (empty: it may): a single run (`n=1`),
 /// no run with the machine's load recorded (`load unrecorded`: rows from
-/// before the load columns, whose quiet cannot be checked), spin yields in
+/// before the load columns, whose quiet cannot be checked), a run that
+/// ended with the host's 1-minute load above its cores (`loadavg>cores`:
+/// more runnable tasks than CPUs for the last minute, so a run did not
+/// have the CPUs it asked for — a sweep alone keeps the load at or below
+/// the CPUs it runs on; a 2-task run on 2 busy cores measures the
+/// scheduler's turns, not the design), spin yields in
 /// any of its runs (`yields`), or a scaling efficiency above 105 % against
 /// its group's 1-CPU point in `fair` (`eff>105%`), which more work per CPU
 /// than alone cannot be, so something else moved.
@@ -133,6 +138,13 @@ pub fn flags(p: &Point, fair: &[Point]) -> Vec<&'static str> {
     }
     if p.runs().iter().all(|r| r.loadavg.is_none()) {
         f.push("load unrecorded");
+    }
+    if p.runs().iter().any(|r| {
+        r.loadavg
+            .zip(r.host_cores)
+            .is_some_and(|(l, c)| l > c as f64)
+    }) {
+        f.push("loadavg>cores");
     }
     if p.runs().iter().any(|r| r.yields.is_some_and(|y| y > 0)) {
         f.push("yields");

@@ -297,9 +297,13 @@ pub fn merge_opts(dirs: &[PathBuf], out: &Path, with_overcommit: bool) -> Result
         } else {
             // A `bench predict --out` directory may hold predictions only.
             models.extend(crate::predict::read_dir(d)?);
+            // Joined by a blank line; one directory's text is written back
+            // as it was read, so `bench report D --out D` is idempotent.
             if let Ok(v) = std::fs::read_to_string(d.join("validation.md")) {
+                if !validation.is_empty() {
+                    validation.push('\n');
+                }
                 validation.push_str(&v);
-                validation.push('\n');
             }
             let raw = d.join("raw.csv");
             if !raw.exists() && d.join("predict.csv").exists() {
