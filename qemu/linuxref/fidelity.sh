@@ -1,20 +1,22 @@
 #!/bin/busybox sh
 # fidelity init (`make fidelity`, the Linux side): the system call constant
-# (a getppid loop) and one statneg window through qemu/linuxref/fidelity.c,
-# then powers off. It replaces the reference initramfs's /init for this boot
-# (a second archive holds it and /fidelity) and reuses busybox. No modules
+# (statneg --calib, a getppid loop) and one statneg window, both through
+# qemu/linuxref/statneg.c, then powers off. It replaces the reference
+# initramfs's /init for this boot (a second archive holds it and the
+# /statneg built from this tree, which replaces the cached initramfs's
+# copy) and reuses busybox. No modules
 # are loaded and no probes armed: nothing patches kernel text once the
 # second CPU is up (docs/linux-guest-crash.md), and nothing distorts the
 # timed run.
 #
 # The missing name is /nonexistent in the root: the initramfs's rootfs,
 # which is tmpfs (shmem) when the kernel has CONFIG_TMPFS and no root= is
-# given; fidelity prints the directory's f_type, so a ramfs root shows.
+# given; statneg prints the directory's f_type, so a ramfs root shows.
 # That is the prototype's statneg path: one component in the root of a
 # tmpfs, no mount crossed.
 #
 #   fid.threads=N fid.warmup=S fid.secs=S fid.calib=S fid.path=PATH
-# Prints `fidelity-kernel RELEASE N cpus`, fidelity's lines, `fidelity-end
+# Prints `fidelity-kernel RELEASE N cpus`, statneg's lines, `fidelity-end
 # rc=RC`, `fidelity-error …` for what could not be done, `linuxref-done`.
 /bin/busybox mkdir -p /proc /sys /dev
 /bin/busybox --install -s /bin
@@ -37,8 +39,8 @@ for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
     [ -e "$c" ] && { echo 1 > "$c" || echo "fidelity-error cannot online ${c%/online}"; }
 done
 echo "fidelity-kernel $(uname -r) $(nproc) cpus"
-/fidelity calib $CALIB || echo "fidelity-error calibration failed"
-/fidelity stat $P $THREADS $WARMUP $SECS
+/statneg --calib $CALIB || echo "fidelity-error calibration failed"
+/statneg $P $THREADS $WARMUP $SECS
 echo "fidelity-end rc=$?"
 echo "linuxref-done"
 sync

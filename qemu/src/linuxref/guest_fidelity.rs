@@ -1,9 +1,10 @@
 //! The Linux side of `make fidelity`: one boot of one of our 7.3.4 builds
 //! in the reference guest that measures the guest's system call constant
-//! (a `getppid` loop) and one statneg window, both through
-//! `qemu/linuxref/fidelity.c` (run by `qemu/linuxref/fidelity.sh` as
-//! `/init`): `newfstatat` of `/nonexistent` in the root tmpfs, a start
-//! barrier, one 128-byte counter per thread, every answer checked.
+//! (`statneg --calib`, a `getppid` loop) and one statneg window, both
+//! through `qemu/linuxref/statneg.c`, the harness of every Linux figure
+//! (run by `qemu/linuxref/fidelity.sh` as `/init`): `newfstatat` of
+//! `/nonexistent` in the root tmpfs, a start barrier, one 128-byte counter
+//! per thread, every answer checked.
 //!
 //! Booted as `make linux-patched` boots its guests under TCG (the `qemu64`
 //! CPU, one CPU online at boot, the others brought up by the init) with
@@ -26,11 +27,6 @@ use crate::runner::Accel;
 /// The guest's `/init` for the fidelity boot.
 pub fn fidelity_script() -> PathBuf {
     super::guest_file("fidelity.sh")
-}
-
-/// The C source of `/fidelity`.
-pub fn fidelity_source() -> PathBuf {
-    super::guest_file("fidelity.c")
 }
 
 /// The missing name both sides stat: one component in the root of a tmpfs.
@@ -68,9 +64,12 @@ pub struct FidelityReport {
     pub wis: WisResult,
     /// Answers other than ENOENT (the run stops at the first).
     pub wrong: u64,
+    /// The first of them as statneg names it (`exists`, `errno:N`), or
+    /// `none`.
+    pub first_wrong: String,
     /// `f_type` of the missing name's directory.
     pub fstype: u64,
-    /// fidelity's exit status.
+    /// statneg's exit status.
     pub rc: i32,
     /// `fidelity-error …` lines.
     pub errors: Vec<String>,
@@ -95,16 +94,17 @@ pub fn parse_fidelity(serial: &str) -> Result<FidelityReport, LinuxRefError> {
             let mut w = r.split_whitespace();
             uname = w.next().map(str::to_string);
             cpus = w.next().and_then(|n| n.parse::<u32>().ok());
-        } else if line.starts_with("fidelity-calib ") {
+        } else if line.starts_with("statneg-calib ") {
             getppid_ns = field(line, "getppid_ns")
                 .and_then(|v| v.parse::<f64>().ok())
                 .filter(|v| v.is_finite() && *v > 0.0);
-        } else if line.starts_with("fidelity-stat ") {
+        } else if line.starts_with("statneg-check ") {
             let wrong = field(line, "wrong").and_then(|v| v.parse::<u64>().ok());
+            let first = field(line, "first").map(str::to_string);
             let fstype = field(line, "fstype")
                 .and_then(|v| v.strip_prefix("0x"))
                 .and_then(|v| u64::from_str_radix(v, 16).ok());
-            stat = Some((wrong, fstype));
+            stat = Some((wrong, first, fstype));
         } else if line.starts_with("fidelity-end ") {
             rc = field(line, "rc").and_then(|v| v.parse::<i32>().ok());
         } else if let Some(r) = line.strip_prefix("fidelity-error ") {
@@ -113,15 +113,16 @@ pub fn parse_fidelity(serial: &str) -> Result<FidelityReport, LinuxRefError> {
     }
     let uname = uname.ok_or_else(|| bad("no `fidelity-kernel` line: the init did not run"))?;
     let cpus = cpus.ok_or_else(|| bad("no CPU count on the `fidelity-kernel` line"))?;
-    let (wrong, fstype) = stat.ok_or_else(|| bad("no `fidelity-stat` line"))?;
+    let (wrong, first, fstype) = stat.ok_or_else(|| bad("no `statneg-check` line"))?;
     let wis = parse_wis(serial)?;
     Ok(FidelityReport {
         uname,
         cpus,
         getppid_ns,
         wis,
-        wrong: wrong.ok_or_else(|| bad("no wrong= on the `fidelity-stat` line"))?,
-        fstype: fstype.ok_or_else(|| bad("no fstype= on the `fidelity-stat` line"))?,
+        wrong: wrong.ok_or_else(|| bad("no wrong= on the `statneg-check` line"))?,
+        first_wrong: first.ok_or_else(|| bad("no first= on the `statneg-check` line"))?,
+        fstype: fstype.ok_or_else(|| bad("no fstype= on the `statneg-check` line"))?,
         rc: rc.ok_or_else(|| bad("no `fidelity-end rc=` line"))?,
         errors,
     })
@@ -158,7 +159,9 @@ pub fn run_fidelity(
         &r.base_initramfs,
         &dir,
         &fidelity_script(),
-        &[("fidelity", fidelity_source())],
+        // Built from this tree's source: it replaces the cached reference
+        // initramfs's `/statneg`, which may predate it.
+        &[("statneg", super::build::statneg_source())],
         "the fidelity archive",
     )?;
     let cfg = super::guest_config(&r.image, Accel::Tcg)
@@ -184,8 +187,8 @@ pub fn run_fidelity(
     }
     if rep.wrong != 0 || rep.rc != 0 {
         return Err(LinuxRefError::Guest(format!(
-            "statneg got {} answers other than ENOENT (exit {})",
-            rep.wrong, rep.rc
+            "statneg got {} answers other than ENOENT, the first {} (exit {})",
+            rep.wrong, rep.first_wrong, rep.rc
         )));
     }
     if rep.fstype != TMPFS_MAGIC {
@@ -203,15 +206,15 @@ mod tests {
 
     const CONSOLE: &str = "[    1.234567] random: crng init done\n\
 fidelity-kernel 7.3.4-negative 2 cpus\n\
-fidelity-calib getppid_ns=812.5 calls=1232896\n\
-testcase:newfstatat of a missing name (/nonexistent), 2 threads\n\
+statneg-calib getppid_ns=812.5 calls=1232896\n\
+testcase:newfstatat() of a missing name (/nonexistent), 2 threads\n\
 warmup\n\
 min:500 max:520 total:1020\n\
 measurement\n\
 min:510 max:530 total:1040\n\
 min:490 max:500 total:990\n\
 average:1015\n\
-fidelity-stat wrong=0 fstype=0x1021994\n\
+statneg-check wrong=0 first=none fstype=0x1021994\n\
 fidelity-end rc=0\n\
 linuxref-done\n";
 
@@ -224,6 +227,7 @@ linuxref-done\n";
         assert_eq!(r.wis.average, 1015);
         assert_eq!(r.wis.measurement.len(), 2);
         assert_eq!((r.wrong, r.fstype, r.rc), (0, TMPFS_MAGIC, 0));
+        assert_eq!(r.first_wrong, "none");
         assert!(r.errors.is_empty());
     }
 
@@ -231,15 +235,26 @@ linuxref-done\n";
     fn a_missing_or_bad_calibration_is_none_not_a_number() {
         let c = CONSOLE.replace("getppid_ns=812.5", "getppid_ns=nan");
         assert_eq!(parse_fidelity(&c).unwrap().getppid_ns, None);
-        let c = CONSOLE.replace("fidelity-calib getppid_ns=812.5 calls=1232896\n", "");
+        let c = CONSOLE.replace("statneg-calib getppid_ns=812.5 calls=1232896\n", "");
         assert_eq!(parse_fidelity(&c).unwrap().getppid_ns, None);
+    }
+
+    #[test]
+    fn a_wrong_answer_is_read_with_the_first_one_named() {
+        let c = CONSOLE
+            .replace("wrong=0 first=none", "wrong=1 first=exists")
+            .replace("rc=0", "rc=1");
+        let r = parse_fidelity(&c).unwrap();
+        assert_eq!((r.wrong, r.first_wrong.as_str(), r.rc), (1, "exists", 1));
     }
 
     #[test]
     fn a_console_without_its_lines_is_an_error() {
         assert!(parse_fidelity("Kernel panic\n").is_err());
-        let c = CONSOLE.replace("fidelity-stat wrong=0 fstype=0x1021994\n", "");
+        let c = CONSOLE.replace("statneg-check wrong=0 first=none fstype=0x1021994\n", "");
         assert!(parse_fidelity(&c).is_err());
+        let c = CONSOLE.replace(" first=none", "");
+        assert!(parse_fidelity(&c).is_err(), "a check line without first=");
         let c = CONSOLE.replace("average:1015", "average:9999");
         assert!(
             parse_fidelity(&c).is_err(),
