@@ -13,7 +13,7 @@
  *   measurement
  *   min:N max:N total:N          (one line per second)
  *   average:N                    (mean of the measurement totals)
- *   statneg-check wrong=N first=ANSWER fstype=0xMAGIC
+ *   statneg-check wrong=N first=ANSWER fstype=0xMAGIC ops=N
  *
  * Usage: statneg PATH THREADS WARMUP_SECS MEASURE_SECS
  *        statneg --count PATH THREADS ITERS [RATE:DIR]
@@ -28,7 +28,9 @@
  * named in `first=` (`exists` or `errno:N`; `none` when all were ENOENT),
  * and the exit status is 1. `fstype=` is statfs(2)'s f_type of PATH's
  * directory (0x1021994 tmpfs, 0xef53 ext4, 0x858458f6 ramfs), so a run
- * says which filesystem answered.
+ * says which filesystem answered; `ops=` the stats answered ENOENT by the
+ * threads over the whole run (warm-up and the last partial second too:
+ * the denominator of a counting run over the same span).
  *
  * The --count form is for counting runs (kprobe hit counts per operation):
  * each thread does exactly ITERS stats, then the program prints
@@ -140,6 +142,10 @@ static int report_check(void)
 	char dir[4096], first[32];
 	struct statfs sfs;
 	int f = atomic_load(&first_wrong);
+	unsigned long long ops = 0;
+
+	for (int t = 0; t < MAX_THREADS; t++)
+		ops += atomic_load_explicit(&counters[t].ops, memory_order_relaxed);
 
 	snprintf(dir, sizeof(dir), "%s", path);
 	if (statfs(dirname(dir), &sfs) != 0)
@@ -150,8 +156,8 @@ static int report_check(void)
 		snprintf(first, sizeof(first), "exists");
 	else
 		snprintf(first, sizeof(first), "errno:%d", f);
-	printf("statneg-check wrong=%llu first=%s fstype=0x%lx\n", atomic_load(&wrong), first,
-	       (unsigned long)sfs.f_type);
+	printf("statneg-check wrong=%llu first=%s fstype=0x%lx ops=%llu\n", atomic_load(&wrong),
+	       first, (unsigned long)sfs.f_type, ops);
 	fflush(stdout);
 	return atomic_load(&wrong) ? 1 : 0;
 }

@@ -21,8 +21,11 @@
 //! syscall=with|without` heads each block). `fidelity-spread` lines give
 //! each ratio's range over the rounds, `fidelity-ops` the median ops/s,
 //! `fidelity-counters` the prototype's per-op counters from the same timed
-//! windows (Linux's are not counted here: counting needs kprobes, which
-//! stretch the run they count).
+//! windows beside Linux's. Linux's need kprobes, which stretch the run they
+//! count, so each Linux boot runs a second window after the timed one with
+//! the counting probes armed (`--no-probes` leaves it out): the counters
+//! come from it, and the line states the distortion as the probed window's
+//! ops/s over the timed one's in the same boot (`linux_rate_ratio`).
 //!
 //! Both guests run on the same QEMU CPU model (`-cpu qemu64`, the reference
 //! guest's [`linuxref::LINUX_TCG_CPU`]; our kernel falls back from RDRAND
@@ -428,6 +431,10 @@ pub struct FidelityArgs {
     /// Seconds of each Linux boot's getppid loop.
     #[arg(long, default_value_t = 1)]
     pub calib_secs: u32,
+    /// Leave out each Linux boot's second, probed window (the counting
+    /// kprobes armed: Linux's per-op counters and their distortion).
+    #[arg(long)]
+    pub no_probes: bool,
     /// The prototype's kernel ELF (default: the workspace's release build).
     #[arg(long)]
     pub kernel: Option<PathBuf>,
@@ -470,6 +477,8 @@ struct Window {
     best: f64,
     per_op: Option<PerOp>,
     getppid_ns: Option<f64>,
+    /// A Linux boot's probed window: its ops/s and per-op counters.
+    probed: Option<(f64, linuxref::ProbedPerOp)>,
 }
 
 fn workspace() -> PathBuf {
@@ -526,6 +535,7 @@ fn proto_window(
         best: out.max_total() as f64,
         per_op: out.per_op,
         getppid_ns: None,
+        probed: None,
     })
 }
 
@@ -543,6 +553,7 @@ fn linux_window(
         warmup: a.warmup,
         secs: a.secs,
         calib_secs: a.calib_secs,
+        probed: !a.no_probes,
     };
     for p in [&r.image, &r.base_initramfs] {
         if !p.is_file() {
@@ -560,6 +571,10 @@ fn linux_window(
         best: rep.wis.max_total() as f64,
         per_op: None,
         getppid_ns: rep.getppid_ns,
+        probed: rep
+            .probed
+            .as_ref()
+            .and_then(|p| Some((p.wis.average as f64, p.per_op()?))),
     })
 }
 
@@ -871,11 +886,13 @@ fn run_guest_part(a: &FidelityArgs, kernel: &Path, runner: &Path, build: &Path) 
             match res {
                 Ok(w) => {
                     println!(
-                        "fidelity-window round={r} {name} ops={:.0} best_second={:.0}{}",
+                        "fidelity-window round={r} {name} ops={:.0} best_second={:.0}{}{}",
                         w.ops,
                         w.best,
                         w.getppid_ns
-                            .map_or(String::new(), |g| format!(" getppid_ns={g:.1}"))
+                            .map_or(String::new(), |g| format!(" getppid_ns={g:.1}")),
+                        w.probed
+                            .map_or(String::new(), |(o, _)| format!(" probed_ops={o:.0}"))
                     );
                     got.push((r, job, w));
                 }
@@ -948,8 +965,39 @@ fn run_guest_part(a: &FidelityArgs, kernel: &Path, runner: &Path, build: &Path) 
                 median(&pops).unwrap_or(0.0),
                 median(&lops).map_or("none".into(), |x| format!("{x:.0}"))
             );
+            // Linux's counters come from each boot's probed window; the
+            // rate ratio (probed / unprobed ops/s of the same boot) says how
+            // much the probes stretched the run they counted.
+            let lw: Vec<&Window> = got
+                .iter()
+                .filter(|(_, j, _)| *j == Job::Linux(i, n))
+                .map(|(_, _, w)| w)
+                .filter(|w| w.probed.is_some())
+                .collect();
+            let lmed = |f: fn(&Window) -> f64| {
+                median(&lw.iter().map(|w| f(w)).collect::<Vec<_>>())
+                    .map_or("none".into(), |x| format!("{x:.3}"))
+            };
+            let linux = if k.is_none() {
+                "linux=none".to_string()
+            } else if lw.is_empty() {
+                "linux=not-counted".to_string()
+            } else {
+                format!(
+                    "linux=probed linux_allocs={} linux_fallbacks={} linux_rwsem={} linux_locks={} linux_unprobed_ops={} linux_probed_ops={} linux_rate_ratio={}",
+                    lmed(|w| w.probed.map_or(f64::NAN, |p| p.1.allocs)),
+                    lmed(|w| w.probed.map_or(f64::NAN, |p| p.1.fallbacks)),
+                    lmed(|w| w.probed.map_or(f64::NAN, |p| p.1.rwsem)),
+                    lmed(|w| w.probed.map_or(f64::NAN, |p| p.1.locks)),
+                    median(&lw.iter().map(|w| w.ops).collect::<Vec<_>>())
+                        .map_or("none".into(), |x| format!("{x:.0}")),
+                    median(&lw.iter().map(|w| w.probed.map_or(f64::NAN, |p| p.0)).collect::<Vec<_>>())
+                        .map_or("none".into(), |x| format!("{x:.0}")),
+                    lmed(|w| w.probed.map_or(f64::NAN, |p| p.0) / w.ops),
+                )
+            };
             println!(
-                "fidelity-counters design={d} vcpus={n} proto_allocs={} proto_fallbacks={} proto_rwsem={} proto_locks={} linux=not-counted",
+                "fidelity-counters design={d} vcpus={n} proto_allocs={} proto_fallbacks={} proto_rwsem={} proto_locks={} {linux}",
                 pmed(|p| p.allocs),
                 pmed(|p| p.fallbacks),
                 pmed(|p| p.rwsem.unwrap_or(f64::NAN)),

@@ -9,8 +9,12 @@
 //! Booted as `make linux-patched` boots its guests under TCG (the `qemu64`
 //! CPU, one CPU online at boot, the others brought up by the init) with
 //! the reference initramfs and a second archive appended (as
-//! [`super::run_negcost`] does). No modules, no probes: the timed run is
-//! the only thing the guest does.
+//! [`super::run_negcost`] does). No modules; no probes in the timed
+//! window. With [`FidelityRun::probed`] a second window follows in the same
+//! boot with `make linux-patched`'s counting kprobes armed (hist triggers on
+//! the comm statneg): its rate beside the first window's is the distortion
+//! the probes add, its hits over its stats Linux's per-op counters
+//! ([`Probed`]).
 //!
 //! Touches `BUILD_DIR/fidelity/KERNEL-NCPU/` (the archive, the console) and
 //! QEMU; reads the cached reference initramfs and the kernel image, builds
@@ -49,6 +53,71 @@ pub struct FidelityRun {
     pub secs: u32,
     /// Seconds of the `getppid` loop.
     pub calib_secs: u32,
+    /// Also run the probed window after the timed one.
+    pub probed: bool,
+}
+
+/// The probed window: statneg again, the counting kprobes armed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Probed {
+    /// Its will-it-scale report.
+    pub wis: WisResult,
+    /// The stats its threads made over the whole run (`statneg-check
+    /// ops=`): the hits' denominator.
+    pub ops: u64,
+    /// Hits per probe (`d_alloc`, `__d_alloc`, `lookup_slow`, `down_read`,
+    /// `spin_lock`, …) by the comm statneg over the whole run.
+    pub hits: Vec<(String, u64)>,
+    /// statneg's exit status in it.
+    pub rc: i32,
+}
+
+/// Per-op counters from a probed window, as `make linux-patched` derives
+/// them (qemu/linuxref/init.sh's `count_fs`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProbedPerOp {
+    /// `__d_alloc` (else `d_alloc`) hits per stat.
+    pub allocs: f64,
+    /// `__lookup_slow` hits per stat.
+    pub fallbacks: f64,
+    /// `down_read` + `down_write` hits per stat.
+    pub rwsem: f64,
+    /// `_raw_spin_lock*` and `_raw_spin_trylock` hits per stat (bit
+    /// spinlocks, as the dcache hash buckets', are not among them).
+    pub locks: f64,
+}
+
+impl Probed {
+    fn hit(&self, name: &str) -> Option<u64> {
+        self.hits.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+    }
+
+    /// The per-op counters; `None` without stats.
+    pub fn per_op(&self) -> Option<ProbedPerOp> {
+        if self.ops == 0 {
+            return None;
+        }
+        let ops = self.ops as f64;
+        let h = |k: &str| self.hit(k).unwrap_or(0) as f64;
+        let allocs = self.hit("__d_alloc").or(self.hit("d_alloc")).unwrap_or(0) as f64;
+        let locks: f64 = [
+            "spin_lock",
+            "spin_lock_nested",
+            "spin_lock_irq",
+            "spin_lock_irqsave",
+            "spin_lock_bh",
+            "spin_trylock",
+        ]
+        .iter()
+        .map(|k| h(k))
+        .sum();
+        Some(ProbedPerOp {
+            allocs: allocs / ops,
+            fallbacks: h("lookup_slow") / ops,
+            rwsem: (h("down_read") + h("down_write")) / ops,
+            locks: locks / ops,
+        })
+    }
 }
 
 /// What one fidelity boot printed.
@@ -73,6 +142,8 @@ pub struct FidelityReport {
     pub rc: i32,
     /// `fidelity-error …` lines.
     pub errors: Vec<String>,
+    /// The probed window, when the boot ran one.
+    pub probed: Option<Probed>,
 }
 
 fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
@@ -80,9 +151,57 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
         .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
 }
 
+/// The `statneg-check` line's figures: wrong, first, fstype, ops.
+type Check = (Option<u64>, Option<String>, Option<u64>, Option<u64>);
+
+fn check_line(line: &str) -> Check {
+    (
+        field(line, "wrong").and_then(|v| v.parse::<u64>().ok()),
+        field(line, "first").map(str::to_string),
+        field(line, "fstype")
+            .and_then(|v| v.strip_prefix("0x"))
+            .and_then(|v| u64::from_str_radix(v, 16).ok()),
+        field(line, "ops").and_then(|v| v.parse::<u64>().ok()),
+    )
+}
+
+/// Parses the probed window: the console after `fidelity-probed-begin`.
+fn parse_probed(part: &str) -> Result<Probed, LinuxRefError> {
+    let bad = |what: &str| LinuxRefError::Parse(format!("fidelity guest, probed window: {what}"));
+    let mut ops = None;
+    let mut hits = None;
+    let mut rc = None;
+    for line in part.lines().map(str::trim_end) {
+        if line.starts_with("statneg-check ") {
+            ops = check_line(line).3;
+        } else if let Some(r) = line.strip_prefix("fidelity-probed ") {
+            hits = Some(
+                r.split_whitespace()
+                    .filter_map(|w| {
+                        let (k, v) = w.split_once('=')?;
+                        Some((k.to_string(), v.parse::<u64>().ok()?))
+                    })
+                    .collect::<Vec<_>>(),
+            );
+        } else if line.starts_with("fidelity-probed-end ") {
+            rc = field(line, "rc").and_then(|v| v.parse::<i32>().ok());
+        }
+    }
+    Ok(Probed {
+        wis: parse_wis(part)?,
+        ops: ops.ok_or_else(|| bad("no ops= on its `statneg-check` line"))?,
+        hits: hits.ok_or_else(|| bad("no `fidelity-probed` line"))?,
+        rc: rc.ok_or_else(|| bad("no `fidelity-probed-end rc=` line"))?,
+    })
+}
+
 /// Parses the fidelity boot's console output.
 pub fn parse_fidelity(serial: &str) -> Result<FidelityReport, LinuxRefError> {
     let bad = |what: &str| LinuxRefError::Parse(format!("fidelity guest: {what}"));
+    let (serial, probed) = match serial.split_once("fidelity-probed-begin\n") {
+        Some((timed, probed)) => (timed, Some(parse_probed(probed)?)),
+        None => (serial, None),
+    };
     let mut uname = None;
     let mut cpus = None;
     let mut getppid_ns = None;
@@ -99,11 +218,7 @@ pub fn parse_fidelity(serial: &str) -> Result<FidelityReport, LinuxRefError> {
                 .and_then(|v| v.parse::<f64>().ok())
                 .filter(|v| v.is_finite() && *v > 0.0);
         } else if line.starts_with("statneg-check ") {
-            let wrong = field(line, "wrong").and_then(|v| v.parse::<u64>().ok());
-            let first = field(line, "first").map(str::to_string);
-            let fstype = field(line, "fstype")
-                .and_then(|v| v.strip_prefix("0x"))
-                .and_then(|v| u64::from_str_radix(v, 16).ok());
+            let (wrong, first, fstype, _) = check_line(line);
             stat = Some((wrong, first, fstype));
         } else if line.starts_with("fidelity-end ") {
             rc = field(line, "rc").and_then(|v| v.parse::<i32>().ok());
@@ -125,6 +240,7 @@ pub fn parse_fidelity(serial: &str) -> Result<FidelityReport, LinuxRefError> {
         fstype: fstype.ok_or_else(|| bad("no fstype= on the `statneg-check` line"))?,
         rc: rc.ok_or_else(|| bad("no `fidelity-end rc=` line"))?,
         errors,
+        probed,
     })
 }
 
@@ -133,12 +249,14 @@ pub fn parse_fidelity(serial: &str) -> Result<FidelityReport, LinuxRefError> {
 pub fn fidelity_cmdline(r: &FidelityRun) -> String {
     format!(
         "console=ttyS0 quiet loglevel=1 panic=-1 no_timer_check {} rdinit=/init \
-         fid.threads={} fid.warmup={} fid.secs={} fid.calib={} fid.path={FIDELITY_PATH}",
+         fid.threads={} fid.warmup={} fid.secs={} fid.calib={} fid.path={FIDELITY_PATH} \
+         fid.probed={}",
         super::BOOT_ONE_CPU,
         r.vcpus,
         r.warmup,
         r.secs,
-        r.calib_secs
+        r.calib_secs,
+        u8::from(r.probed)
     )
 }
 
@@ -169,7 +287,8 @@ pub fn run_fidelity(
         .smp(r.vcpus)
         .memory("512M".parse().expect("constant size"))
         .cmdline(fidelity_cmdline(r));
-    let budget = 180 + u64::from(r.warmup + r.secs + r.calib_secs) * 2;
+    let windows = if r.probed { 2 } else { 1 };
+    let budget = 180 + u64::from((r.warmup + r.secs) * windows + r.calib_secs) * 2;
     let serial = boot_and_judge(
         cfg,
         Duration::from_secs(budget),
@@ -190,6 +309,16 @@ pub fn run_fidelity(
             "statneg got {} answers other than ENOENT, the first {} (exit {})",
             rep.wrong, rep.first_wrong, rep.rc
         )));
+    }
+    if let Some(p) = &rep.probed {
+        if p.rc != 0 {
+            return Err(LinuxRefError::Guest(format!(
+                "the probed window's statneg exited {}",
+                p.rc
+            )));
+        }
+    } else if r.probed {
+        return Err(LinuxRefError::Guest("the probed window did not run".into()));
     }
     if rep.fstype != TMPFS_MAGIC {
         return Err(LinuxRefError::Guest(format!(
@@ -240,6 +369,37 @@ linuxref-done\n";
     }
 
     #[test]
+    fn the_probed_window_is_read_apart_with_its_per_op_counters() {
+        let probed = "fidelity-probed-begin\n\
+testcase:newfstatat() of a missing name (/nonexistent), 2 threads\n\
+warmup\n\
+min:100 max:110 total:210\n\
+measurement\n\
+min:100 max:100 total:200\n\
+average:200\n\
+statneg-check wrong=0 first=none fstype=0x1021994 ops=1000\n\
+fidelity-probed lookup_slow=1000 __d_alloc=1000 d_alloc=0 down_read=0 down_write=0 spin_lock=3000 spin_trylock=500 spin_lock_irqsave=0\n\
+fidelity-probed-end rc=0\n";
+        let c = CONSOLE.replace("linuxref-done\n", &format!("{probed}linuxref-done\n"));
+        let r = parse_fidelity(&c).unwrap();
+        assert_eq!(r.wis.average, 1015, "the timed window is the first one");
+        let p = r.probed.expect("a probed window");
+        assert_eq!((p.wis.average, p.ops, p.rc), (200, 1000, 0));
+        let o = p.per_op().unwrap();
+        assert_eq!(
+            (o.allocs, o.fallbacks, o.rwsem, o.locks),
+            (1.0, 1.0, 0.0, 3.5)
+        );
+        // Without the hits line it is an error, not a window without hits.
+        let c2 = c.replace(
+            "fidelity-probed lookup_slow",
+            "fidelity-notprobed lookup_slow",
+        );
+        assert!(parse_fidelity(&c2).is_err());
+        assert_eq!(parse_fidelity(CONSOLE).unwrap().probed, None);
+    }
+
+    #[test]
     fn a_wrong_answer_is_read_with_the_first_one_named() {
         let c = CONSOLE
             .replace("wrong=0 first=none", "wrong=1 first=exists")
@@ -272,10 +432,11 @@ linuxref-done\n";
             warmup: 1,
             secs: 3,
             calib_secs: 1,
+            probed: true,
         });
         assert!(c.contains("maxcpus=1") && c.contains("no_timer_check"));
-        assert!(
-            c.contains("fid.threads=2 fid.warmup=1 fid.secs=3 fid.calib=1 fid.path=/nonexistent")
-        );
+        assert!(c.contains(
+            "fid.threads=2 fid.warmup=1 fid.secs=3 fid.calib=1 fid.path=/nonexistent fid.probed=1"
+        ));
     }
 }

@@ -80,7 +80,7 @@ pub use guest::{
 };
 pub use guest_fidelity::{
     fidelity_cmdline, fidelity_script, parse_fidelity, run_fidelity, FidelityReport, FidelityRun,
-    FIDELITY_PATH, TMPFS_MAGIC,
+    Probed, ProbedPerOp, FIDELITY_PATH, TMPFS_MAGIC,
 };
 pub use guest_negcost::{
     locked_stretches, negcost_cmdline, negcost_script, negcost_source, parse_negcost, run_negcost,
