@@ -338,7 +338,12 @@ negcost:
 # interleaved; one line per pair and CPU count,
 #   fidelity design=D linux=K vcpus=N proto_ratio=X linux_ratio=Y error_pct=E rank_agrees=yes|no
 # with and without the guest's syscall constant (a getppid loop in the
-# Linux guests). FIDELITY_ARGS: `bench fidelity --help`.
+# Linux guests), both guests on -cpu qemu64; Linux's per-op counters from a
+# probed window in the same boot, with its rate beside the timed one's; then
+# host mode beside host Linux natively (transient <-> /dev/shm tmpfs,
+# negative <-> an ext4 directory), ops/s:
+#   fidelity design=D linux=host-FS vcpus=N proto_ops=X linux_ops=Y error_pct=E
+# FIDELITY_ARGS: `bench fidelity --help`.
 FIDELITY_ARGS ?=
 fidelity: build-kernel build-qemu-run
 	$(CARGO) run --release -p benchlab --bin bench -- fidelity $(FIDELITY_ARGS)

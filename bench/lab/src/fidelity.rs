@@ -21,12 +21,33 @@
 //! syscall=with|without` heads each block). `fidelity-spread` lines give
 //! each ratio's range over the rounds, `fidelity-ops` the median ops/s,
 //! `fidelity-counters` the prototype's per-op counters from the same timed
-//! windows (Linux's are not counted here: counting needs kprobes, which
-//! stretch the run they count).
+//! windows beside Linux's. Linux's need kprobes, which stretch the run they
+//! count, so each Linux boot runs a second window after the timed one with
+//! the counting probes armed (`--no-probes` leaves it out): the counters
+//! come from it, and the line states the distortion as the probed window's
+//! ops/s over the timed one's in the same boot (`linux_rate_ratio`).
+//!
+//! Both guests run on the same QEMU CPU model (`-cpu qemu64`, the reference
+//! guest's [`linuxref::LINUX_TCG_CPU`]; our kernel falls back from RDRAND
+//! to its TSC mix there), printed on the `fidelity-setup` header line and
+//! checked against what `qemu-run` reports for every prototype window.
+//!
+//! The host pairs ([`HOST_PAIRS`]) set host mode (`bench host`, the stat
+//! frontend: one real `getppid` per stat) beside host Linux natively
+//! (`bench linux-stat --in-dir`: `newfstatat(AT_FDCWD, "nonexistent", &st,
+//! 0)` with the directory as the working directory, the prototype's path
+//! shape): transient ↔ tmpfs, negative ↔ ext4, at each CPU count as tasks,
+//! in rounds of their own whose order alternates. They compare ops/s, one
+//! line per pair and task count ([`HostLine`]):
+//!
+//! ```text
+//! fidelity design=D linux=host-FS vcpus=N proto_ops=X linux_ops=Y error_pct=E
+//! ```
 //!
 //! Touches: child processes (`qemu-run` booting our kernel, QEMU booting
-//! the Linux guests through `qemu::linuxref::run_fidelity`), files under
-//! `build/fidelity/`.
+//! the Linux guests through `qemu::linuxref::run_fidelity`, this program's
+//! `host` and `linux-stat` for the host pairs), files under
+//! `build/fidelity/`; stats `nonexistent` in the host pairs' directories.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -161,6 +182,130 @@ impl fmt::Display for Line {
     }
 }
 
+/// The host pairs: the prototype's design in host mode, the name of its
+/// Linux counterpart on the `fidelity` line, and the filesystem host Linux
+/// answers on (its native miss behaves as the design does: tmpfs keeps no
+/// negative dentry, ext4 keeps one).
+pub const HOST_PAIRS: [(&str, &str, &str); 2] = [
+    ("transient", "host-tmpfs", "tmpfs"),
+    ("negative", "host-ext4", "ext4"),
+];
+
+/// One host pair's `fidelity …` line: ops/s on both sides (host mode and
+/// host Linux run on the same CPUs, so the rates compare directly, where
+/// the guest lines compare ratios).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostLine {
+    pub design: String,
+    /// `host-tmpfs`, `host-ext4`.
+    pub linux: String,
+    /// Tasks, one per CPU (named as the guest lines name it).
+    pub vcpus: u32,
+    pub proto_ops: f64,
+    pub linux_ops: f64,
+}
+
+impl HostLine {
+    /// `(proto_ops / linux_ops - 1) * 100`.
+    pub fn error_pct(&self) -> f64 {
+        error_pct(self.proto_ops, self.linux_ops)
+    }
+
+    /// Reads a line `Display` wrote.
+    pub fn parse(line: &str) -> Result<HostLine, String> {
+        const KEYS: [&str; 6] = [
+            "design",
+            "linux",
+            "vcpus",
+            "proto_ops",
+            "linux_ops",
+            "error_pct",
+        ];
+        let mut w = line.split_whitespace();
+        if w.next() != Some("fidelity") {
+            return Err(format!("not a fidelity line: {line:?}"));
+        }
+        let mut v: [&str; 6] = [""; 6];
+        let mut n = 0;
+        for (i, word) in w.enumerate() {
+            let (k, val) = word
+                .split_once('=')
+                .ok_or_else(|| format!("{word:?} is not KEY=VALUE"))?;
+            if KEYS.get(i) != Some(&k) {
+                return Err(format!("{k}= where {:?} belongs", KEYS.get(i)));
+            }
+            v[i] = val;
+            n = i + 1;
+        }
+        if n != KEYS.len() {
+            return Err(format!("no {}= in {line:?}", KEYS[n]));
+        }
+        let ops = |i: usize| -> Result<f64, String> {
+            v[i].parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .ok_or_else(|| format!("{}={} is not a rate", KEYS[i], v[i]))
+        };
+        let l = HostLine {
+            design: v[0].to_string(),
+            linux: v[1].to_string(),
+            vcpus: v[2]
+                .parse()
+                .map_err(|_| format!("vcpus={} is not a count", v[2]))?,
+            proto_ops: ops(3)?,
+            linux_ops: ops(4)?,
+        };
+        let e: f64 = v[5]
+            .parse()
+            .map_err(|_| format!("error_pct={} is not a number", v[5]))?;
+        if (e - l.error_pct()).abs() > 0.051 {
+            return Err(format!(
+                "error_pct={e} is not that of the rates ({:.1})",
+                l.error_pct()
+            ));
+        }
+        Ok(l)
+    }
+}
+
+impl fmt::Display for HostLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "fidelity design={} linux={} vcpus={} proto_ops={:.0} linux_ops={:.0} error_pct={:.1}",
+            self.design,
+            self.linux,
+            self.vcpus,
+            self.proto_ops,
+            self.linux_ops,
+            self.error_pct()
+        )
+    }
+}
+
+/// Any `fidelity …` line: a guest pair's ratios or a host pair's rates.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AnyLine {
+    Guest(Line),
+    Host(HostLine),
+}
+
+impl AnyLine {
+    /// Reads either form (the fifth word tells them apart: `proto_ratio=`
+    /// or `proto_ops=`).
+    pub fn parse(line: &str) -> Result<AnyLine, String> {
+        if line
+            .split_whitespace()
+            .nth(4)
+            .is_some_and(|w| w.starts_with("proto_ops="))
+        {
+            HostLine::parse(line).map(AnyLine::Host)
+        } else {
+            Line::parse(line).map(AnyLine::Guest)
+        }
+    }
+}
+
 /// `(proto / linux - 1) * 100`.
 pub fn error_pct(proto: f64, linux: f64) -> f64 {
     (proto / linux - 1.0) * 100.0
@@ -286,6 +431,10 @@ pub struct FidelityArgs {
     /// Seconds of each Linux boot's getppid loop.
     #[arg(long, default_value_t = 1)]
     pub calib_secs: u32,
+    /// Leave out each Linux boot's second, probed window (the counting
+    /// kprobes armed: Linux's per-op counters and their distortion).
+    #[arg(long)]
+    pub no_probes: bool,
     /// The prototype's kernel ELF (default: the workspace's release build).
     #[arg(long)]
     pub kernel: Option<PathBuf>,
@@ -295,6 +444,27 @@ pub struct FidelityArgs {
     /// Build directory (default: the workspace's build/).
     #[arg(long)]
     pub build_dir: Option<PathBuf>,
+    /// Which parts run: `guest` (both guests under TCG), `host` (host mode
+    /// beside host Linux natively).
+    #[arg(long, value_delimiter = ',', default_value = "guest,host")]
+    pub parts: Vec<Part>,
+    /// The host pair transient ↔ tmpfs stats `nonexistent` in this
+    /// directory (it must be on tmpfs).
+    #[arg(long, default_value = "/dev/shm")]
+    pub host_tmpfs_dir: PathBuf,
+    /// The host pair negative ↔ ext4 stats `nonexistent` in this directory
+    /// (it must be on ext4: `findmnt -t ext4` lists them).
+    #[arg(long, default_value = "/tmp")]
+    pub host_ext4_dir: PathBuf,
+}
+
+/// A part of `bench fidelity`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// The prototype's guest beside the Linux 7.3.4 guests, under TCG.
+    Guest,
+    /// Host mode beside host Linux, natively.
+    Host,
 }
 
 /// One window's result.
@@ -307,6 +477,8 @@ struct Window {
     best: f64,
     per_op: Option<PerOp>,
     getppid_ns: Option<f64>,
+    /// A Linux boot's probed window: its ops/s and per-op counters.
+    probed: Option<(f64, linuxref::ProbedPerOp)>,
 }
 
 fn workspace() -> PathBuf {
@@ -335,6 +507,7 @@ fn proto_window(
         "--cmdline",
         &words,
     ])
+    .args(["--cpu", linuxref::LINUX_TCG_CPU])
     .arg("--kernel")
     .arg(kernel)
     .args(["--timeout", &(limit.as_secs() - 10).to_string()]);
@@ -346,6 +519,13 @@ fn proto_window(
             last_line(&f.stderr)
         ));
     }
+    let cpu = crate::sweep::runner_cpu(&f.stderr);
+    if cpu.as_deref() != Some(linuxref::LINUX_TCG_CPU) {
+        return Err(format!(
+            "qemu-run ran CPU model {cpu:?}, not the Linux guests' {}",
+            linuxref::LINUX_TCG_CPU
+        ));
+    }
     let out = output::parse(&f.stdout).map_err(|e| format!("output: {e}"))?;
     if !out.testcase.contains("frontend=stat") {
         return Err(format!("not the stat frontend: {}", out.testcase));
@@ -355,6 +535,7 @@ fn proto_window(
         best: out.max_total() as f64,
         per_op: out.per_op,
         getppid_ns: None,
+        probed: None,
     })
 }
 
@@ -372,6 +553,7 @@ fn linux_window(
         warmup: a.warmup,
         secs: a.secs,
         calib_secs: a.calib_secs,
+        probed: !a.no_probes,
     };
     for p in [&r.image, &r.base_initramfs] {
         if !p.is_file() {
@@ -389,7 +571,212 @@ fn linux_window(
         best: rep.wis.max_total() as f64,
         per_op: None,
         getppid_ns: rep.getppid_ns,
+        probed: rep
+            .probed
+            .as_ref()
+            .and_then(|p| Some((p.wis.average as f64, p.per_op()?))),
     })
+}
+
+/// One host-mode window: `bench host bench=statneg design=D tasks=N`
+/// (the stat frontend, one real `getppid` per stat), natively.
+fn host_proto_window(a: &FidelityArgs, design: &str, tasks: u32) -> Result<f64, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("host").args([
+        "bench=statneg".to_string(),
+        format!("design={design}"),
+        format!("tasks={tasks}"),
+        format!("warmup={}", a.warmup),
+        format!("secs={}", a.secs),
+    ]);
+    let f = run_with_timeout(cmd, Duration::from_secs(u64::from(a.warmup + a.secs) + 60))?;
+    if f.code != Some(0) {
+        return Err(format!(
+            "bench host exit {:?}: {}",
+            f.code,
+            last_line(&f.stderr)
+        ));
+    }
+    let out = output::parse(&f.stdout).map_err(|e| format!("output: {e}"))?;
+    if !out.testcase.contains("frontend=stat") {
+        return Err(format!("not the stat frontend: {}", out.testcase));
+    }
+    Ok(out.average as f64)
+}
+
+/// One host Linux window: `bench linux-stat --in-dir --dir DIR --tasks N`
+/// (`newfstatat(AT_FDCWD, "nonexistent", &st, 0)` in DIR), after checking
+/// that DIR is on `fstype`.
+fn host_linux_window(
+    a: &FidelityArgs,
+    dir: &Path,
+    fstype: &str,
+    tasks: u32,
+) -> Result<f64, String> {
+    let found = crate::linux::fs_type(dir);
+    if found.as_deref() != Some(fstype) {
+        return Err(format!(
+            "{} is on {}, not {fstype} (name another with --host-{fstype}-dir)",
+            dir.display(),
+            found.as_deref().unwrap_or("an unknown filesystem")
+        ));
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("linux-stat")
+        .arg("--in-dir")
+        .arg("--dir")
+        .arg(dir)
+        .arg(format!("--tasks={tasks}"))
+        .arg(format!("--warmup={}", a.warmup))
+        .arg(format!("--secs={}", a.secs));
+    let f = run_with_timeout(cmd, Duration::from_secs(u64::from(a.warmup + a.secs) + 60))?;
+    if f.code != Some(0) {
+        return Err(format!(
+            "bench linux-stat exit {:?}: {}",
+            f.code,
+            last_line(&f.stderr)
+        ));
+    }
+    let out = output::parse(&f.stdout).map_err(|e| format!("output: {e}"))?;
+    Ok(out.average as f64)
+}
+
+/// Which side of which host pair at how many tasks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum HostJob {
+    Proto(usize, u32),
+    Linux(usize, u32),
+}
+
+/// The host windows of round `r`: every task count, every host pair, host
+/// mode and host Linux side by side; every other round in reverse (ABBA).
+fn host_round_jobs(cpus: &[u32], r: u32) -> Vec<HostJob> {
+    let mut jobs = Vec::new();
+    for &n in cpus {
+        for i in 0..HOST_PAIRS.len() {
+            jobs.push(HostJob::Proto(i, n));
+            jobs.push(HostJob::Linux(i, n));
+        }
+    }
+    if r % 2 == 1 {
+        jobs.reverse();
+    }
+    jobs
+}
+
+/// The host lines of one run: per task count and pair, each side's median
+/// ops/s over the rounds (rounded to whole ops/s, as printed).
+fn host_lines(got: &[(u32, HostJob, f64)], cpus: &[u32]) -> Vec<HostLine> {
+    let mut out = Vec::new();
+    for &n in cpus {
+        for (i, (d, k, _)) in HOST_PAIRS.iter().enumerate() {
+            let side = |j: HostJob| -> Vec<f64> {
+                got.iter()
+                    .filter(|(_, g, _)| *g == j)
+                    .map(|(_, _, x)| *x)
+                    .collect()
+            };
+            let (Some(p), Some(l)) = (
+                median(&side(HostJob::Proto(i, n))),
+                median(&side(HostJob::Linux(i, n))),
+            ) else {
+                continue;
+            };
+            if p.round() > 0.0 && l.round() > 0.0 {
+                out.push(HostLine {
+                    design: d.to_string(),
+                    linux: k.to_string(),
+                    vcpus: n,
+                    proto_ops: p.round(),
+                    linux_ops: l.round(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Runs the host rounds and prints their windows, lines and spreads;
+/// returns the failed windows.
+fn run_host_part(a: &FidelityArgs) -> Vec<String> {
+    println!(
+        "fidelity-setup part=host cpu={:?} rounds={} tasks={} warmup={} secs={} tmpfs_dir={} ext4_dir={} (host mode: bench host, frontend=stat, one getppid per stat; Linux: bench linux-stat --in-dir, newfstatat(AT_FDCWD, \"nonexistent\", &st, 0))",
+        crate::host_cpu_model(),
+        a.rounds,
+        a.cpus.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+        a.warmup,
+        a.secs,
+        a.host_tmpfs_dir.display(),
+        a.host_ext4_dir.display(),
+    );
+    let mut got: Vec<(u32, HostJob, f64)> = Vec::new();
+    let mut failures = Vec::new();
+    for r in 0..a.rounds {
+        for job in host_round_jobs(&a.cpus, r) {
+            let (res, name) = match job {
+                HostJob::Proto(i, n) => (
+                    host_proto_window(a, HOST_PAIRS[i].0, n),
+                    format!("host-mode {} tasks={n}", HOST_PAIRS[i].0),
+                ),
+                HostJob::Linux(i, n) => {
+                    let (_, k, fstype) = HOST_PAIRS[i];
+                    let dir = if fstype == "ext4" {
+                        &a.host_ext4_dir
+                    } else {
+                        &a.host_tmpfs_dir
+                    };
+                    (
+                        host_linux_window(a, dir, fstype, n),
+                        format!("{k} tasks={n}"),
+                    )
+                }
+            };
+            match res {
+                Ok(ops) => {
+                    println!("fidelity-host-window round={r} {name} ops={ops:.0}");
+                    got.push((r, job, ops));
+                }
+                Err(e) => {
+                    eprintln!("fidelity: host round {r} {name}: {e}");
+                    failures.push(format!("host round {r} {name}"));
+                }
+            }
+        }
+    }
+    for l in host_lines(&got, &a.cpus) {
+        println!("{l}");
+    }
+    for &n in &a.cpus {
+        for (i, (d, k, _)) in HOST_PAIRS.iter().enumerate() {
+            let side = |j: HostJob| -> Vec<f64> {
+                got.iter()
+                    .filter(|(_, g, _)| *g == j)
+                    .map(|(_, _, x)| *x)
+                    .collect()
+            };
+            let p = side(HostJob::Proto(i, n));
+            println!(
+                "fidelity-host-spread design={d} linux={k} vcpus={n} rounds={} proto_ops={} linux_ops={}",
+                p.len(),
+                ops_range(&p),
+                ops_range(&side(HostJob::Linux(i, n)))
+            );
+        }
+    }
+    failures
+}
+
+/// `[MIN-MAX]` of rates, whole ops/s, or `none`.
+fn ops_range(xs: &[f64]) -> String {
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if xs.is_empty() {
+        "none".into()
+    } else {
+        format!("[{lo:.0}-{hi:.0}]")
+    }
 }
 
 /// Which figure of a window a ratio divides.
@@ -453,14 +840,44 @@ pub fn run(a: &FidelityArgs) -> Result<(), String> {
         .clone()
         .unwrap_or_else(linuxref::default_build_dir);
     let t0 = Instant::now();
+    let mut failures = Vec::new();
+    if a.parts.contains(&Part::Guest) {
+        failures.extend(run_guest_part(a, &kernel, &runner, &build));
+    }
+    if a.parts.contains(&Part::Host) {
+        failures.extend(run_host_part(a));
+    }
+    println!("fidelity-time secs={:.0}", t0.elapsed().as_secs_f64());
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} windows failed: {}",
+            failures.len(),
+            failures.join(", ")
+        ))
+    }
+}
+
+/// Runs the guest rounds and prints their windows and tables; returns the
+/// failed windows.
+fn run_guest_part(a: &FidelityArgs, kernel: &Path, runner: &Path, build: &Path) -> Vec<String> {
+    println!(
+        "fidelity-setup part=guest accel=tcg cpu={} rounds={} vcpus={} warmup={} secs={} (the same QEMU CPU model for our kernel and the Linux guests)",
+        linuxref::LINUX_TCG_CPU,
+        a.rounds,
+        a.cpus.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+        a.warmup,
+        a.secs,
+    );
     // [round][job] results, keyed by job.
     let mut got: Vec<(u32, Job, Window)> = Vec::new();
     let mut failures = Vec::new();
     for r in 0..a.rounds {
         for job in round_jobs(&a.cpus, r) {
             let res = match job {
-                Job::Proto(i, n) => proto_window(a, &kernel, &runner, PAIRS[i].0, n),
-                Job::Linux(i, n) => linux_window(a, &build, PAIRS[i].1.unwrap_or(""), n),
+                Job::Proto(i, n) => proto_window(a, kernel, runner, PAIRS[i].0, n),
+                Job::Linux(i, n) => linux_window(a, build, PAIRS[i].1.unwrap_or(""), n),
             };
             let name = match job {
                 Job::Proto(i, n) => format!("proto {} vcpus={n}", PAIRS[i].0),
@@ -469,11 +886,13 @@ pub fn run(a: &FidelityArgs) -> Result<(), String> {
             match res {
                 Ok(w) => {
                     println!(
-                        "fidelity-window round={r} {name} ops={:.0} best_second={:.0}{}",
+                        "fidelity-window round={r} {name} ops={:.0} best_second={:.0}{}{}",
                         w.ops,
                         w.best,
                         w.getppid_ns
-                            .map_or(String::new(), |g| format!(" getppid_ns={g:.1}"))
+                            .map_or(String::new(), |g| format!(" getppid_ns={g:.1}")),
+                        w.probed
+                            .map_or(String::new(), |(o, _)| format!(" probed_ops={o:.0}"))
                     );
                     got.push((r, job, w));
                 }
@@ -546,8 +965,39 @@ pub fn run(a: &FidelityArgs) -> Result<(), String> {
                 median(&pops).unwrap_or(0.0),
                 median(&lops).map_or("none".into(), |x| format!("{x:.0}"))
             );
+            // Linux's counters come from each boot's probed window; the
+            // rate ratio (probed / unprobed ops/s of the same boot) says how
+            // much the probes stretched the run they counted.
+            let lw: Vec<&Window> = got
+                .iter()
+                .filter(|(_, j, _)| *j == Job::Linux(i, n))
+                .map(|(_, _, w)| w)
+                .filter(|w| w.probed.is_some())
+                .collect();
+            let lmed = |f: fn(&Window) -> f64| {
+                median(&lw.iter().map(|w| f(w)).collect::<Vec<_>>())
+                    .map_or("none".into(), |x| format!("{x:.3}"))
+            };
+            let linux = if k.is_none() {
+                "linux=none".to_string()
+            } else if lw.is_empty() {
+                "linux=not-counted".to_string()
+            } else {
+                format!(
+                    "linux=probed linux_allocs={} linux_fallbacks={} linux_rwsem={} linux_locks={} linux_unprobed_ops={} linux_probed_ops={} linux_rate_ratio={}",
+                    lmed(|w| w.probed.map_or(f64::NAN, |p| p.1.allocs)),
+                    lmed(|w| w.probed.map_or(f64::NAN, |p| p.1.fallbacks)),
+                    lmed(|w| w.probed.map_or(f64::NAN, |p| p.1.rwsem)),
+                    lmed(|w| w.probed.map_or(f64::NAN, |p| p.1.locks)),
+                    median(&lw.iter().map(|w| w.ops).collect::<Vec<_>>())
+                        .map_or("none".into(), |x| format!("{x:.0}")),
+                    median(&lw.iter().map(|w| w.probed.map_or(f64::NAN, |p| p.0)).collect::<Vec<_>>())
+                        .map_or("none".into(), |x| format!("{x:.0}")),
+                    lmed(|w| w.probed.map_or(f64::NAN, |p| p.0) / w.ops),
+                )
+            };
             println!(
-                "fidelity-counters design={d} vcpus={n} proto_allocs={} proto_fallbacks={} proto_rwsem={} proto_locks={} linux=not-counted",
+                "fidelity-counters design={d} vcpus={n} proto_allocs={} proto_fallbacks={} proto_rwsem={} proto_locks={} {linux}",
                 pmed(|p| p.allocs),
                 pmed(|p| p.fallbacks),
                 pmed(|p| p.rwsem.unwrap_or(f64::NAN)),
@@ -555,16 +1005,7 @@ pub fn run(a: &FidelityArgs) -> Result<(), String> {
             );
         }
     }
-    println!("fidelity-time secs={:.0}", t0.elapsed().as_secs_f64());
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} windows failed: {}",
-            failures.len(),
-            failures.join(", ")
-        ))
-    }
+    failures
 }
 
 /// Per design at `vcpus`: the ratio of each round where both it and the
@@ -677,6 +1118,59 @@ mod tests {
             Line::parse(&l.to_string().replace("rank_agrees=no", "rank_agrees=maybe")).is_err()
         );
         assert!(Line::parse("negcost kernel=proto").is_err());
+    }
+
+    #[test]
+    fn a_host_line_prints_exactly_and_reads_back() {
+        let l = HostLine {
+            design: "transient".into(),
+            linux: "host-tmpfs".into(),
+            vcpus: 2,
+            proto_ops: 1_250_000.0,
+            linux_ops: 1_000_000.0,
+        };
+        let s = l.to_string();
+        assert_eq!(
+            s,
+            "fidelity design=transient linux=host-tmpfs vcpus=2 proto_ops=1250000 linux_ops=1000000 error_pct=25.0"
+        );
+        assert_eq!(HostLine::parse(&s).unwrap(), l);
+        assert_eq!(AnyLine::parse(&s).unwrap(), AnyLine::Host(l.clone()));
+        // A guest line still reads as one, through either parser.
+        let g = "fidelity design=noalloc linux=noalloc vcpus=2 proto_ratio=3.300 linux_ratio=2.750 error_pct=20.0 rank_agrees=no";
+        assert!(matches!(AnyLine::parse(g), Ok(AnyLine::Guest(_))));
+        assert!(Line::parse(&s).is_err(), "a host line is not a guest line");
+        assert!(HostLine::parse(g).is_err());
+        // An error that is not the rates', a missing key, a zero rate.
+        assert!(HostLine::parse(&s.replace("error_pct=25.0", "error_pct=20.0")).is_err());
+        assert!(HostLine::parse(&s.replace(" error_pct=25.0", "")).is_err());
+        assert!(HostLine::parse(&s.replace("linux_ops=1000000", "linux_ops=0")).is_err());
+        assert!(HostLine::parse(&s.replace("proto_ops=1250000", "proto_ops=fast")).is_err());
+    }
+
+    #[test]
+    fn host_rounds_alternate_and_lines_take_each_sides_median() {
+        let j0 = host_round_jobs(&[1, 2], 0);
+        assert_eq!(j0.len(), 8, "two pairs, two sides, two task counts");
+        assert_eq!(&j0[..2], &[HostJob::Proto(0, 1), HostJob::Linux(0, 1)]);
+        let mut j1 = host_round_jobs(&[1, 2], 1);
+        j1.reverse();
+        assert_eq!(j0, j1);
+        let got = [
+            (0, HostJob::Proto(1, 1), 300.0),
+            (1, HostJob::Proto(1, 1), 100.0),
+            (2, HostJob::Proto(1, 1), 200.0),
+            (0, HostJob::Linux(1, 1), 150.4),
+            (1, HostJob::Linux(1, 1), 250.0),
+            // transient has no Linux window: no line.
+            (0, HostJob::Proto(0, 1), 50.0),
+        ];
+        let ls = host_lines(&got, &[1]);
+        assert_eq!(ls.len(), 1);
+        assert_eq!(
+            ls[0].to_string(),
+            "fidelity design=negative linux=host-ext4 vcpus=1 proto_ops=200 linux_ops=200 error_pct=0.0"
+        );
     }
 
     #[test]

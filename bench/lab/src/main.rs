@@ -82,6 +82,10 @@ enum Cmd {
         /// Do not pin threads to CPUs.
         #[arg(long)]
         no_pin: bool,
+        /// Stat the one component `nonexistent` with DIR as the working
+        /// directory (the prototype's path shape), not DIR/nonexistent.
+        #[arg(long)]
+        in_dir: bool,
     },
     /// Run every design × CPU count on the chosen sources; write results/<timestamp>/.
     Sweep(sweep::SweepArgs),
@@ -240,7 +244,15 @@ fn main() -> ExitCode {
             warmup,
             secs,
             no_pin,
-        } => linux_stat(&dir, tasks, warmup, secs, no_pin),
+            in_dir,
+        } => {
+            let shape = if in_dir {
+                linux::PathShape::InDir
+            } else {
+                linux::PathShape::Absolute
+            };
+            linux_stat(&dir, shape, tasks, warmup, secs, no_pin)
+        }
         Cmd::Sweep(a) => match sweep::sweep(&a) {
             Ok(dir) => {
                 println!("results in {}", dir.display());
@@ -364,12 +376,20 @@ fn smb_rw(size: usize, reps: usize, opts: &str) -> ExitCode {
     }
 }
 
-/// `bench linux-stat`: host Linux's own stat() of a missing name.
-fn linux_stat(dir: &std::path::Path, tasks: u32, warmup: u32, secs: u32, no_pin: bool) -> ExitCode {
+/// `bench linux-stat`: host Linux's own stat of a missing name.
+fn linux_stat(
+    dir: &std::path::Path,
+    shape: linux::PathShape,
+    tasks: u32,
+    warmup: u32,
+    secs: u32,
+    no_pin: bool,
+) -> ExitCode {
     let exec = HostExecutor::new(!no_pin);
     let r = linux::run(
         &exec,
         dir,
+        shape,
         tasks as usize,
         warmup,
         secs,

@@ -265,3 +265,39 @@ fn host_mode_names_allocator_lock_and_membarriers() {
         "{stderr}"
     );
 }
+
+/// `--in-dir`: the one component `nonexistent`, DIR the working directory
+/// (the fidelity host pairs' shape), through `newfstatat`; a name that
+/// exists is refused before any window.
+#[test]
+fn linux_stat_in_dir_stats_one_component_and_refuses_an_existing_name() {
+    let dir = std::env::temp_dir().join(format!("linux-stat-in-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = || {
+        bench_exe()
+            .args(["linux-stat", "--in-dir", "--dir"])
+            .arg(&dir)
+            .args(["--tasks", "1", "--warmup", "0", "--secs", "1"])
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let r = parse(&stdout).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+    assert!(
+        r.testcase.ends_with("newfstatat \"nonexistent\")"),
+        "{}",
+        r.testcase
+    );
+    assert!(r.measurement[0].min > 0);
+    std::fs::write(dir.join("nonexistent"), b"").unwrap();
+    let out = run();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!out.status.success(), "an existing name must be refused");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("exists"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -79,8 +79,8 @@ pub use guest::{
     GuestRun, XattrSeen, DEFAULT_COUNT_ITERS, MARKER_PORT,
 };
 pub use guest_fidelity::{
-    fidelity_cmdline, fidelity_script, fidelity_source, parse_fidelity, run_fidelity,
-    FidelityReport, FidelityRun, FIDELITY_PATH, TMPFS_MAGIC,
+    fidelity_cmdline, fidelity_script, parse_fidelity, run_fidelity, FidelityReport, FidelityRun,
+    Probed, ProbedPerOp, FIDELITY_PATH, TMPFS_MAGIC,
 };
 pub use guest_negcost::{
     locked_stretches, negcost_cmdline, negcost_script, negcost_source, parse_negcost, run_negcost,
