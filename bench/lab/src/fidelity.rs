@@ -26,6 +26,11 @@
 //! the counting probes armed (`--no-probes` leaves it out): the counters
 //! come from it, and the line states the distortion as the probed window's
 //! ops/s over the timed one's in the same boot (`linux_rate_ratio`).
+//! `fidelity-cost` lines split each ratio's error into its two sides: per
+//! design, the prototype's time per stat (the constant paid) over Linux's
+//! in the same round ([`costs`]). A design's ratio error is the baseline's
+//! cost ratio over the design's, so these say which side's miss the
+//! prototype prices wrongly.
 //!
 //! Both guests run on the same QEMU CPU model (`-cpu qemu64`, the reference
 //! guest's [`linuxref::LINUX_TCG_CPU`]; our kernel falls back from RDRAND
@@ -1005,7 +1010,83 @@ fn run_guest_part(a: &FidelityArgs, kernel: &Path, runner: &Path, build: &Path) 
             );
         }
     }
+    for &n in &a.cpus {
+        for c in costs(&got, a.rounds, n, syscall_ns.unwrap_or(0.0)) {
+            println!("{}", c.line(n));
+        }
+    }
     failures
+}
+
+/// One design's time per stat on both sides at one CPU count ([`costs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cost {
+    pub design: String,
+    pub linux: String,
+    /// Per round where both sides ran: the prototype's ns per stat and
+    /// task (`tasks / ops`, the system call constant added), Linux's.
+    pub proto_ns: Vec<f64>,
+    pub linux_ns: Vec<f64>,
+}
+
+impl Cost {
+    /// The line: medians, and the per-round cost ratio's median and range.
+    pub fn line(&self, vcpus: u32) -> String {
+        let ratios: Vec<f64> = self
+            .proto_ns
+            .iter()
+            .zip(&self.linux_ns)
+            .map(|(p, l)| p / l)
+            .collect();
+        let f = |x: Option<f64>| x.map_or("none".into(), |x| format!("{x:.0}"));
+        format!(
+            "fidelity-cost design={} linux={} vcpus={vcpus} proto_ns={} linux_ns={} cost_ratio={} range={}",
+            self.design,
+            self.linux,
+            f(median(&self.proto_ns)),
+            f(median(&self.linux_ns)),
+            median(&ratios).map_or("none".into(), |x| format!("{x:.3}")),
+            range(&ratios),
+        )
+    }
+}
+
+/// Each paired design's time per stat and task on both sides, round by
+/// round (the average estimator; the prototype's with `syscall_ns` added,
+/// as [`with_syscall`] adds it). `proto_ratio ÷ linux_ratio` of a design is
+/// the baseline's cost ratio over the design's, so a design whose cost
+/// ratio is near 1 while the baseline's is not has its error from the
+/// baseline's miss, not its own.
+fn costs(got: &[(u32, Job, Window)], rounds: u32, vcpus: u32, syscall_ns: f64) -> Vec<Cost> {
+    let ns = |r: u32, job: Job| {
+        got.iter()
+            .find(|(gr, j, _)| *gr == r && *j == job)
+            .map(|(_, _, w)| w.ops)
+            .filter(|ops| *ops > 0.0)
+            .map(|ops| f64::from(vcpus) / ops * 1e9)
+    };
+    PAIRS
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (d, k))| {
+            let k = (*k)?;
+            let (mut p, mut l) = (Vec::new(), Vec::new());
+            for r in 0..rounds {
+                if let (Some(x), Some(y)) =
+                    (ns(r, Job::Proto(i, vcpus)), ns(r, Job::Linux(i, vcpus)))
+                {
+                    p.push(x + syscall_ns);
+                    l.push(y);
+                }
+            }
+            Some(Cost {
+                design: d.to_string(),
+                linux: k.to_string(),
+                proto_ns: p,
+                linux_ns: l,
+            })
+        })
+        .collect()
 }
 
 /// Per design at `vcpus`: the ratio of each round where both it and the
@@ -1065,6 +1146,44 @@ fn ratios(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn window(ops: f64) -> Window {
+        Window {
+            ops,
+            best: ops,
+            per_op: None,
+            getppid_ns: None,
+            probed: None,
+        }
+    }
+
+    #[test]
+    fn costs_split_a_ratio_error_into_the_baselines_and_the_designs() {
+        // One round at 1 vCPU: our transient 100 k/s (10 µs), Linux's
+        // vanilla 200 k/s (5 µs); our negative 1 M/s (1 µs), Linux's 600 k/s.
+        let got = vec![
+            (0, Job::Proto(0, 1), window(100_000.0)),
+            (0, Job::Linux(0, 1), window(200_000.0)),
+            (0, Job::Proto(1, 1), window(1_000_000.0)),
+            (0, Job::Linux(1, 1), window(600_000.0)),
+        ];
+        let c = costs(&got, 1, 1, 500.0);
+        assert_eq!(c.len(), 3, "negbound has no Linux side: {c:?}");
+        let (t, n) = (&c[0], &c[1]);
+        assert_eq!((t.proto_ns[0], t.linux_ns[0]), (10_500.0, 5_000.0));
+        assert!((n.proto_ns[0] - 1_500.0).abs() < 1e-6);
+        assert!(c[2].proto_ns.is_empty(), "noalloc did not run");
+        assert_eq!(
+            t.line(1),
+            "fidelity-cost design=transient linux=vanilla vcpus=1 proto_ns=10500 linux_ns=5000 cost_ratio=2.100 range=[2.100-2.100]"
+        );
+        // The identity the line rests on: the ratio error is the
+        // baseline's cost ratio over the design's.
+        let r = ratios(&got, 1, 1, 500.0, Estimator::Average);
+        let error = r[1].proto[0] / r[1].linux_rounds[0];
+        let split = (t.proto_ns[0] / t.linux_ns[0]) / (n.proto_ns[0] / n.linux_ns[0]);
+        assert!((error - split).abs() < 1e-9, "{error} vs {split}");
+    }
 
     #[test]
     fn rounds_alternate_and_pair_each_design_with_its_kernel() {
