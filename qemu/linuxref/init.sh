@@ -162,7 +162,8 @@ count_fs() {
     solo off
     count_run /mnt/$1/missing-name 0 > /tmp/c0
     count_run /mnt/$1/missing-name $COUNT > /tmp/c1
-    awk -F= 'NR == FNR { b[$1] = $2; next } { d[$1] = $2 - b[$1] }
+    # Only key=N lines are counts (statneg's check line is not).
+    awk -F= 'NF != 2 { next } NR == FNR { b[$1] = $2; next } { d[$1] = $2 - b[$1] }
     END {
         ops = d["count-ops"]
         # A failure in either run (the baseline too) fails the count.

@@ -6,7 +6,10 @@
 //! The parsing itself is [`formats::output`] (the one parser, for our
 //! driver's output too); this adds what a shared console needs: kernel
 //! messages (`[   12.3] …`) are dropped first, and `average` must be the
-//! mean of the measurement totals.
+//! mean of the measurement totals. `statneg.c` ends each run with its
+//! answer check, `statneg-check wrong=N first=… fstype=… ops=N`: those
+//! lines leave the text before it is parsed, and a run with `wrong` other
+//! than 0 (an answer that was not ENOENT) is an error, never a figure.
 //!
 //! Touches nothing; allocates for the parsed result only.
 
@@ -19,6 +22,24 @@ pub fn parse_wis(text: &str) -> Result<WisResult, LinuxRefError> {
         .lines()
         .map(|l| l.trim_end_matches('\r'))
         .filter(|l| !is_kernel_message(l))
+        .collect();
+    for check in clean
+        .iter()
+        .filter_map(|l| l.strip_prefix("statneg-check "))
+    {
+        let wrong = check
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("wrong="))
+            .and_then(|v| v.parse::<u64>().ok());
+        if wrong != Some(0) {
+            return Err(LinuxRefError::Parse(format!(
+                "statneg's answers were not all ENOENT: statneg-check {check}"
+            )));
+        }
+    }
+    let clean: Vec<&str> = clean
+        .into_iter()
+        .filter(|l| !l.starts_with("statneg-check "))
         .collect();
     let r = formats::output::parse(&clean.join("\n"))
         .map_err(|e| LinuxRefError::Parse(e.to_string()))?;
@@ -83,6 +104,23 @@ mod tests {
             "measurement\r\n[   12.3] random: crng init done\r\n",
         );
         assert_eq!(parse_wis(&noisy).unwrap().average, 22);
+    }
+
+    #[test]
+    fn the_answer_check_leaves_the_text_and_a_wrong_answer_fails() {
+        let check = "statneg-check wrong=0 first=none fstype=0x1021994 ops=44\n";
+        let text = REPORT.replace("average:22\n", &format!("average:22\n{check}"))
+            + "per-op: allocs=1.000 locks=4.002 rwsem=1.000 fallbacks=1.000\n"
+            + check;
+        let r = parse_wis(&text).unwrap();
+        assert_eq!(
+            r.per_op.map(|p| p.allocs),
+            Some(1.0),
+            "the per-op line read"
+        );
+        let wrong = text.replacen("wrong=0 first=none", "wrong=1 first=exists", 1);
+        let e = parse_wis(&wrong).unwrap_err().to_string();
+        assert!(e.contains("first=exists"), "{e}");
     }
 
     #[test]
