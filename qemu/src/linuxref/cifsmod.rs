@@ -2,7 +2,8 @@
 //! kernel headers and kbuild packages for the guest's kernel (6.12.117 from
 //! trixie, 7.3.4 from trixie-backports), the client's source
 //! (`fs/smb/client`, with the `fs/smb/common` and `fs/nls` headers it
-//! includes by relative path) copied out of the release's pristine tree, a
+//! includes by relative path, and `Documentation/admin-guide/cifs`, which a
+//! series may document an option in) copied out of the release's pristine tree, a
 //! patch series of `linux/patches/REL/SERIES/` applied with `git am`, then
 //! `make -C HEADERS M=…/fs/smb/client modules`.
 //!
@@ -150,6 +151,19 @@ pub fn ensure_cifs_module(
             .arg(tree.join("fs/smb/common"))
             .arg(src.join("fs/smb")),
     )?;
+    // The admin guide's cifs pages, which a series documenting a mount
+    // option patches too.
+    let docs = tree.join("Documentation/admin-guide/cifs");
+    if docs.is_dir() {
+        mkdir(&src.join("Documentation/admin-guide"))?;
+        run_step(
+            "copying Documentation/admin-guide/cifs",
+            Command::new("cp")
+                .arg("-r")
+                .arg(&docs)
+                .arg(src.join("Documentation/admin-guide")),
+        )?;
+    }
     run_step(
         "copying the fs/nls headers",
         Command::new("sh")
