@@ -6,11 +6,14 @@ series directory given (its *.patch files as `git format-patch
  - every patch's trailers parse: its message ends in one paragraph of
    `Key: value` lines, after a blank line, and `git interpret-trailers
    --parse` reads back exactly those lines (b4 puts new tags after them);
+   a message whose last paragraph holds no tag has none and passes (the
+   sender's Signed-off-by will start the block);
  - no Signed-off-by, and no tag with a placeholder identity (@localhost,
    vfs-lab, example.*): whoever sends the series signs it off;
- - every patch's Cc trailers name everyone scripts/get_maintainer.pl
-   names for that patch, and the cover letter's To/Cc everyone it names
-   for the series (--no-git --no-git-fallback --no-rolestats);
+ - every patch's Cc trailers and To/Cc mail headers together name
+   everyone scripts/get_maintainer.pl names for that patch, and the cover
+   letter's To/Cc everyone it names for the series (--no-git
+   --no-git-fallback --no-rolestats);
  - scripts/checkpatch.pl --strict reports no ERROR and no WARNING (the
    missing Signed-off-by aside, on purpose), and each CHECK it reports is
    answered in that patch's message (the message says "checkpatch").
@@ -81,6 +84,10 @@ def check_identities(name, lines, problems):
 def check_trailers(name, message, problems):
     paras = message.rstrip("\n").split("\n\n")
     tagged = [l for l in message.splitlines() if TRAILER.match(l)]
+    if not any(TRAILER.match(l) for l in paras[-1].splitlines()):
+        # No trailers at all: the sender's Signed-off-by starts the block.
+        check_identities(name, tagged, problems)
+        return []
     if len(paras) < 2:
         problems.append(f"{name}: no trailer block after a blank line")
         check_identities(name, tagged, problems)
@@ -114,10 +121,11 @@ def check_series(tree, series):
     checks = 0
     for p in patches:
         base = os.path.basename(p)
-        _, message = headers_and_message(open(p, encoding="utf-8").read())
+        headers, message = headers_and_message(open(p, encoding="utf-8").read())
         block = check_trailers(base, message, problems)
         cc = addresses(", ".join(t.split(":", 1)[1] for t in block
                                  if t.lower().startswith("cc:")))
+        cc |= addresses(headers.get("to", "") + ", " + headers.get("cc", ""))
         missing = get_maintainer(tree, [p]) - cc
         if missing:
             problems.append(f"{base}: Cc lacks {', '.join(sorted(missing))} "
