@@ -80,6 +80,12 @@ struct Args {
     /// Arm --hold only once this path exists (e.g. a marker's directory).
     #[arg(long)]
     hold_armed_by: Option<PathBuf>,
+    /// Once armed (--hold-armed-by), rewrite NT status FROM into TO in
+    /// every SMB2 response header (hex with 0x), e.g.
+    /// `0xc0000052:0xc0000022`: STATUS_NO_EAS_ON_FILE answered as
+    /// STATUS_ACCESS_DENIED. Unsigned mounts only.
+    #[arg(long, value_name = "FROM:TO")]
+    rewrite_status: Option<String>,
     /// Print the totals of a stats dir as JSON and exit.
     #[arg(long, value_name = "DIR")]
     sum: Option<PathBuf>,
@@ -176,6 +182,19 @@ fn main() {
             args.delay_ms
         ));
     }
+    let rewrite_status = args.rewrite_status.as_deref().map(|r| {
+        let num = |v: &str| match v.strip_prefix("0x") {
+            Some(x) => u32::from_str_radix(x, 16).ok(),
+            None => v.parse().ok(),
+        };
+        r.split_once(':')
+            .and_then(|(f, t)| Some((num(f)?, num(t)?)))
+            .unwrap_or_else(|| {
+                fail(format!(
+                    "--rewrite-status {r}: expected FROM:TO, e.g. 0xc0000052:0xc0000022"
+                ))
+            })
+    });
     let hold = args.hold.as_deref().map(|h| {
         let num = |v: &str| match v.strip_prefix("0x") {
             Some(x) => u16::from_str_radix(x, 16).ok(),
@@ -190,7 +209,18 @@ fn main() {
             until: u,
             timeout: Duration::from_millis(args.hold_timeout_ms),
             armed_by: args.hold_armed_by.clone(),
+            rewrite_status,
         }
+    });
+    // A rewrite without a hold: a rule that holds nothing.
+    let hold = hold.or_else(|| {
+        rewrite_status.map(|r| relay::HoldRule {
+            command: relay::NEVER,
+            until: relay::NEVER,
+            timeout: Duration::from_millis(args.hold_timeout_ms),
+            armed_by: args.hold_armed_by.clone(),
+            rewrite_status: Some(r),
+        })
     });
     let cfg = RelayConfig {
         hold,

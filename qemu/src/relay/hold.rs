@@ -18,6 +18,14 @@
 //! held per connection; after the release (or with no rule) bytes pass
 //! through as they came. It touches nothing but the bytes it is given and,
 //! with `armed_by`, the existence of one file.
+//!
+//! A rule may also rewrite one NT status into another in every response
+//! header of every frame once armed (`rewrite_status`), for as long as the
+//! connection lasts: e.g. STATUS_NO_EAS_ON_FILE into STATUS_ACCESS_DENIED,
+//! a server that refuses EA queries (both are error responses with the same
+//! 9-byte body, so no length changes; unsigned mounts only, as a client
+//! checks a signature over the header). With [`NEVER`] as `command` it
+//! only rewrites.
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -30,6 +38,8 @@ pub const SMB2_QUERY_DIRECTORY: u16 = 0x000e;
 /// SMB2 SET_INFO.
 pub const SMB2_SET_INFO: u16 = 0x0011;
 const STATUS_PENDING: u32 = 0x0000_0103;
+/// A command no response carries: a rule with it holds nothing.
+pub const NEVER: u16 = 0xffff;
 /// Most bytes buffered while waiting for a frame to complete: a NetBIOS
 /// length is 24 bits, so this is never reached by a well-formed stream.
 const MAX_FRAME: usize = 4 + 0x00ff_ffff;
@@ -46,6 +56,9 @@ pub struct HoldRule {
     /// Hold only once this file exists (a harness arms the rule in-band,
     /// e.g. through a marker request); `None`: armed from the start.
     pub armed_by: Option<PathBuf>,
+    /// Once armed, every response header with status `.0` gets `.1`.
+    #[serde(default)]
+    pub rewrite_status: Option<(u32, u32)>,
 }
 
 impl HoldRule {
@@ -57,6 +70,7 @@ impl HoldRule {
             until: SMB2_SET_INFO,
             timeout,
             armed_by: None,
+            rewrite_status: None,
         }
     }
 }
@@ -79,6 +93,33 @@ pub struct HoldStats {
     pub passed_while_held: u64,
     /// Encrypted or compressed frames seen (never held: unreadable).
     pub opaque_frames: u64,
+    /// Response headers whose status was rewritten (`rewrite_status`).
+    pub rewritten: u64,
+}
+
+/// Rewrites status `from` into `to` in each response header of `frame`'s
+/// compound chain; returns how many it rewrote.
+pub fn rewrite_status(frame: &mut [u8], from: u32, to: u32) -> u64 {
+    let mut n = 0;
+    let Some(p) = frame.get_mut(4..) else {
+        return 0;
+    };
+    let mut off = 0usize;
+    while let Some(h) = p.get_mut(off..off + SMB2_HEADER_LEN) {
+        if h[..4] != [0xfe, b'S', b'M', b'B'] {
+            break;
+        }
+        if u32::from_le_bytes([h[8], h[9], h[10], h[11]]) == from {
+            h[8..12].copy_from_slice(&to.to_le_bytes());
+            n += 1;
+        }
+        let next = u32::from_le_bytes([h[20], h[21], h[22], h[23]]) as usize;
+        if next < SMB2_HEADER_LEN {
+            break;
+        }
+        off += next;
+    }
+    n
 }
 
 /// The (command, status, message id) of each response in an SMB2 frame's
@@ -136,7 +177,7 @@ impl Holder {
 
     /// The rule has run its course (bytes now pass straight through).
     pub fn done(&self) -> bool {
-        matches!(self.state, State::Done)
+        matches!(self.state, State::Done) && self.rule.rewrite_status.is_none()
     }
 
     fn armed(&self) -> bool {
@@ -178,10 +219,15 @@ impl Holder {
         out
     }
 
-    fn frame(&mut self, frame: Vec<u8>, now: Instant, out: &mut Vec<Vec<u8>>) {
+    fn frame(&mut self, mut frame: Vec<u8>, now: Instant, out: &mut Vec<Vec<u8>>) {
         let magic = frame.get(4..8);
         if frame[0] == 0 && matches!(magic, Some([0xfd | 0xfc, b'S', b'M', b'B'])) {
             self.stats.opaque_frames += 1;
+        }
+        if let Some((from, to)) = self.rule.rewrite_status {
+            if self.armed() {
+                self.stats.rewritten += rewrite_status(&mut frame, from, to);
+            }
         }
         let msgs = chain(&frame);
         match &self.state {
@@ -396,6 +442,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let arm = dir.join("arm");
         let mut h = Holder::new(HoldRule {
+            rewrite_status: None,
             armed_by: Some(arm.clone()),
             ..rule()
         });
@@ -407,5 +454,40 @@ mod tests {
         assert_eq!(h.finish(t), vec![list]);
         assert_eq!(h.stats.released_by, "closed");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn rewrites_status_once_armed_in_every_chain_member() {
+        const NO_EAS: u32 = 0xc000_0052;
+        const DENIED: u32 = 0xc000_0022;
+        let armed = std::env::temp_dir().join(format!("hold-rewrite-{}", std::process::id()));
+        let _ = std::fs::remove_file(&armed);
+        let mut h = Holder::new(HoldRule {
+            command: NEVER,
+            until: NEVER,
+            timeout: Duration::from_secs(5),
+            armed_by: Some(armed.clone()),
+            rewrite_status: Some((NO_EAS, DENIED)),
+        });
+        let f = frame(&[(CREATE, 0, 1), (16, NO_EAS, 2), (6, 0, 3)], 9);
+        let now = Instant::now();
+        assert_eq!(h.push(&f, now), vec![f.clone()], "not armed: as it came");
+        std::fs::write(&armed, b"").unwrap();
+        let out = h.push(&f, now);
+        let _ = std::fs::remove_file(&armed);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            chain(&out[0]),
+            vec![(CREATE, 0, 1), (16, DENIED, 2), (6, 0, 3)]
+        );
+        assert_eq!(out[0].len(), f.len());
+        assert_eq!(h.stats.rewritten, 1);
+        assert!(!h.stats.held);
+        // Split across reads, the next frame is still rewritten whole.
+        std::fs::write(&armed, b"").unwrap();
+        let mut got = h.push(&f[..10], now);
+        got.extend(h.push(&f[10..], now));
+        let _ = std::fs::remove_file(&armed);
+        assert_eq!(chain(&got.concat())[1], (16, DENIED, 2));
     }
 }

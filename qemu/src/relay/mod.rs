@@ -70,7 +70,9 @@ use std::time::Duration;
 
 pub use self::counts::{command_name, status_key, status_name, DirCounts, Direction};
 use self::delay::{spawn_direction, Dest};
-pub use self::hold::{chain, HoldRule, HoldStats, Holder, SMB2_QUERY_DIRECTORY, SMB2_SET_INFO};
+pub use self::hold::{
+    chain, rewrite_status, HoldRule, HoldStats, Holder, NEVER, SMB2_QUERY_DIRECTORY, SMB2_SET_INFO,
+};
 pub use self::parser::{
     Cut, FaultStats, Faults, Fed, StreamParser, SMB2_ECHO, SMB2_FLAGS_SIGNED, SMB2_HEADER_LEN,
     SMB2_SIGNATURE_OFFSET,
@@ -168,6 +170,10 @@ impl RelayConfig {
             if let Some(p) = &h.armed_by {
                 a.push("--hold-armed-by".into());
                 a.push(p.display().to_string());
+            }
+            if let Some((from, to)) = h.rewrite_status {
+                a.push("--rewrite-status".into());
+                a.push(format!("{from:#x}:{to:#x}"));
             }
         }
         if f.corrupt_offset != SMB2_HEADER_LEN {
