@@ -211,13 +211,15 @@ smb-bench: build
 #   eacache-check server=S client=proto|linux-7.3.4|linux-7.3.4-eacache design=D default=yes|no hidden=H stale_after_set=S lsla_rt_cold=C lsla_rt_warm=W
 # (the linux-* lines: the 7.3 reference guest's cifs.ko, packaged and with
 # linux/patches/7.3/cifs-eacache, qemu/tests/linuxref_eacache_check.rs)
-# and ksmbd's EaSize per entry and class (`ksmbd-easize`); log in
+# and ksmbd's EaSize per entry and class (`ksmbd-easize`), the forced
+# race (`eacache-race`), two live inodes of one directory (`eacache-twin`)
+# and a server refusing an EA query (`eacache-deny`); log in
 # $(TARGET_DIR)/eacache-check.log.
 eacache-check:
 	@mkdir -p $(TARGET_DIR); log=$(TARGET_DIR)/eacache-check.log; \
 	{ REQUIRE_FIXTURES=1 $(CARGO) test --release -p fs --test eacache_check -- --nocapture --test-threads=1 && \
 	  REQUIRE_FIXTURES=1 $(CARGO) test --release -p qemu --test linuxref_eacache_check -- --nocapture --test-threads=1 --include-ignored --skip seed_share_round_trips; } >$$log 2>&1; rc=$$?; \
-	grep -oE '(eacache-check|eacache-race|ksmbd-easize) .*' $$log; \
+	grep -oE '(eacache-check|eacache-race|eacache-twin|eacache-deny|ksmbd-easize) .*' $$log; \
 	if [ $$rc -ne 0 ]; then tail -n 40 $$log; echo "eacache-check: FAILED (exit $$rc; log: $$log)"; fi; \
 	exit $$rc
 

@@ -25,6 +25,87 @@
 #   linuxref: eack-race variant=V set=0|1 stale=0|1 ls=RC
 # and snapshots the stats at marker race-V-end (the relay's `hold` field
 # says whether the reply was held and what released it).
+#
+# A word VARIANT:twin needs the share to hold directory t-dir (no EAs) and
+# t-twin, a server-side symlink to it: one directory reached by two names,
+# which the client gives two inodes (cifs_find_inode() flags the second
+# as a collision). Two listings, setxattr(t-dir, user.x=v), then user.x
+# read through t-twin. Prints
+#   linuxref: eack-twin variant=V set=0|1 stale=0|1 ino=I1,I2 serverino=on|off
+# (stale: t-twin's answer lacks user.x=v; ino: the two inode numbers;
+# serverino: whether the mount still uses server inode numbers after).
+#
+# A word VARIANT:deny needs the share to hold directory d-deny with one
+# file x0 (no EAs), and the relay started with `--rewrite-status
+# 0xc0000052:0xc0000022 --hold-armed-by MARKS/deny-arm`: once armed, each
+# STATUS_NO_EAS_ON_FILE is answered as STATUS_ACCESS_DENIED, a server that
+# refuses this user the EAs of x0 while listing it with EaSize 0. On a
+# fresh mount, `mark deny-arm`, a listing of d-deny (nothing in it shows
+# that the server fills EaSize in, so x0's EAs are asked), listxattr(x0)
+# (the server refuses), a listing of the share (b-ea's EaSize shows that
+# the server fills it in), the dentry and inode caches dropped (x0's
+# inode evicted), d-deny listed again (a new inode for x0, EaSize 0),
+# listxattr(x0) again. (BusyBox ls asks no EAs.) Prints
+#   linuxref: eack-deny variant=V first=A after=A
+# A: denied (EACCES), none (an empty list), or other. Run it last: the
+# rewrite stays armed for the rest of the boot.
+eack_answer() {
+    out=$(/xattr list "$1")
+    case "$out" in
+    *"error=Permission denied"*) echo denied ;;
+    *" n=0") echo none ;;
+    *) echo other ;;
+    esac
+}
+# QueryInfos and QueryDirectories of /proc/fs/cifs/Stats, on one line.
+eack_qi() {
+    grep -E 'QueryInfos|QueryDirectories' /proc/fs/cifs/Stats | tr -s ' \n' ' '
+}
+eack_twin() {
+    if ! mount -t cifs "$UNC" /mnt/cifs -o "$2"; then
+        echo "linuxref: eack mount of $1 failed"
+        return
+    fi
+    ls -la /mnt/cifs > /dev/null
+    ls -la /mnt/cifs > /dev/null
+    set=0 stale=0
+    /xattr set /mnt/cifs/t-dir user.x v > /dev/null && set=1
+    eack_has /mnt/cifs/t-twin user.x v || stale=1
+    ino=$(stat -c %i /mnt/cifs/t-dir),$(stat -c %i /mnt/cifs/t-twin)
+    # A second live inode of one directory makes cifs_iget() turn serverino
+    # off for the superblock (cifs_autodisable_serverino()).
+    # (/proc/mounts names serverino only while it is on.)
+    si=off
+    case $(grep /mnt/cifs /proc/mounts) in *,serverino*) si=on ;; esac
+    echo "linuxref: eack-twin variant=$1 set=$set stale=$stale ino=$ino serverino=$si"
+    /xattr set /mnt/cifs/t-dir user.x "" > /dev/null
+    umount /mnt/cifs || echo "linuxref: umount failed"
+}
+eack_deny() {
+    if ! mount -t cifs "$UNC" /mnt/cifs -o "$2"; then
+        echo "linuxref: eack mount of $1 failed"
+        return
+    fi
+    mark deny-arm
+    # d-deny holds only x0: its listing shows no EaSize but 0, so the tree
+    # connection does not yet believe EaSize and x0's query is sent.
+    ls -la /mnt/cifs/d-deny > /dev/null
+    first=$(eack_answer /mnt/cifs/d-deny/x0)
+    q1=$(eack_qi)
+    # b-ea's EaSize shows that the server fills it in; x0's inode is
+    # evicted (as memory pressure may) and d-deny listed again: the new
+    # inode learns EaSize 0 from the listing.
+    ls -la /mnt/cifs > /dev/null
+    echo 2 > /proc/sys/vm/drop_caches
+    ls -la /mnt/cifs/d-deny > /dev/null
+    q2=$(eack_qi)
+    after=$(eack_answer /mnt/cifs/d-deny/x0)
+    q3=$(eack_qi)
+    echo "linuxref: eack-deny variant=$1 first=$first after=$after"
+    # The client's QueryInfos and QueryDirectories counts after each step.
+    echo "linuxref: eack-deny-qi $q1 / $q2 / $q3"
+    umount /mnt/cifs || echo "linuxref: umount failed"
+}
 eack_race() {
     if ! mount -t cifs "$UNC" /mnt/cifs -o "$2"; then
         echo "linuxref: eack mount of $1 failed"
@@ -62,6 +143,10 @@ for ew in $EACK; do
     for v in $CIFS; do [ "${v%%:*}" = "$ev" ] && eo=${v#*:}; done
     if [ "$rounds" = race ]; then
         [ -n "$eo" ] && eack_race "$ev" "$eo"
+        continue
+    fi
+    if [ "$rounds" = twin ] || [ "$rounds" = deny ]; then
+        [ -n "$eo" ] && eack_$rounds "$ev" "$eo"
         continue
     fi
     if [ -n "$eo" ] && mount -t cifs "$UNC" /mnt/cifs -o "$eo"; then

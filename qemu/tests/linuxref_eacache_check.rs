@@ -31,6 +31,12 @@
 //!
 //! `eacache-race server=samba client=linux-7.3.4-eacache design=D default=yes|no hold=until|timeout|none held_ms=M set=0|1 stale_after_set=S`
 //!
+//! `twin_deny_samba` (one more boot) prints `eacache-twin` (a setxattr
+//! through one of two live inodes of one directory, read through the
+//! other) and `eacache-deny` (the relay answering STATUS_NO_EAS_ON_FILE as
+//! STATUS_ACCESS_DENIED: the server's EACCES must stay the answer after a
+//! listing shows the file with EaSize 0); see `twin_deny_boot`.
+//!
 //! The guest's /init is init.sh with `eacache-check.sh` sourced before it
 //! powers off, in an initramfs archive appended to the cached one (the
 //! cache under build/linuxref/ is not touched). Asserts `hidden=0
@@ -312,6 +318,148 @@ fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> 
     failures
 }
 
+/// The series' module against `srv` with the relay answering each
+/// STATUS_NO_EAS_ON_FILE as STATUS_ACCESS_DENIED once armed
+/// (`eacache-check.sh`'s `VARIANT:twin`, then `VARIANT:deny`; the words of
+/// `EACK_TWIN_DENY`, default `twin deny`); prints one line per design and
+/// test and returns the failures:
+///
+/// `eacache-twin server=samba client=linux-7.3.4-eacache design=D default=yes|no set=0|1 stale_after_set=S inodes=I1,I2 serverino=on|off`
+/// `eacache-deny server=samba client=linux-7.3.4-eacache design=D default=yes|no first=A after=A`
+///
+/// twin: a setxattr through one of two live inodes of one directory must
+/// show through the other (stale_after_set=0), where the two inode
+/// numbers differ (else the fixture did not make two inodes, and the line
+/// proves nothing: a failure too). The second inode makes the client turn
+/// serverino off for the mount (serverino=off), and without serverino the
+/// series answers nothing locally: so this line holds on v3 as well, and
+/// guards the case rather than telling v3 from v4. deny: the default
+/// design must answer `denied`, the server's EACCES, both before and after
+/// a listing that shows x0 with EaSize 0 (x0's inode evicted between:
+/// the new inode must not believe the listing either); `trusteasize`
+/// believes EaSize 0 before any query is sent (its documented limit), so
+/// its line is for information.
+fn twin_deny_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> Vec<String> {
+    let client = "linux-7.3.4-eacache";
+    let dir = std::env::temp_dir().join(format!(
+        "linuxref-eack-twin-deny-{}-{}",
+        std::process::id(),
+        srv.name
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (stats_dir, marks_dir) = (dir.join("stats"), dir.join("marks"));
+    let base = format!(
+        "{},username={},password={},ip=10.0.2.100,acregmax=60,acdirmax=60",
+        srv.vers, srv.user, srv.password
+    );
+    let run = GuestRun {
+        cifs: Some(CifsRun {
+            unc: format!("//10.0.2.100/{}", srv.share),
+            variants: designs
+                .iter()
+                .map(|(d, extra, _)| (d.to_string(), format!("{base}{extra}")))
+                .collect(),
+            relay: vec![
+                RELAY.into(),
+                "--target".into(),
+                format!("127.0.0.1:{}", srv.port),
+                "--stats-dir".into(),
+                stats_dir.display().to_string(),
+                "--sync-stats".into(),
+                // Unsigned mount: the client takes the rewritten header.
+                "--rewrite-status".into(),
+                "0xc0000052:0xc0000022".into(),
+                "--hold-armed-by".into(),
+                marks_dir.join("deny-arm").display().to_string(),
+            ],
+            stats_dir,
+            marks_dir,
+            ls: vec![],
+            eashow: vec![],
+            eacheck: None,
+        }),
+        cifs_module: Some(module.to_path_buf()),
+        ..GuestRun::statneg(1, vec![], 0, 1)
+    };
+    let words = std::env::var("EACK_TWIN_DENY").unwrap_or_else(|_| "twin deny".into());
+    let conf: Vec<String> = words
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .iter()
+        .flat_map(|t| designs.iter().map(move |(d, _, _)| format!("{d}:{t}")))
+        .collect();
+    let mut paths = paths.clone();
+    paths.initramfs = with_eack_init(&paths, &dir, &conf.join(" "));
+    let rep = linuxref::run_guest(&paths, &run)
+        .unwrap_or_else(|e| panic!("{}/{client}: the 7.3 guest: {e}", srv.name));
+    // The kernel loaded the series' module, and said so.
+    assert!(
+        rep.module_log.iter().any(|l| l.contains("taint")),
+        "{}/{client}: cifs.ko not loaded: {:?} / {:?}",
+        srv.name,
+        rep.module_log,
+        rep.notes
+    );
+    eprintln!("  {}: module: {:?}", srv.name, rep.module_log);
+    for l in rep.notes.iter().filter(|l| l.starts_with("eack-")) {
+        eprintln!("  {}: {l}", srv.name);
+    }
+    let mut failures = Vec::new();
+    for (d, _, default) in designs {
+        let note = |t: &str| {
+            rep.notes
+                .iter()
+                .find(|l| l.starts_with(&format!("eack-{t} variant={d} ")))
+                .unwrap_or_else(|| {
+                    panic!("{}: no eack-{t} line for {d}: {:?}", srv.name, rep.notes)
+                })
+                .clone()
+        };
+        let word = |line: &str, k: &str| -> String {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{k}=")))
+                .unwrap_or_else(|| panic!("{line}: no {k}="))
+                .to_string()
+        };
+        let yes = if *default { "yes" } else { "no" };
+        if words.contains("twin") {
+            let twin = note("twin");
+            let inodes = word(&twin, "ino");
+            let out = format!(
+                "eacache-twin server={} client={client} design={d} default={yes} set={} \
+                 stale_after_set={} inodes={inodes} serverino={}",
+                srv.name,
+                word(&twin, "set"),
+                word(&twin, "stale"),
+                word(&twin, "serverino"),
+            );
+            println!("{out}");
+            let two = inodes.split_once(',').is_some_and(|(a, b)| a != b);
+            if word(&twin, "set") != "1" || word(&twin, "stale") != "0" || !two {
+                failures.push(out);
+            }
+        }
+        if words.contains("deny") {
+            let deny = note("deny");
+            let out = format!(
+                "eacache-deny server={} client={client} design={d} default={yes} first={} after={}",
+                srv.name,
+                word(&deny, "first"),
+                word(&deny, "after"),
+            );
+            println!("{out}");
+            // trusteasize believes x0's EaSize 0 before any query is sent (the
+            // opt-in's documented limit): its line is for information.
+            let answers = [word(&deny, "first"), word(&deny, "after")];
+            if *default && answers.iter().any(|a| a != "denied") {
+                failures.push(out);
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    failures
+}
+
 /// Both clients against `srv`; asserts the default designs' lines.
 /// The three servers' tests run as threads of one binary; the packages
 /// and the module build share one directory, so one thread prepares them
@@ -425,6 +573,48 @@ fn race_samba() {
         ],
     };
     let failures = race_boot(&paths, &srv, &module.ko, designs);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// One directory with two live inodes (a setxattr through one must show
+/// through the other) and a server that refuses an EA query while listing
+/// the file with EaSize 0 (its EACCES must not turn into a local "none"):
+/// Samba, the share's t-dir and t-twin (a server-side symlink to it, which
+/// Samba follows) and d-deny/x0, the relay rewriting
+/// STATUS_NO_EAS_ON_FILE into STATUS_ACCESS_DENIED once armed (see
+/// `twin_deny_boot`). `EACK_RACE_SERIES=DIR` runs another series' module
+/// (v3's passes too: see `twin_deny_boot` and docs/cifs-seed.md).
+#[test]
+fn twin_deny_samba() {
+    use qemu::samba::Fixture;
+    if qemu_missing() {
+        return;
+    }
+    if let Err(why) = Fixture::available() {
+        return qemu::fixtures::skip(FILE, "Samba", why);
+    }
+    let fx = Fixture::start(&eashare::samba_opts()).expect("samba fixture");
+    std::fs::create_dir(fx.share_dir.join("t-dir")).unwrap();
+    std::os::unix::fs::symlink("t-dir", fx.share_dir.join("t-twin")).unwrap();
+    std::fs::create_dir(fx.share_dir.join("d-deny")).unwrap();
+    std::fs::write(fx.share_dir.join("d-deny/x0"), b"x").unwrap();
+    let other = std::env::var("EACK_RACE_SERIES").ok();
+    let Some((paths, module)) = prepare_series(other.as_deref().unwrap_or(SERIES)) else {
+        return;
+    };
+    let srv = Server {
+        name: "samba",
+        port: fx.port,
+        user: fx.user.clone(),
+        password: fx.password.clone(),
+        share: fx.share.clone(),
+        vers: "vers=3.1.1",
+    };
+    let designs: &[Design] = &[
+        ("default", "", true),
+        ("trusteasize", ",trusteasize", false),
+    ];
+    let failures = twin_deny_boot(&paths, &srv, &module.ko, designs);
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
