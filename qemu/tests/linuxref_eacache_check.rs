@@ -618,6 +618,43 @@ fn twin_deny_samba() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// `race_samba` against ksmbd (the server that never fills EaSize): the
+/// default design does not believe its listings, so its set must stand;
+/// `trusteasize` believes them (its documented limit on ksmbd), and its
+/// line says what the race does there.
+#[test]
+#[ignore = "two or three more Linux guest boots: run with `make eacache-check`"]
+fn race_ksmbd() {
+    use qemu::ksmbd::{Fixture, KsmbdOpts};
+    if qemu_missing() {
+        return;
+    }
+    let opts = KsmbdOpts {
+        entries: eashare::ksmbd_entries(),
+        ..KsmbdOpts::default()
+    };
+    let Some((_, fx)) = Fixture::start_or_skip(FILE, &opts) else {
+        return;
+    };
+    let Some((paths, module)) = prepare_series(SERIES) else {
+        return;
+    };
+    let srv = Server {
+        name: "ksmbd",
+        port: fx.port,
+        user: fx.user.clone(),
+        password: fx.password.clone(),
+        share: fx.share.clone(),
+        vers: "vers=3.1.1",
+    };
+    let designs: &[Design] = &[
+        ("default", "", true),
+        ("trusteasize", ",trusteasize", false),
+    ];
+    let failures = race_boot(&paths, &srv, &module.ko, designs);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
 #[test]
 #[ignore = "two or three more Linux guest boots: run with `make eacache-check`"]
 fn impacket() {
