@@ -345,9 +345,12 @@ negcost:
 # host mode beside host Linux natively (transient <-> /dev/shm tmpfs,
 # negative <-> an ext4 directory), ops/s:
 #   fidelity design=D linux=host-FS vcpus=N proto_ops=X linux_ops=Y error_pct=E
+# The Linux kernels and the 7.3 reference guest come from
+# `linux-patched-build LINUX_RELEASE=7.3` (built where missing, first).
 # FIDELITY_ARGS: `bench fidelity --help`.
 FIDELITY_ARGS ?=
 fidelity: build-kernel build-qemu-run
+	$(MAKE) --no-print-directory linux-patched-build LINUX_RELEASE=7.3
 	$(CARGO) run --release -p benchlab --bin bench -- fidelity $(FIDELITY_ARGS)
 
 # The Linux patch check of every release (qemu/tests/linux_patches.rs with its

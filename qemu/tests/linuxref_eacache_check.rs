@@ -215,13 +215,26 @@ fn boot(
     failures
 }
 
-/// The series' module with the hold rule in the relay, each design's
-/// race once (`eacache-check.sh`'s `VARIANT:race`); prints the
-/// `eacache-race` lines and returns the default design's failures.
-fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> Vec<String> {
-    let client = "linux-7.3.4-eacache";
+/// One 7.3 guest with the series' module and `srv` behind the latency
+/// relay, whose extra arguments `rule` makes from the marks directory;
+/// `eacache-check.sh` runs the words of `conf` (`VARIANT:TEST`). Returns
+/// the report, the run's scratch directory (removed by the caller) and its
+/// marks directory.
+fn relay_guest(
+    paths: &Paths,
+    srv: &Server,
+    module: &Path,
+    designs: &[Design],
+    tag: &str,
+    conf: &[String],
+    rule: impl Fn(&Path) -> Vec<String>,
+) -> (
+    linuxref::GuestReport,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
     let dir = std::env::temp_dir().join(format!(
-        "linuxref-eack-race-{}-{}",
+        "linuxref-eack-{tag}-{}-{}",
         std::process::id(),
         srv.name
     ));
@@ -231,6 +244,15 @@ fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> 
         "{},username={},password={},ip=10.0.2.100,acregmax=60,acdirmax=60",
         srv.vers, srv.user, srv.password
     );
+    let mut relay = vec![
+        RELAY.into(),
+        "--target".into(),
+        format!("127.0.0.1:{}", srv.port),
+        "--stats-dir".into(),
+        stats_dir.display().to_string(),
+        "--sync-stats".into(),
+    ];
+    relay.extend(rule(&marks_dir));
     let run = GuestRun {
         cifs: Some(CifsRun {
             unc: format!("//10.0.2.100/{}", srv.share),
@@ -238,21 +260,7 @@ fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> 
                 .iter()
                 .map(|(d, extra, _)| (d.to_string(), format!("{base}{extra}")))
                 .collect(),
-            relay: vec![
-                RELAY.into(),
-                "--target".into(),
-                format!("127.0.0.1:{}", srv.port),
-                "--stats-dir".into(),
-                stats_dir.display().to_string(),
-                "--sync-stats".into(),
-                // Unencrypted mount: the hold reads the SMB2 headers.
-                "--hold".into(),
-                "0xe:0x11".into(),
-                "--hold-timeout-ms".into(),
-                "15000".into(),
-                "--hold-armed-by".into(),
-                marks_dir.join("race-arm").display().to_string(),
-            ],
+            relay,
             stats_dir,
             marks_dir: marks_dir.clone(),
             ls: vec![],
@@ -262,14 +270,33 @@ fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> 
         cifs_module: Some(module.to_path_buf()),
         ..GuestRun::statneg(1, vec![], 0, 1)
     };
+    let mut paths = paths.clone();
+    paths.initramfs = with_eack_init(&paths, &dir, &conf.join(" "));
+    let rep = linuxref::run_guest(&paths, &run)
+        .unwrap_or_else(|e| panic!("{}/linux-7.3.4-eacache: the 7.3 guest: {e}", srv.name));
+    (rep, dir, marks_dir)
+}
+
+/// The series' module with the hold rule in the relay, each design's
+/// race once (`eacache-check.sh`'s `VARIANT:race`); prints the
+/// `eacache-race` lines and returns the default design's failures.
+fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> Vec<String> {
+    let client = "linux-7.3.4-eacache";
     let conf: Vec<String> = designs
         .iter()
         .map(|(d, _, _)| format!("{d}:race"))
         .collect();
-    let mut paths = paths.clone();
-    paths.initramfs = with_eack_init(&paths, &dir, &conf.join(" "));
-    let rep = linuxref::run_guest(&paths, &run)
-        .unwrap_or_else(|e| panic!("{}/{client}: the 7.3 guest: {e}", srv.name));
+    // Unencrypted mount: the hold reads the SMB2 headers.
+    let (rep, dir, marks_dir) = relay_guest(paths, srv, module, designs, "race", &conf, |marks| {
+        vec![
+            "--hold".into(),
+            "0xe:0x11".into(),
+            "--hold-timeout-ms".into(),
+            "15000".into(),
+            "--hold-armed-by".into(),
+            marks.join("race-arm").display().to_string(),
+        ]
+    });
     let mut failures = Vec::new();
     for (d, _, default) in designs {
         let line = rep
@@ -341,57 +368,20 @@ fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> 
 /// its line is for information.
 fn twin_deny_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> Vec<String> {
     let client = "linux-7.3.4-eacache";
-    let dir = std::env::temp_dir().join(format!(
-        "linuxref-eack-twin-deny-{}-{}",
-        std::process::id(),
-        srv.name
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    let (stats_dir, marks_dir) = (dir.join("stats"), dir.join("marks"));
-    let base = format!(
-        "{},username={},password={},ip=10.0.2.100,acregmax=60,acdirmax=60",
-        srv.vers, srv.user, srv.password
-    );
-    let run = GuestRun {
-        cifs: Some(CifsRun {
-            unc: format!("//10.0.2.100/{}", srv.share),
-            variants: designs
-                .iter()
-                .map(|(d, extra, _)| (d.to_string(), format!("{base}{extra}")))
-                .collect(),
-            relay: vec![
-                RELAY.into(),
-                "--target".into(),
-                format!("127.0.0.1:{}", srv.port),
-                "--stats-dir".into(),
-                stats_dir.display().to_string(),
-                "--sync-stats".into(),
-                // Unsigned mount: the client takes the rewritten header.
-                "--rewrite-status".into(),
-                "0xc0000052:0xc0000022".into(),
-                "--hold-armed-by".into(),
-                marks_dir.join("deny-arm").display().to_string(),
-            ],
-            stats_dir,
-            marks_dir,
-            ls: vec![],
-            eashow: vec![],
-            eacheck: None,
-        }),
-        cifs_module: Some(module.to_path_buf()),
-        ..GuestRun::statneg(1, vec![], 0, 1)
-    };
     let words = std::env::var("EACK_TWIN_DENY").unwrap_or_else(|_| "twin deny".into());
     let conf: Vec<String> = words
         .split_whitespace()
-        .collect::<Vec<_>>()
-        .iter()
         .flat_map(|t| designs.iter().map(move |(d, _, _)| format!("{d}:{t}")))
         .collect();
-    let mut paths = paths.clone();
-    paths.initramfs = with_eack_init(&paths, &dir, &conf.join(" "));
-    let rep = linuxref::run_guest(&paths, &run)
-        .unwrap_or_else(|e| panic!("{}/{client}: the 7.3 guest: {e}", srv.name));
+    // Unsigned mount: the client takes the rewritten header.
+    let (rep, dir, _) = relay_guest(paths, srv, module, designs, "twin-deny", &conf, |marks| {
+        vec![
+            "--rewrite-status".into(),
+            "0xc0000052:0xc0000022".into(),
+            "--hold-armed-by".into(),
+            marks.join("deny-arm").display().to_string(),
+        ]
+    });
     // The kernel loaded the series' module, and said so.
     assert!(
         rep.module_log.iter().any(|l| l.contains("taint")),

@@ -544,6 +544,32 @@ fn proto_window(
     })
 }
 
+/// The Linux side's inputs, checked before any round runs: each paired
+/// kernel's image and the cached 7.3 reference initramfs (what `make
+/// linux-patched-build LINUX_RELEASE=7.3` builds; `make fidelity` runs it
+/// first).
+fn missing_linux_inputs(build: &Path) -> Result<(), String> {
+    let mut need: Vec<PathBuf> = PAIRS
+        .iter()
+        .filter_map(|(_, k)| *k)
+        .map(|k| build.join("kbuild-7.3").join(k).join("bzImage"))
+        .collect();
+    need.push(build.join("linuxref/7.3/initramfs.gz"));
+    let missing: Vec<String> = need
+        .iter()
+        .filter(|p| !p.is_file())
+        .map(|p| p.display().to_string())
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the Linux side needs {} (run `make linux-patched-build LINUX_RELEASE=7.3`)",
+            missing.join(", ")
+        ))
+    }
+}
+
 fn linux_window(
     a: &FidelityArgs,
     build: &Path,
@@ -844,6 +870,9 @@ pub fn run(a: &FidelityArgs) -> Result<(), String> {
         .build_dir
         .clone()
         .unwrap_or_else(linuxref::default_build_dir);
+    if a.parts.contains(&Part::Guest) {
+        missing_linux_inputs(&build)?;
+    }
     let t0 = Instant::now();
     let mut failures = Vec::new();
     if a.parts.contains(&Part::Guest) {
