@@ -573,7 +573,7 @@ fn race_samba() {
 /// Samba follows) and d-deny/x0, the relay rewriting
 /// STATUS_NO_EAS_ON_FILE into STATUS_ACCESS_DENIED once armed (see
 /// `twin_deny_boot`). `EACK_RACE_SERIES=DIR` runs another series' module
-/// (v3's passes too: see `twin_deny_boot` and docs/cifs-seed.md).
+/// (v3's passes too: see `twin_deny_boot` and docs/cifs-seed-7.3.md).
 #[test]
 fn twin_deny_samba() {
     use qemu::samba::Fixture;
