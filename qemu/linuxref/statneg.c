@@ -4,14 +4,17 @@
  * an ext4 disk, the fidelity guest of `make fidelity`, the host as
  * statneg-host). N threads each call newfstatat(AT_FDCWD, PATH, &st, 0) on
  * one missing name in a loop (syscall(2), so the C library cannot pick
- * statx); the main thread samples the per-thread counters once a second
- * and prints will-it-scale's report format:
+ * statx); the main thread samples the per-thread counters about once a
+ * second and prints will-it-scale's report format, each sample's counts
+ * divided by the time it really covered (the next deadline is a second
+ * after the sample taken, so a late sampler never makes a short "second"
+ * after a long one), as the project's own driver does:
  *
  *   testcase:DESC
  *   warmup
- *   min:N max:N total:N          (one line per second)
+ *   min:N max:N total:N          (per second, one line per sample)
  *   measurement
- *   min:N max:N total:N          (one line per second)
+ *   min:N max:N total:N          (per second, one line per sample)
  *   average:N                    (mean of the measurement totals)
  *   statneg-check wrong=N first=ANSWER fstype=0xMAGIC ops=N
  *
@@ -166,7 +169,11 @@ static int report_check(void)
 static const char *rename_dir;
 static unsigned long rename_rate;
 static _Atomic int renamer_stop;
-static unsigned long long renames;
+/* Written by the renamer on every rename: on a line of its own, away from
+ * what the stat threads read on every stat. */
+static struct {
+	_Alignas(128) unsigned long long n; /* the struct is one whole 128-byte block */
+} renames;
 
 static void sleep_until(struct timespec *next);
 
@@ -195,7 +202,7 @@ static void *renamer(void *arg)
 			return (void *)1;
 		}
 		flip = !flip;
-		renames++;
+		renames.n++;
 		if (period_ns) {
 			next.tv_nsec += period_ns;
 			while (next.tv_nsec >= 1000000000L) {
@@ -236,22 +243,46 @@ static void sleep_until(struct timespec *next)
 		;
 }
 
-/* One sampling phase: prints one line per second, returns the sum of totals. */
+static long long ns_between(const struct timespec *a, const struct timespec *b)
+{
+	return (long long)(b->tv_sec - a->tv_sec) * 1000000000LL + (b->tv_nsec - a->tv_nsec);
+}
+
+/* Scales a count over `ns` nanoseconds to a rate per second. */
+static unsigned long long per_second(unsigned long long d, long long ns)
+{
+	return (unsigned long long)((long double)d * 1e9L / (long double)(ns > 0 ? ns : 1));
+}
+
+/*
+ * One sampling phase: one line a second, each count divided by the time its
+ * sample really covered (a sampler descheduled past its deadline does not
+ * make a short "second" and a long one), the next deadline a second after
+ * the sample actually taken; `last` is the previous sample's time, updated.
+ * Returns the sum of the per-second totals (the caller's average is their
+ * mean, as the parser checks).
+ */
 static unsigned long long phase(unsigned long threads, unsigned long secs,
-				unsigned long long *prev, struct timespec *next)
+				unsigned long long *prev, struct timespec *last)
 {
 	unsigned long long sum = 0;
 
 	for (unsigned long s = 0; s < secs; s++) {
 		unsigned long long min = ~0ULL, max = 0, total = 0;
+		struct timespec deadline = *last, now;
+		long long ns;
 
-		next->tv_sec += 1;
-		sleep_until(next);
+		deadline.tv_sec += 1;
+		sleep_until(&deadline);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ns = ns_between(last, &now);
+		*last = now;
 		for (unsigned long t = 0; t < threads; t++) {
-			unsigned long long now = atomic_load_explicit(&counters[t].ops,
-								     memory_order_relaxed);
-			unsigned long long d = now - prev[t];
-			prev[t] = now;
+			unsigned long long c = atomic_load_explicit(&counters[t].ops,
+								   memory_order_relaxed);
+			unsigned long long d = per_second(c - prev[t], ns);
+
+			prev[t] = c;
 			if (d < min)
 				min = d;
 			if (d > max)
@@ -291,7 +322,10 @@ static int check_missing(void)
 /* Starts `threads` workers and releases them together; 0 on success. */
 static int start_workers(pthread_t *tids, unsigned long threads)
 {
-	pthread_barrier_init(&start, NULL, threads + 1);
+	if (pthread_barrier_init(&start, NULL, threads + 1)) {
+		fprintf(stderr, "statneg: cannot make the start barrier\n");
+		return 1;
+	}
 	for (unsigned long t = 0; t < threads; t++) {
 		if (pthread_create(&tids[t], NULL, worker, (void *)t)) {
 			fprintf(stderr, "statneg: cannot start thread %lu\n", t);
@@ -380,7 +414,7 @@ static int count_main(int argc, char **argv)
 	}
 	printf("count-ops=%llu\n", total);
 	if (rename_dir)
-		printf("count-renames=%llu\ncount-ns=%lld\n", renames,
+		printf("count-renames=%llu\ncount-ns=%lld\n", renames.n,
 		       (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
 	rc = report_check();
 	return rret ? 1 : rc;

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::walks::{appended_initramfs, boot_and_judge};
-use super::{parse_wis, LinuxRefError, WisResult};
+use super::{parse_wis_unchecked, LinuxRefError, WisResult};
 use crate::runner::Accel;
 
 /// The guest's `/init` for the fidelity boot.
@@ -188,7 +188,7 @@ fn parse_probed(part: &str) -> Result<Probed, LinuxRefError> {
         }
     }
     Ok(Probed {
-        wis: parse_wis(part)?,
+        wis: parse_wis_unchecked(part)?,
         ops: ops.ok_or_else(|| bad("no ops= on its `statneg-check` line"))?,
         hits: hits.ok_or_else(|| bad("no `fidelity-probed` line"))?,
         rc: rc.ok_or_else(|| bad("no `fidelity-probed-end rc=` line"))?,
@@ -229,7 +229,7 @@ pub fn parse_fidelity(serial: &str) -> Result<FidelityReport, LinuxRefError> {
     let uname = uname.ok_or_else(|| bad("no `fidelity-kernel` line: the init did not run"))?;
     let cpus = cpus.ok_or_else(|| bad("no CPU count on the `fidelity-kernel` line"))?;
     let (wrong, first, fstype) = stat.ok_or_else(|| bad("no `statneg-check` line"))?;
-    let wis = parse_wis(serial)?;
+    let wis = parse_wis_unchecked(serial)?;
     Ok(FidelityReport {
         uname,
         cpus,

@@ -97,7 +97,7 @@ pub use oracle::{
     oracle_source, oracle_verdict, parse_cached, parse_casefold, parse_oracle, run_oracle, Cached,
     Casefold, OracleReport, OracleRun,
 };
-pub use parse::{parse_wis, PerOp, Sample, WisResult};
+pub use parse::{parse_wis, parse_wis_unchecked, PerOp, Sample, WisResult};
 pub use source::{
     ensure_linux_source, tree_release, trixie_apt, trixie_deb, LINUX_SOURCE_PACKAGE,
     LINUX_SOURCE_VERSION,
