@@ -104,8 +104,12 @@ impl Validity {
         Some((lo, cap.map_or(hi, |c| hi.min(c))))
     }
 
-    /// `text` for a figure at `cpus`, labelled with [`LABEL`] and its band
-    /// (each end written by `fmt`) where it is an extrapolation.
+    /// `text` for a figure at `cpus`; where it is an extrapolation, its
+    /// point figure (`text`'s start, `fmt(predicted)`) gives way to
+    /// [`LABEL`] and the band, each end rounded to two significant figures
+    /// and written by `fmt` (what follows the point in `text`, such as a
+    /// measured figure, stays): past the checked counts a point estimate
+    /// to three or four digits claims what the model was never checked on.
     pub fn cell(
         &self,
         text: String,
@@ -117,9 +121,26 @@ impl Validity {
     ) -> String {
         match self.band(predicted, cpus, bound, cap) {
             None => text,
-            Some((lo, hi)) => format!("{text} ({LABEL}: {}–{})", fmt(lo), fmt(hi)),
+            Some((lo, hi)) => {
+                let point = fmt(predicted);
+                let rest = text.strip_prefix(point.as_str()).unwrap_or(&text);
+                format!(
+                    "{LABEL}: {}–{}{rest}",
+                    fmt(two_figures(lo)),
+                    fmt(two_figures(hi))
+                )
+            }
         }
     }
+}
+
+/// `x` rounded to two significant figures.
+fn two_figures(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let unit = 10f64.powf(x.abs().log10().floor() - 1.0);
+    (x / unit).round() * unit
 }
 
 /// The words under a table with extrapolated cells.
@@ -200,7 +221,14 @@ mod tests {
         assert_eq!(v.cell("100".into(), 100.0, 1, None, None, f), "100");
         assert_eq!(
             v.cell("100".into(), 100.0, 2, None, None, f),
-            "100 (extrapolated: 80–125)"
+            "extrapolated: 80–130"
         );
+        // A measured figure after the point stays; the point goes.
+        assert_eq!(
+            v.cell("100 (measured 90)".into(), 100.0, 2, None, None, f),
+            "extrapolated: 80–130 (measured 90)"
+        );
+        assert_eq!(two_figures(208_050_000.0), 210_000_000.0);
+        assert_eq!(two_figures(7_936.0), 7_900.0);
     }
 }
