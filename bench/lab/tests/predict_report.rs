@@ -93,7 +93,9 @@ fn predictions_sit_beside_measurements() {
         "{md}"
     );
     assert!(
-        md.contains("| noalloc lock=qspinlock | extrapolated: 30.00 M–84.00 M | 10.0 | same | ext4"),
+        md.contains(
+            "| noalloc lock=qspinlock | extrapolated: 30.00 M–84.00 M | 10.0 | same | ext4"
+        ),
         "{md}"
     );
     assert!(!md.contains("| 0.77 |"), "{md}");
