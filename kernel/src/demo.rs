@@ -8,11 +8,14 @@
 //!   `== design D`, and the trace of `stat("/a/b/missing")` done twice (the
 //!   second shows what the first left behind: the negative design's cached
 //!   dentry answers it).
-//! - `demo=table` (`make run`'s default): statneg on min(4, CPUs) tasks in
-//!   [`TABLE_ROUNDS`] rounds (`rounds=N` fewer); a round runs every design once (a warm-up and
-//!   a measured window each), every second round backwards
-//!   ([`bench::rounds`]). Prints one table of each design's median round
-//!   (ops/s and per-op counters), a line `vcpus=V host_cores=C lock=K` (C
+//! - `demo=table` (`make run`'s default): statneg through the default
+//!   frontend (`stat`: the system call path, `bench::params::Frontend`) on
+//!   min(4, CPUs) tasks in [`TABLE_ROUNDS`] rounds (`rounds=N` fewer); a
+//!   round runs every design once (a warm-up and a measured window each),
+//!   every second round backwards ([`bench::rounds`]). Its title names the
+//!   frontend and the lock; then one table of each design's median round
+//!   (ops/s and per-op counters), a line `vcpus=V host_cores=C lock=K
+//!   frontend=F` (C
 //!   from `host_cores=`, `?` without it), when V > C `overcommit: V vCPUs
 //!   on C host cores`, the lock and why ([`kernel::demotable::demo_lock`]:
 //!   the figures' qspinlock unless `lock=` or overcommit says otherwise),
@@ -28,7 +31,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
-use bench::params::{Bench, Design, LockKind, Params};
+use bench::params::{Bench, Design, Frontend, LockKind, Params};
 use bench::rounds::{PairLine, Rounds, RoundsHeader, RoundsLine, Verdict, Window};
 use fs::vfs::Vfs;
 use kernel::demotable::{demo_lock, Header, Line, Row, MIN_DESIGN_WIDTH};
@@ -114,6 +117,7 @@ pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>, rounds: Opti
     let (lock, why) = demo_lock(asked, vcpus, host_cores);
     let designs: Vec<Design> = Design::all().collect();
     let names: Vec<&str> = designs.iter().map(|d| d.name()).collect();
+    let frontend = Frontend::DEFAULT;
     let mut rounds = Rounds::new(designs.len());
     for round in 0..table_rounds {
         for i in bench::rounds::order(designs.len(), round) {
@@ -126,7 +130,7 @@ pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>, rounds: Opti
                 lock,
                 pause: 0,
                 names: bench::params::DEFAULT_NAMES,
-                frontend: bench::params::Frontend::DEFAULT,
+                frontend,
             };
             // The will-it-scale block goes to the log only (debug level).
             let mut text = String::new();
@@ -150,7 +154,7 @@ pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>, rounds: Opti
         }
     }
     kprintln!(
-        "statneg (every task stats /nonexistent in a tmpfs), {table_rounds} rounds of {TABLE_WARMUP_S} s warm-up + {TABLE_SECS} s measured per design, designs interleaved (every second round backwards), this guest:"
+        "statneg frontend={frontend} lock={lock} (every task stat()s /nonexistent in a tmpfs through the system call path), {table_rounds} rounds of {TABLE_WARMUP_S} s warm-up + {TABLE_SECS} s measured per design, designs interleaved (every second round backwards), this guest:"
     );
     // The design column as wide as the registry's longest name.
     let w = fs::dcache::design::name_width(MIN_DESIGN_WIDTH);
@@ -166,8 +170,8 @@ pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>, rounds: Opti
         kprintln!("{}", Line(w, &row));
     }
     match host_cores {
-        Some(c) => kprintln!("vcpus={vcpus} host_cores={c} lock={lock}"),
-        None => kprintln!("vcpus={vcpus} host_cores=? lock={lock}"),
+        Some(c) => kprintln!("vcpus={vcpus} host_cores={c} lock={lock} frontend={frontend}"),
+        None => kprintln!("vcpus={vcpus} host_cores=? lock={lock} frontend={frontend}"),
     }
     if let Some(c) = host_cores.filter(|&c| (c as usize) < vcpus) {
         kprintln!(
