@@ -15,13 +15,14 @@
 //!   every second round backwards ([`bench::rounds`]). Its title names the
 //!   frontend and the lock; then one table of each design's median round
 //!   (ops/s and per-op counters), a line `vcpus=V host_cores=C lock=K
-//!   frontend=F` (C
-//!   from `host_cores=`, `?` without it), when V > C `overcommit: V vCPUs
-//!   on C host cores`, the lock and why ([`kernel::demotable::demo_lock`]:
-//!   the figures' qspinlock unless `lock=` or overcommit says otherwise),
-//!   then per design its median, min–max and per-round ratio to the
-//!   baseline, a sign test per pair of designs and the pairs it cannot tell
-//!   apart.
+//!   frontend=F` (C from `host_cores=`, `?` without it), when V > C
+//!   `overcommit: V vCPUs on C host cores`, the lock and why
+//!   ([`kernel::demotable::demo_lock`]: the figures' qspinlock unless
+//!   `lock=` or overcommit says otherwise), then per design its median,
+//!   min–max and per-round ratio to the baseline (windows below a tenth of
+//!   their design's median flagged and left out of the ratios), a sign
+//!   test per pair of designs with Holm's correction over the pairs, and
+//!   the pairs it cannot tell apart.
 //!
 //! Touches: the console, the fs crate's trace switch and a fresh tmpfs per
 //! design; the table runs `bench` through [`crate::benchrun`] and is laid
@@ -32,9 +33,11 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use bench::params::{Bench, Design, Frontend, LockKind, Params};
-use bench::rounds::{PairLine, Rounds, RoundsHeader, RoundsLine, Verdict, Window};
+use bench::rounds::{
+    Flagged, PairLine, PairsHeader, Rounds, RoundsHeader, RoundsLine, Verdict, Window,
+};
 use fs::vfs::Vfs;
-use kernel::demotable::{demo_lock, Header, Line, Row, MIN_DESIGN_WIDTH};
+use kernel::demotable::{demo_lock, Header, Line, Row, MIN_DESIGN_WIDTH, TABLE_ROUNDS};
 
 use crate::benchrun;
 use crate::console::kprintln;
@@ -97,14 +100,12 @@ pub fn trace_demo(keep_on: bool) -> bool {
     ok
 }
 
-/// Rounds of the table: 7, so that the sign test can tell two designs
-/// apart (7 of 7 rounds the same way: p = 0.016; 5 rounds never could).
-pub const TABLE_ROUNDS: usize = 7;
 /// Each window's warm-up, seconds (a fresh tmpfs per window).
 pub const TABLE_WARMUP_S: u32 = 1;
-/// Each window's measured seconds: 7 rounds of 4 designs of 1 + 2 s are
-/// 84 s, and each window's fresh tmpfs, shrink and grace period add to it:
-/// about two minutes under TCG on a busy 2-core host.
+/// Each window's measured seconds: [`TABLE_ROUNDS`] (8) rounds of 4
+/// designs of 1 + 2 s are 96 s, and each window's fresh tmpfs, shrink and
+/// grace period add to it: about two minutes under TCG on a busy 2-core
+/// host.
 pub const TABLE_SECS: u32 = 2;
 
 /// `demo=table` (`host_cores`: what `host_cores=` said; `asked`: what
@@ -187,15 +188,13 @@ pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>, rounds: Opti
     for (i, name) in names.iter().enumerate() {
         kprintln!("{}", RoundsLine(w, &rounds, i, 0, name));
     }
-    let pairs = rounds.pairs();
-    kprintln!(
-        "pairs (exact sign test over the {} paired rounds; told apart when two-sided p <= 0.05):",
-        rounds.rounds()
-    );
-    for p in &pairs {
-        kprintln!("{}", PairLine(p, &names));
+    kprintln!("{}", Flagged(&rounds, &names));
+    let tested = rounds.tested();
+    kprintln!("{}", PairsHeader(rounds.rounds(), tested.len()));
+    for t in &tested {
+        kprintln!("{}", PairLine(t, &names));
     }
-    kprintln!("{}", Verdict(&pairs, &names));
+    kprintln!("{}", Verdict(&tested, &names));
     true
 }
 
