@@ -144,7 +144,7 @@ test-designs: build-qemu-run
 # `selftest` under `--accel kvm` on 2 vCPUs and `demo=table` under KVM
 # (qemu/tests/guest_kvm.rs): passed or skipped with the kernel's reason, none
 # failed. Not in `make test`: under the instruction-emulating /dev/kvm of our
-# test machines they take 80-100 s each (make test runs the 1-vCPU selftest
+# test machines they take 80-120 s each (make test runs the 1-vCPU selftest
 # under KVM only).
 test-kvm: build-kernel
 	REQUIRE_FIXTURES=1 $(CARGO) test --release -p qemu --test guest_kvm -- --include-ignored

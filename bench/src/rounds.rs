@@ -12,15 +12,26 @@
 //! min–max), and for every pair of designs an exact sign test over the
 //! paired rounds, which says whether the run can tell the two apart.
 //!
-//! The rule for "told apart": two designs are told apart when the exact
-//! two-sided sign test over the rounds in which they differ gives p ≤ 0.05
-//! (no distribution assumed: the rounds of one run are few and the host's
-//! noise is neither normal nor steady). With n rounds that takes every
-//! round going the same way once n ≤ 8: 2·2^−n is 0.031 at 6 rounds and
-//! 0.016 at 7, while 6 of 7 gives 0.125; at 5 rounds or fewer nothing can
-//! be told apart. The test is per pair, not corrected for the number of
-//! pairs: two designs that do the same work are split by chance in one run
-//! in about 1/64 at 7 rounds.
+//! The rule for "told apart": every pair of one table is a test of one
+//! family, and the family-wise error is held at [`ALPHA`] (0.05) by Holm's
+//! step-down correction ([`holm`]). Each pair's exact two-sided sign test
+//! over the rounds in which the two differ gives a raw p (no distribution
+//! assumed: the rounds of one run are few and the host's noise is neither
+//! normal nor steady); sorted by p, the pair of rank i (1-based) of m is
+//! told apart when its p ≤ α/(m − i + 1) and so was every pair ranked
+//! before it. Without it, at 7 rounds and p ≤ 0.05 per pair, each pair
+//! of designs that do the same work was split by chance in one run in 64,
+//! and some pair of the six in up to one run in eleven. With 6 pairs the
+//! smallest p must reach 0.05/6 = 0.0083: every round the same way gives
+//! 2·2^−n, 0.0156 at 7 rounds (never enough) and 0.0078 at 8; one round
+//! the other way gives 0.070 at 8 rounds and 0.039 at 9, which only the
+//! last rank's 0.05 admits.
+//!
+//! A round whose baseline window measured below a tenth of the baseline's
+//! median ([`Rounds::baseline_outliers`]: a stall of the host, not of the
+//! design) would divide every other design by almost nothing; its ratios
+//! are left out of the ÷base columns and the lines say so. The sign test
+//! keeps the round: it uses only which design was higher.
 //!
 //! Integer arithmetic only (the kernel has no floats): ratios are in
 //! thousandths. Touches nothing.
@@ -34,8 +45,14 @@ use formats::output::PerOpCounts;
 /// `u128` up to here).
 pub const MAX_ROUNDS: usize = 64;
 
-/// The two-sided p at or below which a pair is told apart, as a fraction.
+/// The family-wise error of one table's pair tests, as a fraction: Holm's
+/// correction holds the chance of telling any pair apart wrongly at or
+/// below it.
 pub const ALPHA: (u128, u128) = (5, 100);
+
+/// A baseline window below `1/OUTLIER_FRACTION` of the baseline's median
+/// is an outlier ([`Rounds::baseline_outliers`]).
+pub const OUTLIER_FRACTION: u64 = 10;
 
 /// The design indices of round `round` (0-based) of `designs` designs:
 /// registry order in even rounds, backwards in odd ones.
@@ -165,6 +182,47 @@ impl Rounds {
             .collect()
     }
 
+    /// The rounds (0-based) in which design `d`'s window measured below
+    /// 1/[`OUTLIER_FRACTION`] of its median: a stall of the host rather
+    /// than the design's rate, which a ratio against it would turn into a
+    /// thousandfold gap.
+    pub fn outliers(&self, d: usize) -> Vec<usize> {
+        let ops = self.ops(d);
+        let Some(s) = Spread::of(&ops) else {
+            return Vec::new();
+        };
+        (0..ops.len())
+            .filter(|&r| ops[r].saturating_mul(OUTLIER_FRACTION) < s.median)
+            .collect()
+    }
+
+    /// The rounds a ratio of `a` and `b` leaves out: those in which either
+    /// window is an outlier of its design ([`Rounds::outliers`]), sorted.
+    pub fn left_out(&self, a: usize, b: usize) -> Vec<usize> {
+        let mut v = self.outliers(a);
+        v.extend(self.outliers(b));
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// [`Rounds::ratios`] without the rounds [`Rounds::left_out`] names.
+    pub fn kept_ratios(&self, a: usize, b: usize) -> Vec<u64> {
+        let out = self.left_out(a, b);
+        self.ratios(a, b)
+            .into_iter()
+            .enumerate()
+            .filter(|(r, _)| !out.contains(r))
+            .map(|(_, q)| q)
+            .collect()
+    }
+
+    /// Every pair's sign test, corrected for the family by Holm
+    /// ([`holm`]), in registry order.
+    pub fn tested(&self) -> Vec<Tested> {
+        holm(&self.pairs())
+    }
+
     /// The sign test of design `a` against design `b` over the rounds.
     pub fn compare(&self, a: usize, b: usize) -> Pair {
         let (xs, ys) = (self.ops(a), self.ops(b));
@@ -177,7 +235,7 @@ impl Rounds {
             above,
             below,
             ties: xs.len() - above - below,
-            ratio: Spread::of(&self.ratios(hi, lo)),
+            ratio: Spread::of(&self.kept_ratios(hi, lo)),
         }
     }
 
@@ -193,7 +251,8 @@ impl Rounds {
 
 /// One pair's sign test: in how many rounds `a` measured above `b`, below,
 /// and equal, and per round the ops/s of the design higher in more rounds
-/// ÷ the other's ([`Pair::higher_first`]).
+/// ÷ the other's ([`Pair::higher_first`]; without the rounds
+/// [`Rounds::left_out`] names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pair {
     pub a: usize,
@@ -207,7 +266,9 @@ pub struct Pair {
 impl Pair {
     /// The exact two-sided sign-test p as a fraction (numerator,
     /// denominator): 2 · P(X ≤ min(above, below)) for X ~ Bin(n, ½), n the
-    /// rounds without a tie, at most 1; (1, 1) when every round tied.
+    /// rounds without a tie; (1, 1) when that reaches 1 or every round
+    /// tied, so that below 1 the numerator is under 2^64 and two p
+    /// cross-multiply within `u128`.
     pub fn p(&self) -> (u128, u128) {
         let n = (self.above + self.below).min(MAX_ROUNDS);
         if n == 0 {
@@ -216,11 +277,15 @@ impl Pair {
         let k = self.above.min(self.below);
         let tail: u128 = (0..=k).map(|i| binomial(n, i)).sum();
         let den = 1u128 << n;
-        ((2 * tail).min(den), den)
+        if 2 * tail >= den {
+            return (1, 1);
+        }
+        (2 * tail, den)
     }
 
-    /// Told apart: p ≤ [`ALPHA`].
-    pub fn told_apart(&self) -> bool {
+    /// Uncorrected: p ≤ [`ALPHA`], as if this pair were the only test of
+    /// the table. What the table prints is Holm's verdict ([`holm`]).
+    pub fn told_apart_alone(&self) -> bool {
         let (num, den) = self.p();
         num * ALPHA.1 <= ALPHA.0 * den
     }
@@ -243,6 +308,85 @@ fn binomial(n: usize, k: usize) -> u128 {
     }
     let k = k.min(n - k);
     (0..k).fold(1u128, |c, i| c * (n - i) as u128 / (i + 1) as u128)
+}
+
+/// One pair of a table's family after Holm's step-down correction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tested {
+    pub pair: Pair,
+    /// Its place among the family's p, smallest first, 1-based (equal p
+    /// keep registry order).
+    pub rank: usize,
+    /// How many pairs the family holds.
+    pub of: usize,
+    /// Its p ≤ its rank's threshold ([`Tested::threshold`]).
+    pub met: bool,
+    /// Told apart: it met its threshold and so did every pair ranked
+    /// before it (the step-down stops at the first miss).
+    pub apart: bool,
+}
+
+impl Tested {
+    /// Holm's threshold for its rank, α/(of − rank + 1), as a fraction.
+    pub fn threshold(&self) -> (u128, u128) {
+        let left = self.of.saturating_sub(self.rank) + 1;
+        (ALPHA.0, ALPHA.1 * left as u128)
+    }
+}
+
+/// `a` ≤ `b` for fractions whose numerators stay under 2^64 and whose
+/// denominators are at most 2^64 ([`Pair::p`], [`Tested::threshold`]).
+fn frac_le(a: (u128, u128), b: (u128, u128)) -> bool {
+    a.0 * b.1 <= b.0 * a.1
+}
+
+/// Holm's step-down over one family of pairs, returned in `pairs`' order:
+/// sorted by p, the pair of rank i of m is told apart when its p ≤
+/// α/(m − i + 1) and every pair ranked before it was told apart. This
+/// holds the chance of telling any pair apart wrongly at or below
+/// [`ALPHA`] whatever the pairs' dependence.
+pub fn holm(pairs: &[Pair]) -> Vec<Tested> {
+    let m = pairs.len();
+    let mut by_p: Vec<usize> = (0..m).collect();
+    // A stable sort: equal p keep registry order.
+    by_p.sort_by(|&i, &j| {
+        let (a, b) = (pairs[i].p(), pairs[j].p());
+        (a.0 * b.1).cmp(&(b.0 * a.1))
+    });
+    let mut out: Vec<Tested> = pairs
+        .iter()
+        .map(|&pair| Tested {
+            pair,
+            rank: 0,
+            of: m,
+            met: false,
+            apart: false,
+        })
+        .collect();
+    let mut still = true;
+    for (r, &i) in by_p.iter().enumerate() {
+        let t = &mut out[i];
+        t.rank = r + 1;
+        t.met = frac_le(t.pair.p(), t.threshold());
+        still &= t.met;
+        t.apart = still;
+    }
+    out
+}
+
+/// A fraction as `x.yyyy`, rounded to ten-thousandths.
+pub struct Frac4(pub (u128, u128));
+
+impl fmt::Display for Frac4 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (num, den) = self.0;
+        let t = num
+            .saturating_mul(10_000)
+            .saturating_add(den / 2)
+            .checked_div(den)
+            .unwrap_or(0);
+        write!(f, "{}.{:04}", t / 10_000, t % 10_000)
+    }
 }
 
 /// Thousandths as `x.yyy`.
@@ -310,7 +454,10 @@ impl fmt::Display for RoundsHeader {
 }
 
 /// Design `.2`'s line of the per-round table against the baseline `.3`,
-/// the design column `.0` wide, named `.4`.
+/// the design column `.0` wide, named `.4`. The ÷base columns leave out
+/// the rounds [`Rounds::left_out`] names, and the line then ends with
+/// `  flagged: …` naming them (for the baseline: its own outlier rounds
+/// and their ops/s); rounds are numbered from 1.
 pub struct RoundsLine<'a>(pub usize, pub &'a Rounds, pub usize, pub usize, pub &'a str);
 
 impl fmt::Display for RoundsLine<'_> {
@@ -329,7 +476,7 @@ impl fmt::Display for RoundsLine<'_> {
         if d == base {
             write!(f, " {:>12} {:>19}", "baseline", "")?;
         } else {
-            let q = Spread::of(&r.ratios(d, base)).unwrap_or(Spread {
+            let q = Spread::of(&r.kept_ratios(d, base)).unwrap_or(Spread {
                 median: 0,
                 min: 0,
                 max: 0,
@@ -346,38 +493,114 @@ impl fmt::Display for RoundsLine<'_> {
             min: 0,
             max: 0,
         });
-        write!(f, " {:>17}", Range(Milli(a.min), Milli(a.max)))
+        write!(f, " {:>17}", Range(Milli(a.min), Milli(a.max)))?;
+        if d == base {
+            let ops = r.ops(d);
+            for (i, round) in r.outliers(d).into_iter().enumerate() {
+                let lead = if i == 0 { "  flagged: outlier" } else { "," };
+                write!(f, "{lead} round {} ({} ops/s)", round + 1, ops[round])?;
+            }
+        } else {
+            for (i, round) in r.left_out(d, base).into_iter().enumerate() {
+                let lead = if i == 0 {
+                    "  flagged: ÷base leaves out"
+                } else {
+                    ","
+                };
+                write!(f, "{lead} round {}", round + 1)?;
+            }
+        }
+        Ok(())
     }
 }
 
-/// One pair's line: `  higher > lower  k of n rounds  ÷ median [min–max]
-/// p=… ` and, when the run cannot tell them apart, `≈` and the words.
-pub struct PairLine<'a>(pub &'a Pair, pub &'a [&'a str]);
+/// The line under the per-round table that says which windows were
+/// flagged as outliers (below 1/[`OUTLIER_FRACTION`] of their design's
+/// median) and what that changed, for the designs named `.1`.
+pub struct Flagged<'a>(pub &'a Rounds, pub &'a [&'a str]);
+
+impl fmt::Display for Flagged<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Flagged(r, names) = *self;
+        let mut any = false;
+        f.write_str("flagged:")?;
+        for d in 0..r.designs() {
+            let ops = r.ops(d);
+            let median = Spread::of(&ops).map_or(0, |s| s.median);
+            for round in r.outliers(d) {
+                write!(
+                    f,
+                    "{} {} round {} at {} ops/s (its median {median})",
+                    if any { "," } else { "" },
+                    names.get(d).copied().unwrap_or("?"),
+                    round + 1,
+                    ops[round]
+                )?;
+                any = true;
+            }
+        }
+        if any {
+            write!(
+                f,
+                ": below a tenth of the design's median, so ratios against those windows are left out of ÷base and the pairs' ratio ranges; the sign tests keep them (they use only which design was higher)"
+            )
+        } else {
+            f.write_str(" none (no window below a tenth of its design's median)")
+        }
+    }
+}
+
+/// The line above the pairs: the test, the rounds and the correction.
+pub struct PairsHeader(pub usize, pub usize);
+
+impl fmt::Display for PairsHeader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let PairsHeader(rounds, m) = *self;
+        write!(
+            f,
+            "pairs (exact sign test over the {rounds} paired rounds; Holm–Bonferroni over the {m} pairs, family-wise alpha {}: the pair of rank i by p is told apart when p <= {}/({m} - i + 1) and every pair ranked before it was):",
+            Frac4(ALPHA),
+            Frac4(ALPHA),
+        )
+    }
+}
+
+/// One pair's line: `  higher > lower: higher in k of n rounds, ratio
+/// median … [min–max], p=…, holm rank r of m needs p <= t: met` and, when
+/// Holm does not tell them apart, `≈`, `missed` (or `met, but a smaller p
+/// missed`) and `: cannot tell apart`.
+pub struct PairLine<'a>(pub &'a Tested, pub &'a [&'a str]);
 
 impl fmt::Display for PairLine<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let p = self.0;
+        let t = self.0;
+        let p = &t.pair;
         let name = |i: usize| self.1.get(i).copied().unwrap_or("?");
         let (hi, lo) = p.higher_first();
         let (k, n) = (p.above.max(p.below), p.above + p.below + p.ties);
-        let apart = p.told_apart();
-        let (num, den) = p.p();
-        let p_milli = ((num * 1000 + den / 2) / den) as u64;
         let ratio = p.ratio;
         write!(
             f,
-            "  {} {} {}: higher in {k} of {n} rounds, ratio median {} [{}], p={}",
+            "  {} {} {}: higher in {k} of {n} rounds, ratio median {} [{}], p={}, holm rank {} of {} needs p <= {}: {}",
             name(hi),
-            if apart { ">" } else { "≈" },
+            if t.apart { ">" } else { "≈" },
             name(lo),
             Milli(ratio.map_or(0, |s| s.median)),
             Range(
                 Milli(ratio.map_or(0, |s| s.min)),
                 Milli(ratio.map_or(0, |s| s.max))
             ),
-            Milli(p_milli)
+            Frac4(p.p()),
+            t.rank,
+            t.of,
+            Frac4(t.threshold()),
+            match (t.met, t.apart) {
+                (true, true) => "met",
+                (true, false) => "met, but a smaller p missed",
+                (false, _) => "missed",
+            }
         )?;
-        if !apart {
+        if !t.apart {
             f.write_str(": cannot tell apart")?;
         }
         Ok(())
@@ -385,16 +608,16 @@ impl fmt::Display for PairLine<'_> {
 }
 
 /// The closing line: `cannot tell apart: a ≈ b, …` or that every pair
-/// was told apart.
-pub struct Verdict<'a>(pub &'a [Pair], pub &'a [&'a str]);
+/// was told apart (after Holm's correction).
+pub struct Verdict<'a>(pub &'a [Tested], pub &'a [&'a str]);
 
 impl fmt::Display for Verdict<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = |i: usize| self.1.get(i).copied().unwrap_or("?");
         let mut first = true;
         f.write_str("cannot tell apart:")?;
-        for p in self.0.iter().filter(|p| !p.told_apart()) {
-            let (hi, lo) = p.higher_first();
+        for t in self.0.iter().filter(|t| !t.apart) {
+            let (hi, lo) = t.pair.higher_first();
             write!(
                 f,
                 "{} {} ≈ {}",
@@ -514,17 +737,19 @@ mod tests {
         assert_eq!(pair(1, 6, 0).p(), (16, 128));
         assert_eq!(pair(6, 0, 0).p(), (2, 64));
         assert_eq!(pair(0, 5, 0).p(), (2, 32));
-        assert_eq!(pair(4, 3, 0).p(), (128, 128));
+        assert_eq!(pair(4, 3, 0).p(), (1, 1));
         assert_eq!(pair(0, 0, 7).p(), (1, 1));
-        assert!(pair(7, 0, 0).told_apart());
-        assert!(pair(0, 6, 0).told_apart());
-        assert!(!pair(6, 1, 0).told_apart());
+        assert_eq!(pair(8, 0, 0).p(), (2, 256));
+        assert!(pair(7, 0, 0).told_apart_alone());
+        assert!(pair(0, 6, 0).told_apart_alone());
+        assert!(!pair(6, 1, 0).told_apart_alone());
         // Five rounds cannot tell anything apart, however large the gap.
-        assert!(!pair(5, 0, 0).told_apart());
+        assert!(!pair(5, 0, 0).told_apart_alone());
         // A tie is no evidence either way: 6 of 6 with one tie still counts.
-        assert!(pair(6, 0, 1).told_apart());
+        assert!(pair(6, 0, 1).told_apart_alone());
         // 8 of 9: 2*10/512 = 0.039.
-        assert!(pair(8, 1, 0).told_apart());
+        assert!(pair(8, 1, 0).told_apart_alone());
+        assert_eq!(pair(40, 24, 0).p().1, 1 << 64);
         assert_eq!(binomial(64, 32), 1_832_624_140_942_590_534);
     }
 
@@ -532,38 +757,167 @@ mod tests {
     fn designs_that_trade_places_are_reported_as_not_told_apart() {
         let names = ["transient", "negative", "noalloc", "negbound"];
         let r = rounds(&[
-            &[230, 250, 217, 339, 300, 260, 240],
-            &[1400, 1500, 1300, 1600, 1450, 1550, 1480],
-            &[1800, 1900, 1700, 2000, 1850, 1950, 1870],
-            &[1410, 1490, 1320, 1580, 1460, 1540, 1470],
+            &[230, 250, 217, 339, 300, 260, 240, 235],
+            &[1400, 1500, 1300, 1600, 1450, 1550, 1480, 1420],
+            &[1800, 1900, 1700, 2000, 1850, 1950, 1870, 1820],
+            &[1410, 1490, 1320, 1580, 1460, 1540, 1470, 1425],
         ]);
-        let pairs = r.pairs();
-        assert_eq!(pairs.len(), 6);
-        let neg_bound = pairs.iter().find(|p| (p.a, p.b) == (1, 3)).unwrap();
-        assert_eq!((neg_bound.above, neg_bound.below), (4, 3));
-        assert!(!neg_bound.told_apart());
-        assert!(pairs
+        let tested = r.tested();
+        assert_eq!(tested.len(), 6);
+        let neg_bound = tested
             .iter()
-            .filter(|p| (p.a, p.b) != (1, 3))
-            .all(Pair::told_apart));
+            .find(|t| (t.pair.a, t.pair.b) == (1, 3))
+            .unwrap();
+        assert_eq!((neg_bound.pair.above, neg_bound.pair.below), (4, 4));
+        assert!(!neg_bound.apart);
+        assert!(tested
+            .iter()
+            .filter(|t| (t.pair.a, t.pair.b) != (1, 3))
+            .all(|t| t.apart));
         assert_eq!(
-            Verdict(&pairs, &names).to_string(),
+            Verdict(&tested, &names).to_string(),
             "cannot tell apart: negative ≈ negbound"
         );
         assert_eq!(
             PairLine(neg_bound, &names).to_string(),
-            "  negative ≈ negbound: higher in 4 of 7 rounds, ratio median 1.006 [0.985–1.013], p=1.000: cannot tell apart"
+            "  negative ≈ negbound: higher in 4 of 8 rounds, ratio median 0.996 [0.985–1.013], p=1.0000, holm rank 6 of 6 needs p <= 0.0500: missed: cannot tell apart"
         );
-        let noalloc = pairs.iter().find(|p| (p.a, p.b) == (1, 2)).unwrap();
+        let noalloc = tested
+            .iter()
+            .find(|t| (t.pair.a, t.pair.b) == (1, 2))
+            .unwrap();
         assert_eq!(
             PairLine(noalloc, &names).to_string(),
-            "  noalloc > negative: higher in 7 of 7 rounds, ratio median 1.267 [1.250–1.308], p=0.016"
+            "  noalloc > negative: higher in 8 of 8 rounds, ratio median 1.267 [1.250–1.308], p=0.0078, holm rank 4 of 6 needs p <= 0.0167: met"
         );
-        let all_apart = rounds(&[&[1, 1, 1, 1, 1, 1], &[2, 2, 2, 2, 2, 2]]);
+        let all_apart = rounds(&[&[1; 8], &[2; 8]]);
         assert_eq!(
-            Verdict(&all_apart.pairs(), &names).to_string(),
+            Verdict(&all_apart.tested(), &names).to_string(),
             "cannot tell apart: none (every pair told apart)"
         );
+        // Seven rounds of six pairs can tell nothing apart: 7 of 7 is
+        // p = 0.0156, above the first rank's 0.05/6.
+        let seven = rounds(&[&[1; 7], &[2; 7], &[3; 7], &[4; 7]]);
+        assert!(seven
+            .tested()
+            .iter()
+            .all(|t| !t.apart && t.pair.told_apart_alone()));
+    }
+
+    fn pair(above: usize, below: usize) -> Pair {
+        Pair {
+            a: 0,
+            b: 1,
+            above,
+            below,
+            ties: 0,
+            ratio: None,
+        }
+    }
+
+    #[test]
+    fn holm_keeps_a_pair_that_one_uncorrected_test_would_tell_apart() {
+        // 8 of 9 rounds: p = 0.039 <= 0.05 alone, but among 6 pairs it
+        // ranks first and needs 0.05/6.
+        let mut family = vec![pair(8, 1)];
+        family.extend([pair(5, 4); 5]);
+        assert!(family[0].told_apart_alone());
+        let t = holm(&family);
+        assert_eq!((t[0].rank, t[0].of), (1, 6));
+        assert_eq!(t[0].threshold(), (5, 600));
+        assert!(!t[0].met && !t[0].apart);
+        assert!(t.iter().all(|t| !t.apart));
+        // Alone in its family the same pair is told apart.
+        let alone = holm(&[pair(8, 1)]);
+        assert!(alone[0].met && alone[0].apart);
+        // 8 of 8 (p = 0.0078) passes even the first rank of six.
+        let mut family = vec![pair(8, 0)];
+        family.extend([pair(4, 4); 5]);
+        assert!(holm(&family)[0].apart);
+    }
+
+    #[test]
+    fn holm_steps_down_in_order_of_p_and_stops_at_the_first_miss() {
+        // In registry order: p = 0.039, 0.0039, 1, 0.0156, 1, 1. By p:
+        // 0.0039 (rank 1, needs 0.0083: met), 0.0156 (rank 2, needs 0.01:
+        // missed), 0.039 (rank 3, needs 0.0125: missed), then the p = 1s.
+        let family = [
+            pair(8, 1),
+            pair(0, 9),
+            pair(2, 2),
+            pair(7, 0),
+            pair(3, 3),
+            pair(1, 1),
+        ];
+        let t = holm(&family);
+        let ranks: Vec<usize> = t.iter().map(|t| t.rank).collect();
+        // Equal p (the three 1s) keep registry order.
+        assert_eq!(ranks, vec![3, 1, 4, 2, 5, 6]);
+        assert!(t[1].met && t[1].apart);
+        assert!(!t[3].met && !t[3].apart);
+        assert!(!t[0].met && !t[0].apart);
+        // A pair that meets its own rank's threshold after a miss is still
+        // not told apart: 0.039 <= 0.05 at the last rank.
+        let mut family = vec![pair(9, 0), pair(7, 0)];
+        family.extend([pair(1, 9); 3]);
+        family.push(pair(8, 1));
+        let t = holm(&family);
+        // p: 0.0039, 0.0156, 0.0215 ×3, 0.039: the 0.0156 misses 0.01.
+        assert_eq!(t[5].rank, 6);
+        assert!(t[5].met && !t[5].apart);
+        let names = ["a", "b"];
+        let mut line = t[5];
+        line.pair.ratio = Some(Spread {
+            median: 1100,
+            min: 900,
+            max: 1300,
+        });
+        assert_eq!(
+            PairLine(&line, &names).to_string(),
+            "  a ≈ b: higher in 8 of 9 rounds, ratio median 1.100 [0.900–1.300], p=0.0391, holm rank 6 of 6 needs p <= 0.0500: met, but a smaller p missed: cannot tell apart"
+        );
+        assert_eq!(
+            PairsHeader(8, 6).to_string(),
+            "pairs (exact sign test over the 8 paired rounds; Holm–Bonferroni over the 6 pairs, family-wise alpha 0.0500: the pair of rank i by p is told apart when p <= 0.0500/(6 - i + 1) and every pair ranked before it was):"
+        );
+    }
+
+    #[test]
+    fn a_stalled_baseline_window_is_flagged_and_left_out_of_the_ratios() {
+        let names = ["transient", "negative"];
+        // Round 3's baseline measured 20 ops/s against a median of 240.
+        let r = rounds(&[&[230, 250, 20, 260, 240], &[1400, 1500, 1300, 1600, 1450]]);
+        assert_eq!(r.outliers(0), vec![2]);
+        assert_eq!(r.outliers(1), Vec::<usize>::new());
+        assert_eq!(r.left_out(1, 0), vec![2]);
+        assert_eq!(r.ratios(1, 0)[2], 65_000);
+        let q = Spread::of(&r.kept_ratios(1, 0)).unwrap();
+        assert_eq!((q.min, q.max), (6000, 6154));
+        assert_eq!(r.compare(1, 0).ratio.unwrap().max, 6154);
+        // The sign test keeps the round.
+        assert_eq!(r.compare(1, 0).below + r.compare(1, 0).above, 5);
+        let base = RoundsLine(10, &r, 0, 0, "transient").to_string();
+        let other = RoundsLine(10, &r, 1, 0, "negative").to_string();
+        assert!(
+            base.ends_with("0.500–0.500  flagged: outlier round 3 (20 ops/s)"),
+            "{base}"
+        );
+        assert!(
+            other.ends_with("0.000–0.000  flagged: ÷base leaves out round 3"),
+            "{other}"
+        );
+        assert!(other.contains("6.000–6.154"), "{other}");
+        assert!(Flagged(&r, &names)
+            .to_string()
+            .starts_with("flagged: transient round 3 at 20 ops/s (its median 240): below a tenth"));
+        let calm = rounds(&[&[230, 250, 240], &[1400, 1500, 1450]]);
+        assert_eq!(
+            Flagged(&calm, &names).to_string(),
+            "flagged: none (no window below a tenth of its design's median)"
+        );
+        assert!(!RoundsLine(10, &calm, 1, 0, "negative")
+            .to_string()
+            .contains("flagged"));
     }
 
     #[test]

@@ -135,7 +135,7 @@ pub const KEYS: &[Key<Draft>] = &[
     Key {
         name: "demo",
         syntax: Values::Text("trace|table|pingpong"),
-        help: "trace: trace stat(\"/a/b/missing\") per design; table: statneg per design in 7 interleaved rounds, medians, per-round ratios and the pairs it cannot tell apart; pingpong: cache-line transfer ns between CPUs 0 and 1",
+        help: "trace: trace stat(\"/a/b/missing\") per design; table: statneg (frontend=stat) per design in 8 interleaved rounds, medians, per-round ratios and the pairs it cannot tell apart; pingpong: cache-line transfer ns between CPUs 0 and 1",
         kind: Kind::Value(|d, v| {
             d.config.demo = Some(value::one_of(
                 v,
@@ -151,10 +151,15 @@ pub const KEYS: &[Key<Draft>] = &[
     },
     Key {
         name: "rounds",
-        syntax: Values::Text("1..7"),
-        help: "with demo=table: its rounds (default 7; fewer for a smoke: the rows and the status, no pair told apart)",
+        syntax: Values::Text("1..8"),
+        help: "with demo=table: its rounds (default 8; fewer for a smoke: the rows and the status, no pair told apart)",
         kind: Kind::Value(|d, v| {
-            d.config.rounds = Some(value::int_in(v, 1, 7, "an integer from 1 to 7")? as u32);
+            d.config.rounds = Some(value::int_in(
+                v,
+                1,
+                crate::demotable::TABLE_ROUNDS as u64,
+                "an integer from 1 to 8",
+            )? as u32);
             Ok(())
         }),
     },
@@ -528,7 +533,11 @@ mod tests {
         assert_eq!(parse("demo=table").unwrap().rounds, None);
         assert_eq!(parse("demo=table rounds=1").unwrap().rounds, Some(1));
         assert!(parse("demo=table rounds=0").is_err());
-        assert!(parse("demo=table rounds=8").is_err());
+        assert_eq!(
+            parse("demo=table rounds=8").unwrap().rounds,
+            Some(crate::demotable::TABLE_ROUNDS as u32)
+        );
+        assert!(parse("demo=table rounds=9").is_err());
         assert_eq!(
             parse("demo=trace rounds=2"),
             Err(CmdlineError::Needs {

@@ -8,17 +8,21 @@
 //!   `== design D`, and the trace of `stat("/a/b/missing")` done twice (the
 //!   second shows what the first left behind: the negative design's cached
 //!   dentry answers it).
-//! - `demo=table` (`make run`'s default): statneg on min(4, CPUs) tasks in
-//!   [`TABLE_ROUNDS`] rounds (`rounds=N` fewer); a round runs every design once (a warm-up and
-//!   a measured window each), every second round backwards
-//!   ([`bench::rounds`]). Prints one table of each design's median round
-//!   (ops/s and per-op counters), a line `vcpus=V host_cores=C lock=K` (C
-//!   from `host_cores=`, `?` without it), when V > C `overcommit: V vCPUs
-//!   on C host cores`, the lock and why ([`kernel::demotable::demo_lock`]:
-//!   the figures' qspinlock unless `lock=` or overcommit says otherwise),
-//!   then per design its median, min–max and per-round ratio to the
-//!   baseline, a sign test per pair of designs and the pairs it cannot tell
-//!   apart.
+//! - `demo=table` (`make run`'s default): statneg through the default
+//!   frontend (`stat`: the system call path, `bench::params::Frontend`) on
+//!   min(4, CPUs) tasks in [`TABLE_ROUNDS`] rounds (`rounds=N` fewer); a
+//!   round runs every design once (a warm-up and a measured window each),
+//!   every second round backwards ([`bench::rounds`]). Its title names the
+//!   frontend and the lock; then one table of each design's median round
+//!   (ops/s and per-op counters), a line `vcpus=V host_cores=C lock=K
+//!   frontend=F` (C from `host_cores=`, `?` without it), when V > C
+//!   `overcommit: V vCPUs on C host cores`, the lock and why
+//!   ([`kernel::demotable::demo_lock`]: the figures' qspinlock unless
+//!   `lock=` or overcommit says otherwise), then per design its median,
+//!   min–max and per-round ratio to the baseline (windows below a tenth of
+//!   their design's median flagged and left out of the ratios), a sign
+//!   test per pair of designs with Holm's correction over the pairs, and
+//!   the pairs it cannot tell apart.
 //!
 //! Touches: the console, the fs crate's trace switch and a fresh tmpfs per
 //! design; the table runs `bench` through [`crate::benchrun`] and is laid
@@ -28,10 +32,12 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
-use bench::params::{Bench, Design, LockKind, Params};
-use bench::rounds::{PairLine, Rounds, RoundsHeader, RoundsLine, Verdict, Window};
+use bench::params::{Bench, Design, Frontend, LockKind, Params};
+use bench::rounds::{
+    Flagged, PairLine, PairsHeader, Rounds, RoundsHeader, RoundsLine, Verdict, Window,
+};
 use fs::vfs::Vfs;
-use kernel::demotable::{demo_lock, Header, Line, Row, MIN_DESIGN_WIDTH};
+use kernel::demotable::{demo_lock, Header, Line, Row, MIN_DESIGN_WIDTH, TABLE_ROUNDS};
 
 use crate::benchrun;
 use crate::console::kprintln;
@@ -94,14 +100,12 @@ pub fn trace_demo(keep_on: bool) -> bool {
     ok
 }
 
-/// Rounds of the table: 7, so that the sign test can tell two designs
-/// apart (7 of 7 rounds the same way: p = 0.016; 5 rounds never could).
-pub const TABLE_ROUNDS: usize = 7;
 /// Each window's warm-up, seconds (a fresh tmpfs per window).
 pub const TABLE_WARMUP_S: u32 = 1;
-/// Each window's measured seconds: 7 rounds of 4 designs of 1 + 2 s are
-/// 84 s, and each window's fresh tmpfs, shrink and grace period add to it:
-/// about two minutes under TCG on a busy 2-core host.
+/// Each window's measured seconds: [`TABLE_ROUNDS`] (8) rounds of 4
+/// designs of 1 + 2 s are 96 s, and each window's fresh tmpfs, shrink and
+/// grace period add to it: about two minutes under TCG on a busy 2-core
+/// host.
 pub const TABLE_SECS: u32 = 2;
 
 /// `demo=table` (`host_cores`: what `host_cores=` said; `asked`: what
@@ -114,6 +118,7 @@ pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>, rounds: Opti
     let (lock, why) = demo_lock(asked, vcpus, host_cores);
     let designs: Vec<Design> = Design::all().collect();
     let names: Vec<&str> = designs.iter().map(|d| d.name()).collect();
+    let frontend = Frontend::DEFAULT;
     let mut rounds = Rounds::new(designs.len());
     for round in 0..table_rounds {
         for i in bench::rounds::order(designs.len(), round) {
@@ -126,7 +131,7 @@ pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>, rounds: Opti
                 lock,
                 pause: 0,
                 names: bench::params::DEFAULT_NAMES,
-                frontend: bench::params::Frontend::DEFAULT,
+                frontend,
             };
             // The will-it-scale block goes to the log only (debug level).
             let mut text = String::new();
@@ -150,7 +155,7 @@ pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>, rounds: Opti
         }
     }
     kprintln!(
-        "statneg (every task stats /nonexistent in a tmpfs), {table_rounds} rounds of {TABLE_WARMUP_S} s warm-up + {TABLE_SECS} s measured per design, designs interleaved (every second round backwards), this guest:"
+        "statneg frontend={frontend} lock={lock} (every task stat()s /nonexistent in a tmpfs through the system call path), {table_rounds} rounds of {TABLE_WARMUP_S} s warm-up + {TABLE_SECS} s measured per design, designs interleaved (every second round backwards), this guest:"
     );
     // The design column as wide as the registry's longest name.
     let w = fs::dcache::design::name_width(MIN_DESIGN_WIDTH);
@@ -166,8 +171,8 @@ pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>, rounds: Opti
         kprintln!("{}", Line(w, &row));
     }
     match host_cores {
-        Some(c) => kprintln!("vcpus={vcpus} host_cores={c} lock={lock}"),
-        None => kprintln!("vcpus={vcpus} host_cores=? lock={lock}"),
+        Some(c) => kprintln!("vcpus={vcpus} host_cores={c} lock={lock} frontend={frontend}"),
+        None => kprintln!("vcpus={vcpus} host_cores=? lock={lock} frontend={frontend}"),
     }
     if let Some(c) = host_cores.filter(|&c| (c as usize) < vcpus) {
         kprintln!(
@@ -183,15 +188,13 @@ pub fn table_demo(host_cores: Option<u32>, asked: Option<LockKind>, rounds: Opti
     for (i, name) in names.iter().enumerate() {
         kprintln!("{}", RoundsLine(w, &rounds, i, 0, name));
     }
-    let pairs = rounds.pairs();
-    kprintln!(
-        "pairs (exact sign test over the {} paired rounds; told apart when two-sided p <= 0.05):",
-        rounds.rounds()
-    );
-    for p in &pairs {
-        kprintln!("{}", PairLine(p, &names));
+    kprintln!("{}", Flagged(&rounds, &names));
+    let tested = rounds.tested();
+    kprintln!("{}", PairsHeader(rounds.rounds(), tested.len()));
+    for t in &tested {
+        kprintln!("{}", PairLine(t, &names));
     }
-    kprintln!("{}", Verdict(&pairs, &names));
+    kprintln!("{}", Verdict(&tested, &names));
     true
 }
 

@@ -4,7 +4,7 @@
 //! - `demo=table` on 2 vCPUs must end with the guest's own status 0
 //!   (`exit: status=0` on the console agreeing with QEMU's exit code),
 //!   whatever QEMU printed on stderr (`make test-kvm`; `#[ignore]`d in
-//!   `make test`: about 100 s of the demo's rounds, where the 1-vCPU
+//!   `make test`: about 120 s of the demo's 8 rounds, where the 1-vCPU
 //!   `selftest` below already checks the boot and the status mapping).
 //!
 //! - `selftest` on 1 vCPU (about 45 s here) and on 2 vCPUs (`make
@@ -57,7 +57,7 @@ fn boot(cmdline: &str, smp: u32, timeout: Duration) -> qemu::runner::Outcome {
 }
 
 #[test]
-#[ignore = "about 100 s of rounds under this machine's emulating KVM: run with `make test-kvm`"]
+#[ignore = "about 120 s of rounds under this machine's emulating KVM: run with `make test-kvm`"]
 fn demo_table_under_kvm_ends_with_the_guests_status() {
     if !kvm_usable("demo_table_under_kvm_ends_with_the_guests_status") {
         return;

@@ -38,7 +38,7 @@ pub struct Config {
     /// `demo=`: a demonstration to run.
     pub demo: Option<Demo>,
     /// `rounds=N`: with `demo=table`, its rounds (default
-    /// `demo::TABLE_ROUNDS`, 7; fewer for a smoke that only needs the
+    /// `demotable::TABLE_ROUNDS`, 8; fewer for a smoke that only needs the
     /// table's rows and exit status).
     pub rounds: Option<u32>,
     /// `stress=`: a stress test to run.
