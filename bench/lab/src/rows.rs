@@ -21,19 +21,33 @@
 //! that made the row: its result directory's name; a row read from a file
 //! without the column belongs to the directory `bench report` read it
 //! from), `loadavg` (the host's 1-minute load average, from `/proc/loadavg`,
-//! when the run ended), `steal` (the share of the host's CPU time stolen
-//! by its hypervisor while the run ran, in %, from `/proc/stat`) and
-//! `yields` (host mode's spin yields: a lock waiter gave its thread away,
-//! so there were more spinners than CPUs; 0 for a guest, which never
-//! yields); each of the three empty where the source cannot say.
+//! when the run ended: it mostly reflects the minute before, earlier runs
+//! included, so it is a record, not a test of the run), `steal` (the share
+//! of the host's CPU time stolen by its hypervisor while the run ran, in %,
+//! from `/proc/stat`) and `yields` (host mode's spin yields: a lock waiter
+//! gave its thread away, so there were more spinners than CPUs; 0 for a
+//! guest, which never yields); each of the three empty where the source
+//! cannot say. Then the run's own window, from just before its processes
+//! start to just after the last is waited for: `eff_cpus` (the CPU the
+//! run's processes used, user + system of every thread — host mode's and
+//! `linux-stat`'s tasks, or the whole QEMU process with its vCPU, I/O and
+//! translator threads for guest and linux-guest rows — divided by the
+//! window's wall seconds), `others_cpus` (the busy time of all host CPUs
+//! in the window, from `/proc/stat`, less the run's own, divided by the
+//! wall seconds: what everyone else used meanwhile, this sweep's own
+//! process included) and `loadavg_before` (the 1-minute load average when
+//! the window opened); empty where /proc cannot say. A linux-guest boot
+//! gives two rows (tmpfs and ext4) with one window, so both carry its
+//! figures.
 //!
-//! `rep`, `transfers`, `cpu_model`, `host_cores` and the last four came
-//! later, each appended: files written before them ([`HEADER_V1`], 17
-//! columns; [`HEADER_V2`], 18; [`HEADER_V3`], 19; [`HEADER_V4`], 20;
-//! [`HEADER_V5`], 21) are still read, rows without `rep` as repetition 1,
-//! rows without `transfers` with none, rows without `cpu_model` with an
-//! empty one, rows without `host_cores` or the load columns with none and
-//! rows without `session` with an empty one.
+//! `rep`, `transfers`, `cpu_model`, `host_cores`, the next four and the
+//! last three came later, each appended: files written before them
+//! ([`HEADER_V1`], 17 columns; [`HEADER_V2`], 18; [`HEADER_V3`], 19;
+//! [`HEADER_V4`], 20; [`HEADER_V5`], 21; [`HEADER_V6`], 25) are still read,
+//! rows without `rep` as repetition 1, rows without `transfers` with none,
+//! rows without `cpu_model` with an empty one, rows without `host_cores`,
+//! the load or the CPU columns with none and rows without `session` with an
+//! empty one.
 //! Writing always uses the current [`HEADER`].
 //!
 //! Touches: the files it is asked to read or write.
@@ -77,6 +91,12 @@ pub fn key(r: &Row) -> Key {
 pub const HEADER: &str =
     "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
 allocs,shared_stores,fallbacks,locks,status,note,rep,transfers,cpu_model,host_cores,\
+session,loadavg,steal,yields,eff_cpus,others_cpus,loadavg_before";
+
+/// The header of raw.csv files written before the `eff_cpus` column.
+pub const HEADER_V6: &str =
+    "source,accel,host,testcase,design,cpus,average,min,max,task_min,task_max,\
+allocs,shared_stores,fallbacks,locks,status,note,rep,transfers,cpu_model,host_cores,\
 session,loadavg,steal,yields";
 
 /// The header of raw.csv files written before the `session` column.
@@ -111,7 +131,8 @@ const FIELDS_V2: usize = 18;
 const FIELDS_V3: usize = 19;
 const FIELDS_V4: usize = 20;
 const FIELDS_V5: usize = 21;
-const FIELDS: usize = 25;
+const FIELDS_V6: usize = 25;
+const FIELDS: usize = 28;
 
 /// One run.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -152,6 +173,14 @@ pub struct Row {
     pub steal: Option<f64>,
     /// Spin yields in the run (host mode); `None`: the source cannot say.
     pub yields: Option<u64>,
+    /// CPUs the run's own processes used over its window (CPU seconds per
+    /// wall second); `None`: not measured (an old row).
+    pub eff_cpus: Option<f64>,
+    /// CPUs everyone else used over the run's window; `None`: not
+    /// measured.
+    pub others_cpus: Option<f64>,
+    /// The 1-minute load average when the run's window opened.
+    pub loadavg_before: Option<f64>,
 }
 
 /// The host cores this process may run on (its CPU affinity), which every
@@ -263,6 +292,13 @@ impl Row {
         if let Some(y) = self.yields {
             let _ = write!(s, "{y}");
         }
+        let _ = write!(
+            s,
+            ",{},{},{}",
+            opt(self.eff_cpus),
+            opt(self.others_cpus),
+            opt(self.loadavg_before)
+        );
         s
     }
 
@@ -341,6 +377,21 @@ impl Row {
                 None | Some("") => None,
                 Some(v) => Some(v.parse().map_err(|_| format!("bad yields '{v}'"))?),
             },
+            eff_cpus: if f.len() > 25 {
+                opt(25, "eff_cpus")?
+            } else {
+                None
+            },
+            others_cpus: if f.len() > 26 {
+                opt(26, "others_cpus")?
+            } else {
+                None
+            },
+            loadavg_before: if f.len() > 27 {
+                opt(27, "loadavg_before")?
+            } else {
+                None
+            },
         })
     }
 }
@@ -395,6 +446,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
     let mut lines = text.lines().enumerate();
     let fields = match lines.next().map(|(_, h)| h.trim_end()) {
         Some(h) if h == HEADER => FIELDS,
+        Some(h) if h == HEADER_V6 => FIELDS_V6,
         Some(h) if h == HEADER_V5 => FIELDS_V5,
         Some(h) if h == HEADER_V4 => FIELDS_V4,
         Some(h) if h == HEADER_V3 => FIELDS_V3,
@@ -443,7 +495,7 @@ mod tests {
         // Written back, it gains the column.
         let again = to_csv(&rows);
         assert!(again.starts_with(&format!("{HEADER}\n")));
-        assert!(again.contains("not pinned\",1,,,,,,,\n"), "{again}");
+        assert!(again.contains("not pinned\",1,,,,,,,,,,\n"), "{again}");
         assert_eq!(parse_csv(&again).unwrap(), rows);
     }
 
@@ -453,8 +505,8 @@ mod tests {
         r.rep = 3;
         let text = to_csv(std::slice::from_ref(&r));
         assert!(
-            text.ends_with(",3,,,,,,,\n"),
-            "rep, transfers, cpu_model, host_cores, session, loadavg, steal, yields: {text}"
+            text.ends_with(",3,,,,,,,,,,\n"),
+            "rep, transfers, cpu_model, host_cores, session, loadavg, steal, yields, eff_cpus, others_cpus, loadavg_before: {text}"
         );
         let back = parse_csv(&text).unwrap();
         assert_eq!(back, vec![r]);
@@ -469,9 +521,9 @@ mod tests {
         let mut r = v2[0].clone();
         r.transfers = Some(3.5);
         let text = to_csv(std::slice::from_ref(&r));
-        assert!(text.ends_with(",2,3.500,,,,,,\n"), "{text}");
+        assert!(text.ends_with(",2,3.500,,,,,,,,,\n"), "{text}");
         assert_eq!(parse_csv(&text).unwrap(), vec![r]);
-        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,x,,,,,,\n")).unwrap_err();
+        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,x,,,,,,,,,\n")).unwrap_err();
         assert!(e.contains("bad transfers"), "{e}");
     }
 
@@ -484,7 +536,7 @@ mod tests {
         r.cpu_model = "Intel(R) Xeon(R) CPU @ 2.20GHz, 8 cores".into();
         let text = to_csv(std::slice::from_ref(&r));
         assert!(
-            text.ends_with(",2,1.000,\"Intel(R) Xeon(R) CPU @ 2.20GHz, 8 cores\",,,,,\n"),
+            text.ends_with(",2,1.000,\"Intel(R) Xeon(R) CPU @ 2.20GHz, 8 cores\",,,,,,,,\n"),
             "{text}"
         );
         assert_eq!(parse_csv(&text).unwrap(), vec![r]);
@@ -500,13 +552,13 @@ mod tests {
         let mut r = v4[0].clone();
         r.host_cores = Some(1);
         let text = to_csv(std::slice::from_ref(&r));
-        assert!(text.ends_with(",TCG qemu64,1,,,,\n"), "{text}");
+        assert!(text.ends_with(",TCG qemu64,1,,,,,,,\n"), "{text}");
         assert_eq!(parse_csv(&text).unwrap(), vec![r.clone()]);
         assert_eq!(r.cpus, 2);
         assert!(r.overcommitted(), "2 CPUs on 1 host core");
         r.host_cores = Some(2);
         assert!(!r.overcommitted(), "2 CPUs on 2 host cores");
-        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,,,two,,,,\n")).unwrap_err();
+        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,,,two,,,,,,,\n")).unwrap_err();
         assert!(e.contains("bad host_cores"), "{e}");
     }
 
@@ -520,12 +572,14 @@ mod tests {
         assert!(parse_csv(&format!("{HEADER_V2}\n{OLD_LINE},2,1.0\n")).is_err());
         assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE},1,1.0,m\n")).is_err());
         for bad in ["0", "x", "-1", ""] {
-            let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},{bad},,,,,,,\n")).unwrap_err();
+            let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},{bad},,,,,,,,,,\n")).unwrap_err();
             assert!(e.contains("bad rep"), "{bad}: {e}");
         }
         assert!(parse_csv("source,accel\n").is_err());
-        // A line of the header before `session` under the new one.
+        // A line of the header before `session` under the new one, and
+        // one of the header before `eff_cpus`.
         assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE},1,,,\n")).is_err());
+        assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE},1,,,,,,,\n")).is_err());
     }
 
     #[test]
@@ -544,11 +598,37 @@ mod tests {
         r.yields = Some(17);
         let text = to_csv(std::slice::from_ref(&r));
         assert!(
-            text.ends_with(",2,20261206-0300,2.500,0.250,17\n"),
+            text.ends_with(",2,20261206-0300,2.500,0.250,17,,,\n"),
             "{text}"
         );
         assert_eq!(parse_csv(&text).unwrap(), vec![r]);
-        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,,,2,s,1.0,0.0,many\n")).unwrap_err();
+        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,,,2,s,1.0,0.0,many,,,\n")).unwrap_err();
         assert!(e.contains("bad yields"), "{e}");
+    }
+
+    #[test]
+    fn reads_and_writes_the_cpu_columns() {
+        // A file from before `eff_cpus` (25 fields): none of the three.
+        let v6 = parse_csv(&format!("{HEADER_V6}\n{OLD_LINE},1,,,2,s,3.1,0.0,0\n")).unwrap();
+        let r = &v6[0];
+        assert_eq!((r.loadavg, r.yields), (Some(3.1), Some(0)));
+        assert_eq!(
+            (r.eff_cpus, r.others_cpus, r.loadavg_before),
+            (None, None, None)
+        );
+        let mut r = r.clone();
+        r.eff_cpus = Some(1.97);
+        r.others_cpus = Some(0.04);
+        r.loadavg_before = Some(2.9);
+        let text = to_csv(std::slice::from_ref(&r));
+        assert!(
+            text.ends_with(",s,3.100,0.000,0,1.970,0.040,2.900\n"),
+            "{text}"
+        );
+        assert_eq!(parse_csv(&text).unwrap(), vec![r]);
+        let e = parse_csv(&format!("{HEADER}\n{OLD_LINE},1,,,2,s,1.0,0.0,0,x,,\n")).unwrap_err();
+        assert!(e.contains("bad eff_cpus"), "{e}");
+        // A 25-field line under the current header is refused.
+        assert!(parse_csv(&format!("{HEADER}\n{OLD_LINE},1,,,2,s,3.1,0.0,0\n")).is_err());
     }
 }

@@ -302,8 +302,8 @@ fn report_from_synthetic_csv() {
     );
     // The table says so on each line.
     assert!(
-        host.contains("| 0.000 | 1 | n/a | n/a | n/a | n=1, load unrecorded |"),
-        "n, loadavg, steal, yields, flag: {host}"
+        host.contains("| 0.000 | 1 | n/a | n/a | n/a | n/a | n/a | n=1, cpu unrecorded |"),
+        "n, loadavg, steal, CPUs got, others', yields, flag: {host}"
     );
 
     // Skipped runs with their reason.
@@ -356,6 +356,9 @@ fn repeated(host: &str) -> Vec<Row> {
             );
             r.rep = rep;
             r.loadavg = Some(0.4);
+            // Each run had its CPUs, and the machine was otherwise quiet.
+            r.eff_cpus = Some(0.98 * cpus as f64);
+            r.others_cpus = Some(0.05);
             // A marker: only the 2-CPU noalloc median run (rep 3) has
             // counters that meet the goal; the others' allocs are 0.5.
             if (design, cpus) == ("noalloc", 2) && rep != 3 {
@@ -601,40 +604,61 @@ fn the_reports_rules_refuse_pooling_self_ratios_and_flagged_verdicts() {
         goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× (median of 3 rounds' ratios, 1.44–2.10) | no verdict: flagged (yields) |"),
         "{goals}"
     );
-    // A point whose runs recorded no load (rows from before the load
-    // columns): its quiet cannot be checked, so it feeds no verdict.
+    // A point whose runs recorded no CPU use (rows from before the
+    // `eff_cpus` and `others_cpus` columns): its quiet cannot be checked,
+    // so it feeds no rate verdict.
     let mut rows = repeated("h1");
     for r in rows
         .iter_mut()
         .filter(|r| r.design == "noalloc" && r.cpus == 1)
     {
         r.loadavg = None;
+        r.eff_cpus = None;
+        r.others_cpus = None;
     }
     let md = benchlab::report::render(&rows);
     let goals = between(&md, "## Design goals");
     assert!(
-        goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× (median of 3 rounds' ratios, 1.44–2.10) | no verdict: flagged (load unrecorded) |"),
+        goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× (median of 3 rounds' ratios, 1.44–2.10) | no verdict: flagged (cpu unrecorded) |"),
         "{goals}"
     );
-    // A point one of whose runs ended with the host's load above its
-    // cores: that run did not have the CPUs it asked for.
+    // It speaks to time, not counts: the 1-CPU per-op goal keeps its verdict.
+    let per_op = goals
+        .lines()
+        .find(|l| l.contains("1 CPUs | noalloc per op"))
+        .unwrap_or_else(|| panic!("{goals}"));
+    assert!(
+        per_op.ends_with("| met |") || per_op.ends_with("| NOT met |"),
+        "{per_op}"
+    );
+    assert!(
+        between(&md, "## Host mode")
+            .contains("| 3 | n/a | n/a | n/a | n/a | n/a | cpu unrecorded |"),
+        "{md}"
+    );
+    // A starved run: one of noalloc's 2-task runs got 1.5 of its 2 CPUs
+    // (the 1-minute load was low, so the load average alone says nothing).
     let mut rows = repeated("h1");
     let cores = 2;
     for r in rows.iter_mut() {
         r.host_cores = Some(cores);
     }
-    let loaded = rows
+    let starved = rows
         .iter_mut()
         .find(|r| r.design == "noalloc" && r.cpus == 2 && r.rep == 3)
         .unwrap();
-    loaded.loadavg = Some(cores as f64 + 0.5);
+    starved.eff_cpus = Some(1.5);
     let md = benchlab::report::render(&rows);
     let goals = between(&md, "## Design goals");
     assert!(
-        goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× (median of 3 rounds' ratios, 1.44–2.10) | no verdict: flagged (loadavg>cores) |"),
+        goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× (median of 3 rounds' ratios, 1.44–2.10) | no verdict: flagged (starved) |"),
         "{goals}"
     );
-    // The load moves rates, not counts: the per-op goal of the loaded
+    assert!(
+        between(&md, "## Host mode").contains("| 3 | 0.40 | n/a | 1.50 | 0.05 | n/a | starved |"),
+        "the point's fewest CPUs got: {md}"
+    );
+    // The load moves rates, not counts: the per-op goal of the starved
     // point keeps its verdict.
     let per_op = goals
         .lines()
@@ -644,17 +668,51 @@ fn the_reports_rules_refuse_pooling_self_ratios_and_flagged_verdicts() {
         per_op.ends_with("| met |") || per_op.ends_with("| NOT met |"),
         "{per_op}"
     );
-    // At its cores exactly (a sweep's own two tasks on two cores), no flag.
+    // Others busy beside a run that had its CPUs: flagged too.
+    let mut rows = repeated("h1");
+    rows.iter_mut()
+        .find(|r| r.design == "noalloc" && r.cpus == 1 && r.rep == 2)
+        .unwrap()
+        .others_cpus = Some(0.6);
+    let md = benchlab::report::render(&rows);
+    let goals = between(&md, "## Design goals");
+    assert!(
+        goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× (median of 3 rounds' ratios, 1.44–2.10) | no verdict: flagged (others>0.25) |"),
+        "{goals}"
+    );
+    // A run at full CPU with the 1-minute load above the cores (before and
+    // after it: the sweep's own earlier runs, another job that has just
+    // ended) and others quiet in its window: no flag, and the goals that
+    // rest on it get verdicts.
     let mut rows = repeated("h1");
     for r in rows.iter_mut() {
         r.host_cores = Some(cores);
-        r.loadavg = Some(cores as f64);
+        r.loadavg = Some(cores as f64 + 1.5);
+        r.loadavg_before = Some(cores as f64 + 2.0);
     }
     let md = benchlab::report::render(&rows);
+    let goals = between(&md, "## Design goals");
+    assert!(!goals.contains("flagged"), "{goals}");
     assert!(
-        !between(&md, "## Design goals").contains("loadavg>cores"),
+        goals.contains("noalloc statneg 2 tasks ≥ 1.9 × 1 task | 1.90× (median of 3 rounds' ratios, 1.44–2.10) | met |"),
+        "{goals}"
+    );
+    // Guests are judged by the others alone: a guest whose QEMU used fewer
+    // host CPUs than its vCPUs (a boot, a halted vCPU) is not starved.
+    let mut rows = repeated("h1");
+    for r in rows.iter_mut() {
+        r.source = "guest".into();
+        r.accel = "tcg".into();
+        r.eff_cpus = Some(0.5);
+    }
+    let md = benchlab::report::render(&rows);
+    let guest = between(&md, "## Guest");
+    assert!(
+        guest.contains("| 3 | 0.40 | n/a | 0.50 | 0.05 | n/a |"),
         "{md}"
     );
+    assert!(!guest.contains("starved"), "{md}");
+    assert!(!between(&md, "## Design goals").contains("starved"), "{md}");
     // Efficiency above 105 %: transient at 2 CPUs made 2.2× its 1-CPU rate.
     let mut rows = repeated("h1");
     for r in rows
@@ -665,7 +723,7 @@ fn the_reports_rules_refuse_pooling_self_ratios_and_flagged_verdicts() {
     }
     let md = benchlab::report::render(&rows);
     assert!(
-        between(&md, "## Host mode").contains("| 3 | 0.40 | n/a | n/a | eff>105% |"),
+        between(&md, "## Host mode").contains("| 3 | 0.40 | n/a | 1.96 | 0.05 | n/a | eff>105% |"),
         "{md}"
     );
     let goals = between(&md, "## Design goals");

@@ -207,6 +207,10 @@ pub struct Spent {
     /// the 1-minute load average when it ended; `None` where /proc cannot say.
     pub steal: Option<f64>,
     pub loadavg: Option<f64>,
+    /// CPUs everyone but this process used during the run (all CPUs' busy
+    /// time from `/proc/stat` less `cpu_s`, per wall second: raw.csv's
+    /// `others_cpus`); `None` where /proc cannot say.
+    pub others_cpus: Option<f64>,
 }
 
 impl Spent {
@@ -230,7 +234,9 @@ fn run_spent(p: &Params, exec: &HostExecutor) -> Result<(output::RunOutput, Spen
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_s = cpu_seconds().unwrap_or(0.0) - c0;
     let d = fs::stats::snapshot().delta(&before);
-    let steal = load::steal_percent(stat0, load::cpu_times());
+    let stat1 = load::cpu_times();
+    let steal = load::steal_percent(stat0, stat1);
+    let (_, others_cpus) = load::cpu_use(Some((cpu_s * 1000.0) as u64), stat0, stat1, wall_s);
     let spent = Spent {
         ops: d.lookups,
         wall_s,
@@ -241,6 +247,7 @@ fn run_spent(p: &Params, exec: &HostExecutor) -> Result<(output::RunOutput, Spen
         yields: d.spin_yields,
         steal,
         loadavg: load::loadavg(),
+        others_cpus,
     };
     Ok((out, spent))
 }

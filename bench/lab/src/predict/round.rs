@@ -307,6 +307,9 @@ pub(super) fn check_rows(
         r.session = ids.session.to_string();
         r.loadavg = spent.loadavg;
         r.steal = spent.steal;
+        // This process is the run: its CPU time over the run's wall time.
+        r.eff_cpus = Some(spent.effective_cpus());
+        r.others_cpus = spent.others_cpus;
         r.yields = Some(spent.yields);
         r
     })

@@ -861,6 +861,9 @@ fn check_rows_carry_session_and_load() {
     let s1 = Spent {
         steal: Some(0.5),
         loadavg: Some(3.25),
+        wall_s: 4.0,
+        cpu_s: 3.9,
+        others_cpus: Some(0.125),
         ..Default::default()
     };
     let s2 = Spent {
@@ -896,6 +899,11 @@ fn check_rows_carry_session_and_load() {
             (1, 3, "20261206T190000Z", Some(3.25), Some(0.5), Some(0)),
             (2, 3, "20261206T190000Z", Some(4.0), Some(1.5), Some(42)),
         ]
+    );
+    // The run got 3.9 CPU s in 4 s; others used an eighth of a CPU.
+    assert_eq!(
+        (rows[0].eff_cpus, rows[0].others_cpus),
+        (Some(0.975), Some(0.125))
     );
     // Written and read back, every load column is filled.
     let back = rows::parse_csv(&rows::to_csv(&rows)).unwrap();

@@ -107,7 +107,7 @@ fn flagged(ps: &[&Point], fair: &[Point]) -> Option<String> {
 /// per-op goal (exact counts of the median run: allocs, shared stores)
 /// ignores them. The machine's load moves ops/s; it does not make noalloc
 /// allocate or transient allocate less than once a miss on one CPU.
-const TIMING_FLAGS: [&str; 3] = ["load unrecorded", "loadavg>cores", "eff>105%"];
+const TIMING_FLAGS: [&str; 4] = ["cpu unrecorded", "starved", "others>0.25", "eff>105%"];
 
 /// [`flagged`] for a per-op goal: the flags that bear on counts only.
 fn flagged_counts(p: &Point, fair: &[Point]) -> Option<String> {

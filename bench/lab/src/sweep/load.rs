@@ -1,19 +1,28 @@
-//! The host's load around a run, for raw.csv's `loadavg` and `steal`
-//! columns: `/proc/loadavg`'s 1-minute figure, and the share of the
-//! `cpu` line of `/proc/stat` that went to `steal` between two readings.
-//! Everything is `None` where /proc is not Linux's.
+//! The host's load around a run, for raw.csv's `loadavg`, `steal`,
+//! `eff_cpus` and `others_cpus` columns: `/proc/loadavg`'s 1-minute
+//! figure, the share of the `cpu` line of `/proc/stat` that went to
+//! `steal` between two readings, and the CPU the run's own processes used
+//! ([`super::super::proc::children_cpu_ms`]) against the busy time of all
+//! CPUs over the same window ([`cpu_use`]). Everything is `None` where
+//! /proc is not Linux's.
 //!
-//! Touches: reads `/proc/loadavg` and `/proc/stat`.
+//! Touches: reads `/proc/loadavg`, `/proc/stat` and `/proc/self/stat`.
 
-/// The aggregate `cpu` line of `/proc/stat`: (all jiffies, steal jiffies).
-pub fn cpu_times() -> Option<(u64, u64)> {
+/// Jiffies (1/100 s, Linux's `USER_HZ`) per second.
+const HZ: f64 = 100.0;
+
+/// The aggregate `cpu` line of `/proc/stat`: (all jiffies, steal jiffies,
+/// busy jiffies).
+pub fn cpu_times() -> Option<(u64, u64, u64)> {
     parse_cpu_times(&std::fs::read_to_string("/proc/stat").ok()?)
 }
 
-/// (all, steal) jiffies of a `/proc/stat` text's `cpu ` line: user nice
-/// system idle iowait irq softirq steal (guest and guest_nice are already
-/// counted in user and nice, so they are left out of the sum).
-pub fn parse_cpu_times(stat: &str) -> Option<(u64, u64)> {
+/// (all, steal, busy) jiffies of a `/proc/stat` text's `cpu ` line: user
+/// nice system idle iowait irq softirq steal (guest and guest_nice are
+/// already counted in user and nice, so they are left out of the sum);
+/// busy is user + nice + system + irq + softirq, the time some task or
+/// interrupt of this machine ran (idle, iowait and steal are not).
+pub fn parse_cpu_times(stat: &str) -> Option<(u64, u64, u64)> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
     let v: Vec<u64> = line
         .split_ascii_whitespace()
@@ -24,15 +33,44 @@ pub fn parse_cpu_times(stat: &str) -> Option<(u64, u64)> {
     if v.len() < 8 {
         return None;
     }
-    Some((v.iter().sum(), v[7]))
+    Some((v.iter().sum(), v[7], v[0] + v[1] + v[2] + v[5] + v[6]))
 }
 
 /// Percent of the CPU time between two readings that was stolen.
-pub fn steal_percent(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> Option<f64> {
-    let ((t0, s0), (t1, s1)) = (before?, after?);
+pub fn steal_percent(
+    before: Option<(u64, u64, u64)>,
+    after: Option<(u64, u64, u64)>,
+) -> Option<f64> {
+    let ((t0, s0, _), (t1, s1, _)) = (before?, after?);
     let total = t1.checked_sub(t0).filter(|t| *t > 0)?;
     let steal = s1.checked_sub(s0)?;
     Some(100.0 * steal as f64 / total as f64)
+}
+
+/// What a run got and what the rest of the machine used meanwhile, in
+/// CPUs (CPU seconds per wall second): `(eff_cpus, others_cpus)`.
+/// `own_ms` is the run's own CPU time (its processes' user + system),
+/// `busy` the two `/proc/stat` readings around it and `wall_s` the
+/// seconds between them. Others are every CPU's busy time less the run's
+/// own, never below 0 (the two clocks tick apart: the run's CPU time is
+/// charged in whole ticks when its processes end). `None` without a
+/// window or a reading.
+pub fn cpu_use(
+    own_ms: Option<u64>,
+    before: Option<(u64, u64, u64)>,
+    after: Option<(u64, u64, u64)>,
+    wall_s: f64,
+) -> (Option<f64>, Option<f64>) {
+    if wall_s <= 0.0 {
+        return (None, None);
+    }
+    let own = own_ms.map(|ms| ms as f64 / 1000.0);
+    let busy = before
+        .zip(after)
+        .and_then(|((_, _, b0), (_, _, b1))| b1.checked_sub(b0))
+        .map(|j| j as f64 / HZ);
+    let others = own.zip(busy).map(|(o, b)| ((b - o) / wall_s).max(0.0));
+    (own.map(|o| o / wall_s), others)
 }
 
 /// The 1-minute load average.
@@ -54,7 +92,7 @@ mod tests {
         let a = "cpu  100 0 50 800 10 0 0 40 5 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n";
         let b = "cpu  150 0 70 900 10 0 0 60 9 0\n";
         let (ta, tb) = (parse_cpu_times(a), parse_cpu_times(b));
-        assert_eq!(ta, Some((1000, 40)));
+        assert_eq!(ta, Some((1000, 40, 150)));
         // 20 stolen of 190 jiffies.
         let p = steal_percent(ta, tb).unwrap();
         assert!((p - 100.0 * 20.0 / 190.0).abs() < 1e-9, "{p}");
@@ -62,5 +100,22 @@ mod tests {
         assert_eq!(parse_cpu_times("cpu  1 2 3\n"), None);
         assert_eq!(parse_loadavg("1.52 0.90 0.41 3/512 4242\n"), Some(1.52));
         assert_eq!(parse_loadavg(""), None);
+    }
+
+    #[test]
+    fn others_are_the_busy_time_less_the_runs_own() {
+        // 4 s of wall time; busy rose by 900 jiffies (9 CPU s); the run
+        // used 7.2 s: it had 1.8 CPUs, everyone else 0.45.
+        let a = Some((0, 0, 1000));
+        let b = Some((1600, 0, 1900));
+        let (eff, others) = cpu_use(Some(7200), a, b, 4.0);
+        assert!((eff.unwrap() - 1.8).abs() < 1e-9, "{eff:?}");
+        assert!((others.unwrap() - 0.45).abs() < 1e-9, "{others:?}");
+        // Own time charged past the busy ticks: others 0, not negative.
+        assert_eq!(cpu_use(Some(9500), a, b, 4.0).1, Some(0.0));
+        // Without a reading, no others; without a window, nothing.
+        assert_eq!(cpu_use(Some(7200), None, b, 4.0), (Some(1.8), None));
+        assert_eq!(cpu_use(None, a, b, 4.0), (None, None));
+        assert_eq!(cpu_use(Some(1), a, b, 0.0), (None, None));
     }
 }

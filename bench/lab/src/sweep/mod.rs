@@ -23,8 +23,9 @@
 //! output directory, and stat() of `/dev/shm/nonexistent`, `/tmp/nonexistent`.
 //!
 //! Each row also records its session (the directory's name), the host's
-//! load average and steal around the run (`load`) and host mode's spin
-//! yields.
+//! load average before and after the run, its steal, the CPU the run's own
+//! processes got and what everyone else used in the run's window (`load`)
+//! and host mode's spin yields.
 //!
 //! The code is in four parts: the flags (`args`), the plan and the order
 //! of its runs (`plan`), one function per source that makes a run and
@@ -180,7 +181,34 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
             );
         };
         pb.set_message(label.clone());
+        // A Linux guest's build (cached) is found before the run's window
+        // opens, so the window holds the boot alone.
+        if let Job::LinuxGuest { kernel, .. } = job {
+            let paths = linuxref.entry(kernel.release()).or_insert_with(|| {
+                pb.set_message(format!(
+                    "linux-guest: building the Linux {} reference guest (cached in the build dir)",
+                    kernel.release()
+                ));
+                qemu::linuxref::ensure_release(&build_dir, kernel.release())
+                    .map_err(|e| e.to_string())
+            });
+            kernels.entry(kernel.clone()).or_insert_with(|| {
+                pb.set_message(format!(
+                    "linux-guest: building kernel {kernel} (cached in the build dir)"
+                ));
+                paths.clone().and_then(|p| {
+                    qemu::linuxref::select_kernel(&p, &build_dir, kernel).map_err(|e| e.to_string())
+                })
+            });
+            pb.set_message(label.clone());
+        }
+        // The run's window: every source's run is child processes this
+        // loop starts and waits for, so the children's CPU time that grew
+        // in the window is the run's own.
+        let loadavg_before = load::loadavg();
+        let own0 = crate::proc::children_cpu_ms();
         let stat0 = load::cpu_times();
+        let t0 = std::time::Instant::now();
         let new_rows = match job {
             Job::Host(p) => vec![run_host(p, &host, &save)],
             Job::Guest(p) => vec![run_guest(p, &host, &kernel, &runner, &accel, &save)],
@@ -188,34 +216,27 @@ pub fn sweep(a: &SweepArgs) -> Result<PathBuf, String> {
                 vec![run_linux_host(dir, *cpus, a.warmup, a.secs, &host, &save)]
             }
             Job::LinuxGuest { cpus, kernel } => {
-                let paths = linuxref.entry(kernel.release()).or_insert_with(|| {
-                    pb.set_message(format!(
-                        "linux-guest: building the Linux {} reference guest (cached in the build dir)",
-                        kernel.release()
-                    ));
-                    qemu::linuxref::ensure_release(&build_dir, kernel.release())
-                        .map_err(|e| e.to_string())
-                });
-                let paths = kernels.entry(kernel.clone()).or_insert_with(|| {
-                    pb.set_message(format!(
-                        "linux-guest: building kernel {kernel} (cached in the build dir)"
-                    ));
-                    paths.clone().and_then(|p| {
-                        qemu::linuxref::select_kernel(&p, &build_dir, kernel)
-                            .map_err(|e| e.to_string())
-                    })
-                });
-                pb.set_message(label.clone());
+                let missing = Err("reference guest not prepared".to_string());
+                let paths = kernels.get(kernel).unwrap_or(&missing);
                 run_linux_guest(paths, kernel, *cpus, a.warmup, a.secs, &host, &accel)
             }
         };
-        let steal = load::steal_percent(stat0, load::cpu_times());
+        let wall = t0.elapsed().as_secs_f64();
+        let stat1 = load::cpu_times();
+        let own = own0
+            .zip(crate::proc::children_cpu_ms())
+            .and_then(|(a, b)| b.checked_sub(a));
+        let (eff_cpus, others_cpus) = load::cpu_use(own, stat0, stat1, wall);
+        let steal = load::steal_percent(stat0, stat1);
         let loadavg = load::loadavg();
         for mut row in new_rows {
             row.rep = rep;
             row.session = session.clone();
             row.loadavg = loadavg;
+            row.loadavg_before = loadavg_before;
             row.steal = steal;
+            row.eff_cpus = eff_cpus;
+            row.others_cpus = others_cpus;
             row.yields = match job {
                 Job::Host(_) => yields.get(),
                 Job::Guest(_) => Some(0),
