@@ -1118,6 +1118,105 @@ fn costs(got: &[(u32, Job, Window)], rounds: u32, vcpus: u32, syscall_ns: f64) -
         .collect()
 }
 
+/// The windows of a run's output (`fidelity-window` lines), as the run
+/// collected them (the ops, the fastest second, a Linux boot's getppid
+/// figure; per-op counters are not on these lines).
+fn windows_from(text: &str) -> Vec<(u32, Job, Window)> {
+    let mut got = Vec::new();
+    for l in text.lines() {
+        let Some(rest) = l.strip_prefix("fidelity-window ") else {
+            continue;
+        };
+        let w: Vec<&str> = rest.split_whitespace().collect();
+        let field = |k: &str| {
+            w.iter()
+                .find_map(|x| x.strip_prefix(k)?.strip_prefix('='))
+                .and_then(|v| v.parse::<f64>().ok())
+        };
+        let (Some(r), Some(n), Some(ops)) = (field("round"), field("vcpus"), field("ops")) else {
+            continue;
+        };
+        let job = match w.get(1..3) {
+            Some(["proto", d]) => PAIRS
+                .iter()
+                .position(|(p, _)| p == d)
+                .map(|i| Job::Proto(i, n as u32)),
+            Some([k, _]) => k
+                .strip_prefix("7.3.4-")
+                .and_then(|k| PAIRS.iter().position(|(_, l)| *l == Some(k)))
+                .map(|i| Job::Linux(i, n as u32)),
+            _ => None,
+        };
+        if let Some(job) = job {
+            got.push((
+                r as u32,
+                job,
+                Window {
+                    ops,
+                    best: field("best_second").unwrap_or(ops),
+                    per_op: None,
+                    getppid_ns: field("getppid_ns"),
+                    probed: None,
+                },
+            ));
+        }
+    }
+    got
+}
+
+/// The report's section of a `bench fidelity` run (its whole output, as
+/// `docs/bench/fidelity-run.txt` keeps it): the ratio table with the
+/// system call constant (window averages), the host pairs, and the cost
+/// split ([`costs`]) recomputed from the run's windows, so a reader can
+/// check it against the lines. `None` for a text with no windows.
+pub fn report_section(run: &str) -> Option<String> {
+    let got = windows_from(run);
+    if got.is_empty() {
+        return None;
+    }
+    let calib: Vec<f64> = got.iter().filter_map(|(_, _, w)| w.getppid_ns).collect();
+    let c = median(&calib).unwrap_or(0.0);
+    let rounds = got.iter().map(|(r, _, _)| r + 1).max().unwrap_or(0);
+    let mut cpus: Vec<u32> = got
+        .iter()
+        .map(|(_, j, _)| match j {
+            Job::Proto(_, n) | Job::Linux(_, n) => *n,
+        })
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let mut s =
+        String::from("## Fidelity: the prototype's ratios beside Linux's (`make fidelity`)\n\n");
+    s.push_str(
+        "From the committed run's output (fidelity-run.txt; method, counters and the residual \
+         per pair: [fidelity.md](fidelity.md)). Ratios are each design's ops/s over its side's \
+         baseline in the same round (transient, 7.3.4-vanilla), the median over rounds, with \
+         the guest's system call constant paid; `fidelity-cost` splits each error into the \
+         two sides' time per stat and task (recomputed here from the run's windows).\n\n```\n",
+    );
+    let mut in_table = false;
+    for l in run.lines() {
+        if l.starts_with("fidelity-setup") || l.starts_with("fidelity-calibration") {
+            s.push_str(l);
+            s.push('\n');
+        } else if l.starts_with("fidelity-table ") {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            in_table = words.contains(&"estimator=average") && words.contains(&"syscall=with");
+        } else if (in_table && l.starts_with("fidelity design=")) || l.contains(" linux=host-") {
+            s.push_str(l);
+            s.push('\n');
+        }
+    }
+    for n in cpus {
+        for cost in costs(&got, rounds, n, c) {
+            s.push_str(&cost.line(n));
+            s.push('\n');
+        }
+    }
+    s.push_str("```\n");
+    Some(s)
+}
+
 /// Per design at `vcpus`: the ratio of each round where both it and the
 /// baseline ran, on each side; the prototype's with `syscall_ns` added
 /// per stat ([`with_syscall`]).
@@ -1184,6 +1283,30 @@ mod tests {
             getppid_ns: None,
             probed: None,
         }
+    }
+
+    #[test]
+    fn the_report_section_reads_a_runs_windows_back() {
+        let run = "fidelity-setup part=guest accel=tcg cpu=qemu64 rounds=1 vcpus=1\n\
+            fidelity-window round=0 proto transient vcpus=1 ops=100000 best_second=110000\n\
+            fidelity-window round=0 7.3.4-vanilla vcpus=1 ops=200000 best_second=210000 getppid_ns=500.0 probed_ops=50000\n\
+            fidelity-window round=0 proto negative vcpus=1 ops=1000000 best_second=1100000\n\
+            fidelity-window round=0 7.3.4-negative vcpus=1 ops=600000 best_second=610000 getppid_ns=500.0\n\
+            fidelity-table estimator=average syscall=with syscall_ns=500.0\n\
+            fidelity design=negative linux=negative vcpus=1 proto_ratio=6.667 linux_ratio=3.000 error_pct=122.2 rank_agrees=yes\n\
+            fidelity-table estimator=average syscall=without syscall_ns=0\n\
+            fidelity design=negative linux=negative vcpus=1 proto_ratio=10.000 linux_ratio=3.000 error_pct=233.3 rank_agrees=yes\n";
+        let s = report_section(run).unwrap();
+        assert!(s.contains("proto_ratio=6.667"), "{s}");
+        assert!(
+            !s.contains("proto_ratio=10.000"),
+            "only the table with the constant: {s}"
+        );
+        assert!(
+            s.contains("fidelity-cost design=transient linux=vanilla vcpus=1 proto_ns=10500 linux_ns=5000 cost_ratio=2.100"),
+            "{s}"
+        );
+        assert!(report_section("no windows here\n").is_none());
     }
 
     #[test]

@@ -267,9 +267,13 @@ pub fn spin_yields(stderr: &str) -> u64 {
         .sum()
 }
 
+/// A `bench fidelity` run's output kept beside raw.csv; `bench report`
+/// carries its section (`fidelity::report_section`).
+pub const FIDELITY_RUN: &str = "fidelity-run.txt";
+
 /// Write report.md and scaling.svg (raw.csv is written by the caller).
 pub fn write_outputs(dir: &Path, rows: &[Row]) -> Result<(), String> {
-    write_outputs_with(dir, rows, &[], "")
+    write_outputs_with(dir, rows, &[], "", "")
 }
 
 /// [`write_outputs`] with `bench predict` models: the report's predicted
@@ -279,13 +283,17 @@ pub fn write_outputs_with(
     rows: &[Row],
     models: &[crate::predict::Model],
     validation: &str,
+    fidelity: &str,
 ) -> Result<(), String> {
     report::check(rows)?;
-    std::fs::write(
-        dir.join("report.md"),
-        report::render_full(rows, models, validation),
-    )
-    .map_err(|e| format!("writing report.md: {e}"))?;
+    let mut md = report::render_full(rows, models, validation);
+    if let Some(section) = crate::fidelity::report_section(fidelity) {
+        md.push('\n');
+        md.push_str(&section);
+        std::fs::write(dir.join(FIDELITY_RUN), fidelity)
+            .map_err(|e| format!("writing {FIDELITY_RUN}: {e}"))?;
+    }
+    std::fs::write(dir.join("report.md"), md).map_err(|e| format!("writing report.md: {e}"))?;
     let svg = plot::render_with(rows, models)?;
     std::fs::write(dir.join("scaling.svg"), svg)
         .map_err(|e| format!("writing scaling.svg: {e}"))?;
@@ -312,6 +320,7 @@ pub fn merge_opts(dirs: &[PathBuf], out: &Path, with_overcommit: bool) -> Result
     let mut all = Vec::new();
     let mut models = Vec::new();
     let mut validation = String::new();
+    let mut fidelity = String::new();
     for d in dirs {
         let p = if d.is_file() {
             d.clone()
@@ -325,6 +334,10 @@ pub fn merge_opts(dirs: &[PathBuf], out: &Path, with_overcommit: bool) -> Result
                     validation.push('\n');
                 }
                 validation.push_str(&v);
+            }
+            // One fidelity run per report: the last directory's.
+            if let Ok(f) = std::fs::read_to_string(d.join(FIDELITY_RUN)) {
+                fidelity = f;
             }
             let raw = d.join("raw.csv");
             if !raw.exists() && d.join("predict.csv").exists() {
@@ -346,7 +359,7 @@ pub fn merge_opts(dirs: &[PathBuf], out: &Path, with_overcommit: bool) -> Result
     report::check(&all)?;
     std::fs::create_dir_all(out).map_err(|e| format!("creating {}: {e}", out.display()))?;
     rows::write(&out.join("raw.csv"), &all)?;
-    write_outputs_with(out, &all, &models, &validation)?;
+    write_outputs_with(out, &all, &models, &validation, &fidelity)?;
     if with_overcommit {
         std::fs::write(
             out.join("report.md"),
