@@ -26,8 +26,9 @@
 # and snapshots the stats at marker race-V-end (the relay's `hold` field
 # says whether the reply was held and what released it).
 #
-# A word VARIANT:twin needs the share to hold directory t-dir (no EAs) and
-# t-twin, a server-side symlink to it: one directory reached by two names,
+# A word VARIANT:twin needs the share to hold directory tw/t-dir (no EAs)
+# and tw/t-twin, a server-side symlink to it (in a subdirectory: listing
+# the share's root must not meet them): one directory reached by two names,
 # which the client gives two inodes (cifs_find_inode() flags the second
 # as a collision). Two listings, setxattr(t-dir, user.x=v), then user.x
 # read through t-twin. Prints
@@ -42,11 +43,13 @@
 # refuses this user the EAs of x0 while listing it with EaSize 0. On a
 # fresh mount, `mark deny-arm`, a listing of d-deny (nothing in it shows
 # that the server fills EaSize in, so x0's EAs are asked), listxattr(x0)
-# (the server refuses), a listing of the share (b-ea's EaSize shows that
-# the server fills it in), the dentry and inode caches dropped (x0's
-# inode evicted), d-deny listed again (a new inode for x0, EaSize 0),
-# listxattr(x0) again. (BusyBox ls asks no EAs.) Prints
-#   linuxref: eack-deny variant=V first=A after=A
+# (the server refuses: first), a listing of the share's root (b-ea's
+# EaSize shows that the server fills it in; no twins there, so serverino
+# stays on), d-deny listed again (x0's live inode, EaSize 0),
+# listxattr(x0) (live); then the root listed, the dentry and inode caches
+# dropped (x0's inode evicted), d-deny listed again (a new inode for x0,
+# EaSize 0), listxattr(x0) (after). (BusyBox ls asks no EAs.) Prints
+#   linuxref: eack-deny variant=V first=A after=A live=A serverino=on|off
 # A: denied (EACCES), none (an empty list), or other. Run it last: the
 # rewrite stays armed for the rest of the boot.
 eack_answer() {
@@ -66,20 +69,26 @@ eack_twin() {
         echo "linuxref: eack mount of $1 failed"
         return
     fi
-    ls -la /mnt/cifs > /dev/null
-    ls -la /mnt/cifs > /dev/null
+    ls -la /mnt/cifs/tw > /dev/null
+    ls -la /mnt/cifs/tw > /dev/null
     set=0 stale=0
-    /xattr set /mnt/cifs/t-dir user.x v > /dev/null && set=1
-    eack_has /mnt/cifs/t-twin user.x v || stale=1
-    ino=$(stat -c %i /mnt/cifs/t-dir),$(stat -c %i /mnt/cifs/t-twin)
+    /xattr set /mnt/cifs/tw/t-dir user.x v > /dev/null && set=1
+    eack_has /mnt/cifs/tw/t-twin user.x v || stale=1
+    ino=$(stat -c %i /mnt/cifs/tw/t-dir),$(stat -c %i /mnt/cifs/tw/t-twin)
     # A second live inode of one directory makes cifs_iget() turn serverino
     # off for the superblock (cifs_autodisable_serverino()).
-    # (/proc/mounts names serverino only while it is on.)
-    si=off
-    case $(grep /mnt/cifs /proc/mounts) in *,serverino*) si=on ;; esac
+    si=$(eack_serverino)
     echo "linuxref: eack-twin variant=$1 set=$set stale=$stale ino=$ino serverino=$si"
-    /xattr set /mnt/cifs/t-dir user.x "" > /dev/null
+    /xattr set /mnt/cifs/tw/t-dir user.x "" > /dev/null
     umount /mnt/cifs || echo "linuxref: umount failed"
+}
+# on|off: whether /mnt/cifs still uses server inode numbers (/proc/mounts
+# names serverino only while it is on).
+eack_serverino() {
+    case $(grep /mnt/cifs /proc/mounts) in
+    *,serverino*) echo on ;;
+    *) echo off ;;
+    esac
 }
 eack_deny() {
     if ! mount -t cifs "$UNC" /mnt/cifs -o "$2"; then
@@ -92,18 +101,26 @@ eack_deny() {
     ls -la /mnt/cifs/d-deny > /dev/null
     first=$(eack_answer /mnt/cifs/d-deny/x0)
     q1=$(eack_qi)
-    # b-ea's EaSize shows that the server fills it in; x0's inode is
-    # evicted (as memory pressure may) and d-deny listed again: the new
-    # inode learns EaSize 0 from the listing.
+    # The share's root holds b-ea and no second name of any directory:
+    # b-ea's EaSize shows that the server fills it in, and serverino stays
+    # on. d-deny listed again shows x0's EaSize 0 to its live inode.
+    ls -la /mnt/cifs > /dev/null
+    ls -la /mnt/cifs/d-deny > /dev/null
+    q2=$(eack_qi)
+    live=$(eack_answer /mnt/cifs/d-deny/x0)
+    q3=$(eack_qi)
+    # Again with x0's inode evicted (as memory pressure may) before d-deny
+    # is listed: the new inode learns EaSize 0 from the listing.
     ls -la /mnt/cifs > /dev/null
     echo 2 > /proc/sys/vm/drop_caches
     ls -la /mnt/cifs/d-deny > /dev/null
-    q2=$(eack_qi)
+    q4=$(eack_qi)
     after=$(eack_answer /mnt/cifs/d-deny/x0)
-    q3=$(eack_qi)
-    echo "linuxref: eack-deny variant=$1 first=$first after=$after"
+    q5=$(eack_qi)
+    si=$(eack_serverino)
+    echo "linuxref: eack-deny variant=$1 first=$first after=$after live=$live serverino=$si"
     # The client's QueryInfos and QueryDirectories counts after each step.
-    echo "linuxref: eack-deny-qi $q1 / $q2 / $q3"
+    echo "linuxref: eack-deny-qi $q1 / $q2 / $q3 / $q4 / $q5"
     umount /mnt/cifs || echo "linuxref: umount failed"
 }
 eack_race() {

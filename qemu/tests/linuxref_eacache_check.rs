@@ -352,7 +352,7 @@ fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> 
 /// test and returns the failures:
 ///
 /// `eacache-twin server=samba client=linux-7.3.4-eacache design=D default=yes|no set=0|1 stale_after_set=S inodes=I1,I2 serverino=on|off`
-/// `eacache-deny server=samba client=linux-7.3.4-eacache design=D default=yes|no first=A after=A`
+/// `eacache-deny server=samba client=linux-7.3.4-eacache design=D default=yes|no first=A after=A live=A serverino=on|off`
 ///
 /// twin: a setxattr through one of two live inodes of one directory must
 /// show through the other (stale_after_set=0), where the two inode
@@ -361,11 +361,14 @@ fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> 
 /// serverino off for the mount (serverino=off), and without serverino the
 /// series answers nothing locally: so this line holds on v3 as well, and
 /// guards the case rather than telling v3 from v4. deny: the default
-/// design must answer `denied`, the server's EACCES, both before and after
-/// a listing that shows x0 with EaSize 0 (x0's inode evicted between:
-/// the new inode must not believe the listing either); `trusteasize`
-/// believes EaSize 0 before any query is sent (its documented limit), so
-/// its line is for information.
+/// design must answer `denied`, the server's EACCES, before (first) and
+/// after a listing of the share's root (b-ea's EaSize: the server fills
+/// it in; no twins there) and of d-deny that shows x0 with EaSize 0, on
+/// x0's live inode (live) and on a new one after x0's was evicted
+/// (after), with serverino still on (serverino=on; v3 answers `none` for
+/// live and after without a query); `trusteasize` believes EaSize 0
+/// before any query is sent (its documented limit), so its line is for
+/// information.
 fn twin_deny_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> Vec<String> {
     let client = "linux-7.3.4-eacache";
     let words = std::env::var("EACK_TWIN_DENY").unwrap_or_else(|_| "twin deny".into());
@@ -432,16 +435,27 @@ fn twin_deny_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]
         if words.contains("deny") {
             let deny = note("deny");
             let out = format!(
-                "eacache-deny server={} client={client} design={d} default={yes} first={} after={}",
+                "eacache-deny server={} client={client} design={d} default={yes} first={} \
+                 after={} live={} serverino={}",
                 srv.name,
                 word(&deny, "first"),
                 word(&deny, "after"),
+                word(&deny, "live"),
+                word(&deny, "serverino"),
             );
             println!("{out}");
             // trusteasize believes x0's EaSize 0 before any query is sent (the
-            // opt-in's documented limit): its line is for information.
-            let answers = [word(&deny, "first"), word(&deny, "after")];
-            if *default && answers.iter().any(|a| a != "denied") {
+            // opt-in's documented limit): its line is for information. The
+            // default's line counts only under serverino (without it the
+            // series answers nothing locally, and the line proves nothing).
+            let answers = [
+                word(&deny, "first"),
+                word(&deny, "after"),
+                word(&deny, "live"),
+            ];
+            if *default
+                && (answers.iter().any(|a| a != "denied") || word(&deny, "serverino") != "on")
+            {
                 failures.push(out);
             }
         }
@@ -569,11 +583,12 @@ fn race_samba() {
 /// One directory with two live inodes (a setxattr through one must show
 /// through the other) and a server that refuses an EA query while listing
 /// the file with EaSize 0 (its EACCES must not turn into a local "none"):
-/// Samba, the share's t-dir and t-twin (a server-side symlink to it, which
-/// Samba follows) and d-deny/x0, the relay rewriting
+/// Samba, the share's tw/t-dir and tw/t-twin (a server-side symlink to it,
+/// which Samba follows; in a subdirectory, so that listing the share's root
+/// leaves serverino on) and d-deny/x0, the relay rewriting
 /// STATUS_NO_EAS_ON_FILE into STATUS_ACCESS_DENIED once armed (see
 /// `twin_deny_boot`). `EACK_RACE_SERIES=DIR` runs another series' module
-/// (v3's passes too: see `twin_deny_boot` and docs/cifs-seed-7.3.md).
+/// (v3's deny line fails: see docs/cifs-seed-7.3.md).
 #[test]
 fn twin_deny_samba() {
     use qemu::samba::Fixture;
@@ -584,8 +599,8 @@ fn twin_deny_samba() {
         return qemu::fixtures::skip(FILE, "Samba", why);
     }
     let fx = Fixture::start(&eashare::samba_opts()).expect("samba fixture");
-    std::fs::create_dir(fx.share_dir.join("t-dir")).unwrap();
-    std::os::unix::fs::symlink("t-dir", fx.share_dir.join("t-twin")).unwrap();
+    std::fs::create_dir_all(fx.share_dir.join("tw/t-dir")).unwrap();
+    std::os::unix::fs::symlink("t-dir", fx.share_dir.join("tw/t-twin")).unwrap();
     std::fs::create_dir(fx.share_dir.join("d-deny")).unwrap();
     std::fs::write(fx.share_dir.join("d-deny/x0"), b"x").unwrap();
     let other = std::env::var("EACK_RACE_SERIES").ok();
