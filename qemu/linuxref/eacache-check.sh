@@ -36,6 +36,28 @@
 # (stale: t-twin's answer lacks user.x=v; ino: the two inode numbers;
 # serverino: whether the mount still uses server inode numbers after).
 #
+# A word VARIANT:rewind needs the share to hold directory d-rw with x (no
+# EAs) and b-ea (user.srv set on the server's side: the listing shows
+# that the server fills EaSize in), and /eack-rewind in the guest: on a
+# fresh mount, d-rw opened and read once (FIND_FIRST: x with EaSize 0),
+# setxattr(x, user.x=v), read to the end (a FIND_NEXT sent after the set,
+# answered STATUS_NO_MORE_FILES), rewound to 0 and read again (the first
+# reply's entries from the client's buffer, no round trip), getxattr(x,
+# user.x). Prints
+#   linuxref: eack-rewind variant=V set=0|1 seen=N,M got=G stale=0|1 serverino=on|off
+# (eack-rewind.c says what each field is.)
+#
+# A word VARIANT:ctime needs the share to hold directory h with f (no
+# EAs), g (a hard link to f) and b-ea (user.srv set on the server's
+# side): on a fresh mount, f opened and held (inode A), a second
+# superblock at /mnt/c2 sets f's creation time (user.cifs.creationtime),
+# h listed on the first mount (g gets a second inode B, its createtime
+# differing from A's, with EaSize 0), setxattr(f, user.x=v) through A,
+# user.x read through g (B). Prints
+#   linuxref: eack-ctime variant=V ct=0|1 set=0|1 stale=0|1 serverino=on|off
+# (ct: the creation time was set). Both names report one st_ino: the
+# inodes are told apart by what they answer, not by their numbers.
+#
 # A word VARIANT:deny needs the share to hold directory d-deny with one
 # file x0 (no EAs), and the relay started with `--rewrite-status
 # 0xc0000052:0xc0000022 --hold-armed-by MARKS/deny-arm`: once armed, each
@@ -123,6 +145,46 @@ eack_deny() {
     echo "linuxref: eack-deny-qi $q1 / $q2 / $q3 / $q4 / $q5"
     umount /mnt/cifs || echo "linuxref: umount failed"
 }
+eack_rewind() {
+    if ! mount -t cifs "$UNC" /mnt/cifs -o "$2"; then
+        echo "linuxref: eack mount of $1 failed"
+        return
+    fi
+    out=$(/eack-rewind /mnt/cifs/d-rw x user.x v)
+    si=$(eack_serverino)
+    echo "linuxref: eack-rewind variant=$1 ${out#eack-rewind } serverino=$si"
+    /xattr set /mnt/cifs/d-rw/x user.x "" > /dev/null
+    umount /mnt/cifs || echo "linuxref: umount failed"
+}
+eack_ctime() {
+    if ! mount -t cifs "$UNC" /mnt/cifs -o "$2"; then
+        echo "linuxref: eack mount of $1 failed"
+        return
+    fi
+    mkdir -p /mnt/c2
+    # Another acregmax: a second superblock (cifs_match_super() compares it).
+    if ! mount -t cifs "$UNC" /mnt/c2 -o "$2,acregmax=59"; then
+        echo "linuxref: eack mount of $1 at /mnt/c2 failed"
+        umount /mnt/cifs
+        return
+    fi
+    # h/f's inode A (nothing of h listed yet), held open.
+    exec 3< /mnt/cifs/h/f
+    ct=0 set=0 stale=0
+    /xattr set /mnt/c2/h/f user.cifs.creationtime AAAAAAAA > /dev/null && ct=1
+    # g, a hard link to f, now shows another createtime: cifs_find_inode()
+    # does not match A, and g gets inode B (a file: serverino stays on),
+    # with EaSize 0 from the listing (b-ea's shows that Samba fills it in).
+    ls -la /mnt/cifs/h > /dev/null
+    /xattr set /mnt/cifs/h/f user.x v > /dev/null && set=1
+    eack_has /mnt/cifs/h/g user.x v || stale=1
+    si=$(eack_serverino)
+    echo "linuxref: eack-ctime variant=$1 ct=$ct set=$set stale=$stale serverino=$si"
+    exec 3<&-
+    /xattr set /mnt/cifs/h/f user.x "" > /dev/null
+    umount /mnt/c2 || echo "linuxref: umount failed"
+    umount /mnt/cifs || echo "linuxref: umount failed"
+}
 eack_race() {
     if ! mount -t cifs "$UNC" /mnt/cifs -o "$2"; then
         echo "linuxref: eack mount of $1 failed"
@@ -162,7 +224,8 @@ for ew in $EACK; do
         [ -n "$eo" ] && eack_race "$ev" "$eo"
         continue
     fi
-    if [ "$rounds" = twin ] || [ "$rounds" = deny ]; then
+    if [ "$rounds" = twin ] || [ "$rounds" = rewind ] || [ "$rounds" = ctime ] ||
+        [ "$rounds" = deny ]; then
         [ -n "$eo" ] && eack_$rounds "$ev" "$eo"
         continue
     fi
