@@ -213,7 +213,9 @@ smb-bench: build
 # linux/patches/7.3/cifs-eacache, qemu/tests/linuxref_eacache_check.rs)
 # and ksmbd's EaSize per entry and class (`ksmbd-easize`), the forced
 # race (`eacache-race`), two live inodes of one directory (`eacache-twin`)
-# and a server refusing an EA query (`eacache-deny`); log in
+# and of one file (`eacache-ctime`), a setxattr before a rewind
+# (`eacache-rewind`) and a server refusing an EA query (`eacache-deny`);
+# log in
 # $(TARGET_DIR)/eacache-check.log.
 eacache-check:
 	@mkdir -p $(TARGET_DIR); log=$(TARGET_DIR)/eacache-check.log; \

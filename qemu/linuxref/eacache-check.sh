@@ -26,14 +26,37 @@
 # and snapshots the stats at marker race-V-end (the relay's `hold` field
 # says whether the reply was held and what released it).
 #
-# A word VARIANT:twin needs the share to hold directory t-dir (no EAs) and
-# t-twin, a server-side symlink to it: one directory reached by two names,
+# A word VARIANT:twin needs the share to hold directory tw/t-dir (no EAs)
+# and tw/t-twin, a server-side symlink to it (in a subdirectory: listing
+# the share's root must not meet them): one directory reached by two names,
 # which the client gives two inodes (cifs_find_inode() flags the second
 # as a collision). Two listings, setxattr(t-dir, user.x=v), then user.x
 # read through t-twin. Prints
 #   linuxref: eack-twin variant=V set=0|1 stale=0|1 ino=I1,I2 serverino=on|off
 # (stale: t-twin's answer lacks user.x=v; ino: the two inode numbers;
 # serverino: whether the mount still uses server inode numbers after).
+#
+# A word VARIANT:rewind needs the share to hold directory d-rw with x (no
+# EAs) and b-ea (user.srv set on the server's side: the listing shows
+# that the server fills EaSize in), and /eack-rewind in the guest: on a
+# fresh mount, d-rw opened and read once (FIND_FIRST: x with EaSize 0),
+# setxattr(x, user.x=v), read to the end (a FIND_NEXT sent after the set,
+# answered STATUS_NO_MORE_FILES), rewound to 0 and read again (the first
+# reply's entries from the client's buffer, no round trip), getxattr(x,
+# user.x). Prints
+#   linuxref: eack-rewind variant=V set=0|1 seen=N,M got=G stale=0|1 serverino=on|off
+# (eack-rewind.c says what each field is.)
+#
+# A word VARIANT:ctime needs the share to hold directory h with f (no
+# EAs), g (a hard link to f) and b-ea (user.srv set on the server's
+# side): on a fresh mount, f opened and held (inode A), a second
+# superblock at /mnt/c2 sets f's creation time (user.cifs.creationtime),
+# h listed on the first mount (g gets a second inode B, its createtime
+# differing from A's, with EaSize 0), setxattr(f, user.x=v) through A,
+# user.x read through g (B). Prints
+#   linuxref: eack-ctime variant=V ct=0|1 set=0|1 stale=0|1 serverino=on|off
+# (ct: the creation time was set). Both names report one st_ino: the
+# inodes are told apart by what they answer, not by their numbers.
 #
 # A word VARIANT:deny needs the share to hold directory d-deny with one
 # file x0 (no EAs), and the relay started with `--rewrite-status
@@ -42,11 +65,13 @@
 # refuses this user the EAs of x0 while listing it with EaSize 0. On a
 # fresh mount, `mark deny-arm`, a listing of d-deny (nothing in it shows
 # that the server fills EaSize in, so x0's EAs are asked), listxattr(x0)
-# (the server refuses), a listing of the share (b-ea's EaSize shows that
-# the server fills it in), the dentry and inode caches dropped (x0's
-# inode evicted), d-deny listed again (a new inode for x0, EaSize 0),
-# listxattr(x0) again. (BusyBox ls asks no EAs.) Prints
-#   linuxref: eack-deny variant=V first=A after=A
+# (the server refuses: first), a listing of the share's root (b-ea's
+# EaSize shows that the server fills it in; no twins there, so serverino
+# stays on), d-deny listed again (x0's live inode, EaSize 0),
+# listxattr(x0) (live); then the root listed, the dentry and inode caches
+# dropped (x0's inode evicted), d-deny listed again (a new inode for x0,
+# EaSize 0), listxattr(x0) (after). (BusyBox ls asks no EAs.) Prints
+#   linuxref: eack-deny variant=V first=A after=A live=A serverino=on|off
 # A: denied (EACCES), none (an empty list), or other. Run it last: the
 # rewrite stays armed for the rest of the boot.
 eack_answer() {
@@ -66,20 +91,26 @@ eack_twin() {
         echo "linuxref: eack mount of $1 failed"
         return
     fi
-    ls -la /mnt/cifs > /dev/null
-    ls -la /mnt/cifs > /dev/null
+    ls -la /mnt/cifs/tw > /dev/null
+    ls -la /mnt/cifs/tw > /dev/null
     set=0 stale=0
-    /xattr set /mnt/cifs/t-dir user.x v > /dev/null && set=1
-    eack_has /mnt/cifs/t-twin user.x v || stale=1
-    ino=$(stat -c %i /mnt/cifs/t-dir),$(stat -c %i /mnt/cifs/t-twin)
+    /xattr set /mnt/cifs/tw/t-dir user.x v > /dev/null && set=1
+    eack_has /mnt/cifs/tw/t-twin user.x v || stale=1
+    ino=$(stat -c %i /mnt/cifs/tw/t-dir),$(stat -c %i /mnt/cifs/tw/t-twin)
     # A second live inode of one directory makes cifs_iget() turn serverino
     # off for the superblock (cifs_autodisable_serverino()).
-    # (/proc/mounts names serverino only while it is on.)
-    si=off
-    case $(grep /mnt/cifs /proc/mounts) in *,serverino*) si=on ;; esac
+    si=$(eack_serverino)
     echo "linuxref: eack-twin variant=$1 set=$set stale=$stale ino=$ino serverino=$si"
-    /xattr set /mnt/cifs/t-dir user.x "" > /dev/null
+    /xattr set /mnt/cifs/tw/t-dir user.x "" > /dev/null
     umount /mnt/cifs || echo "linuxref: umount failed"
+}
+# on|off: whether /mnt/cifs still uses server inode numbers (/proc/mounts
+# names serverino only while it is on).
+eack_serverino() {
+    case $(grep /mnt/cifs /proc/mounts) in
+    *,serverino*) echo on ;;
+    *) echo off ;;
+    esac
 }
 eack_deny() {
     if ! mount -t cifs "$UNC" /mnt/cifs -o "$2"; then
@@ -92,18 +123,66 @@ eack_deny() {
     ls -la /mnt/cifs/d-deny > /dev/null
     first=$(eack_answer /mnt/cifs/d-deny/x0)
     q1=$(eack_qi)
-    # b-ea's EaSize shows that the server fills it in; x0's inode is
-    # evicted (as memory pressure may) and d-deny listed again: the new
-    # inode learns EaSize 0 from the listing.
+    # The share's root holds b-ea and no second name of any directory:
+    # b-ea's EaSize shows that the server fills it in, and serverino stays
+    # on. d-deny listed again shows x0's EaSize 0 to its live inode.
+    ls -la /mnt/cifs > /dev/null
+    ls -la /mnt/cifs/d-deny > /dev/null
+    q2=$(eack_qi)
+    live=$(eack_answer /mnt/cifs/d-deny/x0)
+    q3=$(eack_qi)
+    # Again with x0's inode evicted (as memory pressure may) before d-deny
+    # is listed: the new inode learns EaSize 0 from the listing.
     ls -la /mnt/cifs > /dev/null
     echo 2 > /proc/sys/vm/drop_caches
     ls -la /mnt/cifs/d-deny > /dev/null
-    q2=$(eack_qi)
+    q4=$(eack_qi)
     after=$(eack_answer /mnt/cifs/d-deny/x0)
-    q3=$(eack_qi)
-    echo "linuxref: eack-deny variant=$1 first=$first after=$after"
+    q5=$(eack_qi)
+    si=$(eack_serverino)
+    echo "linuxref: eack-deny variant=$1 first=$first after=$after live=$live serverino=$si"
     # The client's QueryInfos and QueryDirectories counts after each step.
-    echo "linuxref: eack-deny-qi $q1 / $q2 / $q3"
+    echo "linuxref: eack-deny-qi $q1 / $q2 / $q3 / $q4 / $q5"
+    umount /mnt/cifs || echo "linuxref: umount failed"
+}
+eack_rewind() {
+    if ! mount -t cifs "$UNC" /mnt/cifs -o "$2"; then
+        echo "linuxref: eack mount of $1 failed"
+        return
+    fi
+    out=$(/eack-rewind /mnt/cifs/d-rw x user.x v)
+    si=$(eack_serverino)
+    echo "linuxref: eack-rewind variant=$1 ${out#eack-rewind } serverino=$si"
+    /xattr set /mnt/cifs/d-rw/x user.x "" > /dev/null
+    umount /mnt/cifs || echo "linuxref: umount failed"
+}
+eack_ctime() {
+    if ! mount -t cifs "$UNC" /mnt/cifs -o "$2"; then
+        echo "linuxref: eack mount of $1 failed"
+        return
+    fi
+    mkdir -p /mnt/c2
+    # Another acregmax: a second superblock (cifs_match_super() compares it).
+    if ! mount -t cifs "$UNC" /mnt/c2 -o "$2,acregmax=59"; then
+        echo "linuxref: eack mount of $1 at /mnt/c2 failed"
+        umount /mnt/cifs
+        return
+    fi
+    # h/f's inode A (nothing of h listed yet), held open.
+    exec 3< /mnt/cifs/h/f
+    ct=0 set=0 stale=0
+    /xattr set /mnt/c2/h/f user.cifs.creationtime AAAAAAAA > /dev/null && ct=1
+    # g, a hard link to f, now shows another createtime: cifs_find_inode()
+    # does not match A, and g gets inode B (a file: serverino stays on),
+    # with EaSize 0 from the listing (b-ea's shows that Samba fills it in).
+    ls -la /mnt/cifs/h > /dev/null
+    /xattr set /mnt/cifs/h/f user.x v > /dev/null && set=1
+    eack_has /mnt/cifs/h/g user.x v || stale=1
+    si=$(eack_serverino)
+    echo "linuxref: eack-ctime variant=$1 ct=$ct set=$set stale=$stale serverino=$si"
+    exec 3<&-
+    /xattr set /mnt/cifs/h/f user.x "" > /dev/null
+    umount /mnt/c2 || echo "linuxref: umount failed"
     umount /mnt/cifs || echo "linuxref: umount failed"
 }
 eack_race() {
@@ -145,7 +224,8 @@ for ew in $EACK; do
         [ -n "$eo" ] && eack_race "$ev" "$eo"
         continue
     fi
-    if [ "$rounds" = twin ] || [ "$rounds" = deny ]; then
+    if [ "$rounds" = twin ] || [ "$rounds" = rewind ] || [ "$rounds" = ctime ] ||
+        [ "$rounds" = deny ]; then
         [ -n "$eo" ] && eack_$rounds "$ev" "$eo"
         continue
     fi

@@ -33,9 +33,13 @@
 //!
 //! `twin_deny_samba` (one more boot) prints `eacache-twin` (a setxattr
 //! through one of two live inodes of one directory, read through the
-//! other) and `eacache-deny` (the relay answering STATUS_NO_EAS_ON_FILE as
-//! STATUS_ACCESS_DENIED: the server's EACCES must stay the answer after a
-//! listing shows the file with EaSize 0); see `twin_deny_boot`.
+//! other), `eacache-rewind` (a setxattr between a directory's first
+//! listing and the reply that ends it, then a rewind), `eacache-ctime`
+//! (two live inodes of one file under serverino: a hard link whose
+//! createtime changed) and `eacache-deny` (the relay answering
+//! STATUS_NO_EAS_ON_FILE as STATUS_ACCESS_DENIED: the server's EACCES must
+//! stay the answer after a listing shows the file with EaSize 0); see
+//! `twin_deny_boot`.
 //!
 //! The guest's /init is init.sh with `eacache-check.sh` sourced before it
 //! powers off, in an initramfs archive appended to the cached one (the
@@ -84,6 +88,15 @@ fn with_eack_init(paths: &Paths, dir: &Path, conf: &str) -> PathBuf {
     let init = INIT.replacen(done, &format!("{EACK}\n{done}"), 1);
     std::fs::write(root.join("init"), init).unwrap();
     std::fs::write(root.join("eack.conf"), conf).unwrap();
+    // The rewind step's helper (static: the guest has no libc of its own).
+    let st = Command::new("gcc")
+        .args(["-static", "-O2", "-Wall", "-o"])
+        .arg(root.join("eack-rewind"))
+        .arg(linuxref::guest_file("eack-rewind.c"))
+        .stdin(Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("gcc: {e}"));
+    assert!(st.success(), "gcc -static eack-rewind.c: {st}");
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(root.join("init"), std::fs::Permissions::from_mode(0o755))
@@ -347,12 +360,15 @@ fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> 
 
 /// The series' module against `srv` with the relay answering each
 /// STATUS_NO_EAS_ON_FILE as STATUS_ACCESS_DENIED once armed
-/// (`eacache-check.sh`'s `VARIANT:twin`, then `VARIANT:deny`; the words of
-/// `EACK_TWIN_DENY`, default `twin deny`); prints one line per design and
-/// test and returns the failures:
+/// (`eacache-check.sh`'s `VARIANT:twin`, `VARIANT:rewind`, `VARIANT:ctime`,
+/// then `VARIANT:deny`; the words of `EACK_TWIN_DENY`, default `twin rewind
+/// ctime deny`); prints one line per design and test and returns the
+/// failures:
 ///
 /// `eacache-twin server=samba client=linux-7.3.4-eacache design=D default=yes|no set=0|1 stale_after_set=S inodes=I1,I2 serverino=on|off`
-/// `eacache-deny server=samba client=linux-7.3.4-eacache design=D default=yes|no first=A after=A`
+/// `eacache-rewind server=samba client=linux-7.3.4-eacache design=D default=yes|no set=0|1 seen=N,M got=G stale_after_set=S serverino=on|off`
+/// `eacache-ctime server=samba client=linux-7.3.4-eacache design=D default=yes|no ct=0|1 set=0|1 stale_after_set=S serverino=on|off`
+/// `eacache-deny server=samba client=linux-7.3.4-eacache design=D default=yes|no first=A after=A live=A serverino=on|off`
 ///
 /// twin: a setxattr through one of two live inodes of one directory must
 /// show through the other (stale_after_set=0), where the two inode
@@ -360,15 +376,28 @@ fn race_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> 
 /// proves nothing: a failure too). The second inode makes the client turn
 /// serverino off for the mount (serverino=off), and without serverino the
 /// series answers nothing locally: so this line holds on v3 as well, and
-/// guards the case rather than telling v3 from v4. deny: the default
-/// design must answer `denied`, the server's EACCES, both before and after
-/// a listing that shows x0 with EaSize 0 (x0's inode evicted between:
-/// the new inode must not believe the listing either); `trusteasize`
-/// believes EaSize 0 before any query is sent (its documented limit), so
-/// its line is for information.
+/// guards the case rather than telling v3 from v4. rewind: d-rw read
+/// once, setxattr(x), read to the end (a FIND_NEXT answered
+/// STATUS_NO_MORE_FILES, sent after the set), lseek 0, read again (the
+/// first reply's entries re-emitted from the client's buffer),
+/// getxattr(x): the default design must give the value back (v4 answered
+/// ENODATA: the buffer's entries took the later FIND_NEXT's sample), with
+/// x seen both times and serverino on. ctime: f held open, its creation
+/// time set through a second superblock, h listed (g, a hard link to f,
+/// gets a second inode: createtime differs), setxattr through f, read
+/// through g: the default must give the value back with serverino on
+/// (v3 answered "none" from g's listing). deny: the default
+/// design must answer `denied`, the server's EACCES, before (first) and
+/// after a listing of the share's root (b-ea's EaSize: the server fills
+/// it in; no twins there) and of d-deny that shows x0 with EaSize 0, on
+/// x0's live inode (live) and on a new one after x0's was evicted
+/// (after), with serverino still on (serverino=on; v3 answers `none` for
+/// live and after without a query); `trusteasize` believes EaSize 0
+/// before any query is sent (its documented limit), so its line is for
+/// information.
 fn twin_deny_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> Vec<String> {
     let client = "linux-7.3.4-eacache";
-    let words = std::env::var("EACK_TWIN_DENY").unwrap_or_else(|_| "twin deny".into());
+    let words = std::env::var("EACK_TWIN_DENY").unwrap_or_else(|_| "twin rewind ctime deny".into());
     let conf: Vec<String> = words
         .split_whitespace()
         .flat_map(|t| designs.iter().map(move |(d, _, _)| format!("{d}:{t}")))
@@ -429,19 +458,77 @@ fn twin_deny_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]
                 failures.push(out);
             }
         }
+        if words.contains("rewind") {
+            let rw = note("rewind");
+            let out = format!(
+                "eacache-rewind server={} client={client} design={d} default={yes} set={} \
+                 seen={} got={} stale_after_set={} serverino={}",
+                srv.name,
+                word(&rw, "set"),
+                word(&rw, "seen"),
+                word(&rw, "got"),
+                word(&rw, "stale"),
+                word(&rw, "serverino"),
+            );
+            println!("{out}");
+            // x listed by the first read and again after the rewind, else
+            // the rewind was not exercised; under serverino, else nothing
+            // is answered locally and the line proves nothing.
+            let seen = word(&rw, "seen");
+            if *default
+                && (word(&rw, "set") != "1"
+                    || word(&rw, "stale") != "0"
+                    || word(&rw, "serverino") != "on"
+                    || seen.split(',').any(|n| n == "0"))
+            {
+                failures.push(out);
+            }
+        }
+        if words.contains("ctime") {
+            let ct = note("ctime");
+            let out = format!(
+                "eacache-ctime server={} client={client} design={d} default={yes} ct={} set={} \
+                 stale_after_set={} serverino={}",
+                srv.name,
+                word(&ct, "ct"),
+                word(&ct, "set"),
+                word(&ct, "stale"),
+                word(&ct, "serverino"),
+            );
+            println!("{out}");
+            if *default
+                && (word(&ct, "ct") != "1"
+                    || word(&ct, "set") != "1"
+                    || word(&ct, "stale") != "0"
+                    || word(&ct, "serverino") != "on")
+            {
+                failures.push(out);
+            }
+        }
         if words.contains("deny") {
             let deny = note("deny");
             let out = format!(
-                "eacache-deny server={} client={client} design={d} default={yes} first={} after={}",
+                "eacache-deny server={} client={client} design={d} default={yes} first={} \
+                 after={} live={} serverino={}",
                 srv.name,
                 word(&deny, "first"),
                 word(&deny, "after"),
+                word(&deny, "live"),
+                word(&deny, "serverino"),
             );
             println!("{out}");
             // trusteasize believes x0's EaSize 0 before any query is sent (the
-            // opt-in's documented limit): its line is for information.
-            let answers = [word(&deny, "first"), word(&deny, "after")];
-            if *default && answers.iter().any(|a| a != "denied") {
+            // opt-in's documented limit): its line is for information. The
+            // default's line counts only under serverino (without it the
+            // series answers nothing locally, and the line proves nothing).
+            let answers = [
+                word(&deny, "first"),
+                word(&deny, "after"),
+                word(&deny, "live"),
+            ];
+            if *default
+                && (answers.iter().any(|a| a != "denied") || word(&deny, "serverino") != "on")
+            {
                 failures.push(out);
             }
         }
@@ -569,11 +656,15 @@ fn race_samba() {
 /// One directory with two live inodes (a setxattr through one must show
 /// through the other) and a server that refuses an EA query while listing
 /// the file with EaSize 0 (its EACCES must not turn into a local "none"):
-/// Samba, the share's t-dir and t-twin (a server-side symlink to it, which
-/// Samba follows) and d-deny/x0, the relay rewriting
+/// Samba, the share's tw/t-dir and tw/t-twin (a server-side symlink to it,
+/// which Samba follows; in a subdirectory, so that listing the share's root
+/// leaves serverino on) and d-deny/x0, the relay rewriting
 /// STATUS_NO_EAS_ON_FILE into STATUS_ACCESS_DENIED once armed (see
-/// `twin_deny_boot`). `EACK_RACE_SERIES=DIR` runs another series' module
-/// (v3's passes too: see `twin_deny_boot` and docs/cifs-seed-7.3.md).
+/// `twin_deny_boot`), d-rw/x and d-rw/b-ea (the rewind), and h/f, h/g (a
+/// hard link to f) and h/b-ea (two inodes of one file). `b-ea`s carry
+/// `user.srv` on the server's side, so each listing shows that Samba fills
+/// EaSize in. `EACK_RACE_SERIES=DIR` runs another series' module (v3's
+/// ctime and deny lines fail, v4's rewind: see docs/cifs-seed-7.3.md).
 #[test]
 fn twin_deny_samba() {
     use qemu::samba::Fixture;
@@ -584,10 +675,29 @@ fn twin_deny_samba() {
         return qemu::fixtures::skip(FILE, "Samba", why);
     }
     let fx = Fixture::start(&eashare::samba_opts()).expect("samba fixture");
-    std::fs::create_dir(fx.share_dir.join("t-dir")).unwrap();
-    std::os::unix::fs::symlink("t-dir", fx.share_dir.join("t-twin")).unwrap();
+    std::fs::create_dir_all(fx.share_dir.join("tw/t-dir")).unwrap();
+    std::os::unix::fs::symlink("t-dir", fx.share_dir.join("tw/t-twin")).unwrap();
     std::fs::create_dir(fx.share_dir.join("d-deny")).unwrap();
     std::fs::write(fx.share_dir.join("d-deny/x0"), b"x").unwrap();
+    std::fs::create_dir(fx.share_dir.join("d-rw")).unwrap();
+    std::fs::write(fx.share_dir.join("d-rw/x"), b"x").unwrap();
+    std::fs::write(fx.share_dir.join("d-rw/b-ea"), b"x").unwrap();
+    std::fs::create_dir(fx.share_dir.join("h")).unwrap();
+    std::fs::write(fx.share_dir.join("h/f"), b"x").unwrap();
+    std::fs::hard_link(fx.share_dir.join("h/f"), fx.share_dir.join("h/g")).unwrap();
+    std::fs::write(fx.share_dir.join("h/b-ea"), b"x").unwrap();
+    qemu::samba::set_xattr(
+        &fx.share_dir.join("h/b-ea"),
+        eashare::EA_NAME,
+        eashare::EA_VALUE.as_bytes(),
+    )
+    .expect("user.srv on h/b-ea");
+    qemu::samba::set_xattr(
+        &fx.share_dir.join("d-rw/b-ea"),
+        eashare::EA_NAME,
+        eashare::EA_VALUE.as_bytes(),
+    )
+    .expect("user.srv on d-rw/b-ea");
     let other = std::env::var("EACK_RACE_SERIES").ok();
     let Some((paths, module)) = prepare_series(other.as_deref().unwrap_or(SERIES)) else {
         return;
