@@ -115,9 +115,42 @@ pub fn parse_stat_children_ms(stat: &str) -> Option<u64> {
     Some((cutime + cstime) * 10)
 }
 
+/// The CPU model `qemu-run` reports on stderr (`... cpu=qemu64 ...`).
+pub fn runner_cpu(stderr: &str) -> Option<String> {
+    stderr.lines().find_map(|l| {
+        let rest = l.strip_prefix("qemu-run:")?;
+        let v = rest
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("cpu="))?;
+        Some(v.to_string())
+    })
+}
+
+/// The accelerator `qemu-run` reports on stderr (`... accel=tcg (...)`).
+pub fn runner_accel(stderr: &str) -> Option<String> {
+    stderr.lines().find_map(|l| {
+        let rest = l.strip_prefix("qemu-run:")?;
+        let v = rest
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("accel="))?;
+        Some(v.to_string())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accel_from_runner_stderr() {
+        let e = "qemu-run: smp=2 mem=512M accel=tcg (auto: cached) timeout=60s cmdline=\"x\"\n";
+        assert_eq!(runner_accel(e).as_deref(), Some("tcg"));
+        assert_eq!(runner_accel("nothing here"), None);
+        let e =
+            "qemu-run: smp=2 mem=512M accel=kvm (asked) cpu=host,-arch-capabilities timeout=60s\n";
+        assert_eq!(runner_cpu(e).as_deref(), Some("host,-arch-capabilities"));
+        assert_eq!(runner_cpu("qemu-run: smp=2 accel=tcg\n"), None);
+    }
 
     #[test]
     fn children_cpu_fields() {

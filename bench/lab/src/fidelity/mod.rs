@@ -190,7 +190,7 @@ fn proto_window(
             last_line(&f.stderr)
         ));
     }
-    let cpu = crate::sweep::runner_cpu(&f.stderr);
+    let cpu = crate::proc::runner_cpu(&f.stderr);
     if cpu.as_deref() != Some(linuxref::LINUX_TCG_CPU) {
         return Err(format!(
             "qemu-run ran CPU model {cpu:?}, not the Linux guests' {}",

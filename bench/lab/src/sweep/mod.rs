@@ -47,9 +47,9 @@ use args::parse_accel;
 use plan::{job_label, plan, run_order, Job};
 use sources::{run_guest, run_host, run_linux_guest, run_linux_host};
 
+pub use crate::proc::{runner_accel, runner_cpu};
 pub use args::{default_kernel, default_runner, target_dir, SweepArgs, MAX_REPEAT};
 pub use plan::design_label;
-pub use sources::{runner_accel, runner_cpu};
 
 /// A source of figures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::super::linux;
-use super::super::proc::{last_line, run_with_timeout};
+use super::super::proc::{last_line, run_with_timeout, runner_accel, runner_cpu};
 use super::super::rows::Key;
 use super::super::rows::Row;
 use super::plan::design_label;
@@ -307,28 +307,6 @@ fn guest_complaint(stdout: &str) -> &str {
         .unwrap_or_else(|| last_line(stdout))
 }
 
-/// The CPU model `qemu-run` reports on stderr (`... cpu=qemu64 ...`).
-pub fn runner_cpu(stderr: &str) -> Option<String> {
-    stderr.lines().find_map(|l| {
-        let rest = l.strip_prefix("qemu-run:")?;
-        let v = rest
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("cpu="))?;
-        Some(v.to_string())
-    })
-}
-
-/// The accelerator `qemu-run` reports on stderr (`... accel=tcg (...)`).
-pub fn runner_accel(stderr: &str) -> Option<String> {
-    stderr.lines().find_map(|l| {
-        let rest = l.strip_prefix("qemu-run:")?;
-        let v = rest
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("accel="))?;
-        Some(v.to_string())
-    })
-}
-
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_linux_host(
     dir: &Path,
@@ -397,21 +375,5 @@ pub(super) fn run_linux_host(
             row.cpu_model = super::super::host_cpu_model();
             row
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn accel_from_runner_stderr() {
-        let e = "qemu-run: smp=2 mem=512M accel=tcg (auto: cached) timeout=60s cmdline=\"x\"\n";
-        assert_eq!(runner_accel(e).as_deref(), Some("tcg"));
-        assert_eq!(runner_accel("nothing here"), None);
-        let e =
-            "qemu-run: smp=2 mem=512M accel=kvm (asked) cpu=host,-arch-capabilities timeout=60s\n";
-        assert_eq!(runner_cpu(e).as_deref(), Some("host,-arch-capabilities"));
-        assert_eq!(runner_cpu("qemu-run: smp=2 accel=tcg\n"), None);
     }
 }
