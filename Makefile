@@ -214,14 +214,14 @@ smb-bench: build
 # and ksmbd's EaSize per entry and class (`ksmbd-easize`), the forced
 # race (`eacache-race`), two live inodes of one directory (`eacache-twin`)
 # and of one file (`eacache-ctime`), a setxattr before a rewind
-# (`eacache-rewind`) and a server refusing an EA query (`eacache-deny`);
-# log in
+# (`eacache-rewind`), a server refusing an EA query (`eacache-deny`)
+# and a reconnect between two listings (`eacache-reconnect`); log in
 # $(TARGET_DIR)/eacache-check.log.
 eacache-check:
 	@mkdir -p $(TARGET_DIR); log=$(TARGET_DIR)/eacache-check.log; \
 	{ REQUIRE_FIXTURES=1 $(CARGO) test --release -p fs --test eacache_check -- --nocapture --test-threads=1 && \
 	  REQUIRE_FIXTURES=1 $(CARGO) test --release -p qemu --test linuxref_eacache_check -- --nocapture --test-threads=1 --include-ignored --skip seed_share_round_trips; } >$$log 2>&1; rc=$$?; \
-	grep -oE '(eacache-check|eacache-race|eacache-twin|eacache-deny|ksmbd-easize) .*' $$log; \
+	grep -oE '(eacache-check|eacache-race|eacache-twin|eacache-deny|eacache-rewind|eacache-ctime|eacache-reconnect|ksmbd-easize) .*' $$log; \
 	if [ $$rc -ne 0 ]; then tail -n 40 $$log; echo "eacache-check: FAILED (exit $$rc; log: $$log)"; fi; \
 	exit $$rc
 

@@ -74,6 +74,21 @@
 #   linuxref: eack-deny variant=V first=A after=A live=A serverino=on|off
 # A: denied (EACCES), none (an empty list), or other. Run it last: the
 # rewrite stays armed for the rest of the boot.
+# A word VARIANT:reconnect needs the share to hold directory d-rc with x
+# (no EAs) and b-ea (user.srv set on the server's side), directory
+# d-rc2 with only b-ea, and file a0 at the root, and the relay started
+# with `--drop-armed-by MARKS/drop-arm`: on a fresh mount, d-rc listed
+# (x with EaSize 0; b-ea's EaSize shows that the server fills it in),
+# `mark drop-arm` arms the drop, a0 stat'ed until it succeeds (its lookup
+# meets the dropped connection, the client reconnects), d-rc2 listed (b-ea
+# shows again that the server fills EaSize in; x is not in it), then
+# listxattr(x). Prints
+#   linuxref: eack-reconnect variant=V qi_before=N qi_after=M answer=A reconnects=R stat_tries=T serverino=on|off
+# qi: the client's QueryInfos count just before and after listxattr(x)
+# (M > N: x's EaSize 0 from before the reconnect was not believed and the
+# server was asked); A as eack-deny's; R: the client's session reconnects
+# (/proc/fs/cifs/Stats) during the step. Each `mark drop-arm` arms one
+# drop (the relay renames the marker's directory away when it fires).
 eack_answer() {
     out=$(/xattr list "$1")
     case "$out" in
@@ -143,6 +158,43 @@ eack_deny() {
     echo "linuxref: eack-deny variant=$1 first=$first after=$after live=$live serverino=$si"
     # The client's QueryInfos and QueryDirectories counts after each step.
     echo "linuxref: eack-deny-qi $q1 / $q2 / $q3 / $q4 / $q5"
+    umount /mnt/cifs || echo "linuxref: umount failed"
+}
+# The client's QueryInfos count (the first tree connection listed).
+eack_qin() {
+    grep -m1 QueryInfos /proc/fs/cifs/Stats | awk '{ print $2 }'
+}
+# The client's session reconnects so far.
+eack_reconnects() {
+    grep -m1 'session.*share reconnects' /proc/fs/cifs/Stats | awk '{ print $1 }'
+}
+eack_reconnect() {
+    if ! mount -t cifs "$UNC" /mnt/cifs -o "$2"; then
+        echo "linuxref: eack mount of $1 failed"
+        return
+    fi
+    r0=$(eack_reconnects)
+    # x listed with EaSize 0, b-ea with EaSize != 0: the tree connection
+    # believes EaSize, and x's inode learns "no EAs" from the listing.
+    ls -la /mnt/cifs/d-rc > /dev/null
+    mark drop-arm
+    # a0 was never looked up: its lookup goes to the server, meets the
+    # dropped connection, and is retried until the client has reconnected.
+    tries=0
+    while [ $tries -lt 30 ]; do
+        tries=$((tries + 1))
+        stat /mnt/cifs/a0 > /dev/null 2>&1 && break
+        sleep 1
+    done
+    # After the reconnect the server shows again that it fills EaSize in
+    # (b-ea); x is not listed again.
+    ls -la /mnt/cifs/d-rc2 > /dev/null
+    qb=$(eack_qin)
+    answer=$(eack_answer /mnt/cifs/d-rc/x)
+    qa=$(eack_qin)
+    r1=$(eack_reconnects)
+    si=$(eack_serverino)
+    echo "linuxref: eack-reconnect variant=$1 qi_before=$qb qi_after=$qa answer=$answer reconnects=$((r1 - r0)) stat_tries=$tries serverino=$si"
     umount /mnt/cifs || echo "linuxref: umount failed"
 }
 eack_rewind() {
@@ -225,7 +277,7 @@ for ew in $EACK; do
         continue
     fi
     if [ "$rounds" = twin ] || [ "$rounds" = rewind ] || [ "$rounds" = ctime ] ||
-        [ "$rounds" = deny ]; then
+        [ "$rounds" = deny ] || [ "$rounds" = reconnect ]; then
         [ -n "$eo" ] && eack_$rounds "$ev" "$eo"
         continue
     fi

@@ -31,6 +31,11 @@
 //!
 //! `eacache-race server=samba client=linux-7.3.4-eacache design=D default=yes|no hold=until|timeout|none held_ms=M set=0|1 stale_after_set=S`
 //!
+//! `reconnect_samba` (`make eacache-check`, one more boot) prints
+//! `eacache-reconnect`: x listed with EaSize 0, the relay drops the
+//! connection, the client reconnects, listxattr(x) must be asked of the
+//! server (see `reconnect_boot`).
+//!
 //! `twin_deny_samba` (one more boot) prints `eacache-twin` (a setxattr
 //! through one of two live inodes of one directory, read through the
 //! other), `eacache-rewind` (a setxattr between a directory's first
@@ -537,6 +542,96 @@ fn twin_deny_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]
     failures
 }
 
+/// The series' module against `srv` with the relay closing the client's
+/// connection once per `mark drop-arm` (`eacache-check.sh`'s
+/// `VARIANT:reconnect`); prints one line per design and returns the
+/// default design's failures:
+///
+/// `eacache-reconnect server=samba client=linux-7.3.4-eacache design=D default=yes|no queried=0|1 reconnected=0|1 serverino=on|off`
+///
+/// d-rc listed (x with EaSize 0, b-ea showing that the server fills EaSize
+/// in), the connection dropped and the client reconnected, d-rc2 listed
+/// (b-ea alone: the server shows it again), listxattr(x): a reconnect must
+/// make x's EaSize 0 from before it not believed after it (v5 moves the
+/// tree connection's ea_epoch in cifs_easize_reset()), so the default
+/// design asks the server (queried=1: the client's QueryInfos count moved
+/// across listxattr; v4 answers locally). The line counts only where the
+/// client did reconnect (its session reconnect count moved, and the relay
+/// closed a connection when armed: reconnected=1) and under serverino
+/// (else nothing is answered locally, and the line proves nothing).
+fn reconnect_boot(paths: &Paths, srv: &Server, module: &Path, designs: &[Design]) -> Vec<String> {
+    let client = "linux-7.3.4-eacache";
+    let conf: Vec<String> = designs
+        .iter()
+        .map(|(d, _, _)| format!("{d}:reconnect"))
+        .collect();
+    let (rep, dir, _) = relay_guest(paths, srv, module, designs, "reconnect", &conf, |marks| {
+        vec![
+            "--drop-armed-by".into(),
+            marks.join("drop-arm").display().to_string(),
+        ]
+    });
+    assert!(
+        rep.module_log.iter().any(|l| l.contains("taint")),
+        "{}/{client}: cifs.ko not loaded: {:?} / {:?}",
+        srv.name,
+        rep.module_log,
+        rep.notes
+    );
+    for l in rep.notes.iter().filter(|l| l.starts_with("eack-")) {
+        eprintln!("  {}: {l}", srv.name);
+    }
+    // The relay's side of the witness: connections it closed when armed.
+    let drops = qemu::relay::load_stats_dir(&dir.join("stats"))
+        .unwrap_or_else(|e| panic!("relay stats: {e}"))
+        .iter()
+        .filter(|c| c.close_reason == "dropped when armed")
+        .count();
+    eprintln!(
+        "  {}: relay connections dropped when armed: {drops}",
+        srv.name
+    );
+    let mut failures = Vec::new();
+    for (d, _, default) in designs {
+        let line = rep
+            .notes
+            .iter()
+            .find(|l| l.starts_with(&format!("eack-reconnect variant={d} ")))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{}: no eack-reconnect line for {d}: {:?}",
+                    srv.name, rep.notes
+                )
+            })
+            .clone();
+        let word = |k: &str| -> String {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{k}=")))
+                .unwrap_or_else(|| panic!("{line}: no {k}="))
+                .to_string()
+        };
+        let num = |k: &str| -> Option<u64> { word(k).parse().ok() };
+        let queried = match (num("qi_before"), num("qi_after")) {
+            (Some(b), Some(a)) => u8::from(a > b),
+            _ => panic!("{line}: qi_before/qi_after not numbers"),
+        };
+        let reconnected = u8::from(num("reconnects").unwrap_or(0) > 0 && drops > 0);
+        let out = format!(
+            "eacache-reconnect server={} client={client} design={d} default={} queried={queried} \
+             reconnected={reconnected} serverino={}",
+            srv.name,
+            if *default { "yes" } else { "no" },
+            word("serverino"),
+        );
+        println!("{out}");
+        if *default && (queried != 1 || reconnected != 1 || word("serverino") != "on") {
+            failures.push(out);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    failures
+}
+
 /// Both clients against `srv`; asserts the default designs' lines.
 /// The three servers' tests run as threads of one binary; the packages
 /// and the module build share one directory, so one thread prepares them
@@ -715,6 +810,53 @@ fn twin_deny_samba() {
         ("trusteasize", ",trusteasize", false),
     ];
     let failures = twin_deny_boot(&paths, &srv, &module.ko, designs);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A reconnect between two listings (see `reconnect_boot`): Samba, the
+/// share's d-rc/x (no EAs) and d-rc/b-ea, d-rc2/b-ea (`user.srv` on the
+/// server's side) and a0; the relay closes the connection once armed.
+/// `EACK_RACE_SERIES=DIR` runs another series' module (v4, without the
+/// epoch move on reconnect, answers x locally: queried=0).
+#[test]
+#[ignore = "one more Linux guest boot: run with `make eacache-check`"]
+fn reconnect_samba() {
+    use qemu::samba::Fixture;
+    if qemu_missing() {
+        return;
+    }
+    if let Err(why) = Fixture::available() {
+        return qemu::fixtures::skip(FILE, "Samba", why);
+    }
+    let fx = Fixture::start(&eashare::samba_opts()).expect("samba fixture");
+    for d in ["d-rc", "d-rc2"] {
+        std::fs::create_dir(fx.share_dir.join(d)).unwrap();
+        std::fs::write(fx.share_dir.join(d).join("b-ea"), b"x").unwrap();
+        qemu::samba::set_xattr(
+            &fx.share_dir.join(d).join("b-ea"),
+            eashare::EA_NAME,
+            eashare::EA_VALUE.as_bytes(),
+        )
+        .unwrap_or_else(|e| panic!("user.srv on {d}/b-ea: {e}"));
+    }
+    std::fs::write(fx.share_dir.join("d-rc/x"), b"x").unwrap();
+    let other = std::env::var("EACK_RACE_SERIES").ok();
+    let Some((paths, module)) = prepare_series(other.as_deref().unwrap_or(SERIES)) else {
+        return;
+    };
+    let srv = Server {
+        name: "samba",
+        port: fx.port,
+        user: fx.user.clone(),
+        password: fx.password.clone(),
+        share: fx.share.clone(),
+        vers: "vers=3.1.1",
+    };
+    let designs: &[Design] = &[
+        ("default", "", true),
+        ("trusteasize", ",trusteasize", false),
+    ];
+    let failures = reconnect_boot(&paths, &srv, &module.ko, designs);
     assert!(failures.is_empty(), "{failures:#?}");
 }
 

@@ -86,6 +86,12 @@ struct Args {
     /// STATUS_ACCESS_DENIED. Unsigned mounts only.
     #[arg(long, value_name = "FROM:TO")]
     rewrite_status: Option<String>,
+    /// Once this path exists, close the connection at the next client bytes
+    /// (not forwarded), once per appearance: FILE is renamed away
+    /// (FILE.fired-PID-NS), so the client's reconnection and other
+    /// connections pass until FILE appears again.
+    #[arg(long, value_name = "FILE")]
+    drop_armed_by: Option<PathBuf>,
     /// Print the totals of a stats dir as JSON and exit.
     #[arg(long, value_name = "DIR")]
     sum: Option<PathBuf>,
@@ -224,6 +230,7 @@ fn main() {
     });
     let cfg = RelayConfig {
         hold,
+        drop_armed_by: args.drop_armed_by.clone(),
         delay: Duration::from_secs_f64(args.delay_ms / 1000.0),
         stats_dir: args.stats_dir.clone(),
         segment_on_echo: args.segment_on_echo,

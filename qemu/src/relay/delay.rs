@@ -90,6 +90,17 @@ pub(super) fn spawn_direction(
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(_) => break "read error",
                 };
+                if dir == Direction::ClientToServer
+                    && shared
+                        .drop_armed_by
+                        .as_deref()
+                        .is_some_and(drop_armed_fires)
+                {
+                    // Nothing of this chunk goes on: the request meets a
+                    // closed connection.
+                    shared.dropped.store(true, Ordering::SeqCst);
+                    break "dropped when armed";
+                }
                 let stamp = Instant::now() + delay;
                 let chunk = &mut buf[..n];
                 let fed = parser.feed(chunk);
@@ -137,6 +148,7 @@ pub(super) fn spawn_direction(
             }
             let reason = match (dir, reason) {
                 (_, "dropped") => "dropped by fault".to_string(),
+                (_, "dropped when armed") => "dropped when armed".to_string(),
                 (Direction::ClientToServer, "eof") => "client closed".to_string(),
                 (Direction::ServerToClient, "eof") => "server closed".to_string(),
                 (d, r) => format!("{r} ({d:?})"),

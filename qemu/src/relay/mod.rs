@@ -23,6 +23,11 @@
 //! - `hold` ([`Holder`]): optionally keeps one response back (the first
 //!   successful QUERY_DIRECTORY) until another's (SET_INFO) has gone by,
 //!   to force an interleaving; stats file field `hold` ([`HoldStats`]).
+//! - the armed drop (`--drop-armed-by FILE`, [`drop_armed_fires`]): once
+//!   FILE appears, the next client bytes are not forwarded and the
+//!   connection is closed, once across all connections per appearance of
+//!   FILE (close reason `dropped when armed`), so a test forces one
+//!   reconnect at a chosen point.
 //! - `statsfile`, the stats file: one JSON file per connection ([`ConnStats`]),
 //!   rewritten atomically (temp file + rename) after every complete frame
 //!   and on close; [`load_stats_dir`] and [`Totals`] sum a directory of
@@ -110,6 +115,10 @@ pub struct RelayConfig {
     pub connect_timeout: Duration,
     /// Hold one response back (see [`Holder`]).
     pub hold: Option<HoldRule>,
+    /// Close the connection once, at the first client bytes read after
+    /// this file appears (see [`drop_armed_fires`]): the client's next
+    /// request meets a closed connection and it reconnects on its own.
+    pub drop_armed_by: Option<PathBuf>,
 }
 
 impl RelayConfig {
@@ -125,6 +134,7 @@ impl RelayConfig {
             sync_stats: false,
             connect_timeout: Duration::from_secs(5),
             hold: None,
+            drop_armed_by: None,
         }
     }
 
@@ -176,6 +186,10 @@ impl RelayConfig {
                 a.push(format!("{from:#x}:{to:#x}"));
             }
         }
+        if let Some(p) = &self.drop_armed_by {
+            a.push("--drop-armed-by".into());
+            a.push(p.display().to_string());
+        }
         if f.corrupt_offset != SMB2_HEADER_LEN {
             a.push("--corrupt-offset".into());
             a.push(f.corrupt_offset.to_string());
@@ -203,6 +217,21 @@ pub fn check_loopback(addr: &SocketAddr, what: &str) -> io::Result<()> {
             format!("{what} {addr} is not a loopback address; the relay only uses loopback"),
         ))
     }
+}
+
+/// The one-shot drop of `--drop-armed-by FILE`: true when FILE existed and
+/// this call renamed it away (to `FILE.fired-<pid>-<ns>`, a name no other
+/// firing uses, so a non-empty directory left by an earlier one never
+/// blocks it). The rename is atomic, so among all connections and guestfwd
+/// processes watching FILE exactly one fires per time FILE appears, and
+/// the client's reconnection finds it gone.
+pub fn drop_armed_fires(file: &std::path::Path) -> bool {
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut fired = file.as_os_str().to_owned();
+    fired.push(format!(".fired-{}-{ns}", std::process::id()));
+    std::fs::rename(file, fired).is_ok()
 }
 
 /// Per-process connection counter (part of the stats id).
@@ -287,6 +316,7 @@ pub fn run_connection(client: ClientConn, cfg: &RelayConfig) -> io::Result<ConnS
         server: server.try_clone()?,
         client: client_sock,
         hold: cfg.hold.clone().map(|r| Mutex::new(Holder::new(r))),
+        drop_armed_by: cfg.drop_armed_by.clone(),
     });
     let writer = match (&shared.file, cfg.sync_stats) {
         (Some(_), false) => {

@@ -179,6 +179,8 @@ pub(super) struct Shared {
     pub(super) client: Option<TcpStream>,
     /// The hold rule on the server → client stream.
     pub(super) hold: Option<Mutex<Holder>>,
+    /// The armed drop's file (client → server reader).
+    pub(super) drop_armed_by: Option<PathBuf>,
 }
 
 impl Shared {

@@ -373,4 +373,88 @@ fn config_to_args() {
             "3"
         ]
     );
+    c = RelayConfig::new("127.0.0.1:4455".parse().unwrap());
+    c.drop_armed_by = Some("/tmp/m/drop-arm".into());
+    assert_eq!(
+        c.to_args(),
+        vec![
+            "--target",
+            "127.0.0.1:4455",
+            "--drop-armed-by",
+            "/tmp/m/drop-arm"
+        ]
+    );
+}
+
+/// A loopback echo server for `n` connections; returns its address.
+fn echo_server(n: usize) -> std::net::SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(n) {
+            let Ok(mut s) = s else { return };
+            std::thread::spawn(move || {
+                let mut b = [0u8; 256];
+                while let Ok(k) = s.read(&mut b) {
+                    if k == 0 || s.write_all(&b[..k]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// One relayed connection: the client socket and the relay's result.
+fn relayed(cfg: &RelayConfig) -> (TcpStream, std::thread::JoinHandle<io::Result<ConnStats>>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (s, _) = l.accept().unwrap();
+    let cfg = cfg.clone();
+    let h = std::thread::spawn(move || run_connection(ClientConn::Tcp(s), &cfg));
+    client
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    (client, h)
+}
+
+#[test]
+fn armed_drop_closes_one_connection_once() {
+    let dir = std::env::temp_dir().join(format!("relay-armed-drop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let arm = dir.join("drop");
+    let mut cfg = RelayConfig::new(echo_server(2));
+    cfg.drop_armed_by = Some(arm.clone());
+    let (mut c, h) = relayed(&cfg);
+    let mut b = [0u8; 8];
+    // Not armed: bytes pass both ways.
+    c.write_all(b"one").unwrap();
+    c.read_exact(&mut b[..3]).unwrap();
+    assert_eq!(&b[..3], b"one");
+    std::fs::write(&arm, b"").unwrap();
+    // Armed: these bytes are not forwarded and the connection closes.
+    c.write_all(b"two").unwrap();
+    let n = c.read(&mut b).unwrap_or(0);
+    assert_eq!(n, 0, "the armed drop forwarded or echoed bytes");
+    let st = h.join().unwrap().unwrap();
+    assert_eq!(st.close_reason, "dropped when armed");
+    assert!(!arm.exists());
+    let fired = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("drop.fired-"))
+        })
+        .count();
+    assert_eq!(fired, 1);
+    // Once: the client's next connection passes.
+    let (mut c, h) = relayed(&cfg);
+    c.write_all(b"three").unwrap();
+    c.read_exact(&mut b[..5]).unwrap();
+    assert_eq!(&b[..5], b"three");
+    drop(c);
+    assert_eq!(h.join().unwrap().unwrap().close_reason, "client closed");
+    let _ = std::fs::remove_dir_all(&dir);
 }
