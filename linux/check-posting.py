@@ -6,8 +6,8 @@ series directory given (its *.patch files as `git format-patch
  - every patch's trailers parse: its message ends in one paragraph of
    `Key: value` lines, after a blank line, and `git interpret-trailers
    --parse` reads back exactly those lines (b4 puts new tags after them);
-   a message whose last paragraph holds no tag has none and passes (the
-   sender's Signed-off-by will start the block);
+   a message with no trailer block fails (b4 would guess where the tags
+   it collects go);
  - no Signed-off-by, and no tag with a placeholder identity (@localhost,
    vfs-lab, example.*): whoever sends the series signs it off;
  - every patch's Cc trailers and To/Cc mail headers together name
@@ -85,7 +85,10 @@ def check_trailers(name, message, problems):
     paras = message.rstrip("\n").split("\n\n")
     tagged = [l for l in message.splitlines() if TRAILER.match(l)]
     if not any(TRAILER.match(l) for l in paras[-1].splitlines()):
-        # No trailers at all: the sender's Signed-off-by starts the block.
+        # No trailers at all: `git interpret-trailers --parse` finds none,
+        # and b4 puts the tags it collects (Reviewed-by, the sender's
+        # Signed-off-by) where it guesses the block ends.
+        problems.append(f"{name}: no trailer block (git interpret-trailers --parse finds none)")
         check_identities(name, tagged, problems)
         return []
     if len(paras) < 2:

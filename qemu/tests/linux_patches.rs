@@ -172,6 +172,65 @@ fn check_posting_refuses_the_v1_form() {
     }
 }
 
+/// A patch whose message has no trailer block (git interpret-trailers
+/// --parse finds none; b4 would guess where the tags it collects go) is
+/// refused: every series of the newest release, its patches' trailer
+/// blocks cut off.
+#[test]
+fn check_posting_refuses_a_patch_without_trailers() {
+    let release = *qemu::linuxref::Release::PATCHED.last().expect("a release");
+    let root = qemu::runner::workspace_root();
+    let dir = root.join(qemu::linuxref::patches_dir(release));
+    let build_dir = qemu::linuxref::default_build_dir();
+    let tree = match linux_source(&build_dir, release) {
+        Ok(t) => t,
+        Err(why) => return qemu::fixtures::skip(FILE, &release.source_package(), why),
+    };
+    let tmp = std::env::temp_dir().join(format!("check-posting-bare-{}", std::process::id()));
+    let mut copies = Vec::new();
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(&dir).expect("linux/patches/REL") {
+        let s = e.unwrap().path();
+        if !s.is_dir() {
+            continue;
+        }
+        let to = tmp.join(s.file_name().unwrap());
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(&s).unwrap() {
+            let p = e.unwrap().path();
+            let text = std::fs::read_to_string(&p).unwrap();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            let bare = if name.starts_with("0000-") {
+                text
+            } else {
+                let (msg, rest) = text.split_once("\n---\n").unwrap();
+                let body = msg.rsplit_once("\n\n").unwrap().0;
+                format!("{body}\n---\n{rest}")
+            };
+            std::fs::write(to.join(&name), bare).unwrap();
+        }
+        names.push(s.file_name().unwrap().to_string_lossy().to_string());
+        copies.push(to);
+    }
+    let bad = Command::new("python3")
+        .arg(root.join("linux/check-posting.py"))
+        .arg(&tree)
+        .args(&copies)
+        .output()
+        .expect("running linux/check-posting.py");
+    let _ = std::fs::remove_dir_all(&tmp);
+    let out = String::from_utf8_lossy(&bad.stdout);
+    assert_eq!(bad.status.code(), Some(1), "{out}");
+    for name in names {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(&format!("check-posting: {name}: "))
+                    && l.contains("no trailer block")),
+            "{name}: no 'no trailer block' in:\n{out}"
+        );
+    }
+}
+
 /// The 7.3 series as they were first committed for posting (their v1, read
 /// from git history: the commit before 91efa64, which gave them their
 /// posting form), through the posting check: every patch carries the lab's
