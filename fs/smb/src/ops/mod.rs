@@ -29,7 +29,7 @@
 //! `""` or `"/"`.
 
 mod data;
-mod eas;
+mod ea_queries;
 
 pub use data::Written;
 
