@@ -82,6 +82,32 @@ struct Server {
     vers: &'static str,
 }
 
+impl Server {
+    fn new(
+        name: &'static str,
+        vers: &'static str,
+        port: u16,
+        user: &str,
+        password: &str,
+        share: &str,
+    ) -> Server {
+        Server {
+            name,
+            port,
+            user: user.to_string(),
+            password: password.to_string(),
+            share: share.to_string(),
+            vers,
+        }
+    }
+}
+
+/// The series' default design and the opt-in, each test's pair.
+const BOTH_DESIGNS: &[Design] = &[
+    ("default", "", true),
+    ("trusteasize", ",trusteasize", false),
+];
+
 /// The cached initramfs with init.sh's last step preceded by
 /// eacache-check.sh and `/eack.conf` (`conf`), as a second archive (the
 /// later /init wins).
@@ -700,14 +726,14 @@ fn samba() {
         return qemu::fixtures::skip(FILE, "Samba", why);
     }
     let fx = Fixture::start(&eashare::samba_opts()).expect("samba fixture");
-    check(&Server {
-        name: "samba",
-        port: fx.port,
-        user: fx.user.clone(),
-        password: fx.password.clone(),
-        share: fx.share.clone(),
-        vers: "vers=3.1.1",
-    });
+    check(&Server::new(
+        "samba",
+        "vers=3.1.1",
+        fx.port,
+        &fx.user,
+        &fx.password,
+        &fx.share,
+    ));
 }
 
 /// Issue 48's lost update, forced: the listing's reply held at the relay
@@ -729,20 +755,17 @@ fn race_samba() {
     let Some((paths, module)) = prepare_series(other.as_deref().unwrap_or(SERIES)) else {
         return;
     };
-    let srv = Server {
-        name: "samba",
-        port: fx.port,
-        user: fx.user.clone(),
-        password: fx.password.clone(),
-        share: fx.share.clone(),
-        vers: "vers=3.1.1",
-    };
+    let srv = Server::new(
+        "samba",
+        "vers=3.1.1",
+        fx.port,
+        &fx.user,
+        &fx.password,
+        &fx.share,
+    );
     let designs: &[Design] = match other {
         Some(_) => &[("default", "", true)],
-        None => &[
-            ("default", "", true),
-            ("trusteasize", ",trusteasize", false),
-        ],
+        None => BOTH_DESIGNS,
     };
     let failures = race_boot(&paths, &srv, &module.ko, designs);
     assert!(failures.is_empty(), "{failures:#?}");
@@ -797,18 +820,15 @@ fn twin_deny_samba() {
     let Some((paths, module)) = prepare_series(other.as_deref().unwrap_or(SERIES)) else {
         return;
     };
-    let srv = Server {
-        name: "samba",
-        port: fx.port,
-        user: fx.user.clone(),
-        password: fx.password.clone(),
-        share: fx.share.clone(),
-        vers: "vers=3.1.1",
-    };
-    let designs: &[Design] = &[
-        ("default", "", true),
-        ("trusteasize", ",trusteasize", false),
-    ];
+    let srv = Server::new(
+        "samba",
+        "vers=3.1.1",
+        fx.port,
+        &fx.user,
+        &fx.password,
+        &fx.share,
+    );
+    let designs = BOTH_DESIGNS;
     let failures = twin_deny_boot(&paths, &srv, &module.ko, designs);
     assert!(failures.is_empty(), "{failures:#?}");
 }
@@ -844,18 +864,15 @@ fn reconnect_samba() {
     let Some((paths, module)) = prepare_series(other.as_deref().unwrap_or(SERIES)) else {
         return;
     };
-    let srv = Server {
-        name: "samba",
-        port: fx.port,
-        user: fx.user.clone(),
-        password: fx.password.clone(),
-        share: fx.share.clone(),
-        vers: "vers=3.1.1",
-    };
-    let designs: &[Design] = &[
-        ("default", "", true),
-        ("trusteasize", ",trusteasize", false),
-    ];
+    let srv = Server::new(
+        "samba",
+        "vers=3.1.1",
+        fx.port,
+        &fx.user,
+        &fx.password,
+        &fx.share,
+    );
+    let designs = BOTH_DESIGNS;
     let failures = reconnect_boot(&paths, &srv, &module.ko, designs);
     assert!(failures.is_empty(), "{failures:#?}");
 }
@@ -881,18 +898,15 @@ fn race_ksmbd() {
     let Some((paths, module)) = prepare_series(SERIES) else {
         return;
     };
-    let srv = Server {
-        name: "ksmbd",
-        port: fx.port,
-        user: fx.user.clone(),
-        password: fx.password.clone(),
-        share: fx.share.clone(),
-        vers: "vers=3.1.1",
-    };
-    let designs: &[Design] = &[
-        ("default", "", true),
-        ("trusteasize", ",trusteasize", false),
-    ];
+    let srv = Server::new(
+        "ksmbd",
+        "vers=3.1.1",
+        fx.port,
+        &fx.user,
+        &fx.password,
+        &fx.share,
+    );
+    let designs = BOTH_DESIGNS;
     let failures = race_boot(&paths, &srv, &module.ko, designs);
     assert!(failures.is_empty(), "{failures:#?}");
 }
@@ -908,14 +922,14 @@ fn impacket() {
         return qemu::fixtures::skip(FILE, "impacket", why);
     }
     let srv = eashare::start_impacket().expect("impacket fixture");
-    check(&Server {
-        name: "impacket",
-        port: srv.port,
-        user: srv.user.clone(),
-        password: srv.password.clone(),
-        share: srv.share.clone(),
-        vers: "vers=2.0",
-    });
+    check(&Server::new(
+        "impacket",
+        "vers=2.0",
+        srv.port,
+        &srv.user,
+        &srv.password,
+        &srv.share,
+    ));
 }
 
 #[test]
@@ -932,14 +946,14 @@ fn ksmbd() {
     let Some((_, fx)) = Fixture::start_or_skip(FILE, &opts) else {
         return;
     };
-    check(&Server {
-        name: "ksmbd",
-        port: fx.port,
-        user: fx.user.clone(),
-        password: fx.password.clone(),
-        share: fx.share.clone(),
-        vers: "vers=3.1.1",
-    });
+    check(&Server::new(
+        "ksmbd",
+        "vers=3.1.1",
+        fx.port,
+        &fx.user,
+        &fx.password,
+        &fx.share,
+    ));
 }
 
 /// The seed's case, for the cover letter (not an `eacache-check` line):
