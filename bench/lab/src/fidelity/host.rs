@@ -18,15 +18,7 @@ pub(super) fn host_proto_window(a: &FidelityArgs, design: &str, tasks: u32) -> R
         format!("warmup={}", a.warmup),
         format!("secs={}", a.secs),
     ]);
-    let f = run_with_timeout(cmd, Duration::from_secs(u64::from(a.warmup + a.secs) + 60))?;
-    if f.code != Some(0) {
-        return Err(format!(
-            "bench host exit {:?}: {}",
-            f.code,
-            last_line(&f.stderr)
-        ));
-    }
-    let out = output::parse(&f.stdout).map_err(|e| format!("output: {e}"))?;
+    let out = run_window(cmd, "bench host", a)?;
     if !out.testcase.contains("frontend=stat") {
         return Err(format!("not the stat frontend: {}", out.testcase));
     }
@@ -59,16 +51,21 @@ pub(super) fn host_linux_window(
         .arg(format!("--tasks={tasks}"))
         .arg(format!("--warmup={}", a.warmup))
         .arg(format!("--secs={}", a.secs));
+    Ok(run_window(cmd, "bench linux-stat", a)?.average as f64)
+}
+
+/// One window of this program run as `what`: its output read back, a
+/// non-zero exit an error naming its last line on stderr.
+fn run_window(cmd: Command, what: &str, a: &FidelityArgs) -> Result<output::RunOutput, String> {
     let f = run_with_timeout(cmd, Duration::from_secs(u64::from(a.warmup + a.secs) + 60))?;
     if f.code != Some(0) {
         return Err(format!(
-            "bench linux-stat exit {:?}: {}",
+            "{what} exit {:?}: {}",
             f.code,
             last_line(&f.stderr)
         ));
     }
-    let out = output::parse(&f.stdout).map_err(|e| format!("output: {e}"))?;
-    Ok(out.average as f64)
+    output::parse(&f.stdout).map_err(|e| format!("output: {e}"))
 }
 
 /// Which side of which host pair at how many tasks.

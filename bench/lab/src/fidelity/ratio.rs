@@ -29,10 +29,6 @@ impl Line {
 
     /// Reads a line `Display` wrote.
     pub fn parse(line: &str) -> Result<Line, String> {
-        let mut w = line.split_whitespace();
-        if w.next() != Some("fidelity") {
-            return Err(format!("not a fidelity line: {line:?}"));
-        }
         const KEYS: [&str; 7] = [
             "design",
             "linux",
@@ -42,17 +38,8 @@ impl Line {
             "error_pct",
             "rank_agrees",
         ];
-        let mut v: [Option<&str>; 7] = [None; 7];
-        for (i, word) in w.enumerate() {
-            let (k, val) = word
-                .split_once('=')
-                .ok_or_else(|| format!("{word:?} is not KEY=VALUE"))?;
-            if KEYS.get(i) != Some(&k) {
-                return Err(format!("{k}= where {:?} belongs", KEYS.get(i)));
-            }
-            v[i] = Some(val);
-        }
-        let get = |i: usize| v[i].ok_or_else(|| format!("no {}= in {line:?}", KEYS[i]));
+        let v = keyed_values(line, &KEYS)?;
+        let get = |i: usize| -> Result<&str, String> { Ok(v[i]) };
         let num = |i: usize| -> Result<Option<f64>, String> {
             match get(i)? {
                 "none" => Ok(None),
@@ -79,7 +66,7 @@ impl Line {
             linux,
             vcpus: get(2)?
                 .parse()
-                .map_err(|_| format!("vcpus={} is not a count", v[2].unwrap_or("")))?,
+                .map_err(|_| format!("vcpus={} is not a count", v[2]))?,
             proto_ratio: num(3)?.ok_or("proto_ratio=none")?,
             linux_ratio: num(4)?,
             rank_agrees,
@@ -96,6 +83,34 @@ impl Line {
             ));
         }
         Ok(l)
+    }
+}
+
+/// The values of a `fidelity KEY=VALUE …` line whose keys are `keys`,
+/// each present, in that order, and nothing after them.
+fn keyed_values<'a, const N: usize>(
+    line: &'a str,
+    keys: &[&str; N],
+) -> Result<[&'a str; N], String> {
+    let mut w = line.split_whitespace();
+    if w.next() != Some("fidelity") {
+        return Err(format!("not a fidelity line: {line:?}"));
+    }
+    let mut v = [""; N];
+    let mut n = 0;
+    for (i, word) in w.enumerate() {
+        let (k, val) = word
+            .split_once('=')
+            .ok_or_else(|| format!("{word:?} is not KEY=VALUE"))?;
+        if keys.get(i) != Some(&k) {
+            return Err(format!("{k}= where {:?} belongs", keys.get(i)));
+        }
+        v[i] = val;
+        n = i + 1;
+    }
+    match keys.get(n) {
+        Some(k) => Err(format!("no {k}= in {line:?}")),
+        None => Ok(v),
     }
 }
 
@@ -160,25 +175,7 @@ impl HostLine {
             "linux_ops",
             "error_pct",
         ];
-        let mut w = line.split_whitespace();
-        if w.next() != Some("fidelity") {
-            return Err(format!("not a fidelity line: {line:?}"));
-        }
-        let mut v: [&str; 6] = [""; 6];
-        let mut n = 0;
-        for (i, word) in w.enumerate() {
-            let (k, val) = word
-                .split_once('=')
-                .ok_or_else(|| format!("{word:?} is not KEY=VALUE"))?;
-            if KEYS.get(i) != Some(&k) {
-                return Err(format!("{k}= where {:?} belongs", KEYS.get(i)));
-            }
-            v[i] = val;
-            n = i + 1;
-        }
-        if n != KEYS.len() {
-            return Err(format!("no {}= in {line:?}", KEYS[n]));
-        }
+        let v = keyed_values(line, &KEYS)?;
         let ops = |i: usize| -> Result<f64, String> {
             v[i].parse::<f64>()
                 .ok()
