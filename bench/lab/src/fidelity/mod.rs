@@ -432,9 +432,9 @@ fn run_guest_part(a: &FidelityArgs, kernel: &Path, runner: &Path, build: &Path) 
                 println!(
                     "fidelity-spread design={} vcpus={n} rounds={} proto={} linux={}",
                     row.design,
-                    row.proto.len(),
-                    range(&row.proto),
-                    range(&row.linux_rounds)
+                    values(&row.proto).len(),
+                    range(&values(&row.proto)),
+                    range(&values(&row.linux_rounds))
                 );
             }
         }
@@ -544,16 +544,16 @@ fn ratios(
                         with_syscall(x, vcpus, syscall_ns),
                         with_syscall(b, vcpus, syscall_ns),
                     );
-                    if b > 0.0 {
-                        proto.push(x / b);
-                    }
+                    proto.push((b > 0.0).then(|| x / b));
+                } else {
+                    proto.push(None);
                 }
                 if let (Some(x), Some(b)) =
                     (find(r, Job::Linux(i, vcpus)), find(r, Job::Linux(0, vcpus)))
                 {
-                    if b > 0.0 {
-                        lin.push(x / b);
-                    }
+                    lin.push((b > 0.0).then(|| x / b));
+                } else {
+                    lin.push(None);
                 }
             }
             Ratios {

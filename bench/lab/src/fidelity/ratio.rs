@@ -1,7 +1,7 @@
 //! The lines `bench fidelity` prints and reads back (`fidelity …` for
 //! the guest pairs, the host pairs' form) and the arithmetic behind them:
 //! ratios to each side's baseline, the system call constant, medians,
-//! spreads and whether Linux ranks two designs beyond its spread.
+//! ranges and whether Linux ranks two designs round by round.
 //!
 //! Touches nothing: pure functions.
 
@@ -276,13 +276,37 @@ pub fn median(xs: &[f64]) -> Option<f64> {
     })
 }
 
-/// One design's per-round ratios on both sides, at one CPU count.
+/// One design's per-round ratios on both sides, at one CPU count: entry
+/// `r` is round `r`'s ratio, `None` where the design or the baseline has
+/// no window in that round.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ratios {
     pub design: String,
     pub linux: Option<String>,
-    pub proto: Vec<f64>,
-    pub linux_rounds: Vec<f64>,
+    pub proto: Vec<Option<f64>>,
+    pub linux_rounds: Vec<Option<f64>>,
+}
+
+/// The ratios of the rounds that have one.
+pub(super) fn values(rounds: &[Option<f64>]) -> Vec<f64> {
+    rounds.iter().flatten().copied().collect()
+}
+
+/// Fewest rounds in which one design's ratio must lie above the other's,
+/// every one of them, for a side to rank the pair: with no difference
+/// between the two, all of 5 rounds one way has a chance of 1/32 (one
+/// sided), under 0.05.
+pub const RANK_ROUNDS: usize = 5;
+
+/// How one side orders designs `a` and `b` round by round: in how many rounds that both ran `a`'s ratio was
+/// above `b`'s, and below (exact ties count for neither).
+fn above_below(a: &[Option<f64>], b: &[Option<f64>]) -> (usize, usize) {
+    a.iter()
+        .zip(b)
+        .filter_map(|(x, y)| Some(((*x)?, (*y)?)))
+        .fold((0, 0), |(up, down), (x, y)| {
+            (up + usize::from(x > y), down + usize::from(x < y))
+        })
 }
 
 /// `[MIN-MAX]` of `xs`, or `none`.
@@ -296,35 +320,26 @@ pub(super) fn range(xs: &[f64]) -> String {
     }
 }
 
-pub(super) fn spread(xs: &[f64]) -> f64 {
-    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if lo.is_finite() && hi.is_finite() {
-        (hi - lo) / 2.0
-    } else {
-        0.0
-    }
-}
-
 /// Whether design `i` is ranked as Linux ranks it against each other
-/// design of `rows` with a Linux counterpart: the prototype's medians must
-/// order the two as Linux's do wherever Linux's medians differ by more than
-/// their spread (half the range of each one's per-round ratios, the two
-/// added); closer than that, Linux does not rank them and neither order
-/// disagrees. `None` for a design without a Linux counterpart.
+/// design of `rows` with a Linux counterpart, judged round by round (the
+/// two designs of one round ran side by side, so the round is the pair):
+/// Linux ranks two designs when one's ratio lay above the other's in every
+/// round both ran, at least [`RANK_ROUNDS`] of them; otherwise it does not
+/// rank them, and neither order disagrees. The prototype disagrees when
+/// its own rounds put the other design above in more rounds than not. `None` for a design
+/// without a Linux counterpart.
 pub fn rank_agrees(rows: &[Ratios], i: usize) -> Option<bool> {
     let a = &rows[i];
     a.linux.as_ref()?;
-    let (pa, la) = (median(&a.proto)?, median(&a.linux_rounds)?);
     for (j, b) in rows.iter().enumerate() {
         if j == i || b.linux.is_none() {
             continue;
         }
-        let (Some(pb), Some(lb)) = (median(&b.proto), median(&b.linux_rounds)) else {
-            continue;
-        };
-        let tie = spread(&a.linux_rounds) + spread(&b.linux_rounds);
-        if (la - lb).abs() > tie && (pa - pb).signum() != (la - lb).signum() {
+        let (l_up, l_down) = above_below(&a.linux_rounds, &b.linux_rounds);
+        let (p_up, p_down) = above_below(&a.proto, &b.proto);
+        let disagrees = (l_down == 0 && l_up >= RANK_ROUNDS && p_down > p_up)
+            || (l_up == 0 && l_down >= RANK_ROUNDS && p_up > p_down);
+        if disagrees {
             return Some(false);
         }
     }
@@ -340,8 +355,11 @@ pub fn lines(rows: &[Ratios], vcpus: u32) -> Vec<Line> {
                 design: r.design.clone(),
                 linux: r.linux.clone(),
                 vcpus,
-                proto_ratio: median(&r.proto)?,
-                linux_ratio: r.linux.as_ref().and_then(|_| median(&r.linux_rounds)),
+                proto_ratio: median(&values(&r.proto))?,
+                linux_ratio: r
+                    .linux
+                    .as_ref()
+                    .and_then(|_| median(&values(&r.linux_rounds))),
                 rank_agrees: rank_agrees(rows, i),
             })
         })

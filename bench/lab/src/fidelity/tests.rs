@@ -57,7 +57,7 @@ fn costs_split_a_ratio_error_into_the_baselines_and_the_designs() {
     // The identity the line rests on: the ratio error is the
     // baseline's cost ratio over the design's.
     let r = ratios(&got, 1, 1, 500.0, Estimator::Average);
-    let error = r[1].proto[0] / r[1].linux_rounds[0];
+    let error = r[1].proto[0].unwrap() / r[1].linux_rounds[0].unwrap();
     let split = (t.proto_ns[0] / t.linux_ns[0]) / (n.proto_ns[0] / n.linux_ns[0]);
     assert!((error - split).abs() < 1e-9, "{error} vs {split}");
 }
@@ -190,35 +190,57 @@ fn row(d: &str, linux: bool, proto: &[f64], lin: &[f64]) -> Ratios {
     Ratios {
         design: d.into(),
         linux: linux.then(|| d.to_string()),
-        proto: proto.to_vec(),
-        linux_rounds: lin.to_vec(),
+        proto: proto.iter().map(|x| Some(*x)).collect(),
+        linux_rounds: lin.iter().map(|x| Some(*x)).collect(),
     }
 }
 
 #[test]
-fn rank_agrees_only_where_linux_ranks_beyond_its_spread() {
+fn rank_agrees_only_where_linux_ranks_every_round() {
     // Issue 52's case: the prototype puts noalloc above negative, Linux
-    // below it by more than its spread: no, for both.
+    // puts it below in each of 5 rounds: no, for both.
     let rows = [
-        row("transient", true, &[1.0, 1.0], &[1.0, 1.0]),
-        row("negative", true, &[6.6, 6.5], &[2.95, 2.97]),
-        row("noalloc", true, &[8.8, 8.7], &[2.73, 2.75]),
-        row("negbound", false, &[5.0, 5.0], &[]),
+        row("transient", true, &[1.0; 5], &[1.0; 5]),
+        row(
+            "negative",
+            true,
+            &[6.6, 6.5, 6.4, 6.6, 6.7],
+            &[2.95, 2.97, 2.9, 3.0, 2.96],
+        ),
+        row(
+            "noalloc",
+            true,
+            &[8.8, 8.7, 8.6, 8.9, 8.8],
+            &[2.73, 2.75, 2.8, 2.7, 2.74],
+        ),
+        row("negbound", false, &[5.0; 5], &[]),
     ];
     assert_eq!(rank_agrees(&rows, 1), Some(false));
     assert_eq!(rank_agrees(&rows, 2), Some(false));
     assert_eq!(rank_agrees(&rows, 0), Some(true));
     assert_eq!(rank_agrees(&rows, 3), None);
-    // The same medians, Linux's rounds spread wider than the gap: a tie
-    // in Linux, so either order agrees.
-    let mut wide = rows.clone();
-    wide[1].linux_rounds = vec![2.6, 3.3];
-    wide[2].linux_rounds = vec![2.5, 3.0];
-    assert_eq!(rank_agrees(&wide, 2), Some(true));
-    // The prototype in Linux's order: yes.
+    // Linux below in 4 of 5 rounds, above in one: Linux does not rank the
+    // pair, so either order agrees, however far apart its medians.
+    let mut mixed = rows.clone();
+    mixed[2].linux_rounds[3] = Some(3.5);
+    assert_eq!(rank_agrees(&mixed, 2), Some(true));
+    // Every round one way, but only 4 of them ran both: not ranked.
+    let mut short = rows.clone();
+    short[2].linux_rounds[4] = None;
+    assert_eq!(rank_agrees(&short, 2), Some(true));
+    // Rounds pair by their number, not by position: Linux's round 0 of
+    // noalloc missing shifts nothing (still 4 rounds left, not ranked),
+    // where a list without the gap would have paired round 1 with 0.
+    let mut gap = rows.clone();
+    gap[2].linux_rounds[0] = None;
+    assert_eq!(rank_agrees(&gap, 2), Some(true));
+    // The prototype in Linux's order: yes; split evenly: no disagreement.
     let mut ok = rows.clone();
-    ok[2].proto = vec![6.0, 6.1];
+    ok[2].proto = [6.0, 6.1, 6.2, 6.0, 6.3].map(Some).to_vec();
     assert_eq!(rank_agrees(&ok, 2), Some(true));
+    let mut even = rows.clone();
+    even[2].proto = [6.0, 6.6, 6.5, 6.5, 6.7].map(Some).to_vec();
+    assert_eq!(rank_agrees(&even, 2), Some(true), "2 above, 2 below, 1 tie");
     let ls = lines(&rows, 1);
     assert_eq!(ls.len(), 4);
     assert_eq!(ls[0].proto_ratio, 1.0);
