@@ -248,45 +248,11 @@ fn ops(pts: &[Point], g: &Group, testcase: &str, design: &str, cpus: usize) -> O
         .map(|r| r.average as f64)
 }
 
-/// Ops/s for a source on a host and session whatever the accelerator (the
-/// Linux guest may have run under tcg or kvm): the median run of those
-/// points' runs.
-fn ops_any_accel(
-    pts: &[Point],
-    source: &str,
-    host: &str,
-    session: &str,
-    testcase: &str,
-    design: &str,
-    cpus: usize,
-) -> Option<f64> {
-    let pooled: Vec<&Row> = pts
-        .iter()
-        .flat_map(|p| p.runs().iter().copied())
-        .filter(|r| {
-            r.source == source
-                && r.host == host
-                && r.session == session
-                && r.testcase == testcase
-                && r.design == design
-                && r.cpus == cpus
-        })
-        .collect();
-    Point::new(pooled).map(|p| p.median().average as f64)
-}
-
 /// Registry order (fs::dcache::design::DESIGNS), then unknown names
 /// (variants such as `transient+ticket`, Linux references) by name.
 fn design_rank(d: &str) -> (usize, &str) {
     let r = fs::dcache::design::by_name(d).unwrap_or(fs::dcache::design::DESIGNS.len());
     (r, d)
-}
-
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
-        _ => "–".into(),
-    }
 }
 
 /// The whole report.md text.
@@ -626,55 +592,79 @@ fn write_group(s: &mut String, pts: &[Point], fair: &[Point], g: &Group) {
 }
 
 /// Every design's ops/s ÷ the baseline's (the registry's first design,
-/// Linux's behaviour), per group, workload and CPU count: one row per
-/// design, so a design added to the registry gets its rows.
+/// Linux's behaviour) under the same lock, per group, workload and CPU
+/// count: one row per configuration, so a design added to the registry
+/// gets its rows. The ratio is paired ([`paired_cell`]): the median of the
+/// rounds' ratios, `unpaired` when the rounds do not pair, never a ratio of
+/// two medians taken at different times. A configuration is matched to
+/// its baseline by what it names ([`configuration`]), so `noalloc+ticket`,
+/// `noalloc lock=ticket` and the baseline spelt either way meet.
 fn write_design_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
     let base = fs::dcache::design::DESIGNS[0].name();
     let mut lines = Vec::new();
     for g in groups.iter().filter(|g| !g.0.starts_with("linux")) {
-        let mut keys: Vec<(String, usize)> = pts
-            .iter()
-            .map(|p| p.median())
-            .filter(|r| in_group(r, g))
-            .map(|r| (r.testcase.clone(), r.cpus))
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        keys.sort();
-        for (t, c) in keys {
-            let mut designs: Vec<String> = pts
-                .iter()
-                .map(|p| p.median())
-                .filter(|r| in_group(r, g) && r.testcase == t && r.cpus == c && r.design != base)
-                .map(|r| r.design.clone())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect();
-            designs.sort_by(|a, b| design_rank(a).cmp(&design_rank(b)));
-            let b = ops(pts, g, &t, base, c);
-            for d in designs {
-                let o = ops(pts, g, &t, &d, c);
-                let cell = if self_ratio(&d, base) {
-                    format!("refused: {d} is {base}")
-                } else {
-                    ratio(o, b)
-                };
-                lines.push([
-                    g.0.to_string(),
-                    g.1.to_string(),
-                    host_cell(g),
-                    t.clone(),
-                    c.to_string(),
-                    d,
-                    cell,
-                ]);
-            }
+        let mut mine: Vec<&Point> = pts.iter().filter(|p| in_group(p.median(), g)).collect();
+        mine.sort_by(|a, b| {
+            let (a, b) = (a.median(), b.median());
+            (&a.testcase, a.cpus, design_rank(&a.design)).cmp(&(
+                &b.testcase,
+                b.cpus,
+                design_rank(&b.design),
+            ))
+        });
+        for p in &mine {
+            let r = p.median();
+            let Some((design, lock)) = configuration(&r.design) else {
+                continue;
+            };
+            let baseline = mine.iter().find(|q| {
+                let q = q.median();
+                q.testcase == r.testcase
+                    && q.cpus == r.cpus
+                    && q.design != r.design
+                    && configuration(&q.design) == Some((base, lock))
+            });
+            let (cell, spread, rounds, flagged) = match baseline {
+                // The baseline under a second label: a ratio of the
+                // configuration to itself.
+                Some(b) if design == base => (
+                    format!("refused: {} is {}", r.design, b.median().design),
+                    "–".into(),
+                    "–".into(),
+                    String::new(),
+                ),
+                _ if design == base => continue,
+                Some(b) => paired_cell(p, b, pts),
+                None => ("no baseline".into(), "–".into(), "–".into(), String::new()),
+            };
+            lines.push([
+                g.0.to_string(),
+                g.1.to_string(),
+                host_cell(g),
+                r.testcase.clone(),
+                r.cpus.to_string(),
+                r.design.clone(),
+                cell,
+                spread,
+                rounds,
+                flagged,
+            ]);
         }
     }
     if lines.is_empty() {
         return;
     }
-    let _ = writeln!(s, "## Designs compared (ops/s ÷ {base}, the baseline)\n");
+    let _ = writeln!(
+        s,
+        "## Designs compared (ops/s ÷ {base}'s under the same lock, the baseline)\n"
+    );
+    let _ = writeln!(
+        s,
+        "Each ratio is the median of the per-round ratios (the two runs of one round of one \
+         session), with their min–max; `unpaired` where the rounds do not pair (no ratio of two \
+         medians stands in for it). A ratio with a flagged point (see its table) is shown but \
+         feeds no verdict.\n"
+    );
     let mut t = Table::new([
         ("source", Left),
         ("accel", Left),
@@ -683,12 +673,37 @@ fn write_design_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
         ("CPUs", Right),
         ("design", Left),
         (&*format!("÷ {base}"), Right),
+        ("min–max", Right),
+        ("rounds", Right),
+        ("flagged", Left),
     ]);
     for l in lines {
         t.row(l);
     }
     s.push_str(&t.into_string());
     s.push('\n');
+}
+
+/// `a ÷ b` as the ratio tables print it: the paired median ("1.23×", or
+/// `unpaired`), the rounds' min–max, the rounds paired, and the flags of
+/// either point (judged against `fair`, see [`flags`]).
+fn paired_cell(a: &Point, b: &Point, fair: &[Point]) -> (String, String, String, String) {
+    let mut f: Vec<&str> = Vec::new();
+    for x in flags(a, fair).into_iter().chain(flags(b, fair)) {
+        if !f.contains(&x) {
+            f.push(x);
+        }
+    }
+    let flagged = f.join(", ");
+    match points::paired_ratio(a, b) {
+        Some(p) => (
+            format!("{:.2}×", p.median),
+            format!("{:.2}–{:.2}", p.min, p.max),
+            p.rounds.to_string(),
+            flagged,
+        ),
+        None => ("unpaired".into(), "–".into(), "–".into(), flagged),
+    }
 }
 
 /// statneg of each design ÷ the Linux references on the same host at the
@@ -713,24 +728,41 @@ fn write_linux_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
         } else {
             "linux-guest"
         };
-        let mut mine: Vec<&Row> = pts
+        let mut mine: Vec<&Point> = pts
             .iter()
-            .map(|p| p.median())
-            .filter(|r| in_group(r, g) && r.testcase == "statneg")
+            .filter(|p| in_group(p.median(), g) && p.median().testcase == "statneg")
             .collect();
         mine.sort_by(|a, b| {
+            let (a, b) = (a.median(), b.median());
             design_rank(&a.design)
                 .cmp(&design_rank(&b.design))
                 .then(a.cpus.cmp(&b.cpus))
         });
-        for r in mine {
+        for p in mine {
+            let r = p.median();
             let cells: Vec<String> = refs
                 .iter()
                 .map(|d| {
-                    ratio(
-                        Some(r.average as f64),
-                        ops_any_accel(pts, ref_source, &g.2, &g.3, "statneg", d, r.cpus),
-                    )
+                    let linux = pts.iter().find(|q| {
+                        let q = q.median();
+                        q.source == ref_source
+                            && q.host == g.2
+                            && q.session == g.3
+                            && q.testcase == "statneg"
+                            && q.design == *d
+                            && q.cpus == r.cpus
+                    });
+                    match linux {
+                        None => "–".to_string(),
+                        Some(l) => {
+                            let (cell, _, _, flagged) = paired_cell(p, l, pts);
+                            if flagged.is_empty() || cell == "unpaired" {
+                                cell
+                            } else {
+                                format!("{cell}†")
+                            }
+                        }
+                    }
                 })
                 .collect();
             if cells.iter().all(|c| c == "–") {
@@ -756,7 +788,9 @@ fn write_linux_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
     );
     let _ = writeln!(
         s,
-        "Host mode is compared with `linux-host`, the guest with `linux-guest`.\n"
+        "Host mode is compared with `linux-host`, the guest with `linux-guest`, of the same \
+         session. Each cell is the median of the per-round ratios (`unpaired` where the rounds do \
+         not pair); † marks a ratio with a flagged point (see its table), which feeds no verdict.\n"
     );
     let mut cols = vec![
         ("source".to_string(), Left),
