@@ -328,6 +328,7 @@ fn host(no_pin: bool, words: &[String]) -> ExitCode {
         fs::sync::host::HostPlatform::global().rcu_reader_mode()
     );
     eprintln!("bench: allocator: {ALLOCATOR}");
+    let policy = benchlab::exec::wait_policy(params.lock, params.tasks, exec.cpus().len());
     let result = bench::run_params(&params, &exec, &mut StdoutWriter::new());
     // Host RCU grace periods that interrupted the tasks' CPUs: in the
     // measured window only where a task stalled for a whole grace period
@@ -341,16 +342,7 @@ fn host(no_pin: bool, words: &[String]) -> ExitCode {
         "bench: membarrier: {window} calls in the measured window, {} in the run",
         fs::sync::host::membarrier_calls()
     );
-    // Host lock waiters spin, then give their thread away every few
-    // microseconds (fs::sync::spinwait): spinning alone behind a
-    // descheduled holder or successor costs a scheduler tick per hand-over
-    // when threads outnumber cores. The guest's waiters spin (or halt,
-    // pvqspinlock), so the host's kind is another.
-    eprintln!(
-        "bench: host lock={}+yield (waiters yield after {} us of spinning; the guest's do not)",
-        fs::sync::rawlock::default_kind(),
-        fs::sync::spinwait::YIELD_AFTER_NS / 1000
-    );
+    eprintln!("{policy}");
     if let Some(ms) = benchlab::proc::self_cpu_ms() {
         // For `bench rcu-reader`: CPU time per op shrugs off the
         // preemption of a loaded machine that wall time counts.

@@ -240,8 +240,8 @@ fn guest_two_vcpus() {
 
 /// Host mode names what it measures with: the allocator (mimalloc, whose
 /// remote frees take no lock, where glibc's took the arena lock), the
-/// lock waiters' policy (`+yield`: host waiters give their thread away,
-/// the guest's do not), and the membarrier calls of the host RCU, none of
+/// lock waiters' policy (spinning as the guest's with a core per task,
+/// `+yield` with more tasks than cores, [`more_tasks_than_cores_yield`]), and the membarrier calls of the host RCU, none of
 /// them in a noalloc window (nothing retired, no grace period).
 #[test]
 fn host_mode_names_allocator_lock_and_membarriers() {
@@ -259,7 +259,18 @@ fn host_mode_names_allocator_lock_and_membarriers() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("bench: allocator: mimalloc\n"), "{stderr}");
-    assert!(stderr.contains("+yield (waiters yield after"), "{stderr}");
+    // Two tasks on as many CPUs as the machine has, or more.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus >= 2 {
+        assert!(
+            stderr
+                .contains("bench: host lock=qspinlock (waiters spin as the guest's do: 2 tasks on"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("spin yields"), "{stderr}");
+    } else {
+        assert!(stderr.contains("+yield (waiters yield after"), "{stderr}");
+    }
     assert!(
         stderr.contains("bench: membarrier: 0 calls in the measured window, "),
         "{stderr}"
@@ -299,5 +310,32 @@ fn linux_stat_in_dir_stats_one_component_and_refuses_an_existing_name() {
         String::from_utf8_lossy(&out.stderr).contains("exists"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// With more tasks than CPUs the host waiters give their thread away, and
+/// the lock is named for it.
+#[test]
+fn more_tasks_than_cores_yield() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let tasks = (cpus + 1).to_string();
+    let out = bench_exe()
+        .args([
+            "host",
+            "bench=statneg",
+            &format!("tasks={tasks}"),
+            "design=transient",
+            "warmup=0",
+            "secs=1",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "bench: host lock=qspinlock+yield (waiters yield after 5 us of spinning: {tasks} tasks on {cpus} CPUs"
+        )),
+        "{stderr}"
     );
 }

@@ -27,6 +27,15 @@
 //! [`crate::stats`]): a benchmark that sees them had more spinners than
 //! CPUs, and its timings include the scheduler.
 //!
+//! Yielding is the host's answer to threads outnumbering cores. Where they
+//! do not — a benchmark of N tasks pinned to N free cores — a host waiter
+//! spins as the guest's and Linux's do, so that both sides measure one
+//! policy: [`set_yielding`] turns the yield off (the host benchmark does,
+//! for tasks ≤ its CPUs; measured on the 2-core VM, transient statneg at
+//! 2 tasks ran alike either way, the spread of the runs larger than any
+//! difference). Without it every long wait there yielded, and a run with
+//! yields is no run to judge a lock by.
+//!
 //! In the guest kernel there is nothing to yield to (one CPU is one vCPU,
 //! nothing else is scheduled on it), and under loom every turn already
 //! yields to another modelled thread, so there a turn is only the hint.
@@ -130,10 +139,14 @@ impl SpinWait {
         let _ = (addr, still);
     }
 
-    /// Host: give the CPU away once the wait has lasted [`YIELD_AFTER_NS`].
+    /// Host: give the CPU away once the wait has lasted [`YIELD_AFTER_NS`]
+    /// (while [`yielding`]).
     #[cfg(all(any(feature = "std", test), not(loom)))]
     #[cold]
     fn look_at_the_clock(&mut self) {
+        if !yielding() {
+            return;
+        }
         let now = std::time::Instant::now();
         match self.since {
             // The first look starts the clock: a wait shorter than
@@ -147,6 +160,31 @@ impl SpinWait {
             Some(_) => {}
         }
     }
+}
+
+/// Whether host waiters yield after [`YIELD_AFTER_NS`]: on unless a
+/// caller that knows its threads have a core each says otherwise.
+/// Configuration, not synchronisation: a plain atomic.
+#[cfg(all(any(feature = "std", test), not(loom)))]
+static YIELDING: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(true);
+
+/// Let host waiters yield after a long wait (the default), or spin for as
+/// long as the wait lasts, as the guest's do: only for threads that each
+/// have a core of their own. A no-op where nothing yields.
+pub fn set_yielding(on: bool) {
+    #[cfg(all(any(feature = "std", test), not(loom)))]
+    YIELDING.store(on, core::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(all(any(feature = "std", test), not(loom))))]
+    let _ = on;
+}
+
+/// Whether host waiters yield (see [`set_yielding`]); `false` where
+/// nothing yields (the guest, loom).
+pub fn yielding() -> bool {
+    #[cfg(all(any(feature = "std", test), not(loom)))]
+    return YIELDING.load(core::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(all(any(feature = "std", test), not(loom))))]
+    false
 }
 
 /// Waiters halted in [`SpinWait::turn_on`] now, and the address each CPU
@@ -237,8 +275,29 @@ mod tests {
         assert_eq!(crate::stats::snapshot_this_cpu().spin_yields, before);
     }
 
+    /// The yield switch is process-wide: the tests that depend on it take
+    /// turns.
+    static SWITCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    #[test]
+    fn a_long_wait_spins_without_yielding_when_told() {
+        let _turn = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
+        // Restored before any assert.
+        let before = crate::stats::snapshot_this_cpu().spin_yields;
+        set_yielding(false);
+        let t0 = Instant::now();
+        let mut w = SpinWait::new();
+        while t0.elapsed() < Duration::from_millis(2) {
+            w.turn();
+        }
+        set_yielding(true);
+        assert_eq!(crate::stats::snapshot_this_cpu().spin_yields, before);
+        assert!(yielding());
+    }
+
     #[test]
     fn a_long_wait_yields_about_once_per_threshold_and_counts_it() {
+        let _turn = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
         // Counted on this thread's CPU slot only, so other tests cannot
         // disturb the difference.
         let before = crate::stats::snapshot_this_cpu().spin_yields;

@@ -165,8 +165,10 @@ fn params(
     Params::parse_line(&w).map_err(|e| format!("{w}: {e}"))
 }
 
-/// One run in this process; its output text, parsed.
+/// One run in this process, its lock waiters under `bench host`'s policy
+/// ([`crate::exec::wait_policy`]); its output text, parsed.
 fn run_once(p: &Params, exec: &HostExecutor) -> Result<(output::RunOutput, String), String> {
+    crate::exec::wait_policy(p.lock, p.tasks, exec.cpus().len());
     let mut sink = Sink(String::new());
     bench::run_params(p, exec, &mut sink).map_err(|e| format!("{p}: {e}"))?;
     let out = output::parse(&sink.0).map_err(|e| format!("{p}: {e}"))?;
