@@ -12,20 +12,32 @@
 //! min–max), and for every pair of designs an exact sign test over the
 //! paired rounds, which says whether the run can tell the two apart.
 //!
-//! The rule for "told apart": every pair of one table is a test of one
-//! family, and the family-wise error is held at [`ALPHA`] (0.05) by Holm's
-//! step-down correction ([`holm`]). Each pair's exact two-sided sign test
-//! over the rounds in which the two differ gives a raw p (no distribution
-//! assumed: the rounds of one run are few and the host's noise is neither
-//! normal nor steady); sorted by p, the pair of rank i (1-based) of m is
-//! told apart when its p ≤ α/(m − i + 1) and so was every pair ranked
-//! before it. Without it, at 7 rounds and p ≤ 0.05 per pair, each pair
-//! of designs that do the same work was split by chance in one run in 64,
-//! and some pair of the six in up to one run in eleven. With 6 pairs the
-//! smallest p must reach 0.05/6 = 0.0083: every round the same way gives
+//! The rule for "told apart" is a claim of a gap, not only of an order:
+//! one design's ops/s more than [`MARGIN_MILLI`] (1.2×) the other's. A
+//! pair's exact two-sided sign test asks in how many of the n rounds one
+//! design was more than 1.2× the other; a round where neither was counts
+//! against both (null: neither is more than 1.2× the other in more than
+//! half the rounds), so p = 2 · P(X ≥ that count) for X ~ Bin(n, ½) (no
+//! distribution assumed: the rounds of one run are few and the host's
+//! noise is neither normal nor steady). Why a margin: on TCG a round's
+//! ratio scatters by ±15 %, so a gap smaller than that (noalloc over
+//! negative, 1.04–1.16× in six runs on an idle 2-core host) was told apart
+//! by a plain sign test in some runs and not in others, and a `>` that
+//! comes and goes between runs says nothing a reader can rely on. A gap
+//! under the margin is still shown, as a lean: each pair line says in how
+//! many rounds either design was higher at all, and the ratio's median.
+//!
+//! Every pair of one table is a test of one family, and the family-wise
+//! error is held at [`ALPHA`] (0.05) by Holm's step-down correction
+//! ([`holm`]): sorted by p, the pair of rank i (1-based) of m is told apart
+//! when its p ≤ α/(m − i + 1) and so was every pair ranked before it.
+//! Without it, at 7 rounds and p ≤ 0.05 per pair, each pair of designs
+//! that do the same work was split by chance in one run in 64, and some
+//! pair of the six in up to one run in eleven. With 6 pairs the smallest p
+//! must reach 0.05/6 = 0.0083: every round clear the same way gives
 //! 2·2^−n, 0.0156 at 7 rounds (never enough) and 0.0078 at 8; one round
-//! the other way gives 0.070 at 8 rounds and 0.039 at 9, which only the
-//! last rank's 0.05 admits.
+//! short gives 0.070 at 8 rounds and 0.039 at 9, which only the last
+//! rank's 0.05 admits.
 //!
 //! A round whose baseline window measured below a tenth of the baseline's
 //! median ([`Rounds::baseline_outliers`]: a stall of the host, not of the
@@ -49,6 +61,16 @@ pub const MAX_ROUNDS: usize = 64;
 /// correction holds the chance of telling any pair apart wrongly at or
 /// below it.
 pub const ALPHA: (u128, u128) = (5, 100);
+
+/// How far apart, in thousandths of the lower design's ops/s, two designs
+/// must be in a round for that round to count toward telling them apart
+/// (see the module doc): 1.2×.
+pub const MARGIN_MILLI: u64 = 1200;
+
+/// Whether `x` is more than [`MARGIN_MILLI`] thousandths of `y`.
+fn clear_of(x: u64, y: u64) -> bool {
+    u128::from(x) * 1000 > u128::from(y) * u128::from(MARGIN_MILLI)
+}
 
 /// A baseline window below `1/OUTLIER_FRACTION` of the baseline's median
 /// is an outlier ([`Rounds::baseline_outliers`]).
@@ -228,6 +250,16 @@ impl Rounds {
         let (xs, ys) = (self.ops(a), self.ops(b));
         let above = xs.iter().zip(&ys).filter(|(x, y)| x > y).count();
         let below = xs.iter().zip(&ys).filter(|(x, y)| x < y).count();
+        let clear_above = xs
+            .iter()
+            .zip(&ys)
+            .filter(|(x, y)| clear_of(**x, **y))
+            .count();
+        let clear_below = xs
+            .iter()
+            .zip(&ys)
+            .filter(|(x, y)| clear_of(**y, **x))
+            .count();
         let (hi, lo) = if below > above { (b, a) } else { (a, b) };
         Pair {
             a,
@@ -235,6 +267,8 @@ impl Rounds {
             above,
             below,
             ties: xs.len() - above - below,
+            clear_above,
+            clear_below,
             ratio: Spread::of(&self.kept_ratios(hi, lo)),
         }
     }
@@ -250,7 +284,8 @@ impl Rounds {
 }
 
 /// One pair's sign test: in how many rounds `a` measured above `b`, below,
-/// and equal, and per round the ops/s of the design higher in more rounds
+/// and equal, in how many either was more than [`MARGIN_MILLI`] the other
+/// (what the test counts), and per round the ops/s of the design higher in more rounds
 /// ÷ the other's ([`Pair::higher_first`]; without the rounds
 /// [`Rounds::left_out`] names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -260,22 +295,27 @@ pub struct Pair {
     pub above: usize,
     pub below: usize,
     pub ties: usize,
+    /// Rounds in which `a` was more than [`MARGIN_MILLI`] of `b`, and `b`
+    /// of `a`.
+    pub clear_above: usize,
+    pub clear_below: usize,
     pub ratio: Option<Spread>,
 }
 
 impl Pair {
     /// The exact two-sided sign-test p as a fraction (numerator,
-    /// denominator): 2 · P(X ≤ min(above, below)) for X ~ Bin(n, ½), n the
-    /// rounds without a tie; (1, 1) when that reaches 1 or every round
-    /// tied, so that below 1 the numerator is under 2^64 and two p
-    /// cross-multiply within `u128`.
+    /// denominator): 2 · P(X ≥ max(clear_above, clear_below)) for X ~
+    /// Bin(n, ½), n every round (a round clear neither way counts against
+    /// both); (1, 1) when that reaches 1, so that below 1 the numerator is
+    /// under 2^64 and two p cross-multiply within `u128`.
     pub fn p(&self) -> (u128, u128) {
-        let n = (self.above + self.below).min(MAX_ROUNDS);
-        if n == 0 {
+        let n = (self.above + self.below + self.ties).min(MAX_ROUNDS);
+        let k = self.clear_above.max(self.clear_below).min(n);
+        if n == 0 || k == 0 {
             return (1, 1);
         }
-        let k = self.above.min(self.below);
-        let tail: u128 = (0..=k).map(|i| binomial(n, i)).sum();
+        // P(X ≥ k) = P(X ≤ n − k) by symmetry.
+        let tail: u128 = (0..=n - k).map(|i| binomial(n, i)).sum();
         let den = 1u128 << n;
         if 2 * tail >= den {
             return (1, 1);
@@ -558,15 +598,16 @@ impl fmt::Display for PairsHeader {
         let PairsHeader(rounds, m) = *self;
         write!(
             f,
-            "pairs (exact sign test over the {rounds} paired rounds; Holm–Bonferroni over the {m} pairs, family-wise alpha {}: the pair of rank i by p is told apart when p <= {}/({m} - i + 1) and every pair ranked before it was):",
+            "pairs (exact sign test over the {rounds} paired rounds of one design above {}× the other; Holm–Bonferroni over the {m} pairs, family-wise alpha {}: the pair of rank i by p is told apart when p <= {}/({m} - i + 1) and every pair ranked before it was):",
+            Milli(MARGIN_MILLI),
             Frac4(ALPHA),
             Frac4(ALPHA),
         )
     }
 }
 
-/// One pair's line: `  higher > lower: higher in k of n rounds, ratio
-/// median … [min–max], p=…, holm rank r of m needs p <= t: met` and, when
+/// One pair's line: `  higher > lower: higher in k of n rounds, by more
+/// than 1.200× in c, ratio median … [min–max], p=…, holm rank r of m needs p <= t: met` and, when
 /// Holm does not tell them apart, `≈`, `missed` (or `met, but a smaller p
 /// missed`) and `: cannot tell apart`.
 pub struct PairLine<'a>(pub &'a Tested, pub &'a [&'a str]);
@@ -578,13 +619,19 @@ impl fmt::Display for PairLine<'_> {
         let name = |i: usize| self.1.get(i).copied().unwrap_or("?");
         let (hi, lo) = p.higher_first();
         let (k, n) = (p.above.max(p.below), p.above + p.below + p.ties);
+        let c = if hi == p.a {
+            p.clear_above
+        } else {
+            p.clear_below
+        };
         let ratio = p.ratio;
         write!(
             f,
-            "  {} {} {}: higher in {k} of {n} rounds, ratio median {} [{}], p={}, holm rank {} of {} needs p <= {}: {}",
+            "  {} {} {}: higher in {k} of {n} rounds, by more than {}× in {c}, ratio median {} [{}], p={}, holm rank {} of {} needs p <= {}: {}",
             name(hi),
             if t.apart { ">" } else { "≈" },
             name(lo),
+            Milli(MARGIN_MILLI),
             Milli(ratio.map_or(0, |s| s.median)),
             Range(
                 Milli(ratio.map_or(0, |s| s.min)),

@@ -86,12 +86,16 @@ fn a_short_design_limits_every_design_to_the_rounds_all_completed() {
 
 #[test]
 fn the_sign_test_gives_the_exact_binomial_p() {
+    // Every round higher is also higher by the margin here; a tie is a
+    // round clear neither way.
     let pair = |above, below, ties| Pair {
         a: 0,
         b: 1,
         above,
         below,
         ties,
+        clear_above: above,
+        clear_below: below,
         ratio: None,
     };
     // 7 of 7: 2/128; 6 of 7: 2*8/128; 6 of 6: 2/64; 5 of 5: 2/32.
@@ -107,8 +111,17 @@ fn the_sign_test_gives_the_exact_binomial_p() {
     assert!(!pair(6, 1, 0).told_apart_alone());
     // Five rounds cannot tell anything apart, however large the gap.
     assert!(!pair(5, 0, 0).told_apart_alone());
-    // A tie is no evidence either way: 6 of 6 with one tie still counts.
-    assert!(pair(6, 0, 1).told_apart_alone());
+    // A round clear neither way counts against both: 6 of 7 is
+    // 2 * 8/128 = 0.125.
+    assert_eq!(pair(6, 0, 1).p(), (16, 128));
+    assert!(!pair(6, 0, 1).told_apart_alone());
+    // Higher in all 8 rounds but by more than the margin in only 6: the
+    // test counts the 6, p = 2 * 37/256 = 0.289.
+    let lean = Pair {
+        clear_above: 6,
+        ..pair(8, 0, 0)
+    };
+    assert_eq!(lean.p(), (74, 256));
     // 8 of 9: 2*10/512 = 0.039.
     assert!(pair(8, 1, 0).told_apart_alone());
     assert_eq!(pair(40, 24, 0).p().1, 1 << 64);
@@ -142,7 +155,7 @@ fn designs_that_trade_places_are_reported_as_not_told_apart() {
     );
     assert_eq!(
         PairLine(neg_bound, &names).to_string(),
-        "  negative ≈ negbound: higher in 4 of 8 rounds, ratio median 0.996 [0.985–1.013], p=1.0000, holm rank 6 of 6 needs p <= 0.0500: missed: cannot tell apart"
+        "  negative ≈ negbound: higher in 4 of 8 rounds, by more than 1.200× in 0, ratio median 0.996 [0.985–1.013], p=1.0000, holm rank 6 of 6 needs p <= 0.0500: missed: cannot tell apart"
     );
     let noalloc = tested
         .iter()
@@ -150,7 +163,7 @@ fn designs_that_trade_places_are_reported_as_not_told_apart() {
         .unwrap();
     assert_eq!(
         PairLine(noalloc, &names).to_string(),
-        "  noalloc > negative: higher in 8 of 8 rounds, ratio median 1.267 [1.250–1.308], p=0.0078, holm rank 4 of 6 needs p <= 0.0167: met"
+        "  noalloc > negative: higher in 8 of 8 rounds, by more than 1.200× in 8, ratio median 1.267 [1.250–1.308], p=0.0078, holm rank 4 of 6 needs p <= 0.0167: met"
     );
     let all_apart = rounds(&[&[1; 8], &[2; 8]]);
     assert_eq!(
@@ -173,6 +186,8 @@ fn pair(above: usize, below: usize) -> Pair {
         above,
         below,
         ties: 0,
+        clear_above: above,
+        clear_below: below,
         ratio: None,
     }
 }
@@ -236,11 +251,11 @@ fn holm_steps_down_in_order_of_p_and_stops_at_the_first_miss() {
     });
     assert_eq!(
         PairLine(&line, &names).to_string(),
-        "  a ≈ b: higher in 8 of 9 rounds, ratio median 1.100 [0.900–1.300], p=0.0391, holm rank 6 of 6 needs p <= 0.0500: met, but a smaller p missed: cannot tell apart"
+        "  a ≈ b: higher in 8 of 9 rounds, by more than 1.200× in 8, ratio median 1.100 [0.900–1.300], p=0.0391, holm rank 6 of 6 needs p <= 0.0500: met, but a smaller p missed: cannot tell apart"
     );
     assert_eq!(
         PairsHeader(8, 6).to_string(),
-        "pairs (exact sign test over the 8 paired rounds; Holm–Bonferroni over the 6 pairs, family-wise alpha 0.0500: the pair of rank i by p is told apart when p <= 0.0500/(6 - i + 1) and every pair ranked before it was):"
+        "pairs (exact sign test over the 8 paired rounds of one design above 1.200× the other; Holm–Bonferroni over the 6 pairs, family-wise alpha 0.0500: the pair of rank i by p is told apart when p <= 0.0500/(6 - i + 1) and every pair ranked before it was):"
     );
 }
 
@@ -303,4 +318,26 @@ fn the_rounds_table_lines_up_and_names_the_baseline() {
     let chars = |s: &str| s.chars().count();
     assert_eq!(chars(&base), chars(&h));
     assert_eq!(chars(&other), chars(&h));
+}
+
+#[test]
+fn a_steady_gap_under_the_margin_is_a_lean_not_a_ranking() {
+    let names = ["negative", "noalloc"];
+    // noalloc 10 % above negative in every round: higher 8 of 8, but by
+    // more than 1.2× in none, so p = 1 and the pair is not told apart.
+    let r = rounds(&[&[1000; 8], &[1100; 8]]);
+    let t = r.tested();
+    assert_eq!((t[0].pair.above, t[0].pair.below), (0, 8));
+    assert_eq!((t[0].pair.clear_above, t[0].pair.clear_below), (0, 0));
+    assert!(!t[0].apart);
+    assert_eq!(
+        PairLine(&t[0], &names).to_string(),
+        "  noalloc ≈ negative: higher in 8 of 8 rounds, by more than 1.200× in 0, ratio median 1.100 [1.100–1.100], p=1.0000, holm rank 1 of 1 needs p <= 0.0500: missed: cannot tell apart"
+    );
+    // 30 % above in every round: told apart.
+    let r = rounds(&[&[1000; 8], &[1300; 8]]);
+    assert!(r.tested()[0].apart);
+    // Exactly 1.2× is not more than the margin.
+    let r = rounds(&[&[1000; 8], &[1200; 8]]);
+    assert_eq!(r.compare(1, 0).clear_above, 0);
 }
