@@ -152,20 +152,27 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
     Some(out)
 }
 
-/// Set the host lock waiters' policy for `tasks` tasks on `cpus` CPUs
-/// (fs::sync::spinwait) and say which it is, in the line `bench host`
-/// prints. With a core per task they spin as the guest's and Linux's do
-/// (`lock=K`, the same kind as the guest's rows); with more tasks than
-/// cores, spinning alone behind a descheduled holder or successor costs a
+/// Set the host lock waiters' policy for `tasks` tasks on `cpus` CPUs,
+/// `pinned` one to a CPU or not (fs::sync::spinwait), and say which it
+/// is, in the line `bench host` prints. With a core per task they spin as
+/// the guest's and Linux's do (`lock=K`, the same kind as the guest's
+/// rows); with more tasks than cores, or tasks the scheduler may stack on
+/// one core, spinning behind a descheduled holder or successor costs a
 /// scheduler tick per hand-over, so they give their thread away every few
 /// microseconds (`lock=K+yield`, another kind than the guest's).
-pub fn wait_policy(kind: impl std::fmt::Display, tasks: usize, cpus: usize) -> String {
-    let yielding = tasks > cpus;
+pub fn wait_policy(
+    kind: impl std::fmt::Display,
+    tasks: usize,
+    cpus: usize,
+    pinned: bool,
+) -> String {
+    let yielding = tasks > cpus || !pinned;
     fs::sync::spinwait::set_yielding(yielding);
     if yielding {
         format!(
-            "bench: host lock={kind}+yield (waiters yield after {} us of spinning: {tasks} tasks on {cpus} CPUs; the guest's do not)",
-            fs::sync::spinwait::YIELD_AFTER_NS / 1000
+            "bench: host lock={kind}+yield (waiters yield after {} us of spinning: {tasks} tasks on {cpus} CPUs{}; the guest's do not)",
+            fs::sync::spinwait::YIELD_AFTER_NS / 1000,
+            if pinned { "" } else { ", not pinned" }
         )
     } else {
         format!(

@@ -328,7 +328,8 @@ fn host(no_pin: bool, words: &[String]) -> ExitCode {
         fs::sync::host::HostPlatform::global().rcu_reader_mode()
     );
     eprintln!("bench: allocator: {ALLOCATOR}");
-    let policy = benchlab::exec::wait_policy(params.lock, params.tasks, exec.cpus().len());
+    let policy =
+        benchlab::exec::wait_policy(params.lock, params.tasks, exec.cpus().len(), exec.pinned());
     let result = bench::run_params(&params, &exec, &mut StdoutWriter::new());
     // Host RCU grace periods that interrupted the tasks' CPUs: in the
     // measured window only where a task stalled for a whole grace period

@@ -166,11 +166,16 @@ fn params(
 }
 
 /// One run in this process, its lock waiters under `bench host`'s policy
-/// ([`crate::exec::wait_policy`]); its output text, parsed.
+/// ([`crate::exec::wait_policy`], the default restored after it); its
+/// output text, parsed.
 fn run_once(p: &Params, exec: &HostExecutor) -> Result<(output::RunOutput, String), String> {
-    crate::exec::wait_policy(p.lock, p.tasks, exec.cpus().len());
+    crate::exec::wait_policy(p.lock, p.tasks, exec.cpus().len(), exec.pinned());
     let mut sink = Sink(String::new());
-    bench::run_params(p, exec, &mut sink).map_err(|e| format!("{p}: {e}"))?;
+    let ran = bench::run_params(p, exec, &mut sink);
+    // The rest of predict (census, spans, steal) runs threads of its own:
+    // back to the default policy.
+    fs::sync::spinwait::set_yielding(true);
+    ran.map_err(|e| format!("{p}: {e}"))?;
     let out = output::parse(&sink.0).map_err(|e| format!("{p}: {e}"))?;
     Ok((out, sink.0))
 }
