@@ -140,7 +140,7 @@ pub(super) fn run_host_part(a: &FidelityArgs) -> Vec<String> {
     let mut failures = Vec::new();
     for r in 0..a.rounds {
         for job in host_round_jobs(&a.cpus, r) {
-            let (res, name) = match job {
+            let ((res, name), load) = crate::sweep::load::around(|| match job {
                 HostJob::Proto(i, n) => (
                     host_proto_window(a, HOST_PAIRS[i].0, n),
                     format!("host-mode {} tasks={n}", HOST_PAIRS[i].0),
@@ -157,10 +157,13 @@ pub(super) fn run_host_part(a: &FidelityArgs) -> Vec<String> {
                         format!("{k} tasks={n}"),
                     )
                 }
-            };
+            });
             match res {
                 Ok(ops) => {
-                    println!("fidelity-host-window round={r} {name} ops={ops:.0}");
+                    println!(
+                        "fidelity-host-window round={r} {name} ops={ops:.0}{}",
+                        load.words()
+                    );
                     got.push((r, job, ops));
                 }
                 Err(e) => {

@@ -26,6 +26,9 @@
 //! the counting probes armed (`--no-probes` leaves it out): the counters
 //! come from it, and the line states the distortion as the probed window's
 //! ops/s over the timed one's in the same boot (`linux_rate_ratio`).
+//! Each `fidelity-window` and `fidelity-host-window` line ends with the
+//! machine around that window (`eff_cpus`, `others_cpus`, `steal`:
+//! [`crate::sweep::load::around`]), so a window run beside other work shows it.
 //! `fidelity-cost` lines split each ratio's error into its two sides: per
 //! design, the prototype's time per stat (the constant paid) over Linux's
 //! in the same round ([`costs`]). A design's ratio error is the baseline's
@@ -374,10 +377,10 @@ fn run_guest_part(a: &FidelityArgs, kernel: &Path, runner: &Path, build: &Path) 
     let mut failures = Vec::new();
     for r in 0..a.rounds {
         for job in round_jobs(&a.cpus, r) {
-            let res = match job {
+            let (res, load) = crate::sweep::load::around(|| match job {
                 Job::Proto(i, n) => proto_window(a, kernel, runner, PAIRS[i].0, n),
                 Job::Linux(i, n) => linux_window(a, build, PAIRS[i].1.unwrap_or(""), n),
-            };
+            });
             let name = match job {
                 Job::Proto(i, n) => format!("proto {} vcpus={n}", PAIRS[i].0),
                 Job::Linux(i, n) => format!("7.3.4-{} vcpus={n}", PAIRS[i].1.unwrap_or("")),
@@ -385,13 +388,14 @@ fn run_guest_part(a: &FidelityArgs, kernel: &Path, runner: &Path, build: &Path) 
             match res {
                 Ok(w) => {
                     println!(
-                        "fidelity-window round={r} {name} ops={:.0} best_second={:.0}{}{}",
+                        "fidelity-window round={r} {name} ops={:.0} best_second={:.0}{}{}{}",
                         w.ops,
                         w.best,
                         w.getppid_ns
                             .map_or(String::new(), |g| format!(" getppid_ns={g:.1}")),
                         w.probed
-                            .map_or(String::new(), |(o, _)| format!(" probed_ops={o:.0}"))
+                            .map_or(String::new(), |(o, _)| format!(" probed_ops={o:.0}")),
+                        load.words()
                     );
                     got.push((r, job, w));
                 }

@@ -294,8 +294,10 @@ pub(super) fn values(rounds: &[Option<f64>]) -> Vec<f64> {
 
 /// Fewest rounds in which one design's ratio must lie above the other's,
 /// every one of them, for a side to rank the pair: with no difference
-/// between the two, all of 5 rounds one way has a chance of 1/32 (one
-/// sided), under 0.05.
+/// between the two, all of 5 rounds the same way (either way) has a
+/// chance of 1/16; the prototype's side needs only a majority, so a pair
+/// the prototype cannot tell apart reads `no` about half the time where
+/// Linux ranks it.
 pub const RANK_ROUNDS: usize = 5;
 
 /// How one side orders designs `a` and `b` round by round: in how many rounds that both ran `a`'s ratio was

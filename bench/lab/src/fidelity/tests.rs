@@ -228,12 +228,17 @@ fn rank_agrees_only_where_linux_ranks_every_round() {
     let mut short = rows.clone();
     short[2].linux_rounds[4] = None;
     assert_eq!(rank_agrees(&short, 2), Some(true));
-    // Rounds pair by their number, not by position: Linux's round 0 of
-    // noalloc missing shifts nothing (still 4 rounds left, not ranked),
-    // where a list without the gap would have paired round 1 with 0.
+    // Rounds pair by their number, not by position: Linux's negative
+    // climbs over 6 rounds with noalloc just under it in each, noalloc's
+    // round 0 missing. By round: under in 5 of 5, ranked, and the
+    // prototype's reverse order disagrees. Paired by position (noalloc's
+    // rounds 1-5 against negative's 0-4) noalloc would be over in all 5.
     let mut gap = rows.clone();
-    gap[2].linux_rounds[0] = None;
-    assert_eq!(rank_agrees(&gap, 2), Some(true));
+    gap[1].linux_rounds = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0].map(Some).to_vec();
+    gap[2].linux_rounds = vec![None, Some(1.9), Some(2.9), Some(3.9), Some(4.9), Some(5.9)];
+    gap[1].proto = [6.0; 6].map(Some).to_vec();
+    gap[2].proto = [7.0; 6].map(Some).to_vec();
+    assert_eq!(rank_agrees(&gap, 2), Some(false));
     // The prototype in Linux's order: yes; split evenly: no disagreement.
     let mut ok = rows.clone();
     ok[2].proto = [6.0, 6.1, 6.2, 6.0, 6.3].map(Some).to_vec();
@@ -241,6 +246,20 @@ fn rank_agrees_only_where_linux_ranks_every_round() {
     let mut even = rows.clone();
     even[2].proto = [6.0, 6.6, 6.5, 6.5, 6.7].map(Some).to_vec();
     assert_eq!(rank_agrees(&even, 2), Some(true), "2 above, 2 below, 1 tie");
+    // Drift: Linux's rounds climb together, noalloc a little under
+    // negative in each; the prototype has them the other way in each.
+    // Ranked round by round (the old rule, medians apart by more than
+    // half their ranges, called it a tie).
+    let mut drift = rows.clone();
+    drift[1].linux_rounds = [2.0, 3.0, 4.0, 5.0, 6.0].map(Some).to_vec();
+    drift[2].linux_rounds = [1.9, 2.9, 3.9, 4.9, 5.9].map(Some).to_vec();
+    assert_eq!(rank_agrees(&drift, 2), Some(false));
+    // Tight but mixed: noalloc under negative in 4 rounds and over it in
+    // one; not ranked (the old rule, with ranges 0 and 0.75, ranked it).
+    let mut mixed = rows.clone();
+    mixed[1].linux_rounds = [3.0; 5].map(Some).to_vec();
+    mixed[2].linux_rounds = [2.0, 2.0, 2.0, 2.0, 3.5].map(Some).to_vec();
+    assert_eq!(rank_agrees(&mixed, 2), Some(true));
     let ls = lines(&rows, 1);
     assert_eq!(ls.len(), 4);
     assert_eq!(ls[0].proto_ratio, 1.0);

@@ -3,7 +3,8 @@
 //! figure, the share of the `cpu` line of `/proc/stat` that went to
 //! `steal` between two readings, and the CPU the run's own processes used
 //! ([`super::super::proc::children_cpu_ms`]) against the busy time of all
-//! CPUs over the same window ([`cpu_use`]). Everything is `None` where
+//! CPUs over the same window ([`cpu_use`]; [`around`] measures one run
+//! for the fidelity windows). Everything is `None` where
 //! /proc is not Linux's.
 //!
 //! Touches: reads `/proc/loadavg`, `/proc/stat` and `/proc/self/stat`.
@@ -73,6 +74,53 @@ pub fn cpu_use(
     (own.map(|o| o / wall_s), others)
 }
 
+/// What the machine did around one run of `f` (its child processes
+/// included): the CPUs the run got, what everyone else used, and steal.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Around {
+    pub eff_cpus: Option<f64>,
+    pub others_cpus: Option<f64>,
+    pub steal: Option<f64>,
+}
+
+impl Around {
+    /// ` eff_cpus=E others_cpus=O steal=S` (two decimals; `none` for a
+    /// figure /proc could not give), for a result line.
+    pub fn words(&self) -> String {
+        let f = |v: Option<f64>| v.map_or("none".to_string(), |v| format!("{v:.2}"));
+        format!(
+            " eff_cpus={} others_cpus={} steal={}",
+            f(self.eff_cpus),
+            f(self.others_cpus),
+            f(self.steal)
+        )
+    }
+}
+
+/// Run `f`, whose work is child processes it starts and waits for, and
+/// measure the machine around it ([`cpu_use`], [`steal_percent`]).
+pub fn around<T>(f: impl FnOnce() -> T) -> (T, Around) {
+    let own0 = crate::proc::children_cpu_ms();
+    let stat0 = cpu_times();
+    let t0 = std::time::Instant::now();
+    let out = f();
+    let wall = t0.elapsed().as_secs_f64();
+    let stat1 = cpu_times();
+    let own = own0
+        .zip(crate::proc::children_cpu_ms())
+        .and_then(|(a, b)| b.checked_sub(a));
+    let (eff_cpus, others_cpus) = cpu_use(own, stat0, stat1, wall);
+    let steal = steal_percent(stat0, stat1);
+    (
+        out,
+        Around {
+            eff_cpus,
+            others_cpus,
+            steal,
+        },
+    )
+}
+
 /// The 1-minute load average.
 pub fn loadavg() -> Option<f64> {
     parse_loadavg(&std::fs::read_to_string("/proc/loadavg").ok()?)
@@ -86,6 +134,27 @@ pub fn parse_loadavg(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn around_a_child_counts_its_cpu_and_says_so() {
+        // A child that spins for a few tenths of a second on one CPU.
+        let (st, a) = around(|| {
+            std::process::Command::new("sh")
+                .args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+                .status()
+                .unwrap()
+        });
+        assert!(st.success());
+        let e = a.eff_cpus.expect("children's CPU time");
+        assert!(e > 0.1 && e <= 1.2, "{a:?}");
+        assert!(a.others_cpus.is_some_and(|o| o >= 0.0), "{a:?}");
+        assert!(a.steal.is_some(), "{a:?}");
+        assert!(a.words().starts_with(" eff_cpus=0.") || a.words().starts_with(" eff_cpus=1."));
+        assert_eq!(
+            Around::default().words(),
+            " eff_cpus=none others_cpus=none steal=none"
+        );
+    }
 
     #[test]
     fn steal_is_the_stolen_share_of_the_cpu_line() {
