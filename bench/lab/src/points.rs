@@ -80,31 +80,17 @@ pub struct Paired {
 
 /// `a ÷ b` paired by repetition round: the ratio of the two runs of each
 /// round (`rep`) that both points ran exactly once, then the median of
-/// those ratios. The sweep runs the two runs of a round back to back
-/// (`sweep::plan`'s ABBA order), so they share the machine's mood; on a noisy host (a VM whose speed drifts
-/// by ±20 % over a minute) the per-round ratio is much steadier than the
-/// ratio of two medians taken at different moments. `None` unless at least
+/// those ratios. A round runs every point once (`sweep::plan`, every
+/// second round backwards), so the two runs share the round's stretch of
+/// the machine's mood: one design's 1- and 2-CPU runs back to back, two
+/// designs of one source a few runs apart, a design and its Linux
+/// reference up to a round apart (about two minutes for a guest and the
+/// Linux guest). On a noisy host (a VM whose speed drifts by ±20 % over a
+/// minute) that is steadier than the ratio of two medians taken at
+/// different moments, by less the farther apart the two ran. `None` unless at least
 /// two rounds pair up.
 pub fn paired_ratio(a: &Point, b: &Point) -> Option<Paired> {
-    // Rounds of two sessions are unrelated.
-    if a.median().session != b.median().session {
-        return None;
-    }
-    let once = |p: &Point, rep: u32| {
-        let mut it = p.runs().iter().filter(|r| r.rep == rep);
-        match (it.next(), it.next()) {
-            (Some(r), None) => Some(r.average as f64),
-            _ => None,
-        }
-    };
-    let reps: BTreeSet<u32> = a.runs().iter().map(|r| r.rep).collect();
-    let mut ratios: Vec<f64> = reps
-        .into_iter()
-        .filter_map(|rep| match (once(a, rep), once(b, rep)) {
-            (Some(x), Some(y)) if y > 0.0 => Some(x / y),
-            _ => None,
-        })
-        .collect();
+    let mut ratios: Vec<f64> = round_ratios(a, b).into_iter().map(|(_, r)| r).collect();
     if ratios.len() < 2 {
         return None;
     }
@@ -115,6 +101,28 @@ pub fn paired_ratio(a: &Point, b: &Point) -> Option<Paired> {
         max: ratios[ratios.len() - 1],
         rounds: ratios.len(),
     })
+}
+
+/// `a ÷ b` of each round (`rep`) that both points ran exactly once, by
+/// round; none for points of two sessions (their rounds are unrelated).
+pub fn round_ratios(a: &Point, b: &Point) -> Vec<(u32, f64)> {
+    if a.median().session != b.median().session {
+        return Vec::new();
+    }
+    let once = |p: &Point, rep: u32| {
+        let mut it = p.runs().iter().filter(|r| r.rep == rep);
+        match (it.next(), it.next()) {
+            (Some(r), None) => Some(r.average as f64),
+            _ => None,
+        }
+    };
+    let reps: BTreeSet<u32> = a.runs().iter().map(|r| r.rep).collect();
+    reps.into_iter()
+        .filter_map(|rep| match (once(a, rep), once(b, rep)) {
+            (Some(x), Some(y)) if y > 0.0 => Some((rep, x / y)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The points of the ok rows, in the order each first appears. With one run

@@ -84,6 +84,17 @@ const GOALS: &[Goal] = &[
     },
 ];
 
+/// The lower median, min and max of `xs`; `None` under two values (one
+/// round is no pairing).
+fn spread(xs: &[f64]) -> Option<(f64, f64, f64)> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    Some((v[(v.len() - 1) / 2], v[0], v[v.len() - 1]))
+}
+
 /// `a`'s ops/s over `b`'s round by round, and how it was taken, for the
 /// report; `None` when the rounds do not pair (no fallback to the medians'
 /// ratio: two medians taken at different times are not a paired figure).
@@ -157,7 +168,11 @@ pub(super) fn write_goals(s: &mut String, pts: &[Point]) {
                     let (measured, verdict) = match scaling(a, b) {
                         None => (UNPAIRED.to_string(), format!("no verdict: {UNPAIRED}")),
                         Some((r, how)) => (
-                            format!("{r:.2}×{how}"),
+                            {
+                                let rounds = points::round_ratios(a, b);
+                                let meet = rounds.iter().filter(|(_, x)| ok(*x)).count();
+                                format!("{r:.2}×{how}, {meet} of {} rounds meet it", rounds.len())
+                            },
                             flagged(goal, &[a, b], pts).unwrap_or_else(|| mark(ok(r)).to_string()),
                         ),
                     };
@@ -177,11 +192,29 @@ pub(super) fn write_goals(s: &mut String, pts: &[Point]) {
                     ) else {
                         continue;
                     };
-                    let (measured, verdict) = match (scaling(a2, a1), scaling(l2, l1)) {
-                        (Some((ours, _)), Some((theirs, _))) => {
-                            let r = ours / theirs;
+                    // Each round's scaling over Linux's in the same round,
+                    // then the median of those: a ratio taken inside a round.
+                    let (ours_r, theirs_r) =
+                        (points::round_ratios(a2, a1), points::round_ratios(l2, l1));
+                    let per_round: Vec<f64> = ours_r
+                        .iter()
+                        .filter_map(|(rep, o)| {
+                            let t = theirs_r.iter().find(|(r, _)| r == rep)?.1;
+                            (t > 0.0).then(|| o / t)
+                        })
+                        .collect();
+                    let (measured, verdict) = match (
+                        scaling(a2, a1),
+                        scaling(l2, l1),
+                        spread(&per_round),
+                    ) {
+                        (Some((ours, _)), Some((theirs, _)), Some((r, lo, hi))) => {
+                            let meet = per_round.iter().filter(|x| ok(**x)).count();
                             (
-                                format!("{design} {ours:.2}× ÷ {linux} {theirs:.2}× = {r:.2}"),
+                                format!(
+                                    "{design} {ours:.2}× ÷ {linux} {theirs:.2}×; per round {r:.2} ({lo:.2}–{hi:.2}, {meet} of {} rounds within the goal)",
+                                    per_round.len()
+                                ),
                                 flagged(goal, &[a2, a1, l2, l1], pts)
                                     .unwrap_or_else(|| mark(ok(r)).to_string()),
                             )

@@ -745,7 +745,10 @@ fn write_linux_ratios(s: &mut String, pts: &[Point], groups: &[Group]) {
                 .map(|d| {
                     let linux = pts.iter().find(|q| {
                         let q = q.median();
+                        // The same accelerator: a guest that fell back
+                        // to TCG is no match for a Linux guest under KVM.
                         q.source == ref_source
+                            && q.accel == r.accel
                             && q.host == g.2
                             && q.session == g.3
                             && q.testcase == "statneg"
