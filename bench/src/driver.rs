@@ -486,6 +486,16 @@ fn finish<B: Body, W: fmt::Write>(
             c.spin_yields
         );
     }
+    // Waiters that spun on past the yield threshold (a core per thread):
+    // a lock holder or successor was off its CPU.
+    #[cfg(feature = "std")]
+    if let Some(c) = counters.filter(|c| c.spin_long_waits > 0) {
+        std::eprintln!(
+            "bench: note: {} long spin waits in {ops} ops: a lock holder or the next owner was off its CPU for over {} us, so ops/s include its preemption",
+            c.spin_long_waits,
+            fs::sync::spinwait::YIELD_AFTER_NS / 1000
+        );
+    }
     if let Some(e) = wrong_answers(tasks, body) {
         let _ = writeln!(out, "error: {e}");
         let _ = writeln!(out, "{timing_line}");

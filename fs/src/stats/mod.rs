@@ -142,6 +142,12 @@ pub struct Counters {
     /// ([`crate::sync::spinwait`]): more spinning threads than CPUs. 0 in
     /// the guest, and in a host benchmark with a core per thread.
     pub spin_yields: u64,
+    /// Lock waits that lasted past the yield threshold where waiters do
+    /// not yield (a host benchmark with a core per thread: the holder or
+    /// the next owner was off its CPU, preempted by another thread of
+    /// the process or of the machine), one per threshold's length waited.
+    /// 0 in the guest.
+    pub spin_long_waits: u64,
     /// Misses that allocated a dentry, then found the name hashed by
     /// another lookup when `d_alloc_parallel` looked in the dcache again:
     /// they free theirs and use that one (they count in `dentry_alloc`
@@ -179,6 +185,7 @@ impl Counters {
             shared_stores: self.shared_stores.saturating_sub(earlier.shared_stores),
             transfers: self.transfers.saturating_sub(earlier.transfers),
             spin_yields: self.spin_yields.saturating_sub(earlier.spin_yields),
+            spin_long_waits: self.spin_long_waits.saturating_sub(earlier.spin_long_waits),
             parallel_found: self.parallel_found.saturating_sub(earlier.parallel_found),
             in_lookup_waits: self.in_lookup_waits.saturating_sub(earlier.in_lookup_waits),
             membarriers: self.membarriers.saturating_sub(earlier.membarriers),
@@ -212,6 +219,7 @@ pub enum Event {
     Enomem,
     Transfer,
     SpinYield,
+    SpinLongWait,
     ParallelFound,
     InLookupWait,
 }
@@ -320,6 +328,7 @@ fn counters(sum: [u64; SLOTS]) -> Counters {
         poison_seen: sum[Event::PoisonSeen as usize],
         enomem: sum[Event::Enomem as usize],
         spin_yields: sum[Event::SpinYield as usize],
+        spin_long_waits: sum[Event::SpinLongWait as usize],
         parallel_found: sum[Event::ParallelFound as usize],
         in_lookup_waits: sum[Event::InLookupWait as usize],
         membarriers: membarriers(),
