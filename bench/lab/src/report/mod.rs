@@ -226,7 +226,8 @@ fn groups(pts: &[Point]) -> Vec<Group> {
     g
 }
 
-/// The point of group `g` for (testcase, design, cpus).
+/// The point of group `g` for (testcase, design, cpus): `design`'s label,
+/// or another spelling of its configuration ([`configuration`]).
 fn point<'p, 'r>(
     pts: &'p [Point<'r>],
     g: &Group,
@@ -234,10 +235,24 @@ fn point<'p, 'r>(
     design: &str,
     cpus: usize,
 ) -> Option<&'p Point<'r>> {
-    pts.iter().find(|p| {
-        let r = p.median();
-        in_group(r, g) && r.testcase == testcase && r.design == design && r.cpus == cpus
-    })
+    let found = |exact: bool| {
+        pts.iter().find(|p| {
+            let r = p.median();
+            in_group(r, g)
+                && r.testcase == testcase
+                && r.cpus == cpus
+                && if exact {
+                    r.design == design
+                } else {
+                    configuration(&r.design).is_some()
+                        && configuration(&r.design) == configuration(design)
+                }
+        })
+    };
+    // The label as given, else the same configuration spelt otherwise
+    // (`transient lock=qspinlock` for `transient`, as `bench predict`
+    // labels its rows).
+    found(true).or_else(|| found(false))
 }
 
 /// Ops/s of the median run of a point of group `g`.
