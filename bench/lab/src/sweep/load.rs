@@ -145,11 +145,13 @@ mod tests {
                 .unwrap()
         });
         assert!(st.success());
+        // At least what it spun (the other tests of this binary run in
+        // parallel and their children count too, so no upper bound).
         let e = a.eff_cpus.expect("children's CPU time");
-        assert!(e > 0.1 && e <= 1.2, "{a:?}");
+        assert!(e > 0.1, "{a:?}");
         assert!(a.others_cpus.is_some_and(|o| o >= 0.0), "{a:?}");
         assert!(a.steal.is_some(), "{a:?}");
-        assert!(a.words().starts_with(" eff_cpus=0.") || a.words().starts_with(" eff_cpus=1."));
+        assert!(a.words().starts_with(" eff_cpus="), "{}", a.words());
         assert_eq!(
             Around::default().words(),
             " eff_cpus=none others_cpus=none steal=none"
