@@ -137,7 +137,7 @@ echo "=== design-check: bench host and the sweep"
     bad "bench host design=$NEW"
 grep -q "enoent=$NEW" "$work/host.txt" || bad "bench host output does not name $NEW"
 "$t/release/bench" sweep --sources host --testcases statneg --designs "transient,$NEW" \
-    --cpus 1 --warmup 0 --secs 1 --out "$work/sweep" >/dev/null || bad "bench sweep --designs $NEW"
+    --cpus 1 --warmup 0 --secs 1 --repeat 2 --out "$work/sweep" >/dev/null || bad "bench sweep --designs $NEW"
 cat "$work"/sweep/*/report.md >"$work/report.md" 2>/dev/null || true
 grep -qE "\| $NEW \| [0-9.]+×" "$work/report.md" ||
     bad "the sweep's report gives $NEW no ratio to the baseline"
