@@ -115,26 +115,25 @@ pub fn parse_stat_children_ms(stat: &str) -> Option<u64> {
     Some((cutime + cstime) * 10)
 }
 
-/// The CPU model `qemu-run` reports on stderr (`... cpu=qemu64 ...`).
-pub fn runner_cpu(stderr: &str) -> Option<String> {
+/// The value of `key=` in `qemu-run`'s stderr line (`qemu-run: ... key=v ...`).
+fn runner_word(stderr: &str, key: &str) -> Option<String> {
     stderr.lines().find_map(|l| {
         let rest = l.strip_prefix("qemu-run:")?;
         let v = rest
             .split_whitespace()
-            .find_map(|w| w.strip_prefix("cpu="))?;
+            .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))?;
         Some(v.to_string())
     })
 }
 
+/// The CPU model `qemu-run` reports on stderr (`... cpu=qemu64 ...`).
+pub fn runner_cpu(stderr: &str) -> Option<String> {
+    runner_word(stderr, "cpu")
+}
+
 /// The accelerator `qemu-run` reports on stderr (`... accel=tcg (...)`).
 pub fn runner_accel(stderr: &str) -> Option<String> {
-    stderr.lines().find_map(|l| {
-        let rest = l.strip_prefix("qemu-run:")?;
-        let v = rest
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("accel="))?;
-        Some(v.to_string())
-    })
+    runner_word(stderr, "accel")
 }
 
 #[cfg(test)]

@@ -91,18 +91,21 @@ pub(super) fn host_round_jobs(cpus: &[u32], r: u32) -> Vec<HostJob> {
     jobs
 }
 
+/// The ops/s of every window of job `j`, in round order.
+fn host_side(got: &[(u32, HostJob, f64)], j: HostJob) -> Vec<f64> {
+    got.iter()
+        .filter(|(_, g, _)| *g == j)
+        .map(|(_, _, x)| *x)
+        .collect()
+}
+
 /// The host lines of one run: per task count and pair, each side's median
 /// ops/s over the rounds (rounded to whole ops/s, as printed).
 pub(super) fn host_lines(got: &[(u32, HostJob, f64)], cpus: &[u32]) -> Vec<HostLine> {
     let mut out = Vec::new();
     for &n in cpus {
         for (i, (d, k, _)) in HOST_PAIRS.iter().enumerate() {
-            let side = |j: HostJob| -> Vec<f64> {
-                got.iter()
-                    .filter(|(_, g, _)| *g == j)
-                    .map(|(_, _, x)| *x)
-                    .collect()
-            };
+            let side = |j: HostJob| host_side(got, j);
             let (Some(p), Some(l)) = (
                 median(&side(HostJob::Proto(i, n))),
                 median(&side(HostJob::Linux(i, n))),
@@ -178,12 +181,7 @@ pub(super) fn run_host_part(a: &FidelityArgs) -> Vec<String> {
     }
     for &n in &a.cpus {
         for (i, (d, k, _)) in HOST_PAIRS.iter().enumerate() {
-            let side = |j: HostJob| -> Vec<f64> {
-                got.iter()
-                    .filter(|(_, g, _)| *g == j)
-                    .map(|(_, _, x)| *x)
-                    .collect()
-            };
+            let side = |j: HostJob| host_side(&got, j);
             let p = side(HostJob::Proto(i, n));
             println!(
                 "fidelity-host-spread design={d} linux={k} vcpus={n} rounds={} proto_ops={} linux_ops={}",
